@@ -1,0 +1,15 @@
+"""Errors a user can fix: each message names the culprit, where it came from and the remedy."""
+
+from __future__ import annotations
+
+
+class GpubenchError(Exception):
+    """Base of the plugin's user-facing errors; shown as one line, never as a traceback."""
+
+
+class ConfigError(GpubenchError):
+    """An invalid option, ini value or marker keyword."""
+
+
+class BaselineError(GpubenchError):
+    """A baseline file that cannot be read or trusted."""

@@ -1,0 +1,147 @@
+"""The object behind the ``gpubench`` fixture."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .engine import Workload
+from .errors import GpubenchError
+from .results import Result
+from .settings import Settings, check_work
+
+
+@dataclass(frozen=True)
+class TestContext:
+    """What the fixture knows of its test: set by the plugin from the item and its marker."""
+
+    nodeid: str
+    name: str
+    settings: Settings
+    group: str | None = None
+    bytes: float | None = None
+    flops: float | None = None
+
+
+@dataclass
+class GpuBench:
+    """Times a function inside a test: ``y = gpubench(fn, *args, **kwargs)``.
+
+    Without ``--gpubench`` the function runs once, untimed, and its result is returned. With
+    it, the first call (compilation, autotuning, lazy loading) is still untimed and provides
+    the result; then the function is timed and judged against this GPU's baseline.
+    """
+
+    context: TestContext
+    session: Any = None  # a BenchSession when timing, else None
+    device_probe: Callable[[], bool] = lambda: False
+    extra_info: dict[str, Any] = field(default_factory=dict)
+    results: list[Result] = field(default_factory=list)
+    _names: list[str | None] = field(default_factory=list)
+
+    @property
+    def device(self) -> str:
+        """``"cuda"`` when a CUDA GPU is usable, else ``"cpu"``."""
+        if self.session is not None:
+            return str(self.session.device.kind)
+        return "cuda" if self.device_probe() else "cpu"
+
+    def __call__(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        name: str | None = None,
+        bytes: float | None = None,
+        flops: float | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Time ``fn(*args, **kwargs)`` and return its result.
+
+        ``name`` records one of several measurements in a test; ``bytes`` and ``flops``
+        declare the work of one call, for GB/s, TFLOP/s and the share of peak bandwidth.
+        """
+        return self._run(Workload(fn, args, kwargs), name, bytes, flops, None, None)
+
+    def pedantic(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        setup: Callable[[], Any] | None = None,
+        warmup: int | None = None,
+        rounds: int | None = None,
+        *,
+        name: str | None = None,
+        bytes: float | None = None,
+        flops: float | None = None,
+    ) -> Any:
+        """Full control: ``setup()`` runs untimed before every sample and may return
+        ``(args, kwargs)`` for fresh inputs; ``warmup`` and ``rounds`` fix the number of
+        warmup samples and of timed samples instead of the adaptive rules."""
+        for label, value in (("warmup", warmup), ("rounds", rounds)):
+            if value is not None and (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or value < (0 if label == "warmup" else 2)
+            ):
+                raise GpubenchError(
+                    f"invalid gpubench.pedantic {label}={value!r}: expected a whole number"
+                    f"{' of at least 2' if label == 'rounds' else ' of at least 0'}"
+                )
+        if setup is not None and not callable(setup):
+            raise TypeError(f"gpubench.pedantic setup must be callable, got {setup!r}")
+        workload = Workload(fn, tuple(args), dict(kwargs or {}), setup)
+        return self._run(workload, name, bytes, flops, warmup, rounds)
+
+    def _run(
+        self,
+        workload: Workload,
+        name: str | None,
+        bytes: float | None,
+        flops: float | None,
+        warmup: int | None,
+        rounds: int | None,
+    ) -> Any:
+        if not callable(workload.fn):
+            raise TypeError(
+                f"gpubench expects a function to time as its first argument, got "
+                f"{type(workload.fn).__name__} {workload.fn!r:.60}"
+            )
+        self._claim(name)
+        where = f"gpubench(..., {{}}=...) in {self.context.name}"
+        bytes = check_work("bytes", bytes, where.format("bytes"))
+        flops = check_work("flops", flops, where.format("flops"))
+        result = workload.prepare()()  # untimed: compiles, warms caches, gives the result
+        if self.session is None:
+            return result
+        suffix = f"#{name}" if name is not None else ""
+        self.results.append(
+            self.session.measure(
+                workload,
+                key=self.context.nodeid + suffix,
+                test=self.context.name + suffix,
+                settings=self.context.settings,
+                group=self.context.group,
+                bytes=bytes if bytes is not None else self.context.bytes,
+                flops=flops if flops is not None else self.context.flops,
+                warmup=warmup,
+                rounds=rounds,
+            )
+        )
+        return result
+
+    def _claim(self, name: str | None) -> None:
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            raise GpubenchError(f"invalid gpubench name {name!r}: expected a non-empty string")
+        if None in self._names or (name is None and self._names):
+            raise GpubenchError(
+                f"gpubench was called more than once in {self.context.name}; give each "
+                f"measurement its own name, e.g. gpubench(fn, x, name='fp16')"
+            )
+        if name in self._names:
+            raise GpubenchError(
+                f"gpubench measurement name {name!r} is used twice in {self.context.name}; "
+                f"names must be unique within a test"
+            )
+        self._names.append(name)

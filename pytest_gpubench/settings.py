@@ -1,0 +1,311 @@
+"""Session settings: one frozen object built once from CLI, ini and marker.
+
+Precedence, highest first: ``@pytest.mark.gpubench(...)`` keywords, command-line options,
+ini keys, built-in defaults. This module does not import pytest: the plugin hands it plain
+mappings, so every rule here is testable on its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+TIMERS = ("auto", "cuda-graph", "cuda-event", "cuda-event-cold", "wall")
+
+
+def parse_fraction_or_percent(text: object) -> float:
+    """'5%' -> 0.05; 0.05 -> 0.05. A bare number of 1 or more is ambiguous and refused."""
+    raw = str(text).strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise ValueError("expected a percentage such as 5%") from None
+    if not raw.endswith("%") and value >= 1:
+        raise ValueError("expected a percentage such as 5% (a bare number must be a fraction < 1)")
+    if not 0 < value < 1:
+        raise ValueError("expected a percentage between 0% and 100% such as 5%")
+    return value
+
+
+def parse_alpha(text: object) -> float:
+    try:
+        value = float(str(text))
+    except ValueError:
+        raise ValueError("expected a significance level such as 0.01") from None
+    if not 0 < value < 1:
+        raise ValueError("expected a significance level between 0 and 1 such as 0.01")
+    return value
+
+
+def parse_timer(text: object) -> str:
+    value = str(text).strip()
+    if value not in TIMERS:
+        raise ValueError(f"expected one of {', '.join(TIMERS)}")
+    return value
+
+
+def parse_positive_float(text: object) -> float:
+    try:
+        value = float(str(text))
+    except ValueError:
+        raise ValueError("expected a positive number of seconds such as 1.0") from None
+    if not value > 0:
+        raise ValueError("expected a positive number of seconds such as 1.0")
+    return value
+
+
+def parse_count(text: object) -> int:
+    try:
+        value = int(str(text))
+    except ValueError:
+        raise ValueError("expected a whole number such as 10") from None
+    if value < 2:
+        raise ValueError("expected a whole number of at least 2")
+    return value
+
+
+def parse_bool(text: object) -> bool:
+    if isinstance(text, bool):
+        return text
+    value = str(text).strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError("expected true or false")
+
+
+def parse_path(text: object) -> Path:
+    return Path(str(text))
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One setting: its CLI flag, ini key, parser, default, and whether a marker may set it."""
+
+    field: str
+    help: str
+    parse: Callable[[object], Any]
+    default: Any
+    is_flag: bool = False
+    in_marker: bool = False
+    metavar: str | None = None
+
+    @property
+    def flag(self) -> str:
+        return (
+            "--gpubench-" + self.field.replace("_", "-")
+            if self.field != "enabled"
+            else "--gpubench"
+        )
+
+    @property
+    def ini(self) -> str:
+        return "gpubench_" + self.field
+
+    @property
+    def dest(self) -> str:
+        return "gpubench_" + self.field
+
+
+OPTIONS: tuple[OptionSpec, ...] = (
+    OptionSpec(
+        "enabled",
+        "Time gpubench tests and judge them against the stored baselines",
+        parse_bool,
+        False,
+        is_flag=True,
+    ),
+    OptionSpec(
+        "save",
+        "Measure and write the baselines of this GPU for the tests that ran (implies --gpubench)",
+        parse_bool,
+        False,
+        is_flag=True,
+    ),
+    OptionSpec(
+        "dir",
+        "Directory of the baseline files (default: .gpubench under the rootdir)",
+        parse_path,
+        None,
+        metavar="DIR",
+    ),
+    OptionSpec(
+        "threshold",
+        "Smallest slowdown that fails a test, such as 5% (default 5%)",
+        parse_fraction_or_percent,
+        0.05,
+        in_marker=True,
+        metavar="PERCENT",
+    ),
+    OptionSpec(
+        "alpha",
+        "Significance level before the correction for the number of benchmark tests (default 0.01)",
+        parse_alpha,
+        0.01,
+        in_marker=True,
+        metavar="LEVEL",
+    ),
+    OptionSpec(
+        "timer",
+        f"Timer: {', '.join(TIMERS)} (default auto: CUDA graph, falling back "
+        "to CUDA events; wall on a machine without a GPU)",
+        parse_timer,
+        "auto",
+        in_marker=True,
+        metavar="NAME",
+    ),
+    OptionSpec(
+        "budget_s",
+        "Time budget of one measurement in seconds, warmup included (default 1.0)",
+        parse_positive_float,
+        1.0,
+        in_marker=True,
+        metavar="SECONDS",
+    ),
+    OptionSpec(
+        "min_samples",
+        "Fewest samples per measurement (default 10)",
+        parse_count,
+        10,
+        in_marker=True,
+        metavar="N",
+    ),
+    OptionSpec(
+        "max_samples",
+        "Most samples per measurement (default 200)",
+        parse_count,
+        200,
+        in_marker=True,
+        metavar="N",
+    ),
+    OptionSpec(
+        "precision",
+        "Stop sampling once the 95% confidence interval of the median is "
+        "within this of it, such as 0.5% (default 0.5%)",
+        parse_fraction_or_percent,
+        0.005,
+        in_marker=True,
+        metavar="PERCENT",
+    ),
+    OptionSpec(
+        "fail_on_improvement",
+        "Fail tests that got significantly faster, so stale baselines get refreshed",
+        parse_bool,
+        False,
+        is_flag=True,
+    ),
+    OptionSpec(
+        "json",
+        "Write every result, samples included, to this JSON file",
+        parse_path,
+        None,
+        metavar="PATH",
+    ),
+    OptionSpec(
+        "markdown",
+        "Write the summary table to this Markdown file",
+        parse_path,
+        None,
+        metavar="PATH",
+    ),
+)
+
+# Marker keywords that describe the test rather than change how it is measured.
+ANNOTATION_KEYS = ("group", "bytes", "flops")
+
+
+@dataclass(frozen=True)
+class Settings:
+    enabled: bool = False
+    save: bool = False
+    dir: Path = Path(".gpubench")
+    threshold: float = 0.05
+    alpha: float = 0.01
+    timer: str = "auto"
+    budget_s: float = 1.0
+    min_samples: int = 10
+    max_samples: int = 200
+    precision: float = 0.005
+    fail_on_improvement: bool = False
+    json: Path | None = None
+    markdown: Path | None = None
+
+    @classmethod
+    def resolve(
+        cls, cli: Mapping[str, object], ini: Mapping[str, object], rootdir: Path
+    ) -> Settings:
+        """Build settings from CLI values (None when not given) and ini values ('' when unset)."""
+        values: dict[str, Any] = {}
+        for spec in OPTIONS:
+            raw, origin = cli.get(spec.field), spec.flag
+            if raw is None or raw is False:
+                raw, origin = ini.get(spec.field), f"ini {spec.ini}"
+            if raw is None or raw == "" or raw == []:
+                continue
+            values[spec.field] = _parse(spec, raw, origin)
+        settings = cls(**values)
+        directory = settings.dir if settings.dir.is_absolute() else rootdir / settings.dir
+        settings = dataclasses.replace(
+            settings, dir=directory, enabled=settings.enabled or settings.save
+        )
+        settings.check()
+        return settings
+
+    def with_marker(self, keywords: Mapping[str, object]) -> Settings:
+        """Apply the setting keywords of ``@pytest.mark.gpubench``; annotations are ignored here."""
+        specs = {spec.field: spec for spec in OPTIONS if spec.in_marker}
+        changes = {
+            key: _parse(specs[key], value, f"@pytest.mark.gpubench({key}=...)")
+            for key, value in keywords.items()
+            if key in specs
+        }
+        settings = dataclasses.replace(self, **changes)
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        if self.min_samples > self.max_samples:
+            raise ConfigError(
+                f"invalid sample bounds: min_samples {self.min_samples} exceeds max_samples "
+                f"{self.max_samples}: raise --gpubench-max-samples or lower --gpubench-min-samples"
+            )
+
+
+def marker_keys() -> tuple[str, ...]:
+    return tuple(spec.field for spec in OPTIONS if spec.in_marker) + ANNOTATION_KEYS
+
+
+def check_marker_keywords(keywords: Mapping[str, object], where: str) -> None:
+    """Refuse unknown marker keywords and invalid annotation values, naming the culprit."""
+    allowed = marker_keys()
+    for key in keywords:
+        if key not in allowed:
+            raise ConfigError(
+                f"{where}: unknown keyword {key!r} in @pytest.mark.gpubench; "
+                f"expected one of {', '.join(allowed)}"
+            )
+    for key in ("bytes", "flops"):
+        if key in keywords:
+            check_work(key, keywords[key], f"{where}: @pytest.mark.gpubench({key}=...)")
+    Settings().with_marker(keywords)  # parses and validates the setting keywords
+
+
+def check_work(key: str, value: object, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"invalid {where} {value!r}: expected a positive number of {key}")
+    return float(value)
+
+
+def _parse(spec: OptionSpec, raw: object, origin: str) -> Any:
+    try:
+        return spec.parse(raw)
+    except ValueError as exc:
+        raise ConfigError(f"invalid {origin} {raw!r}: {exc}") from None

@@ -1,0 +1,72 @@
+"""Timer selection and the host-clock timer. CUDA timers live in cuda_timers (imports torch)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+from .engine import Sampler, Timer, Workload
+
+# A host-clock sample covers at least this long, batching calls to fast functions, so the
+# clock's resolution and the loop's own cost stay negligible.
+WALL_SAMPLE_MIN_MS = 0.1
+MAX_CALLS_PER_SAMPLE = 1000
+
+
+class WallTimer:
+    """Host clock (``time.perf_counter_ns``) around the call.
+
+    Includes everything the host does: Python overhead, launches, and, when ``synchronize`` is
+    given (CUDA available), the device work up to a full synchronization. Cache state: hot.
+    """
+
+    name = "wall"
+
+    def __init__(self, synchronize: Callable[[], None] | None = None) -> None:
+        self._sync = synchronize or (lambda: None)
+
+    def sampler(self, workload: Workload) -> Sampler:
+        calls = 1 if workload.setup is not None else self._calls_per_sample(workload)
+
+        def sample() -> float:
+            call = workload.prepare()
+            self._sync()
+            start = time.perf_counter_ns()
+            for _ in range(calls):
+                call()
+            self._sync()
+            return (time.perf_counter_ns() - start) / 1e6 / calls
+
+        return Sampler(timer=self.name, sample=sample, calls_per_sample=calls)
+
+    def _calls_per_sample(self, workload: Workload) -> int:
+        call = workload.prepare()
+        self._sync()
+        start = time.perf_counter_ns()
+        call()
+        self._sync()
+        one_ms = max((time.perf_counter_ns() - start) / 1e6, 1e-6)
+        return max(1, min(MAX_CALLS_PER_SAMPLE, math.ceil(WALL_SAMPLE_MIN_MS / one_ms)))
+
+
+def cuda_available() -> bool:
+    """True when torch is importable and sees a usable CUDA device."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def make_timer(name: str, device: str, with_setup: bool = False) -> Timer:
+    """The timer for a ``--gpubench-timer`` name on this device (``auto`` picks the best)."""
+    if device != "cuda" or name == "wall":
+        if device == "cuda":
+            import torch
+
+            return WallTimer(torch.cuda.synchronize)
+        return WallTimer()
+    from . import cuda_timers
+
+    return cuda_timers.make(name, with_setup)
