@@ -88,7 +88,8 @@ def table_lines(results: Sequence[Result]) -> list[str]:
     for i, cells in enumerate(rows):
         lines.append(
             "  ".join(
-                c.ljust(w) if j < 2 else c.rjust(w) for j, (c, w) in enumerate(zip(cells, widths))
+                c.ljust(w) if j < 2 else c.rjust(w)
+                for j, (c, w) in enumerate(zip(cells, widths, strict=True))
             ).rstrip()
         )
         if i == 0:
