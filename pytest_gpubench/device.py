@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import platform
 import re
 from dataclasses import dataclass, field
@@ -68,11 +69,9 @@ def _versions() -> dict[str, Any]:
         versions["cuda"] = torch.version.cuda
     except ImportError:
         versions["torch"] = versions["cuda"] = None
-    try:
-        import triton
-
-        versions["triton"] = triton.__version__
-    except ImportError:
+    try:  # metadata, not import: importing triton fixes TRITON_INTERPRET for the process
+        versions["triton"] = importlib.metadata.version("triton")
+    except importlib.metadata.PackageNotFoundError:
         versions["triton"] = None
     return versions
 

@@ -41,6 +41,11 @@ class GpuBench:
     _names: list[str | None] = field(default_factory=list)
 
     @property
+    def enabled(self) -> bool:
+        """Whether this run times (``--gpubench``) or only runs each function once."""
+        return self.session is not None
+
+    @property
     def device(self) -> str:
         """``"cuda"`` when a CUDA GPU is usable, else ``"cpu"``."""
         if self.session is not None:
