@@ -1,0 +1,207 @@
+"""Unit tests of pytest_gpubench.engine: the stopping rules, with fake samplers and clocks."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Iterable, Iterator
+
+import pytest
+
+from pytest_gpubench import engine
+from pytest_gpubench.engine import Plan, Sampler, Sampling, Workload, collect
+
+
+class FakeClock:
+    """A clock that only moves when a fake sample costs time."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class FakeSampler:
+    """Hands out ``values`` in order; each sample advances ``clock`` by ``cost_s``."""
+
+    def __init__(self, values: Iterable[float], clock: FakeClock, cost_s: float = 0.0) -> None:
+        self.values: Iterator[float] = iter(values)
+        self.clock = clock
+        self.cost_s = cost_s
+        self.taken: list[float] = []
+
+    def sample(self) -> float:
+        self.clock.now += self.cost_s
+        value = next(self.values)
+        self.taken.append(value)
+        return value
+
+    def make(self, **extra: object) -> Sampler:
+        return Sampler(timer="fake", sample=self.sample, **extra)  # type: ignore[arg-type]
+
+
+def steady(value: float = 1.0) -> Iterator[float]:
+    return itertools.repeat(value)
+
+
+def noisy(seed: int = 0, sigma: float = 0.3) -> Iterator[float]:
+    rng = random.Random(seed)
+    while True:
+        yield rng.lognormvariate(0.0, sigma)
+
+
+def alternating() -> Iterator[float]:
+    """Never steady: medians of consecutive windows of three alternate between 1 and 2."""
+    return itertools.cycle([1.0, 2.0])
+
+
+def run(
+    values: Iterable[float], plan: Plan, cost_s: float = 0.0, **extra: object
+) -> tuple[Sampling, FakeSampler]:
+    clock = FakeClock()
+    fake = FakeSampler(values, clock, cost_s)
+    return collect(fake.make(**extra), plan, clock=clock), fake
+
+
+# --- sampling -------------------------------------------------------------------------------
+
+
+def test_precise_samples_stop_at_min_samples() -> None:
+    sampling, fake = run(steady(), Plan(min_samples=10, max_samples=200))
+    assert sampling.warmup == 2 * engine.WARMUP_WINDOW
+    assert len(sampling.samples_ms) == 10
+    assert len(fake.taken) == sampling.warmup + 10
+
+
+def test_min_samples_that_are_not_a_multiple_of_the_check_interval() -> None:
+    # The precision rule is checked every CHECK_EVERY samples: 12 -> checked at 15.
+    sampling, _ = run(steady(), Plan(min_samples=12, max_samples=200))
+    assert len(sampling.samples_ms) == 15
+
+
+def test_noisy_samples_stop_at_max_samples() -> None:
+    sampling, _ = run(noisy(), Plan(min_samples=10, max_samples=37, budget_s=1e9))
+    assert len(sampling.samples_ms) == 37
+
+
+def test_sampling_stops_once_the_median_is_precise_enough() -> None:
+    loose, _ = run(noisy(sigma=0.01), Plan(max_samples=1000, budget_s=1e9, precision=0.01))
+    tight, _ = run(noisy(sigma=0.01), Plan(max_samples=1000, budget_s=1e9, precision=0.002))
+    assert 10 <= len(loose.samples_ms) < len(tight.samples_ms) < 1000
+    assert len(loose.samples_ms) % engine.CHECK_EVERY == 0
+
+
+def test_sampling_stops_when_the_budget_is_spent() -> None:
+    # 6 warmup samples of 1/8 s exceed a quarter of the 2 s budget; then 10 samples reach it.
+    plan = Plan(min_samples=2, max_samples=200, budget_s=2.0)
+    sampling, _ = run(noisy(), plan, cost_s=0.125)
+    assert sampling.warmup == 6
+    assert len(sampling.samples_ms) == 10
+
+
+def test_min_samples_are_taken_even_past_the_budget() -> None:
+    sampling, _ = run(noisy(), Plan(min_samples=10, budget_s=0.001), cost_s=1.0)
+    assert sampling.warmup == 2 * engine.WARMUP_WINDOW
+    assert len(sampling.samples_ms) == 10
+
+
+def test_fixed_rounds_and_warmup_override_the_rules() -> None:
+    plan = Plan(min_samples=10, max_samples=20, budget_s=0.001, warmup=3, rounds=7)
+    sampling, fake = run(noisy(), plan, cost_s=1.0)
+    assert sampling.warmup == 3
+    assert sampling.samples_ms == tuple(fake.taken[3:])
+    assert len(sampling.samples_ms) == 7
+
+
+def test_fixed_rounds_may_exceed_max_samples() -> None:
+    sampling, _ = run(steady(), Plan(min_samples=2, max_samples=5, rounds=9))
+    assert len(sampling.samples_ms) == 9
+
+
+def test_zero_warmup_samples_from_the_start() -> None:
+    sampling, fake = run([5.0, 4.0, 3.0, 2.0, 1.0], Plan(warmup=0, rounds=5))
+    assert sampling.warmup == 0
+    assert sampling.samples_ms == (5.0, 4.0, 3.0, 2.0, 1.0)
+
+
+# --- warmup ---------------------------------------------------------------------------------
+
+
+def test_warmup_lasts_until_consecutive_windows_agree() -> None:
+    ramp = [5.0, 4.0, 3.0, 2.0, 1.5, 1.2]
+    sampling, _ = run(itertools.chain(ramp, steady(1.0)), Plan(rounds=4))
+    # Medians of the last two windows of three first agree after 11 samples: [1.2,1,1], [1,1,1].
+    assert sampling.warmup == 11
+    assert sampling.samples_ms == (1.0, 1.0, 1.0, 1.0)
+
+
+def test_warmup_accepts_windows_within_the_tolerance() -> None:
+    values = [1.0, 1.0, 1.0] + [1.0 + engine.WARMUP_TOLERANCE / 2] * 3
+    sampling, _ = run(itertools.chain(values, steady()), Plan(rounds=2))
+    assert sampling.warmup == 6
+
+
+def test_warmup_gives_up_after_its_share_of_the_budget() -> None:
+    # Never steady; each sample costs 1/64 s of a 1 s budget: warmup ends once it has used
+    # more than WARMUP_SHARE (1/4 s), i.e. after 17 samples.
+    assert engine.WARMUP_SHARE == 0.25
+    sampling, _ = run(alternating(), Plan(budget_s=1.0, rounds=2), cost_s=1 / 64)
+    assert sampling.warmup == 17
+
+
+def test_warmup_takes_at_least_two_windows_even_past_the_budget() -> None:
+    sampling, _ = run(alternating(), Plan(budget_s=0.001, rounds=2), cost_s=1.0)
+    assert sampling.warmup == 2 * engine.WARMUP_WINDOW
+
+
+# --- what a sampling carries ----------------------------------------------------------------
+
+
+def test_sampling_carries_the_timer_name_calls_and_note() -> None:
+    sampling, _ = run(steady(0.25), Plan(rounds=2, warmup=0), calls_per_sample=8, note="n")
+    assert sampling == Sampling(
+        timer="fake", samples_ms=(0.25, 0.25), warmup=0, calls_per_sample=8, note="n"
+    )
+
+
+def test_collect_with_the_real_clock_terminates_within_the_budget() -> None:
+    rng = random.Random(0)
+    sampler = Sampler(timer="fake", sample=lambda: rng.lognormvariate(0.0, 0.5))
+    sampling = collect(sampler, Plan(min_samples=2, max_samples=10**9, budget_s=0.05))
+    assert len(sampling.samples_ms) >= 2
+
+
+# --- workloads ------------------------------------------------------------------------------
+
+
+def test_workload_prepare_binds_args_and_kwargs() -> None:
+    call = Workload(lambda a, b=0: (a, b), (1,), {"b": 2}).prepare()
+    assert call() == (1, 2)
+
+
+def test_workload_setup_returning_none_keeps_the_arguments() -> None:
+    calls: list[str] = []
+    workload = Workload(lambda a: a * 2, (21,), setup=lambda: calls.append("setup"))
+    call = workload.prepare()
+    assert calls == ["setup"]
+    assert call() == 42
+
+
+def test_workload_setup_gives_fresh_arguments_on_every_prepare() -> None:
+    counter = itertools.count()
+
+    def setup() -> tuple[list[int], dict[str, int]]:
+        i = next(counter)
+        return [i], {"k": 10 * i}
+
+    workload = Workload(lambda a, k: (a, k), setup=setup)
+    assert [workload.prepare()() for _ in range(3)] == [(0, 0), (1, 10), (2, 20)]
+
+
+@pytest.mark.parametrize("fresh", [42, (1, 2, 3), ((1,), 5)])
+def test_workload_setup_with_a_bad_return_value_names_it(fresh: object) -> None:
+    workload = Workload(lambda *a, **k: None, setup=lambda: fresh)
+    with pytest.raises(TypeError) as info:
+        workload.prepare()
+    assert str(info.value) == f"gpubench setup must return None or (args, kwargs), got {fresh!r}"
