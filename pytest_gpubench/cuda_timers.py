@@ -167,7 +167,7 @@ class CudaGraphTimer:
         return start.elapsed_time(end)
 
 
-def make(name: str, with_setup: bool = False) -> Timer:
+def make(name: str) -> Timer:
     if name == "cuda-event":
         return CudaEventTimer()
     if name == "cuda-event-cold":

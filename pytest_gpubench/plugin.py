@@ -206,11 +206,7 @@ class GpubenchPlugin:
             terminalreporter.write_line(f"baseline unchanged: {path}")
         elif not self.session.baseline.exists:
             terminalreporter.write_line(f"no baseline yet at {path}: run with --gpubench-save")
-        terminalreporter.write_line(
-            f"gpubench: {report.counts(self.results) or 'no measurements'}"
-            f" (alpha {self.settings.alpha:g} / {self.session.bench_tests} tests, "
-            f"threshold {self.settings.threshold * 100:g}%)"
-        )
+        terminalreporter.write_line(report.footer(self.results, self.settings))
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .results import Result
+from .settings import Settings
 from .stats import IMPROVED, REGRESSED, VERDICT_ORDER
 
 COLUMNS = (
@@ -113,6 +114,16 @@ def notes(results: Sequence[Result]) -> list[str]:
 def counts(results: Sequence[Result]) -> str:
     found = {status: sum(r.verdict.status == status for r in results) for status in VERDICT_ORDER}
     return ", ".join(f"{n} {status}" for status, n in found.items() if n)
+
+
+def footer(results: Sequence[Result], settings: Settings) -> str:
+    """Counts per verdict and the levels they were judged at."""
+    # The corrected level travels with each verdict (xdist's controller collects nothing).
+    alphas = [r.verdict.alpha for r in results if r.verdict.alpha]
+    levels = f"threshold {settings.threshold * 100:g}%"
+    if alphas:
+        levels += f", alpha {settings.alpha:g} corrected to {min(alphas):.2g}"
+    return f"gpubench: {counts(results) or 'no measurements'} ({levels})"
 
 
 def markdown(results: Sequence[Result], device: dict[str, Any]) -> str:

@@ -17,7 +17,7 @@ from .device import Device, detect, version_changes
 from .engine import Plan, Sampling, Timer, Workload, collect
 from .results import Result
 from .settings import Settings
-from .stats import IMPROVED, NEW, REGRESSED, UNSTABLE, Verdict, judge
+from .stats import IMPROVED, NEW, REGRESSED, UNSTABLE, Verdict, judge, samples_to_reach
 
 # Verdicts that get a second measurement before they are final.
 REMEASURE = (REGRESSED, UNSTABLE, IMPROVED)
@@ -91,8 +91,9 @@ class BenchSession:
     ) -> Result:
         """Time ``workload``, judge it against the baseline, re-measure doubtful verdicts."""
         timer = self._timer_factory(settings, self.device, workload.setup is not None)
+        min_samples = max(settings.min_samples, samples_to_reach(self.corrected_alpha(settings)))
         plan = Plan(
-            min_samples=settings.min_samples,
+            min_samples=min(min_samples, settings.max_samples),
             max_samples=settings.max_samples,
             budget_s=settings.budget_s,
             precision=settings.precision,

@@ -170,9 +170,10 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "min_samples",
-        "Fewest samples per measurement (default 10)",
+        "Fewest samples per measurement (default 20; raised where the corrected alpha needs "
+        "more to be reachable)",
         parse_count,
-        10,
+        20,
         in_marker=True,
         metavar="N",
     ),
@@ -229,7 +230,7 @@ class Settings:
     alpha: float = 0.01
     timer: str = "auto"
     budget_s: float = 1.0
-    min_samples: int = 10
+    min_samples: int = 20
     max_samples: int = 200
     precision: float = 0.005
     fail_on_improvement: bool = False

@@ -70,6 +70,19 @@ def median_halfwidth(samples_ms: Sequence[float], confidence: float = CONFIDENCE
     return float(data[upper] - data[lower - 1]) / 2 / median
 
 
+def samples_to_reach(alpha: float, margin: float = 1e-3) -> int:
+    """Fewest samples per side with which Mann-Whitney U can reach ``alpha * margin``.
+
+    With n samples on each side, the most extreme one-sided p-value is that of
+    z = sqrt(3 n^2 / (2n + 1)); a margin below alpha leaves room for real noise. Without this
+    floor, a small sample after a Bonferroni correction could never be significant.
+    """
+    n = 2
+    while stats.norm.sf(math.sqrt(3 * n * n / (2 * n + 1))) > alpha * margin and n < 10_000:
+        n += 1
+    return n
+
+
 @dataclass(frozen=True)
 class Verdict:
     """The judgement of current samples against a baseline."""

@@ -59,7 +59,7 @@ def cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def make_timer(name: str, device: str, with_setup: bool = False) -> Timer:
+def make_timer(name: str, device: str) -> Timer:
     """The timer for a ``--gpubench-timer`` name on this device (``auto`` picks the best)."""
     if device != "cuda" or name == "wall":
         if device == "cuda":
@@ -69,4 +69,4 @@ def make_timer(name: str, device: str, with_setup: bool = False) -> Timer:
         return WallTimer()
     from . import cuda_timers
 
-    return cuda_timers.make(name, with_setup)
+    return cuda_timers.make(name)
