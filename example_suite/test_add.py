@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import sizes, triton_timing_or_skip
+from conftest import check, randn, sizes, triton_timing_or_skip
 
 SIZES = sizes(4096, 1 << 20, 1 << 24)
+
+
+def bench(gpubench, fn, n):
+    """Time fn on two fresh vectors of n elements (bytes: read x and y, write the sum)."""
+    x, y = randn(gpubench, n), randn(gpubench, n)
+    check(gpubench(fn, x, y, bytes=3 * x.nbytes), x.double() + y.double())
 
 
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.gpubench(group="add")
 def test_add_torch(gpubench, n):
-    x, y = torch.randn(n, device=gpubench.device), torch.randn(n, device=gpubench.device)
-    out = gpubench(torch.add, x, y, bytes=3 * x.nbytes)
-    torch.testing.assert_close(out.double(), x.double() + y.double())
+    bench(gpubench, torch.add, n)
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -23,6 +27,10 @@ def test_add_triton(gpubench, n):
     import triton_kernels
 
     triton_timing_or_skip(gpubench)
-    x, y = torch.randn(n, device=gpubench.device), torch.randn(n, device=gpubench.device)
-    out = gpubench(triton_kernels.add, x, y, bytes=3 * x.nbytes)
-    torch.testing.assert_close(out.double(), x.double() + y.double())
+    bench(gpubench, triton_kernels.add, n)
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.gpubench(group="add")
+def test_add_cuda(gpubench, cuda_ext, n):
+    bench(gpubench, cuda_ext.add, n)

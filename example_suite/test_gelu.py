@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import sizes, slowed, triton_timing_or_skip
+from conftest import check, compiled_or_skip, randn, sizes, slowed, triton_timing_or_skip
 
 SIZES = sizes(4096, 1 << 20, 1 << 24)
 
@@ -19,23 +19,28 @@ def manual_gelu(x: torch.Tensor) -> torch.Tensor:
     return 0.5 * x * (1 + torch.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
 
 
-def check(y: torch.Tensor, x: torch.Tensor) -> None:
-    torch.testing.assert_close(y.double(), reference(x), rtol=1e-5, atol=1e-5)
+def bench(gpubench, fn, n, **kwargs):
+    """Time fn on n fresh elements (bytes: read x, write y) and check its result."""
+    x = randn(gpubench, n)
+    check(gpubench(fn, x, bytes=2 * x.nbytes, **kwargs), reference(x), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.gpubench(group="gelu")
 def test_gelu_torch(gpubench, n):
-    x = torch.randn(n, device=gpubench.device)
-    y = gpubench(torch.nn.functional.gelu, x, approximate="tanh", bytes=2 * x.nbytes)
-    check(y, x)
+    bench(gpubench, torch.nn.functional.gelu, n, approximate="tanh")
 
 
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.gpubench(group="gelu")
 def test_gelu_manual(gpubench, n):
-    x = torch.randn(n, device=gpubench.device)
-    check(gpubench(manual_gelu, x, bytes=2 * x.nbytes), x)
+    bench(gpubench, manual_gelu, n)
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.gpubench(group="gelu")
+def test_gelu_compiled(gpubench, n):
+    bench(gpubench, compiled_or_skip(manual_gelu), n)
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -44,6 +49,11 @@ def test_gelu_triton(gpubench, n):
     import triton_kernels
 
     triton_timing_or_skip(gpubench)
-    x = torch.randn(n, device=gpubench.device)
     extra = 0.10 if slowed("gelu_triton") else 0.0
-    check(gpubench(triton_kernels.gelu, x, extra_pass=extra, bytes=2 * x.nbytes), x)
+    bench(gpubench, triton_kernels.gelu, n, extra_pass=extra)
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.gpubench(group="gelu")
+def test_gelu_cuda(gpubench, cuda_ext, n):
+    bench(gpubench, cuda_ext.gelu, n)

@@ -1,4 +1,4 @@
-"""Triton versions of the classic kernels."""
+"""Triton versions of the classic kernels (run by the interpreter where there is no GPU)."""
 
 from __future__ import annotations
 
@@ -45,3 +45,90 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     n = x.numel()
     _add_kernel[(triton.cdiv(n, BLOCK),)](x, y, out, n, BLOCK=BLOCK)
     return out
+
+
+def _row_warps(block_size: int) -> int:
+    """Warps for a program that holds one row of BLOCK_SIZE elements (the Triton tutorial's
+    rule): more threads for longer rows, so each thread keeps few elements in registers."""
+    return 4 if block_size < 2048 else 8 if block_size < 4096 else 16
+
+
+@triton.jit
+def _square_rows_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask)
+    tl.store(y_ptr + row * y_row_stride + cols, x * x, mask=mask)
+
+
+def square_rows(x: torch.Tensor) -> torch.Tensor:
+    """x * x of a 2D tensor, one program per row, the whole row in one block."""
+    assert x.dim() == 2 and x.stride(1) == 1
+    n_rows, n_cols = x.shape
+    y = torch.empty_like(x)
+    block_size = triton.next_power_of_2(n_cols)
+    _square_rows_kernel[(n_rows,)](
+        x,
+        y,
+        n_cols,
+        x.stride(0),
+        y.stride(0),
+        BLOCK_SIZE=block_size,
+        num_warps=_row_warps(block_size),
+    )
+    return y
+
+
+SQUARE_LOOP_BLOCK = 256
+
+
+@triton.jit
+def _square_loop_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    for start in range(0, n_cols, BLOCK_SIZE):
+        cols = start + tl.arange(0, BLOCK_SIZE)
+        mask = cols < n_cols
+        x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask)
+        tl.store(y_ptr + row * y_row_stride + cols, x * x, mask=mask)
+
+
+def square_loop(x: torch.Tensor) -> torch.Tensor:
+    """x * x of a 2D tensor, one program per row, looping over the row in fixed blocks."""
+    assert x.dim() == 2 and x.stride(1) == 1
+    n_rows, n_cols = x.shape
+    y = torch.empty_like(x)
+    _square_loop_kernel[(n_rows,)](
+        x, y, n_cols, x.stride(0), y.stride(0), BLOCK_SIZE=SQUARE_LOOP_BLOCK
+    )
+    return y
+
+
+@triton.jit
+def _softmax_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    # -inf in the padding: it changes neither the maximum nor (as exp(-inf) = 0) the sum
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=-float("inf"))
+    numerator = tl.exp(x - tl.max(x, axis=0))  # minus the row maximum: exp cannot overflow
+    y = numerator / tl.sum(numerator, axis=0)
+    tl.store(y_ptr + row * y_row_stride + cols, y, mask=mask)
+
+
+def softmax(x: torch.Tensor) -> torch.Tensor:
+    """Row-wise softmax of a 2D tensor, fused: one program per row, one read, one write."""
+    assert x.dim() == 2 and x.stride(1) == 1
+    n_rows, n_cols = x.shape
+    y = torch.empty_like(x)
+    block_size = triton.next_power_of_2(n_cols)
+    _softmax_kernel[(n_rows,)](
+        x,
+        y,
+        n_cols,
+        x.stride(0),
+        y.stride(0),
+        BLOCK_SIZE=block_size,
+        num_warps=_row_warps(block_size),
+    )
+    return y

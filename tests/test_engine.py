@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 
 import pytest
 
-from pytest_gpubench import engine
+from pytest_gpubench import engine, timers
 from pytest_gpubench.engine import Plan, Sampler, Sampling, Workload, collect
 
 
@@ -205,3 +205,43 @@ def test_workload_setup_with_a_bad_return_value_names_it(fresh: object) -> None:
     with pytest.raises(TypeError) as info:
         workload.prepare()
     assert str(info.value) == f"gpubench setup must return None or (args, kwargs), got {fresh!r}"
+
+
+# --- the host-clock timer -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["auto", "wall", "cuda-graph", "cuda-event"])
+def test_without_cuda_every_timer_name_means_the_wall_timer(name: str) -> None:
+    timer = timers.make_timer(name, "cpu")
+    assert isinstance(timer, timers.WallTimer)
+    assert timer.name == "wall"
+
+
+def test_wall_timer_batches_fast_calls() -> None:
+    calls: list[int] = []
+    sampler = timers.WallTimer().sampler(Workload(calls.append, (1,)))
+    assert sampler.timer == "wall"
+    assert 1 < sampler.calls_per_sample <= timers.MAX_CALLS_PER_SAMPLE
+    calls.clear()
+    assert sampler.sample() > 0
+    assert len(calls) == sampler.calls_per_sample
+
+
+def test_wall_timer_with_setup_times_one_call_per_sample() -> None:
+    setups: list[str] = []
+    workload = Workload(lambda: None, setup=lambda: setups.append("setup"))
+    sampler = timers.WallTimer().sampler(workload)
+    assert sampler.calls_per_sample == 1
+    assert setups == []
+    sampler.sample()
+    sampler.sample()
+    assert setups == ["setup", "setup"]
+
+
+def test_wall_timer_synchronizes_around_each_sample() -> None:
+    events: list[str] = []
+    timer = timers.WallTimer(synchronize=lambda: events.append("sync"))
+    sampler = timer.sampler(Workload(lambda: events.append("call"), setup=lambda: None))
+    events.clear()
+    sampler.sample()
+    assert events == ["sync", "call", "sync"]

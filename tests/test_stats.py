@@ -56,9 +56,7 @@ def test_median_halfwidth_is_zero_for_identical_samples() -> None:
 
 def test_median_halfwidth_is_relative_to_the_median() -> None:
     samples = lognormal(1, 50, sigma=0.05)
-    assert median_halfwidth([1000 * s for s in samples]) == pytest.approx(
-        median_halfwidth(samples)
-    )
+    assert median_halfwidth([1000 * s for s in samples]) == pytest.approx(median_halfwidth(samples))
 
 
 def test_median_halfwidth_shrinks_with_more_samples() -> None:
@@ -189,3 +187,21 @@ def test_verdict_order_puts_what_needs_attention_first() -> None:
     assert stats.VERDICT_ORDER[:2] == (REGRESSED, IMPROVED)
     assert stats.VERDICT_ORDER[-1] == OK
     assert set(stats.VERDICT_ORDER) == {REGRESSED, IMPROVED, OK, NEW, UNSTABLE}
+
+
+# --- the sample floor for corrected levels --------------------------------------------------
+
+
+@pytest.mark.parametrize("alpha", [0.01, 0.01 / 20, 0.01 / 1000])
+def test_samples_to_reach_makes_the_corrected_alpha_reachable(alpha: float) -> None:
+    n = stats.samples_to_reach(alpha)
+    baseline, current = lognormal(1, n), lognormal(2, n, median_ms=1.2)
+    assert judge(current, baseline, threshold=0.05, alpha=alpha).status == REGRESSED
+
+
+def test_samples_to_reach_grows_as_alpha_shrinks() -> None:
+    floors = [stats.samples_to_reach(0.01 / tests) for tests in (1, 10, 100, 1000)]
+    assert floors == sorted(floors)
+    assert floors[0] < floors[-1]
+    # Three samples a side can never be significant at 1e-5: complete separation gives 0.05.
+    assert stats.samples_to_reach(1e-5) > 3
