@@ -84,11 +84,13 @@ def _entry_problem(entry: Any) -> str:
 
 
 def save(baseline: Baseline, fingerprint: dict[str, Any], updates: dict[str, dict]) -> bool:
-    """Merge ``updates`` into the file; return whether it was written."""
+    """Merge ``updates`` into the file; return whether it was written.
+
+    Nothing measured means nothing written: not even a new fingerprint, which would label the
+    old entries with software they were not recorded with.
+    """
     entries = {**baseline.entries, **updates}
-    if baseline.exists and entries == baseline.entries and fingerprint == baseline.fingerprint:
-        return False
-    if not updates and not baseline.exists:
+    if not updates or (baseline.exists and entries == baseline.entries):
         return False
     document = {"schema": SCHEMA, "device": fingerprint, "benchmarks": entries}
     write_atomic(baseline.path, dumps(document))
@@ -97,22 +99,33 @@ def save(baseline: Baseline, fingerprint: dict[str, Any], updates: dict[str, dic
 
 
 def dumps(document: Any) -> str:
-    """Indented, key-sorted JSON with number arrays on one line."""
-    text = json.dumps(document, indent=2, sort_keys=True, allow_nan=False)
-    return (
-        re.sub(
-            r"\[\s*([-0-9.eE+,\s]+?)\s*\]",
-            lambda m: "[" + ", ".join(part.strip() for part in m.group(1).split(",")) + "]",
-            text,
-        )
-        + "\n"
-    )
+    """Indented, key-sorted JSON with each list of numbers on one line."""
+    lines: dict[str, str] = {}
+
+    def one_line(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: one_line(item) for key, item in value.items()}
+        if (
+            isinstance(value, list)
+            and value
+            and all(isinstance(item, int | float) and not isinstance(item, bool) for item in value)
+        ):
+            token = f"\0{len(lines)}\0"  # NUL never appears unescaped in JSON text
+            lines[json.dumps(token)] = json.dumps(value, allow_nan=False)
+            return token
+        return value
+
+    text = json.dumps(one_line(document), indent=2, sort_keys=True, allow_nan=False)
+    for token, line in lines.items():
+        text = text.replace(token, line, 1)
+    return text + "\n"
 
 
 def write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp's 0600 would hide the file from others
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -121,3 +134,9 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

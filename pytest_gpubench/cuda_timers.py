@@ -127,10 +127,7 @@ class CudaGraphTimer:
             graph = self._capture(call, calls) if calls > 1 else one
         except Exception as exc:  # any capture failure means: time it without a graph
             torch.cuda.synchronize()
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            return fallback.sampler(
-                workload, note=f"graph capture failed ({type(exc).__name__}: {reason[:120]})"
-            )
+            return fallback.sampler(workload, note=f"graph capture failed ({_root_cause(exc)})")
         return Sampler(
             timer=self.name,
             sample=lambda: self._replay_ms(graph) / calls,
@@ -165,6 +162,14 @@ class CudaGraphTimer:
         end.record()
         end.synchronize()
         return start.elapsed_time(end)
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The first error of a chain: leaving a broken capture raises a second, vaguer one."""
+    while exc.__context__ is not None and exc.__context__ is not exc:
+        exc = exc.__context__
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text[:120]}"
 
 
 def make(name: str) -> Timer:

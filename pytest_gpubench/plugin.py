@@ -6,7 +6,6 @@ test first runs.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -105,20 +104,21 @@ class GpubenchPlugin:
         except GpubenchError as exc:
             raise pytest.UsageError(str(exc)) from None
 
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        bench_items = [i for i in items if MARKER in getattr(i, "fixturenames", ())]
-        for item in items:
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        # After -k/-m deselection: the multiple-test correction counts the tests that run.
+        for item in session.items:
             for marker in item.iter_markers(MARKER):
-                try:
-                    check_marker_keywords(marker.kwargs, item.nodeid)
-                except GpubenchError as exc:
-                    raise pytest.UsageError(str(exc)) from None
                 if marker.args:
                     raise pytest.UsageError(
                         f"{item.nodeid}: @pytest.mark.gpubench takes keywords only, got "
                         f"positional {marker.args!r}"
                     )
+                try:
+                    check_marker_keywords(marker.kwargs, item.nodeid, self.settings)
+                except GpubenchError as exc:
+                    raise pytest.UsageError(str(exc)) from None
         if self.session is not None:
+            bench_items = [i for i in session.items if MARKER in getattr(i, "fixturenames", ())]
             self.session.bench_tests = max(1, len(bench_items))
 
     @pytest.hookimpl(wrapper=True)
@@ -170,8 +170,6 @@ class GpubenchPlugin:
         interrupted = exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
         if self.settings.save and not interrupted:
             self.saved = self.session.save(self.results)
-        if not self.results:
-            return
         from . import report
 
         fingerprint = self.session.fingerprint()
@@ -179,7 +177,7 @@ class GpubenchPlugin:
             document = report.json_document(
                 self.results, fingerprint, _settings_dict(self.settings)
             )
-            _write(self.settings.json, json.dumps(document, indent=2, sort_keys=True) + "\n")
+            _write(self.settings.json, report.json_text(document))
         if self.settings.markdown is not None:
             _write(self.settings.markdown, report.markdown(self.results, fingerprint))
 
@@ -221,7 +219,7 @@ def gpubench(request: pytest.FixtureRequest) -> GpuBench:
     context = TestContext(
         nodeid=request.node.nodeid,
         name=request.node.name,
-        settings=plugin.settings.with_marker(keywords),
+        settings=check_marker_keywords(keywords, request.node.nodeid, plugin.settings),
         group=keywords.get("group"),
         bytes=keywords.get("bytes"),
         flops=keywords.get("flops"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -159,3 +160,18 @@ def json_document(
         data["gbs"], data["tflops"], data["peak_share"] = r.gbs, r.tflops, r.peak_share
         entries.append(data)
     return {"device": device, "settings": settings, "results": entries}
+
+
+def json_text(document: Any) -> str:
+    """Standard JSON: non-finite numbers (an unbounded interval) become null."""
+
+    def finite(value: Any) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        if isinstance(value, dict):
+            return {key: finite(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return [finite(item) for item in value]
+        return value
+
+    return json.dumps(finite(document), indent=2, sort_keys=True, allow_nan=False) + "\n"

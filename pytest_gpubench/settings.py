@@ -282,8 +282,12 @@ def marker_keys() -> tuple[str, ...]:
     return tuple(spec.field for spec in OPTIONS if spec.in_marker) + ANNOTATION_KEYS
 
 
-def check_marker_keywords(keywords: Mapping[str, object], where: str) -> None:
-    """Refuse unknown marker keywords and invalid annotation values, naming the culprit."""
+def check_marker_keywords(
+    keywords: Mapping[str, object], where: str, settings: Settings | None = None
+) -> Settings:
+    """The settings of a test marked with ``keywords`` over the session's ``settings``.
+
+    Refuses unknown keywords and invalid values, naming the test (``where``)."""
     allowed = marker_keys()
     for key in keywords:
         if key not in allowed:
@@ -294,7 +298,10 @@ def check_marker_keywords(keywords: Mapping[str, object], where: str) -> None:
     for key in ("bytes", "flops"):
         if key in keywords:
             check_work(key, keywords[key], f"{where}: @pytest.mark.gpubench({key}=...)")
-    Settings().with_marker(keywords)  # parses and validates the setting keywords
+    try:
+        return (settings or Settings()).with_marker(keywords)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def check_work(key: str, value: object, where: str) -> float | None:

@@ -60,8 +60,9 @@ def median_halfwidth(samples_ms: Sequence[float], confidence: float = CONFIDENCE
     """
     data = np.sort(np.asarray(samples_ms, dtype=float))
     n = len(data)
+    # 1-based ranks lower and n + 1 - lower bound the interval: 0-based lower - 1 and n - lower.
     lower = int(stats.binom.ppf((1 - confidence) / 2, n, 0.5))
-    upper = n - 1 - lower
+    upper = n - lower
     if lower < 1 or upper >= n:
         return math.inf
     median = float(np.median(data))

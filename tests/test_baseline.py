@@ -220,11 +220,6 @@ def test_save_records_a_changed_fingerprint_with_new_entries(path: Path) -> None
     assert load(path).fingerprint == newer
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: baseline.save rewrites the file when only the fingerprint differs, though no "
-    "entry was measured: old entries get labelled with software they were not recorded with",
-)
 def test_save_without_updates_never_rewrites_the_file(path: Path) -> None:
     before = write(path, dumps(document(**{"t.py::test_a": entry()})))
     newer = FINGERPRINT | {"torch": "2.14.0"}
@@ -264,11 +259,6 @@ def test_save_writes_through_a_temporary_file_then_renames(
     assert dst == str(path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: baseline.write_atomic keeps tempfile.mkstemp's 0600 mode, so baseline, JSON "
-    "and Markdown files are unreadable to others whatever the umask",
-)
 def test_saved_files_get_the_usual_permissions(path: Path) -> None:
     old = os.umask(0o022)
     try:
@@ -319,12 +309,6 @@ def test_dumps_refuses_non_finite_numbers() -> None:
         dumps({"samples_ms": [1.0, float("nan")]})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: baseline.dumps's one-line-array regex also rewrites '[...]' inside strings, "
-    "so a key such as 'test_x[4096,4096]' (a parametrized node id) is saved as "
-    "'test_x[4096, 4096]' and never matches its test again",
-)
 def test_dumps_round_trips_keys_that_look_like_arrays() -> None:
     doc = document(**{"t.py::test_x[4096,4096]": entry(), "t.py::test_y[ 1]": entry()})
     assert json.loads(dumps(doc)) == doc

@@ -380,11 +380,6 @@ def test_a_baseline_from_other_software_is_reported(saved: pytest.Pytester) -> N
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: GpubenchPlugin.pytest_collection_modifyitems runs before -k/-m deselection, "
-    "so the Bonferroni correction divides alpha by tests that do not run",
-)
 def test_alpha_is_corrected_for_the_tests_that_run(saved: pytest.Pytester) -> None:
     result = saved.runpytest("--gpubench", "-k", "test_sum", "--gpubench-json=out.json")
     result.assert_outcomes(passed=1, deselected=1)
@@ -479,8 +474,8 @@ def test_invalid_marker_value_is_a_usage_error(fake: pytest.Pytester) -> None:
     assert result.ret == USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            "ERROR: invalid @pytest.mark.gpubench(threshold=...) 'abc': "
-            "expected a percentage such as 5%"
+            "ERROR: test_invalid_marker_value_is_a_usage_error.py::test_a: invalid "
+            "@pytest.mark.gpubench(threshold=...) 'abc': expected a percentage such as 5%"
         ]
     )
 
@@ -505,12 +500,6 @@ def test_positional_marker_arguments_are_a_usage_error(fake: pytest.Pytester) ->
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: plugin.pytest_collection_modifyitems checks marker keywords against the "
-    "default settings (check_marker_keywords -> Settings().with_marker), not the session's: "
-    "min_samples=300 is refused though --gpubench-max-samples=500 allows it",
-)
 def test_marker_sample_bounds_are_checked_against_the_session_settings(
     fake: pytest.Pytester,
 ) -> None:
@@ -526,12 +515,6 @@ def test_marker_sample_bounds_are_checked_against_the_session_settings(
     fake.runpytest("--gpubench", "--gpubench-max-samples=500").assert_outcomes(passed=1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a marker whose min_samples exceeds --gpubench-max-samples passes the "
-    "collection check (made against the defaults) and then raises ConfigError in the gpubench "
-    "fixture: a setup error with a traceback that does not name the marker or the test",
-)
 def test_marker_sample_bounds_beyond_the_session_ones_are_a_usage_error(
     fake: pytest.Pytester,
 ) -> None:
@@ -860,11 +843,6 @@ def test_json_and_markdown_outputs(saved: pytest.Pytester) -> None:
     assert "2 ok" in markdown
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: plugin.pytest_sessionfinish writes --gpubench-json with json.dumps's default "
-    "allow_nan=True: an unbounded ratio interval (few samples) becomes 'Infinity', not JSON",
-)
 def test_json_output_is_standard_json(fake: pytest.Pytester) -> None:
     fake.makepyfile(
         test_bench="""

@@ -273,11 +273,6 @@ def test_check_marker_keywords_refuses_invalid_setting_values() -> None:
         check_marker_keywords({"timer": "gpu"}, "t.py::test_a")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: settings.with_marker (via check_marker_keywords) reports an invalid marker "
-    "value without the test it is on; unknown keywords and bytes/flops do name it",
-)
 def test_check_marker_keywords_names_the_test_of_an_invalid_value() -> None:
     with pytest.raises(ConfigError) as info:
         check_marker_keywords({"threshold": "abc"}, "t.py::test_a")

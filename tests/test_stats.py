@@ -67,11 +67,6 @@ def test_median_halfwidth_shrinks_with_more_samples() -> None:
         assert 0.3 < narrow / wide < 0.75
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: stats.median_halfwidth takes data[n-1-lower] as the upper bound; the "
-    "symmetric order statistic is data[n-lower], so the interval is one rank too narrow",
-)
 def test_median_halfwidth_uses_symmetric_order_statistics() -> None:
     # For n=10 the textbook 95% distribution-free interval of the median is [x(2), x(9)]
     # (coverage 97.9%); [x(2), x(8)] covers only 93.5%, less than the 95% promised.
