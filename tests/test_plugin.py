@@ -941,3 +941,24 @@ def test_pytest_without_the_flag_does_not_import_torch(
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([f"loaded: {expected}"])
+
+
+def test_xdist_workers_measure_and_the_controller_alone_writes(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("xdist")
+    fake.makepyfile(BENCH)
+    saved = fake.runpytest_subprocess("-p", "xdist", "-n", "2", "--gpubench-save")
+    assert saved.ret == 0
+    saved.stdout.fnmatch_lines(["*test_join *fake*new*", "*test_sum *fake*new*"])
+    files = list((fake.path / ".gpubench").glob("*.json"))
+    assert len(files) == 1
+    prefix = "test_xdist_workers_measure_and_the_controller_alone_writes.py::"
+    entries = json.loads(files[0].read_text())["benchmarks"]
+    assert sorted(entries) == [prefix + "test_join", prefix + "test_sum"]
+
+    monkeypatch.setenv("FAKE_SCALE", "1.2")
+    slower = fake.runpytest_subprocess("-p", "xdist", "-n", "2", "--gpubench")
+    assert slower.ret == pytest.ExitCode.TESTS_FAILED
+    slower.stdout.fnmatch_lines(["*test_sum regressed: 1.000 ms -> 1.200 ms (+20.0%*"])
+    slower.stdout.fnmatch_lines(["gpubench: 2 regressed*"])
