@@ -12,33 +12,21 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import sys
 import time
+from pathlib import Path
 
 import torch
 import triton
-import triton.language as tl
 from torch.profiler import ProfilerActivity, profile
 
 from pytest_gpubench.engine import Plan, Workload, collect
 from pytest_gpubench.timers import make_timer
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "example_suite"))
+import triton_kernels  # noqa: E402  (the example suite's kernels)
+
 SIZES = (1 << 12, 1 << 20, 1 << 24, 1 << 28)
-
-
-@triton.jit
-def _gelu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    x = tl.load(x_ptr + offsets, mask=mask)
-    inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)
-    tanh = 2 / (1 + tl.exp(-2 * inner)) - 1
-    tl.store(y_ptr + offsets, 0.5 * x * (1 + tanh), mask=mask)
-
-
-def triton_gelu(x: torch.Tensor) -> torch.Tensor:
-    y = torch.empty_like(x)
-    _gelu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
-    return y
 
 
 def manual_gelu(x: torch.Tensor) -> torch.Tensor:
@@ -48,7 +36,7 @@ def manual_gelu(x: torch.Tensor) -> torch.Tensor:
 KERNELS = {
     "add": lambda x: torch.add(x, x),
     "gelu_torch": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
-    "gelu_triton": triton_gelu,
+    "gelu_triton": triton_kernels.gelu,
     "gelu_manual": manual_gelu,
     "softmax": lambda x: torch.softmax(x.view(-1, 1024) if x.numel() >= 1024 else x, dim=-1),
 }

@@ -62,13 +62,12 @@ def _square_rows_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, BLOCK_
     tl.store(y_ptr + row * y_row_stride + cols, x * x, mask=mask)
 
 
-def square_rows(x: torch.Tensor) -> torch.Tensor:
-    """x * x of a 2D tensor, one program per row, the whole row in one block."""
+def _per_row(kernel: triton.JITFunction, x: torch.Tensor, block_size: int) -> torch.Tensor:
+    """Launch ``kernel`` with one program per row of the 2D ``x``; return its output."""
     assert x.dim() == 2 and x.stride(1) == 1
     n_rows, n_cols = x.shape
     y = torch.empty_like(x)
-    block_size = triton.next_power_of_2(n_cols)
-    _square_rows_kernel[(n_rows,)](
+    kernel[(n_rows,)](
         x,
         y,
         n_cols,
@@ -78,6 +77,11 @@ def square_rows(x: torch.Tensor) -> torch.Tensor:
         num_warps=_row_warps(block_size),
     )
     return y
+
+
+def square_rows(x: torch.Tensor) -> torch.Tensor:
+    """x * x of a 2D tensor, one program per row, the whole row in one block."""
+    return _per_row(_square_rows_kernel, x, triton.next_power_of_2(x.shape[1]))
 
 
 SQUARE_LOOP_BLOCK = 256
@@ -95,13 +99,7 @@ def _square_loop_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, BLOCK_
 
 def square_loop(x: torch.Tensor) -> torch.Tensor:
     """x * x of a 2D tensor, one program per row, looping over the row in fixed blocks."""
-    assert x.dim() == 2 and x.stride(1) == 1
-    n_rows, n_cols = x.shape
-    y = torch.empty_like(x)
-    _square_loop_kernel[(n_rows,)](
-        x, y, n_cols, x.stride(0), y.stride(0), BLOCK_SIZE=SQUARE_LOOP_BLOCK
-    )
-    return y
+    return _per_row(_square_loop_kernel, x, SQUARE_LOOP_BLOCK)
 
 
 @triton.jit
@@ -118,17 +116,4 @@ def _softmax_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, BLOCK_SIZE
 
 def softmax(x: torch.Tensor) -> torch.Tensor:
     """Row-wise softmax of a 2D tensor, fused: one program per row, one read, one write."""
-    assert x.dim() == 2 and x.stride(1) == 1
-    n_rows, n_cols = x.shape
-    y = torch.empty_like(x)
-    block_size = triton.next_power_of_2(n_cols)
-    _softmax_kernel[(n_rows,)](
-        x,
-        y,
-        n_cols,
-        x.stride(0),
-        y.stride(0),
-        BLOCK_SIZE=block_size,
-        num_warps=_row_warps(block_size),
-    )
-    return y
+    return _per_row(_softmax_kernel, x, triton.next_power_of_2(x.shape[1]))
