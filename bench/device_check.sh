@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: install, the whole test suite (GPU tests included), the example suite's
-# save / A-A / slowdown cycle, then accuracy against CUPTI. Logs go to $OUT (or ./device-out);
+# save / A-A / slowdown cycle (bench/quality.py measures accuracy and detection). Logs go to $OUT (or ./device-out);
 # a short summary is printed last. Usage: bash bench/device_check.sh
 set -u
 out=${OUT:-device-out}; mkdir -p "$out"
@@ -23,10 +23,8 @@ print('timers:', sorted({r['timer'] for r in d['results']}), 'notes:', sorted({r
   GPUBENCH_EXAMPLE_SLOWDOWN=gelu_triton python3 -m pytest -q --gpubench > "$out/example_slow.txt" 2>&1
   cp .gpubench/*.json "$out/" 2>/dev/null
 )
-python3 bench/accuracy.py --out "$out/accuracy.json" > "$out/accuracy.txt" 2>&1
 cat "$out/gpu.txt"; date -u
 tail -n 2 "$out/tests.txt"
 echo "--- save"; grep -E "gpubench:|passed|failed|skipped" "$out/example_save.txt"
 echo "--- A/A"; tail -n 6 "$out/example_aa.txt"
 echo "--- slowdown"; grep -E "^FAILED|passed|failed" "$out/example_slow.txt" | tail -n 8
-echo "--- accuracy"; grep -v Warning "$out/accuracy.txt" | grep -v _warn_once
