@@ -269,7 +269,10 @@ def run(out: Path, only: list[str], previous: Path | None) -> None:
 
     device = detect(True)
     started = time.perf_counter()
-    results: dict = {"device": device.fingerprint, "date": datetime.date.today().isoformat()}
+    from pytest_gpubench.clocks import ClockMonitor
+
+    fingerprint = {**device.fingerprint, **ClockMonitor(device.uuid, device.index).static_info()}
+    results: dict = {"device": fingerprint, "date": datetime.date.today().isoformat()}
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{device.key}-{results['date']}.json"
     if previous is not None:
@@ -335,8 +338,8 @@ def tables(results: dict) -> str:
         )
     lines.append("")
     sessions = [s for s in results["detection"] if not s.get("save")]
-    keys = [t["key"] for t in results["detection"][0]["tests"]]
     base = {t["key"]: t["median_ms"] for t in results["detection"][0]["tests"]}
+    keys = sorted(base, key=base.get)
     lines.append(
         "| d | sessions | "
         + " | ".join(f"{k.split('[')[1].rstrip(']')} elem. ({base[k] * 1e3:.1f} µs)" for k in keys)
