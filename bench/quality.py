@@ -306,24 +306,22 @@ def tables(results: dict) -> str:
             f"{r['cupti_ms'] * 1e3:.2f} | {ratios} |"
         )
     lines.append("")
-    lines.append("| elements | median over kernels: " + " | ".join(peers) + " |")
-    lines.append("|---|" + "---|" * len(peers))
-    for size in SIZES:
-        rows = [r for r in results["accuracy"] if r["n"] == size]
-        ratios = " | ".join(
-            f"{statistics.median(r[f'{p}_ms'] / r['cupti_ms'] for r in rows):.3f}" for p in peers
-        )
-        lines.append(f"| 2^{size.bit_length() - 1} | {ratios} |")
-    lines.append("")
-    lines.append("| elements | cost per estimate, median s: " + " | ".join(peers) + " |")
-    lines.append("|---|" + "---|" * len(peers))
-    for size in SIZES:
-        rows = [r for r in results["accuracy"] if r["n"] == size]
-        costs = " | ".join(
-            f"{statistics.median(r[f'{p}_cost_s'] for r in rows):.3f}" for p in peers
-        )
-        lines.append(f"| 2^{size.bit_length() - 1} | {costs} |")
-    lines.append("")
+    for title, column in (
+        ("median over kernels", "{}_ms"),
+        ("cost per estimate, median s", "{}_cost_s"),
+    ):
+        lines.append(f"| elements | {title}: " + " | ".join(peers) + " |")
+        lines.append("|---|" + "---|" * len(peers))
+        for size in SIZES:
+            rows = [r for r in results["accuracy"] if r["n"] == size]
+            cells = []
+            for p in peers:
+                key = column.format(p)
+                scale = (lambda r: r["cupti_ms"]) if key.endswith("_ms") else (lambda r: 1.0)
+                value = statistics.median(r[key] / scale(r) for r in rows)
+                cells.append(f"{value:.3f}")
+            lines.append(f"| 2^{size.bit_length() - 1} | " + " | ".join(cells) + " |")
+        lines.append("")
     lines.append(
         "| elements | kernel time (median) | cross-process CV of the median: median | max |"
     )

@@ -95,13 +95,20 @@ class Sampling:
 
 
 def collect(
-    sampler: Sampler, plan: Plan, clock: Callable[[], float] = time.perf_counter
+    sampler: Sampler,
+    plan: Plan,
+    clock: Callable[[], float] = time.perf_counter,
+    when_warm: Callable[[], object] = lambda: None,
 ) -> Sampling:
-    """Warm up, then take samples until the median is precise enough or the budget is spent."""
+    """Warm up, then take samples until the median is precise enough or the budget is spent.
+
+    ``when_warm`` runs once between warmup and sampling (the clock watch reads there: before
+    warmup an idle GPU still shows its idle clock)."""
     started = clock()
     warm: list[float] = []
     while not _warm_enough(warm, plan, clock() - started):
         warm.append(sampler.sample())
+    when_warm()
     samples: list[float] = []
     while not _enough(samples, plan, clock() - started):
         samples.append(sampler.sample())

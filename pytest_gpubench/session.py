@@ -102,9 +102,13 @@ class BenchSession:
         )
         sampler = timer.sampler(workload)
         try:
-            before = self._read_clocks()
-            sampling = collect(sampler, plan)
-            after = self._read_clocks()
+            readings: list[Any] = []
+
+            def watch() -> None:
+                readings.append(self._read_clocks())
+
+            sampling = collect(sampler, plan, when_warm=watch)
+            watch()
             entry = self.baseline.entries.get(key)
             verdict = self._judge(sampling.samples_ms, entry, sampling.timer, settings)
             remeasured = False
@@ -117,12 +121,12 @@ class BenchSession:
                     sampling.calls_per_sample,
                     sampling.note,
                 )
-                after = self._read_clocks()
+                watch()
                 verdict = self._judge(sampling.samples_ms, entry, sampling.timer, settings)
                 remeasured = True
         finally:
             sampler.close()
-        readings = [r for r in (before, after) if r is not None]
+        readings = [r for r in readings if r is not None]
         return Result(
             key=key,
             test=test,

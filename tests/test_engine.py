@@ -245,3 +245,19 @@ def test_wall_timer_synchronizes_around_each_sample() -> None:
     events.clear()
     sampler.sample()
     assert events == ["sync", "call", "sync"]
+
+
+def test_when_warm_runs_once_between_warmup_and_sampling() -> None:
+    events: list[str] = []
+
+    def sample() -> float:
+        events.append("sample")
+        return 1.0
+
+    sampling = collect(
+        Sampler(timer="fake", sample=sample),
+        Plan(warmup=3, rounds=4),
+        when_warm=lambda: events.append("warm"),
+    )
+    assert events == ["sample"] * 3 + ["warm"] + ["sample"] * 4
+    assert sampling.warmup == 3 and len(sampling.samples_ms) == 4
