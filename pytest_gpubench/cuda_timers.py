@@ -6,19 +6,30 @@ Two ideas keep launch overhead out of the numbers:
   bracket GPU work only, never the host's launch latency;
 - ``cuda-graph`` captures many back-to-back calls in one CUDA graph and times a replay, so
   per-launch CPU cost disappears and the event pair's own cost is spread over many calls.
+
+A graph timing only counts once a replay is shown to run the same kernels as an eager call
+(CUPTI, through ``torch.profiler``): work launched outside the capturing stream (the legacy
+default stream of ``kernel<<<grid, block>>>``) runs during capture and never again, and a
+replay of nothing would read as a near-zero time. Functions that cannot be captured are timed
+by ``cupti``: the device time of their kernels, summed from CUPTI, host gaps left out.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import math
+import os
+import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from .engine import Sampler, Timer, Workload
+from .kernels import Launch, describe, from_trace, names
 
 # A graph replay lasts about this long: long enough that the replay's fixed cost is small,
 # short enough that a measurement still takes many samples within its budget.
@@ -27,6 +38,15 @@ MAX_GRAPH_CALLS = 1000
 # The blocking kernel must outlast the host's enqueueing of one sample; with margin.
 SLEEP_MIN_MS = 0.05
 SLEEP_MAX_MS = 20.0
+# A graph replay faster than this per call ran no kernel (one launch takes ~1 µs on Hopper).
+MIN_REPLAY_MS_PER_CALL = 0.0003
+# A cupti sample profiles calls until their device time reaches this, or MAX_PROFILED_CALLS.
+CUPTI_SAMPLE_TARGET_MS = 0.5
+MAX_PROFILED_CALLS = 100
+
+
+class CaptureError(Exception):
+    """Why a function's graph cannot stand for its eager calls."""
 
 
 @functools.cache
@@ -68,20 +88,166 @@ def _host_ms(call: Callable[[], Any]) -> float:
     return sorted(times)[1]
 
 
+# --- CUPTI through torch.profiler ----------------------------------------------------------
+
+
+def _profile_events(run: Callable[[], Any]) -> list[dict[str, Any]]:
+    """The chrome-trace events of the device work ``run`` does (CUPTI activity records)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        run()
+        torch.cuda.synchronize()
+    # The trace file is the one stable place torch exposes grid, block and registers.
+    fd, path = tempfile.mkstemp(prefix="gpubench-trace-", suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(path)
+        with open(path, encoding="utf-8") as handle:
+            return list(json.load(handle).get("traceEvents", []))
+    finally:
+        os.unlink(path)
+
+
+# Eager calls profiled to record what one call launches and its CUPTI device time.
+PROFILED_EAGER_CALLS = 5
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What one eager call runs on the device, and for how long (CUPTI), averaged."""
+
+    launches: tuple[Launch, ...]
+    device_ms: float
+
+
+def profile_call(call: Callable[[], Any], calls: int = PROFILED_EAGER_CALLS) -> Profile:
+    def run() -> None:
+        for _ in range(calls):
+            call()
+
+    events = _profile_events(run)
+    return Profile(from_trace(events, calls), _device_ms(events) / calls)
+
+
+@functools.cache
+def prime_profiler() -> None:
+    """Start CUPTI once, before anything is timed.
+
+    Its first start costs seconds, and once started it stays attached (tearing it down made
+    later small kernels 17% slower on an H200): so every timing of a session, the first test's
+    included, runs in the same profiler-attached state, whatever order the tests run in."""
+    scratch = torch.zeros(1, device="cuda")
+    _profile_events(lambda: scratch.add_(1))
+
+
+# --- graph capture that leaves the process as it found it -----------------------------------
+
+
+def synchronizes(call: Callable[[], Any]) -> str | None:
+    """Why ``call`` cannot be captured, found without a capture attempt (None if not found).
+
+    PyTorch's sync debug mode raises on operations that wait for the device (``.item()``,
+    ``.cpu()``, ``nonzero``), which a capture would reject after corrupting process state."""
+    previous = torch.cuda.get_sync_debug_mode()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        call()
+    except RuntimeError as exc:
+        if "synchroniz" in str(exc):
+            return "the function synchronizes with the host"
+        raise
+    finally:
+        torch.cuda.set_sync_debug_mode(previous)
+        torch.cuda.synchronize()
+    return None
+
+
+def _capture(call: Callable[[], Any], calls: int) -> torch.cuda.CUDAGraph:
+    """``calls`` back-to-back calls captured in one graph; on failure the process is repaired
+    (current stream, RNG generators, capture state) before the error propagates."""
+    stream = torch.cuda.Stream()
+    outer = torch.cuda.current_stream()
+    stream.wait_stream(outer)
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.stream(stream):  # restores the current stream whatever happens
+            # Libraries set up workspaces on first use: outside the capture, on its stream.
+            for _ in range(2):
+                call()
+            stream.synchronize()
+            graph.capture_begin()
+            try:
+                for _ in range(calls):
+                    call()
+            finally:
+                graph.capture_end()
+    except Exception:
+        del graph
+        _repair_after_failed_capture()
+        raise
+    outer.wait_stream(stream)
+    torch.cuda.synchronize()
+    return graph
+
+
+def _repair_after_failed_capture() -> None:
+    """Undo what a failed capture leaves behind.
+
+    A capture that fails in ``capture_end`` never runs the RNG generators' capture epilogue,
+    and every later ``torch.randn`` or dropout on the device raises "Offset increment outside
+    graph capture". An empty capture that succeeds runs that epilogue (measured on an H200).
+    """
+    try:
+        torch.cuda.synchronize()
+    except Exception:  # the failed capture's error surfaces here once; it is not sticky
+        pass
+    empty = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        empty.capture_begin()
+        empty.capture_end()
+    torch.cuda.synchronize()
+
+
+def _replay_ms(graph: torch.cuda.CUDAGraph) -> float:
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    _sleep(SLEEP_MIN_MS)
+    start.record()
+    graph.replay()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end)
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The first error of a chain: leaving a broken capture raises a second, vaguer one."""
+    while exc.__context__ is not None and exc.__context__ is not exc:
+        exc = exc.__context__
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text[:120]}"
+
+
+# --- timers ---------------------------------------------------------------------------------
+
+
 class CudaEventTimer:
     """One CUDA event pair around each call, queued behind a blocking kernel.
 
     Includes the GPU time of every kernel of the call on the current stream and the gaps
-    between them; excludes the host's launch latency of the first kernel. ``cold=True``
-    zeroes a buffer of twice the L2 size before every sample (L2 cold); otherwise L2 holds
-    whatever the previous call left (hot). Supports ``setup`` (fresh arguments per sample).
+    between them (host wake-ups of a synchronizing function included); excludes the host's
+    launch latency of the first kernel. ``cold=True`` zeroes a buffer of twice the L2 size
+    before every sample (L2 cold); otherwise L2 holds whatever the previous call left (hot).
+    Supports ``setup`` (fresh arguments per sample).
     """
 
     def __init__(self, cold: bool = False) -> None:
         self.cold = cold
         self.name = "cuda-event-cold" if cold else "cuda-event"
 
-    def sampler(self, workload: Workload, note: str = "") -> Sampler:
+    def sampler(self, workload: Workload) -> Sampler:
+        profile = profile_call(workload.prepare())
         sleep_ms = min(SLEEP_MAX_MS, max(SLEEP_MIN_MS, 2 * _host_ms(workload.prepare())))
         if self.cold:
             sleep_ms += 0.01  # room to enqueue the flush's own launch
@@ -99,77 +265,163 @@ class CudaEventTimer:
             end.synchronize()
             return start.elapsed_time(end)
 
-        return Sampler(timer=self.name, sample=sample, calls_per_sample=1, note=note)
+        return Sampler(timer=self.name, sample=sample, profile=profile)
+
+
+class CuptiTimer:
+    """The device time of a call's kernels, copies and memsets, summed from CUPTI.
+
+    Excludes launch gaps and host time, so functions that synchronize, launch on the legacy
+    stream or cannot be captured get a number as stable as their kernels; the host's share of
+    a call's wall time is reported beside it. L2 hot (calls run back to back). Supports
+    ``setup``: then each sample profiles one call with fresh arguments.
+    """
+
+    name = "cupti"
+
+    def sampler(
+        self, workload: Workload, note: str = "", profile: Profile | None = None
+    ) -> Sampler:
+        call = workload.prepare()
+        profile = profile_call(call) if profile is None else profile
+        if not profile.launches:
+            raise CaptureError("the function ran no GPU work: there is nothing to time")
+        kernel_ms = profile.device_ms
+        calls = (
+            1
+            if workload.setup is not None
+            else max(1, min(MAX_PROFILED_CALLS, math.ceil(CUPTI_SAMPLE_TARGET_MS / kernel_ms)))
+        )
+
+        def sample() -> float:
+            run = workload.prepare()
+
+            def many() -> None:
+                for _ in range(calls):
+                    run()
+
+            return _device_ms(_profile_events(many)) / calls
+
+        wall_ms = _synced_ms(call)
+        gaps = (
+            f"kernel time only: host work and launch gaps, {max(0.0, 1 - kernel_ms / wall_ms):.0%} "
+            f"of a call's {wall_ms * 1e3:.3g} µs wall time, are not in the number"
+        )
+        return Sampler(
+            timer=self.name,
+            sample=sample,
+            calls_per_sample=calls,
+            note="; ".join(part for part in (note, gaps) if part),
+            profile=profile,
+        )
 
 
 class CudaGraphTimer:
     """Back-to-back calls captured in one CUDA graph; a sample is one replay's time / calls.
 
-    Measures the GPU time of the call's kernels with the launch gaps of a graph, L2 hot.
-    Functions that cannot be captured (they synchronize, use the legacy default stream, or
-    take fresh arguments from ``setup``) are timed by ``cuda-event`` instead, and the result
-    records that timer's name with the reason.
+    Measures the GPU time of the call's kernels with the launch gaps of a graph, L2 hot. The
+    graph must replay the kernels an eager call runs (checked once with CUPTI, outside the
+    timed loop). Functions that cannot be captured (they synchronize, launch outside the
+    capturing stream, or take fresh arguments from ``setup``) are timed by ``cupti`` instead,
+    and the result records that timer's name with the reason.
     """
 
     name = "cuda-graph"
 
     def sampler(self, workload: Workload) -> Sampler:
-        fallback = CudaEventTimer()
+        fallback = CuptiTimer()
         if workload.setup is not None:
             return fallback.sampler(
                 workload, note="setup given: graph replay cannot refresh arguments"
             )
         call = workload.prepare()
+        eager = profile_call(call)
+        if not eager.launches:
+            from .timers import WallTimer
+
+            sampler = WallTimer(torch.cuda.synchronize).sampler(workload)
+            sampler.note = "the function ran no GPU work: timed by the host clock"
+            return sampler
+        reason = synchronizes(call)
+        if reason is not None:
+            return fallback.sampler(workload, f"not captured: {reason}", eager)
         try:
-            one = self._capture(call, 1)
-            estimate_ms = min(self._replay_ms(one) for _ in range(3))
-            calls = max(1, min(MAX_GRAPH_CALLS, math.ceil(GRAPH_REPLAY_TARGET_MS / estimate_ms)))
-            graph = self._capture(call, calls) if calls > 1 else one
+            graph, calls = self._validated_graph(call, eager)
+        except CaptureError as exc:
+            return fallback.sampler(workload, f"not captured: {exc}", eager)
         except Exception as exc:  # any capture failure means: time it without a graph
-            torch.cuda.synchronize()
-            return fallback.sampler(workload, note=f"graph capture failed ({_root_cause(exc)})")
+            return fallback.sampler(workload, f"graph capture failed ({_root_cause(exc)})", eager)
         return Sampler(
             timer=self.name,
-            sample=lambda: self._replay_ms(graph) / calls,
+            sample=lambda: _replay_ms(graph) / calls,
             calls_per_sample=calls,
             close=graph.reset,
+            profile=eager,
         )
 
     @staticmethod
-    def _capture(call: Callable[[], Any], calls: int) -> torch.cuda.CUDAGraph:
-        # Libraries set up workspaces on first use; do that outside the capture, on a side
-        # stream as the CUDA-graph docs ask.
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(2):
-                call()
-        torch.cuda.current_stream().wait_stream(side)
+    def _validated_graph(
+        call: Callable[[], Any], eager: Profile
+    ) -> tuple[torch.cuda.CUDAGraph, int]:
+        """A graph of back-to-back calls that provably replays the eager call's work.
+
+        A replay of one call must run every launch of the eager call; a replay of n calls
+        exactly n times each, plus at most the launches a one-call replay adds once (the RNG
+        offset bookkeeping of a graph that uses dropout, say)."""
+        per_call = names(eager.launches)
+        one = _capture(call, 1)
+        replayed = from_trace(_profile_events(one.replay))
+        once = names(replayed)
+        if per_call - once:
+            raise CaptureError(
+                f"a graph replay runs {describe(replayed)}, an eager call "
+                f"{describe(eager.launches)}: work launched outside the capturing stream (the "
+                "legacy default stream of kernel<<<grid, block>>>, or another thread) is not "
+                "in the graph"
+            )
+        estimate_ms = min(_replay_ms(one) for _ in range(3))
+        if estimate_ms < MIN_REPLAY_MS_PER_CALL:
+            raise CaptureError(f"a replay took {estimate_ms * 1e3:.3f} µs: too fast to be work")
+        calls = max(1, min(MAX_GRAPH_CALLS, math.ceil(GRAPH_REPLAY_TARGET_MS / estimate_ms)))
+        if calls == 1:
+            return one, 1
+        del one
+        graph = _capture(call, calls)
+        many = names(from_trace(_profile_events(graph.replay)))
+        extra = once - per_call
+        wrong = [k for k in per_call if many[k] != calls * per_call[k]] + [
+            k for k in many if k not in per_call and many[k] > extra[k]
+        ]
+        if wrong:
+            raise CaptureError(
+                f"a replay of {calls} calls does not run {calls} times the eager call's work "
+                f"({len(wrong)} launch kinds differ): the function does not repeat its work"
+            )
+        return graph, calls
+
+
+def _synced_ms(call: Callable[[], Any]) -> float:
+    """Median wall time of one call up to the end of its device work."""
+    times = []
+    for _ in range(3):
         torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for _ in range(calls):
-                call()
+        start = time.perf_counter()
+        call()
         torch.cuda.synchronize()
-        return graph
-
-    @staticmethod
-    def _replay_ms(graph: torch.cuda.CUDAGraph) -> float:
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        _sleep(SLEEP_MIN_MS)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end)
+        times.append((time.perf_counter() - start) * 1e3)
+    return sorted(times)[1]
 
 
-def _root_cause(exc: BaseException) -> str:
-    """The first error of a chain: leaving a broken capture raises a second, vaguer one."""
-    while exc.__context__ is not None and exc.__context__ is not exc:
-        exc = exc.__context__
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text[:120]}"
+def _device_ms(events: list[dict[str, Any]]) -> float:
+    """Summed duration of the device work in trace events, in milliseconds."""
+    return (
+        sum(
+            float(e.get("dur") or 0.0)
+            for e in events
+            if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+        )
+        / 1e3
+    )
 
 
 def make(name: str) -> Timer:
@@ -177,4 +429,7 @@ def make(name: str) -> Timer:
         return CudaEventTimer()
     if name == "cuda-event-cold":
         return CudaEventTimer(cold=True)
+    prime_profiler()
+    if name == "cupti":
+        return CuptiTimer()
     return CudaGraphTimer()  # "auto" and "cuda-graph"

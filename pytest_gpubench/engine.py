@@ -63,6 +63,7 @@ class Sampler:
     calls_per_sample: int = 1
     note: str = ""
     close: Callable[[], None] = lambda: None
+    profile: Any = None  # what one call runs on the device and its CUPTI time, where known
 
 
 class Timer(Protocol):
@@ -92,6 +93,7 @@ class Sampling:
     warmup: int
     calls_per_sample: int
     note: str = ""
+    profile: Any = None
 
 
 def collect(
@@ -118,6 +120,7 @@ def collect(
         warmup=len(warm),
         calls_per_sample=sampler.calls_per_sample,
         note=sampler.note,
+        profile=sampler.profile,
     )
 
 

@@ -35,6 +35,8 @@ class Result:
     date: str = ""
     git_commit: str | None = None
     passed: bool = True  # whether the test itself passed; only passing tests are saved
+    kernels: list[dict[str, Any]] = field(default_factory=list)  # what one call launches
+    device_ms: float | None = None  # CUPTI device time of one eager call
 
     @property
     def summary(self) -> Summary:

@@ -120,6 +120,7 @@ class BenchSession:
                     sampling.warmup + again.warmup,
                     sampling.calls_per_sample,
                     sampling.note,
+                    sampling.profile,
                 )
                 watch()
                 verdict = self._judge(sampling.samples_ms, entry, sampling.timer, settings)
@@ -147,6 +148,8 @@ class BenchSession:
             remeasured=remeasured,
             date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             git_commit=self.git_commit(),
+            kernels=[x.to_dict() for x in sampling.profile.launches] if sampling.profile else [],
+            device_ms=sampling.profile.device_ms if sampling.profile else None,
         )
 
     def _judge(

@@ -1,0 +1,232 @@
+"""What one call launches: the kernels behind a number, and how two such lists differ.
+
+Built from the GPU events of a profiler trace (CUPTI through ``torch.profiler``): each kernel's
+name, launch configuration, resources and share of the call's device time; copies and memsets
+too. Pure: no torch here, so recording, storing and diffing are tested on recorded lists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# Trace event categories that are device work of the call.
+GPU_CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+# Kernel names (C++ templates can be kilobytes) are cut to this for display and storage.
+NAME_CHARS = 160
+# At most this many changes are spelled out in a message; the rest are counted.
+MAX_CHANGES = 4
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One distinct launch of a call: how many times it ran and what it looked like."""
+
+    name: str  # cut to NAME_CHARS for storage
+    kind: str = "kernel"  # kernel, memcpy or memset
+    digest: str = ""  # of the full name: two template instances may share a long prefix
+    count: int = 1
+    grid: tuple[int, int, int] | None = None
+    block: tuple[int, int, int] | None = None
+    registers: int | None = None  # per thread
+    shared_memory: int | None = None  # bytes per block
+    share: float = 0.0  # share of the call's summed device time
+
+    @property
+    def config(self) -> tuple[Any, ...]:
+        return (self.grid, self.block, self.registers, self.shared_memory)
+
+    @property
+    def identity(self) -> str:
+        return f"{self.kind}:{self.digest or self.name}"
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"name": self.name, "kind": self.kind, "count": self.count}
+        if self.digest:
+            data["digest"] = self.digest
+        for key in ("grid", "block", "registers", "shared_memory"):
+            value = getattr(self, key)
+            if value is not None:
+                data[key] = list(value) if isinstance(value, tuple) else value
+        data["share"] = round(self.share, 4)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Launch:
+        """Inverse of ``to_dict``; raises ValueError on a malformed entry."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("name"), str):
+            raise ValueError("a kernel entry needs a name")
+        return cls(
+            name=data["name"],
+            kind=str(data.get("kind", "kernel")),
+            digest=str(data.get("digest", "")),
+            count=_int(data.get("count", 1), "count"),
+            grid=_dims(data.get("grid")),
+            block=_dims(data.get("block")),
+            registers=_opt_int(data.get("registers"), "registers"),
+            shared_memory=_opt_int(data.get("shared_memory"), "shared_memory"),
+            share=float(data.get("share", 0.0)),
+        )
+
+
+def from_trace(events: Iterable[Mapping[str, Any]], calls: int = 1) -> tuple[Launch, ...]:
+    """The launches of one call from the chrome-trace events of ``calls`` profiled calls.
+
+    Launches with the same name and configuration are merged; counts are per call (rounded
+    up, so work that ran in only some calls still shows)."""
+    found: dict[tuple[Any, ...], list[float]] = {}
+    meta: dict[tuple[Any, ...], Launch] = {}
+    for event in events:
+        kind = GPU_CATEGORIES.get(str(event.get("cat")))
+        if kind is None:
+            continue
+        args = event.get("args") or {}
+        full = str(event.get("name", "?"))
+        launch = Launch(
+            name=full[:NAME_CHARS],
+            kind=kind,
+            digest=name_digest(full),
+            grid=_dims(args.get("grid")),
+            block=_dims(args.get("block")),
+            registers=_opt_int(args.get("registers per thread"), "registers"),
+            shared_memory=_opt_int(args.get("shared memory"), "shared memory"),
+        )
+        key = (launch.identity, *launch.config)
+        meta.setdefault(key, launch)
+        found.setdefault(key, []).append(float(event.get("dur") or 0.0))
+    total = sum(sum(d) for d in found.values()) or 1.0
+    launches = [
+        Launch(
+            **{
+                **meta[key].__dict__,
+                "count": -(-len(durations) // calls),
+                "share": sum(durations) / total,
+            }
+        )
+        for key, durations in found.items()
+    ]
+    return tuple(sorted(launches, key=lambda x: (-x.share, x.name)))
+
+
+def name_digest(name: str) -> str:
+    """A short stable digest of a kernel's full name (empty for names kept whole)."""
+    if len(name) <= NAME_CHARS:
+        return ""
+    return hashlib.blake2b(name.encode("utf-8", "replace"), digest_size=6).hexdigest()
+
+
+def names(launches: Sequence[Launch]) -> Counter[str]:
+    """The multiset of what ran (kind and full name, with counts): the identity of the work."""
+    counts: Counter[str] = Counter()
+    for launch in launches:
+        counts[launch.identity] += launch.count
+    return counts
+
+
+def same_work(old: Sequence[Launch], new: Sequence[Launch]) -> bool:
+    """Whether two calls ran the same kernels the same number of times (configs may differ)."""
+    return names(old) == names(new)
+
+
+def diff(old: Sequence[Launch], new: Sequence[Launch]) -> list[str]:
+    """Human-readable changes from ``old`` to ``new``; empty when they are the same.
+
+    E.g. ``triton_per_fused_softmax_0 grid (64,1,1) -> (32,1,1)``, ``1 kernel added: k2``."""
+    changes: list[str] = []
+    old_by, new_by = _by_name(old), _by_name(new)
+    for key in sorted(old_by.keys() & new_by.keys()):
+        a, b = old_by[key], new_by[key]
+        name = a.name
+        if a.count != b.count:
+            changes.append(f"{short(name)} runs {a.count}x -> {b.count}x")
+        for label, x, y in (
+            ("grid", a.grid, b.grid),
+            ("block", a.block, b.block),
+            ("registers", a.registers, b.registers),
+            ("shared memory", a.shared_memory, b.shared_memory),
+        ):
+            if x != y and x is not None and y is not None:
+                changes.append(f"{short(name)} {label} {_fmt(x)} -> {_fmt(y)}")
+    for label, names_ in (
+        ("added", sorted(new_by[k].name for k in new_by.keys() - old_by.keys())),
+        ("removed", sorted(old_by[k].name for k in old_by.keys() - new_by.keys())),
+    ):
+        if names_:
+            noun = "kernel" if len(names_) == 1 else "kernels"
+            changes.append(
+                f"{len(names_)} {noun} {label}: {', '.join(short(n) for n in names_[:3])}"
+                + (", ..." if len(names_) > 3 else "")
+            )
+    if len(changes) > MAX_CHANGES:
+        changes = changes[:MAX_CHANGES] + [f"{len(changes) - MAX_CHANGES} more changes"]
+    return changes
+
+
+def describe(launches: Sequence[Launch]) -> str:
+    """One line: ``2 kernels (k 71%, softmax_warp_forward 29%)``."""
+    kernels = sum(launch.count for launch in launches)
+    if not kernels:
+        return "no device work"
+    parts = ", ".join(f"{short(x.name, 40)} {x.share:.0%}" for x in launches[:3])
+    more = ", ..." if len(launches) > 3 else ""
+    return f"{kernels} launch{'es' if kernels != 1 else ''} ({parts}{more})"
+
+
+def short(name: str, limit: int = 60) -> str:
+    """A kernel's readable name: return type, namespaces, template and call arguments dropped
+    (``void at::native::reduce_kernel<512, 1, ...>(...)`` -> ``reduce_kernel``)."""
+    text = name.replace("(anonymous namespace)::", "")
+    if text.startswith("void "):
+        text = text[5:]
+    depth, out = 0, []
+    for ch in text:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            if ch == "(":
+                break
+            out.append(ch)
+    result = "".join(out).strip().rsplit("::", 1)[-1] or text
+    return result if len(result) <= limit else result[: limit - 3] + "..."
+
+
+def _by_name(launches: Sequence[Launch]) -> dict[str, Launch]:
+    """One launch per name (the longest-running configuration), counts summed."""
+    merged: dict[str, Launch] = {}
+    for launch in launches:
+        key = launch.identity
+        kept = merged.get(key)
+        if kept is None:
+            merged[key] = launch
+        else:
+            main = kept if kept.share >= launch.share else launch
+            merged[key] = Launch(**{**main.__dict__, "count": kept.count + launch.count})
+    return merged
+
+
+def _fmt(value: Any) -> str:
+    return "(" + ",".join(str(v) for v in value) + ")" if isinstance(value, tuple) else str(value)
+
+
+def _dims(value: Any) -> tuple[int, int, int] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list | tuple) or len(value) != 3:
+        raise ValueError(f"expected three dimensions, got {value!r}")
+    x, y, z = (_int(v, "dimension") for v in value)
+    return (x, y, z)
+
+
+def _int(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        raise ValueError(f"{what} must be a whole number, got {value!r}")
+    return int(value)
+
+
+def _opt_int(value: Any, what: str) -> int | None:
+    return None if value is None else _int(value, what)

@@ -1,0 +1,121 @@
+"""The launch fingerprint: built from recorded trace events, stored, diffed."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_gpubench.kernels import (
+    NAME_CHARS,
+    Launch,
+    describe,
+    diff,
+    from_trace,
+    names,
+    same_work,
+    short,
+)
+
+SOFTMAX = "void (anonymous namespace)::softmax_warp_forward<float, float, float, 10, false>(float*)"
+
+
+def kernel(name: str, dur: float, grid=(1024, 1, 1), block=(128, 1, 1), regs=18) -> dict:
+    """A kernel event as torch.profiler's chrome trace writes it (recorded on an H200)."""
+    return {
+        "cat": "kernel",
+        "name": name,
+        "dur": dur,
+        "args": {
+            "registers per thread": regs,
+            "shared memory": 0,
+            "grid": list(grid),
+            "block": list(block),
+            "est. achieved occupancy %": 48,
+        },
+    }
+
+
+EVENTS = [
+    {"cat": "cpu_op", "name": "aten::softmax", "dur": 30.0},
+    kernel("k", 2.0),
+    kernel(SOFTMAX, 4.0, grid=(256, 1, 1), block=(32, 4, 1), regs=48),
+    {"cat": "gpu_memcpy", "name": "Memcpy DtoD (Device -> Device)", "dur": 2.0, "args": {}},
+]
+
+
+def test_from_trace_keeps_device_work_with_configuration_and_share() -> None:
+    launches = from_trace(EVENTS)
+    assert sorted(x.kind for x in launches) == ["kernel", "kernel", "memcpy"]
+    first = launches[0]
+    assert first.name == SOFTMAX and first.grid == (256, 1, 1) and first.block == (32, 4, 1)
+    assert first.registers == 48 and first.shared_memory == 0
+    assert first.share == pytest.approx(0.5)
+    assert sum(x.share for x in launches) == pytest.approx(1.0)
+
+
+def test_counts_are_per_call_over_several_profiled_calls() -> None:
+    launches = from_trace(EVENTS[1:2] * 5 + EVENTS[2:3] * 10, calls=5)
+    assert {short(x.name): x.count for x in launches} == {"k": 1, "softmax_warp_forward": 2}
+
+
+def test_round_trip_through_dict() -> None:
+    long_name = "void f<" + "x" * 400 + ">(int)"
+    launches = from_trace([*EVENTS, kernel(long_name, 1.0)])
+    again = tuple(Launch.from_dict(x.to_dict()) for x in launches)
+    assert [x.to_dict() for x in again] == [x.to_dict() for x in launches]
+    cut = next(x for x in again if x.name.startswith("void f<"))
+    assert len(cut.name) == NAME_CHARS and cut.digest
+
+
+def test_long_names_sharing_a_prefix_stay_distinct() -> None:
+    a = "void f<" + "x" * 300 + "A>(int)"
+    b = "void f<" + "x" * 300 + "B>(int)"
+    assert not same_work(from_trace([kernel(a, 1.0)]), from_trace([kernel(b, 1.0)]))
+
+
+@pytest.mark.parametrize(
+    "bad", [{"name": 3}, {"name": "k", "grid": [1, 2]}, {"name": "k", "count": 1.5}]
+)
+def test_from_dict_refuses_malformed_entries(bad: dict) -> None:
+    with pytest.raises(ValueError):
+        Launch.from_dict(bad)
+
+
+def test_diff_names_configuration_changes() -> None:
+    old = from_trace([kernel("triton_per_fused_softmax_0", 3.0, grid=(64, 1, 1))])
+    new = from_trace(
+        [kernel("triton_per_fused_softmax_0", 3.0, grid=(32, 1, 1), block=(256, 1, 1))]
+    )
+    assert diff(old, new) == [
+        "triton_per_fused_softmax_0 grid (64,1,1) -> (32,1,1)",
+        "triton_per_fused_softmax_0 block (128,1,1) -> (256,1,1)",
+    ]
+    assert same_work(old, new)  # the same kernels: comparable, and the change is shown
+
+
+def test_diff_names_added_removed_and_count_changes() -> None:
+    old = from_trace([kernel("a", 1.0), kernel("b", 1.0)])
+    new = from_trace([kernel("a", 1.0), kernel("a", 1.0), kernel("c", 1.0)])
+    assert diff(old, new) == ["a runs 1x -> 2x", "1 kernel added: c", "1 kernel removed: b"]
+    assert not same_work(old, new)
+    assert diff(old, old) == []
+
+
+def test_diff_caps_the_number_of_changes() -> None:
+    old = from_trace([kernel(f"k{i}", 1.0, grid=(i + 1, 1, 1)) for i in range(8)])
+    new = from_trace([kernel(f"k{i}", 1.0, grid=(i + 2, 1, 1)) for i in range(8)])
+    changes = diff(old, new)
+    assert len(changes) == 5 and changes[-1] == "4 more changes"
+
+
+def test_names_count_the_work() -> None:
+    launches = from_trace([kernel("a", 1.0), kernel("a", 1.0, grid=(2, 1, 1))])
+    assert names(launches) == {"kernel:a": 2}
+
+
+def test_describe_and_short_names() -> None:
+    assert describe(()) == "no device work"
+    assert describe(from_trace(EVENTS)) == (
+        "3 launches (softmax_warp_forward 50%, Memcpy DtoD 25%, k 25%)"
+    )
+    assert short("void at::native::reduce_kernel<512, 1>(at::native::ReduceOp)") == "reduce_kernel"
+    assert short("twice_kernel(float const*, float*, long)") == "twice_kernel"
