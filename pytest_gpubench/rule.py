@@ -44,48 +44,58 @@ import numpy as np
 from scipy import stats
 
 # --- constants ------------------------------------------------------------------------------
+# The simulation's tables are in docs/verdict.md (python bench/simulate_rule.py); "per test"
+# false failures are to be compared with alpha' = 0.01 / 54 = 1.9e-4 there.
 
-# Target power at a slowdown of exactly the threshold: z of 95%. Simulation (docs/verdict.md,
-# "choice of z_power"): 90% left 5% slowdowns of quiet kernels caught 0.86-0.88 of the time
-# after screening and confirmation, 99% labelled more tests noisy for no gain in false alarms.
+# Target power at a slowdown of exactly the threshold. Table "choice of constants": 95% is the
+# largest target whose worst class keeps A/A false failures per test under alpha' (1e-4 for
+# normal and t4 shifts; 99%: 2e-4); it catches +5% in 89-97% of runs on quiet kernels
+# (90%: 86-94%).
 Z_POWER = float(stats.norm.ppf(0.95))
 
-# Screening of a single session: looser than the final bar, since it only buys confirmation
-# runs. Power z of 99% and alpha' x 10. Simulation ("choice of screen"): with the final bar as
-# the screen, power at the threshold fell by the screen's own misses (0.95 * 0.95); this screen
-# keeps the overall power within 1-2 points of the final bar's while confirmations run in
-# about 1 A/A session in 10 of a 54-test suite.
+# Screen of a single session, looser than the final bar (it only buys confirmation runs):
+# power 99%, alpha' x 10. Same table: with the final bar as the screen, +5% on a 15 us kernel
+# was caught in 36% of runs instead of 89% (the screen's misses compound the final's); a
+# looser screen (99.9%, x 100) gained 1-3 points for 9x the confirmation runs (1.21 instead
+# of 0.13 per A/A run of a 54-test suite).
 SCREEN_Z = float(stats.norm.ppf(0.99))
 SCREEN_ALPHA_FACTOR = 10.0
 
-# Weight of the prior tau0, in sessions. Simulation ("choice of nu0"): see docs/verdict.md.
+# Weight of the prior tau0, in sessions. Same table: the largest weight whose worst class (a
+# prior 1.7-2.5x too small: the L2-resident 8 us kernel, the bad 50 us case) keeps A/A false
+# failures per test under alpha' (nu0 3: 1e-4; 4: 2e-4; 6: 4e-4); smaller weights cost power
+# (+5% on 15 us caught 89% at 3, 78% at 2, 60% at 1).
 NU0 = 3.0
 
-# Sessions of an epoch kept as its anchor (never rolled out), rolling history cap, and the
-# default number of confirmations in fresh processes (issue 9). Simulation ("creep").
+# The epoch's first sessions kept as an anchor, never rolled out. Table "creep": with 5, a
+# creep of +0.5% per run was caught in 97-100% of quiet kernels' lifetimes, around run 9-11
+# (+4.6-5.6% in all); with 3, 85-100% around run 9-12; without, 0-9%. Rolling history cap
+# and default confirmations in fresh processes: issue 9. Two confirmations are the fewest for
+# which the median of the current sessions ignores one disturbed process.
 ANCHOR_SESSIONS = 5
 HISTORY_SESSIONS = 20
 CONFIRMATIONS = 2
 
 # Prior between-session spread tau0 (sd of the log-median across fresh processes), per timer
 # class, as points (duration_ms, tau0) interpolated linearly in log(duration) and held flat
-# beyond the ends. Measured values (H100/H200, ../shared/METHOD.md sections 1 and 4,
-# docs/performance.md section 2), rounded up; entries marked "extrapolated" were not measured
-# and are set larger than the measured timer next to them.
+# beyond the ends. Measured on H100/H200 (../shared/METHOD.md sections 1 and 4,
+# docs/performance.md section 2) and rounded up; where not measured, extrapolated as stated
+# and larger than the measured timer next to it.
 PRIOR_TAU: dict[str, tuple[tuple[float, float], ...]] = {
-    # 1-4 us: ~2% (8 processes, H200); 8 us L2-resident layernorm 2.3% (9 processes);
-    # 5-17 us: 0.4-0.7%; an A/A drift of -4.3% at 49 us (example suite, H200);
-    # 130-200 us: 0.07-0.2%; large kernels 0.06-0.3%.
+    # 1-4 us: ~2% (8 processes, H200), one 3.7 us L2-resident copy drifted +4.7% (H100);
+    # 8 us L2-resident layernorm 2.3%, 5-17 us otherwise 0.4-0.7%; 24-91 us <= 0.2% but one
+    # A/A drift of -4.3% at 49 us (example suite, H200); 130-200 us 0.07-0.2%, large kernels
+    # 0.06-0.3%.
     "cuda-graph": ((0.002, 0.025), (0.005, 0.02), (0.01, 0.01), (0.05, 0.006), (0.2, 0.003)),
-    # One event pair per call: host launch latency is not inside, launch gaps are; extrapolated
-    # as 1.5x the graph timer.
-    "cuda-event": ((0.002, 0.035), (0.01, 0.025), (0.05, 0.015), (0.2, 0.006), (1.0, 0.004)),
-    # L2 flushed per sample, within-session CV 3-35% (METHOD.md 1); extrapolated.
-    "cuda-event-cold": ((0.002, 0.05), (0.01, 0.035), (0.05, 0.02), (0.2, 0.008), (1.0, 0.005)),
-    # Host clock with synchronizations: the host's jitter is inside; extrapolated.
+    # One event pair per call (launch gaps inside): not measured across processes; 1.5x graph.
+    "cuda-event": ((0.002, 0.04), (0.005, 0.03), (0.01, 0.015), (0.05, 0.009), (0.2, 0.0045)),
+    # L2 flushed per sample, within-session CV 3-35% (METHOD.md 1): not measured; 2x graph.
+    "cuda-event-cold": ((0.002, 0.05), (0.005, 0.04), (0.01, 0.02), (0.05, 0.012), (0.2, 0.006)),
+    # Host clock around synchronized calls, host jitter inside: not measured; from 8% at 10 us
+    # (above the synchronizing function's 7.8%) down to 0.5% at 10 ms.
     "wall": ((0.01, 0.08), (0.1, 0.04), (1.0, 0.015), (10.0, 0.005)),
     # A function that synchronizes, timed by events: 7.8% (9 processes, H200); held flat
-    # (one measurement, duration dependence unknown).
+    # (one measurement, its dependence on duration unknown).
     "synchronizing": ((1.0, 0.08),),
 }
 # An unknown timer gets the largest prior: it is judged conservatively, never at random.
@@ -148,8 +158,12 @@ class SessionSummary:
 
     @classmethod
     def from_samples(cls, samples_ms: Sequence[float]) -> SessionSummary:
-        median_ms, se_log = summarize_samples(np.asarray(samples_ms, dtype=float))
-        return cls(float(median_ms), len(samples_ms), float(se_log))
+        """The summary a session stores, from its samples (milliseconds, all positive)."""
+        data = np.asarray(samples_ms, dtype=float)
+        if data.ndim != 1 or not np.all(data > 0):
+            raise ValueError("a session summary needs a sequence of positive samples (ms)")
+        median_ms, se_log = summarize_samples(data)
+        return cls(float(median_ms), len(data), float(se_log))
 
 
 def summarize_samples(samples_ms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -183,6 +197,8 @@ class Constants:
     screen_alpha_factor: float = SCREEN_ALPHA_FACTOR
     nu0: float = NU0
     median_of_current: bool = True  # median of >= 3 current sessions; False: their mean
+    spread: str = "variance"  # or "mssd": see _spread
+    anchor_tau: str = "own"  # the anchor's own spread; "history": the rolling history's
 
 
 DEFAULTS = Constants()
@@ -252,8 +268,32 @@ def _sum_sq(se: np.ndarray, present: np.ndarray) -> np.ndarray:
     return np.sum(np.where(present & ~np.isnan(se), se * se, 0.0), axis=-1)
 
 
+def _spread(
+    x: np.ndarray, present: np.ndarray, k: np.ndarray, method: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Variance of a row's log-medians and its degrees of freedom.
+
+    ``variance``: the sample variance, K-1 df. ``mssd``: half the mean squared successive
+    difference (von Neumann), blind to a slow trend but with fewer df, 2(K-1)^2/(3K-4); it
+    needs the sessions in time order. The simulation keeps ``variance`` (docs/verdict.md).
+    """
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if method == "mssd":
+            step = np.diff(x, axis=-1)
+            var = np.where(k >= 2, np.nansum(step * step, axis=-1) / (2 * (k - 1)), 0.0)
+            return var, np.where(k >= 2, 2 * (k - 1) ** 2 / np.maximum(3 * k - 4, 1), 0.0)
+        _, mean = _count_mean(x)
+        dev = np.where(present, x - mean[..., None], 0.0)
+        var = np.where(k >= 2, np.sum(dev * dev, axis=-1) / (k - 1), 0.0)
+    return var, np.maximum(k - 1, 0).astype(float)
+
+
 def tau_estimate(
-    history: np.ndarray, history_se: np.ndarray, tau0: np.ndarray | float, nu0: float
+    history: np.ndarray,
+    history_se: np.ndarray,
+    tau0: np.ndarray | float,
+    nu0: float,
+    method: str = "variance",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Between-session sd from NaN-padded history rows, shrunk toward ``tau0``.
 
@@ -262,23 +302,21 @@ def tau_estimate(
     between-session part), df ``nu0 + K - 1``. Returns (tau, df, prior share of tau^2).
     """
     present = ~np.isnan(history)
-    k, mean = _count_mean(history)
-    dev = np.where(present, history - mean[..., None], 0.0)
+    k = np.sum(present, axis=-1)
+    s2, dof = _spread(history, present, k, method)
     with np.errstate(invalid="ignore", divide="ignore"):
-        s2 = np.where(k >= 2, np.sum(dev * dev, axis=-1) / (k - 1), 0.0)
         w2 = np.where(k >= 1, _sum_sq(history_se, present) / k, 0.0)
     between = np.maximum(s2 - w2, 0.0)
     prior = nu0 * np.square(tau0)
-    df = nu0 + np.maximum(k - 1, 0)
-    tau2 = (prior + np.maximum(k - 1, 0) * between) / df
-    return np.sqrt(tau2), df, prior / (prior + np.maximum(k - 1, 0) * between)
+    df = nu0 + dof
+    tau2 = (prior + dof * between) / df
+    return np.sqrt(tau2), df, prior / (prior + dof * between)
 
 
 def _t_quantile(p: float, df: np.ndarray) -> np.ndarray:
-    """Student-t quantiles; df is ``nu0 + K - 1`` for whole K, so one per distinct K."""
-    base = float(np.min(df))
-    steps = np.rint(df - base).astype(int)
-    return stats.t.ppf(p, base + np.arange(int(steps.max()) + 1))[steps]
+    """Student-t quantiles, once per distinct df (rows share few values)."""
+    keys, inverse = np.unique(df, return_inverse=True)
+    return stats.t.ppf(p, keys)[inverse.reshape(df.shape)]
 
 
 def decide(
@@ -316,10 +354,12 @@ def decide(
     effect = math.log1p(threshold)
     single = n_c == 1
 
-    def compare(ref: np.ndarray, ref_se: np.ndarray) -> dict[str, np.ndarray]:
+    def compare(
+        ref: np.ndarray, ref_se: np.ndarray, spread: tuple[np.ndarray, ...] | None = None
+    ) -> dict[str, np.ndarray]:
         present = ~np.isnan(ref)
         k, mean = _count_mean(ref)
-        tau, df, prior_share = tau_estimate(ref, ref_se, tau0, c.nu0)
+        tau, df, prior_share = spread or tau_estimate(ref, ref_se, tau0, c.nu0, c.spread)
         tau2 = tau * tau
         with np.errstate(invalid="ignore", divide="ignore"):
             var_current = factor**2 * (n_c * tau2 + cur_w2) / n_c**2
@@ -342,11 +382,14 @@ def decide(
             "bar": bar,
             "t": t,
             "tau": tau,
+            "df": df,
             "prior_share": prior_share,
         }
 
     h = compare(history, history_se)
-    a = compare(anchor, anchor_se)
+    a = compare(
+        anchor, anchor_se, None if c.anchor_tau == "own" else (h["tau"], h["df"], h["prior_share"])
+    )
     # Report the anchor when only it fires, or when it fires further beyond its bar; a
     # regression outranks an improvement.
     with np.errstate(invalid="ignore"):

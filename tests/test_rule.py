@@ -283,6 +283,12 @@ def test_a_single_sample_has_no_known_within_session_error() -> None:
     assert verdict(history(5, 0.003, 2.0), [s]).status is Status.OK
 
 
+@pytest.mark.parametrize("samples", [[], [1.0, 0.0], [1.0, -2.0]])
+def test_a_session_summary_needs_positive_samples(samples: list[float]) -> None:
+    with pytest.raises(ValueError, match="sample"):
+        SessionSummary.from_samples(samples)
+
+
 def test_median_factor_table_matches_a_simulation() -> None:
     rng = np.random.default_rng(5)
     for n in (3, 4, 7, 12):
