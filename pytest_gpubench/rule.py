@@ -210,7 +210,8 @@ class Judgement:
 
     Ratios are current / reference (geometric means of session medians; the current sessions'
     median from three on). ``bar`` is the change that fails, as a fraction (0.041: slower by
-    more than 4.1% fails); ``gateable`` the smallest slowdown caught with the target power;
+    more than 4.1% is regressed, a ratio under 1 / 1.041 improved); ``gateable`` the smallest
+    slowdown caught with the target power;
     ``noisy`` when that exceeds the threshold (then ``bar`` is the statistical bound).
     """
 
@@ -298,8 +299,9 @@ def tau_estimate(
     """Between-session sd from NaN-padded history rows, shrunk toward ``tau0``.
 
     ``tau^2 = (nu0 tau0^2 + (K-1) s_b^2) / (nu0 + K-1)`` with ``s_b^2`` the sample variance
-    of the log-medians less their mean squared within-session error (what is left is the
-    between-session part), df ``nu0 + K - 1``. Returns (tau, df, prior share of tau^2).
+    of the log-medians (``method``: see :func:`_spread`) less their mean squared within-session
+    error (what is left is the between-session part), df ``nu0 + K - 1``. Returns (tau, df,
+    prior share of tau^2).
     """
     present = ~np.isnan(history)
     k = np.sum(present, axis=-1)
