@@ -82,7 +82,10 @@ class CudaEventTimer:
         self.name = "cuda-event-cold" if cold else "cuda-event"
 
     def sampler(self, workload: Workload, note: str = "") -> Sampler:
-        sleep_ms = min(SLEEP_MAX_MS, max(SLEEP_MIN_MS, 2 * _host_ms(workload.prepare())))
+        if workload.slow:  # measuring the enqueue time would cost three slow calls
+            sleep_ms = SLEEP_MAX_MS
+        else:
+            sleep_ms = min(SLEEP_MAX_MS, max(SLEEP_MIN_MS, 2 * _host_ms(workload.prepare())))
         if self.cold:
             sleep_ms += 0.01  # room to enqueue the flush's own launch
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -99,7 +102,10 @@ class CudaEventTimer:
             end.synchronize()
             return start.elapsed_time(end)
 
-        return Sampler(timer=self.name, sample=sample, calls_per_sample=1, note=note)
+        sampler = Sampler(timer=self.name, sample=sample, calls_per_sample=1, note=note)
+        if workload.slow:  # tells the engine what a sample costs before it warms up
+            sampler.taken = (sample(),)
+        return sampler
 
 
 class CudaGraphTimer:
@@ -121,8 +127,18 @@ class CudaGraphTimer:
             )
         call = workload.prepare()
         try:
-            one = self._capture(call, 1)
-            estimate_ms = min(self._replay_ms(one) for _ in range(3))
+            # A slow function's first call already set up its libraries: no warm calls.
+            one = self._capture(call, 1, warm_calls=0 if workload.slow else 2)
+            first_ms = self._replay_ms(one)
+            if workload.slow and first_ms >= GRAPH_REPLAY_TARGET_MS:
+                # One call fills a replay: no batching, and that replay was the first sample.
+                return Sampler(
+                    timer=self.name,
+                    sample=lambda: self._replay_ms(one),
+                    close=one.reset,
+                    taken=(first_ms,),
+                )
+            estimate_ms = min([first_ms] + [self._replay_ms(one) for _ in range(2)])
             calls = max(1, min(MAX_GRAPH_CALLS, math.ceil(GRAPH_REPLAY_TARGET_MS / estimate_ms)))
             graph = self._capture(call, calls) if calls > 1 else one
         except Exception as exc:  # any capture failure means: time it without a graph
@@ -136,13 +152,13 @@ class CudaGraphTimer:
         )
 
     @staticmethod
-    def _capture(call: Callable[[], Any], calls: int) -> torch.cuda.CUDAGraph:
+    def _capture(call: Callable[[], Any], calls: int, warm_calls: int = 2) -> torch.cuda.CUDAGraph:
         # Libraries set up workspaces on first use; do that outside the capture, on a side
         # stream as the CUDA-graph docs ask.
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            for _ in range(2):
+            for _ in range(warm_calls):
                 call()
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()

@@ -96,41 +96,64 @@ DAMAGED = [
     ),
     ("[1, 2]", f"has schema 'list', expected {SCHEMA!r}"),
     (json.dumps({"schema": SCHEMA}), "lacks a 'benchmarks' object"),
-    (json.dumps({"schema": SCHEMA, "benchmarks": []}), "lacks a 'benchmarks' object"),
-    (json.dumps({"schema": SCHEMA, "device": "x", "benchmarks": {}}), "lacks a 'benchmarks'"),
-    (json.dumps(document(t=[1.0, 2.0])), "entry 't' is not an object"),
-    (json.dumps(document(t={"samples_ms": [1.0, 2.0]})), "entry 't' has no timer name"),
-    (json.dumps(document(t={"timer": 3, "samples_ms": [1, 2]})), "entry 't' has no timer name"),
-    (json.dumps(document(t={"timer": "wall"})), "entry 't' has fewer than 2 samples"),
+    (json.dumps({"schema": SCHEMA, "benchmarks": []}), "has a 'benchmarks' that is not an object"),
+    (
+        json.dumps({"schema": SCHEMA, "device": "x", "benchmarks": {}}),
+        "has a 'device' that is not an object",
+    ),
+    (
+        json.dumps({"schema": SCHEMA, "device": None, "benchmarks": {}}),
+        "has a 'device' that is not an object",
+    ),
+    (json.dumps(document(t=[1.0, 2.0])), "has an entry 't' that is not an object"),
+    (json.dumps(document(t={"samples_ms": [1.0, 2.0]})), "entry 't' that has no timer name"),
+    (json.dumps(document(t={"timer": 3, "samples_ms": [1, 2]})), "that has no timer name"),
+    (json.dumps(document(t={"timer": "wall"})), "entry 't' that has no 'samples_ms'"),
     (json.dumps(document(t=entry(1.0) | {"samples_ms": [1.0]})), "has fewer than 2 samples"),
     (
-        json.dumps(document(t=entry() | {"samples_ms": "1.0, 2.0"})),
-        "has fewer than 2 samples",
+        json.dumps(document(t=entry() | {"samples_ms": "1,2,3"})),
+        "entry 't' that has a 'samples_ms' that is not a list of numbers",
     ),
     (
         json.dumps(document(t=entry() | {"samples_ms": [1.0, "2"]})),
-        "entry 't' has a sample that is not a number",
+        "entry 't' that has a 'samples_ms' that is not a list of numbers",
     ),
     (
         json.dumps(document(t=entry() | {"samples_ms": [1.0, True]})),
-        "entry 't' has a sample that is not a number",
+        "entry 't' that has a 'samples_ms' that is not a list of numbers",
     ),
     (
         json.dumps(document(t=entry() | {"samples_ms": [1.0, -1.0]})),
-        "entry 't' has a sample that is not a positive finite time",
+        "entry 't' that has a sample of -1.0 ms, not a time between 1e-09 and 1e+06 ms",
     ),
     (
         json.dumps(document(t=entry() | {"samples_ms": [1.0, 0]})),
-        "entry 't' has a sample that is not a positive finite time",
+        "entry 't' that has a sample of 0 ms, not a time between 1e-09 and 1e+06 ms",
+    ),
+    (
+        json.dumps(document(t=entry() | {"samples_ms": [1.0, 5e-324]})),
+        "entry 't' that has a sample of 5e-324 ms, not a time between",
+    ),
+    (
+        json.dumps(document(t=entry() | {"samples_ms": [1.0, 1e308]})),
+        "entry 't' that has a sample of 1e+308 ms, not a time between",
     ),
     (
         json.dumps(document(t=entry() | {"samples_ms": [1.0, float("nan")]})),
-        "entry 't' has a sample that is not a positive finite time",
+        "is not valid JSON (NaN is not a JSON number)",
     ),
     (
         json.dumps(document(t=entry() | {"samples_ms": [1.0, float("inf")]})),
-        "entry 't' has a sample that is not a positive finite time",
+        "is not valid JSON (Infinity is not a JSON number)",
     ),
+    (json.dumps(document(t=entry() | {"median_ms": "abc"})), "has a 'median_ms' of 'abc', not"),
+    (json.dumps(document(t=entry() | {"median_ms": [1]})), "has a 'median_ms' of [1], not a time"),
+    (json.dumps(document(t=entry() | {"median_ms": -1})), "has a 'median_ms' of -1, not a time"),
+    (json.dumps(document(t=entry() | {"median_ms": 1e308})), "has a 'median_ms' of 1e+308"),
+    (json.dumps(document(t=entry() | {"bytes": 0})), "has a 'bytes' of 0, not a positive number"),
+    (json.dumps(document(t=entry() | {"group": 5})), "has a 'group' of 5, not a string"),
+    ("[" * 100_000 + "]" * 100_000, "is nested too deeply to be read as JSON"),
+    ("[" * 100 + "]" * 100, "is nested deeper than 64 levels"),
 ]
 
 
@@ -154,14 +177,14 @@ def test_an_unreadable_file_raises_with_the_reason(path: Path) -> None:
     before = write(path, b"\xff\xfe\x00garbage")
     with pytest.raises(BaselineError) as info:
         load(path)
-    assert str(info.value).startswith(f"cannot read baseline file {path}: ")
+    assert str(info.value).startswith(f"baseline file {path} is not UTF-8 text (byte 0: ")
     assert str(info.value).endswith(REMEDY)
     assert path.read_bytes() == before
 
 
 def test_a_directory_in_place_of_the_file_raises(path: Path) -> None:
     path.mkdir(parents=True)
-    with pytest.raises(BaselineError, match="cannot read baseline file"):
+    with pytest.raises(BaselineError, match="is a directory, not a regular file"):
         load(path)
 
 
@@ -182,7 +205,10 @@ def test_save_creates_the_file_and_its_directory(path: Path) -> None:
         {"t.py::test_a": entry()},
         FINGERPRINT,
     )
-    assert files_in(path.parent) == [path.name]  # no temporary file left behind
+    # no temporary file left behind; the lock file stays (a flock lives on its inode), and a
+    # directory of its own gets a .gitignore for both
+    assert files_in(path.parent) == [".gitignore", path.name, f"{path.name}.lock"]
+    assert (path.parent / ".gitignore").read_text() == store.GITIGNORE
 
 
 def test_save_merges_and_keeps_the_entries_of_tests_that_did_not_run(path: Path) -> None:
@@ -234,11 +260,11 @@ def test_save_is_atomic_when_the_rename_fails(path: Path, monkeypatch: pytest.Mo
     def broken_replace(src: object, dst: object) -> None:
         raise OSError("disk on fire")
 
-    monkeypatch.setattr(store.os, "replace", broken_replace)
-    with pytest.raises(OSError, match="disk on fire"):
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(GpubenchError, match=f"^cannot write baseline file {path}: disk on fire$"):
         save(base, FINGERPRINT, {"t.py::test_b": entry()})
     assert path.read_bytes() == before
-    assert files_in(path.parent) == [path.name]
+    assert files_in(path.parent) == [path.name, f"{path.name}.lock"]
 
 
 def test_save_writes_through_a_temporary_file_then_renames(
@@ -249,14 +275,16 @@ def test_save_writes_through_a_temporary_file_then_renames(
 
     def spy(src: str, dst: str) -> None:
         renames.append((str(src), str(dst)))
-        assert Path(src).read_text(encoding="utf-8").endswith("}\n")  # complete before rename
+        if dst == str(path):
+            assert Path(src).read_text(encoding="utf-8").endswith("}\n")  # complete first
         real_replace(src, dst)
 
-    monkeypatch.setattr(store.os, "replace", spy)
+    monkeypatch.setattr(os, "replace", spy)
     save(load(path), FINGERPRINT, {"t.py::test_a": entry()})
-    [(src, dst)] = renames
-    assert Path(src).parent == path.parent and Path(src).name.startswith(f".{path.name}.")
-    assert dst == str(path)
+    [(src, dst)] = [(src, dst) for src, dst in renames if dst == str(path)]
+    # <name>.<random>.tmp: caught by the *.tmp of the .gitignore, visible to `ls`
+    assert Path(src).parent == path.parent
+    assert Path(src).name.startswith(f"{path.name}.") and src.endswith(".tmp")
 
 
 def test_saved_files_get_the_usual_permissions(path: Path) -> None:
