@@ -33,8 +33,8 @@ def plain_data_problem(value: Any, where: str, depth: int = 0) -> str:
         items = [(f"{where}[{key!r:.60}]", item) for key, item in value.items()]
     else:
         return (
-            f"{where} is a {type(value).__name__}, not a string, finite number, bool, None, "
-            "list or dict"
+            f"{where} is of type {type(value).__name__}, not a string, finite number, bool, "
+            "None, list or dict"
         )
     for place, item in items:
         problem = plain_data_problem(item, place, depth + 1)

@@ -774,47 +774,7 @@ def test_auto_is_the_wall_timer_without_cuda(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["test_a *wall *new *"])
 
 
-# --- start-up cost --------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "test, expected",
-    [
-        ("def test_plain():\n    pass\n", "torch=False triton=False scipy=False"),
-        # the fixture without --gpubench loads the statistics, never torch
-        (
-            "def test_bench(gpubench):\n    assert gpubench(abs, -1) == 1\n",
-            "torch=False triton=False scipy=*",
-        ),
-    ],
-    ids=["plain", "gpubench-test"],
-)
-def test_pytest_without_the_flag_does_not_import_torch(
-    pytester: pytest.Pytester, test: str, expected: str
-) -> None:
-    pytester.makeconftest(
-        """
-        import sys
-
-        import pytest
-
-        LOADED = pytest.StashKey()
-
-
-        def pytest_sessionfinish(session):
-            session.config.stash[LOADED] = " ".join(
-                f"{name}={name in sys.modules}" for name in ("torch", "triton", "scipy")
-            )
-
-
-        def pytest_terminal_summary(terminalreporter, config):
-            terminalreporter.write_line(f"loaded: {config.stash[LOADED]}")
-        """
-    )
-    pytester.makepyfile(test)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([f"loaded: {expected}"])
+# --- xdist ---------------------------------------------------------------------------------
 
 
 def test_xdist_workers_measure_and_the_controller_alone_writes(
