@@ -230,10 +230,12 @@ class GpubenchPlugin:
         path = self.session.baseline.path
         if self.saved is True:
             terminalreporter.write_line(f"baseline written: {path}")
-        elif self.saved is False:
-            terminalreporter.write_line(f"baseline unchanged: {path}")
-        elif not self.session.baseline.exists and not self.settings.save:
-            terminalreporter.write_line(f"no baseline yet at {path}: run with --gpubench-save")
+        elif self.session.baseline.exists:
+            if self.saved is False:
+                terminalreporter.write_line(f"baseline unchanged: {path}")
+        else:
+            hint = "" if self.settings.save else ": run with --gpubench-save"
+            terminalreporter.write_line(f"no baseline yet at {path}{hint}")
         for line in self.errors:
             terminalreporter.write_line(f"ERROR: {line}", red=True)
         terminalreporter.write_line(report.footer(self.results, self.settings))

@@ -340,3 +340,102 @@ def test_dumps_refuses_non_finite_numbers() -> None:
 def test_dumps_round_trips_keys_that_look_like_arrays() -> None:
     doc = document(**{"t.py::test_x[4096,4096]": entry(), "t.py::test_y[ 1]": entry()})
     assert json.loads(dumps(doc)) == doc
+
+
+# --- any string, any size, any order of savers (issue 7) --------------------------------------
+
+ODD_STRINGS = [
+    "",
+    "\x00",
+    "\x000\x00",
+    "\x001\x00",
+    '"',
+    '\\"',
+    "\\",
+    "\\u0000",
+    "\n\r\t\x0b\x0c",
+    "µs ∑ 日本 🚀",
+    "\ud800",  # a lone surrogate, as surrogateescape makes of undecodable bytes
+    "\udcff",
+    '{"samples_ms": [1, 2]}',
+    "[1, 2]",
+    "x" * 100_000,
+]
+
+
+@pytest.mark.parametrize("text", ODD_STRINGS, ids=range(len(ODD_STRINGS)))
+def test_any_string_in_a_key_a_name_or_extra_info_round_trips(path: Path, text: str) -> None:
+    key = f"t.py::test_{text}#{text}"
+    stored = entry() | {"group": text, "note": text, "extra_info": {text: [text, {text: text}]}}
+    assert save(load(path), FINGERPRINT | {"name": text}, {key: stored}) is True
+    base = load(path)
+    assert base.entries == {key: stored}
+    assert base.fingerprint["name"] == text
+
+
+def test_dumps_output_parses_back_for_nested_lists_and_empty_containers() -> None:
+    doc = {"a": [], "b": {}, "c": [[1, 2], {"d": [3]}], "e": [{"f": []}], "g": [1, "x", None]}
+    text = dumps(doc)
+    assert json.loads(text) == doc
+    assert '"g": [1, "x", null]' in text  # plain lists stay on one line
+
+
+def test_dumps_refuses_keys_that_are_not_strings() -> None:
+    with pytest.raises(TypeError, match=r"JSON object keys must be strings, got \(1, 2\)"):
+        dumps({(1, 2): 1})
+
+
+def test_forty_thousand_entries_save_and_load(path: Path) -> None:
+    # Linear time: the former text substitution took minutes for this many entries.
+    updates = {f"t.py::test_{i}[{i}]": entry(1.0 + i % 7, 2.0, 3.0) for i in range(40_000)}
+    assert save(load(path), FINGERPRINT, updates) is True
+    assert load(path).entries == updates
+
+
+def test_save_merges_with_what_another_process_saved_since_this_one_read(path: Path) -> None:
+    mine, theirs = load(path), load(path)  # two sessions read the same (missing) file
+    assert save(theirs, FINGERPRINT, {"t.py::test_theirs": entry(2.0, 2.1)}) is True
+    assert save(mine, FINGERPRINT, {"t.py::test_mine": entry()}) is True
+    assert sorted(load(path).entries) == ["t.py::test_mine", "t.py::test_theirs"]
+    assert sorted(mine.entries) == ["t.py::test_mine", "t.py::test_theirs"]
+
+
+def test_save_refuses_to_overwrite_a_file_damaged_since_it_was_read(path: Path) -> None:
+    base = load(path)
+    before = write(path, "{")
+    with pytest.raises(BaselineError, match="is not valid JSON"):
+        save(base, FINGERPRINT, {"t.py::test_a": entry()})
+    assert path.read_bytes() == before
+
+
+def test_the_baseline_directory_may_be_created_but_not_over_a_file(tmp_path: Path) -> None:
+    deep = tmp_path / "a" / "b" / "cpu-fake.json"
+    assert save(load(deep), FINGERPRINT, {"t.py::test_a": entry()}) is True
+    (tmp_path / "file").write_text("")
+    in_file = tmp_path / "file" / "cpu-fake.json"
+    for action in (lambda: load(in_file), lambda: save(Baseline(in_file), {}, {"k": entry()})):
+        with pytest.raises(BaselineError) as info:
+            action()
+        assert str(info.value) == (
+            f"baseline directory {tmp_path / 'file'} is a file, not a directory; point "
+            "--gpubench-dir (or ini gpubench_dir) at a directory"
+        )
+
+
+def test_entry_problem_accepts_what_a_result_writes() -> None:
+    written = entry() | {
+        "mean_ms": 1.0,
+        "min_ms": 0.9,
+        "iqr_ms": 0.0,
+        "noise": 0.0,
+        "warmup": 0,
+        "calls_per_sample": 1,
+        "date": "2026-11-21T22:29:29+00:00",
+        "git_commit": None,
+        "group": "g",
+        "bytes": 1e9,
+        "flops": 2,
+        "extra_info": {"a": [1]},
+        "note": "n",
+    }
+    assert store.entry_problem(written) == ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import time
 from collections.abc import Callable, Iterable, Iterator
 
 import pytest
@@ -258,11 +259,34 @@ def test_workload_setup_with_a_bad_return_value_names_it(fresh: object) -> None:
 # --- the host-clock timer -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["auto", "wall", "cuda-graph", "cuda-event"])
+@pytest.mark.parametrize("name", ["auto", "wall", "cuda-graph", "cuda-event", "cuda-event-cold"])
 def test_without_cuda_every_timer_name_means_the_wall_timer(name: str) -> None:
     timer = timers.make_timer(name, "cpu")
     assert isinstance(timer, timers.WallTimer)
     assert timer.name == "wall"
+    note = timer.sampler(Workload(abs, (-1,))).note
+    if name in ("auto", "wall"):
+        assert note == ""
+    else:  # an ini file shared with GPU machines: said on every result, not silent
+        assert note == f"{name} asked for, no CUDA GPU: timed by wall"
+
+
+def test_wall_timer_keeps_the_calibration_call_of_a_slow_function_as_a_sample() -> None:
+    calls: list[int] = []
+
+    def slow() -> None:
+        calls.append(1)
+        time.sleep(timers.WALL_SAMPLE_MIN_MS / 1e3)
+
+    sampler = timers.WallTimer().sampler(Workload(slow))
+    assert sampler.calls_per_sample == 1
+    [first] = sampler.taken
+    assert first >= timers.WALL_SAMPLE_MIN_MS
+    assert len(calls) == 1  # the calibration call, which is that first sample
+
+
+def test_wall_timer_of_a_fast_function_takes_nothing_in_advance() -> None:
+    assert timers.WallTimer().sampler(Workload(abs, (-1,))).taken == ()
 
 
 def test_wall_timer_batches_fast_calls() -> None:

@@ -482,6 +482,24 @@ def test_9_the_budget_bounds_a_slow_function_and_its_verdict_is_unstable(
         assert measured["remeasured"] is False  # the budget was spent
 
 
+def test_9_a_result_of_one_sample_is_not_saved_and_says_so(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_SLEEP_S", "0.1")
+    fake.makepyfile(test_bench="def test_slow(gpubench):\n    gpubench(abs, -1)\n")
+    result = fake.runpytest("--gpubench-save", "--gpubench-budget-s=0.05")
+    result.assert_outcomes(passed=1)
+    too_few = "1 sample in the budget: too few to judge, raise --gpubench-budget-s"
+    result.stdout.fnmatch_lines(
+        [
+            f"test_slow: {too_few}",
+            f"test_slow: not saved: {too_few} (a baseline needs 2)",
+            f"no baseline yet at {fake.path}/.gpubench/{device_key()}.json",
+        ]
+    )
+    assert not (fake.path / ".gpubench").exists()
+
+
 # --- 11. a plain run stays light ------------------------------------------------------------
 
 
