@@ -22,7 +22,7 @@ from typing import Any
 
 from . import storage
 from .errors import BaselineError, StorageError
-from .stats import sample_problem
+from .stats import MAX_SAMPLE_MS, MIN_SAMPLE_MS, sample_problem
 
 SCHEMA = "pytest-gpubench/1"
 REMEDY = "fix it, restore it from version control, or delete it and re-run with --gpubench-save"
@@ -125,14 +125,18 @@ def entry_problem(entry: Any) -> str:
     samples = entry.get("samples_ms")
     if samples is None:
         return "has no 'samples_ms'"
-    if not isinstance(samples, list) or not all(_is_number(value) for value in samples):
+    # Set, min, max and fsum run in C: a file of 40 000 entries of 400 samples loads in
+    # seconds; only a bad list is walked in Python, to name the culprit.
+    if not isinstance(samples, list) or not set(map(type, samples)) <= {int, float}:
         return "has a 'samples_ms' that is not a list of numbers"
     if len(samples) < 2:
         return "has fewer than 2 samples"
-    for value in samples:
-        problem = sample_problem(value)
-        if problem:
-            return f"has a sample of {problem}"
+    if not (
+        MIN_SAMPLE_MS <= min(samples) <= max(samples) <= MAX_SAMPLE_MS
+        and math.isfinite(math.fsum(samples))
+    ):
+        problem = next(filter(None, map(sample_problem, samples)), "")
+        return f"has a sample of {problem}"
     for name, (valid, expected) in FIELDS.items():
         if name in entry and not valid(entry[name]):
             return f"has a {name!r} of {entry[name]!r:.60}, not {expected}"
@@ -169,6 +173,10 @@ def save(
     return changed
 
 
+CONTAINERS = frozenset((dict, list))
+_ENCODER = json.JSONEncoder(allow_nan=False)  # one encoder: json.dumps builds one per call
+
+
 def dumps(document: Any) -> str:
     """Indented, key-sorted JSON with each list of plain values on one line.
 
@@ -185,11 +193,11 @@ def _dump(value: Any, indent: str) -> str:
                 raise TypeError(f"JSON object keys must be strings, got {key!r:.60}")
         items = [f"{inner}{json.dumps(k)}: {_dump(v, inner)}" for k, v in sorted(value.items())]
         return "{\n" + ",\n".join(items) + "\n" + indent + "}"
-    if isinstance(value, list) and any(isinstance(item, dict | list) for item in value):
+    if isinstance(value, list) and not CONTAINERS.isdisjoint(map(type, value)):  # C speed
         return (
             "[\n" + ",\n".join(inner + _dump(item, inner) for item in value) + "\n" + indent + "]"
         )
-    return json.dumps(value, allow_nan=False)
+    return _ENCODER.encode(value)
 
 
 def _check_directory(directory: Path) -> None:

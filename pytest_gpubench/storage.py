@@ -91,14 +91,15 @@ def _depth(value: Any) -> int:
     deepest, stack = 0, [(value, 1)]
     while stack:
         item, level = stack.pop()
-        children = (
-            item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
-        )
-        for child in children:
-            if isinstance(child, dict | list):
-                stack.append((child, level + 1))
         deepest = max(deepest, level)
+        children = item.values() if isinstance(item, dict) else item
+        if isinstance(item, list) and _CONTAINERS.isdisjoint(map(type, item)):
+            continue  # a list of plain values (samples): checked at C speed
+        stack.extend((child, level + 1) for child in children if isinstance(child, dict | list))
     return deepest
+
+
+_CONTAINERS = frozenset((dict, list))
 
 
 def check_target(path: Path, what: str) -> None:
