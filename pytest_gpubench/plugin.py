@@ -172,27 +172,27 @@ class GpubenchPlugin:
             self.results.append(result)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.session is None or self.is_worker:
+        bench = self.session
+        if bench is None or self.is_worker:
             return
         interrupted = exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
+        json_path, markdown_path = self.settings.json, self.settings.markdown
         writing = "baseline"
         try:
             if self.settings.save and not interrupted:
-                self.saved = self._attempt(lambda: self.session.save(self.results))  # type: ignore[union-attr]
+                self.saved = self._attempt(bench.save, self.results)
             from . import report
 
-            fingerprint = self.session.fingerprint()
-            texts = (
-                lambda: report.json_text(
-                    report.json_document(self.results, fingerprint, _settings_dict(self.settings))
-                ),
-                lambda: report.markdown(self.results, fingerprint),
-            )
-            for path, writing, text in zip(
-                (self.settings.json, self.settings.markdown), REPORTS, texts, strict=True
-            ):
-                if path is not None:
-                    self._attempt(lambda: storage.write_atomic(path, text(), writing))  # noqa: B023
+            fingerprint = bench.fingerprint()
+            if json_path is not None:
+                writing = REPORTS[0]
+                settings = _settings_dict(self.settings)
+                text = report.json_text(report.json_document(self.results, fingerprint, settings))
+                self._attempt(storage.write_atomic, json_path, text, writing)
+            if markdown_path is not None:
+                writing = REPORTS[1]
+                text = report.markdown(self.results, fingerprint)
+                self._attempt(storage.write_atomic, markdown_path, text, writing)
         except KeyboardInterrupt:
             # The writes are atomic: what was there before is intact.
             self.errors.append(f"interrupted: {writing} not written")
@@ -200,11 +200,11 @@ class GpubenchPlugin:
         if self.errors and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-    def _attempt(self, write: Callable[[], Any]) -> Any:
+    def _attempt(self, write: Callable[..., Any], *args: Any) -> Any:
         """Run one write; a file that cannot be written is a line under the table, not a
         traceback that would cost the table and the other files."""
         try:
-            return write()
+            return write(*args)
         except GpubenchError as exc:
             self.errors.append(str(exc))
             return None

@@ -348,9 +348,9 @@ def test_7_a_baseline_that_cannot_be_written_is_one_line_under_the_table(
     [
         ("--gpubench-json=.", "cannot write JSON report {path}: it is a directory; *"),
         (
-            "--gpubench-json=/nonexistent/dir/x.json",
-            "cannot write JSON report /nonexistent/dir/x.json: directory /nonexistent/dir does "
-            "not exist; create it or choose another path",
+            "--gpubench-json={path}/nonexistent/dir/x.json",
+            "cannot write JSON report {path}/nonexistent/dir/x.json: directory "
+            "{path}/nonexistent/dir does not exist; create it or choose another path",
         ),
         (
             "--gpubench-markdown=missing/x.md",
@@ -363,11 +363,11 @@ def test_7_a_report_path_that_cannot_be_written_is_a_usage_error_at_the_start(
     fake: pytest.Pytester, option: str, message: str
 ) -> None:
     fake.makepyfile(test_bench=BENCH)
-    result = fake.runpytest("--gpubench", option)
+    result = fake.runpytest("--gpubench", option.format(path=fake.path))
     assert result.ret == USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: {message.format(path=fake.path)}"])
     no_traceback(result)
-    assert not Path("/nonexistent").exists() and not (fake.path / "missing").exists()
+    assert not (fake.path / "nonexistent").exists() and not (fake.path / "missing").exists()
 
 
 def test_7_a_report_that_fails_to_write_is_one_line_and_the_rest_is_written(
