@@ -173,7 +173,6 @@ def save(
     return changed
 
 
-CONTAINERS = frozenset((dict, list))
 _ENCODER = json.JSONEncoder(allow_nan=False)  # one encoder: json.dumps builds one per call
 
 
@@ -193,7 +192,7 @@ def _dump(value: Any, indent: str) -> str:
                 raise TypeError(f"JSON object keys must be strings, got {key!r:.60}")
         items = [f"{inner}{json.dumps(k)}: {_dump(v, inner)}" for k, v in sorted(value.items())]
         return "{\n" + ",\n".join(items) + "\n" + indent + "}"
-    if isinstance(value, list) and not CONTAINERS.isdisjoint(map(type, value)):  # C speed
+    if isinstance(value, list) and not storage.CONTAINERS.isdisjoint(map(type, value)):  # C speed
         return (
             "[\n" + ",\n".join(inner + _dump(item, inner) for item in value) + "\n" + indent + "]"
         )

@@ -26,6 +26,8 @@ TEMPORARY_SUFFIX = ".tmp"
 LOCK_SUFFIX = ".lock"
 # Deeper JSON than this is no file of ours; json would raise RecursionError far deeper.
 MAX_JSON_DEPTH = 64
+# The JSON types that nest; a list holding none of them is checked at C speed.
+CONTAINERS = frozenset((dict, list))
 
 
 def read_text(path: Path, what: str, max_bytes: int) -> str | None:
@@ -93,13 +95,10 @@ def _depth(value: Any) -> int:
         item, level = stack.pop()
         deepest = max(deepest, level)
         children = item.values() if isinstance(item, dict) else item
-        if isinstance(item, list) and _CONTAINERS.isdisjoint(map(type, item)):
+        if isinstance(item, list) and CONTAINERS.isdisjoint(map(type, item)):
             continue  # a list of plain values (samples): checked at C speed
         stack.extend((child, level + 1) for child in children if isinstance(child, dict | list))
     return deepest
-
-
-_CONTAINERS = frozenset((dict, list))
 
 
 def check_target(path: Path, what: str) -> None:

@@ -233,14 +233,19 @@ def document(**fields: object) -> str:
 def test_5_a_baseline_with_values_out_of_range_is_refused_naming_the_file(
     fake: pytest.Pytester, content: str, problem: str
 ) -> None:
-    fake.makepyfile(test_bench=BENCH)
-    path = baseline_path(fake)
+    assert_refused(fake, content, problem)
+
+
+def assert_refused(pytester: pytest.Pytester, content: str, problem: str) -> None:
+    """A run against a baseline of ``content`` stops at the start with one line."""
+    pytester.makepyfile(test_bench=BENCH)
+    path = baseline_path(pytester)
     path.write_text(content)
-    result = fake.runpytest("--gpubench")
+    result = pytester.runpytest("--gpubench")
     assert result.ret == USAGE_ERROR
-    result.stderr.fnmatch_lines([f"ERROR: baseline file {path}*{problem}; fix it, *"])
+    result.stderr.fnmatch_lines([f"ERROR: baseline file {path} *{problem}; fix it, *"])
     no_traceback(result)
-    assert timer_calls(fake) == []
+    assert timer_calls(pytester) == []
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero", "directory", "huge"])
@@ -619,12 +624,7 @@ def test_14_a_baseline_directory_that_is_a_file_says_so(fake: pytest.Pytester) -
 def test_14_a_damaged_baseline_names_the_actual_problem(
     fake: pytest.Pytester, content: str, problem: str
 ) -> None:
-    fake.makepyfile(test_bench=BENCH)
-    path = baseline_path(fake)
-    path.write_text(content)
-    result = fake.runpytest("--gpubench")
-    assert result.ret == USAGE_ERROR
-    result.stderr.fnmatch_lines([f"ERROR: baseline file {path} *{problem}; *"])
+    assert_refused(fake, content, problem)
 
 
 # --- 15. links and timers asked for where they cannot run -----------------------------------
