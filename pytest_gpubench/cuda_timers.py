@@ -164,7 +164,7 @@ def synchronizes(call: Callable[[], Any]) -> str | None:
     return None
 
 
-def _capture(call: Callable[[], Any], calls: int) -> torch.cuda.CUDAGraph:
+def _capture(call: Callable[[], Any], calls: int, warm_calls: int = 2) -> torch.cuda.CUDAGraph:
     """``calls`` back-to-back calls captured in one graph; on failure the process is repaired
     (current stream, RNG generators, capture state) before the error propagates."""
     stream = torch.cuda.Stream()
@@ -174,7 +174,7 @@ def _capture(call: Callable[[], Any], calls: int) -> torch.cuda.CUDAGraph:
     try:
         with torch.cuda.stream(stream):  # restores the current stream whatever happens
             # Libraries set up workspaces on first use: outside the capture, on its stream.
-            for _ in range(2):
+            for _ in range(warm_calls):
                 call()
             stream.synchronize()
             graph.capture_begin()
@@ -247,8 +247,11 @@ class CudaEventTimer:
         self.name = "cuda-event-cold" if cold else "cuda-event"
 
     def sampler(self, workload: Workload) -> Sampler:
-        profile = profile_call(workload.prepare())
-        sleep_ms = min(SLEEP_MAX_MS, max(SLEEP_MIN_MS, 2 * _host_ms(workload.prepare())))
+        profile = profile_call(workload.prepare(), 1 if workload.slow else PROFILED_EAGER_CALLS)
+        if workload.slow:  # measuring the enqueue time would cost three slow calls
+            sleep_ms = SLEEP_MAX_MS
+        else:
+            sleep_ms = min(SLEEP_MAX_MS, max(SLEEP_MIN_MS, 2 * _host_ms(workload.prepare())))
         if self.cold:
             sleep_ms += 0.01  # room to enqueue the flush's own launch
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -265,7 +268,10 @@ class CudaEventTimer:
             end.synchronize()
             return start.elapsed_time(end)
 
-        return Sampler(timer=self.name, sample=sample, profile=profile)
+        sampler = Sampler(timer=self.name, sample=sample, profile=profile)
+        if workload.slow:  # tells the engine what a sample costs before it warms up
+            sampler.taken = (sample(),)
+        return sampler
 
 
 class CuptiTimer:
@@ -283,14 +289,17 @@ class CuptiTimer:
         self, workload: Workload, note: str = "", profile: Profile | None = None
     ) -> Sampler:
         call = workload.prepare()
-        profile = profile_call(call) if profile is None else profile
+        if profile is None:
+            profile = profile_call(call, 1 if workload.slow else PROFILED_EAGER_CALLS)
         if not profile.launches:
             raise CaptureError("the function ran no GPU work: there is nothing to time")
-        kernel_ms = profile.device_ms
+        slow = workload.slow or workload.setup is not None
         calls = (
             1
-            if workload.setup is not None
-            else max(1, min(MAX_PROFILED_CALLS, math.ceil(CUPTI_SAMPLE_TARGET_MS / kernel_ms)))
+            if slow
+            else max(
+                1, min(MAX_PROFILED_CALLS, math.ceil(CUPTI_SAMPLE_TARGET_MS / profile.device_ms))
+            )
         )
 
         def sample() -> float:
@@ -302,17 +311,22 @@ class CuptiTimer:
 
             return _device_ms(_profile_events(many)) / calls
 
-        wall_ms = _synced_ms(call)
-        gaps = (
-            f"kernel time only: host work and launch gaps, {max(0.0, 1 - kernel_ms / wall_ms):.0%} "
-            f"of a call's {wall_ms * 1e3:.3g} µs wall time, are not in the number"
-        )
+        gaps = "kernel time only: host work and launch gaps are not in the number"
+        if not slow:  # three more calls tell the host's share; a slow function can't afford it
+            wall_ms = _synced_ms(call)
+            gaps = (
+                "kernel time only: host work and launch gaps, "
+                f"{max(0.0, 1 - profile.device_ms / wall_ms):.0%} of a call's "
+                f"{wall_ms * 1e3:.3g} µs wall time, are not in the number"
+            )
         return Sampler(
             timer=self.name,
             sample=sample,
             calls_per_sample=calls,
             note="; ".join(part for part in (note, gaps) if part),
             profile=profile,
+            # A slow function's profiled call was a valid sample: the engine counts it.
+            taken=(profile.device_ms,) if workload.slow and workload.setup is None else (),
         )
 
 
@@ -335,18 +349,20 @@ class CudaGraphTimer:
                 workload, note="setup given: graph replay cannot refresh arguments"
             )
         call = workload.prepare()
-        eager = profile_call(call)
+        eager = profile_call(call, 1 if workload.slow else PROFILED_EAGER_CALLS)
         if not eager.launches:
             from .timers import WallTimer
 
             sampler = WallTimer(torch.cuda.synchronize).sampler(workload)
             sampler.note = "the function ran no GPU work: timed by the host clock"
             return sampler
-        reason = synchronizes(call)
+        # A slow function is not run once more to look for synchronization: a failed capture
+        # repairs the process anyway, and each call costs a share of the budget.
+        reason = None if workload.slow else synchronizes(call)
         if reason is not None:
             return fallback.sampler(workload, f"not captured: {reason}", eager)
         try:
-            graph, calls = self._validated_graph(call, eager)
+            graph, calls, taken = self._validated_graph(call, eager, workload.slow)
         except CaptureError as exc:
             return fallback.sampler(workload, f"not captured: {exc}", eager)
         except Exception as exc:  # any capture failure means: time it without a graph
@@ -357,20 +373,24 @@ class CudaGraphTimer:
             calls_per_sample=calls,
             close=graph.reset,
             profile=eager,
+            taken=taken,
         )
 
     @staticmethod
     def _validated_graph(
-        call: Callable[[], Any], eager: Profile
-    ) -> tuple[torch.cuda.CUDAGraph, int]:
-        """A graph of back-to-back calls that provably replays the eager call's work.
+        call: Callable[[], Any], eager: Profile, slow: bool
+    ) -> tuple[torch.cuda.CUDAGraph, int, tuple[float, ...]]:
+        """A graph of back-to-back calls that provably replays the eager call's work, its
+        number of calls, and samples its validation already took (for a slow function).
 
         A replay of one call must run every launch of the eager call; a replay of n calls
         exactly n times each, plus at most the launches a one-call replay adds once (the RNG
         offset bookkeeping of a graph that uses dropout, say)."""
         per_call = names(eager.launches)
-        one = _capture(call, 1)
-        replayed = from_trace(_profile_events(one.replay))
+        # A slow function's first call already set up its libraries: no warm calls.
+        one = _capture(call, 1, warm_calls=0 if slow else 2)
+        first_ms: list[float] = []
+        replayed = from_trace(_profile_events(lambda: first_ms.append(_replay_ms(one))))
         once = names(replayed)
         if per_call - once:
             raise CaptureError(
@@ -379,14 +399,17 @@ class CudaGraphTimer:
                 "legacy default stream of kernel<<<grid, block>>>, or another thread) is not "
                 "in the graph"
             )
-        estimate_ms = min(_replay_ms(one) for _ in range(3))
+        if slow and first_ms[0] >= GRAPH_REPLAY_TARGET_MS:
+            # One call fills a replay: no batching, and the profiled replay was a sample.
+            return one, 1, (first_ms[0],)
+        estimate_ms = min(first_ms + [_replay_ms(one) for _ in range(2)])
         if estimate_ms < MIN_REPLAY_MS_PER_CALL:
             raise CaptureError(f"a replay took {estimate_ms * 1e3:.3f} µs: too fast to be work")
         calls = max(1, min(MAX_GRAPH_CALLS, math.ceil(GRAPH_REPLAY_TARGET_MS / estimate_ms)))
         if calls == 1:
-            return one, 1
-        del one
-        graph = _capture(call, calls)
+            return one, 1, ()
+        one.reset()  # free its memory pool before the larger capture
+        graph = _capture(call, calls, warm_calls=0)
         many = names(from_trace(_profile_events(graph.replay)))
         extra = once - per_call
         wrong = [k for k in per_call if many[k] != calls * per_call[k]] + [
@@ -397,7 +420,7 @@ class CudaGraphTimer:
                 f"a replay of {calls} calls does not run {calls} times the eager call's work "
                 f"({len(wrong)} launch kinds differ): the function does not repeat its work"
             )
-        return graph, calls
+        return graph, calls, ()
 
 
 def _synced_ms(call: Callable[[], Any]) -> float:

@@ -13,3 +13,8 @@ class ConfigError(GpubenchError):
 
 class BaselineError(GpubenchError):
     """A baseline file that cannot be read or trusted."""
+
+
+class StorageError(GpubenchError):
+    """A file that cannot be read or written safely (not a regular file, too large, no
+    permission, a missing directory, a lock held too long)."""

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .engine import Workload
 from .errors import GpubenchError
-from .results import Result
+from .results import Result, plain_data_problem
 from .settings import Settings, check_work
 
 
@@ -117,9 +118,11 @@ class GpuBench:
         where = f"gpubench(..., {{}}=...) in {self.context.name}"
         bytes = check_work("bytes", bytes, where.format("bytes"))
         flops = check_work("flops", flops, where.format("flops"))
-        result = workload.prepare()()  # untimed: compiles, warms caches, gives the result
         if self.session is None:
-            return result
+            return workload.prepare()()
+        # Untimed: compiles, warms caches, gives the result; its duration tells the timers
+        # whether the function is slow for its budget.
+        result, first_call_s = self.session.first_call(workload)
         suffix = f"#{name}" if name is not None else ""
         self.results.append(
             self.session.measure(
@@ -132,9 +135,25 @@ class GpuBench:
                 flops=flops if flops is not None else self.context.flops,
                 warmup=warmup,
                 rounds=rounds,
+                first_call_s=first_call_s,
             )
         )
         return result
+
+    def finish(self) -> str:
+        """At the end of the test's call: attach ``extra_info`` to the results; return '' or
+        one line saying why it cannot be stored (then nothing is attached)."""
+        info = self.extra_info
+        problem = (
+            plain_data_problem(info, "gpubench.extra_info")
+            if isinstance(info, dict)
+            else f"gpubench.extra_info is a {type(info).__name__}, not a dict"
+        )
+        if problem:
+            return f"{self.context.name}: {problem}"
+        for result in self.results:
+            result.extra_info = json.loads(json.dumps(info))  # a copy, as a file will hold it
+        return ""
 
     def _claim(self, name: str | None) -> None:
         if name is not None and (not isinstance(name, str) or not name.strip()):

@@ -24,5 +24,8 @@ def pytest_gpubench_make_timer(
     is ``"cuda"`` or ``"cpu"`` and ``with_setup`` says whether the workload has a per-sample
     ``setup``. A timer has a ``name`` (stored with its results; results of different timers
     are never compared) and ``sampler(workload) -> Sampler``; see ``pytest_gpubench.engine``.
+    The time ``sampler`` spends counts against the budget: when ``workload.slow`` is true (one
+    call takes a large share of it) a timer should spend no calls on calibration, and a
+    calibration call that is a valid sample belongs in ``Sampler.taken``.
     This is how the plugin's own tests inject a deterministic fake timer.
     """

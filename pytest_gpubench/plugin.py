@@ -6,13 +6,13 @@ test first runs.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import hookspecs
+from . import hookspecs, storage
 from .errors import GpubenchError
 from .settings import OPTIONS, Settings, check_marker_keywords
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 MARKER = "gpubench"
 REPORT_ATTRIBUTE = "gpubench"  # results ride on the call report (through xdist too)
 BENCH_KEY = pytest.StashKey["GpuBench"]()
+REPORTS = ("JSON report", "Markdown report")
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -35,16 +36,17 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("gpubench", "GPU kernel benchmarks (pytest-gpubench)")
     for spec in OPTIONS:
+        cli_help = spec.help.replace("%", "%%")  # argparse formats help text with %
         if spec.is_flag:
             group.addoption(
-                spec.flag, action="store_true", default=None, dest=spec.dest, help=spec.help
+                spec.flag, action="store_true", default=None, dest=spec.dest, help=cli_help
             )
-            parser.addini(spec.ini, spec.help, type="bool", default=False)
         else:
             group.addoption(
-                spec.flag, default=None, dest=spec.dest, metavar=spec.metavar, help=spec.help
+                spec.flag, default=None, dest=spec.dest, metavar=spec.metavar, help=cli_help
             )
-            parser.addini(spec.ini, spec.help, default="")
+        # Every ini value is a string parsed by Settings, so an invalid one names its key.
+        parser.addini(spec.ini, spec.help, default="")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -63,6 +65,9 @@ def pytest_configure(config: pytest.Config) -> None:
     ini = {spec.field: config.getini(spec.ini) for spec in OPTIONS}
     try:
         settings = Settings.resolve(cli, ini, config.rootpath)
+        for path, what in ((settings.json, REPORTS[0]), (settings.markdown, REPORTS[1])):
+            if settings.enabled and path is not None:
+                storage.check_target(path, what)  # refuse now rather than after the run
     except GpubenchError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(GpubenchPlugin(config, settings), "gpubench-session")
@@ -77,6 +82,7 @@ class GpubenchPlugin:
         self.session: BenchSession | None = None
         self.results: list[Result] = []
         self.saved: bool | None = None
+        self.errors: list[str] = []  # files that could not be written, one line each
         self.is_worker = hasattr(config, "workerinput")
 
     def make_timer(self, settings: Settings, device: Device, with_setup: bool) -> Timer:
@@ -132,8 +138,9 @@ class GpubenchPlugin:
             return result
         from .report import failure_message, is_failure
 
-        for measured in bench.results:
-            measured.extra_info = dict(bench.extra_info)
+        problem = bench.finish()
+        if problem:
+            pytest.fail(problem, pytrace=False)
         failures = [
             failure_message(r)
             for r in bench.results
@@ -165,21 +172,42 @@ class GpubenchPlugin:
             self.results.append(result)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.session is None or self.is_worker:
+        bench = self.session
+        if bench is None or self.is_worker:
             return
         interrupted = exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
-        if self.settings.save and not interrupted:
-            self.saved = self.session.save(self.results)
-        from . import report
+        json_path, markdown_path = self.settings.json, self.settings.markdown
+        writing = "baseline"
+        try:
+            if self.settings.save and not interrupted:
+                self.saved = self._attempt(bench.save, self.results)
+            from . import report
 
-        fingerprint = self.session.fingerprint()
-        if self.settings.json is not None:
-            document = report.json_document(
-                self.results, fingerprint, _settings_dict(self.settings)
-            )
-            _write(self.settings.json, report.json_text(document))
-        if self.settings.markdown is not None:
-            _write(self.settings.markdown, report.markdown(self.results, fingerprint))
+            fingerprint = bench.fingerprint()
+            if json_path is not None:
+                writing = REPORTS[0]
+                settings = _settings_dict(self.settings)
+                text = report.json_text(report.json_document(self.results, fingerprint, settings))
+                self._attempt(storage.write_atomic, json_path, text, writing)
+            if markdown_path is not None:
+                writing = REPORTS[1]
+                text = report.markdown(self.results, fingerprint)
+                self._attempt(storage.write_atomic, markdown_path, text, writing)
+        except KeyboardInterrupt:
+            # The writes are atomic: what was there before is intact.
+            self.errors.append(f"interrupted: {writing} not written")
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+        if self.errors and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _attempt(self, write: Callable[..., Any], *args: Any) -> Any:
+        """Run one write; a file that cannot be written is a line under the table, not a
+        traceback that would cost the table and the other files."""
+        try:
+            return write(*args)
+        except GpubenchError as exc:
+            self.errors.append(str(exc))
+            return None
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.session is None or self.is_worker:
@@ -197,13 +225,19 @@ class GpubenchPlugin:
                 terminalreporter.write_line(line)
         for change in self.session.version_changes():
             terminalreporter.write_line(f"baseline was recorded with other software: {change}")
+        for line in self.session.not_saved:
+            terminalreporter.write_line(line, yellow=True)
         path = self.session.baseline.path
         if self.saved is True:
             terminalreporter.write_line(f"baseline written: {path}")
-        elif self.saved is False:
-            terminalreporter.write_line(f"baseline unchanged: {path}")
-        elif not self.session.baseline.exists:
-            terminalreporter.write_line(f"no baseline yet at {path}: run with --gpubench-save")
+        elif self.session.baseline.exists:
+            if self.saved is False:
+                terminalreporter.write_line(f"baseline unchanged: {path}")
+        else:
+            hint = "" if self.settings.save else ": run with --gpubench-save"
+            terminalreporter.write_line(f"no baseline yet at {path}{hint}")
+        for line in self.errors:
+            terminalreporter.write_line(f"ERROR: {line}", red=True)
         terminalreporter.write_line(report.footer(self.results, self.settings))
 
 
@@ -231,9 +265,3 @@ def gpubench(request: pytest.FixtureRequest) -> GpuBench:
 
 def _settings_dict(settings: Settings) -> dict[str, Any]:
     return {k: str(v) if isinstance(v, Path) else v for k, v in vars(settings).items()}
-
-
-def _write(path: Path, text: str) -> None:
-    from .baseline import write_atomic
-
-    write_atomic(path, text)

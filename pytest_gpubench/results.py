@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,6 +11,44 @@ from .stats import Summary, Verdict, summarize
 
 # Significant digits kept per sample in files: far below any noise level, keeps files small.
 SAMPLE_DIGITS = 6
+# extra_info nested deeper than this is no annotation of a measurement.
+MAX_EXTRA_DEPTH = 32
+
+
+def plain_data_problem(value: Any, where: str, depth: int = 0) -> str:
+    """'' if ``value`` is plain JSON data (a string, a finite number, a bool, None, and lists,
+    tuples and string-keyed dicts of those), else one line naming where it is not."""
+    if value is None or isinstance(value, str | bool | int):
+        return ""
+    if isinstance(value, float):
+        return "" if math.isfinite(value) else f"{where} is {value!r}, not a finite number"
+    if depth >= MAX_EXTRA_DEPTH:
+        return f"{where} is nested deeper than {MAX_EXTRA_DEPTH} levels"
+    if isinstance(value, list | tuple):
+        items = [(f"{where}[{i}]", item) for i, item in enumerate(value)]
+    elif isinstance(value, dict):
+        for key in value:
+            if not isinstance(key, str):
+                return f"{where} has the key {_repr(key)}, not a string"
+        items = [(f"{where}[{key!r:.60}]", item) for key, item in value.items()]
+    else:
+        return (
+            f"{where} is of type {type(value).__name__}, not a string, finite number, bool, "
+            "None, list or dict"
+        )
+    for place, item in items:
+        problem = plain_data_problem(item, place, depth + 1)
+        if problem:
+            return problem
+    return ""
+
+
+def _repr(value: Any) -> str:
+    """A short repr that cannot raise (a user's object may have a broken __repr__)."""
+    try:
+        return f"{value!r:.60}"
+    except Exception:
+        return f"<{type(value).__name__}>"
 
 
 @dataclass

@@ -6,15 +6,17 @@ process and hands it to the fixture.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from . import baseline as store
 from .device import Device, detect, version_changes
-from .engine import Plan, Sampling, Timer, Workload, collect
+from .engine import SLOW_SHARE, Plan, Sampling, Timer, Workload, collect
 from .results import Result
 from .settings import Settings
 from .stats import IMPROVED, NEW, REGRESSED, UNSTABLE, Verdict, judge, samples_to_reach
@@ -44,6 +46,7 @@ class BenchSession:
         self._clocks: Any = None
         self._peak_gbs: float | None = None
         self._git_commit: str | None | bool = False
+        self.not_saved: list[str] = []  # why results were left out of the last save
 
     @property
     def device(self) -> Device:
@@ -76,6 +79,19 @@ class BenchSession:
         """Bonferroni: each test is held to alpha over the number of benchmark tests."""
         return settings.alpha / max(1, self.bench_tests)
 
+    def first_call(self, workload: Workload) -> tuple[Any, float]:
+        """Run the untimed first call; return its result and how long it took in seconds
+        (device work included), which tells whether the function is slow for its budget."""
+        call = workload.prepare()
+        kind = self.device.kind  # detected before the clock starts: it may import torch
+        started = time.perf_counter()
+        result = call()
+        if kind == "cuda":
+            import torch
+
+            torch.cuda.synchronize()
+        return result, time.perf_counter() - started
+
     def measure(
         self,
         workload: Workload,
@@ -88,32 +104,44 @@ class BenchSession:
         flops: float | None = None,
         warmup: int | None = None,
         rounds: int | None = None,
+        first_call_s: float = 0.0,
     ) -> Result:
-        """Time ``workload``, judge it against the baseline, re-measure doubtful verdicts."""
+        """Time ``workload``, judge it against the baseline, re-measure doubtful verdicts.
+
+        The budget bounds it all, from the timer's calibration to the last sample of the
+        re-measure, give or take one sample; ``first_call_s`` (the untimed first call's
+        duration) tells timers when calibration calls would not fit in it."""
+        # Before the clock starts: what may import torch or scipy for the first time.
         timer = self._timer_factory(settings, self.device, workload.setup is not None)
-        min_samples = max(settings.min_samples, samples_to_reach(self.corrected_alpha(settings)))
+        needed = samples_to_reach(self.corrected_alpha(settings))
+        entry = self.baseline.entries.get(key)
+        self._clock_monitor()
+        deadline = time.perf_counter() + settings.budget_s
         plan = Plan(
-            min_samples=min(min_samples, settings.max_samples),
+            min_samples=min(max(settings.min_samples, needed), settings.max_samples),
             max_samples=settings.max_samples,
             budget_s=settings.budget_s,
             precision=settings.precision,
             warmup=warmup,
             rounds=rounds,
         )
-        sampler = timer.sampler(workload)
+        slow = first_call_s >= SLOW_SHARE * settings.budget_s
+        sampler = timer.sampler(dataclasses.replace(workload, slow=slow))
         try:
             readings: list[Any] = []
 
             def watch() -> None:
                 readings.append(self._read_clocks())
 
-            sampling = collect(sampler, plan, when_warm=watch)
+            def left() -> Plan:
+                return dataclasses.replace(plan, budget_s=deadline - time.perf_counter())
+
+            sampling = collect(sampler, left(), when_warm=watch)
             watch()
-            entry = self.baseline.entries.get(key)
-            verdict = self._judge(sampling.samples_ms, entry, sampling.timer, settings)
+            verdict = self._judge(sampling, entry, settings, needed)
             remeasured = False
-            if verdict.status in REMEASURE:
-                again = collect(sampler, plan)
+            if verdict.status in REMEASURE and (rounds is not None or left().budget_s > 0):
+                again = collect(sampler, left())
                 sampling = Sampling(
                     sampling.timer,
                     sampling.samples_ms + again.samples_ms,
@@ -121,13 +149,17 @@ class BenchSession:
                     sampling.calls_per_sample,
                     sampling.note,
                     sampling.profile,
+                    cut_short=sampling.cut_short or again.cut_short,
                 )
                 watch()
-                verdict = self._judge(sampling.samples_ms, entry, sampling.timer, settings)
+                verdict = self._judge(sampling, entry, settings, needed)
                 remeasured = True
         finally:
             sampler.close()
         readings = [r for r in readings if r is not None]
+        note = sampling.note
+        if sampling.cut_short and len(sampling.samples_ms) < needed and verdict.status == NEW:
+            note = "; ".join(filter(None, [note, _too_few(len(sampling.samples_ms))]))
         return Result(
             key=key,
             test=test,
@@ -137,7 +169,7 @@ class BenchSession:
             calls_per_sample=sampling.calls_per_sample,
             threshold=settings.threshold,
             group=group,
-            note=sampling.note,
+            note=note,
             throttled=sorted({reason for r in readings for reason in r.slowdowns}),
             clocks_mhz=[r.sm_mhz for r in readings],
             bytes=bytes,
@@ -153,16 +185,21 @@ class BenchSession:
         )
 
     def _judge(
-        self, samples: tuple[float, ...], entry: dict | None, timer: str, settings: Settings
+        self, sampling: Sampling, entry: dict | None, settings: Settings, needed: int
     ) -> Verdict:
         if entry is None:
             return Verdict(NEW, reason="no baseline")
-        if entry["timer"] != timer:
+        if entry["timer"] != sampling.timer:
             return Verdict(
-                NEW, reason=f"baseline timed by {entry['timer']}, now {timer}: not comparable"
+                NEW,
+                reason=f"baseline timed by {entry['timer']}, now {sampling.timer}: not comparable",
             )
+        n = len(sampling.samples_ms)
+        if sampling.cut_short and n < needed:
+            # Significance at the corrected alpha is out of reach: say so, never fail at random.
+            return Verdict(UNSTABLE, alpha=self.corrected_alpha(settings), reason=_too_few(n))
         return judge(
-            samples,
+            sampling.samples_ms,
             entry["samples_ms"],
             threshold=settings.threshold,
             alpha=self.corrected_alpha(settings),
@@ -225,6 +262,30 @@ class BenchSession:
         return monitor.read() if monitor is not None else None
 
     def save(self, results: list[Result]) -> bool:
-        """Write the baselines of the passing results; return whether the file changed."""
-        updates = {r.key: r.baseline_entry() for r in results if r.passed}
+        """Write the baselines of the passing results; return whether the file changed.
+
+        An entry the baseline could not hold is left out, named in ``not_saved``: one test's
+        bad value never costs the others their baselines."""
+        updates: dict[str, dict[str, Any]] = {}
+        self.not_saved = []
+        for result in results:
+            if not result.passed:
+                continue
+            entry = result.baseline_entry()
+            problem = store.entry_problem(entry)
+            if len(result.samples_ms) < 2:
+                problem = f"{_too_few(len(result.samples_ms))} (a baseline needs 2)"
+            elif problem:
+                problem = f"its entry {problem}"
+            if problem:
+                self.not_saved.append(f"{result.test}: not saved: {problem}")
+            else:
+                updates[result.key] = entry
         return store.save(self.baseline, self.fingerprint(), updates)
+
+
+def _too_few(n: int) -> str:
+    return (
+        f"{n} sample{'s' if n != 1 else ''} in the budget: too few to judge, "
+        "raise --gpubench-budget-s"
+    )

@@ -8,6 +8,7 @@ mappings, so every rule here is testable on its own.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -298,6 +299,12 @@ def check_marker_keywords(
     for key in ("bytes", "flops"):
         if key in keywords:
             check_work(key, keywords[key], f"{where}: @pytest.mark.gpubench({key}=...)")
+    group = keywords.get("group")
+    if group is not None and not isinstance(group, str):
+        raise ConfigError(
+            f"invalid {where}: @pytest.mark.gpubench(group=...) {group!r:.60}: expected a "
+            "string such as 'gemm'"
+        )
     try:
         return (settings or Settings()).with_marker(keywords)
     except ConfigError as exc:
@@ -305,11 +312,18 @@ def check_marker_keywords(
 
 
 def check_work(key: str, value: object, where: str) -> float | None:
+    """``bytes`` or ``flops`` of one call as a float; refuses what is not a positive finite
+    number (a bool, a string, NaN, infinity) naming ``where`` it came from."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ConfigError(f"invalid {where} {value!r}: expected a positive number of {key}")
-    return float(value)
+    number = math.nan
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        number = float(value) if abs(value) < 1e300 else math.inf  # 10**400 overflows float()
+    if not (math.isfinite(number) and number > 0):
+        raise ConfigError(
+            f"invalid {where} {value!r:.60}: expected a positive finite number of {key}"
+        )
+    return number
 
 
 def _parse(spec: OptionSpec, raw: object, origin: str) -> Any:

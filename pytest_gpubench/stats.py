@@ -1,16 +1,16 @@
 """Statistics on timing samples: summaries, the median's precision, and the verdict.
 
 Pure functions of plain sequences of floats (milliseconds); scipy does the statistics.
+numpy and scipy are imported by the functions that need them: a run without --gpubench
+imports this module (for the types) and must stay light.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
-from scipy import stats
 
 # Confidence level of the intervals reported next to the ratio of medians.
 CONFIDENCE = 0.95
@@ -18,6 +18,20 @@ CONFIDENCE = 0.95
 REGRESSED, IMPROVED, OK, NEW, UNSTABLE = "regressed", "improved", "ok", "new", "unstable"
 # Order of the summary table: what needs attention first.
 VERDICT_ORDER = (REGRESSED, IMPROVED, UNSTABLE, NEW, OK)
+
+# The range of one call's time, in ms, that a timer may report and a baseline may hold: a
+# femtosecond is no GPU's time for anything, and neither are 16 minutes for one kernel call.
+# Bounded, log-times and their ratios stay far from overflow.
+MIN_SAMPLE_MS = 1e-9
+MAX_SAMPLE_MS = 1e6
+
+
+def sample_problem(value: float) -> str:
+    """'' for a time a sample may have, else what is wrong with it (for error messages)."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        if MIN_SAMPLE_MS <= value <= MAX_SAMPLE_MS:  # False for NaN
+            return ""
+    return f"{value!r:.40} ms, not a time between {MIN_SAMPLE_MS:g} and {MAX_SAMPLE_MS:g} ms"
 
 
 @dataclass(frozen=True)
@@ -40,6 +54,8 @@ class Summary:
 
 
 def summarize(samples_ms: Sequence[float]) -> Summary:
+    import numpy as np
+
     data = np.asarray(samples_ms, dtype=float)
     q1, median, q3 = np.percentile(data, [25, 50, 75])
     return Summary(
@@ -58,6 +74,9 @@ def median_halfwidth(samples_ms: Sequence[float], confidence: float = CONFIDENCE
     The interval is bounded by order statistics chosen from the binomial distribution, so it
     holds whatever the shape of the timing distribution (long right tails are common).
     """
+    import numpy as np
+    from scipy import stats
+
     data = np.sort(np.asarray(samples_ms, dtype=float))
     n = len(data)
     # 1-based ranks lower and n + 1 - lower bound the interval: 0-based lower - 1 and n - lower.
@@ -78,6 +97,8 @@ def samples_to_reach(alpha: float, margin: float = 1e-3) -> int:
     z = sqrt(3 n^2 / (2n + 1)); a margin below alpha leaves room for real noise. Without this
     floor, a small sample after a Bonferroni correction could never be significant.
     """
+    from scipy import stats
+
     n = 2
     while stats.norm.sf(math.sqrt(3 * n * n / (2 * n + 1))) > alpha * margin and n < 10_000:
         n += 1
@@ -118,6 +139,9 @@ def ratio_estimate(
     takes the order statistics of those differences given by the Mann-Whitney U distribution
     (normal approximation, fine for the sample sizes used here).
     """
+    import numpy as np
+    from scipy import stats
+
     cur = np.log(np.asarray(current_ms, dtype=float))
     base = np.log(np.asarray(baseline_ms, dtype=float))
     diffs = np.sort(np.subtract.outer(cur, base).ravel())
@@ -126,8 +150,13 @@ def ratio_estimate(
     z = stats.norm.ppf(1 - (1 - confidence) / 2)
     k = int(math.floor(m * n / 2 - z * math.sqrt(m * n * (m + n + 1) / 12)))
     if k < 1:
-        return math.exp(estimate), 0.0, math.inf
-    return math.exp(estimate), math.exp(float(diffs[k - 1])), math.exp(float(diffs[-k]))
+        return _exp(estimate), 0.0, math.inf
+    return _exp(estimate), _exp(float(diffs[k - 1])), _exp(float(diffs[-k]))
+
+
+def _exp(value: float) -> float:
+    """exp that saturates to inf instead of raising OverflowError."""
+    return math.exp(value) if value < 700 else math.inf
 
 
 def judge(
@@ -148,6 +177,8 @@ def judge(
 
     ``alpha`` is the level after any correction for multiple tests.
     """
+    from scipy import stats
+
     if len(current_ms) < 2 or len(baseline_ms) < 2:
         return Verdict(NEW, reason="too few samples to compare")
     ratio, low, high = ratio_estimate(current_ms, baseline_ms)

@@ -23,11 +23,19 @@ class WallTimer:
 
     name = "wall"
 
-    def __init__(self, synchronize: Callable[[], None] | None = None) -> None:
+    def __init__(self, synchronize: Callable[[], None] | None = None, note: str = "") -> None:
         self._sync = synchronize or (lambda: None)
+        self._note = note
 
     def sampler(self, workload: Workload) -> Sampler:
-        calls = 1 if workload.setup is not None else self._calls_per_sample(workload)
+        calls: int = 1
+        taken: tuple[float, ...] = ()
+        if workload.setup is None:
+            one_ms = self._one_call_ms(workload)
+            calls = max(1, min(MAX_CALLS_PER_SAMPLE, math.ceil(WALL_SAMPLE_MIN_MS / one_ms)))
+            # A call long enough to be a sample on its own is one: a slow function does not
+            # pay for its calibration call twice.
+            taken = (one_ms,) if calls == 1 else ()
 
         def sample() -> float:
             call = workload.prepare()
@@ -38,16 +46,18 @@ class WallTimer:
             self._sync()
             return (time.perf_counter_ns() - start) / 1e6 / calls
 
-        return Sampler(timer=self.name, sample=sample, calls_per_sample=calls)
+        return Sampler(
+            timer=self.name, sample=sample, calls_per_sample=calls, note=self._note, taken=taken
+        )
 
-    def _calls_per_sample(self, workload: Workload) -> int:
+    def _one_call_ms(self, workload: Workload) -> float:
+        """One call, timed as a sample of one call is."""
         call = workload.prepare()
         self._sync()
         start = time.perf_counter_ns()
         call()
         self._sync()
-        one_ms = max((time.perf_counter_ns() - start) / 1e6, 1e-6)
-        return max(1, min(MAX_CALLS_PER_SAMPLE, math.ceil(WALL_SAMPLE_MIN_MS / one_ms)))
+        return max((time.perf_counter_ns() - start) / 1e6, 1e-6)
 
 
 def cuda_available() -> bool:
@@ -60,12 +70,17 @@ def cuda_available() -> bool:
 
 
 def make_timer(name: str, device: str) -> Timer:
-    """The timer for a ``--gpubench-timer`` name on this device (``auto`` picks the best)."""
+    """The timer for a ``--gpubench-timer`` name on this device (``auto`` picks the best).
+
+    A CUDA timer asked for on a machine without a CUDA GPU is the wall timer, with a note on
+    every result it times: ini files travel between GPU and CPU machines."""
     if device != "cuda" or name == "wall":
         if device == "cuda":
             import torch
 
             return WallTimer(torch.cuda.synchronize)
+        if name not in ("auto", "wall"):
+            return WallTimer(note=f"{name} asked for, no CUDA GPU: timed by wall")
         return WallTimer()
     from . import cuda_timers
 

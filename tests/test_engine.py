@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 
 import pytest
 
 from pytest_gpubench import engine, timers
 from pytest_gpubench.engine import Plan, Sampler, Sampling, Workload, collect
+from pytest_gpubench.errors import GpubenchError
 
 
 class FakeClock:
@@ -93,17 +95,63 @@ def test_sampling_stops_once_the_median_is_precise_enough() -> None:
 
 
 def test_sampling_stops_when_the_budget_is_spent() -> None:
-    # 6 warmup samples of 1/8 s exceed a quarter of the 2 s budget; then 10 samples reach it.
+    # Warmup never starts a sample that would run past its quarter of the 2 s budget: 4
+    # samples of 1/8 s; then samples start while the budget lasts: 12 more, 2 s in all.
     plan = Plan(min_samples=2, max_samples=200, budget_s=2.0)
     sampling, _ = run(noisy(), plan, cost_s=0.125)
-    assert sampling.warmup == 6
-    assert len(sampling.samples_ms) == 10
+    assert sampling.warmup == 4
+    assert len(sampling.samples_ms) == 12
+    assert not sampling.cut_short
 
 
-def test_min_samples_are_taken_even_past_the_budget() -> None:
-    sampling, _ = run(noisy(), Plan(min_samples=10, budget_s=0.001), cost_s=1.0)
+def test_the_budget_beats_min_samples() -> None:
+    sampling, fake = run(noisy(), Plan(min_samples=10, budget_s=0.001), cost_s=1.0)
+    # The first sample ran past warmup's share: it is no warmup, it is the only sample.
+    assert sampling.warmup == 0
+    assert len(sampling.samples_ms) == 1 == len(fake.taken)
+    assert sampling.cut_short
+
+
+@pytest.mark.parametrize("cost_s", [0.001, 0.01, 0.07, 0.2, 0.26, 0.4, 0.6, 0.99, 1.0, 1.5, 5.0])
+@pytest.mark.parametrize("values", [noisy, alternating], ids=["noisy", "never-steady"])
+def test_a_measurement_lasts_at_most_the_budget_plus_one_sample(
+    cost_s: float, values: Callable[[], Iterator[float]]
+) -> None:
+    clock = FakeClock()
+    fake = FakeSampler(values(), clock, cost_s)
+    plan = Plan(min_samples=50, max_samples=10**6, budget_s=1.0)
+    sampling = collect(fake.make(), plan, clock=clock)
+    assert clock.now <= plan.budget_s + cost_s + 1e-9
+    assert len(sampling.samples_ms) >= 1
+    # As many samples as fit: none of the budget is left unused for want of one.
+    assert clock.now >= min(plan.budget_s, cost_s) - 1e-9
+
+
+def test_samples_the_timer_took_while_preparing_are_used_first() -> None:
+    # A wall timer's calibration call of a 5 s function is its first sample: of a 1 s budget,
+    # -4 s are left when sampling starts; there is no warmup and no other call.
+    clock = FakeClock()
+    fake = FakeSampler(steady(5000.0), clock, cost_s=5.0)
+    sampling = collect(fake.make(taken=(5000.0,)), Plan(budget_s=1.0 - 5.0), clock=clock)
+    assert (sampling.warmup, sampling.samples_ms, fake.taken) == (0, (5000.0,), [])
+    assert clock.now == 0.0
+
+
+def test_taken_samples_with_time_to_spare_are_warmup() -> None:
+    sampling, fake = run(steady(1.0), Plan(min_samples=10, budget_s=1.0), taken=(1.0, 1.0))
     assert sampling.warmup == 2 * engine.WARMUP_WINDOW
-    assert len(sampling.samples_ms) == 10
+    assert len(fake.taken) == 2 * engine.WARMUP_WINDOW - 2 + 10
+
+
+@pytest.mark.parametrize("value", [5e-324, 0.0, -1.0, float("nan"), float("inf"), 1e7, "1"])
+def test_a_sample_that_is_no_time_fails_with_one_line(value: object) -> None:
+    sampler = Sampler(timer="odd", sample=lambda: value)  # type: ignore[arg-type, return-value]
+    with pytest.raises(GpubenchError) as info:
+        collect(sampler, Plan(rounds=2, warmup=0))
+    assert str(info.value) == (
+        f"timer odd measured {value!r} ms, not a time between 1e-09 and 1e+06 ms for one "
+        "call; a timer must return milliseconds per call"
+    )
 
 
 def test_fixed_rounds_and_warmup_override_the_rules() -> None:
@@ -142,17 +190,18 @@ def test_warmup_accepts_windows_within_the_tolerance() -> None:
     assert sampling.warmup == 6
 
 
-def test_warmup_gives_up_after_its_share_of_the_budget() -> None:
-    # Never steady; each sample costs 1/64 s of a 1 s budget: warmup ends once it has used
-    # more than WARMUP_SHARE (1/4 s), i.e. after 17 samples.
+def test_warmup_gives_up_before_it_runs_past_its_share_of_the_budget() -> None:
+    # Never steady; each sample costs 1/64 s of a 1 s budget: warmup stops when the next
+    # sample would end past WARMUP_SHARE (1/4 s), i.e. after 16 samples.
     assert engine.WARMUP_SHARE == 0.25
     sampling, _ = run(alternating(), Plan(budget_s=1.0, rounds=2), cost_s=1 / 64)
-    assert sampling.warmup == 17
+    assert sampling.warmup == 16
 
 
-def test_warmup_takes_at_least_two_windows_even_past_the_budget() -> None:
-    sampling, _ = run(alternating(), Plan(budget_s=0.001, rounds=2), cost_s=1.0)
-    assert sampling.warmup == 2 * engine.WARMUP_WINDOW
+def test_a_function_slow_for_its_budget_is_not_warmed_up() -> None:
+    sampling, fake = run(alternating(), Plan(budget_s=0.001, rounds=2), cost_s=1.0)
+    assert sampling.warmup == 0
+    assert sampling.samples_ms == tuple(fake.taken) == (1.0, 2.0)
 
 
 # --- what a sampling carries ----------------------------------------------------------------
@@ -210,11 +259,34 @@ def test_workload_setup_with_a_bad_return_value_names_it(fresh: object) -> None:
 # --- the host-clock timer -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["auto", "wall", "cuda-graph", "cuda-event"])
+@pytest.mark.parametrize("name", ["auto", "wall", "cuda-graph", "cuda-event", "cuda-event-cold"])
 def test_without_cuda_every_timer_name_means_the_wall_timer(name: str) -> None:
     timer = timers.make_timer(name, "cpu")
     assert isinstance(timer, timers.WallTimer)
     assert timer.name == "wall"
+    note = timer.sampler(Workload(abs, (-1,))).note
+    if name in ("auto", "wall"):
+        assert note == ""
+    else:  # an ini file shared with GPU machines: said on every result, not silent
+        assert note == f"{name} asked for, no CUDA GPU: timed by wall"
+
+
+def test_wall_timer_keeps_the_calibration_call_of_a_slow_function_as_a_sample() -> None:
+    calls: list[int] = []
+
+    def slow() -> None:
+        calls.append(1)
+        time.sleep(timers.WALL_SAMPLE_MIN_MS / 1e3)
+
+    sampler = timers.WallTimer().sampler(Workload(slow))
+    assert sampler.calls_per_sample == 1
+    [first] = sampler.taken
+    assert first >= timers.WALL_SAMPLE_MIN_MS
+    assert len(calls) == 1  # the calibration call, which is that first sample
+
+
+def test_wall_timer_of_a_fast_function_takes_nothing_in_advance() -> None:
+    assert timers.WallTimer().sampler(Workload(abs, (-1,))).taken == ()
 
 
 def test_wall_timer_batches_fast_calls() -> None:

@@ -1,156 +1,25 @@
-"""Behaviour seen by users, through pytester: generated test files, a deterministic fake timer.
-
-The fake timer comes from a conftest implementing ``pytest_gpubench_make_timer``. It reads its
-scale, noise and seed from environment variables at sampling time, so one test can save a
-baseline and re-run against it at other speeds, in process.
+"""Behaviour seen by users, through pytester: generated test files, a deterministic fake timer
+(tests/support.py, fixtures in tests/conftest.py).
 """
 
 from __future__ import annotations
 
-import gc
-import importlib
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
-
-import pytest_gpubench.device
-import pytest_gpubench.timers
-
-# pytester's in-process runs restore sys.modules afterwards, so what one run imports the next
-# imports again: torch cannot be imported twice in one process, and the others are slow to.
-# Import them once, here, with the plugin modules loaded lazily.
-for _name in (
-    "numpy",
-    "scipy.stats",
-    "torch",
-    "triton",
-    "hypothesis",
-    "pytest_gpubench.baseline",
-    "pytest_gpubench.fixture",
-    "pytest_gpubench.report",
-    "pytest_gpubench.session",
-):
-    try:
-        importlib.import_module(_name)
-    except ImportError:
-        pass
-
-USAGE_ERROR = pytest.ExitCode.USAGE_ERROR
-MARKDOWN_HEADER = (
-    "| test | timer | median | noise | baseline | change | p | verdict | GB/s | % peak |"
+from support import (
+    BENCH,
+    CUDA,
+    KIND,
+    MARKDOWN_HEADER,
+    USAGE_ERROR,
+    baseline_file,
+    device_key,
+    output,
+    read_baseline,
+    timer_calls,
 )
-# The fake timer works on any machine; what the plugin detects depends on this one.
-CUDA = pytest_gpubench.timers.cuda_available()
-KIND = "cuda" if CUDA else "cpu"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _frozen_heap() -> Iterator[None]:
-    """Every in-process run ends with pytest's gc.collect() calls (unraisable-exception
-    check); with torch loaded each walks millions of long-lived objects. Frozen, they are
-    skipped: ten times faster. Unfrozen afterwards so that shutdown frees them as usual."""
-    gc.collect()
-    gc.freeze()
-    yield
-    gc.unfreeze()
-
-
-FAKE_CONFTEST = '''
-import math
-import os
-import random
-from pathlib import Path
-
-from pytest_gpubench.engine import Sampler
-
-BASE_MS = 1.0
-LOG = Path(__file__).with_name("timer-calls.log")
-
-
-class FakeTimer:
-    """base_ms * scale * exp(noise * gauss): deterministic for a given FAKE_SEED."""
-
-    name = "fake"
-
-    def sampler(self, workload):
-        scale = float(os.environ.get("FAKE_SCALE", "1.0"))
-        noise = float(os.environ.get("FAKE_NOISE", "0.0005"))
-        rng = random.Random(os.environ.get("FAKE_SEED", "1"))
-
-        def sample():
-            workload.prepare()()  # run the workload, so tests can count its calls
-            return BASE_MS * scale * math.exp(rng.gauss(0.0, noise))
-
-        return Sampler(timer=self.name, sample=sample, calls_per_sample=1)
-
-
-def pytest_gpubench_make_timer(settings, device, with_setup):
-    with LOG.open("a") as log:
-        log.write(f"{settings.timer} {device.kind} {with_setup}\\n")
-    return FakeTimer()
-'''
-
-BENCH = """
-import pytest
-
-
-def work(n):
-    return sum(range(n))
-
-
-def test_sum(gpubench):
-    assert gpubench(work, 100) == 4950
-
-
-def test_join(gpubench):
-    assert gpubench(",".join, ["a", "b"]) == "a,b"
-"""
-
-
-@pytest.fixture
-def fake(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """A pytester directory whose conftest provides the fake timer, at scale 1."""
-    pytester.makeconftest(FAKE_CONFTEST)
-    monkeypatch.setenv("FAKE_SCALE", "1.0")
-    monkeypatch.setenv("FAKE_NOISE", "0.0005")
-    monkeypatch.setenv("FAKE_SEED", "1")
-    return pytester
-
-
-@pytest.fixture
-def saved(fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """BENCH with a baseline saved at scale 1; later runs use another seed (a true A/A)."""
-    fake.makepyfile(test_bench=BENCH)
-    fake.runpytest("--gpubench-save").assert_outcomes(passed=2)
-    monkeypatch.setenv("FAKE_SEED", "2")
-    return fake
-
-
-def baseline_file(pytester: pytest.Pytester, directory: str = ".gpubench") -> Path:
-    [path] = (pytester.path / directory).glob("*.json")
-    return path
-
-
-def read_baseline(pytester: pytest.Pytester) -> dict[str, Any]:
-    return json.loads(baseline_file(pytester).read_text(encoding="utf-8"))
-
-
-def timer_calls(pytester: pytest.Pytester) -> list[str]:
-    log = pytester.path / "timer-calls.log"
-    return log.read_text().splitlines() if log.exists() else []
-
-
-def device_key() -> str:
-    return pytest_gpubench.device.detect(CUDA).key
-
-
-def output(result: pytest.RunResult) -> str:
-    return result.stdout.str() + "\n" + result.stderr.str()
-
 
 # --- without --gpubench ---------------------------------------------------------------------
 
@@ -238,7 +107,12 @@ def test_save_writes_the_baseline_of_this_device(fake: pytest.Pytester) -> None:
     assert entry["warmup"] >= 6 and entry["calls_per_sample"] == 1
     text = path.read_text(encoding="utf-8")
     assert '"samples_ms": [' in text and text.count("\n") < 60  # samples on one line
-    assert [p.name for p in path.parent.iterdir()] == [path.name]
+    # no temporary file left; the lock file and a .gitignore for both
+    assert sorted(p.name for p in path.parent.iterdir()) == [
+        ".gitignore",
+        path.name,
+        f"{path.name}.lock",
+    ]
 
 
 def test_save_keeps_the_entries_of_tests_that_did_not_run(saved: pytest.Pytester) -> None:
@@ -603,7 +477,7 @@ DAMAGED = {
                 "benchmarks": {"test_bench.py::test_sum": {"timer": "fake", "samples_ms": [1]}},
             }
         ),
-        ": entry 'test_bench.py::test_sum' has fewer than 2 samples",
+        "has an entry 'test_bench.py::test_sum' that has fewer than 2 samples",
     ),
 }
 
@@ -623,7 +497,7 @@ def test_a_damaged_baseline_is_a_usage_error_and_left_alone(
     assert result.ret == USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            f"ERROR: baseline file {path}{'' if problem.startswith(':') else ' '}{problem}; "
+            f"ERROR: baseline file {path} {problem}; "
             "fix it, restore it from version control, or delete it and re-run with "
             "--gpubench-save"
         ]
@@ -900,47 +774,7 @@ def test_auto_is_the_wall_timer_without_cuda(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["test_a *wall *new *"])
 
 
-# --- start-up cost --------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "test, expected",
-    [
-        ("def test_plain():\n    pass\n", "torch=False triton=False scipy=False"),
-        # the fixture without --gpubench loads the statistics, never torch
-        (
-            "def test_bench(gpubench):\n    assert gpubench(abs, -1) == 1\n",
-            "torch=False triton=False scipy=*",
-        ),
-    ],
-    ids=["plain", "gpubench-test"],
-)
-def test_pytest_without_the_flag_does_not_import_torch(
-    pytester: pytest.Pytester, test: str, expected: str
-) -> None:
-    pytester.makeconftest(
-        """
-        import sys
-
-        import pytest
-
-        LOADED = pytest.StashKey()
-
-
-        def pytest_sessionfinish(session):
-            session.config.stash[LOADED] = " ".join(
-                f"{name}={name in sys.modules}" for name in ("torch", "triton", "scipy")
-            )
-
-
-        def pytest_terminal_summary(terminalreporter, config):
-            terminalreporter.write_line(f"loaded: {config.stash[LOADED]}")
-        """
-    )
-    pytester.makepyfile(test)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([f"loaded: {expected}"])
+# --- xdist ---------------------------------------------------------------------------------
 
 
 def test_xdist_workers_measure_and_the_controller_alone_writes(

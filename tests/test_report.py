@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from pytest_gpubench import report
-from pytest_gpubench.results import Result
+from pytest_gpubench.results import Result, plain_data_problem
 from pytest_gpubench.settings import Settings
 from pytest_gpubench.stats import IMPROVED, NEW, OK, REGRESSED, UNSTABLE, Verdict
 
@@ -295,3 +295,51 @@ def test_footer_counts_verdicts_and_gives_the_corrected_level() -> None:
     assert report.footer(results, Settings(threshold=0.1)) == (
         "gpubench: 1 regressed, 1 new, 1 ok (threshold 10%, alpha 0.01 corrected to 0.005)"
     )
+
+
+# --- what extra_info may hold ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        "\x00",
+        True,
+        10**400,
+        -0.0,
+        [1, "a", None, [2.5, {"k": False}]],
+        (4096, 4096),
+        {"nested": {"deeper": [{}]}},
+    ],
+)
+def test_plain_data_passes(value: object) -> None:
+    assert plain_data_problem(value, "x") == ""
+
+
+class Unprintable:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+@pytest.mark.parametrize(
+    "value, problem",
+    [
+        (float("nan"), "x is nan, not a finite number"),
+        ([1, -float("inf")], "x[1] is -inf, not a finite number"),
+        ({"a": {"b": object()}}, "x['a']['b'] is of type object, not a string, finite number, "),
+        ({1: "one"}, "x has the key 1, not a string"),
+        ({Unprintable(): 1}, "x has the key <Unprintable>, not a string"),
+        ({"s": {1, 2}}, "x['s'] is of type set, not"),
+        (b"bytes", "x is of type bytes, not"),
+        (Unprintable(), "x is of type Unprintable, not"),
+    ],
+)
+def test_plain_data_problem_names_the_place(value: object, problem: str) -> None:
+    assert plain_data_problem(value, "x").startswith(problem)
+
+
+def test_plain_data_problem_stops_at_deep_or_circular_nesting() -> None:
+    circular: list[object] = []
+    circular.append(circular)
+    assert plain_data_problem(circular, "x").endswith("is nested deeper than 32 levels")

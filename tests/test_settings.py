@@ -258,13 +258,25 @@ def test_check_marker_keywords_accepts_every_known_keyword() -> None:
     )
 
 
-@pytest.mark.parametrize("value", [-1, 0, True, "1GB"])
+@pytest.mark.parametrize(
+    "value", [-1, 0, True, "1GB", float("inf"), float("nan"), -float("inf"), 10**400]
+)
 def test_check_marker_keywords_refuses_invalid_work(value: object) -> None:
     with pytest.raises(ConfigError) as info:
         check_marker_keywords({"bytes": value}, "t.py::test_a")
     assert str(info.value) == (
-        f"invalid t.py::test_a: @pytest.mark.gpubench(bytes=...) {value!r}: "
-        "expected a positive number of bytes"
+        f"invalid t.py::test_a: @pytest.mark.gpubench(bytes=...) {value!r:.60}: "
+        "expected a positive finite number of bytes"
+    )
+
+
+@pytest.mark.parametrize("group", [123, 1.5, ["a"], b"gemm"])
+def test_check_marker_keywords_refuses_a_group_that_is_not_a_string(group: object) -> None:
+    with pytest.raises(ConfigError) as info:
+        check_marker_keywords({"group": group}, "t.py::test_a")
+    assert str(info.value) == (
+        f"invalid t.py::test_a: @pytest.mark.gpubench(group=...) {group!r}: "
+        "expected a string such as 'gemm'"
     )
 
 

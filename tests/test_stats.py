@@ -108,6 +108,29 @@ def test_ratio_estimate_interval_is_unbounded_for_tiny_samples() -> None:
     assert (low, high) == (0.0, math.inf)
 
 
+def test_ratio_estimate_saturates_instead_of_overflowing() -> None:
+    # Once OverflowError: math range error, for a baseline of 5e-324 ms samples.
+    ratio, low, high = ratio_estimate([1.0] * 20, [5e-324] * 20)
+    assert ratio == low == high == math.inf
+    assert judge([1.0] * 20, [5e-324] * 20, threshold=0.05, alpha=0.01).status == REGRESSED
+
+
+@pytest.mark.parametrize(
+    "value", [stats.MIN_SAMPLE_MS, 1.0, 7, np.float32(2.5), stats.MAX_SAMPLE_MS]
+)
+def test_sample_problem_accepts_times_in_range(value: float) -> None:
+    assert stats.sample_problem(value) == ""
+
+
+@pytest.mark.parametrize(
+    "value", [5e-324, 0.0, -1.0, math.nan, math.inf, 1e308, True, "1", None, [1.0]]
+)
+def test_sample_problem_names_the_value_and_the_range(value: object) -> None:
+    assert stats.sample_problem(value) == (  # type: ignore[arg-type]
+        f"{value!r} ms, not a time between 1e-09 and 1e+06 ms"
+    )
+
+
 # --- the verdict ----------------------------------------------------------------------------
 
 

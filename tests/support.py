@@ -1,0 +1,102 @@
+"""Helpers shared by the pytester tests: the fake timer's conftest and readers of results.
+
+The fake timer comes from a conftest implementing ``pytest_gpubench_make_timer``. It reads its
+scale, noise, seed and cost from environment variables at sampling time, so one test can save
+a baseline and re-run against it at other speeds, in process.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pytest_gpubench.device
+import pytest_gpubench.timers
+
+USAGE_ERROR = pytest.ExitCode.USAGE_ERROR
+MARKDOWN_HEADER = (
+    "| test | timer | median | noise | baseline | change | p | verdict | GB/s | % peak |"
+)
+# The fake timer works on any machine; what the plugin detects depends on this one.
+CUDA = pytest_gpubench.timers.cuda_available()
+KIND = "cuda" if CUDA else "cpu"
+
+FAKE_CONFTEST = '''
+import math
+import os
+import random
+import time
+from pathlib import Path
+
+from pytest_gpubench.engine import Sampler
+
+BASE_MS = 1.0
+LOG = Path(__file__).with_name("timer-calls.log")
+
+
+class FakeTimer:
+    """base_ms * scale * exp(noise * gauss): deterministic for a given FAKE_SEED. Each
+    sample also sleeps FAKE_SLEEP_S for real (a slow function, for the budget)."""
+
+    name = "fake"
+
+    def sampler(self, workload):
+        scale = float(os.environ.get("FAKE_SCALE", "1.0"))
+        noise = float(os.environ.get("FAKE_NOISE", "0.0005"))
+        sleep_s = float(os.environ.get("FAKE_SLEEP_S", "0"))
+        rng = random.Random(os.environ.get("FAKE_SEED", "1"))
+
+        def sample():
+            workload.prepare()()  # run the workload, so tests can count its calls
+            time.sleep(sleep_s)
+            return BASE_MS * scale * math.exp(rng.gauss(0.0, noise))
+
+        return Sampler(timer=self.name, sample=sample, calls_per_sample=1)
+
+
+def pytest_gpubench_make_timer(settings, device, with_setup):
+    with LOG.open("a") as log:
+        log.write(f"{settings.timer} {device.kind} {with_setup}\\n")
+    return FakeTimer()
+'''
+
+BENCH = """
+import pytest
+
+
+def work(n):
+    return sum(range(n))
+
+
+def test_sum(gpubench):
+    assert gpubench(work, 100) == 4950
+
+
+def test_join(gpubench):
+    assert gpubench(",".join, ["a", "b"]) == "a,b"
+"""
+
+
+def baseline_file(pytester: pytest.Pytester, directory: str = ".gpubench") -> Path:
+    [path] = (pytester.path / directory).glob("*.json")
+    return path
+
+
+def read_baseline(pytester: pytest.Pytester) -> dict[str, Any]:
+    return json.loads(baseline_file(pytester).read_text(encoding="utf-8"))
+
+
+def timer_calls(pytester: pytest.Pytester) -> list[str]:
+    log = pytester.path / "timer-calls.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def device_key() -> str:
+    return pytest_gpubench.device.detect(CUDA).key
+
+
+def output(result: pytest.RunResult) -> str:
+    return result.stdout.str() + "\n" + result.stderr.str()

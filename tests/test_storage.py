@@ -1,0 +1,206 @@
+"""Unit tests of pytest_gpubench.storage: bounded reads, strict JSON, atomic writes, the lock."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from pytest_gpubench import storage
+from pytest_gpubench.errors import GpubenchError, StorageError
+
+WHAT = "test file"
+
+
+def names(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())
+
+
+# --- reading --------------------------------------------------------------------------------
+
+
+def test_read_text_of_a_missing_file_is_none(tmp_path: Path) -> None:
+    assert storage.read_text(tmp_path / "none.json", WHAT, 100) is None
+
+
+def test_read_text_reads_a_regular_file_and_follows_links(tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_text("héllo", encoding="utf-8")
+    (tmp_path / "link.json").symlink_to(tmp_path / "a.json")
+    assert storage.read_text(tmp_path / "link.json", WHAT, 100) == "héllo"
+
+
+@pytest.mark.parametrize(
+    "make, problem",
+    [
+        (lambda p: os.mkfifo(p), "is a named pipe (FIFO), not a regular file"),
+        (lambda p: p.symlink_to("/dev/zero"), "is a character device, not a regular file"),
+        (lambda p: p.mkdir(), "is a directory, not a regular file"),
+    ],
+    ids=["fifo", "dev-zero", "directory"],
+)
+def test_read_text_refuses_what_is_not_a_regular_file(
+    tmp_path: Path, make: object, problem: str
+) -> None:
+    path = tmp_path / "x.json"
+    make(path)  # type: ignore[operator]
+    with pytest.raises(StorageError) as info:
+        storage.read_text(path, WHAT, 100)
+    assert str(info.value) == f"{WHAT} {path} {problem}; move it away or choose another path"
+
+
+def test_read_text_refuses_a_file_over_the_limit(tmp_path: Path) -> None:
+    path = tmp_path / "x.json"
+    path.write_bytes(b"x" * 101)
+    with pytest.raises(StorageError, match=r"is 101 bytes, over the limit of 100 bytes for a"):
+        storage.read_text(path, WHAT, 100)
+    path.write_bytes(b"x" * 100)
+    assert storage.read_text(path, WHAT, 100) == "x" * 100
+
+
+def test_read_text_refuses_what_is_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "x.json"
+    path.write_bytes(b"ok\xff")
+    with pytest.raises(StorageError, match=r"is not UTF-8 text \(byte 2: invalid start byte\)"):
+        storage.read_text(path, WHAT, 100)
+
+
+def test_read_text_under_a_file_names_the_file(tmp_path: Path) -> None:
+    (tmp_path / "plain").write_text("")
+    with pytest.raises(StorageError, match=r"plain is a file, not a directory$"):
+        storage.read_text(tmp_path / "plain" / "x.json", WHAT, 100)
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("{", "is not valid JSON (Expecting property name enclosed in double quotes at line 1)"),
+        ("[NaN]", "is not valid JSON (NaN is not a JSON number)"),
+        ('{"a": -Infinity}', "is not valid JSON (-Infinity is not a JSON number)"),
+        ("[" * 100_000 + "]" * 100_000, "is nested too deeply to be read as JSON"),
+        ("[" * 65 + "]" * 65, "is nested deeper than 64 levels"),
+    ],
+)
+def test_parse_json_is_strict_and_one_line(text: str, problem: str) -> None:
+    with pytest.raises(StorageError) as info:
+        storage.parse_json(text, "the file")
+    assert str(info.value) == f"the file {problem}"
+
+
+def test_parse_json_accepts_the_deepest_allowed_nesting() -> None:
+    assert storage.parse_json("[" * 64 + "]" * 64, "x") is not None
+
+
+# --- writing --------------------------------------------------------------------------------
+
+
+def test_write_atomic_writes_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+    storage.write_atomic(tmp_path / "a.json", "new\n", WHAT)
+    assert (tmp_path / "a.json").read_text() == "new\n"
+    assert names(tmp_path) == ["a.json"]
+
+
+def test_write_atomic_through_a_link_writes_its_target(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "a.json"
+    target.write_text("old")
+    link = tmp_path / "a.json"
+    link.symlink_to(target)
+    storage.write_atomic(link, "new", WHAT)
+    assert link.is_symlink() and target.read_text() == "new"
+    assert names(tmp_path / "real") == ["a.json"]
+
+
+def test_write_atomic_creates_no_directory(tmp_path: Path) -> None:
+    path = tmp_path / "missing" / "a.json"
+    with pytest.raises(StorageError) as info:
+        storage.write_atomic(path, "x", WHAT)
+    assert str(info.value) == (
+        f"cannot write {WHAT} {path}: directory {path.parent} does not exist; create it or "
+        "choose another path"
+    )
+    assert not path.parent.exists()
+
+
+def test_write_atomic_refuses_a_directory_and_a_fifo(tmp_path: Path) -> None:
+    with pytest.raises(StorageError, match=r": it is a directory; name a file in it$"):
+        storage.write_atomic(tmp_path, "x", WHAT)
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(StorageError, match=r"is a named pipe \(FIFO\), not a regular file"):
+        storage.write_atomic(tmp_path / "fifo", "x", WHAT)
+
+
+def test_write_atomic_interrupted_keeps_the_old_file_and_no_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "a.json"
+    path.write_text("old")
+
+    def interrupted(src: object, dst: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        storage.write_atomic(path, "new", WHAT)
+    assert path.read_text() == "old"
+    assert names(tmp_path) == ["a.json"]
+
+
+def test_temporary_files_match_the_documented_pattern(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "a.json"
+    seen: list[str] = []
+    real = os.replace
+    monkeypatch.setattr(os, "replace", lambda src, dst: seen.append(src) or real(src, dst))
+    storage.write_atomic(path, "x", WHAT)
+    [temporary] = seen
+    assert Path(temporary).match("a.json.*.tmp")
+
+
+def test_remove_stale_temporaries_removes_only_ours(tmp_path: Path) -> None:
+    path = tmp_path / "a.json"
+    ours = ["a.json.x1.tmp", ".a.json.x2.tmp"]
+    theirs = ["b.json.x3.tmp", "a.json", "notes.tmp", "a.jsonx.tmp"]
+    for name in ours + theirs:
+        (tmp_path / name).write_text("")
+    storage.remove_stale_temporaries(path)
+    assert names(tmp_path) == sorted(theirs)
+
+
+# --- the lock -------------------------------------------------------------------------------
+
+
+def test_lock_times_out_with_one_line_naming_the_lock_file(tmp_path: Path) -> None:
+    path = tmp_path / "a.json"
+    held, release = threading.Event(), threading.Event()
+
+    def holder() -> None:  # another holder of the lock file (flock: another descriptor)
+        with storage.lock(path, WHAT, timeout_s=5):
+            held.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert held.wait(10)
+        with pytest.raises(StorageError) as info, storage.lock(path, WHAT, timeout_s=0.1):
+            pass
+    finally:
+        release.set()
+        thread.join()
+    assert str(info.value) == (
+        f"cannot lock {WHAT} {path}: another process has held {path}.lock for over 0.1 s; "
+        "let the other run finish, then re-run"
+    )
+    with storage.lock(path, WHAT, timeout_s=0.1):  # free again
+        pass
+
+
+def test_lock_in_a_directory_that_cannot_hold_it_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "plain").write_text("")
+    path = tmp_path / "plain" / "a.json"
+    with pytest.raises(GpubenchError, match=r"^cannot write test file .*: cannot create its lock"):
+        with storage.lock(path, WHAT, timeout_s=0.1):
+            pass
