@@ -1,4 +1,4 @@
-"""Seeded simulation of the verdict: the current rule (stats.judge) against the noise-aware one.
+"""Seeded simulation of the verdict: release 0.1's rule (bench/old_rule.py) against the noise-aware one.
 
 One command, about half a minute on a laptop CPU:
 
@@ -11,10 +11,10 @@ Student t with 4 df scaled to sd tau: real shifts have outliers); its samples ar
 with within-session CV ``cv`` around exp(b) times the true time; the number of samples is
 what the engine's precision rule takes (95% interval of the median within 0.5%, 20 to 200).
 
-- OLD rule, faithful to stats.judge and session.measure: a baseline of one session; one-sided
+- OLD rule, faithful to bench/old_rule.py (release 0.1): a baseline of one session; one-sided
   Mann-Whitney U at alpha / tests plus the Hodges-Lehmann ratio >= 1 + threshold; a verdict
   other than ok is re-measured in the same process (same shift) and judged on the pooled
-  samples. (Checked against stats.judge itself at start-up.)
+  samples. (Checked against old_rule.judge itself at start-up.)
 - NEW rule, pytest_gpubench.rule.decide itself: a history of 5 sessions, a single session
   screened, a flagged one confirmed by 2 fresh sessions and judged on all three.
 
@@ -38,7 +38,8 @@ from scipy import stats as sstats
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pytest_gpubench import rule, stats  # noqa: E402
+import old_rule  # noqa: E402
+from pytest_gpubench import rule  # noqa: E402
 from pytest_gpubench.rule import Constants, decide, summarize_samples  # noqa: E402
 
 SEED = 20261123
@@ -238,7 +239,7 @@ def count_below(b: np.ndarray, q: np.ndarray, *, ties: bool) -> np.ndarray:
 
 
 def old_verdicts(cur: np.ndarray, base: np.ndarray) -> np.ndarray:
-    """stats.judge on rows: 'R', 'I', 'U' or 'O'.
+    """old_rule.judge on rows: 'R', 'I', 'U' or 'O'.
 
     The Hodges-Lehmann estimate and interval are order statistics of the m * n pairwise
     log-differences; their comparisons with +-log(1 + threshold) are counts of differences
@@ -323,7 +324,7 @@ def old_creep(cls: KernelClass, dist: str, reps: int, steps: int, creep: float) 
 
 
 def check_old_is_faithful() -> dict[str, int]:
-    """The vectorized old verdict equals stats.judge on replicates of each class, for a single
+    """The vectorized old verdict equals old_rule.judge on replicates of each class, for a single
     and for a pooled (re-measured) current sample; returns how often each verdict came up."""
     code = {"regressed": "R", "improved": "I", "unstable": "U", "ok": "O"}
     seen: dict[str, int] = {}
@@ -336,7 +337,7 @@ def check_old_is_faithful() -> dict[str, int]:
             base = np.exp(within(rng, (reps,), cls))
             mine = old_verdicts(cur, base)
             for i in range(reps):
-                ref = stats.judge(list(cur[i]), list(base[i]), threshold=THRESHOLD, alpha=ALPHA1)
+                ref = old_rule.judge(list(cur[i]), list(base[i]), threshold=THRESHOLD, alpha=ALPHA1)
                 assert code[ref.status] == mine[i], (cls.name, i, ref, mine[i])
                 seen[ref.status] = seen.get(ref.status, 0) + 1
     return seen

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .engine import Workload
 from .errors import GpubenchError
-from .results import Result, plain_data_problem
-from .settings import Settings, check_work
+from .settings import MarkerSpec, check_work
+from .storage import plain_data_problem
+
+if TYPE_CHECKING:  # results import the statistics: a run without --gpubench never needs them
+    from .results import Result
 
 
 @dataclass(frozen=True)
@@ -19,10 +22,7 @@ class TestContext:
 
     nodeid: str
     name: str
-    settings: Settings
-    group: str | None = None
-    bytes: float | None = None
-    flops: float | None = None
+    spec: MarkerSpec  # the test's measurement settings and annotations, from its markers
 
 
 @dataclass
@@ -129,10 +129,9 @@ class GpuBench:
                 workload,
                 key=self.context.nodeid + suffix,
                 test=self.context.name + suffix,
-                settings=self.context.settings,
-                group=self.context.group,
-                bytes=bytes if bytes is not None else self.context.bytes,
-                flops=flops if flops is not None else self.context.flops,
+                spec=self.context.spec,
+                bytes=bytes,
+                flops=flops,
                 warmup=warmup,
                 rounds=rounds,
                 first_call_s=first_call_s,

@@ -77,16 +77,26 @@ def pinned_device(worker_id: str | None, device_count: int) -> int | None:
     return index % device_count
 
 
-def pin_worker() -> int | None:
-    """Make this xdist worker's current CUDA device its own; return the index chosen.
+# Set by a parent for the fresh processes it starts: time on the parent's device.
+DEVICE_VARIABLE = "PYTEST_GPUBENCH_DEVICE"
 
-    ``torch.cuda.set_device``, not CUDA_VISIBLE_DEVICES: CUDA may already be initialized by
-    a conftest, and tests that use ``device="cuda"`` follow the current device either way."""
+
+def pin_worker() -> int | None:
+    """Make this process's current CUDA device its own; return the index chosen.
+
+    An xdist worker takes its index modulo the devices visible; a fresh process started by
+    the plugin takes its parent's. ``torch.cuda.set_device``, not CUDA_VISIBLE_DEVICES: CUDA
+    may already be initialized by a conftest, and tests that use ``device="cuda"`` follow
+    the current device either way."""
     import torch
 
     if not torch.cuda.is_available():
         return None
-    index = pinned_device(os.environ.get("PYTEST_XDIST_WORKER"), torch.cuda.device_count())
+    inherited = os.environ.get(DEVICE_VARIABLE, "")
+    if inherited.isdigit() and int(inherited) < torch.cuda.device_count():
+        index: int | None = int(inherited)
+    else:
+        index = pinned_device(os.environ.get("PYTEST_XDIST_WORKER"), torch.cuda.device_count())
     if index is not None:
         torch.cuda.set_device(index)
     return index

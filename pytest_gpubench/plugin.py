@@ -1,11 +1,14 @@
-"""pytest layer: options, marker, fixture, verdict-as-failure, reporting. Thin on purpose.
+"""pytest layer: options, marker, fixture, verdict-as-failure, fresh processes, reporting.
 
-Nothing heavy is imported at start-up: torch, scipy and the timing core load when a gpubench
-test first runs.
+Thin on purpose: decisions live in the core (settings, session, verdict, report). Nothing
+heavy is imported at start-up: torch, scipy and the timing core load when a gpubench test
+first runs with --gpubench.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,7 +17,7 @@ import pytest
 
 from . import hookspecs, storage
 from .errors import GpubenchError
-from .settings import OPTIONS, Settings, check_marker_keywords
+from .settings import OPTIONS, MarkerSpec, MeasureSettings, Settings, check_marker_keywords
 
 if TYPE_CHECKING:
     from .device import Device
@@ -26,7 +29,9 @@ if TYPE_CHECKING:
 MARKER = "gpubench"
 REPORT_ATTRIBUTE = "gpubench"  # results ride on the call report (through xdist too)
 BENCH_KEY = pytest.StashKey["GpuBench"]()
-REPORTS = ("JSON report", "Markdown report")
+# A test's markers, resolved once at collection: its settings, or why they are invalid.
+SPEC_KEY = pytest.StashKey["MarkerSpec | str"]()
+STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -36,7 +41,8 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("gpubench", "GPU kernel benchmarks (pytest-gpubench)")
     for spec in OPTIONS:
-        cli_help = spec.help.replace("%", "%%")  # argparse formats help text with %
+        # argparse formats help text with %; internal options are not listed.
+        cli_help = argparse.SUPPRESS if spec.hidden else spec.help.replace("%", "%%")
         if spec.is_flag:
             group.addoption(
                 spec.flag, action="store_true", default=None, dest=spec.dest, help=cli_help
@@ -45,8 +51,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             group.addoption(
                 spec.flag, default=None, dest=spec.dest, metavar=spec.metavar, help=cli_help
             )
-        # Every ini value is a string parsed by Settings, so an invalid one names its key.
-        parser.addini(spec.ini, spec.help, default="")
+        if not spec.hidden:
+            # Every ini value is a string parsed by Settings, so an invalid one names its key.
+            parser.addini(spec.ini, spec.help, default="")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -62,19 +69,34 @@ def pytest_configure(config: pytest.Config) -> None:
         if isinstance(value, str) and spec.metavar in ("DIR", "PATH"):
             value = str(invocation / value)  # command-line paths are relative to the cwd
         cli[spec.field] = value
-    ini = {spec.field: config.getini(spec.ini) for spec in OPTIONS}
+    ini = {spec.field: config.getini(spec.ini) for spec in OPTIONS if not spec.hidden}
     try:
         settings = Settings.resolve(cli, ini, config.rootpath)
-        for path, what in ((settings.json, REPORTS[0]), (settings.markdown, REPORTS[1])):
-            if settings.enabled and path is not None:
+        if settings.enabled:
+            for path, what in settings.reports:
                 storage.check_target(path, what)  # refuse now rather than after the run
     except GpubenchError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(GpubenchPlugin(config, settings), "gpubench-session")
 
 
+def resolve_markers(item: pytest.Item, settings: Settings) -> MarkerSpec:
+    """The test's ``gpubench`` markers merged, closest first per keyword (a function's marker
+    over its class's over its module's ``pytestmark``), over the session's settings."""
+    keywords: dict[str, object] = {}
+    for marker in item.iter_markers(MARKER):
+        if marker.args:
+            raise GpubenchError(
+                f"{item.nodeid}: @pytest.mark.gpubench takes keywords only, got positional "
+                f"{marker.args!r:.60}"
+            )
+        for key, value in marker.kwargs.items():
+            keywords.setdefault(key, value)
+    return check_marker_keywords(keywords, item.nodeid, settings)
+
+
 class GpubenchPlugin:
-    """Session state of one pytest process (controller or xdist worker)."""
+    """Session state of one pytest process (controller, xdist worker, or fresh child)."""
 
     def __init__(self, config: pytest.Config, settings: Settings) -> None:
         self.config = config
@@ -83,9 +105,10 @@ class GpubenchPlugin:
         self.results: list[Result] = []
         self.saved: bool | None = None
         self.errors: list[str] = []  # files that could not be written, one line each
+        self.lines: list[str] = []  # what fresh processes did, for the summary
         self.is_worker = hasattr(config, "workerinput")
 
-    def make_timer(self, settings: Settings, device: Device, with_setup: bool) -> Timer:
+    def make_timer(self, settings: MeasureSettings, device: Device, with_setup: bool) -> Timer:
         timer = self.config.hook.pytest_gpubench_make_timer(
             settings=settings, device=device, with_setup=with_setup
         )
@@ -99,9 +122,12 @@ class GpubenchPlugin:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if not self.settings.enabled:
             return
+        from .gpus import DEVICE_VARIABLE, pin_worker
         from .session import BenchSession
         from .timers import cuda_available
 
+        if (self.is_worker or DEVICE_VARIABLE in os.environ) and cuda_available():
+            pin_worker()  # before the device is detected: it is the pinned one
         self.session = BenchSession(
             self.settings, self.config.rootpath, self.make_timer, cuda_available
         )
@@ -111,21 +137,26 @@ class GpubenchPlugin:
             raise pytest.UsageError(str(exc)) from None
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        # After -k/-m deselection: the multiple-test correction counts the tests that run.
+        # After -k/-m deselection: the multiple-comparison family counts what runs.
         for item in session.items:
-            for marker in item.iter_markers(MARKER):
-                if marker.args:
-                    raise pytest.UsageError(
-                        f"{item.nodeid}: @pytest.mark.gpubench takes keywords only, got "
-                        f"positional {marker.args!r}"
-                    )
-                try:
-                    check_marker_keywords(marker.kwargs, item.nodeid, self.settings)
-                except GpubenchError as exc:
-                    raise pytest.UsageError(str(exc)) from None
+            try:
+                item.stash[SPEC_KEY] = resolve_markers(item, self.settings)
+            except GpubenchError as exc:
+                item.stash[SPEC_KEY] = str(exc)  # fails the test at setup: xdist carries it
         if self.session is not None:
-            bench_items = [i for i in session.items if MARKER in getattr(i, "fixturenames", ())]
-            self.session.bench_tests = max(1, len(bench_items))
+            keys = self.session.baseline.entries.keys()
+            family = 0
+            for item in session.items:
+                if MARKER in getattr(item, "fixturenames", ()):
+                    named = sum(1 for k in keys if k.startswith(item.nodeid + "#"))
+                    family += max(1, named)
+            self.session.family = max(1, family)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        problem = item.stash.get(SPEC_KEY, None)
+        if isinstance(problem, str):
+            pytest.fail(problem, pytrace=False)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
@@ -136,19 +167,80 @@ class GpubenchPlugin:
         bench = item.stash.get(BENCH_KEY, None)
         if bench is None:
             return result
-        from .report import failure_message, is_failure
-
         problem = bench.finish()
         if problem:
             pytest.fail(problem, pytrace=False)
+        if self.session is None or not bench.results:
+            return result
+        self._confirm(item, bench)
+        from .report import failure_message
+        from .verdict import fails
+
         failures = [
             failure_message(r)
             for r in bench.results
-            if is_failure(r, self.settings.fail_on_improvement) and not self.settings.save
+            if not self.settings.save
+            and fails(
+                r.status,
+                fail_on_improvement=self.settings.fail_on_improvement,
+                allow_incomparable=self.settings.allow_incomparable,
+            )
         ]
         if failures:
             pytest.fail("\n".join(failures), pytrace=False)
         return result
+
+    def _confirm(self, item: pytest.Item, bench: GpuBench) -> None:
+        """Re-run a test whose first verdict needs confirming in fresh processes, then judge
+        every measurement of it on all its sessions."""
+        assert self.session is not None
+        flagged = [r for r in bench.results if self.session.wants_confirmation(r)]
+        if not flagged:
+            return
+        runs = self._children(
+            self.settings.confirm,
+            nodeids=[item.nodeid],
+            save=False,
+            what=f"confirming {item.name} in a fresh process",
+        )
+        children = [child for run in runs for child in run.results]
+        errors = sorted({run.error for run in runs if run.error})
+        for result in flagged:
+            self.session.confirmed(result, children, bench.context.spec.measure)
+            if errors:
+                result.note = "; ".join(filter(None, [result.note, *errors]))
+
+    def _children(
+        self, count: int, *, nodeids: list[str] | None, save: bool, what: str
+    ) -> list[Any]:
+        from . import confirm
+
+        invocation = self.config.invocation_params
+        selection = [str(arg) for arg in (self.config.option.file_or_dir or [])]
+        xdist = self.config.pluginmanager.hasplugin("xdist")
+        confirmations = 0 if nodeids is not None else self.settings.confirm
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+
+        def progress(i: int, n: int) -> None:
+            if reporter is not None and not self.is_worker:
+                reporter.write_line(f"gpubench: {what} ({i}/{n})")
+
+        device = self.session.device if self.session is not None else None
+        return confirm.run_children(
+            count,
+            lambda out: confirm.child_args(
+                list(invocation.args),
+                selection,
+                nodeids=nodeids,
+                out=out,
+                save=save,
+                confirm=confirmations,
+                xdist=xdist,
+            ),
+            Path(invocation.dir),
+            progress,
+            device.index if device is not None and device.kind == "cuda" else None,
+        )
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -176,29 +268,68 @@ class GpubenchPlugin:
         if bench is None or self.is_worker:
             return
         interrupted = exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
-        json_path, markdown_path = self.settings.json, self.settings.markdown
         writing = "baseline"
         try:
             if self.settings.save and not interrupted:
                 self.saved = self._attempt(bench.save, self.results)
-            from . import report
-
-            fingerprint = bench.fingerprint()
-            if json_path is not None:
-                writing = REPORTS[0]
-                settings = _settings_dict(self.settings)
-                text = report.json_text(report.json_document(self.results, fingerprint, settings))
-                self._attempt(storage.write_atomic, json_path, text, writing)
-            if markdown_path is not None:
-                writing = REPORTS[1]
-                text = report.markdown(self.results, fingerprint)
-                self._attempt(storage.write_atomic, markdown_path, text, writing)
+                if self.saved and self.settings.sessions > 1:
+                    self._record_sessions()
+            self._write_reports()
         except KeyboardInterrupt:
             # The writes are atomic: what was there before is intact.
             self.errors.append(f"interrupted: {writing} not written")
             session.exitstatus = pytest.ExitCode.INTERRUPTED
         if self.errors and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _record_sessions(self) -> None:
+        """``--gpubench-sessions K``: K - 1 more sessions, each a fresh process that saves."""
+        count = self.settings.sessions - 1
+        runs = self._children(
+            count, nodeids=None, save=True, what="recording a session in a fresh process"
+        )
+        from .report import counts
+
+        for i, run in enumerate(runs, start=2):
+            text = run.error or f"{counts(run.results) or 'no measurements'}"
+            self.lines.append(f"session {i}/{self.settings.sessions}: {text}")
+        assert self.session is not None
+        self.session.reload_baseline()  # the children wrote it
+
+    def _write_reports(self) -> None:
+        from . import report
+
+        bench = self.session
+        assert bench is not None
+        if self.settings.child is not None:
+            from .confirm import child_document
+
+            document = child_document(bench.env.session_id, bench.env.session_info(), self.results)
+            self._attempt(
+                storage.write_atomic, self.settings.child, report.json_text(document), "results"
+            )
+            return
+        fingerprint = bench.env.fingerprint()
+        writers: dict[str, Callable[[], str]] = {
+            "JSON report": lambda: report.json_text(
+                report.json_document(
+                    self.results,
+                    fingerprint,
+                    _settings_dict(self.settings),
+                    {"id": bench.env.session_id, **bench.env.session_info().to_json()},
+                )
+            ),
+            "Markdown report": lambda: report.markdown(self.results, fingerprint),
+            "pytest-benchmark JSON report": lambda: _benchmark_json(
+                self.results, fingerprint, bench
+            ),
+        }
+        for path, what in self.settings.reports:
+            self._attempt(storage.write_atomic, path, writers[what](), what)
+        summary = os.environ.get(STEP_SUMMARY)
+        if summary and self.results:
+            text = report.markdown(self.results, fingerprint, limit=report.STEP_SUMMARY_BYTES)
+            self._attempt(storage.append_text, Path(summary), text, "GitHub step summary")
 
     def _attempt(self, write: Callable[..., Any], *args: Any) -> Any:
         """Run one write; a file that cannot be written is a line under the table, not a
@@ -227,18 +358,25 @@ class GpubenchPlugin:
             terminalreporter.write_line(f"baseline was recorded with other software: {change}")
         for line in self.session.not_saved:
             terminalreporter.write_line(line, yellow=True)
+        for line in self.lines:
+            terminalreporter.write_line(f"gpubench: {line}")
         path = self.session.baseline.path
         if self.saved is True:
             terminalreporter.write_line(f"baseline written: {path}")
         elif self.session.baseline.exists:
             if self.saved is False:
                 terminalreporter.write_line(f"baseline unchanged: {path}")
+            elif self.session.baseline.schema != "pytest-gpubench/2":
+                terminalreporter.write_line(
+                    f"baseline {path} is of schema 1 (one session per test): "
+                    "--gpubench-save rewrites it as schema 2"
+                )
         else:
             hint = "" if self.settings.save else ": run with --gpubench-save"
             terminalreporter.write_line(f"no baseline yet at {path}{hint}")
         for line in self.errors:
             terminalreporter.write_line(f"ERROR: {line}", red=True)
-        terminalreporter.write_line(report.footer(self.results, self.settings))
+        terminalreporter.write_line(report.footer(self.results, self.settings, self.session.family))
 
 
 @pytest.fixture
@@ -248,20 +386,26 @@ def gpubench(request: pytest.FixtureRequest) -> GpuBench:
     from .timers import cuda_available
 
     plugin: GpubenchPlugin = request.config.pluginmanager.get_plugin("gpubench-session")
-    marker = request.node.get_closest_marker(MARKER)
-    keywords = dict(marker.kwargs) if marker else {}
-    context = TestContext(
-        nodeid=request.node.nodeid,
-        name=request.node.name,
-        settings=check_marker_keywords(keywords, request.node.nodeid, plugin.settings),
-        group=keywords.get("group"),
-        bytes=keywords.get("bytes"),
-        flops=keywords.get("flops"),
-    )
+    spec = request.node.stash.get(SPEC_KEY, None)
+    if not isinstance(spec, MarkerSpec):  # not collected by this session (or invalid)
+        spec = resolve_markers(request.node, plugin.settings)
+    context = TestContext(nodeid=request.node.nodeid, name=request.node.name, spec=spec)
     bench = GpuBench(context, session=plugin.session, device_probe=cuda_available)
     request.node.stash[BENCH_KEY] = bench
     return bench
 
 
 def _settings_dict(settings: Settings) -> dict[str, Any]:
-    return {k: str(v) if isinstance(v, Path) else v for k, v in vars(settings).items()}
+    values: dict[str, Any] = {}
+    for key, value in vars(settings).items():
+        if isinstance(value, MeasureSettings):
+            values.update(vars(value))
+        else:
+            values[key] = str(value) if isinstance(value, Path) else value
+    return values
+
+
+def _benchmark_json(results: list[Result], fingerprint: dict[str, Any], bench: Any) -> str:
+    from . import benchjson
+
+    return benchjson.dumps(results, fingerprint, bench.env)

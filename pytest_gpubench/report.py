@@ -1,4 +1,4 @@
-"""Formatting results: the failure message, the summary table, Markdown and JSON documents."""
+"""Formatting results: the failure message, the summary table, notes, Markdown and JSON."""
 
 from __future__ import annotations
 
@@ -7,22 +7,30 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from .kernels import describe
 from .results import Result
+from .rule import Status
 from .settings import Settings
-from .stats import IMPROVED, REGRESSED, VERDICT_ORDER
 
 COLUMNS = (
     "test",
     "timer",
     "median",
     "noise",
+    "spread",
     "baseline",
+    "sessions",
     "change",
-    "p",
+    "gate",
     "verdict",
     "GB/s",
     "% peak",
 )
+LEFT_ALIGNED = 2  # the first columns are text
+# GitHub refuses a job summary over 1 MiB; stay well under it.
+STEP_SUMMARY_BYTES = 900_000
+# A graph replay whose kernels fill less than this share of it is mostly launch gaps.
+GAPS_NOTED = 0.2
 
 
 def format_time(ms: float | None) -> str:
@@ -33,51 +41,75 @@ def format_time(ms: float | None) -> str:
     return f"{ms:.3f} ms"
 
 
-def format_p(p: float | None) -> str:
-    return "-" if p is None else f"{p:.1g}" if p < 0.001 else f"{p:.3f}"
-
-
 def format_change(ratio: float | None) -> str:
     return "-" if ratio is None else f"{(ratio - 1) * 100:+.1f}%"
 
 
+def format_share(value: float | None) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value * 100:.1f}%"
+
+
+def verdict_label(result: Result) -> str:
+    label = result.status.value
+    if result.judgement is not None and result.judgement.noisy:
+        label += " (noisy)"
+    if result.throttled:
+        label += " (throttled)"
+    return label
+
+
 def failure_message(result: Result) -> str:
-    """E.g. ``gelu_triton regressed: 0.512 ms -> 0.561 ms (+9.6%, p=2e-06, threshold 5%)``."""
-    v = result.verdict
-    text = (
-        f"{result.test} {v.status}: {format_time(result.baseline_median_ms)} -> "
-        f"{format_time(result.summary.median_ms)} ({format_change(v.ratio)}, "
-        f"p={format_p(v.p_value)}, threshold {result.threshold * 100:g}%)"
-    )
-    if v.status == IMPROVED:
-        text += "; refresh the baseline with --gpubench-save"
+    """E.g. ``gelu regressed: 0.512 ms -> 0.561 ms (+9.6%; bar 3.1%, 3 sessions against a
+    history of 5, threshold 5%)``, then what changed in the kernels, and how to accept it."""
+    j = result.judgement
+    head = f"{result.test} {result.status.value}"
+    if result.status is Status.INCOMPARABLE or j is None:
+        text = f"{head}: {result.reason}"
+    else:
+        text = (
+            f"{head}: {format_time(result.reference_ms)} -> {format_time(result.median_ms)} "
+            f"({format_change(j.ratio)}; bar {format_share(j.bar)}, {_sessions(result)}, "
+            f"threshold {result.threshold * 100:g}%"
+            + (f"; noisy: can gate >= {j.gateable:.0%}" if j.noisy and j.gateable else "")
+            + ")"
+        )
+        if result.status is Status.IMPROVED:
+            text += "; refresh the baseline with --gpubench-save"
+    if result.kernel_changes and result.status is not Status.INCOMPARABLE:
+        text += "\n  kernels: " + "; ".join(result.kernel_changes)
+    if result.timer != "cuda-graph":
+        text += f"\n  timed by {result.timer}" + (f": {result.note}" if result.note else "")
     return text
 
 
-def is_failure(result: Result, fail_on_improvement: bool) -> bool:
-    status = result.verdict.status
-    return status == REGRESSED or (status == IMPROVED and fail_on_improvement)
+def _sessions(result: Result) -> str:
+    j = result.judgement
+    current = len(result.sessions)
+    ran = f"{current} session{'s' if current != 1 else ''}"
+    if j is None:
+        return ran
+    reference = f"{j.against} of {j.history_sessions if j.against == 'history' else 'its epoch'}"
+    return f"{ran} against the {reference}"
 
 
 def sort_results(results: Sequence[Result]) -> list[Result]:
-    return sorted(
-        results, key=lambda r: (VERDICT_ORDER.index(r.verdict.status), r.group or "", r.key)
-    )
+    return sorted(results, key=lambda r: (r.status.rank, r.group or "", r.key))
 
 
 def row(result: Result) -> list[str]:
-    s, v = result.summary, result.verdict
-    verdict = v.status + (" (throttled)" if result.throttled else "")
+    s, j = result.summary, result.judgement
     share = result.peak_share
     return [
         result.test,
         result.timer,
-        format_time(s.median_ms),
-        f"{s.noise * 100:.1f}%" if math.isfinite(s.noise) else "-",
-        format_time(result.baseline_median_ms),
-        format_change(v.ratio),
-        format_p(v.p_value),
-        verdict,
+        format_time(result.median_ms),
+        format_share(s.noise),
+        format_share(j.tau if j else None),
+        format_time(result.reference_ms),
+        str(result.history_sessions) if result.history_sessions else "-",
+        format_change(j.ratio if j else None),
+        format_share(max(j.gateable, result.threshold) if j and j.gateable else None),
+        verdict_label(result),
         "-" if result.gbs is None else f"{result.gbs:.1f}",
         "-" if share is None else f"{share * 100:.0f}%",
     ]
@@ -90,7 +122,7 @@ def table_lines(results: Sequence[Result]) -> list[str]:
     for i, cells in enumerate(rows):
         lines.append(
             "  ".join(
-                c.ljust(w) if j < 2 else c.rjust(w)
+                c.ljust(w) if j < LEFT_ALIGNED else c.rjust(w)
                 for j, (c, w) in enumerate(zip(cells, widths, strict=True))
             ).rstrip()
         )
@@ -106,43 +138,77 @@ def notes(results: Sequence[Result]) -> list[str]:
         if r.throttled:
             lines.append(f"{r.test}: measured while throttled ({', '.join(r.throttled)})")
         if r.note:
-            lines.append(f"{r.test}: {r.note}")
-        if r.verdict.reason and r.verdict.reason != "no baseline":
-            lines.append(f"{r.test}: {r.verdict.status}: {r.verdict.reason}")
+            lines.append(f"{r.test}: timed by {r.timer}: {r.note}")
+        gaps = r.launch_gap_share
+        if gaps is not None and gaps > GAPS_NOTED:
+            lines.append(
+                f"{r.test}: launch gaps are {gaps:.0%} of the graph time (kernels "
+                f"{format_time(r.device_ms)} of {format_time(r.summary.median_ms)} per call: "
+                f"{describe(r.kernels)})"
+            )
+        if r.status not in (Status.OK, Status.NEW) or (r.judgement and r.judgement.noisy):
+            lines.append(f"{r.test}: {r.status.value}: {r.reason}")
+        if r.kernel_changes:
+            lines.append(f"{r.test}: kernels: {'; '.join(r.kernel_changes)}")
+        if r.confirmations:
+            medians = ", ".join(format_time(c.median_ms) for c in r.confirmations)
+            lines.append(
+                f"{r.test}: confirmed in {len(r.confirmations)} fresh process"
+                f"{'es' if len(r.confirmations) != 1 else ''} (medians {medians})"
+            )
     return lines
 
 
 def counts(results: Sequence[Result]) -> str:
-    found = {status: sum(r.verdict.status == status for r in results) for status in VERDICT_ORDER}
-    return ", ".join(f"{n} {status}" for status, n in found.items() if n)
+    found = {status: sum(r.status is status for r in results) for status in Status}
+    return ", ".join(f"{n} {status.value}" for status, n in found.items() if n)
 
 
-def footer(results: Sequence[Result], settings: Settings) -> str:
+def footer(results: Sequence[Result], settings: Settings, family: int) -> str:
     """Counts per verdict and the levels they were judged at."""
-    # The corrected level travels with each verdict (xdist's controller collects nothing).
-    alphas = [r.verdict.alpha for r in results if r.verdict.alpha]
-    levels = f"threshold {settings.threshold * 100:g}%"
-    if alphas:
-        levels += f", alpha {settings.alpha:g} corrected to {min(alphas):.2g}"
+    measure = settings.measure
+    levels = (
+        f"threshold {measure.threshold * 100:g}%, alpha {measure.alpha:g} over {family} measurement"
+    )
+    levels += "s" if family != 1 else ""
     return f"gpubench: {counts(results) or 'no measurements'} ({levels})"
 
 
-def markdown(results: Sequence[Result], device: dict[str, Any]) -> str:
+def markdown(results: Sequence[Result], device: dict[str, Any], limit: int | None = None) -> str:
+    """The summary as GitHub-flavoured Markdown; regressions first, cut to ``limit`` bytes
+    with a note when given (GitHub's job summary takes at most 1 MiB)."""
     header = f"### gpubench: {device.get('name', 'unknown device')}\n\n"
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += [
-        "| " + " | ".join(c.replace("|", "\\|") for c in row(r)) + " |"
-        for r in sort_results(results)
-    ]
-    extra = notes(results)
-    body = header + "\n".join(lines) + "\n\n" + counts(results) + "\n"
+    ordered = sort_results(results)
+    table = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    rows = ["| " + " | ".join(c.replace("|", "\\|") for c in row(r)) + " |" for r in ordered]
+    extra = [f"- {line}" for line in notes(ordered)]
+    footer_text = "\n" + counts(results) + "\n"
+    body = header + "\n".join(table + rows) + "\n" + footer_text
     if extra:
-        body += "\n" + "\n".join(f"- {line}" for line in extra) + "\n"
-    return body
+        body += "\n" + "\n".join(extra) + "\n"
+    if limit is None or len(body.encode()) <= limit:
+        return body
+    # Keep the head of the table (regressions first) and say what was cut.
+    kept, size = [], len((header + "\n".join(table) + footer_text).encode()) + 200
+    for line in rows:
+        size += len(line.encode()) + 1
+        if size > limit:
+            break
+        kept.append(line)
+    cut = len(rows) - len(kept)
+    return (
+        header
+        + "\n".join(table + kept)
+        + f"\n\n_{cut} more rows and the notes were cut to stay under GitHub's summary limit; "
+        "the JSON report has them all._\n" + footer_text
+    )
 
 
 def json_document(
-    results: Sequence[Result], device: dict[str, Any], settings: dict[str, Any]
+    results: Sequence[Result],
+    device: dict[str, Any],
+    settings: dict[str, Any],
+    session: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     entries = []
     for r in sort_results(results):
@@ -157,9 +223,13 @@ def json_document(
             "noise": s.noise,
             "samples": s.n,
         }
+        data["median_ms"] = r.median_ms
         data["gbs"], data["tflops"], data["peak_share"] = r.gbs, r.tflops, r.peak_share
         entries.append(data)
-    return {"device": device, "settings": settings, "results": entries}
+    document = {"device": device, "settings": settings, "results": entries}
+    if session is not None:
+        document["session"] = session
+    return document
 
 
 def json_text(document: Any) -> str:

@@ -1,58 +1,57 @@
-"""One measurement's record: what the terminal, the JSON/Markdown files and baselines show."""
+"""One measurement's record: what the terminal, the report files and the baselines show."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from .stats import Summary, Verdict, summarize
+from .baseline import SessionInfo, SessionRecord
+from .kernels import Launch
+from .rule import Judgement, SessionSummary, Status
 
 # Significant digits kept per sample in files: far below any noise level, keeps files small.
 SAMPLE_DIGITS = 6
-# extra_info nested deeper than this is no annotation of a measurement.
-MAX_EXTRA_DEPTH = 32
 
 
-def plain_data_problem(value: Any, where: str, depth: int = 0) -> str:
-    """'' if ``value`` is plain JSON data (a string, a finite number, a bool, None, and lists,
-    tuples and string-keyed dicts of those), else one line naming where it is not."""
-    if value is None or isinstance(value, str | bool | int):
-        return ""
-    if isinstance(value, float):
-        return "" if math.isfinite(value) else f"{where} is {value!r}, not a finite number"
-    if depth >= MAX_EXTRA_DEPTH:
-        return f"{where} is nested deeper than {MAX_EXTRA_DEPTH} levels"
-    if isinstance(value, list | tuple):
-        items = [(f"{where}[{i}]", item) for i, item in enumerate(value)]
-    elif isinstance(value, dict):
-        for key in value:
-            if not isinstance(key, str):
-                return f"{where} has the key {_repr(key)}, not a string"
-        items = [(f"{where}[{key!r:.60}]", item) for key, item in value.items()]
-    else:
-        return (
-            f"{where} is of type {type(value).__name__}, not a string, finite number, bool, "
-            "None, list or dict"
-        )
-    for place, item in items:
-        problem = plain_data_problem(item, place, depth + 1)
-        if problem:
-            return problem
-    return ""
+@dataclass(frozen=True)
+class Summary:
+    """Descriptive statistics of one session's samples (milliseconds)."""
+
+    n: int
+    median_ms: float
+    mean_ms: float
+    min_ms: float
+    q1_ms: float
+    q3_ms: float
+
+    @property
+    def iqr_ms(self) -> float:
+        return self.q3_ms - self.q1_ms
+
+    @property
+    def noise(self) -> float:
+        """Relative noise within the session: interquartile range over median."""
+        return self.iqr_ms / self.median_ms if self.median_ms > 0 else math.inf
 
 
-def _repr(value: Any) -> str:
-    """A short repr that cannot raise (a user's object may have a broken __repr__)."""
-    try:
-        return f"{value!r:.60}"
-    except Exception:
-        return f"<{type(value).__name__}>"
+def summarize(samples_ms: list[float]) -> Summary:
+    import numpy as np  # only a timing run loads numpy
+
+    data = np.asarray(samples_ms, dtype=float)
+    q1, median, q3 = np.percentile(data, [25, 50, 75])
+    return Summary(
+        len(data), float(median), float(data.mean()), float(data.min()), float(q1), float(q3)
+    )
 
 
 @dataclass
 class Result:
+    """One measurement of one run: its samples, what it ran, and its verdict."""
+
     key: str  # baseline key: the node id, plus "#name" for named measurements
     test: str  # display name: the test name, plus "#name"
     timer: str
@@ -60,78 +59,107 @@ class Result:
     warmup: int
     calls_per_sample: int
     threshold: float
+    session: str  # the id of this process's session
     group: str | None = None
     note: str = ""
     throttled: list[str] = field(default_factory=list)
-    clocks_mhz: list[int] = field(default_factory=list)  # SM clock before and after
+    clocks_mhz: list[int] = field(default_factory=list)  # SM clock after warmup and at the end
     bytes: float | None = None
     flops: float | None = None
     peak_gbs: float | None = None
     extra_info: dict[str, Any] = field(default_factory=dict)
-    verdict: Verdict = field(default_factory=lambda: Verdict("new"))
-    baseline_median_ms: float | None = None
-    remeasured: bool = False
     date: str = ""
     git_commit: str | None = None
-    passed: bool = True  # whether the test itself passed; only passing tests are saved
-    kernels: list[dict[str, Any]] = field(default_factory=list)  # what one call launches
+    gpu: str | None = None  # which device: "cuda:0 GPU-<uuid>"
+    kernels: tuple[Launch, ...] = ()  # what one call launches
     device_ms: float | None = None  # CUPTI device time of one eager call
+    status: Status = Status.NEW
+    judgement: Judgement | None = None
+    reason: str = ""  # why the status, in a line (kernel changes, timer changes, too few)
+    kernel_changes: tuple[str, ...] = ()  # since the baseline's latest session
+    reference_ms: float | None = None  # the baseline's reference time
+    history_sessions: int = 0
+    # Sessions of this run in fresh processes (confirmations), with what they share.
+    confirmations: tuple[SessionRecord, ...] = ()
+    confirmation_infos: dict[str, SessionInfo] = field(default_factory=dict)
+    passed: bool = True  # whether the test itself passed; only passing tests are saved
 
-    @property
+    @functools.cached_property
     def summary(self) -> Summary:
         return summarize(self.samples_ms)
 
     @property
+    def record(self) -> SessionRecord:
+        """This session's summary, as the baseline stores it."""
+        s = SessionSummary.from_samples(self.samples_ms)
+        se = s.se_log if math.isfinite(s.se_log) else None
+        return SessionRecord(self.session, s.median_ms, s.n, se, self.calls_per_sample)
+
+    @property
+    def sessions(self) -> tuple[SessionRecord, ...]:
+        """All sessions of this run: this process's, then the confirmations."""
+        return (self.record, *self.confirmations)
+
+    @property
+    def median_ms(self) -> float:
+        """This run's time: the median of its sessions' medians (this session's alone
+        without confirmations)."""
+        if not self.confirmations:
+            return self.summary.median_ms
+        return statistics.median(r.median_ms for r in self.sessions)
+
+    @property
     def gbs(self) -> float | None:
-        return None if self.bytes is None else self.bytes / (self.summary.median_ms * 1e6)
+        return None if self.bytes is None else self.bytes / (self.median_ms * 1e6)
 
     @property
     def tflops(self) -> float | None:
-        return None if self.flops is None else self.flops / (self.summary.median_ms * 1e9)
+        return None if self.flops is None else self.flops / (self.median_ms * 1e9)
 
     @property
     def peak_share(self) -> float | None:
         gbs = self.gbs
         return None if gbs is None or not self.peak_gbs else gbs / self.peak_gbs
 
+    @property
+    def launch_gap_share(self) -> float | None:
+        """Share of the time that is not kernel time (launch gaps of a graph replay)."""
+        if self.device_ms is None or self.timer != "cuda-graph" or not self.summary.median_ms:
+            return None
+        return max(0.0, 1 - self.device_ms / self.summary.median_ms)
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form, used to carry results from xdist workers and into files."""
-        data = dataclasses.asdict(self)
-        data["verdict"] = dataclasses.asdict(self.verdict)
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         data["samples_ms"] = [float(f"{s:.{SAMPLE_DIGITS}g}") for s in self.samples_ms]
+        data["status"] = self.status.value
+        data["judgement"] = None if self.judgement is None else _judgement_dict(self.judgement)
+        data["kernels"] = [k.to_dict() for k in self.kernels]
+        data["kernel_changes"] = list(self.kernel_changes)
+        data["confirmations"] = [r.to_json() for r in self.confirmations]
+        data["confirmation_infos"] = {k: v.to_json() for k, v in self.confirmation_infos.items()}
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Result:
-        values = dict(data)
-        values["verdict"] = Verdict(**values["verdict"])
+        values = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
+        values["status"] = Status(data["status"])
+        if data.get("judgement") is not None:
+            judgement = dict(data["judgement"])
+            judgement["status"] = Status(judgement["status"])
+            values["judgement"] = Judgement(**judgement)
+        values["kernels"] = tuple(Launch.from_dict(k) for k in data.get("kernels", ()))
+        values["kernel_changes"] = tuple(data.get("kernel_changes", ()))
+        values["confirmations"] = tuple(
+            SessionRecord.from_json(r) for r in data.get("confirmations", ())
+        )
+        values["confirmation_infos"] = {
+            k: SessionInfo.from_json(v) for k, v in data.get("confirmation_infos", {}).items()
+        }
         return cls(**values)
 
-    def baseline_entry(self) -> dict[str, Any]:
-        s = self.summary
-        entry: dict[str, Any] = {
-            "timer": self.timer,
-            "samples_ms": self.to_dict()["samples_ms"],
-            "median_ms": _round(s.median_ms),
-            "mean_ms": _round(s.mean_ms),
-            "min_ms": _round(s.min_ms),
-            "iqr_ms": _round(s.iqr_ms),
-            "noise": _round(s.noise),
-            "warmup": self.warmup,
-            "calls_per_sample": self.calls_per_sample,
-            "date": self.date,
-            "git_commit": self.git_commit,
-        }
-        optional = {
-            "group": self.group,
-            "bytes": self.bytes,
-            "flops": self.flops,
-            "extra_info": self.extra_info or None,
-            "note": self.note or None,
-        }
-        entry.update({k: v for k, v in optional.items() if v is not None})
-        return entry
 
-
-def _round(value: float) -> float:
-    return float(f"{value:.{SAMPLE_DIGITS}g}")
+def _judgement_dict(judgement: Judgement) -> dict[str, Any]:
+    data = dataclasses.asdict(judgement)
+    data["status"] = judgement.status.value
+    return data

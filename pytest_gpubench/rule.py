@@ -91,6 +91,9 @@ PRIOR_TAU: dict[str, tuple[tuple[float, float], ...]] = {
     "cuda-event": ((0.002, 0.04), (0.005, 0.03), (0.01, 0.015), (0.05, 0.009), (0.2, 0.0045)),
     # L2 flushed per sample, within-session CV 3-35% (METHOD.md 1): not measured; 2x graph.
     "cuda-event-cold": ((0.002, 0.05), (0.005, 0.04), (0.01, 0.02), (0.05, 0.012), (0.2, 0.006)),
+    # Kernel time summed from CUPTI (host gaps left out): not measured across processes; the
+    # event row, since it shares the eager launches' L2 state but not the host's wake-ups.
+    "cupti": ((0.002, 0.04), (0.005, 0.03), (0.01, 0.015), (0.05, 0.009), (0.2, 0.0045)),
     # Host clock around synchronized calls, host jitter inside: not measured; from 8% at 10 us
     # (above the synchronizing function's 7.8%) down to 0.5% at 10 ms.
     "wall": ((0.01, 0.08), (0.1, 0.04), (1.0, 0.015), (10.0, 0.005)),
@@ -134,14 +137,21 @@ def median_factor(n: int | np.ndarray) -> np.ndarray:
 
 
 class Status(str, enum.Enum):
-    """Verdict of one measurement. ``INCOMPARABLE`` is set by the caller (a baseline of another
-    timer or kernel set); :func:`judge` never returns it."""
+    """Verdict of one measurement. ``INCOMPARABLE`` (a baseline of another timer or kernel
+    set) and ``UNSTABLE`` (too few samples) are set by the caller; :func:`judge` never
+    returns them."""
 
     REGRESSED = "regressed"
     IMPROVED = "improved"
-    OK = "ok"
-    NEW = "new"
     INCOMPARABLE = "incomparable"
+    UNSTABLE = "unstable"  # too few samples in the budget to judge: never fails
+    NEW = "new"
+    OK = "ok"
+
+    @property
+    def rank(self) -> int:
+        """Order of the summary: what needs attention first."""
+        return list(Status).index(self)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,11 @@
-"""Session settings: one frozen object built once from CLI, ini and marker.
+"""Settings: the session's (built once from CLI and ini) and each measurement's.
 
-Precedence, highest first: ``@pytest.mark.gpubench(...)`` keywords, command-line options,
+Two frozen objects. ``Settings`` holds what the whole session shares (enabled, save, paths,
+confirmations, sessions to record, what fails); its ``measure`` field holds the defaults of
+``MeasureSettings`` (threshold, alpha, timer, budget, sample bounds, precision), the only
+settings a ``@pytest.mark.gpubench(...)`` marker may change for one test.
+
+Precedence, highest first: marker keywords (closest marker first), command-line options,
 ini keys, built-in defaults. This module does not import pytest: the plugin hands it plain
 mappings, so every rule here is testable on its own.
 """
@@ -16,7 +21,7 @@ from typing import Any
 
 from .errors import ConfigError
 
-TIMERS = ("auto", "cuda-graph", "cuda-event", "cuda-event-cold", "wall")
+TIMERS = ("auto", "cuda-graph", "cupti", "cuda-event", "cuda-event-cold", "wall")
 
 
 def parse_fraction_or_percent(text: object) -> float:
@@ -70,6 +75,26 @@ def parse_count(text: object) -> int:
     return value
 
 
+def parse_confirmations(text: object) -> int:
+    try:
+        value = int(str(text))
+    except ValueError:
+        raise ValueError("expected a whole number such as 2 (0 turns confirmation off)") from None
+    if not 0 <= value <= 20:
+        raise ValueError("expected a whole number from 0 to 20 such as 2")
+    return value
+
+
+def parse_sessions(text: object) -> int:
+    try:
+        value = int(str(text))
+    except ValueError:
+        raise ValueError("expected a whole number of sessions such as 5") from None
+    if not 1 <= value <= 50:
+        raise ValueError("expected a whole number of sessions from 1 to 50 such as 5")
+    return value
+
+
 def parse_bool(text: object) -> bool:
     if isinstance(text, bool):
         return text
@@ -96,6 +121,7 @@ class OptionSpec:
     is_flag: bool = False
     in_marker: bool = False
     metavar: str | None = None
+    hidden: bool = False  # internal: not in --help, no ini key
 
     @property
     def flag(self) -> str:
@@ -124,7 +150,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "save",
-        "Measure and write the baselines of this GPU for the tests that ran (implies --gpubench)",
+        "Measure and add this session to the baselines of this GPU for the tests that ran "
+        "(implies --gpubench)",
         parse_bool,
         False,
         is_flag=True,
@@ -146,7 +173,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "alpha",
-        "Significance level before the correction for the number of benchmark tests (default 0.01)",
+        "Significance level before the correction for the number of measurements judged "
+        "(default 0.01)",
         parse_alpha,
         0.01,
         in_marker=True,
@@ -154,8 +182,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "timer",
-        f"Timer: {', '.join(TIMERS)} (default auto: CUDA graph, falling back "
-        "to CUDA events; wall on a machine without a GPU)",
+        f"Timer: {', '.join(TIMERS)} (default auto: a validated CUDA graph, else the "
+        "kernel time from CUPTI; wall on a machine without a GPU)",
         parse_timer,
         "auto",
         in_marker=True,
@@ -163,7 +191,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "budget_s",
-        "Time budget of one measurement in seconds, warmup included (default 1.0)",
+        "Time budget of one measurement in seconds, calibration and warmup included (default 1.0)",
         parse_positive_float,
         1.0,
         in_marker=True,
@@ -171,8 +199,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "min_samples",
-        "Fewest samples per measurement (default 20; raised where the corrected alpha needs "
-        "more to be reachable)",
+        "Fewest samples per measurement, unless the budget runs out first (default 20)",
         parse_count,
         20,
         in_marker=True,
@@ -203,6 +230,29 @@ OPTIONS: tuple[OptionSpec, ...] = (
         is_flag=True,
     ),
     OptionSpec(
+        "confirm",
+        "Re-run a test flagged regressed or improved in this many fresh processes and judge "
+        "all its sessions together (default 2; 0: the first session's verdict is final)",
+        parse_confirmations,
+        2,
+        metavar="N",
+    ),
+    OptionSpec(
+        "sessions",
+        "With --gpubench-save: record this many sessions, each in a fresh process (default 1)",
+        parse_sessions,
+        1,
+        metavar="N",
+    ),
+    OptionSpec(
+        "allow_incomparable",
+        "Pass tests whose baseline was taken by another timer or ran other kernels "
+        "(reported as incomparable; they fail by default)",
+        parse_bool,
+        False,
+        is_flag=True,
+    ),
+    OptionSpec(
         "json",
         "Write every result, samples included, to this JSON file",
         parse_path,
@@ -216,6 +266,17 @@ OPTIONS: tuple[OptionSpec, ...] = (
         None,
         metavar="PATH",
     ),
+    OptionSpec(
+        "benchmark_json",
+        "Write the results in pytest-benchmark's JSON format to this file (for "
+        "github-action-benchmark, Bencher and pytest-benchmark compare)",
+        parse_path,
+        None,
+        metavar="PATH",
+    ),
+    # A fresh process the plugin starts to confirm a verdict or record a session: it writes
+    # its results to this file and no report of the user's.
+    OptionSpec("child", "", parse_path, None, metavar="PATH", hidden=True),
 )
 
 # Marker keywords that describe the test rather than change how it is measured.
@@ -223,10 +284,9 @@ ANNOTATION_KEYS = ("group", "bytes", "flops")
 
 
 @dataclass(frozen=True)
-class Settings:
-    enabled: bool = False
-    save: bool = False
-    dir: Path = Path(".gpubench")
+class MeasureSettings:
+    """How one measurement is taken and judged; a marker may change these for its test."""
+
     threshold: float = 0.05
     alpha: float = 0.01
     timer: str = "auto"
@@ -234,33 +294,9 @@ class Settings:
     min_samples: int = 20
     max_samples: int = 200
     precision: float = 0.005
-    fail_on_improvement: bool = False
-    json: Path | None = None
-    markdown: Path | None = None
 
-    @classmethod
-    def resolve(
-        cls, cli: Mapping[str, object], ini: Mapping[str, object], rootdir: Path
-    ) -> Settings:
-        """Build settings from CLI values (None when not given) and ini values ('' when unset)."""
-        values: dict[str, Any] = {}
-        for spec in OPTIONS:
-            raw, origin = cli.get(spec.field), spec.flag
-            if raw is None or raw is False:
-                raw, origin = ini.get(spec.field), f"ini {spec.ini}"
-            if raw is None or raw == "" or raw == []:
-                continue
-            values[spec.field] = _parse(spec, raw, origin)
-        settings = cls(**values)
-        directory = settings.dir if settings.dir.is_absolute() else rootdir / settings.dir
-        settings = dataclasses.replace(
-            settings, dir=directory, enabled=settings.enabled or settings.save
-        )
-        settings.check()
-        return settings
-
-    def with_marker(self, keywords: Mapping[str, object]) -> Settings:
-        """Apply the setting keywords of ``@pytest.mark.gpubench``; annotations are ignored here."""
+    def with_marker(self, keywords: Mapping[str, object]) -> MeasureSettings:
+        """Apply the setting keywords of ``@pytest.mark.gpubench``; annotations are ignored."""
         specs = {spec.field: spec for spec in OPTIONS if spec.in_marker}
         changes = {
             key: _parse(specs[key], value, f"@pytest.mark.gpubench({key}=...)")
@@ -279,14 +315,85 @@ class Settings:
             )
 
 
+MEASURE_FIELDS = frozenset(f.name for f in dataclasses.fields(MeasureSettings))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The session's settings; ``measure`` holds the defaults of every measurement."""
+
+    enabled: bool = False
+    save: bool = False
+    dir: Path = Path(".gpubench")
+    confirm: int = 2
+    sessions: int = 1
+    fail_on_improvement: bool = False
+    allow_incomparable: bool = False
+    json: Path | None = None
+    markdown: Path | None = None
+    benchmark_json: Path | None = None
+    child: Path | None = None
+    measure: MeasureSettings = MeasureSettings()
+
+    @classmethod
+    def resolve(
+        cls, cli: Mapping[str, object], ini: Mapping[str, object], rootdir: Path
+    ) -> Settings:
+        """Build settings from CLI values (None when not given) and ini values ('' when unset)."""
+        values: dict[str, Any] = {}
+        for spec in OPTIONS:
+            raw, origin = cli.get(spec.field), spec.flag
+            if (raw is None or raw is False) and not spec.hidden:
+                raw, origin = ini.get(spec.field), f"ini {spec.ini}"
+            if raw is None or raw == "" or raw == [] or raw is False:
+                continue
+            values[spec.field] = _parse(spec, raw, origin)
+        measure = MeasureSettings(**{k: v for k, v in values.items() if k in MEASURE_FIELDS})
+        measure.check()
+        session = {k: v for k, v in values.items() if k not in MEASURE_FIELDS}
+        settings = cls(**session, measure=measure)
+        directory = settings.dir if settings.dir.is_absolute() else rootdir / settings.dir
+        enabled = settings.enabled or settings.save or settings.child is not None
+        settings = dataclasses.replace(settings, dir=directory, enabled=enabled)
+        if settings.sessions > 1 and not settings.save:
+            raise ConfigError(
+                f"--gpubench-sessions {settings.sessions} records sessions into the baseline: "
+                "use it with --gpubench-save"
+            )
+        return settings
+
+    @property
+    def reports(self) -> tuple[tuple[Path, str], ...]:
+        """The report files the user asked for, with what each is (none in a child)."""
+        if self.child is not None:
+            return ()
+        named = (
+            (self.json, "JSON report"),
+            (self.markdown, "Markdown report"),
+            (self.benchmark_json, "pytest-benchmark JSON report"),
+        )
+        return tuple((path, what) for path, what in named if path is not None)
+
+
+@dataclass(frozen=True)
+class MarkerSpec:
+    """What a test's ``@pytest.mark.gpubench`` markers say, resolved once per test."""
+
+    measure: MeasureSettings
+    group: str | None = None
+    bytes: float | None = None
+    flops: float | None = None
+
+
 def marker_keys() -> tuple[str, ...]:
     return tuple(spec.field for spec in OPTIONS if spec.in_marker) + ANNOTATION_KEYS
 
 
 def check_marker_keywords(
     keywords: Mapping[str, object], where: str, settings: Settings | None = None
-) -> Settings:
-    """The settings of a test marked with ``keywords`` over the session's ``settings``.
+) -> MarkerSpec:
+    """The measurement settings and annotations of a test marked with ``keywords`` (merged,
+    closest marker first) over the session's ``settings``.
 
     Refuses unknown keywords and invalid values, naming the test (``where``)."""
     allowed = marker_keys()
@@ -296,9 +403,10 @@ def check_marker_keywords(
                 f"{where}: unknown keyword {key!r} in @pytest.mark.gpubench; "
                 f"expected one of {', '.join(allowed)}"
             )
-    for key in ("bytes", "flops"):
-        if key in keywords:
-            check_work(key, keywords[key], f"{where}: @pytest.mark.gpubench({key}=...)")
+    work = {
+        key: check_work(key, keywords.get(key), f"{where}: @pytest.mark.gpubench({key}=...)")
+        for key in ("bytes", "flops")
+    }
     group = keywords.get("group")
     if group is not None and not isinstance(group, str):
         raise ConfigError(
@@ -306,7 +414,8 @@ def check_marker_keywords(
             "string such as 'gemm'"
         )
     try:
-        return (settings or Settings()).with_marker(keywords)
+        measure = (settings or Settings()).measure.with_marker(keywords)
+        return MarkerSpec(measure, group, work["bytes"], work["flops"])
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
 

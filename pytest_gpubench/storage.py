@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import stat
 import tempfile
@@ -28,6 +29,8 @@ LOCK_SUFFIX = ".lock"
 MAX_JSON_DEPTH = 64
 # The JSON types that nest; a list holding none of them is checked at C speed.
 CONTAINERS = frozenset((dict, list))
+# Plain data (extra_info) nested deeper than this is no annotation of a measurement.
+MAX_PLAIN_DEPTH = 32
 
 
 def read_text(path: Path, what: str, max_bytes: int) -> str | None:
@@ -101,6 +104,42 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+def plain_data_problem(value: Any, where: str, depth: int = 0) -> str:
+    """'' if ``value`` is plain JSON data (a string, a finite number, a bool, None, and lists,
+    tuples and string-keyed dicts of those), else one line naming where it is not."""
+    if value is None or isinstance(value, str | bool | int):
+        return ""
+    if isinstance(value, float):
+        return "" if math.isfinite(value) else f"{where} is {value!r}, not a finite number"
+    if depth >= MAX_PLAIN_DEPTH:
+        return f"{where} is nested deeper than {MAX_PLAIN_DEPTH} levels"
+    if isinstance(value, list | tuple):
+        items = [(f"{where}[{i}]", item) for i, item in enumerate(value)]
+    elif isinstance(value, dict):
+        for key in value:
+            if not isinstance(key, str):
+                return f"{where} has the key {_repr(key)}, not a string"
+        items = [(f"{where}[{key!r:.60}]", item) for key, item in value.items()]
+    else:
+        return (
+            f"{where} is of type {type(value).__name__}, not a string, finite number, bool, "
+            "None, list or dict"
+        )
+    for place, item in items:
+        problem = plain_data_problem(item, place, depth + 1)
+        if problem:
+            return problem
+    return ""
+
+
+def _repr(value: Any) -> str:
+    """A short repr that cannot raise (a user's object may have a broken __repr__)."""
+    try:
+        return f"{value!r:.60}"
+    except Exception:
+        return f"<{type(value).__name__}>"
+
+
 def check_target(path: Path, what: str) -> None:
     """Refuse a path that ``write_atomic`` could not write: a directory, something that is not
     a regular file, or a file in a directory that does not exist."""
@@ -144,6 +183,16 @@ def write_atomic(path: Path, text: str, what: str) -> None:
     finally:
         if temporary:
             Path(temporary).unlink(missing_ok=True)  # gone after the rename; else ours to remove
+
+
+def append_text(path: Path, text: str, what: str) -> None:
+    """Append ``text`` to a file others append to as well (a CI job's summary)."""
+    check_target(path, what)
+    try:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise StorageError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
 
 
 def temporaries(path: Path) -> list[Path]:

@@ -1,0 +1,146 @@
+"""Results in pytest-benchmark's JSON format, for the trackers that read it.
+
+github-action-benchmark, Bencher and ``pytest-benchmark compare`` read ``benchmarks[]`` with
+``fullname`` and ``stats`` (seconds), and top-level ``machine_info`` and ``commit_info``.
+``ops`` is 1 / median (not 1 / mean), so trackers follow the robust statistic; our verdict,
+the timer and the kernels of a call ride in ``extra_info``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import platform
+import socket
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from . import __version__
+from .report import json_text, sort_results
+from .results import Result
+
+# The fields pytest-benchmark's Stats writes (pytest_benchmark/stats.py), all in seconds.
+STATS_FIELDS = (
+    "min",
+    "max",
+    "mean",
+    "stddev",
+    "rounds",
+    "median",
+    "iqr",
+    "q1",
+    "q3",
+    "iqr_outliers",
+    "stddev_outliers",
+    "outliers",
+    "ld15iqr",
+    "hd15iqr",
+    "ops",
+    "total",
+)
+
+
+def stats(samples_ms: Sequence[float], median_ms: float) -> dict[str, Any]:
+    """pytest-benchmark's statistics of samples (ms in, seconds out); ``median_ms`` is this
+    run's time (the median of its sessions when confirmed in fresh processes)."""
+    data = sorted(s / 1e3 for s in samples_ms)
+    n = len(data)
+    q1, _, q3 = statistics.quantiles(data, n=4, method="inclusive") if n > 1 else (data * 3)
+    iqr = q3 - q1
+    mean = statistics.fmean(data)
+    stddev = statistics.stdev(data) if n > 1 else 0.0
+    low, high = q1 - 1.5 * iqr, q3 + 1.5 * iqr
+    inside = [x for x in data if low <= x <= high]
+    iqr_outliers = n - len(inside)
+    stddev_outliers = sum(1 for x in data if not mean - stddev <= x <= mean + stddev)
+    median = median_ms / 1e3
+    values = {
+        "min": data[0],
+        "max": data[-1],
+        "mean": mean,
+        "stddev": stddev,
+        "rounds": n,
+        "median": median,
+        "iqr": iqr,
+        "q1": q1,
+        "q3": q3,
+        "iqr_outliers": iqr_outliers,
+        "stddev_outliers": stddev_outliers,
+        "outliers": f"{stddev_outliers};{iqr_outliers}",
+        "ld15iqr": inside[0] if inside else data[0],
+        "hd15iqr": inside[-1] if inside else data[-1],
+        "ops": 1 / median if median > 0 else math.inf,
+        "total": math.fsum(data),
+        "data": data,
+    }
+    return values
+
+
+def entry(result: Result) -> dict[str, Any]:
+    judgement = result.judgement
+    values = stats(result.samples_ms, result.median_ms)
+    values["iterations"] = result.calls_per_sample
+    extra = dict(result.extra_info)
+    extra["gpubench"] = {
+        "verdict": result.status.value,
+        "change": None if judgement is None else judgement.change,
+        "gateable": None if judgement is None else judgement.gateable,
+        "timer": result.timer,
+        "sessions": len(result.sessions),
+        "baseline_sessions": result.history_sessions,
+        "gpu": result.gpu,
+        "kernels": [k.to_dict() for k in result.kernels],
+        "kernel_changes": list(result.kernel_changes),
+        "gbs": result.gbs,
+        "peak_share": result.peak_share,
+    }
+    param = result.test.partition("[")[2].rstrip("]") or None
+    return {
+        "group": result.group,
+        "name": result.test,
+        "fullname": result.key,
+        "params": None,
+        "param": param,
+        "extra_info": extra,
+        "options": {"timer": result.timer, "threshold": result.threshold},
+        "stats": values,
+    }
+
+
+def document(results: Sequence[Result], fingerprint: dict[str, Any], env: Any) -> dict[str, Any]:
+    uname = platform.uname()
+    machine_info = {
+        "node": socket.gethostname(),
+        "processor": uname.processor,
+        "machine": uname.machine,
+        "python_compiler": platform.python_compiler(),
+        "python_implementation": platform.python_implementation(),
+        "python_implementation_version": platform.python_version(),
+        "python_version": platform.python_version(),
+        "python_build": list(platform.python_build()),
+        "release": uname.release,
+        "system": uname.system,
+        "cpu": {},
+        "gpu": fingerprint,
+    }
+    commit = env.git_commit()
+    commit_info = {
+        "id": commit,
+        "time": None,
+        "author_time": None,
+        "dirty": None,
+        "project": env.rootdir.name,
+        "branch": None,
+    }
+    return {
+        "machine_info": machine_info,
+        "commit_info": commit_info,
+        "benchmarks": [entry(r) for r in sort_results(results)],
+        "datetime": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "version": f"pytest-gpubench {__version__}",
+    }
+
+
+def dumps(results: Sequence[Result], fingerprint: dict[str, Any], env: Any) -> str:
+    return json_text(document(results, fingerprint, env))
