@@ -31,6 +31,8 @@ REPORT_ATTRIBUTE = "gpubench"  # results ride on the call report (through xdist 
 BENCH_KEY = pytest.StashKey["GpuBench"]()
 # A test's markers, resolved once at collection: its settings, or why they are invalid.
 SPEC_KEY = pytest.StashKey["MarkerSpec | str"]()
+# A test whose verdict waits for confirmation in fresh processes.
+PENDING_KEY = pytest.StashKey[bool]()
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 
 
@@ -106,6 +108,8 @@ class GpubenchPlugin:
         self.saved: bool | None = None
         self.errors: list[str] = []  # files that could not be written, one line each
         self.lines: list[str] = []  # what fresh processes did, for the summary
+        # Tests whose reports wait for the confirmation of their verdict, with those reports.
+        self.held: list[tuple[pytest.Item, list[pytest.TestReport]]] = []
         self.is_worker = hasattr(config, "workerinput")
 
     def make_timer(self, settings: MeasureSettings, device: Device, with_setup: bool) -> Timer:
@@ -172,43 +176,89 @@ class GpubenchPlugin:
             pytest.fail(problem, pytrace=False)
         if self.session is None or not bench.results:
             return result
-        self._confirm(item, bench)
+        if any(self.session.wants_confirmation(r) for r in bench.results):
+            # The verdict is final once fresh processes confirm it, with every other
+            # flagged test of this process at once: pytest_runtest_protocol holds the reports.
+            item.stash[PENDING_KEY] = True
+            return result
+        failures = self._failures(bench.results)
+        if failures:
+            pytest.fail("\n".join(failures), pytrace=False)
+        return result
+
+    def _failures(self, results: list[Result]) -> list[str]:
         from .report import failure_message
         from .verdict import fails
 
-        failures = [
+        if self.settings.save:
+            return []  # a save accepts what it measured
+        return [
             failure_message(r)
-            for r in bench.results
-            if not self.settings.save
-            and fails(
+            for r in results
+            if fails(
                 r.status,
                 fail_on_improvement=self.settings.fail_on_improvement,
                 allow_incomparable=self.settings.allow_incomparable,
             )
         ]
-        if failures:
-            pytest.fail("\n".join(failures), pytrace=False)
-        return result
 
-    def _confirm(self, item: pytest.Item, bench: GpuBench) -> None:
-        """Re-run a test whose first verdict needs confirming in fresh processes, then judge
-        every measurement of it on all its sessions."""
-        assert self.session is not None
-        flagged = [r for r in bench.results if self.session.wants_confirmation(r)]
-        if not flagged:
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> bool | None:
+        """Run a gpubench test as pytest does, but hold its reports while its verdict waits
+        for confirmation; the last test of the process confirms all held ones together (one
+        set of fresh processes, whatever the number of flagged tests) and logs them."""
+        if self.session is None or MARKER not in getattr(item, "fixturenames", ()):
+            return None
+        from _pytest.runner import runtestprotocol
+
+        reports = runtestprotocol(item, log=False, nextitem=nextitem)
+        call = next((r for r in reports if r.when == "call"), None)
+        if item.stash.get(PENDING_KEY, False) and call is not None and call.passed:
+            self.held.append((item, reports))
+        else:
+            _log(item, reports)
+        if nextitem is None:
+            self._flush()
+        return True
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        try:
+            return (yield)
+        finally:
+            self._flush()  # the last test was no gpubench test, or the run stopped early
+
+    def _flush(self) -> None:
+        """Confirm the held tests in fresh processes, judge them on all their sessions, fail
+        the confirmed ones, and log their reports."""
+        held, self.held = self.held, []
+        if not held or self.session is None:
             return
         runs = self._children(
             self.settings.confirm,
-            nodeids=[item.nodeid],
+            nodeids=[item.nodeid for item, _ in held],
             save=False,
-            what=f"confirming {item.name} in a fresh process",
+            what=f"confirming {len(held)} flagged test{'s' if len(held) != 1 else ''} "
+            "in a fresh process",
         )
         children = [child for run in runs for child in run.results]
         errors = sorted({run.error for run in runs if run.error})
-        for result in flagged:
-            self.session.confirmed(result, children, bench.context.spec.measure)
-            if errors:
-                result.note = "; ".join(filter(None, [result.note, *errors]))
+        for item, reports in held:
+            bench = item.stash[BENCH_KEY]
+            for result in bench.results:
+                if self.session.wants_confirmation(result):
+                    self.session.confirmed(result, children, bench.context.spec.measure)
+                    if errors:
+                        result.note = "; ".join(filter(None, [result.note, *errors]))
+            call = next(r for r in reports if r.when == "call")
+            setattr(call, REPORT_ATTRIBUTE, [r.to_dict() for r in bench.results])
+            failures = self._failures(bench.results)
+            if failures:
+                call.outcome = "failed"
+                call.longrepr = "\n".join(failures)
+            _log(item, reports)
 
     def _children(
         self, count: int, *, nodeids: list[str] | None, save: bool, what: str
@@ -393,6 +443,14 @@ def gpubench(request: pytest.FixtureRequest) -> GpuBench:
     bench = GpuBench(context, session=plugin.session, device_probe=cuda_available)
     request.node.stash[BENCH_KEY] = bench
     return bench
+
+
+def _log(item: pytest.Item, reports: list[pytest.TestReport]) -> None:
+    """Log a test's reports as pytest's own protocol does."""
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    for report in reports:
+        item.ihook.pytest_runtest_logreport(report=report)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
 
 
 def _settings_dict(settings: Settings) -> dict[str, Any]:

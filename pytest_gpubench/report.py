@@ -165,7 +165,9 @@ def counts(results: Sequence[Result]) -> str:
 
 
 def footer(results: Sequence[Result], settings: Settings, family: int) -> str:
-    """Counts per verdict and the levels they were judged at."""
+    """Counts per verdict and the levels they were judged at (the family travels with each
+    result: an xdist controller collects no tests)."""
+    family = max([family, *(r.family for r in results)])
     measure = settings.measure
     levels = (
         f"threshold {measure.threshold * 100:g}%, alpha {measure.alpha:g} over {family} measurement"

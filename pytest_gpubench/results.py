@@ -79,6 +79,7 @@ class Result:
     kernel_changes: tuple[str, ...] = ()  # since the baseline's latest session
     reference_ms: float | None = None  # the baseline's reference time
     history_sessions: int = 0
+    family: int = 1  # measurements judged in its run (the multiplicity correction)
     # Sessions of this run in fresh processes (confirmations), with what they share.
     confirmations: tuple[SessionRecord, ...] = ()
     confirmation_infos: dict[str, SessionInfo] = field(default_factory=dict)

@@ -173,6 +173,7 @@ class BenchSession:
         result.kernel_changes = assessment.kernel_changes
         result.reference_ms = entry.median_ms if entry is not None else None
         result.history_sessions = len(entry.history) if entry is not None else 0
+        result.family = self.family
 
     def wants_confirmation(self, result: Result) -> bool:
         """Whether a first session's verdict must be confirmed in fresh processes: the screen
