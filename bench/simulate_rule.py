@@ -1,4 +1,4 @@
-"""Seeded simulation of the verdict: release 0.1's rule (bench/old_rule.py) against the noise-aware one.
+"""Seeded simulation of the verdict: release 0.1's rule (bench/old_rule.py) against the new one.
 
 One command, about half a minute on a laptop CPU:
 
@@ -38,7 +38,8 @@ from scipy import stats as sstats
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import old_rule  # noqa: E402
+import old_rule as release_01  # noqa: E402
+
 from pytest_gpubench import rule  # noqa: E402
 from pytest_gpubench.rule import Constants, decide, summarize_samples  # noqa: E402
 
@@ -337,7 +338,7 @@ def check_old_is_faithful() -> dict[str, int]:
             base = np.exp(within(rng, (reps,), cls))
             mine = old_verdicts(cur, base)
             for i in range(reps):
-                ref = old_rule.judge(list(cur[i]), list(base[i]), threshold=THRESHOLD, alpha=ALPHA1)
+                ref = release_01.judge(list(cur[i]), list(base[i]), threshold=THRESHOLD, alpha=ALPHA1)
                 assert code[ref.status] == mine[i], (cls.name, i, ref, mine[i])
                 seen[ref.status] = seen.get(ref.status, 0) + 1
     return seen
