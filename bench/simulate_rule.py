@@ -338,7 +338,9 @@ def check_old_is_faithful() -> dict[str, int]:
             base = np.exp(within(rng, (reps,), cls))
             mine = old_verdicts(cur, base)
             for i in range(reps):
-                ref = release_01.judge(list(cur[i]), list(base[i]), threshold=THRESHOLD, alpha=ALPHA1)
+                ref = release_01.judge(
+                    list(cur[i]), list(base[i]), threshold=THRESHOLD, alpha=ALPHA1
+                )
                 assert code[ref.status] == mine[i], (cls.name, i, ref, mine[i])
                 seen[ref.status] = seen.get(ref.status, 0) + 1
     return seen
