@@ -22,6 +22,7 @@ import math
 import os
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -96,9 +97,12 @@ def _profile_events(run: Callable[[], Any]) -> list[dict[str, Any]]:
     from torch.profiler import ProfilerActivity, profile
 
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        run()
-        torch.cuda.synchronize()
+    with warnings.catch_warnings():
+        # The profiler's own notices must not fail a suite run with -W error.
+        warnings.simplefilter("ignore")
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            run()
+            torch.cuda.synchronize()
     # The trace file is the one stable place torch exposes grid, block and registers.
     fd, path = tempfile.mkstemp(prefix="gpubench-trace-", suffix=".json")
     os.close(fd)
@@ -151,15 +155,20 @@ def synchronizes(call: Callable[[], Any]) -> str | None:
     PyTorch's sync debug mode raises on operations that wait for the device (``.item()``,
     ``.cpu()``, ``nonzero``), which a capture would reject after corrupting process state."""
     previous = torch.cuda.get_sync_debug_mode()
-    torch.cuda.set_sync_debug_mode("error")
     try:
+        with warnings.catch_warnings():
+            # Setting the mode warns that it is a prototype: under -W error, after setting it.
+            warnings.simplefilter("ignore")
+            torch.cuda.set_sync_debug_mode("error")
         call()
     except RuntimeError as exc:
         if "synchroniz" in str(exc):
             return "the function synchronizes with the host"
         raise
     finally:
-        torch.cuda.set_sync_debug_mode(previous)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.cuda.set_sync_debug_mode(previous)
         torch.cuda.synchronize()
     return None
 
@@ -172,7 +181,10 @@ def _capture(call: Callable[[], Any], calls: int, warm_calls: int = 2) -> torch.
     stream.wait_stream(outer)
     graph = torch.cuda.CUDAGraph()
     try:
-        with torch.cuda.stream(stream):  # restores the current stream whatever happens
+        with warnings.catch_warnings(), torch.cuda.stream(stream):
+            # The stream context restores the current stream whatever happens; torch's
+            # notices about the capture (an empty graph) are ours to judge, not the suite's.
+            warnings.simplefilter("ignore")
             # Libraries set up workspaces on first use: outside the capture, on its stream.
             for _ in range(warm_calls):
                 call()
@@ -205,7 +217,8 @@ def _repair_after_failed_capture() -> None:
         pass
     empty = torch.cuda.CUDAGraph()
     stream = torch.cuda.Stream()
-    with torch.cuda.stream(stream):
+    with warnings.catch_warnings(), torch.cuda.stream(stream):
+        warnings.simplefilter("ignore")  # "The CUDA Graph is empty": that is the point
         empty.capture_begin()
         empty.capture_end()
     torch.cuda.synchronize()

@@ -7,7 +7,7 @@ import importlib
 from collections.abc import Iterator
 
 import pytest
-from support import BENCH, FAKE_CONFTEST
+from support import BENCH, FAKE_CONFTEST, FAKE_NAME
 
 # pytester's in-process runs restore sys.modules afterwards, so what one run imports the next
 # imports again: torch cannot be imported twice in one process, and the others are slow to.
@@ -41,14 +41,26 @@ def _frozen_heap() -> Iterator[None]:
     gc.unfreeze()
 
 
+@pytest.fixture(autouse=True)
+def _no_step_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plugin appends its table to $GITHUB_STEP_SUMMARY: in CI, this suite's own runs
+    would fill the job's summary. Tests of that set it themselves."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
 @pytest.fixture
 def fake(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """A pytester directory whose conftest provides the fake timer, at scale 1."""
+    """A pytester directory whose conftest provides the fake timer, at scale 1, named like
+    a timer whose prior gates 5% at 1 ms, without shifts between processes."""
     pytester.makeconftest(FAKE_CONFTEST)
+    monkeypatch.setenv("FAKE_NAME", FAKE_NAME)
     monkeypatch.setenv("FAKE_SCALE", "1.0")
     monkeypatch.setenv("FAKE_NOISE", "0.0005")
     monkeypatch.setenv("FAKE_SEED", "1")
     monkeypatch.setenv("FAKE_SLEEP_S", "0")
+    monkeypatch.setenv("FAKE_SHIFT", "0")
+    for name in ("FAKE_SHIFT_SEED", "FAKE_PARENT_SCALE", "PYTEST_ADDOPTS"):
+        monkeypatch.delenv(name, raising=False)
     return pytester
 
 

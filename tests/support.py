@@ -1,8 +1,10 @@
 """Helpers shared by the pytester tests: the fake timer's conftest and readers of results.
 
 The fake timer comes from a conftest implementing ``pytest_gpubench_make_timer``. It reads its
-scale, noise, seed and cost from environment variables at sampling time, so one test can save
-a baseline and re-run against it at other speeds, in process.
+name, scale, noise, seed and cost from environment variables at sampling time, so one test can
+save a baseline and re-run against it at other speeds, in process; and it models the shift of
+a whole process (issue 9): a factor drawn once per pytest session, shared by everything that
+session measures, different in every fresh process the plugin starts.
 """
 
 from __future__ import annotations
@@ -18,11 +20,18 @@ import pytest_gpubench.timers
 
 USAGE_ERROR = pytest.ExitCode.USAGE_ERROR
 MARKDOWN_HEADER = (
-    "| test | timer | median | noise | baseline | change | p | verdict | GB/s | % peak |"
+    "| test | timer | median | noise | spread | baseline | sessions | change | gate | verdict "
+    "| GB/s | % peak |"
 )
 # The fake timer works on any machine; what the plugin detects depends on this one.
 CUDA = pytest_gpubench.timers.cuda_available()
 KIND = "cuda" if CUDA else "cpu"
+# The name the fake timer takes in the ``fake`` fixture: the rule's prior depends on the timer
+# name, and a 1 ms cuda-graph measurement has a tight one (0.3%), so 5% is gated. An unknown
+# name ("fake") gets the conservative prior of 8%: such a test is judged "noisy".
+FAKE_NAME = "cuda-graph"
+# Where a test does not test confirmation in fresh processes (each costs seconds).
+NO_CONFIRM = "--gpubench-confirm=0"
 
 FAKE_CONFTEST = '''
 import math
@@ -35,16 +44,37 @@ from pytest_gpubench.engine import Sampler
 
 BASE_MS = 1.0
 LOG = Path(__file__).with_name("timer-calls.log")
+# Set once per pytest session (one process; a fresh one for each child the plugin starts).
+CHILD = None  # the --gpubench-child file of a child, None in the user's own run
+SHIFT = 1.0  # this process's factor
+
+
+def pytest_configure(config):
+    """Draw this process's shift: log-normal with sd FAKE_SHIFT, from os.urandom, or, with
+    FAKE_SHIFT_SEED, from that seed and which process this is (the parent, or the child
+    writing child-<i>.json): deterministic, and still different in every process."""
+    global CHILD, SHIFT
+    CHILD = config.getoption("gpubench_child")
+    sd = float(os.environ.get("FAKE_SHIFT", "0"))
+    seed = os.environ.get("FAKE_SHIFT_SEED")
+    where = Path(CHILD).name if CHILD else "parent"
+    rng = random.Random(f"{seed}:{where}" if seed is not None else os.urandom(16))
+    SHIFT = math.exp(rng.gauss(0.0, sd))
 
 
 class FakeTimer:
-    """base_ms * scale * exp(noise * gauss): deterministic for a given FAKE_SEED. Each
-    sample also sleeps FAKE_SLEEP_S for real (a slow function, for the budget)."""
+    """base_ms * scale * shift * exp(noise * gauss): deterministic for a given FAKE_SEED
+    (and FAKE_SHIFT_SEED). FAKE_PARENT_SCALE multiplies only in the user's own process, not
+    in the plugin's children: a shift confined to one process. Each sample also sleeps
+    FAKE_SLEEP_S for real (a slow function, for the budget)."""
 
-    name = "fake"
+    def __init__(self):
+        self.name = os.environ.get("FAKE_NAME", "fake")
 
     def sampler(self, workload):
-        scale = float(os.environ.get("FAKE_SCALE", "1.0"))
+        scale = float(os.environ.get("FAKE_SCALE", "1.0")) * SHIFT
+        if CHILD is None:
+            scale *= float(os.environ.get("FAKE_PARENT_SCALE", "1.0"))
         noise = float(os.environ.get("FAKE_NOISE", "0.0005"))
         sleep_s = float(os.environ.get("FAKE_SLEEP_S", "0"))
         rng = random.Random(os.environ.get("FAKE_SEED", "1"))
@@ -59,7 +89,8 @@ class FakeTimer:
 
 def pytest_gpubench_make_timer(settings, device, with_setup):
     with LOG.open("a") as log:
-        log.write(f"{settings.timer} {device.kind} {with_setup}\\n")
+        child = " child" if CHILD else ""
+        log.write(f"{settings.timer} {device.kind} {with_setup}{child}\\n")
     return FakeTimer()
 '''
 

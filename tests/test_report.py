@@ -3,23 +3,62 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pytest
 
 from pytest_gpubench import report
-from pytest_gpubench.results import Result, plain_data_problem
-from pytest_gpubench.settings import Settings
-from pytest_gpubench.stats import IMPROVED, NEW, OK, REGRESSED, UNSTABLE, Verdict
+from pytest_gpubench.baseline import SessionInfo, SessionRecord
+from pytest_gpubench.kernels import Launch
+from pytest_gpubench.results import Result, summarize
+from pytest_gpubench.rule import Judgement, Status
+from pytest_gpubench.settings import MeasureSettings, Settings
+from pytest_gpubench.storage import plain_data_problem
+from pytest_gpubench.verdict import fails
 
-HEADER = "| test | timer | median | noise | baseline | change | p | verdict | GB/s | % peak |"
+HEADER = (
+    "| test | timer | median | noise | spread | baseline | sessions | change | gate | verdict "
+    "| GB/s | % peak |"
+)
+SESSION = "20260101T000000Z-abcdef"
+
+
+def judged(
+    status: Status,
+    ratio: float,
+    *,
+    bar: float = 0.041,
+    gateable: float = 0.032,
+    tau: float = 0.004,
+    history: int = 5,
+    against: str = "history",
+    current: int = 1,
+    noisy: bool = False,
+    reason: str = "",
+) -> Judgement:
+    return Judgement(
+        status,
+        ratio=ratio,
+        ratio_low=ratio - 0.01,
+        ratio_high=ratio + 0.01,
+        bar=bar,
+        gateable=gateable,
+        noisy=noisy,
+        tau=tau,
+        prior_share=0.3,
+        against=against,
+        history_sessions=history,
+        current_sessions=current,
+        reason=reason,
+    )
 
 
 def result(
     test: str = "test_x",
     samples: tuple[float, ...] = (0.5, 0.6, 0.561, 0.55, 0.58),
-    verdict: Verdict | None = None,
-    baseline_ms: float | None = None,
+    judgement: Judgement | None = None,
+    reference_ms: float | None = None,
     **extra: Any,
 ) -> Result:
     values: dict[str, Any] = dict(
@@ -30,19 +69,28 @@ def result(
         warmup=6,
         calls_per_sample=100,
         threshold=0.05,
-        verdict=verdict or Verdict(NEW, reason="no baseline"),
-        baseline_median_ms=baseline_ms,
+        session=SESSION,
+        status=Status.NEW if judgement is None else judgement.status,
+        judgement=judgement,
+        reason="no baseline" if judgement is None else judgement.reason,
+        reference_ms=reference_ms,
+        history_sessions=0 if judgement is None else judgement.history_sessions,
     )
     values.update(extra)
     return Result(**values)
 
 
-def regressed(ratio: float = 1.0957, p: float = 2e-6) -> Verdict:
-    return Verdict(REGRESSED, ratio, ratio - 0.01, ratio + 0.01, p, 1 - p, 0.01)
+def regressed(ratio: float = 1.0957, **kw: Any) -> Judgement:
+    reason = f"slower by {ratio - 1:.1%} vs history of 5 session(s), bar 4.1%"
+    return judged(Status.REGRESSED, ratio, reason=reason, **kw)
 
 
-def improved(ratio: float = 0.8) -> Verdict:
-    return Verdict(IMPROVED, ratio, ratio - 0.01, ratio + 0.01, 0.99, 1e-9, 0.01)
+def improved(ratio: float = 0.8, **kw: Any) -> Judgement:
+    return judged(Status.IMPROVED, ratio, reason="faster by 20.0% vs history of 5", **kw)
+
+
+def record(median_ms: float, session: str = "child-session") -> SessionRecord:
+    return SessionRecord(session, median_ms, 20, 0.001, 100)
 
 
 # --- formatting numbers ---------------------------------------------------------------------
@@ -57,10 +105,11 @@ def test_format_time(ms: float | None, text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "p, text", [(None, "-"), (2e-6, "2e-06"), (0.0004, "0.0004"), (0.0123, "0.012"), (0.5, "0.500")]
+    "value, text",
+    [(None, "-"), (0.041, "4.1%"), (0.0004, "0.0%"), (0.25, "25.0%"), (math.inf, "-")],
 )
-def test_format_p(p: float | None, text: str) -> None:
-    assert report.format_p(p) == text
+def test_format_share(value: float | None, text: str) -> None:
+    assert report.format_share(value) == text
 
 
 @pytest.mark.parametrize(
@@ -75,42 +124,112 @@ def test_format_change(ratio: float | None, text: str) -> None:
 
 
 def test_failure_message_of_a_regression() -> None:
-    r = result(verdict=regressed(), baseline_ms=0.512)
+    r = result(judgement=regressed(), reference_ms=0.512)
     assert r.summary.median_ms == pytest.approx(0.561)
     assert report.failure_message(r) == (
-        "test_x regressed: 0.512 ms -> 0.561 ms (+9.6%, p=2e-06, threshold 5%)"
+        "test_x regressed: 0.512 ms -> 0.561 ms (+9.6%; bar 4.1%, 1 session against the "
+        "history of 5, threshold 5%)"
+    )
+
+
+def test_failure_message_of_a_confirmed_regression_gives_the_median_of_its_sessions() -> None:
+    r = result(
+        judgement=regressed(1.06, current=3),
+        reference_ms=0.5,
+        confirmations=(record(0.53), record(0.531, "other")),
+    )
+    assert r.median_ms == pytest.approx(0.531)  # of 0.561, 0.53 and 0.531
+    assert report.failure_message(r) == (
+        "test_x regressed: 0.500 ms -> 0.531 ms (+6.0%; bar 4.1%, 3 sessions against the "
+        "history of 5, threshold 5%)"
     )
 
 
 def test_failure_message_of_an_improvement_says_how_to_refresh() -> None:
-    r = result(samples=(0.4, 0.41, 0.39), verdict=improved(), baseline_ms=0.5, threshold=0.075)
+    r = result(samples=(0.4, 0.41, 0.39), judgement=improved(), reference_ms=0.5, threshold=0.075)
     assert report.failure_message(r) == (
-        "test_x improved: 0.500 ms -> 0.400 ms (-20.0%, p=1e-09, threshold 7.5%); "
-        "refresh the baseline with --gpubench-save"
+        "test_x improved: 0.500 ms -> 0.400 ms (-20.0%; bar 4.1%, 1 session against the "
+        "history of 5, threshold 7.5%); refresh the baseline with --gpubench-save"
     )
 
 
 def test_failure_message_in_microseconds() -> None:
-    r = result(samples=(0.05, 0.06, 0.055), verdict=regressed(1.1, 0.0004), baseline_ms=0.05)
+    r = result(samples=(0.05, 0.06, 0.055), judgement=regressed(1.1), reference_ms=0.05)
     assert report.failure_message(r) == (
-        "test_x regressed: 50 µs -> 55 µs (+10.0%, p=0.0004, threshold 5%)"
+        "test_x regressed: 50 µs -> 55 µs (+10.0%; bar 4.1%, 1 session against the history of "
+        "5, threshold 5%)"
     )
 
 
+def test_failure_message_of_a_noisy_test_says_what_it_can_gate() -> None:
+    j = regressed(1.3, bar=0.12, gateable=0.186, noisy=True)
+    r = result(samples=(0.65, 0.65, 0.65), judgement=j, reference_ms=0.5)
+    assert report.failure_message(r) == (
+        "test_x regressed: 0.500 ms -> 0.650 ms (+30.0%; bar 12.0%, 1 session against the "
+        "history of 5, threshold 5%; noisy: can gate >= 19%)"
+    )
+
+
+def test_failure_message_against_the_anchor_names_the_epoch() -> None:
+    r = result(judgement=regressed(against="anchor"), reference_ms=0.512)
+    assert report.failure_message(r) == (
+        "test_x regressed: 0.512 ms -> 0.561 ms (+9.6%; bar 4.1%, 1 session against the anchor "
+        "of its epoch, threshold 5%)"
+    )
+
+
+def test_failure_message_lists_kernel_changes_and_the_timer_that_judged() -> None:
+    r = result(
+        judgement=regressed(),
+        reference_ms=0.512,
+        timer="cuda-event",
+        note="graph capture failed (RuntimeError: sync)",
+        kernel_changes=("k grid (64,1,1) -> (32,1,1)", "1 kernel added: k2"),
+    )
+    assert report.failure_message(r).splitlines() == [
+        "test_x regressed: 0.512 ms -> 0.561 ms (+9.6%; bar 4.1%, 1 session against the "
+        "history of 5, threshold 5%)",
+        "  kernels: k grid (64,1,1) -> (32,1,1); 1 kernel added: k2",
+        "  timed by cuda-event: graph capture failed (RuntimeError: sync)",
+    ]
+    assert report.failure_message(result(judgement=regressed(), timer="wall")).endswith(
+        "\n  timed by wall"
+    )
+
+
+def test_failure_message_of_an_incomparable_baseline_is_its_reason() -> None:
+    reason = (
+        "baseline timed by wall, now by cuda-graph: times of different timers are never "
+        "compared; accept the new timer with --gpubench-save"
+    )
+    r = result(status=Status.INCOMPARABLE, reason=reason, kernel_changes=("1 kernel added: k2",))
+    # the kernel changes of an incomparable result are part of its reason, not repeated
+    assert report.failure_message(r) == f"test_x incomparable: {reason}"
+
+
 @pytest.mark.parametrize(
-    "status, fail_on_improvement, fails",
+    "status, fail_on_improvement, allow_incomparable, failing",
     [
-        (REGRESSED, False, True),
-        (REGRESSED, True, True),
-        (IMPROVED, False, False),
-        (IMPROVED, True, True),
-        (UNSTABLE, True, False),
-        (NEW, True, False),
-        (OK, True, False),
+        (Status.REGRESSED, False, False, True),
+        (Status.REGRESSED, True, True, True),
+        (Status.IMPROVED, False, False, False),
+        (Status.IMPROVED, True, False, True),
+        (Status.INCOMPARABLE, False, False, True),
+        (Status.INCOMPARABLE, True, True, False),
+        (Status.UNSTABLE, True, False, False),
+        (Status.NEW, True, False, False),
+        (Status.OK, True, False, False),
     ],
 )
-def test_is_failure(status: str, fail_on_improvement: bool, fails: bool) -> None:
-    assert report.is_failure(result(verdict=Verdict(status)), fail_on_improvement) is fails
+def test_fails(
+    status: Status, fail_on_improvement: bool, allow_incomparable: bool, failing: bool
+) -> None:
+    assert (
+        fails(
+            status, fail_on_improvement=fail_on_improvement, allow_incomparable=allow_incomparable
+        )
+        is failing
+    )
 
 
 # --- the summary table ----------------------------------------------------------------------
@@ -118,21 +237,49 @@ def test_is_failure(status: str, fail_on_improvement: bool, fails: bool) -> None
 
 def mixed_results() -> list[Result]:
     return [
-        result("test_ok", verdict=Verdict(OK, 1.0, 0.99, 1.01, 0.4, 0.6, 0.01), baseline_ms=0.56),
+        result("test_ok", judgement=judged(Status.OK, 1.0), reference_ms=0.56),
         result("test_new"),
-        result("test_slow", verdict=regressed(), baseline_ms=0.512),
-        result("test_fast", verdict=improved(), baseline_ms=0.7),
+        result("test_slow", judgement=regressed(), reference_ms=0.512),
+        result("test_fast", judgement=improved(), reference_ms=0.7),
         result(
             "test_noisy",
-            verdict=Verdict(UNSTABLE, 1.0, 0.8, 1.2, 0.3, 0.7, 0.01, reason="too noisy"),
-            baseline_ms=0.56,
+            judgement=judged(
+                Status.OK,
+                1.02,
+                bar=0.12,
+                gateable=0.186,
+                tau=0.03,
+                noisy=True,
+                reason="slower by 2.0% vs history of 5 session(s), bar 12.0%; noisy: can gate "
+                ">= 19%",
+            ),
+            reference_ms=0.55,
+        ),
+        result(
+            "test_few",
+            status=Status.UNSTABLE,
+            reason="2 samples in the budget: too few to judge, raise --gpubench-budget-s "
+            "(judging needs 3)",
+        ),
+        result(
+            "test_other",
+            status=Status.INCOMPARABLE,
+            reason="baseline timed by wall, now by cuda-graph",
         ),
     ]
 
 
 def test_sort_results_puts_what_needs_attention_first() -> None:
     names = [r.test for r in report.sort_results(mixed_results())]
-    assert names == ["test_slow", "test_fast", "test_noisy", "test_new", "test_ok"]
+    assert names == [
+        "test_slow",
+        "test_fast",
+        "test_other",
+        "test_few",
+        "test_new",
+        "test_noisy",
+        "test_ok",
+    ]
 
 
 def test_sort_results_groups_within_a_verdict() -> None:
@@ -147,55 +294,105 @@ def test_table_lines() -> None:
         "timer",
         "median",
         "noise",
+        "spread",
         "baseline",
+        "sessions",
         "change",
-        "p",
+        "gate",
         "verdict",
         "GB/s",
         "%",
         "peak",
     ]
     assert set(lines[1]) == {"-", " "}
-    assert len(lines) == 2 + 5
+    assert len(lines) == 2 + 7
     slow = lines[2]
     assert slow.startswith("test_slow   cuda-graph")
-    assert slow.split()[2:] == ["0.561", "ms", "5.3%", "0.512", "ms", "+9.6%"] + [
-        "2e-06",
+    # median, noise (IQR / median), spread (tau), baseline, sessions, change, gate
+    assert slow.split()[2:] == [
+        "0.561",
+        "ms",
+        "5.3%",
+        "0.4%",
+        "0.512",
+        "ms",
+        "5",
+        "+9.6%",
+        "5.0%",
         "regressed",
         "-",
         "-",
     ]
+    noisy = next(line for line in lines if line.startswith("test_noisy"))
+    assert noisy.split()[5:] == ["3.0%", "0.550", "ms", "5", "+2.0%", "18.6%", "ok", "(noisy)"] + [
+        "-",
+        "-",
+    ]
+    new = next(line for line in lines if line.startswith("test_new"))
+    assert new.split()[5:] == ["-", "-", "-", "-", "-", "new", "-", "-"]
     assert [line.split()[0] for line in lines[2:]] == [
-        "test_slow",
-        "test_fast",
-        "test_noisy",
-        "test_new",
-        "test_ok",
+        r.test for r in report.sort_results(mixed_results())
     ]
     assert all(line == line.rstrip() for line in lines)
     # numbers are right-aligned: every row ends in the same column as the header's last cell
     assert len({len(line) for line in lines[2:]}) == 1
 
 
-def test_table_marks_throttled_results() -> None:
+def test_table_marks_throttled_and_noisy_results() -> None:
     lines = report.table_lines([result(throttled=["hw-thermal"])])
     assert "new (throttled)" in lines[2]
+    noisy = judged(Status.OK, 1.0, gateable=0.09, noisy=True)
+    assert report.verdict_label(result(judgement=noisy, throttled=["hw-thermal"])) == (
+        "ok (noisy) (throttled)"
+    )
+    assert report.verdict_label(result(judgement=judged(Status.OK, 1.0))) == "ok"
 
 
 def test_notes_explain_what_a_reader_must_know() -> None:
     results = mixed_results() + [result("test_hot", throttled=["hw-thermal", "sw-thermal"])]
     results.append(result("test_event", note="graph capture failed (RuntimeError: sync)"))
-    results.append(result("test_other", verdict=Verdict(NEW, reason="baseline timed by wall")))
+    results.append(
+        result(
+            "test_confirmed",
+            judgement=judged(Status.OK, 1.0, current=3),
+            reference_ms=0.56,
+            confirmations=(record(0.56), record(0.5612)),
+            kernel_changes=("k grid (64,1,1) -> (32,1,1)",),
+        )
+    )
     assert report.notes(results) == [
-        "test_noisy: unstable: too noisy",
-        "test_event: graph capture failed (RuntimeError: sync)",
+        "test_slow: regressed: slower by 9.6% vs history of 5 session(s), bar 4.1%",
+        "test_fast: improved: faster by 20.0% vs history of 5",
+        "test_other: incomparable: baseline timed by wall, now by cuda-graph",
+        "test_few: unstable: 2 samples in the budget: too few to judge, raise "
+        "--gpubench-budget-s (judging needs 3)",
+        "test_event: timed by cuda-graph: graph capture failed (RuntimeError: sync)",
         "test_hot: measured while throttled (hw-thermal, sw-thermal)",
-        "test_other: new: baseline timed by wall",
+        "test_confirmed: kernels: k grid (64,1,1) -> (32,1,1)",
+        "test_confirmed: confirmed in 2 fresh processes (medians 0.560 ms, 0.561 ms)",
+        "test_noisy: ok: slower by 2.0% vs history of 5 session(s), bar 12.0%; noisy: can gate "
+        ">= 19%",
     ]
 
 
+def test_notes_name_the_launch_gaps_of_a_graph_mostly_idle() -> None:
+    kernels = (Launch("k", share=0.75), Launch("void ns::copy<float>(float*)", share=0.25))
+    busy = result(samples=(1.0, 1.0, 1.0), device_ms=0.9, kernels=kernels)
+    idle = result(samples=(1.0, 1.0, 1.0), device_ms=0.5, kernels=kernels)
+    assert busy.launch_gap_share == pytest.approx(0.1)
+    assert report.notes([busy]) == []
+    assert report.notes([idle]) == [
+        "test_x: launch gaps are 50% of the graph time (kernels 0.500 ms of 1.000 ms per call: "
+        "2 launches (k 75%, copy 25%))"
+    ]
+    # only a graph replay has launch gaps in its time
+    assert result(timer="cupti", device_ms=0.5).launch_gap_share is None
+
+
 def test_counts() -> None:
-    assert report.counts(mixed_results()) == "1 regressed, 1 improved, 1 unstable, 1 new, 1 ok"
+    assert report.counts(mixed_results()) == (
+        "1 regressed, 1 improved, 1 incomparable, 1 unstable, 1 new, 2 ok"
+    )
     assert report.counts([result(), result()]) == "2 new"
     assert report.counts([]) == ""
 
@@ -214,6 +411,12 @@ def test_bandwidth_and_share_of_peak() -> None:
     assert report.row(bare)[-2:] == ["-", "-"]
 
 
+def test_bandwidth_of_a_confirmed_result_uses_the_median_of_its_sessions() -> None:
+    r = result(samples=(1.0, 1.0, 1.0), bytes=2e9, confirmations=(record(2.0), record(2.0)))
+    assert r.median_ms == 2.0
+    assert r.gbs == pytest.approx(1000.0)
+
+
 # --- Markdown and JSON ----------------------------------------------------------------------
 
 
@@ -223,14 +426,20 @@ def test_markdown() -> None:
     assert lines[0] == "### gpubench: NVIDIA H100 80GB HBM3"
     assert lines[1] == ""
     assert lines[2] == HEADER
-    assert lines[3] == "|---|---|---|---|---|---|---|---|---|---|"
+    assert lines[3] == "|---|---|---|---|---|---|---|---|---|---|---|---|"
     assert lines[4] == (
-        "| test_slow | cuda-graph | 0.561 ms | 5.3% | 0.512 ms | +9.6% | 2e-06 | regressed "
-        "| - | - |"
+        "| test_slow | cuda-graph | 0.561 ms | 5.3% | 0.4% | 0.512 ms | 5 | +9.6% | 5.0% "
+        "| regressed | - | - |"
     )
-    assert "1 regressed, 1 improved, 1 unstable, 1 new, 1 ok" in lines
-    assert lines[-1] == "- test_noisy: unstable: too noisy"
+    assert "1 regressed, 1 improved, 1 incomparable, 1 unstable, 1 new, 2 ok" in lines
+    assert lines[-1] == (
+        "- test_noisy: ok: slower by 2.0% vs history of 5 session(s), bar 12.0%; noisy: can "
+        "gate >= 19%"
+    )
     assert text.endswith("\n")
+    assert report.markdown(mixed_results(), {"name": "x"}, limit=10**6) == report.markdown(
+        mixed_results(), {"name": "x"}
+    )
 
 
 def test_markdown_escapes_pipes_and_names_an_unknown_device() -> None:
@@ -239,27 +448,78 @@ def test_markdown_escapes_pipes_and_names_an_unknown_device() -> None:
     assert "| test_x[a\\|b] |" in text
 
 
+def test_markdown_cut_to_a_limit_keeps_regressions_first_and_says_what_was_cut() -> None:
+    results = [result(f"test_{i:04d}") for i in range(2000)]
+    results.insert(1234, result("test_slow", judgement=regressed(), reference_ms=0.512))
+    full = report.markdown(results, {"name": "Fake"})
+    limit = 20_000
+    assert len(full.encode()) > limit
+    cut = report.markdown(results, {"name": "Fake"}, limit=limit)
+    assert len(cut.encode()) <= limit
+    lines = cut.splitlines()
+    assert lines[2] == HEADER
+    assert lines[4].startswith("| test_slow | cuda-graph | ")
+    kept = [line for line in lines if line.startswith("| test_")]
+    assert 1 < len(kept) < len(results)
+    assert (
+        f"_{len(results) - len(kept)} more rows and the notes were cut to stay under GitHub's "
+        "summary limit; the JSON report has them all._"
+    ) in lines
+    assert lines[-1] == "1 regressed, 2000 new"  # the counts are of all results
+
+
 def test_json_document() -> None:
     results = mixed_results()
-    document = report.json_document(results, {"name": "Fake"}, {"threshold": 0.05})
+    session = {"id": SESSION, "date": "2026-01-01T00:00:00+00:00"}
+    document = report.json_document(results, {"name": "Fake"}, {"threshold": 0.05}, session)
     assert document["device"] == {"name": "Fake"}
     assert document["settings"] == {"threshold": 0.05}
+    assert document["session"] == session
     first = document["results"][0]
     assert first["test"] == "test_slow"
-    assert first["verdict"]["status"] == REGRESSED
+    assert first["status"] == "regressed"
+    assert first["judgement"]["status"] == "regressed"
+    assert first["judgement"]["bar"] == 0.041
     assert first["summary"]["samples"] == 5
     assert first["summary"]["median_ms"] == pytest.approx(0.561)
-    assert {"gbs", "tflops", "peak_share", "samples_ms", "key", "timer"} <= set(first)
+    assert first["median_ms"] == pytest.approx(0.561)
+    assert first["reference_ms"] == 0.512
+    assert first["session"] == SESSION
+    assert {"gbs", "tflops", "peak_share", "samples_ms", "key", "timer", "kernels"} <= set(first)
     assert json.loads(json.dumps(document)) == document
+    assert "session" not in report.json_document(results, {}, {})
+
+
+def test_json_text_writes_standard_json_with_non_finite_numbers_as_null() -> None:
+    text = report.json_text({"a": [1.0, math.inf, {"b": -math.inf, "c": math.nan}], "d": (1,)})
+    assert json.loads(text) == {"a": [1.0, None, {"b": None, "c": None}], "d": [1]}
+    assert text.endswith("\n")
 
 
 # --- results --------------------------------------------------------------------------------
 
 
 def test_result_round_trips_through_a_dict() -> None:
-    original = result(verdict=regressed(), baseline_ms=0.512, throttled=["hw-thermal"])
+    original = result(
+        judgement=regressed(current=3),
+        reference_ms=0.512,
+        throttled=["hw-thermal"],
+        kernels=(Launch("k", grid=(64, 1, 1), block=(128, 1, 1), share=1.0),),
+        kernel_changes=("k grid (32,1,1) -> (64,1,1)",),
+        confirmations=(record(0.56), record(0.57, "other")),
+        confirmation_infos={"other": SessionInfo("2026-01-01T00:00:00+00:00", "abc", "host-x")},
+        history_sessions=5,
+        family=3,
+        gpu="cuda:0 GPU-1234",
+        device_ms=0.5,
+        extra_info={"shape": [4096, 4096]},
+    )
     data = json.loads(json.dumps(original.to_dict()))
-    assert Result.from_dict(data) == original
+    assert data["status"] == "regressed"
+    back = Result.from_dict(data)
+    assert back == original
+    assert back.status is Status.REGRESSED and back.judgement is not None
+    assert back.judgement.status is Status.REGRESSED
 
 
 def test_result_rounds_samples_to_six_significant_digits() -> None:
@@ -267,34 +527,52 @@ def test_result_rounds_samples_to_six_significant_digits() -> None:
     assert data["samples_ms"] == [0.123457, 1234.57]
 
 
-def test_baseline_entry_omits_empty_optional_fields() -> None:
-    entry = result(date="2025-01-01T00:00:00+00:00").baseline_entry()
-    assert entry["timer"] == "cuda-graph"
-    assert entry["samples_ms"] == [0.5, 0.6, 0.561, 0.55, 0.58]
-    assert entry["median_ms"] == 0.561
-    assert entry["warmup"] == 6 and entry["calls_per_sample"] == 100
-    assert not {"group", "bytes", "flops", "extra_info", "note"} & set(entry)
-    full = result(group="g", bytes=1.0, flops=2.0, extra_info={"k": 1}, note="n").baseline_entry()
-    assert (full["group"], full["bytes"], full["flops"]) == ("g", 1.0, 2.0)
-    assert (full["extra_info"], full["note"]) == ({"k": 1}, "n")
+def test_result_record_is_this_sessions_summary() -> None:
+    r = result(samples=(1.0, 2.0, 3.0, 4.0, 100.0), calls_per_sample=7)
+    rec = r.record
+    assert (rec.session, rec.median_ms, rec.n, rec.calls_per_sample) == (SESSION, 3.0, 5, 7)
+    assert rec.se_log is not None and rec.se_log > 0
+    assert result(samples=(1.0,)).record.se_log is None  # one sample: its error is unknown
+    confirmed = result(confirmations=(record(0.5),))
+    assert confirmed.sessions == (confirmed.record, record(0.5))
+
+
+def test_summarize_reports_order_statistics_and_mean() -> None:
+    s = summarize([4.0, 1.0, 3.0, 2.0, 5.0])
+    assert (s.n, s.median_ms, s.mean_ms, s.min_ms) == (5, 3.0, 3.0, 1.0)
+    assert (s.q1_ms, s.q3_ms, s.iqr_ms) == (2.0, 4.0, 2.0)
+    assert s.noise == pytest.approx(2.0 / 3.0)
+
+
+def test_summary_noise_is_infinite_for_a_zero_median() -> None:
+    assert summarize([0.0, 0.0, 0.0]).noise == math.inf
 
 
 # --- the footer -----------------------------------------------------------------------------
 
 
 def test_footer_without_measurements() -> None:
-    assert report.footer([], Settings()) == "gpubench: no measurements (threshold 5%)"
+    assert report.footer([], Settings(), 1) == (
+        "gpubench: no measurements (threshold 5%, alpha 0.01 over 1 measurement)"
+    )
 
 
-def test_footer_counts_verdicts_and_gives_the_corrected_level() -> None:
+def test_footer_counts_verdicts_and_gives_the_levels_and_the_family() -> None:
     results = [
-        result("a", verdict=Verdict(OK, 1.0, 0.99, 1.01, 0.5, 0.5, 0.005)),
-        result("b", verdict=regressed()),
+        result("a", judgement=judged(Status.OK, 1.0)),
+        result("b", judgement=regressed()),
         result("c"),
     ]
-    assert report.footer(results, Settings(threshold=0.1)) == (
-        "gpubench: 1 regressed, 1 new, 1 ok (threshold 10%, alpha 0.01 corrected to 0.005)"
+    settings = Settings(measure=MeasureSettings(threshold=0.1, alpha=0.05))
+    assert report.footer(results, settings, 3) == (
+        "gpubench: 1 regressed, 1 new, 1 ok (threshold 10%, alpha 0.05 over 3 measurements)"
     )
+
+
+def test_footer_takes_the_family_from_the_results() -> None:
+    # An xdist controller collects no tests: the family travels with each result.
+    results = [result("a", family=54), result("b", family=54)]
+    assert report.footer(results, Settings(), 1).endswith("over 54 measurements)")
 
 
 # --- what extra_info may hold ---------------------------------------------------------------

@@ -319,5 +319,26 @@ def test_an_unknown_timer_gets_the_most_conservative_prior() -> None:
 
 
 def test_status_values_are_the_reported_words() -> None:
-    assert [s.value for s in Status] == ["regressed", "improved", "ok", "new", "incomparable"]
+    assert [s.value for s in Status] == [
+        "regressed",
+        "improved",
+        "incomparable",
+        "unstable",
+        "new",
+        "ok",
+    ]
     assert rule.corrected_alpha(0.01, 54, True) == pytest.approx(0.01 / 108)
+
+
+def test_status_rank_puts_what_needs_attention_first() -> None:
+    ranked = sorted(Status, key=lambda s: s.rank)
+    assert ranked[:2] == [Status.REGRESSED, Status.IMPROVED]
+    assert ranked[-1] is Status.OK
+    assert [s.rank for s in Status] == list(range(len(Status)))
+
+
+def test_judge_never_returns_what_its_caller_decides() -> None:
+    hist = history(5, 0.002, 0.5)
+    found = {verdict(hist, at(r, 0.5, n)).status for r in (0.8, 1.0, 1.2) for n in (1, 3)}
+    found.add(verdict([], at(1.0, 0.5)).status)
+    assert found == {Status.IMPROVED, Status.OK, Status.REGRESSED, Status.NEW}

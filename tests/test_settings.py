@@ -9,8 +9,11 @@ import pytest
 
 from pytest_gpubench.errors import ConfigError, GpubenchError
 from pytest_gpubench.settings import (
+    MEASURE_FIELDS,
     OPTIONS,
     TIMERS,
+    MarkerSpec,
+    MeasureSettings,
     Settings,
     check_marker_keywords,
     marker_keys,
@@ -27,6 +30,11 @@ def resolve(cli: dict[str, object] | None = None, ini: dict[str, object] | None 
     return Settings.resolve(cli or {}, ini or {}, ROOT)
 
 
+def value(settings: Settings, field: str) -> object:
+    """A setting by its option's field: the session's, or its measurements' defaults."""
+    return getattr(settings.measure if field in MEASURE_FIELDS else settings, field)
+
+
 def config_error(cli: dict[str, object] | None = None, ini: dict[str, object] | None = None) -> str:
     with pytest.raises(ConfigError) as info:
         resolve(cli, ini)
@@ -40,9 +48,15 @@ def test_defaults() -> None:
     assert resolve() == Settings(dir=ROOT / ".gpubench")
     settings = resolve()
     assert (settings.enabled, settings.save, settings.fail_on_improvement) == (False,) * 3
-    assert (settings.threshold, settings.alpha, settings.timer) == (0.05, 0.01, "auto")
-    assert settings.min_samples <= settings.max_samples
+    assert settings.allow_incomparable is False
+    assert (settings.confirm, settings.sessions) == (2, 1)
+    measure = settings.measure
+    assert measure == MeasureSettings()
+    assert (measure.threshold, measure.alpha, measure.timer) == (0.05, 0.01, "auto")
+    assert measure.min_samples <= measure.max_samples
     assert settings.json is None and settings.markdown is None
+    assert settings.benchmark_json is None and settings.child is None
+    assert settings.reports == ()
 
 
 def test_unset_values_as_the_plugin_hands_them_over_mean_defaults() -> None:
@@ -70,14 +84,56 @@ def test_unset_values_as_the_plugin_hands_them_over_mean_defaults() -> None:
         ("enabled", True, False, True),
         ("enabled", None, True, True),
         ("fail_on_improvement", None, True, True),
+        ("allow_incomparable", None, True, True),
+        ("confirm", "0", "5", 0),
+        ("confirm", None, "5", 5),
+        ("confirm", None, "", 2),
         ("json", "/tmp/a.json", "/tmp/b.json", Path("/tmp/a.json")),
         ("markdown", None, "/tmp/b.md", Path("/tmp/b.md")),
+        ("benchmark_json", "/tmp/a.json", "/tmp/b.json", Path("/tmp/a.json")),
+        ("benchmark_json", None, "/tmp/b.json", Path("/tmp/b.json")),
     ],
 )
 def test_cli_beats_ini_beats_default(
     field: str, cli: object, ini: object, expected: object
 ) -> None:
-    assert getattr(resolve({field: cli}, {field: ini}), field) == expected
+    assert value(resolve({field: cli}, {field: ini}), field) == expected
+
+
+@pytest.mark.parametrize("cli, ini, expected", [("3", "5", 3), (None, "5", 5), (None, "", 1)])
+def test_sessions_cli_beats_ini_beats_default(cli: object, ini: object, expected: int) -> None:
+    assert resolve({"save": True, "sessions": cli}, {"sessions": ini}).sessions == expected
+
+
+@pytest.mark.parametrize("where", ["cli", "ini"])
+def test_sessions_without_save_is_refused(where: str) -> None:
+    values = {"sessions": "3"}
+    message = config_error(values if where == "cli" else None, values if where == "ini" else None)
+    assert message == (
+        "--gpubench-sessions 3 records sessions into the baseline: use it with --gpubench-save"
+    )
+    assert resolve({"sessions": "1"}).sessions == 1  # one session is what any run records
+
+
+def test_the_child_option_is_internal() -> None:
+    """The file a fresh process writes its results to: only on the command line the plugin
+    builds, never from an ini file; it enables timing and no report of the user's."""
+    assert resolve(ini={"child": "/tmp/c.json"}).child is None
+    child = resolve({"child": "/tmp/c.json", "json": "/tmp/r.json", "markdown": "/tmp/r.md"})
+    assert child.child == Path("/tmp/c.json") and child.enabled
+    assert child.reports == ()
+    [spec] = [spec for spec in OPTIONS if spec.field == "child"]
+    assert spec.hidden and not spec.in_marker
+
+
+def test_reports_are_the_files_asked_for_with_what_each_is() -> None:
+    settings = resolve({"json": "/r/a.json", "markdown": "/r/b.md", "benchmark_json": "/r/c.json"})
+    assert settings.reports == (
+        (Path("/r/a.json"), "JSON report"),
+        (Path("/r/b.md"), "Markdown report"),
+        (Path("/r/c.json"), "pytest-benchmark JSON report"),
+    )
+    assert resolve({"markdown": "/r/b.md"}).reports == ((Path("/r/b.md"), "Markdown report"),)
 
 
 def test_save_implies_enabled() -> None:
@@ -92,8 +148,21 @@ def test_relative_dir_is_under_the_rootdir_and_absolute_dir_is_kept() -> None:
 
 
 def test_settings_are_frozen() -> None:
+    settings = resolve()
+    assert settings.confirm == 2 and settings.measure.threshold == 0.05
     with pytest.raises(dataclasses.FrozenInstanceError):
-        resolve().threshold = 0.5  # type: ignore[misc]
+        settings.confirm = 0  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.measure.threshold = 0.5  # type: ignore[misc]
+
+
+def test_measure_and_session_settings_are_disjoint_and_cover_every_option() -> None:
+    session = {f.name for f in dataclasses.fields(Settings)} - {"measure"}
+    assert MEASURE_FIELDS == {f.name for f in dataclasses.fields(MeasureSettings)}
+    assert not session & MEASURE_FIELDS
+    assert {spec.field for spec in OPTIONS} == session | MEASURE_FIELDS
+    # A marker may change a measurement's settings, and only those.
+    assert {spec.field for spec in OPTIONS if spec.in_marker} == MEASURE_FIELDS
 
 
 # --- parsing --------------------------------------------------------------------------------
@@ -146,7 +215,7 @@ def test_parse_fraction_or_percent(text: object, expected: float) -> None:
         (
             {"timer": "gpu"},
             "invalid --gpubench-timer 'gpu': expected one of "
-            "auto, cuda-graph, cuda-event, cuda-event-cold, wall",
+            "auto, cuda-graph, cupti, cuda-event, cuda-event-cold, wall",
         ),
         (
             {"budget_s": "0"},
@@ -163,6 +232,32 @@ def test_parse_fraction_or_percent(text: object, expected: float) -> None:
         (
             {"max_samples": "1"},
             "invalid --gpubench-max-samples '1': expected a whole number of at least 2",
+        ),
+        (
+            {"confirm": "two"},
+            "invalid --gpubench-confirm 'two': expected a whole number such as 2 "
+            "(0 turns confirmation off)",
+        ),
+        (
+            {"confirm": "-1"},
+            "invalid --gpubench-confirm '-1': expected a whole number from 0 to 20 such as 2",
+        ),
+        (
+            {"confirm": "21"},
+            "invalid --gpubench-confirm '21': expected a whole number from 0 to 20 such as 2",
+        ),
+        (
+            {"save": True, "sessions": "0"},
+            "invalid --gpubench-sessions '0': "
+            "expected a whole number of sessions from 1 to 50 such as 5",
+        ),
+        (
+            {"save": True, "sessions": "many"},
+            "invalid --gpubench-sessions 'many': expected a whole number of sessions such as 5",
+        ),
+        (
+            {"allow_incomparable": "perhaps"},
+            "invalid --gpubench-allow-incomparable 'perhaps': expected true or false",
         ),
     ],
 )
@@ -182,7 +277,7 @@ def test_invalid_ini_values_name_the_ini_key() -> None:
 
 
 def test_a_valid_cli_value_hides_an_invalid_ini_value() -> None:
-    assert resolve({"threshold": "10%"}, {"threshold": "abc"}).threshold == 0.1
+    assert resolve({"threshold": "10%"}, {"threshold": "abc"}).measure.threshold == 0.1
 
 
 def test_min_samples_above_max_samples_is_refused() -> None:
@@ -200,7 +295,7 @@ def test_config_errors_are_gpubench_errors() -> None:
 
 
 def test_with_marker_overrides_the_session_settings() -> None:
-    session = resolve({"threshold": "5%", "timer": "wall"})
+    session = resolve({"threshold": "5%", "timer": "wall"}).measure
     marked = session.with_marker({"threshold": "30%", "min_samples": 3, "budget_s": 0.5})
     assert (marked.threshold, marked.min_samples, marked.budget_s) == (0.3, 3, 0.5)
     assert marked.timer == "wall"  # untouched by the marker
@@ -208,23 +303,52 @@ def test_with_marker_overrides_the_session_settings() -> None:
 
 
 def test_with_marker_ignores_annotations() -> None:
-    session = resolve()
+    session = resolve().measure
     assert session.with_marker({"group": "gemm", "bytes": 1e9, "flops": 2e12}) == session
 
 
 def test_with_marker_refuses_invalid_values() -> None:
     with pytest.raises(ConfigError) as info:
-        resolve().with_marker({"threshold": "abc"})
+        resolve().measure.with_marker({"threshold": "abc"})
     assert str(info.value) == (
         "invalid @pytest.mark.gpubench(threshold=...) 'abc': expected a percentage such as 5%"
     )
 
 
 def test_with_marker_checks_the_bounds_against_the_session_settings() -> None:
-    session = resolve({"max_samples": "500"})
+    session = resolve({"max_samples": "500"}).measure
     assert session.with_marker({"min_samples": 300}).min_samples == 300
     with pytest.raises(ConfigError, match="min_samples 300 exceeds max_samples 200"):
-        resolve().with_marker({"min_samples": 300})
+        resolve().measure.with_marker({"min_samples": 300})
+
+
+def test_check_marker_keywords_resolves_settings_and_annotations_over_the_session() -> None:
+    session = resolve({"threshold": "7%", "timer": "wall"})
+    spec = check_marker_keywords(
+        {"threshold": "10%", "group": "gemm", "bytes": 1 << 20, "flops": 3}, "t.py::test_a", session
+    )
+    assert spec == MarkerSpec(
+        dataclasses.replace(session.measure, threshold=0.1),
+        group="gemm",
+        bytes=float(1 << 20),
+        flops=3.0,
+    )
+    assert isinstance(spec.bytes, float) and isinstance(spec.flops, float)
+    # Without a marker: the session's settings, no annotations; without a session: defaults.
+    assert check_marker_keywords({}, "t.py::test_a", session) == MarkerSpec(session.measure)
+    assert check_marker_keywords({}, "t.py::test_a") == MarkerSpec(MeasureSettings())
+
+
+def test_check_marker_keywords_checks_the_bounds_against_the_session_and_names_the_test() -> None:
+    session = resolve({"max_samples": "500"})
+    spec = check_marker_keywords({"min_samples": 300}, "t.py::test_a", session)
+    assert (spec.measure.min_samples, spec.measure.max_samples) == (300, 500)
+    with pytest.raises(ConfigError) as info:
+        check_marker_keywords({"min_samples": 300}, "t.py::test_a")
+    assert str(info.value) == (
+        "t.py::test_a: invalid sample bounds: min_samples 300 exceeds max_samples 200: "
+        "raise --gpubench-max-samples or lower --gpubench-min-samples"
+    )
 
 
 def test_marker_keys_are_the_marker_settings_then_the_annotations() -> None:
@@ -295,20 +419,34 @@ def test_check_marker_keywords_names_the_test_of_an_invalid_value() -> None:
 
 
 def test_options_follow_the_naming_rules() -> None:
+    fields = {f.name for f in dataclasses.fields(Settings)} | MEASURE_FIELDS
     for spec in OPTIONS:
         assert spec.ini == spec.dest == "gpubench_" + spec.field
         assert spec.flag.startswith("--gpubench")
         assert "_" not in spec.flag
+        assert spec.field in fields
+        assert spec.is_flag or spec.metavar, spec.field
+        if spec.hidden:
+            assert spec.help == "", spec.field  # not in --help
+            continue
         assert spec.help[0].isupper(), spec.help
         assert not spec.help.endswith("."), spec.help
-        assert spec.field in {f.name for f in dataclasses.fields(Settings)}
-        assert spec.is_flag or spec.metavar, spec.field
-    assert {s.flag for s in OPTIONS} >= {"--gpubench", "--gpubench-save", "--gpubench-budget-s"}
+    assert {s.flag for s in OPTIONS} >= {
+        "--gpubench",
+        "--gpubench-save",
+        "--gpubench-budget-s",
+        "--gpubench-confirm",
+        "--gpubench-sessions",
+        "--gpubench-allow-incomparable",
+        "--gpubench-benchmark-json",
+    }
+    assert [spec.field for spec in OPTIONS if spec.hidden] == ["child"]
 
 
 def test_option_defaults_match_the_dataclass_defaults() -> None:
     defaults = Settings()
     for spec in OPTIONS:
         if spec.field != "dir":
-            assert getattr(defaults, spec.field) == spec.default, spec.field
+            assert value(defaults, spec.field) == spec.default, spec.field
     assert TIMERS[0] == "auto"
+    assert set(TIMERS) == {"auto", "cuda-graph", "cupti", "cuda-event", "cuda-event-cold", "wall"}
