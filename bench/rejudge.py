@@ -1,0 +1,66 @@
+"""Judge recorded sessions again with the current rule: what a change of the rule or its
+prior would have said of measurements already taken on a GPU.
+
+    python bench/rejudge.py BASELINE.json REPORT.json [REPORT.json ...]
+
+REPORT files come from ``pytest --gpubench --gpubench-json``; each result's first session
+and its confirmations are judged against BASELINE's entry of the same key, as the plugin
+does (verdict.assess), with the family size of the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+
+from pytest_gpubench import baseline as store
+from pytest_gpubench.results import Result
+from pytest_gpubench.settings import MeasureSettings
+from pytest_gpubench.verdict import assess
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("baseline", type=Path)
+    parser.add_argument("reports", nargs="+", type=Path)
+    args = parser.parse_args()
+    base = store.load(args.baseline)
+    totals: Counter[str] = Counter()
+    for path in args.reports:
+        results = [Result.from_dict(r) for r in json.loads(path.read_text())["results"]]
+        family = max((r.family for r in results), default=1)
+        found: Counter[str] = Counter()
+        for r in results:
+            entry = base.entries.get(r.key)
+            first = assess(
+                entry,
+                timer=r.timer,
+                launches=r.kernels,
+                sessions=[r.record.summary],
+                settings=MeasureSettings(threshold=r.threshold),
+                family=family,
+                fail_on_improvement=False,
+            )
+            sessions = [s.summary for s in r.sessions]
+            final = assess(
+                entry,
+                timer=r.timer,
+                launches=r.kernels,
+                sessions=sessions if first.needs_confirmation else [r.record.summary],
+                settings=MeasureSettings(threshold=r.threshold),
+                family=family,
+                fail_on_improvement=False,
+            )
+            found[final.status.value] += 1
+            if final.status.value not in ("ok", "new") or r.status.value != final.status.value:
+                print(f"{path.name}: {r.test}: was {r.status.value}, now {final.status.value}: "
+                      f"{final.reason}")
+        totals.update(found)
+        print(f"{path.name}: {dict(found)}")
+    print(f"all: {dict(totals)}")
+
+
+if __name__ == "__main__":
+    main()
