@@ -29,7 +29,7 @@ epoch's first sessions are kept as an anchor and compared too, so that a slow cr
 session by session into the rolling history, is still caught.
 
 Every constant below says where its value came from: ``bench/simulate_rule.py`` (seeded,
-table in ``docs/verdict.md``) or a measurement in ``docs/`` and ``../shared/METHOD.md``.
+table in ``docs/verdict.md``) or a measurement in ``docs/performance.md``.
 Pure module: numpy and scipy only.
 """
 
@@ -78,7 +78,7 @@ CONFIRMATIONS = 2
 
 # Prior between-session spread tau0 (sd of the log-median across fresh processes), per timer
 # class, as points (duration_ms, tau0) interpolated linearly in log(duration) and held flat
-# beyond the ends. Measured on H100/H200 (../shared/METHOD.md sections 1 and 4,
+# beyond the ends. Measured on H100/H200 (docs/performance.md,
 # docs/performance.md section 2) and rounded up; where not measured, extrapolated as stated
 # and larger than the measured timer next to it.
 PRIOR_TAU: dict[str, tuple[tuple[float, float], ...]] = {
@@ -88,7 +88,7 @@ PRIOR_TAU: dict[str, tuple[tuple[float, float], ...]] = {
     # own spread was 0.7%: histories taken minutes apart under-state the spread, so the prior
     # is the upper envelope, not the median); 2.2-3.6 us 0.3-2.9%; 4-6 us up to 2%; 9-22 us
     # 0.3-1.5%; 26-60 us 0.05-0.84%; 100 us and more <= 0.34%. Earlier: 8 us L2-resident
-    # layernorm 2.3%, one A/A drift of -4.3% at 49 us (METHOD.md, docs/performance.md).
+    # layernorm 2.3%, one A/A drift of -4.3% at 49 us (docs/performance.md).
     "cuda-graph": (
         (0.0015, 0.05),
         (0.003, 0.03),
@@ -108,7 +108,7 @@ PRIOR_TAU: dict[str, tuple[tuple[float, float], ...]] = {
         (0.06, 0.009),
         (0.2, 0.006),
     ),
-    # L2 flushed per sample, within-session CV 3-35% (METHOD.md 1): not measured; 2x graph.
+    # L2 flushed per sample, within-session CV 3-35% on an H200: not measured; 2x graph.
     "cuda-event-cold": (
         (0.0015, 0.1),
         (0.003, 0.06),
