@@ -78,9 +78,8 @@ CONFIRMATIONS = 2
 
 # Prior between-session spread tau0 (sd of the log-median across fresh processes), per timer
 # class, as points (duration_ms, tau0) interpolated linearly in log(duration) and held flat
-# beyond the ends. Measured on H100/H200 (docs/performance.md,
-# docs/performance.md section 2) and rounded up; where not measured, extrapolated as stated
-# and larger than the measured timer next to it.
+# beyond the ends. Measured on H100/H200 (docs/performance.md sections 0 and 2) and rounded
+# up; where not measured, extrapolated as stated and larger than the measured timer next to it.
 PRIOR_TAU: dict[str, tuple[tuple[float, float], ...]] = {
     # Cross-process CV of the median, 9 A/A sessions of the example and user suites on one
     # H200 (2026-11-22, bench/results/h200-2026-11-22/aa-*.md): 1.1-1.4 us kernels 0.9-6.5%
