@@ -226,9 +226,15 @@ class GpubenchPlugin:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         try:
-            return (yield)
-        finally:
-            self._flush()  # the last test was no gpubench test, or the run stopped early
+            outcome = yield
+        except BaseException:
+            # Interrupted: no fresh processes now; the held reports keep their first verdict.
+            held, self.held = self.held, []
+            for item, reports in held:
+                _log(item, reports)
+            raise
+        self._flush()  # the last test was no gpubench test, or the run stopped early
+        return outcome
 
     def _flush(self) -> None:
         """Confirm the held tests in fresh processes, judge them on all their sessions, fail
