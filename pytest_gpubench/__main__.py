@@ -1,0 +1,7 @@
+"""``python -m pytest_gpubench``: the ``gpubench`` command."""
+
+from __future__ import annotations
+
+from .cli import main
+
+raise SystemExit(main())

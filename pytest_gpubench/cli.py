@@ -1,0 +1,631 @@
+"""The ``gpubench`` command: judge two result files, list and draw baselines.
+
+``gpubench compare BASE.json HEAD.json`` reads two files of ``pytest --gpubench-json`` and
+judges HEAD against BASE with the plugin's own rule (verdict.py, rule.py); ``gpubench show``
+lists what baseline files hold and how small a slowdown each test can gate; ``gpubench plot``
+draws their histories (plots.py, with matplotlib, imported only there).
+
+Errors a user can fix are one line, ``gpubench: error: ...``, and exit status 2, as in the
+plugin; a failing verdict of ``compare`` exits 1. The pytest plugin never imports this module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+from . import __version__, report, storage
+from .baseline import ANCHOR_SESSIONS, HISTORY_SESSIONS, Baseline, BaselineEntry, load
+from .errors import BaselineError, GpubenchError
+from .kernels import describe
+from .results import Result
+from .rule import Judgement, SessionSummary, Status, judge
+from .settings import MeasureSettings, Settings, parse_alpha, parse_fraction_or_percent
+from .verdict import assess, fails
+
+RESULT_FILE = "result file"
+# A result file holds the samples of each test of one run; far larger is no result file.
+MAX_RESULT_BYTES = 256 << 20
+# Where the plugin keeps its baselines by default (--gpubench-dir), relative to the project.
+DEFAULT_DIR = Path(".gpubench")
+DEFAULT_THRESHOLD = 0.05
+DEFAULT_ALPHA = 0.01
+PLOT_HINT = "gpubench plot needs matplotlib: pip install 'pytest-gpubench[plot]'"
+
+
+# --- reading files --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResultFile:
+    """One run's results, as ``pytest --gpubench-json`` wrote them."""
+
+    path: Path
+    device: dict[str, Any]
+    settings: dict[str, Any]
+    results: dict[str, Result]  # by key
+
+    @property
+    def device_name(self) -> str:
+        return str(self.device.get("name") or "unknown device")
+
+
+def read_results(path: Path) -> ResultFile:
+    """The result file at ``path``; GpubenchError (one line) when it is missing or not one."""
+    text = storage.read_text(path, RESULT_FILE, MAX_RESULT_BYTES)
+    if text is None:
+        raise GpubenchError(
+            f"no result file {path}: write one with pytest --gpubench --gpubench-json {path}"
+        )
+    data = storage.parse_json(text, f"{RESULT_FILE} {path}")
+    if isinstance(data, dict) and str(data.get("schema", "")).startswith("pytest-gpubench/"):
+        raise GpubenchError(
+            f"{path} is a baseline file, not a result file: compare reads the files of "
+            "pytest --gpubench --gpubench-json (gpubench show and plot read baselines)"
+        )
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        raise GpubenchError(
+            f"{path} is not a result file (no 'results' list): compare reads the files of "
+            "pytest --gpubench --gpubench-json"
+        )
+    for part in ("device", "settings"):
+        if not isinstance(data.get(part, {}), dict):
+            raise GpubenchError(f"{RESULT_FILE} {path} has a {part!r} that is not an object")
+    results: dict[str, Result] = {}
+    for index, item in enumerate(data["results"]):
+        problem = _result_problem(item)
+        try:
+            result = None if problem else Result.from_dict(item)
+        except (KeyError, TypeError, ValueError) as exc:
+            result, problem = None, f"cannot be read ({type(exc).__name__}: {exc})"
+        if result is None:
+            raise GpubenchError(
+                f"{RESULT_FILE} {path} has a results[{index}] that {problem}; write it again "
+                "with pytest --gpubench --gpubench-json"
+            )
+        results[result.key] = result
+    return ResultFile(path, data.get("device", {}), data.get("settings", {}), results)
+
+
+def _result_problem(item: Any) -> str:
+    """What keeps one entry of a result file from being judged, or ''."""
+    if not isinstance(item, dict):
+        return "is not an object"
+    for name in ("key", "test", "timer"):
+        if not isinstance(item.get(name), str) or not item[name]:
+            return f"has no {name!r} string"
+    samples = item.get("samples_ms")
+    if (
+        not isinstance(samples, list)
+        or not samples
+        or not all(_number(s) and 0 < s < math.inf for s in samples)
+    ):
+        return "has no 'samples_ms' list of positive times"
+    threshold = item.get("threshold")
+    if not (_number(threshold) and 0 < threshold < 1):
+        return f"has a 'threshold' of {threshold!r:.40}, not a fraction in (0, 1)"
+    return ""
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def baseline_paths(names: Sequence[str]) -> list[Path]:
+    """The baseline files named, a directory standing for its ``*.json``; without names,
+    those of ``.gpubench`` under the current directory."""
+    if not names:
+        if not DEFAULT_DIR.is_dir():
+            raise GpubenchError(
+                f"no baseline directory {DEFAULT_DIR} here: run gpubench in the project root, "
+                "or name baseline files or directories"
+            )
+        names = [str(DEFAULT_DIR)]
+    paths: list[Path] = []
+    for name in names:
+        path = Path(name)
+        if path.is_dir():
+            found = sorted(path.glob("*.json"))
+            if not found:
+                raise GpubenchError(
+                    f"no baseline files (*.json) in {path}: record one with pytest --gpubench-save"
+                )
+            paths.extend(found)
+        elif path.exists():
+            paths.append(path)
+        else:
+            raise GpubenchError(f"no such baseline file or directory: {path}")
+    return paths
+
+
+def read_baseline(path: Path) -> Baseline:
+    """The baseline file at ``path``; GpubenchError (one line) when it cannot be read."""
+    try:
+        baseline = load(path)
+    except BaselineError:
+        if _is_result_file(path):
+            raise GpubenchError(
+                f"{path} is a result file of pytest --gpubench-json, not a baseline file: "
+                "gpubench compare reads result files"
+            ) from None
+        raise
+    if not baseline.exists:
+        raise GpubenchError(f"no such baseline file: {path}")
+    return baseline
+
+
+def _is_result_file(path: Path) -> bool:
+    try:
+        read_results(path)
+    except GpubenchError:
+        return False
+    return True
+
+
+# --- compare --------------------------------------------------------------------------------
+
+
+@dataclass
+class Comparison:
+    """HEAD's results judged against BASE's, and the keys in one file only."""
+
+    results: list[Result]  # HEAD's, verdicts set; keys only in HEAD are "new"
+    removed: list[Result]  # BASE's results whose keys HEAD lacks
+    family: int  # the keys in both: the multiplicity correction
+    threshold: float  # the default threshold, for the footer
+    alpha: float
+    notes: list[str]
+
+    def failed(self, *, fail_on_improvement: bool, allow_incomparable: bool) -> bool:
+        return any(
+            fails(
+                r.status,
+                fail_on_improvement=fail_on_improvement,
+                allow_incomparable=allow_incomparable,
+            )
+            for r in self.results
+        )
+
+
+def compare(
+    base: ResultFile,
+    head: ResultFile,
+    *,
+    threshold: float | None = None,
+    alpha: float | None = None,
+    fail_on_improvement: bool = False,
+) -> Comparison:
+    """Judge each of HEAD's results against BASE's result of the same key, as the plugin
+    judges a run against a baseline: BASE's sessions (its first and its confirmations) are
+    the history, HEAD's the current sessions. ``threshold`` None: each test's own, as its
+    run recorded it; ``alpha`` None: HEAD's run's."""
+    alpha = alpha if alpha is not None else _setting(head, "alpha", DEFAULT_ALPHA)
+    common = [key for key in head.results if key in base.results]
+    family = max(1, len(common))
+    for key, result in head.results.items():
+        if key not in base.results:
+            result.status, result.judgement = Status.NEW, None
+            result.reason = f"not in {base.path}"
+            result.reference_ms, result.history_sessions, result.kernel_changes = None, 0, ()
+            result.family = family  # not its run's: the footer reports this comparison's
+            continue
+        entry = entry_of(base.results[key])
+        measure = MeasureSettings(threshold=threshold or result.threshold, alpha=alpha)
+        try:
+            assessment = assess(
+                entry,
+                timer=result.timer,
+                launches=result.kernels,
+                sessions=[r.summary for r in result.sessions],
+                settings=measure,
+                family=family,
+                fail_on_improvement=fail_on_improvement,
+            )
+        except ValueError as exc:  # a value the rule refuses (the files were checked)
+            raise GpubenchError(f"cannot judge {key}: {exc}") from None
+        result.status, result.judgement = assessment.status, assessment.judgement
+        result.reason, result.kernel_changes = assessment.reason, assessment.kernel_changes
+        result.reference_ms, result.history_sessions = entry.median_ms, len(entry.history)
+        result.family, result.threshold = family, measure.threshold
+    notes = []
+    if base.device_name != head.device_name:
+        notes.append(
+            f"BASE was measured on {base.device_name}, HEAD on {head.device_name}: the "
+            "changes include the difference between the devices"
+        )
+    removed = [r for key, r in base.results.items() if key not in head.results]
+    default = threshold or _setting(head, "threshold", DEFAULT_THRESHOLD)
+    return Comparison(list(head.results.values()), removed, family, default, alpha, notes)
+
+
+def entry_of(result: Result) -> BaselineEntry:
+    """A result as the baseline entry a save of it would start (a new epoch)."""
+    sessions = result.sessions
+    return BaselineEntry(
+        timer=result.timer,
+        epoch=result.session,
+        anchor=sessions[:ANCHOR_SESSIONS],
+        history=sessions[-HISTORY_SESSIONS:],
+        samples_ms=tuple(result.samples_ms),
+        kernels=result.kernels,
+        group=result.group,
+        bytes=result.bytes,
+        flops=result.flops,
+    )
+
+
+def _setting(results: ResultFile, name: str, default: float) -> float:
+    value = results.settings.get(name)
+    return float(value) if _number(value) and 0 < value < 1 else default
+
+
+def comparison_lines(comparison: Comparison, base: ResultFile, head: ResultFile) -> list[str]:
+    """The terminal report: the plugin's table and notes, the keys in one file, a footer."""
+    lines = [f"gpubench compare: {base.path} -> {head.path} ({head.device_name})"]
+    if comparison.results:
+        lines += report.table_lines(comparison.results) + report.notes(comparison.results)
+    lines += comparison.notes + _key_lines(comparison)
+    lines.append(_footer(comparison))
+    return lines
+
+
+def comparison_markdown(comparison: Comparison, head: ResultFile) -> str:
+    text = report.markdown(comparison.results, head.device)
+    extra = comparison.notes + _key_lines(comparison)
+    if extra:
+        text += "\n" + "\n".join(f"- {line}" for line in extra) + "\n"
+    return text + "\n" + _footer(comparison) + "\n"
+
+
+def _key_lines(comparison: Comparison) -> list[str]:
+    added = [r.test for r in report.sort_results(comparison.results) if r.status is Status.NEW]
+    lines = [f"added (in HEAD only): {test}" for test in added]
+    lines += [f"removed (in BASE only): {r.test}" for r in comparison.removed]
+    return lines
+
+
+def _footer(comparison: Comparison) -> str:
+    measure = MeasureSettings(threshold=comparison.threshold, alpha=comparison.alpha)
+    text = report.footer(comparison.results, Settings(measure=measure), comparison.family)
+    if comparison.removed:
+        text += f"; {len(comparison.removed)} removed"
+    return text
+
+
+# --- show -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EntryView:
+    """One baseline entry, with what the rule makes of a next session at its reference."""
+
+    key: str
+    entry: BaselineEntry
+    judgement: Judgement  # of one new session at the reference median
+    threshold: float
+
+    @property
+    def gate(self) -> float:
+        """The smallest slowdown a next single session is failed for (with target power)."""
+        gateable = self.judgement.gateable
+        return self.threshold if gateable is None else max(gateable, self.threshold)
+
+    @property
+    def band(self) -> tuple[float, float]:
+        """Session medians between these pass (ms): reference over and times 1 + bar."""
+        bar = self.judgement.bar or 0.0
+        reference = self.entry.median_ms
+        return reference / (1 + bar), reference * (1 + bar)
+
+    @property
+    def flags(self) -> str:
+        words = []
+        if self.judgement.noisy:
+            words.append("noisy")
+        if self.judgement.against == "anchor":  # the reference has crept from the anchor
+            words.append(f"{report.format_change(self.judgement.ratio)} vs anchor")
+        return ", ".join(words)
+
+
+def survey(baseline: Baseline, threshold: float, alpha: float) -> list[EntryView]:
+    """Each entry of ``baseline`` (sorted by key), judged as if a next single session
+    measured exactly its reference median: the rule's spread, bar and gateable slowdown for
+    that session. ``family``: all entries of the file, as a run of them all would use."""
+    views = []
+    family = max(1, len(baseline.entries))
+    for key in sorted(baseline.entries):
+        entry = baseline.entries[key]
+        latest = entry.history[-1]
+        current = SessionSummary(entry.median_ms, latest.n, latest.summary.se_log)
+        judgement = judge(
+            [r.summary for r in entry.history],
+            [r.summary for r in entry.anchor],
+            [current],
+            threshold=threshold,
+            alpha=alpha,
+            family=family,
+            timer=entry.timer,
+        )
+        views.append(EntryView(key, entry, judgement, threshold))
+    return views
+
+
+SHOW_COLUMNS = ("test", "timer", "sessions", "anchor", "median", "spread", "gate", "flags")
+
+
+def show_rows(views: Sequence[EntryView]) -> list[list[str]]:
+    """The table of ``show`` (and of the HTML page): a header row, then one row per entry."""
+    rows = [list(SHOW_COLUMNS)]
+    for view in views:
+        entry = view.entry
+        rows.append(
+            [
+                view.key,
+                entry.timer,
+                str(len(entry.history)),
+                str(len(entry.anchor)),
+                report.format_time(entry.median_ms),
+                report.format_share(view.judgement.tau),
+                report.format_share(view.gate),
+                view.flags,
+            ]
+        )
+    return rows
+
+
+def file_header(baseline: Baseline) -> str:
+    """``NVIDIA H100 80GB HBM3: 12 sessions, 2026-01-02 to 2026-03-04, 8 tests``."""
+    name = baseline.device.get("name") or "unknown device"
+    dates = sorted(info.date[:10] for info in baseline.sessions.values())
+    span = f", {dates[0]} to {dates[-1]}" if dates else ""
+    count = len(baseline.sessions)
+    tests = len(baseline.entries)
+    return (
+        f"{name}: {count} session{'s' if count != 1 else ''}{span}, "
+        f"{tests} test{'s' if tests != 1 else ''}"
+    )
+
+
+def show_lines(baseline: Baseline, views: Sequence[EntryView]) -> list[str]:
+    lines = [f"== {baseline.path}: {file_header(baseline)}"]
+    lines += aligned(show_rows(views))
+    kernels = [(v.key, describe(v.entry.kernels)) for v in views if v.entry.kernels]
+    if kernels:
+        lines.append("kernels of the latest session:")
+        lines += [f"  {key}: {text}" for key, text in kernels]
+    return lines
+
+
+def aligned(rows: Sequence[Sequence[str]], left: int = 2) -> list[str]:
+    """Rows as aligned columns under a rule; the first ``left`` and the last left-aligned."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    last = len(widths) - 1
+    lines = []
+    for i, cells in enumerate(rows):
+        lines.append(
+            "  ".join(
+                cell.ljust(w) if j < left or j == last else cell.rjust(w)
+                for j, (cell, w) in enumerate(zip(cells, widths, strict=True))
+            ).rstrip()
+        )
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return lines
+
+
+SHOW_NOTE = (
+    "gate: the smallest slowdown a next single session fails for (spread: the between-session "
+    "spread the rule uses); noisy: cannot gate the threshold"
+)
+
+
+# --- commands -------------------------------------------------------------------------------
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    base, head = read_results(Path(args.base)), read_results(Path(args.head))
+    comparison = compare(
+        base,
+        head,
+        threshold=args.threshold,
+        alpha=args.alpha,
+        fail_on_improvement=args.fail_on_improvement,
+    )
+    if args.markdown:
+        sys.stdout.write(comparison_markdown(comparison, head))
+    else:
+        print("\n".join(comparison_lines(comparison, base, head)))
+    failed = comparison.failed(
+        fail_on_improvement=args.fail_on_improvement, allow_incomparable=args.allow_incomparable
+    )
+    return 1 if failed else 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    for i, path in enumerate(baseline_paths(args.paths)):
+        baseline = read_baseline(path)
+        if i:
+            print()
+        print("\n".join(show_lines(baseline, survey(baseline, args.threshold, args.alpha))))
+    print(SHOW_NOTE)
+    return 0
+
+
+def run_plot(args: argparse.Namespace) -> int:
+    if args.out is None and args.html is None:
+        raise GpubenchError(
+            "gpubench plot writes nothing: give --out DIR, --html PAGE.html or both"
+        )
+    try:
+        from . import plots
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] != "matplotlib":
+            raise
+        raise GpubenchError(PLOT_HINT) from None
+    baselines = [read_baseline(path) for path in baseline_paths(args.paths)]
+    sections = [
+        plots.Section(b, survey(b, args.threshold, args.alpha), file_header(b)) for b in baselines
+    ]
+    written, notes = plots.write(
+        sections,
+        out=None if args.out is None else Path(args.out),
+        image_format=args.format,
+        html=None if args.html is None else Path(args.html),
+    )
+    for note in notes:
+        print(note)
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+# --- the parser -----------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line, as the plugin's: the usage is one --help away."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _percent(text: str) -> float:
+    try:
+        return parse_fraction_or_percent(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}, got {text!r}") from None
+
+
+def _alpha(text: str) -> float:
+    try:
+        return parse_alpha(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}, got {text!r}") from None
+
+
+COMPARE_DESCRIPTION = (
+    "Judge the results of HEAD against those of BASE, both written by pytest --gpubench "
+    "--gpubench-json, with the plugin's rule: per test, BASE's sessions (its first and any "
+    "confirmations) are the history, HEAD's the current sessions. Another timer or other "
+    "kernels make a test incomparable, too few samples unstable. With a single BASE session "
+    "the rule's prior carries the between-session spread, so a compare of two single-session "
+    "files is conservative: it gates less than a baseline with a history does. Exit status "
+    "1 when a verdict fails, 2 on an error."
+)
+SHOW_DESCRIPTION = (
+    "List the tests of baseline files: timer, sessions in the history and the anchor, "
+    "reference median, the between-session spread the rule uses and the smallest slowdown "
+    "a next single session is failed for."
+)
+PLOT_DESCRIPTION = (
+    "Draw baseline files with matplotlib (pip install 'pytest-gpubench[plot]'): per test the "
+    "session medians with the gate band of a next session, and the % of peak copy bandwidth "
+    "per group where the device's peak was measured."
+)
+
+
+def _add_paths(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help=f"Baseline files or directories of them (default: {DEFAULT_DIR}/*.json)",
+    )
+
+
+def _add_levels(parser: argparse.ArgumentParser, defaults: bool) -> None:
+    threshold_default = DEFAULT_THRESHOLD if defaults else None
+    alpha_default = DEFAULT_ALPHA if defaults else None
+    parser.add_argument(
+        "--threshold",
+        type=_percent,
+        metavar="PCT",
+        default=threshold_default,
+        help="Slowdown to gate, such as 5%%"
+        + (" (default: 5%%)" if defaults else " (default: each test's own, as HEAD ran it)"),
+    )
+    parser.add_argument(
+        "--alpha",
+        type=_alpha,
+        metavar="LEVEL",
+        default=alpha_default,
+        help="Significance level over all tests, such as 0.01"
+        + (" (default: 0.01)" if defaults else " (default: HEAD's run's)"),
+    )
+
+
+def parser() -> argparse.ArgumentParser:
+    main_parser = _Parser(
+        prog="gpubench",
+        description="Compare, list and draw the measurements of pytest-gpubench",
+    )
+    main_parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {__version__}", help="Show the version"
+    )
+    commands = main_parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    compare_parser = commands.add_parser(
+        "compare",
+        help="Judge HEAD.json against BASE.json; exit 1 when a verdict fails",
+        description=COMPARE_DESCRIPTION,
+    )
+    compare_parser.add_argument("base", metavar="BASE.json", help="Result file of the base")
+    compare_parser.add_argument("head", metavar="HEAD.json", help="Result file to judge")
+    _add_levels(compare_parser, defaults=False)
+    compare_parser.add_argument(
+        "--fail-on-improvement", action="store_true", help="Fail significant improvements too"
+    )
+    compare_parser.add_argument(
+        "--allow-incomparable",
+        action="store_true",
+        help="Do not fail tests timed by another timer or running other kernels",
+    )
+    compare_parser.add_argument(
+        "--markdown", action="store_true", help="Print GitHub-flavoured Markdown"
+    )
+    compare_parser.set_defaults(run=run_compare)
+
+    show_parser = commands.add_parser(
+        "show", help="List the tests of baseline files", description=SHOW_DESCRIPTION
+    )
+    _add_paths(show_parser)
+    _add_levels(show_parser, defaults=True)
+    show_parser.set_defaults(run=run_show)
+
+    plot_parser = commands.add_parser(
+        "plot",
+        help="Draw baseline files as images and a self-contained HTML page",
+        description=PLOT_DESCRIPTION,
+    )
+    _add_paths(plot_parser)
+    plot_parser.add_argument("--out", metavar="DIR", help="Directory to write the images to")
+    plot_parser.add_argument(
+        "--format", choices=("png", "svg"), default="png", help="Image format (default: png)"
+    )
+    plot_parser.add_argument(
+        "--html",
+        metavar="PAGE.html",
+        help="Write one self-contained page: the table and the figures as inline SVG",
+    )
+    _add_levels(plot_parser, defaults=True)
+    plot_parser.set_defaults(run=run_plot)
+    return main_parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``gpubench`` command; return its exit status."""
+    args = parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except GpubenchError as exc:
+        print(f"gpubench: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # gpubench show | head: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        return 0

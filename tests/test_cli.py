@@ -1,0 +1,423 @@
+"""The ``gpubench`` command: compare, show and plot, their errors and their entry points."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import math
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import BENCH, NO_CONFIRM
+
+import pytest_gpubench
+from pytest_gpubench import baseline as store
+from pytest_gpubench import cli, report
+from pytest_gpubench.baseline import BaselineEntry, SessionInfo, SessionRecord
+from pytest_gpubench.kernels import Launch
+from pytest_gpubench.results import Result
+
+DEVICE = {"name": "NVIDIA H100 80GB HBM3", "peak_copy_gbs": 3000.0}
+# Deterministic within-session noise of about 0.3% (log scale) around the median.
+SPREAD = [(-1) ** i * 0.002 * (i % 5) for i in range(30)]
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+COPY = Launch("void copy_kernel<float>(float*, float const*)", share=1.0)
+OTHER = Launch("void other_kernel<float>(float*)", share=1.0)
+
+
+def make_result(
+    test: str,
+    median_ms: float,
+    *,
+    timer: str = "cuda-graph",
+    samples: int = len(SPREAD),
+    kernels: tuple[Launch, ...] = (),
+) -> Result:
+    return Result(
+        key=f"tests/test_k.py::{test}",
+        test=test,
+        timer=timer,
+        samples_ms=[median_ms * math.exp(s) for s in SPREAD[:samples]],
+        warmup=3,
+        calls_per_sample=1,
+        threshold=0.05,
+        session="20260101T000000Z-000001",
+        kernels=kernels,
+    )
+
+
+def write_results(path: Path, *results: Result, device: dict[str, Any] = DEVICE) -> str:
+    document = report.json_document(
+        list(results), device, {"threshold": 0.05, "alpha": 0.01}, {"id": "s"}
+    )
+    path.write_text(report.json_text(document), encoding="utf-8")
+    return str(path)
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = cli.main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def row(out: str, test: str) -> str:
+    [line] = [line for line in out.splitlines() if line.startswith(test + " ")]
+    return line
+
+
+# --- compare --------------------------------------------------------------------------------
+
+
+def test_compare_known_regression_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    base = write_results(tmp_path / "base.json", make_result("a", 1.0), make_result("b", 1.0))
+    head = write_results(tmp_path / "head.json", make_result("a", 1.2), make_result("b", 1.0))
+    code, out, err = run(capsys, "compare", base, head)
+    assert code == 1, out + err
+    assert "regressed" in row(out, "a") and "+20.0%" in row(out, "a")
+    assert row(out, "b").split()[-3] == "ok"
+    assert out.splitlines()[-1] == (
+        "gpubench: 1 regressed, 1 ok (threshold 5%, alpha 0.01 over 2 measurements)"
+    )
+    assert "a: regressed: slower by 20.0%" in out
+
+
+def test_compare_unchanged_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    base = write_results(tmp_path / "base.json", make_result("a", 1.0), make_result("b", 1.0))
+    head = write_results(tmp_path / "head.json", make_result("a", 1.01), make_result("b", 0.99))
+    code, out, _ = run(capsys, "compare", base, head)
+    assert code == 0
+    assert out.splitlines()[-1].startswith("gpubench: 2 ok (threshold 5%")
+
+
+def test_compare_improvement_fails_only_when_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    base = write_results(tmp_path / "base.json", make_result("a", 1.0))
+    head = write_results(tmp_path / "head.json", make_result("a", 0.8))
+    code, out, _ = run(capsys, "compare", base, head)
+    assert code == 0 and "improved" in row(out, "a")
+    code, out, _ = run(capsys, "compare", "--fail-on-improvement", base, head)
+    assert code == 1 and "improved" in row(out, "a")
+
+
+def test_compare_threshold_and_alpha_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    base = write_results(tmp_path / "base.json", make_result("a", 1.0))
+    head = write_results(tmp_path / "head.json", make_result("a", 1.2))
+    code, out, _ = run(capsys, "compare", "--threshold", "50%", "--alpha", "0.001", base, head)
+    assert code == 0
+    assert "threshold 50%, alpha 0.001 over 1 measurement)" in out
+
+
+@pytest.mark.parametrize(
+    ("changes", "reason"),
+    [
+        ({"timer": "cuda-event"}, "baseline timed by cuda-graph, now by cuda-event"),
+        ({"kernels": (OTHER,)}, "calls run other kernels than the baseline's"),
+    ],
+)
+def test_compare_incomparable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], changes: dict[str, Any], reason: str
+):
+    base = write_results(tmp_path / "base.json", make_result("a", 1.0, kernels=(COPY,)))
+    head = write_results(
+        tmp_path / "head.json", make_result("a", 1.0, **{"kernels": (COPY,), **changes})
+    )
+    code, out, _ = run(capsys, "compare", base, head)
+    assert code == 1
+    assert "incomparable" in row(out, "a") and reason in out
+    code, _, _ = run(capsys, "compare", "--allow-incomparable", base, head)
+    assert code == 0
+
+
+def test_compare_too_few_samples_is_unstable(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    base = write_results(tmp_path / "base.json", make_result("a", 1.0))
+    head = write_results(tmp_path / "head.json", make_result("a", 2.0, samples=2))
+    code, out, _ = run(capsys, "compare", base, head)
+    assert code == 0 and "unstable" in row(out, "a")
+
+
+def test_compare_added_and_removed(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    base = write_results(tmp_path / "base.json", make_result("a", 1.0), make_result("gone", 1.0))
+    fresh = make_result("fresh", 1.0)
+    fresh.family = 54  # its run's family: not this comparison's
+    head = write_results(tmp_path / "head.json", make_result("a", 1.0), fresh)
+    code, out, _ = run(capsys, "compare", base, head)
+    assert code == 0
+    assert "new" in row(out, "fresh")
+    assert "added (in HEAD only): fresh" in out
+    assert "removed (in BASE only): gone" in out
+    assert out.splitlines()[-1].endswith("over 1 measurement); 1 removed")
+
+
+def test_compare_markdown(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    base = write_results(tmp_path / "base.json", make_result("a", 1.0), make_result("gone", 1.0))
+    head = write_results(tmp_path / "head.json", make_result("a", 1.3))
+    code, out, _ = run(capsys, "compare", "--markdown", base, head)
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0] == "### gpubench: NVIDIA H100 80GB HBM3"
+    assert any(line.startswith("| a | cuda-graph |") and "regressed" in line for line in lines)
+    assert "- removed (in BASE only): gone" in lines
+    assert lines[-1].startswith("gpubench: 1 regressed")
+
+
+def test_compare_judges_confirmations_as_sessions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    base_result = make_result("a", 1.0)
+    base_result.confirmations = (
+        SessionRecord("c1", 1.002, 30, 0.001),
+        SessionRecord("c2", 0.998, 30, 0.001),
+    )
+    base = write_results(tmp_path / "base.json", base_result)
+    head = write_results(tmp_path / "head.json", make_result("a", 1.0))
+    code, out, _ = run(capsys, "compare", base, head)
+    assert code == 0
+    assert row(out, "a").split()[8] == "3"  # sessions: BASE's three (after two "1.000 ms")
+
+
+def test_compare_of_plugin_result_files(fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
+    """Result files as the plugin writes them: a true A/A passes, a 30% slowdown fails."""
+    fake.makepyfile(test_bench=BENCH)
+    fake.runpytest("--gpubench", NO_CONFIRM, "--gpubench-json=base.json").assert_outcomes(passed=2)
+    monkeypatch.setenv("FAKE_SEED", "2")
+    fake.runpytest("--gpubench", NO_CONFIRM, "--gpubench-json=same.json").assert_outcomes(passed=2)
+    monkeypatch.setenv("FAKE_SCALE", "1.3")
+    fake.runpytest("--gpubench", NO_CONFIRM, "--gpubench-json=slow.json").assert_outcomes(passed=2)
+    assert cli.main(["compare", "base.json", "same.json"]) == 0
+    assert cli.main(["compare", "base.json", "slow.json"]) == 1
+
+
+# --- show -----------------------------------------------------------------------------------
+
+
+def make_baseline(directory: Path, device: dict[str, Any] = DEVICE, tests: int = 0) -> Path:
+    """A baseline of 8 sessions: a quiet copy kernel with its bytes (history 8, anchor 5),
+    a noisy wall-clock test of one session, and ``tests`` more quiet ones."""
+    path = directory / "sm90-nvidia-h100-80gb-hbm3.json"
+    sessions = {
+        f"2026010{i}T000000Z-00000{i}": SessionInfo(f"2026-01-0{i}T00:00:00+00:00", "abc", "GPU-1")
+        for i in range(1, 9)
+    }
+    ids = sorted(sessions)
+    quiet = tuple(
+        SessionRecord(s, 1.0 * (1 + 0.002 * (-1) ** i), 30, 0.001) for i, s in enumerate(ids)
+    )
+
+    def update(key: str, records: tuple[SessionRecord, ...], **fields: Any) -> store.Update:
+        latest = BaselineEntry(**{"timer": "cuda-graph", **fields}, epoch="", anchor=(), history=())
+        return store.Update(key, records, True, latest)
+
+    updates = [
+        update("tests/test_k.py::test_copy", quiet, kernels=(COPY,), group="copy", bytes=2.4e9),
+        update(
+            "tests/test_k.py::test_host", (SessionRecord(ids[-1], 0.05, 30, 0.01),), timer="wall"
+        ),
+    ]
+    updates += [update(f"tests/test_k.py::test_more_{i:02}", quiet) for i in range(tests)]
+    assert store.save(store.Baseline(path), device, sessions, updates)
+    return path
+
+
+def test_show_lists_history_spread_and_gate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    make_baseline(tmp_path / ".gpubench")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "show")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == (
+        "== .gpubench/sm90-nvidia-h100-80gb-hbm3.json: NVIDIA H100 80GB HBM3: 8 sessions, "
+        "2026-01-01 to 2026-01-08, 2 tests"
+    )
+    assert lines[1].split() == list(cli.SHOW_COLUMNS)
+    copy = row(out, "tests/test_k.py::test_copy").split()
+    assert copy[1:5] == ["cuda-graph", "8", "5", "1.000"]
+    assert copy[7] == "5.0%"  # a quiet 1 ms kernel gates the threshold
+    host = row(out, "tests/test_k.py::test_host").split()
+    assert host[1:4] == ["wall", "1", "1"] and host[-1] == "noisy"
+    assert float(host[-2].rstrip("%")) > 5
+    assert "  tests/test_k.py::test_copy: 1 launch (copy_kernel 100%)" in lines
+
+
+def test_show_threshold_changes_the_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    path = make_baseline(tmp_path)
+    code, out, _ = run(capsys, "show", "--threshold", "20%", str(path))
+    assert code == 0
+    assert row(out, "tests/test_k.py::test_copy").split()[7] == "20.0%"
+
+
+# --- plot -----------------------------------------------------------------------------------
+
+
+class Page(HTMLParser):
+    """Counts the elements of a page, and what it would load from elsewhere."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: dict[str, int] = {}
+        self.cells: list[str] = []
+        self.external: list[str] = []
+        self._in_cell = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags[tag] = self.tags.get(tag, 0) + 1
+        self._in_cell = tag in ("td", "th")
+        for name, value in attrs:
+            if name in ("src", "href") and value and not value.startswith("#"):
+                self.external.append(value)
+
+    def handle_data(self, data: str) -> None:
+        if self._in_cell:
+            self.cells.append(data)
+            self._in_cell = False
+
+
+def test_plot_writes_png_images_and_a_self_contained_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    make_baseline(tmp_path / "baselines")
+    out, page = tmp_path / "plots", tmp_path / "page.html"
+    code, stdout, err = run(
+        capsys, "plot", str(tmp_path / "baselines"), "--out", str(out), "--html", str(page)
+    )
+    assert code == 0, err
+    images = sorted(p.name for p in out.iterdir())
+    assert images == [
+        "sm90-nvidia-h100-80gb-hbm3-history.png",
+        "sm90-nvidia-h100-80gb-hbm3-peak.png",
+    ]
+    for name in images:
+        assert (out / name).read_bytes()[:8] == PNG_SIGNATURE
+        assert f"wrote {out / name}" in stdout
+    assert f"wrote {page}" in stdout
+    parser = Page()
+    parser.feed(page.read_text(encoding="utf-8"))
+    assert parser.tags["table"] == 1 and parser.tags["tr"] == 3
+    assert parser.tags["svg"] == 2  # the history and the % of peak
+    assert "tests/test_k.py::test_copy" in parser.cells
+    assert parser.external == [] and "img" not in parser.tags and "script" not in parser.tags
+
+
+def test_plot_svg_many_tests_and_no_peak(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    path = make_baseline(tmp_path, device={"name": "NVIDIA H100 80GB HBM3"}, tests=12)
+    code, stdout, _ = run(
+        capsys, "plot", str(path), "--out", str(tmp_path / "out"), "--format", "svg"
+    )
+    assert code == 0
+    images = sorted((tmp_path / "out").iterdir())
+    assert [p.name for p in images] == [
+        "sm90-nvidia-h100-80gb-hbm3-history-1.svg",  # 12 panels
+        "sm90-nvidia-h100-80gb-hbm3-history-2.svg",  # the other 2
+    ]
+    assert all("<svg" in p.read_text(encoding="utf-8") for p in images)
+    assert f"no % of peak chart for {path}: its device's peak copy bandwidth" in stdout
+
+
+def test_plot_without_matplotlib_says_how_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    path = make_baseline(tmp_path)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises
+    monkeypatch.delitem(sys.modules, "pytest_gpubench.plots", raising=False)
+    monkeypatch.delattr(pytest_gpubench, "plots", raising=False)
+    code, _, err = run(capsys, "plot", str(path), "--out", str(tmp_path / "out"))
+    assert code == 2
+    assert err == (
+        "gpubench: error: gpubench plot needs matplotlib: pip install 'pytest-gpubench[plot]'\n"
+    )
+
+
+# --- errors ---------------------------------------------------------------------------------
+
+
+def one_line_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    code, out, err = run(capsys, *args)
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and err.startswith("gpubench: error: "), err
+    return err
+
+
+def test_errors_are_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    monkeypatch.chdir(tmp_path)
+    good = write_results(tmp_path / "good.json", make_result("a", 1.0))
+    baseline = str(make_baseline(tmp_path / "b"))
+    (tmp_path / "damaged.json").write_text("{", encoding="utf-8")
+    (tmp_path / "list.json").write_text("[]", encoding="utf-8")
+    document = json.loads((tmp_path / "good.json").read_text(encoding="utf-8"))
+    document["results"][0]["samples_ms"] = "fast"
+    (tmp_path / "bad-entry.json").write_text(json.dumps(document), encoding="utf-8")
+
+    assert "no result file missing.json" in one_line_error(capsys, "compare", "missing.json", good)
+    assert "is not valid JSON" in one_line_error(capsys, "compare", good, "damaged.json")
+    assert "list.json is not a result file" in one_line_error(capsys, "compare", good, "list.json")
+    assert "has a results[0] that has no 'samples_ms'" in one_line_error(
+        capsys, "compare", good, "bad-entry.json"
+    )
+    assert "is a baseline file, not a result file" in one_line_error(
+        capsys, "compare", baseline, good
+    )
+    assert "no baseline directory .gpubench here" in one_line_error(capsys, "show")
+    assert "no such baseline file or directory: nowhere" in one_line_error(
+        capsys, "show", "nowhere"
+    )
+    assert "baseline file damaged.json is not valid JSON" in one_line_error(
+        capsys, "show", "damaged.json"
+    )
+    assert "good.json is a result file" in one_line_error(capsys, "show", "good.json")
+    assert "give --out DIR, --html PAGE.html or both" in one_line_error(capsys, "plot", baseline)
+
+
+def test_usage_errors_are_one_line(capsys: pytest.CaptureFixture[str]):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["compare", "--threshold", "abc", "a.json", "b.json"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "gpubench compare: error: argument --threshold: expected a percentage such as 5%, "
+        "got 'abc' (see gpubench compare --help)\n"
+    )
+
+
+# --- entry points ---------------------------------------------------------------------------
+
+
+def test_python_dash_m_runs_the_command(tmp_path: Path):
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_gpubench", "--help"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: gpubench ")
+    assert all(command in done.stdout for command in ("compare", "show", "plot"))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_gpubench", "compare", "a.json", "b.json"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("gpubench: error: no result file a.json")
+    assert done.stderr.count("\n") == 1
+
+
+def test_console_script_is_installed():
+    [script] = importlib.metadata.entry_points(group="console_scripts", name="gpubench")
+    assert script.value == "pytest_gpubench.cli:main"
+    assert script.load() is cli.main
+
+
+def test_plugin_imports_neither_the_command_nor_matplotlib():
+    code = (
+        "import sys, pytest_gpubench.plugin; "
+        "print(sorted(m for m in ('pytest_gpubench.cli', 'matplotlib') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
