@@ -27,22 +27,25 @@ MARKDOWN_HEADER = (
 CUDA = pytest_gpubench.timers.cuda_available()
 KIND = "cuda" if CUDA else "cpu"
 # The name the fake timer takes in the ``fake`` fixture: the rule's prior depends on the timer
-# name, and a 1 ms cuda-graph measurement has a tight one (0.3%), so 5% is gated. An unknown
-# name ("fake") gets the conservative prior of 8%: such a test is judged "noisy".
+# name, and a 1 ms cuda-graph measurement has a tight one (rule.PRIOR_TAU), so a history of a
+# few sessions gates 5%. An unknown name ("fake") gets the conservative prior of 8%: such a
+# test is judged "noisy".
 FAKE_NAME = "cuda-graph"
 # Where a test does not test confirmation in fresh processes (each costs seconds).
 NO_CONFIRM = "--gpubench-confirm=0"
 
 FAKE_CONFTEST = '''
+import json
 import math
 import os
 import random
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 from pytest_gpubench.engine import Sampler
+from pytest_gpubench.kernels import Launch
 
-BASE_MS = 1.0
 LOG = Path(__file__).with_name("timer-calls.log")
 # Set once per pytest session (one process; a fresh one for each child the plugin starts).
 CHILD = None  # the --gpubench-child file of a child, None in the user's own run
@@ -62,19 +65,29 @@ def pytest_configure(config):
     SHIFT = math.exp(rng.gauss(0.0, sd))
 
 
+def factor_of_this_test(variable):
+    """The factor of the running test in a JSON object {test name: factor} (the test's name
+    from PYTEST_CURRENT_TEST, 'test_bench.py::test_sum (call)'); 1 for tests not in it."""
+    name = os.environ.get("PYTEST_CURRENT_TEST", "").split("::")[-1].split(" ")[0]
+    return float(json.loads(os.environ.get(variable) or "{}").get(name, 1.0))
+
+
 class FakeTimer:
-    """base_ms * scale * shift * exp(noise * gauss): deterministic for a given FAKE_SEED
-    (and FAKE_SHIFT_SEED). FAKE_PARENT_SCALE multiplies only in the user's own process, not
-    in the plugin's children: a shift confined to one process. Each sample also sleeps
-    FAKE_SLEEP_S for real (a slow function, for the budget)."""
+    """FAKE_BASE_MS * scales * shift * exp(noise * gauss): deterministic for a given FAKE_SEED
+    (and FAKE_SHIFT_SEED). FAKE_SCALE applies to every test, FAKE_SCALES to the tests it names
+    (a change in their code); FAKE_PARENT_SCALES only in the user's own process, not in the
+    plugin's children: a shift confined to one process. Each sample also sleeps FAKE_SLEEP_S
+    for real (a slow function, for the budget); FAKE_KERNELS says what a call launches."""
 
     def __init__(self):
         self.name = os.environ.get("FAKE_NAME", "fake")
 
     def sampler(self, workload):
         scale = float(os.environ.get("FAKE_SCALE", "1.0")) * SHIFT
+        scale *= factor_of_this_test("FAKE_SCALES")
         if CHILD is None:
-            scale *= float(os.environ.get("FAKE_PARENT_SCALE", "1.0"))
+            scale *= factor_of_this_test("FAKE_PARENT_SCALES")
+        base_ms = float(os.environ.get("FAKE_BASE_MS", "1.0"))
         noise = float(os.environ.get("FAKE_NOISE", "0.0005"))
         sleep_s = float(os.environ.get("FAKE_SLEEP_S", "0"))
         rng = random.Random(os.environ.get("FAKE_SEED", "1"))
@@ -82,9 +95,22 @@ class FakeTimer:
         def sample():
             workload.prepare()()  # run the workload, so tests can count its calls
             time.sleep(sleep_s)
-            return BASE_MS * scale * math.exp(rng.gauss(0.0, noise))
+            return base_ms * scale * math.exp(rng.gauss(0.0, noise))
 
-        return Sampler(timer=self.name, sample=sample, calls_per_sample=1)
+        return Sampler(timer=self.name, sample=sample, calls_per_sample=1, profile=profile())
+
+
+def profile():
+    """What one call launches, from FAKE_KERNELS (a JSON list of kernels.Launch dicts), with
+    FAKE_DEVICE_MS as its device time; None (a timer that cannot tell) without it."""
+    kernels = os.environ.get("FAKE_KERNELS")
+    if not kernels:
+        return None
+    device_ms = os.environ.get("FAKE_DEVICE_MS")
+    return SimpleNamespace(
+        launches=tuple(Launch.from_dict(k) for k in json.loads(kernels)),
+        device_ms=float(device_ms) if device_ms else None,
+    )
 
 
 def pytest_gpubench_make_timer(settings, device, with_setup):
@@ -123,6 +149,21 @@ def read_baseline(pytester: pytest.Pytester) -> dict[str, Any]:
 def timer_calls(pytester: pytest.Pytester) -> list[str]:
     log = pytester.path / "timer-calls.log"
     return log.read_text().splitlines() if log.exists() else []
+
+
+def entry(pytester: pytest.Pytester, key: str) -> dict[str, Any]:
+    """One measurement's entry in the baseline file."""
+    return read_baseline(pytester)["benchmarks"][key]
+
+
+def medians(pytester: pytest.Pytester, key: str, part: str = "history") -> list[float]:
+    """The session medians of an entry's history (or anchor), oldest first."""
+    return [r["median_ms"] for r in entry(pytester, key)[part]]
+
+
+def kernels(*launches: dict[str, Any]) -> str:
+    """FAKE_KERNELS: what one call of the fake timer's workload launches."""
+    return json.dumps(list(launches))
 
 
 def device_key() -> str:

@@ -11,14 +11,22 @@ import pytest
 from support import (
     BENCH,
     CUDA,
+    FAKE_NAME,
     KIND,
     MARKDOWN_HEADER,
+    NO_CONFIRM,
     USAGE_ERROR,
     baseline_file,
     device_key,
+    entry,
+    kernels,
     output,
     read_baseline,
     timer_calls,
+)
+
+TABLE_HEADER = (
+    "test *timer *median *noise *spread *baseline *sessions *change *gate *verdict *GB/s *% peak"
 )
 
 # --- without --gpubench ---------------------------------------------------------------------
@@ -77,12 +85,12 @@ def test_without_a_baseline_tests_are_new_and_pass(fake: pytest.Pytester) -> Non
     result.stdout.fnmatch_lines(
         [
             f"*= gpubench: * ({device_key()}) =*",
-            "test *timer *median *noise *baseline *change *p *verdict *GB/s *% peak",
-            "test_join *fake * ms * - * - * - * new * - * -",
-            "test_sum *fake * ms * - * - * - * new * - * -",
+            TABLE_HEADER,
+            f"test_join *{FAKE_NAME} * ms * - * - * - * - * - * new * - * -",
+            f"test_sum *{FAKE_NAME} * ms * - * - * - * - * - * new * - * -",
             f"no baseline yet at {fake.path}/.gpubench/{device_key()}.json: "
             "run with --gpubench-save",
-            "gpubench: 2 new (*threshold 5%*)",
+            "gpubench: 2 new (threshold 5%, alpha 0.01 over 2 measurements)",
         ]
     )
     assert not (fake.path / ".gpubench").exists()
@@ -91,20 +99,36 @@ def test_without_a_baseline_tests_are_new_and_pass(fake: pytest.Pytester) -> Non
 
 def test_save_writes_the_baseline_of_this_device(fake: pytest.Pytester) -> None:
     fake.makepyfile(test_bench=BENCH)
-    result = fake.runpytest("--gpubench-save")
+    result = fake.runpytest("--gpubench-save", "--gpubench-json=out.json")
     result.assert_outcomes(passed=2)
     path = baseline_file(fake)
     assert path.name == f"{device_key()}.json"
     result.stdout.fnmatch_lines([f"baseline written: {path}"])
     data = read_baseline(fake)
-    assert data["schema"] == "pytest-gpubench/1"
+    assert data["schema"] == "pytest-gpubench/2"
     assert data["device"]["name"]
     assert sorted(data["benchmarks"]) == ["test_bench.py::test_join", "test_bench.py::test_sum"]
-    entry = data["benchmarks"]["test_bench.py::test_sum"]
-    assert entry["timer"] == "fake"
-    assert len(entry["samples_ms"]) >= 10
-    assert entry["median_ms"] == pytest.approx(1.0, rel=0.01)
-    assert entry["warmup"] >= 6 and entry["calls_per_sample"] == 1
+    stored = data["benchmarks"]["test_bench.py::test_sum"]
+    assert stored["timer"] == FAKE_NAME
+    assert len(stored["samples_ms"]) >= 10
+    # one session: it starts the epoch, it is the anchor and the history
+    [record] = stored["history"]
+    assert stored["anchor"] == [record]
+    assert record["median_ms"] == pytest.approx(1.0, rel=0.01)
+    assert record["n"] == len(stored["samples_ms"]) and record["calls_per_sample"] == 1
+    assert 0 < record["se_log"] < 0.001
+    session = record["session"]
+    assert stored["epoch"] == session
+    assert data["benchmarks"]["test_bench.py::test_join"]["history"][0]["session"] == session
+    # the table of sessions says once what the session's measurements share
+    assert list(data["sessions"]) == [session]
+    info = data["sessions"][session]
+    assert info["date"] and info["machine"]
+    assert info["versions"]["python"] == data["device"]["python"]
+    report = json.loads((fake.path / "out.json").read_text())
+    assert report["session"]["id"] == session
+    [measured] = [r for r in report["results"] if r["key"] == "test_bench.py::test_sum"]
+    assert measured["warmup"] >= 6 and measured["calls_per_sample"] == 1
     text = path.read_text(encoding="utf-8")
     assert '"samples_ms": [' in text and text.count("\n") < 60  # samples on one line
     # no temporary file left; the lock file and a .gitignore for both
@@ -116,12 +140,19 @@ def test_save_writes_the_baseline_of_this_device(fake: pytest.Pytester) -> None:
 
 
 def test_save_keeps_the_entries_of_tests_that_did_not_run(saved: pytest.Pytester) -> None:
-    before = read_baseline(saved)["benchmarks"]
+    before = read_baseline(saved)
     result = saved.runpytest("--gpubench-save", "-k", "test_sum")
     result.assert_outcomes(passed=1, deselected=1)
-    after = read_baseline(saved)["benchmarks"]
-    assert after["test_bench.py::test_join"] == before["test_bench.py::test_join"]
-    assert after["test_bench.py::test_sum"] != before["test_bench.py::test_sum"]
+    after = read_baseline(saved)
+    join, total = "test_bench.py::test_join", "test_bench.py::test_sum"
+    assert after["benchmarks"][join] == before["benchmarks"][join]
+    # test_sum's history grew by this session; the epoch is the first one's
+    assert after["benchmarks"][total]["history"][0] == before["benchmarks"][total]["history"][0]
+    assert len(after["benchmarks"][total]["history"]) == 4
+    assert after["benchmarks"][total]["epoch"] == before["benchmarks"][total]["epoch"]
+    # the table keeps the sessions test_join refers to and adds the new one
+    assert set(after["sessions"]) > set(before["sessions"])
+    assert len(after["sessions"]) == 4
 
 
 def test_save_twice_with_nothing_to_measure_leaves_the_file_alone(saved: pytest.Pytester) -> None:
@@ -141,11 +172,13 @@ def test_a_a_run_passes(saved: pytest.Pytester) -> None:
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [
-            "test_join *fake * ms * ms * ok *",
-            "test_sum *fake * ms * ms * ok *",
-            "gpubench: 2 ok (*threshold 5%*)",
+            f"test_join *{FAKE_NAME} *1.000 ms * 1.000 ms * 3 * ok *",
+            f"test_sum *{FAKE_NAME} *1.000 ms * 1.000 ms * 3 * ok *",
+            "gpubench: 2 ok (threshold 5%, alpha 0.01 over 2 measurements)",
         ]
     )
+    result.stdout.no_fnmatch_line("*noisy*")  # a 1 ms graph replay gates 5% from 3 sessions
+    result.stdout.no_fnmatch_line("*confirm*")
     assert baseline_file(saved).read_bytes() == before  # only --gpubench-save writes
 
 
@@ -153,22 +186,30 @@ def test_twenty_percent_slower_fails_as_regressed(
     saved: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_SCALE", "1.2")
-    result = saved.runpytest("--gpubench", "--gpubench-json=out.json")
+    calls = len(timer_calls(saved))
+    result = saved.runpytest("--gpubench", NO_CONFIRM, "--gpubench-json=out.json")
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         [
-            "*test_sum regressed: 1.00* ms -> 1.2* ms (+20.0%, p=*, threshold 5%)",
-            "*test_join regressed: 1.00* ms -> 1.2* ms (+20.0%, p=*, threshold 5%)",
-            "gpubench: 2 regressed (*threshold 5%*)",
+            "test_sum regressed: 1.000 ms -> 1.200 ms (+20.0%; bar *%, 1 session against the "
+            "history of 3, threshold 5%)",
+            "test_join regressed: 1.000 ms -> 1.200 ms (+20.0%; bar *%, 1 session against the "
+            "history of 3, threshold 5%)",
+            "gpubench: 2 regressed (threshold 5%, alpha 0.01 over 2 measurements)",
         ]
     )
     result.stdout.no_fnmatch_line("*Traceback*")
     result.stdout.no_fnmatch_line("*def test_sum*")  # a one-line failure, no source
-    for entry in json.loads((saved.path / "out.json").read_text())["results"]:
-        assert entry["verdict"]["status"] == "regressed"
-        assert entry["verdict"]["alpha"] == pytest.approx(0.01 / 2)  # two benchmark tests
-        assert entry["remeasured"] is True  # a doubtful verdict is measured twice
-        assert entry["passed"] is False  # the test failed: such results are never saved
+    result.stdout.no_fnmatch_line("*timed by*")  # the failure says which timer unless a graph
+    for measured in json.loads((saved.path / "out.json").read_text())["results"]:
+        assert measured["status"] == "regressed"
+        assert measured["judgement"]["ratio"] == pytest.approx(1.2, rel=1e-3)
+        assert measured["judgement"]["bar"] < 0.05
+        assert measured["family"] == 2  # two measurements judged: alpha / 2
+        assert measured["confirmations"] == []  # --gpubench-confirm 0: the first is final
+        assert measured["passed"] is False  # the test failed: such results are never saved
+    # measured once each, in this process: no re-measure shares its shift
+    assert timer_calls(saved)[calls:] == [f"auto {KIND} False"] * 2
 
 
 def test_twenty_percent_faster_passes_as_improved(
@@ -177,34 +218,63 @@ def test_twenty_percent_faster_passes_as_improved(
     monkeypatch.setenv("FAKE_SCALE", "0.8")
     result = saved.runpytest("--gpubench")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["test_join *-20.0%* improved *", "gpubench: 2 improved (*)"])
+    result.stdout.fnmatch_lines(
+        [
+            "test_join *-20.0%* improved *",
+            "test_join: improved: faster by 20.0% vs history of 3 session(s), bar *%",
+            "gpubench: 2 improved (*)",
+        ]
+    )
+    # a faster test that fails nothing and saves nothing is not worth a fresh process
+    result.stdout.no_fnmatch_line("*confirm*")
 
 
 def test_improved_fails_with_fail_on_improvement(
     saved: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_SCALE", "0.8")
-    result = saved.runpytest("--gpubench", "--gpubench-fail-on-improvement")
+    result = saved.runpytest("--gpubench", "--gpubench-fail-on-improvement", NO_CONFIRM)
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         [
-            "*test_sum improved: 1.00* ms -> 0.8* ms (-20.0%, p=*, threshold 5%); "
-            "refresh the baseline with --gpubench-save"
+            "test_sum improved: 1.000 ms -> 0.800 ms (-20.0%; bar *%, 1 session against the "
+            "history of 3, threshold 5%); refresh the baseline with --gpubench-save"
         ]
     )
 
 
-def test_very_noisy_timings_pass_as_unstable(
+def test_very_noisy_timings_pass_as_noisy_with_what_they_can_gate(
     saved: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_NOISE", "0.5")
-    result = saved.runpytest("--gpubench", "--gpubench-max-samples=30")
+    monkeypatch.setenv("FAKE_SCALE", "1.1")  # above the threshold, below what it can gate
+    result = saved.runpytest("--gpubench", "--gpubench-max-samples=30", NO_CONFIRM)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [
-            "test_join *fake * unstable *",
-            "test_join: unstable: the 95% interval of the ratio, *cannot rule out a change of 5%",
-            "gpubench: 2 unstable (*threshold 5%*)",
+            f"test_join *{FAKE_NAME} * ok (noisy) *",
+            "test_join: ok: * vs history of 3 session(s), bar *%; noisy: can gate >= *%",
+            "gpubench: 2 ok (*threshold 5%*)",
+        ]
+    )
+
+
+def test_an_unknown_timer_is_judged_against_the_conservative_prior(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A timer of the user's the rule knows nothing of: judged at the prior of the noisiest
+    timers, never at random: 20% slower passes as noisy, saying what it can gate."""
+    monkeypatch.setenv("FAKE_NAME", "my-timer")
+    fake.makepyfile(test_bench=BENCH)
+    fake.runpytest("--gpubench-save").assert_outcomes(passed=2)
+    monkeypatch.setenv("FAKE_SCALE", "1.2")
+    result = fake.runpytest("--gpubench", NO_CONFIRM)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "test_join *my-timer *1.200 ms * 8.0% *1.000 ms * 1 * +20.0% * ok (noisy) *",
+            "test_join: ok: slower by 20.0% vs history of 1 session(s), bar *%; noisy: can gate "
+            ">= *%",
         ]
     )
 
@@ -212,10 +282,18 @@ def test_very_noisy_timings_pass_as_unstable(
 def test_save_mode_records_a_regression_without_failing(
     saved: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    before = entry(saved, "test_bench.py::test_sum")
     monkeypatch.setenv("FAKE_SCALE", "1.2")
-    saved.runpytest("--gpubench-save").assert_outcomes(passed=2)
-    entry = read_baseline(saved)["benchmarks"]["test_bench.py::test_sum"]
-    assert entry["median_ms"] == pytest.approx(1.2, rel=0.01)
+    result = saved.runpytest("--gpubench-save", NO_CONFIRM)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["test_join *+20.0%* regressed *", "baseline written: *"])
+    # saving over a regression accepts it: a new epoch of this session alone
+    after = entry(saved, "test_bench.py::test_sum")
+    assert [r["median_ms"] for r in after["history"]] == [pytest.approx(1.2, rel=0.01)]
+    assert after["anchor"] == after["history"]
+    assert after["epoch"] == after["history"][0]["session"] != before["epoch"]
+    # the old epoch's session is no longer referred to: gone from the table
+    assert list(read_baseline(saved)["sessions"]) == [after["epoch"]]
     saved.runpytest("--gpubench").assert_outcomes(passed=2)
 
 
@@ -223,7 +301,7 @@ def test_the_regression_fails_the_call_phase(
     saved: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_SCALE", "1.2")
-    result = saved.runpytest("--gpubench", "--junitxml=junit.xml", "-k", "test_sum")
+    result = saved.runpytest("--gpubench", NO_CONFIRM, "--junitxml=junit.xml", "-k", "test_sum")
     result.assert_outcomes(failed=1, deselected=1)
     [case] = ET.parse(saved.path / "junit.xml").getroot().iter("testcase")
     assert case.get("name") == "test_sum"
@@ -232,20 +310,40 @@ def test_the_regression_fails_the_call_phase(
     assert case.findall("error") == []
 
 
-def test_a_baseline_of_another_timer_is_not_compared(saved: pytest.Pytester) -> None:
+def test_a_baseline_of_another_timer_is_incomparable_and_fails(saved: pytest.Pytester) -> None:
     path = baseline_file(saved)
     data = json.loads(path.read_text())
     data["benchmarks"]["test_bench.py::test_sum"]["timer"] = "wall"
     path.write_text(json.dumps(data))
     result = saved.runpytest("--gpubench")
-    result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["test_sum: new: baseline timed by wall, now fake: not comparable"])
+    result.assert_outcomes(passed=1, failed=1)
+    reason = (
+        f"baseline timed by wall, now by {FAKE_NAME}: times of different timers are never "
+        "compared; accept the new timer with --gpubench-save"
+    )
+    result.stdout.fnmatch_lines(
+        [
+            f"test_sum incomparable: {reason}",
+            f"test_sum *{FAKE_NAME} * 1.000 ms * - * 1.000 ms * 3 * - * - * incomparable *",
+            f"test_sum: incomparable: {reason}",
+            "gpubench: 1 incomparable, 1 ok (*)",
+        ]
+    )
+    allowed = saved.runpytest("--gpubench", "--gpubench-allow-incomparable")
+    allowed.assert_outcomes(passed=2)
+    allowed.stdout.fnmatch_lines([f"test_sum: incomparable: {reason}"])
+    # saving accepts the new timer: a new epoch, comparable from then on
+    saved.runpytest("--gpubench-save").assert_outcomes(passed=2)
+    assert entry(saved, "test_bench.py::test_sum")["timer"] == FAKE_NAME
+    assert len(entry(saved, "test_bench.py::test_sum")["history"]) == 1
+    saved.runpytest("--gpubench").stdout.fnmatch_lines(["gpubench: 2 ok (*)"])
 
 
 def test_a_baseline_from_other_software_is_reported(saved: pytest.Pytester) -> None:
     path = baseline_file(saved)
     data = json.loads(path.read_text())
-    version, data["device"]["torch"] = data["device"]["torch"], "1.0.0"
+    for info in data["sessions"].values():  # the software each session ran with
+        version, info["versions"]["torch"] = info["versions"]["torch"], "1.0.0"
     path.write_text(json.dumps(data))
     result = saved.runpytest("--gpubench")
     result.assert_outcomes(passed=2)
@@ -257,8 +355,9 @@ def test_a_baseline_from_other_software_is_reported(saved: pytest.Pytester) -> N
 def test_alpha_is_corrected_for_the_tests_that_run(saved: pytest.Pytester) -> None:
     result = saved.runpytest("--gpubench", "-k", "test_sum", "--gpubench-json=out.json")
     result.assert_outcomes(passed=1, deselected=1)
-    [entry] = json.loads((saved.path / "out.json").read_text())["results"]
-    assert entry["verdict"]["alpha"] == 0.01
+    result.stdout.fnmatch_lines(["gpubench: 1 ok (threshold 5%, alpha 0.01 over 1 measurement)"])
+    [measured] = json.loads((saved.path / "out.json").read_text())["results"]
+    assert measured["family"] == 1
 
 
 # --- settings from the marker and the ini file ----------------------------------------------
@@ -273,21 +372,22 @@ def test_marker_threshold_overrides_the_command_line(
         )
     )
     monkeypatch.setenv("FAKE_SCALE", "1.2")
-    result = saved.runpytest("--gpubench")
+    result = saved.runpytest("--gpubench", NO_CONFIRM)
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*test_join regressed: *(+20.0%, p=*, threshold 5%)"])
+    result.stdout.fnmatch_lines(["test_join regressed: *(+20.0%; bar *, threshold 5%)"])
     result.stdout.fnmatch_lines(["test_sum *+20.0%* ok *"])
 
 
 def test_ini_settings_apply_and_the_command_line_wins(
     saved: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    saved.makeini("[pytest]\ngpubench_threshold = 30%\n")
+    saved.makeini("[pytest]\ngpubench_threshold = 30%\ngpubench_confirm = 0\n")
     monkeypatch.setenv("FAKE_SCALE", "1.2")
     saved.runpytest("--gpubench").assert_outcomes(passed=2)
     result = saved.runpytest("--gpubench", "--gpubench-threshold=10%")
     result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines(["*test_sum regressed: *threshold 10%)"])
+    result.stdout.fnmatch_lines(["test_sum regressed: *threshold 10%)"])
+    result.stdout.no_fnmatch_line("*confirm*")  # ini gpubench_confirm = 0
 
 
 def test_ini_can_enable_gpubench(fake: pytest.Pytester) -> None:
@@ -312,7 +412,18 @@ def test_marker_timer_reaches_the_timer_hook(fake: pytest.Pytester) -> None:
     assert timer_calls(fake)[0] == f"cuda-event {KIND} False"
 
 
-def test_unknown_marker_keyword_is_a_usage_error(fake: pytest.Pytester) -> None:
+def assert_marker_error(result: pytest.RunResult, message: str, passed: int = 0) -> None:
+    """A marker error fails its test at setup with one line; the other tests run."""
+    result.assert_outcomes(errors=1, passed=passed)
+    result.stdout.fnmatch_lines(["*_ ERROR at setup of test_a _*", message, "*short test summary*"])
+    result.stdout.fnmatch_lines(["ERROR test_*.py::test_a*"])
+    text = output(result)
+    assert "Traceback" not in text
+    assert "def test_a" not in text
+    assert "GpubenchError" not in text and "ConfigError" not in text
+
+
+def test_unknown_marker_keyword_is_an_error_of_its_test(fake: pytest.Pytester) -> None:
     fake.makepyfile(
         test_bench="""
         import pytest
@@ -320,21 +431,24 @@ def test_unknown_marker_keyword_is_a_usage_error(fake: pytest.Pytester) -> None:
         @pytest.mark.gpubench(treshold="10%")
         def test_a(gpubench):
             gpubench(abs, -1)
+
+        def test_b(gpubench):
+            gpubench(abs, -1)
         """
     )
     for args in ((), ("--gpubench",)):
         result = fake.runpytest(*args)
-        assert result.ret == USAGE_ERROR
-        result.stderr.fnmatch_lines(
-            [
-                "ERROR: test_bench.py::test_a: unknown keyword 'treshold' in "
-                "@pytest.mark.gpubench; expected one of threshold, alpha, *"
-            ]
+        assert_marker_error(
+            result,
+            "test_bench.py::test_a: unknown keyword 'treshold' in @pytest.mark.gpubench; "
+            "expected one of threshold, alpha, *",
+            passed=1,
         )
-        assert "Traceback" not in output(result)
+    # the test that errored was not measured; the other one was
+    assert timer_calls(fake) == [f"auto {KIND} False"]
 
 
-def test_invalid_marker_value_is_a_usage_error(fake: pytest.Pytester) -> None:
+def test_invalid_marker_value_is_an_error_of_its_test(fake: pytest.Pytester) -> None:
     fake.makepyfile(
         """
         import pytest
@@ -344,17 +458,14 @@ def test_invalid_marker_value_is_a_usage_error(fake: pytest.Pytester) -> None:
             gpubench(abs, -1)
         """
     )
-    result = fake.runpytest("--gpubench")
-    assert result.ret == USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        [
-            "ERROR: test_invalid_marker_value_is_a_usage_error.py::test_a: invalid "
-            "@pytest.mark.gpubench(threshold=...) 'abc': expected a percentage such as 5%"
-        ]
+    assert_marker_error(
+        fake.runpytest("--gpubench"),
+        "test_invalid_marker_value_is_an_error_of_its_test.py::test_a: invalid "
+        "@pytest.mark.gpubench(threshold=...) 'abc': expected a percentage such as 5%",
     )
 
 
-def test_positional_marker_arguments_are_a_usage_error(fake: pytest.Pytester) -> None:
+def test_positional_marker_arguments_are_an_error_of_its_test(fake: pytest.Pytester) -> None:
     fake.makepyfile(
         """
         import pytest
@@ -364,14 +475,52 @@ def test_positional_marker_arguments_are_a_usage_error(fake: pytest.Pytester) ->
             gpubench(abs, -1)
         """
     )
-    result = fake.runpytest()
-    assert result.ret == USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        [
-            "ERROR: test_*.py::test_a: @pytest.mark.gpubench takes keywords only, "
-            "got positional ('5%',)"
-        ]
+    assert_marker_error(
+        fake.runpytest(),
+        "test_*.py::test_a: @pytest.mark.gpubench takes keywords only, got positional ('5%',)",
     )
+
+
+def test_markers_merge_closest_first_per_keyword(fake: pytest.Pytester) -> None:
+    """A function's marker over its class's over its module's pytestmark, keyword by keyword;
+    resolved once per test, at collection."""
+    fake.makepyfile(
+        test_bench="""
+        import pytest
+
+        pytestmark = pytest.mark.gpubench(threshold="30%", group="module", timer="wall")
+
+
+        class TestK:
+            pytestmark = [pytest.mark.gpubench(threshold="20%", bytes=1000)]
+
+            @pytest.mark.gpubench(threshold="10%")
+            def test_a(self, gpubench):
+                gpubench(abs, -1)
+
+            def test_b(self, gpubench):
+                gpubench(abs, -1)
+
+
+        def test_c(gpubench):
+            gpubench(abs, -1)
+        """
+    )
+    result = fake.runpytest("--gpubench", "--gpubench-json=out.json")
+    result.assert_outcomes(passed=3)
+    found = {
+        r["test"]: (r["threshold"], r["group"], r["bytes"])
+        for r in json.loads((fake.path / "out.json").read_text())["results"]
+    }
+    assert found == {
+        "test_a": (0.1, "module", 1000.0),
+        "test_b": (0.2, "module", 1000.0),
+        "test_c": (0.3, "module", None),
+    }
+    # the module's timer reached every measurement (then the peak bandwidth's, with bytes)
+    assert [line for line in timer_calls(fake) if line != f"auto {KIND} False"] == [
+        f"wall {KIND} False"
+    ] * 3
 
 
 def test_marker_sample_bounds_are_checked_against_the_session_settings(
@@ -389,7 +538,7 @@ def test_marker_sample_bounds_are_checked_against_the_session_settings(
     fake.runpytest("--gpubench", "--gpubench-max-samples=500").assert_outcomes(passed=1)
 
 
-def test_marker_sample_bounds_beyond_the_session_ones_are_a_usage_error(
+def test_marker_sample_bounds_beyond_the_session_ones_are_an_error_of_its_test(
     fake: pytest.Pytester,
 ) -> None:
     fake.makepyfile(
@@ -401,10 +550,10 @@ def test_marker_sample_bounds_beyond_the_session_ones_are_a_usage_error(
             gpubench(abs, -1)
         """
     )
-    result = fake.runpytest("--gpubench", "--gpubench-max-samples=20")
-    assert result.ret == USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: *test_a*min_samples 50 exceeds max_samples 20*"])
-    assert "Traceback" not in output(result)
+    assert_marker_error(
+        fake.runpytest("--gpubench", "--gpubench-max-samples=20"),
+        "test_*.py::test_a: invalid sample bounds: min_samples 50 exceeds max_samples 20: *",
+    )
 
 
 # --- bad command-line values ----------------------------------------------------------------
@@ -463,13 +612,13 @@ def test_unknown_option_values_only_matter_for_their_option(fake: pytest.Pyteste
 
 DAMAGED = {
     "corrupt": ("{{{", "is not valid JSON (Expecting property name * at line 1)"),
-    "truncated": ('{\n  "schema": "pytest-gpubench/1",\n  "benchm', "is not valid JSON (*)"),
+    "truncated": ('{\n  "schema": "pytest-gpubench/2",\n  "benchm', "is not valid JSON (*)"),
     "empty": ("", "is not valid JSON (Expecting value at line 1)"),
     "foreign": (
         json.dumps({"machine_info": {}, "benchmarks": [], "version": "5.1.0"}),
-        "has schema None, expected 'pytest-gpubench/1'",
+        "has schema None, expected 'pytest-gpubench/2'",
     ),
-    "bad-entry": (
+    "bad-entry-v1": (
         json.dumps(
             {
                 "schema": "pytest-gpubench/1",
@@ -478,6 +627,24 @@ DAMAGED = {
             }
         ),
         "has an entry 'test_bench.py::test_sum' that has fewer than 2 samples",
+    ),
+    "bad-entry": (
+        json.dumps(
+            {
+                "schema": "pytest-gpubench/2",
+                "device": {},
+                "sessions": {},
+                "benchmarks": {
+                    "test_bench.py::test_sum": {
+                        "timer": "fake",
+                        "epoch": "s",
+                        "anchor": [],
+                        "history": [{"session": "s", "median_ms": 1.0, "n": 20, "se_log": None}],
+                    }
+                },
+            }
+        ),
+        "has an entry 'test_bench.py::test_sum' that refers to session 's', not in 'sessions'",
     ),
 }
 
@@ -569,12 +736,16 @@ def test_named_measurements_are_stored_separately(fake: pytest.Pytester) -> None
     )
     result = fake.runpytest("--gpubench-save")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["test_two#large *fake *", "test_two#small *fake *"])
+    result.stdout.fnmatch_lines(
+        [f"test_two#large *{FAKE_NAME} *", f"test_two#small *{FAKE_NAME} *"]
+    )
     assert sorted(read_baseline(fake)["benchmarks"]) == [
         "test_bench.py::test_two#large",
         "test_bench.py::test_two#small",
     ]
-    fake.runpytest("--gpubench").stdout.fnmatch_lines(["gpubench: 2 ok (*"])
+    fake.runpytest("--gpubench").stdout.fnmatch_lines(
+        ["gpubench: 2 ok (threshold 5%, alpha 0.01 over 2 measurements)"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -665,11 +836,13 @@ def test_pedantic_setup_runs_before_every_sample_with_fixed_rounds_and_warmup(
             assert calls == [10 * i for i in range(9)]
         """
     )
-    result = fake.runpytest("--gpubench-save")
+    result = fake.runpytest("--gpubench-save", "--gpubench-json=out.json")
     result.assert_outcomes(passed=1)
     assert timer_calls(fake) == [f"auto {KIND} True"]
-    entry = read_baseline(fake)["benchmarks"]["test_bench.py::test_pedantic"]
-    assert (entry["warmup"], len(entry["samples_ms"])) == (3, 5)
+    [measured] = json.loads((fake.path / "out.json").read_text())["results"]
+    assert (measured["warmup"], len(measured["samples_ms"])) == (3, 5)
+    stored = entry(fake, "test_bench.py::test_pedantic")
+    assert len(stored["samples_ms"]) == 5 and stored["history"][0]["n"] == 5
 
 
 def test_pedantic_without_setup_uses_the_given_arguments(fake: pytest.Pytester) -> None:
@@ -699,22 +872,44 @@ def test_json_and_markdown_outputs(saved: pytest.Pytester) -> None:
     result.assert_outcomes(passed=2)
     document = json.loads((saved.path / "sub" / "out.json").read_text())
     assert document["device"]["name"]
-    assert document["settings"]["threshold"] == 0.05
-    assert document["settings"]["enabled"] is True
+    settings = document["settings"]
+    assert (settings["threshold"], settings["alpha"], settings["confirm"]) == (0.05, 0.01, 2)
+    assert settings["enabled"] is True and settings["save"] is False
+    assert settings["json"] == str(saved.path / "sub" / "out.json")
+    session = document["session"]
+    assert session["id"] and session["date"] and session["machine"]
     assert [r["key"] for r in document["results"]] == [
         "test_bench.py::test_join",
         "test_bench.py::test_sum",
     ]
     first = document["results"][0]
-    assert first["timer"] == "fake"
-    assert first["verdict"]["status"] == "ok"
+    assert first["timer"] == FAKE_NAME
+    assert first["status"] == "ok" and first["judgement"]["status"] == "ok"
     assert first["summary"]["samples"] == len(first["samples_ms"]) >= 10
-    assert first["baseline_median_ms"] == pytest.approx(1.0, rel=0.01)
+    assert first["reference_ms"] == pytest.approx(1.0, rel=0.01)
+    assert first["history_sessions"] == 3 and first["family"] == 2
+    assert first["session"] == session["id"]
+    assert first["median_ms"] == first["summary"]["median_ms"]
     markdown = (saved.path / "sub" / "summary.md").read_text().splitlines()
     assert markdown[0].startswith("### gpubench: ")
     assert MARKDOWN_HEADER in markdown
-    assert any(line.startswith("| test_sum | fake | ") for line in markdown)
+    assert any(line.startswith(f"| test_sum | {FAKE_NAME} | ") for line in markdown)
     assert "2 ok" in markdown
+
+
+def test_the_summary_is_appended_to_the_github_step_summary(
+    saved: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    summary = saved.path / "step-summary.md"
+    summary.write_text("## earlier step\n", encoding="utf-8")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    saved.runpytest("--gpubench").assert_outcomes(passed=2)
+    text = summary.read_text(encoding="utf-8")
+    assert text.startswith("## earlier step\n### gpubench: ")
+    assert MARKDOWN_HEADER in text.splitlines()
+    assert "\n2 ok\n" in text
+    saved.runpytest().assert_outcomes(passed=2)  # nothing timed, nothing appended
+    assert summary.read_text(encoding="utf-8") == text
 
 
 def test_json_output_is_standard_json(fake: pytest.Pytester) -> None:
@@ -730,7 +925,9 @@ def test_json_output_is_standard_json(fake: pytest.Pytester) -> None:
     def refuse(constant: str) -> None:
         raise ValueError(f"not JSON: {constant}")
 
-    json.loads((fake.path / "out.json").read_text(), parse_constant=refuse)
+    [measured] = json.loads((fake.path / "out.json").read_text(), parse_constant=refuse)["results"]
+    # two samples: the median's own error is unknown (an unbounded interval, written as null)
+    assert measured["status"] == "unstable" and measured["judgement"] is None
 
 
 def test_baseline_dir_on_the_command_line_is_relative_to_the_cwd(fake: pytest.Pytester) -> None:
@@ -777,22 +974,142 @@ def test_auto_is_the_wall_timer_without_cuda(pytester: pytest.Pytester) -> None:
 # --- xdist ---------------------------------------------------------------------------------
 
 
-def test_xdist_workers_measure_and_the_controller_alone_writes(
-    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_xdist_workers_measure_and_the_controller_alone_writes(fake: pytest.Pytester) -> None:
+    """Workers measure, the controller saves; a marker error is its test's error, carried
+    from the worker like any other."""
     pytest.importorskip("xdist")
-    fake.makepyfile(BENCH)
+    fake.makepyfile(
+        test_bench=BENCH
+        + """
+
+@pytest.mark.gpubench(threshold="abc")
+def test_a(gpubench):
+    gpubench(abs, -1)
+"""
+    )
     saved = fake.runpytest_subprocess("-p", "xdist", "-n", "2", "--gpubench-save")
-    assert saved.ret == 0
-    saved.stdout.fnmatch_lines(["*test_join *fake*new*", "*test_sum *fake*new*"])
+    saved.assert_outcomes(passed=2, errors=1)
+    saved.stdout.fnmatch_lines(
+        [
+            "*_ ERROR at setup of test_a _*",
+            "test_bench.py::test_a: invalid @pytest.mark.gpubench(threshold=...) 'abc': "
+            "expected a percentage such as 5%",
+        ]
+    )
+    saved.stdout.fnmatch_lines([f"*test_join *{FAKE_NAME}*new*", f"*test_sum *{FAKE_NAME}*new*"])
+    assert "Traceback" not in output(saved) and "INTERNALERROR" not in output(saved)
     files = list((fake.path / ".gpubench").glob("*.json"))
     assert len(files) == 1
-    prefix = "test_xdist_workers_measure_and_the_controller_alone_writes.py::"
     entries = json.loads(files[0].read_text())["benchmarks"]
-    assert sorted(entries) == [prefix + "test_join", prefix + "test_sum"]
+    assert sorted(entries) == ["test_bench.py::test_join", "test_bench.py::test_sum"]
 
+
+XDIST_SESSIONS = (
+    "core bug: under xdist the controller saves its own session into the table of sessions, "
+    "but each result refers to the session of the worker that measured it "
+    "(session.BenchSession.save); the file refers to sessions it lacks and every later run "
+    "refuses it"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=XDIST_SESSIONS)
+def test_xdist_saves_a_baseline_that_later_runs_read(fake: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    fake.makepyfile(test_bench=BENCH)
+    assert fake.runpytest_subprocess("-p", "xdist", "-n", "2", "--gpubench-save").ret == 0
+    data = read_baseline(fake)
+    used = {r["session"] for e in data["benchmarks"].values() for r in e["history"]}
+    assert used <= set(data["sessions"])
+    fake.runpytest("--gpubench").assert_outcomes(passed=2)
+
+
+def test_xdist_workers_judge_against_the_baseline(
+    saved: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("xdist")
     monkeypatch.setenv("FAKE_SCALE", "1.2")
-    slower = fake.runpytest_subprocess("-p", "xdist", "-n", "2", "--gpubench")
+    slower = saved.runpytest_subprocess("-p", "xdist", "-n", "2", "--gpubench", NO_CONFIRM)
     assert slower.ret == pytest.ExitCode.TESTS_FAILED
-    slower.stdout.fnmatch_lines(["*test_sum regressed: 1.000 ms -> 1.200 ms (+20.0%*"])
-    slower.stdout.fnmatch_lines(["gpubench: 2 regressed*"])
+    slower.stdout.fnmatch_lines(["test_sum regressed: 1.000 ms -> 1.200 ms (+20.0%*"])
+    # the controller collects no tests: the family travels with the workers' results
+    slower.stdout.fnmatch_lines(
+        ["gpubench: 2 regressed (threshold 5%, alpha 0.01 over 2 measurements)"]
+    )
+
+
+# --- the kernels behind a number (issue 8) -----------------------------------------------
+
+SOFTMAX = {"name": "triton_per_fused_softmax_0", "grid": [64, 1, 1], "block": [128, 1, 1]}
+
+
+def test_the_kernels_of_a_call_are_stored_and_a_changed_configuration_is_reported(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake.makepyfile(test_bench=BENCH)
+    monkeypatch.setenv("FAKE_KERNELS", kernels(SOFTMAX | {"share": 1.0}))
+    fake.runpytest("--gpubench-save", "-k", "test_sum").assert_outcomes(passed=1, deselected=1)
+    assert entry(fake, "test_bench.py::test_sum")["kernels"] == [
+        {
+            "name": "triton_per_fused_softmax_0",
+            "kind": "kernel",
+            "count": 1,
+            "grid": [64, 1, 1],
+            "block": [128, 1, 1],
+            "share": 1.0,
+        }
+    ]
+    # Another grid for the same kernel: the same work, still judged, the change said.
+    monkeypatch.setenv("FAKE_KERNELS", kernels(SOFTMAX | {"grid": [32, 1, 1], "share": 1.0}))
+    monkeypatch.setenv("FAKE_SCALE", "1.2")
+    change = "triton_per_fused_softmax_0 grid (64,1,1) -> (32,1,1)"
+    slower = fake.runpytest("--gpubench", NO_CONFIRM, "-k", "test_sum", "--gpubench-json=out.json")
+    slower.assert_outcomes(failed=1, deselected=1)
+    slower.stdout.fnmatch_lines(
+        [
+            "test_sum regressed: 1.000 ms -> 1.200 ms (+20.0%; *)",
+            f"  kernels: {change}",
+            f"test_sum: kernels: {change}",
+        ]
+    )
+    [measured] = json.loads((fake.path / "out.json").read_text())["results"]
+    assert measured["kernel_changes"] == [change]
+    assert measured["kernels"][0]["grid"] == [32, 1, 1]
+    monkeypatch.setenv("FAKE_SCALE", "1.0")
+    same_speed = fake.runpytest("--gpubench", "-k", "test_sum")
+    same_speed.assert_outcomes(passed=1, deselected=1)
+    same_speed.stdout.fnmatch_lines([f"test_sum: kernels: {change}", "gpubench: 1 ok (*)"])
+
+
+def test_other_kernels_than_the_baselines_are_incomparable(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake.makepyfile(test_bench=BENCH)
+    monkeypatch.setenv("FAKE_KERNELS", kernels(SOFTMAX | {"share": 1.0}))
+    fake.runpytest("--gpubench-save", "-k", "test_sum").assert_outcomes(passed=1, deselected=1)
+    monkeypatch.setenv("FAKE_KERNELS", kernels(SOFTMAX | {"share": 0.5}, {"name": "k2"}))
+    result = fake.runpytest("--gpubench", "-k", "test_sum")
+    result.assert_outcomes(failed=1, deselected=1)
+    result.stdout.fnmatch_lines(
+        [
+            "test_sum incomparable: calls run other kernels than the baseline's: 1 kernel "
+            "added: k2; accept the new kernels with --gpubench-save",
+            "gpubench: 1 incomparable (*)",
+        ]
+    )
+    result.stdout.no_fnmatch_line("  kernels: *")  # said once, in the reason
+
+
+def test_launch_gaps_of_a_graph_replay_are_noted(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake.makepyfile(test_bench=BENCH)
+    monkeypatch.setenv("FAKE_KERNELS", kernels(SOFTMAX | {"share": 1.0}))
+    monkeypatch.setenv("FAKE_DEVICE_MS", "0.5")
+    result = fake.runpytest("--gpubench", "-k", "test_sum")
+    result.assert_outcomes(passed=1, deselected=1)
+    result.stdout.fnmatch_lines(
+        [
+            "test_sum: launch gaps are 50% of the graph time (kernels 0.500 ms of 1.000 ms per "
+            "call: 1 launch (triton_per_fused_softmax_0 100%))"
+        ]
+    )

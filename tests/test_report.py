@@ -15,7 +15,6 @@ from pytest_gpubench.results import Result, summarize
 from pytest_gpubench.rule import Judgement, Status
 from pytest_gpubench.settings import MeasureSettings, Settings
 from pytest_gpubench.storage import plain_data_problem
-from pytest_gpubench.verdict import fails
 
 HEADER = (
     "| test | timer | median | noise | spread | baseline | sessions | change | gate | verdict "
@@ -205,31 +204,6 @@ def test_failure_message_of_an_incomparable_baseline_is_its_reason() -> None:
     r = result(status=Status.INCOMPARABLE, reason=reason, kernel_changes=("1 kernel added: k2",))
     # the kernel changes of an incomparable result are part of its reason, not repeated
     assert report.failure_message(r) == f"test_x incomparable: {reason}"
-
-
-@pytest.mark.parametrize(
-    "status, fail_on_improvement, allow_incomparable, failing",
-    [
-        (Status.REGRESSED, False, False, True),
-        (Status.REGRESSED, True, True, True),
-        (Status.IMPROVED, False, False, False),
-        (Status.IMPROVED, True, False, True),
-        (Status.INCOMPARABLE, False, False, True),
-        (Status.INCOMPARABLE, True, True, False),
-        (Status.UNSTABLE, True, False, False),
-        (Status.NEW, True, False, False),
-        (Status.OK, True, False, False),
-    ],
-)
-def test_fails(
-    status: Status, fail_on_improvement: bool, allow_incomparable: bool, failing: bool
-) -> None:
-    assert (
-        fails(
-            status, fail_on_improvement=fail_on_improvement, allow_incomparable=allow_incomparable
-        )
-        is failing
-    )
 
 
 # --- the summary table ----------------------------------------------------------------------

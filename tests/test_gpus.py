@@ -1,0 +1,164 @@
+"""Unit tests of pytest_gpubench.gpus: one timing per device at a time, one device per worker.
+
+The lock's folder is the temporary directory's: each test points it at its own, so that these
+tests never wait for, nor hold up, a measurement running elsewhere on this machine.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from support import CUDA
+
+from pytest_gpubench.errors import GpubenchError
+from pytest_gpubench.gpus import DeviceLock, host_identity, lock_path, pinned_device, worker_index
+
+
+@pytest.fixture(autouse=True)
+def own_temporary_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+@pytest.mark.parametrize(
+    "worker, index", [("gw0", 0), ("gw7", 7), ("gw12", 12), (None, None), ("master", None)]
+)
+def test_worker_index(worker: str | None, index: int | None) -> None:
+    assert worker_index(worker) == index
+
+
+@pytest.mark.parametrize(
+    "worker, devices, device",
+    [("gw0", 2, 0), ("gw1", 2, 1), ("gw2", 2, 0), ("gw5", 4, 1), ("gw3", 1, None), (None, 4, None)],
+)
+def test_workers_are_pinned_to_their_index_modulo_the_devices(
+    worker: str | None, devices: int, device: int | None
+) -> None:
+    assert pinned_device(worker, devices) == device
+
+
+def test_the_lock_of_a_device_is_named_after_it_in_a_folder_every_user_may_use(
+    own_temporary_directory: Path,
+) -> None:
+    path = lock_path("GPU-6b1a0f2e-77c3-4f3e")
+    folder = own_temporary_directory / "pytest-gpubench-locks"
+    assert path == folder / "GPU-6b1a0f2e-77c3-4f3e.lock"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o1777
+    for identity in ("../../etc/passwd", "a/b c", "", "..."):
+        odd = lock_path(identity)
+        assert odd.parent == folder and odd.suffix == ".lock" and "/" not in odd.name
+    assert lock_path("").name == "device.lock"
+    assert host_identity().startswith("host-")
+
+
+HOLDER = """
+import sys, time
+from filelock import FileLock
+lock = FileLock(sys.argv[1])
+with lock:
+    print("held", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+def hold_in_another_process(path: Path, seconds: float) -> subprocess.Popen[str]:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path), str(seconds)], stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    return holder
+
+
+def finish(holder: subprocess.Popen[str], kill: bool = False) -> None:
+    if kill:
+        holder.kill()
+    holder.communicate()  # waits, and closes its output
+
+
+def test_a_device_lock_held_by_another_process_times_out_with_one_line() -> None:
+    holder = hold_in_another_process(lock_path("GPU-x"), 30)
+    try:
+        started = time.perf_counter()
+        with pytest.raises(GpubenchError) as info, DeviceLock("GPU-x", timeout_s=0.2):
+            pass
+        assert time.perf_counter() - started >= 0.2
+    finally:
+        finish(holder, kill=True)
+    assert str(info.value) == (
+        f"waited 0.2 s for the device lock {lock_path('GPU-x')}: another process has been "
+        "timing on this device all that while; stop it or remove the lock file if no benchmark "
+        "is running"
+    )
+    with DeviceLock("GPU-x", timeout_s=0.2):  # free once the other process is gone
+        pass
+
+
+def test_a_device_lock_waits_for_the_other_process_and_other_devices_do_not() -> None:
+    holder = hold_in_another_process(lock_path("GPU-x"), 0.5)
+    try:
+        with DeviceLock("GPU-y", timeout_s=0.1):  # another GPU: no waiting
+            pass
+        started = time.perf_counter()
+        with DeviceLock("GPU-x", timeout_s=10):
+            waited = time.perf_counter() - started
+        assert waited > 0.2
+    finally:
+        finish(holder)
+
+
+def test_a_device_lock_is_reentrant_within_a_process() -> None:
+    lock = DeviceLock("GPU-x", timeout_s=0.1)
+    with lock, lock:
+        pass
+
+
+@pytest.mark.skipif(CUDA, reason="on a GPU the lock is the GPU's, not the host's")
+def test_a_measurement_holds_the_device_lock_and_the_untimed_call_does_not(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While another process times on this device, a test's correctness work (the untimed
+    first call) runs; its measurement waits until the device is free."""
+    fake.makepyfile(
+        test_bench="""
+        import json
+        import time
+
+        CALLS = []
+
+        def work():
+            CALLS.append(time.time())
+
+        def test_a(gpubench):
+            gpubench(work)
+            with open("calls.json", "w") as out:
+                json.dump(CALLS, out)
+        """
+    )
+    held, released = threading.Event(), []
+
+    def hold() -> None:
+        with DeviceLock(host_identity(), timeout_s=5):
+            held.set()
+            time.sleep(0.5)
+            released.append(time.time())
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    assert held.wait(5)
+    try:
+        fake.runpytest("--gpubench").assert_outcomes(passed=1)
+    finally:
+        thread.join()
+    calls = json.loads((fake.path / "calls.json").read_text())
+    assert len(calls) > 2
+    assert calls[0] < released[0] <= calls[1]  # the first call ran, the samples waited
