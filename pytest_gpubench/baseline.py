@@ -193,9 +193,15 @@ class BaselineEntry:
         problem = samples_problem(samples, minimum=0)
         if problem:
             raise ValueError(problem)
-        kernels = data.get("kernels", [])
-        if not isinstance(kernels, list):
+        raw_kernels = data.get("kernels", [])
+        if not isinstance(raw_kernels, list):
             raise ValueError("has 'kernels' that are not a list")
+        kernels = []
+        for i, kernel in enumerate(raw_kernels):
+            try:
+                kernels.append(Launch.from_dict(kernel))
+            except ValueError as exc:
+                raise ValueError(f"has a kernel entry {i} that is malformed: {exc}") from None
         for name, (valid, expected) in FIELDS.items():
             if name in data and not valid(data[name]):
                 raise ValueError(f"has a {name!r} of {data[name]!r:.60}, not {expected}")
@@ -205,7 +211,7 @@ class BaselineEntry:
             anchor=records["anchor"],
             history=records["history"],
             samples_ms=tuple(float(s) for s in samples),
-            kernels=tuple(Launch.from_dict(k) for k in kernels),
+            kernels=tuple(kernels),
             group=data.get("group"),
             bytes=data.get("bytes"),
             flops=data.get("flops"),

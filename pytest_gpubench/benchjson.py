@@ -8,6 +8,7 @@ the timer and the kernels of a call ride in ``extra_info``.
 
 from __future__ import annotations
 
+import bisect
 import datetime
 import math
 import platform
@@ -41,21 +42,36 @@ STATS_FIELDS = (
 )
 
 
+def quartiles(data: Sequence[float]) -> tuple[float, float]:
+    """Q1 and Q3 of sorted ``data`` as pytest-benchmark computes them (Wikipedia's methods 2
+    and 3), so trackers comparing our files with theirs see the same statistics."""
+    n = len(data)
+    if n == 1:
+        return data[0], data[0]
+    if n % 2 == 0:  # method 2: medians of the halves
+        return statistics.median(data[: n // 2]), statistics.median(data[n // 2 :])
+    k, r = n // 4, n % 4  # method 3
+    if r == 1:
+        return 0.25 * data[k - 1] + 0.75 * data[k], 0.75 * data[3 * k] + 0.25 * data[3 * k + 1]
+    return 0.75 * data[k] + 0.25 * data[k + 1], 0.25 * data[3 * k + 1] + 0.75 * data[3 * k + 2]
+
+
 def stats(samples_ms: Sequence[float], median_ms: float) -> dict[str, Any]:
-    """pytest-benchmark's statistics of samples (ms in, seconds out); ``median_ms`` is this
-    run's time (the median of its sessions when confirmed in fresh processes)."""
+    """pytest-benchmark's statistics of samples (ms in, seconds out, its definitions); the
+    median and ``ops`` are this run's time (the median of its sessions when confirmed in
+    fresh processes), so trackers follow the robust statistic."""
     data = sorted(s / 1e3 for s in samples_ms)
     n = len(data)
-    q1, _, q3 = statistics.quantiles(data, n=4, method="inclusive") if n > 1 else (data * 3)
+    q1, q3 = quartiles(data)
     iqr = q3 - q1
     mean = statistics.fmean(data)
     stddev = statistics.stdev(data) if n > 1 else 0.0
     low, high = q1 - 1.5 * iqr, q3 + 1.5 * iqr
-    inside = [x for x in data if low <= x <= high]
-    iqr_outliers = n - len(inside)
-    stddev_outliers = sum(1 for x in data if not mean - stddev <= x <= mean + stddev)
+    iqr_outliers = sum(1 for x in data if x < low or x > high)
+    stddev_outliers = sum(1 for x in data if x < mean - stddev or x > mean + stddev)
+    above = bisect.bisect_right(data, high)
     median = median_ms / 1e3
-    values = {
+    return {
         "min": data[0],
         "max": data[-1],
         "mean": mean,
@@ -68,13 +84,12 @@ def stats(samples_ms: Sequence[float], median_ms: float) -> dict[str, Any]:
         "iqr_outliers": iqr_outliers,
         "stddev_outliers": stddev_outliers,
         "outliers": f"{stddev_outliers};{iqr_outliers}",
-        "ld15iqr": inside[0] if inside else data[0],
-        "hd15iqr": inside[-1] if inside else data[-1],
+        "ld15iqr": data[0] if n == 1 else data[bisect.bisect_left(data, low)],
+        "hd15iqr": data[-1] if n == 1 or above == n else data[above],
         "ops": 1 / median if median > 0 else math.inf,
         "total": math.fsum(data),
         "data": data,
     }
-    return values
 
 
 def entry(result: Result) -> dict[str, Any]:
@@ -95,7 +110,8 @@ def entry(result: Result) -> dict[str, Any]:
         "gbs": result.gbs,
         "peak_share": result.peak_share,
     }
-    param = result.test.partition("[")[2].rstrip("]") or None
+    test = result.test.partition("#")[0]  # a named measurement: the test's own parameters
+    param = test.partition("[")[2].removesuffix("]") or None
     return {
         "group": result.group,
         "name": result.test,

@@ -22,6 +22,7 @@ from typing import Any
 from .baseline import SessionInfo
 from .gpus import DEVICE_VARIABLE
 from .results import Result
+from .settings import CHILD_VARIABLE
 
 # A child runs one test, or the whole selection when recording a session: imports, compiles
 # and measurements included. Longer than this, it is stuck.
@@ -35,7 +36,25 @@ WORKER_VARIABLES = (
 )
 # The options of ours a child must not inherit: it gets its own values of these.
 OWN_FLAGS = ("--gpubench-save",)
-OWN_OPTIONS = ("--gpubench-confirm", "--gpubench-sessions", "--gpubench-child")
+OWN_OPTIONS = ("--gpubench-confirm", "--gpubench-sessions")
+
+# pytest's own options that would make a child skip the tests it is asked to run (the cache
+# of the last failures, stepwise, stopping early) or overwrite the parent's report files.
+SKIPPED_FLAGS = (
+    "--lf",
+    "--last-failed",
+    "--ff",
+    "--failed-first",
+    "--nf",
+    "--new-first",
+    "--sw",
+    "--stepwise",
+    "--sw-skip",
+    "--stepwise-skip",
+    "-x",
+    "--exitfirst",
+)
+SKIPPED_OPTIONS = ("--maxfail", "--junitxml", "--junit-xml", "--report-log")
 
 
 @dataclass(frozen=True)
@@ -46,52 +65,59 @@ class ChildRun:
     error: str = ""
 
 
-def child_args(
-    invocation: Sequence[str],
-    selection: Sequence[str],
-    *,
-    nodeids: Sequence[str] | None,
-    out: Path,
-    save: bool,
-    confirm: int,
-    xdist: bool,
-) -> list[str]:
-    """The pytest arguments of a child.
-
-    The user's options stay (ini, plugins, -k, timer, threshold...); their test selection
-    (``selection``, the positional arguments) is replaced by ``nodeids`` when given (a
-    confirmation runs one test, without xdist); our own options get the child's values."""
+def child_args(invocation: Sequence[str], *, save: bool, confirm: int, single: bool) -> list[str]:
+    """The pytest arguments of a child: the user's (ini, plugins, selection, -k, timer,
+    threshold...) without those that would skip tests or overwrite the user's report files,
+    and our own options with the child's values. ``single``: the child times a few tests
+    named in its request file (a confirmation), so without xdist workers."""
+    drop_flags = set(OWN_FLAGS + SKIPPED_FLAGS)
+    drop_options = OWN_OPTIONS + SKIPPED_OPTIONS
     args: list[str] = []
     skip = False
     for arg in invocation:
         if skip:
             skip = False
             continue
-        if arg in OWN_FLAGS or (nodeids is not None and arg in selection):
+        if arg in drop_flags:
             continue
-        if arg in OWN_OPTIONS:
+        if arg in drop_options:
             skip = True  # its value follows
             continue
-        if arg.startswith(tuple(f"{option}=" for option in OWN_OPTIONS)):
+        if arg.startswith(tuple(f"{option}=" for option in drop_options)):
             continue
         args.append(arg)
-    if nodeids is not None:
-        args += list(nodeids)
-        if xdist:
-            args += ["-n", "0"]  # a confirmation times one test: no workers
+    if single:
+        args += ["-n", "0"]  # xdist is loaded (the caller checked): no workers
     args += ["--gpubench-confirm", str(confirm), "--gpubench-sessions", "1"]
-    args += ["--gpubench-child", str(out)]
     if save:
         args.append("--gpubench-save")
     return args
 
 
-def run_child(args: Sequence[str], cwd: Path, device_index: int | None = None) -> ChildRun:
-    """Run ``python -m pytest *args`` in ``cwd`` and read what it measured."""
+def write_request(out: Path, nodeids: Sequence[str]) -> None:
+    """Ask a child to run only these tests of its collection (it reads them from its output
+    file before overwriting it with its results)."""
+    out.write_text(json.dumps({"nodeids": list(nodeids)}), encoding="utf-8")
+
+
+def read_request(out: Path) -> list[str] | None:
+    """The tests a parent asked this child to run, or None for all of its selection."""
+    try:
+        request = json.loads(out.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    nodeids = request.get("nodeids") if isinstance(request, dict) else None
+    return [str(n) for n in nodeids] if isinstance(nodeids, list) else None
+
+
+def run_child(
+    args: Sequence[str], cwd: Path, out: Path, device_index: int | None = None
+) -> ChildRun:
+    """Run ``python -m pytest *args`` in ``cwd`` and read what it measured from ``out``."""
     env = {k: v for k, v in os.environ.items() if k not in WORKER_VARIABLES}
+    env[CHILD_VARIABLE] = str(out)
     if device_index is not None:
         env[DEVICE_VARIABLE] = str(device_index)
-    out = Path(args[args.index("--gpubench-child") + 1])
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", *args],
@@ -117,7 +143,7 @@ def run_child(args: Sequence[str], cwd: Path, device_index: int | None = None) -
             error=f"a fresh process (exit {proc.returncode}) measured nothing: {tail or exc}"
         )
     for result in results:
-        result.confirmation_infos = {session: info}
+        result.session_infos = {**result.session_infos, session: info}
     return ChildRun(results)
 
 
@@ -132,16 +158,20 @@ def child_document(session: str, info: SessionInfo, results: Sequence[Result]) -
 
 def run_children(
     count: int,
-    make_args: Callable[[Path], list[str]],
+    args: Sequence[str],
     cwd: Path,
     progress: Callable[[int, int], None] = lambda i, n: None,
     device_index: int | None = None,
+    nodeids: Sequence[str] | None = None,
 ) -> list[ChildRun]:
     """``count`` fresh processes one after the other (they time on one device: never at
-    once), each writing to a temporary file of its own."""
+    once), each writing to a temporary file of its own; ``nodeids``: only these tests."""
     runs = []
     with tempfile.TemporaryDirectory(prefix="gpubench-child-") as folder:
         for i in range(count):
             progress(i + 1, count)
-            runs.append(run_child(make_args(Path(folder) / f"child-{i}.json"), cwd, device_index))
+            out = Path(folder) / f"child-{i}.json"
+            if nodeids is not None:
+                write_request(out, nodeids)
+            runs.append(run_child(args, cwd, out, device_index))
     return runs

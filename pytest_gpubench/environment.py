@@ -44,6 +44,7 @@ class Environment:
         self._clocks: Any = None
         self._peak_gbs: float | None = None
         self._git_commit: str | None | bool = False
+        self._session_info: SessionInfo | None = None
         now = datetime.datetime.now(datetime.timezone.utc)
         self.date = now.isoformat(timespec="seconds")
         # Sortable and unique: the date, then random bits (sessions of one second differ).
@@ -78,12 +79,14 @@ class Environment:
 
     def session_info(self) -> SessionInfo:
         """What this session's measurements share, for the baseline's table of sessions."""
-        fingerprint = self.fingerprint()
-        versions = {
-            key: None if fingerprint.get(key) is None else str(fingerprint[key])
-            for key in VERSION_KEYS
-        }
-        return SessionInfo(self.date, self.git_commit(), self.machine, versions)
+        if self._session_info is None:
+            fingerprint = self.fingerprint()
+            versions = {
+                key: None if fingerprint.get(key) is None else str(fingerprint[key])
+                for key in VERSION_KEYS
+            }
+            self._session_info = SessionInfo(self.date, self.git_commit(), self.machine, versions)
+        return self._session_info
 
     def git_commit(self) -> str | None:
         if self._git_commit is False:

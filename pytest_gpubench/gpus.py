@@ -15,8 +15,6 @@ import socket
 import tempfile
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
 from .errors import GpubenchError
 
 # How long a measurement waits for another process's measurement on the same device.
@@ -44,11 +42,15 @@ class DeviceLock:
     """Held around one measurement; re-entrant within a process."""
 
     def __init__(self, identity: str, timeout_s: float = LOCK_TIMEOUT_S) -> None:
+        from filelock import FileLock  # only a timing run needs it
+
         self.path = lock_path(identity)
         self.timeout_s = timeout_s
         self._lock = FileLock(str(self.path), mode=0o666)
 
     def __enter__(self) -> DeviceLock:
+        from filelock import Timeout
+
         try:
             self._lock.acquire(timeout=self.timeout_s)
         except Timeout:
@@ -92,7 +94,7 @@ def pin_worker() -> int | None:
 
     if not torch.cuda.is_available():
         return None
-    inherited = os.environ.get(DEVICE_VARIABLE, "")
+    inherited = os.environ.pop(DEVICE_VARIABLE, "")  # not for processes the tests start
     if inherited.isdigit() and int(inherited) < torch.cuda.device_count():
         index: int | None = int(inherited)
     else:

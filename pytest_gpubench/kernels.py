@@ -58,17 +58,23 @@ class Launch:
     def from_dict(cls, data: Mapping[str, Any]) -> Launch:
         """Inverse of ``to_dict``; raises ValueError on a malformed entry."""
         if not isinstance(data, Mapping) or not isinstance(data.get("name"), str):
-            raise ValueError("a kernel entry needs a name")
+            raise ValueError("it has no name")
+        count = _int(data.get("count", 1), "count")
+        share = data.get("share", 0.0)
+        if count < 1:
+            raise ValueError(f"its count {count} is not a count of launches")
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 1:
+            raise ValueError(f"its share {share!r:.40} is not a fraction of the time")
         return cls(
             name=data["name"],
             kind=str(data.get("kind", "kernel")),
             digest=str(data.get("digest", "")),
-            count=_int(data.get("count", 1), "count"),
+            count=count,
             grid=_dims(data.get("grid")),
             block=_dims(data.get("block")),
             registers=_opt_int(data.get("registers"), "registers"),
             shared_memory=_opt_int(data.get("shared_memory"), "shared_memory"),
-            share=float(data.get("share", 0.0)),
+            share=float(share),
         )
 
 

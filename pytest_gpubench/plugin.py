@@ -7,7 +7,6 @@ first runs with --gpubench.
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Callable, Generator
 from pathlib import Path
@@ -17,7 +16,14 @@ import pytest
 
 from . import hookspecs, storage
 from .errors import GpubenchError
-from .settings import OPTIONS, MarkerSpec, MeasureSettings, Settings, check_marker_keywords
+from .settings import (
+    CHILD_VARIABLE,
+    OPTIONS,
+    MarkerSpec,
+    MeasureSettings,
+    Settings,
+    check_marker_keywords,
+)
 
 if TYPE_CHECKING:
     from .device import Device
@@ -43,8 +49,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("gpubench", "GPU kernel benchmarks (pytest-gpubench)")
     for spec in OPTIONS:
-        # argparse formats help text with %; internal options are not listed.
-        cli_help = argparse.SUPPRESS if spec.hidden else spec.help.replace("%", "%%")
+        cli_help = spec.help.replace("%", "%%")  # argparse formats help text with %
         if spec.is_flag:
             group.addoption(
                 spec.flag, action="store_true", default=None, dest=spec.dest, help=cli_help
@@ -53,9 +58,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             group.addoption(
                 spec.flag, default=None, dest=spec.dest, metavar=spec.metavar, help=cli_help
             )
-        if not spec.hidden:
-            # Every ini value is a string parsed by Settings, so an invalid one names its key.
-            parser.addini(spec.ini, spec.help, default="")
+        # Every ini value is a string parsed by Settings, so an invalid one names its key.
+        parser.addini(spec.ini, spec.help, default="")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -71,9 +75,11 @@ def pytest_configure(config: pytest.Config) -> None:
         if isinstance(value, str) and spec.metavar in ("DIR", "PATH"):
             value = str(invocation / value)  # command-line paths are relative to the cwd
         cli[spec.field] = value
-    ini = {spec.field: config.getini(spec.ini) for spec in OPTIONS if not spec.hidden}
+    ini = {spec.field: config.getini(spec.ini) for spec in OPTIONS}
+    # Taken out of the environment: processes the tests start are no children of ours.
+    child = os.environ.pop(CHILD_VARIABLE, None)
     try:
-        settings = Settings.resolve(cli, ini, config.rootpath)
+        settings = Settings.resolve(cli, ini, config.rootpath, Path(child) if child else None)
         if settings.enabled:
             for path, what in settings.reports:
                 storage.check_target(path, what)  # refuse now rather than after the run
@@ -272,9 +278,6 @@ class GpubenchPlugin:
         from . import confirm
 
         invocation = self.config.invocation_params
-        selection = [str(arg) for arg in (self.config.option.file_or_dir or [])]
-        xdist = self.config.pluginmanager.hasplugin("xdist")
-        confirmations = 0 if nodeids is not None else self.settings.confirm
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
 
         def progress(i: int, n: int) -> None:
@@ -284,19 +287,34 @@ class GpubenchPlugin:
         device = self.session.device if self.session is not None else None
         return confirm.run_children(
             count,
-            lambda out: confirm.child_args(
+            confirm.child_args(
                 list(invocation.args),
-                selection,
-                nodeids=nodeids,
-                out=out,
                 save=save,
-                confirm=confirmations,
-                xdist=xdist,
+                confirm=0 if nodeids is not None else self.settings.confirm,
+                single=nodeids is not None and self.config.pluginmanager.hasplugin("xdist"),
             ),
             Path(invocation.dir),
             progress,
             device.index if device is not None and device.kind == "cuda" else None,
+            nodeids,
         )
+
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        """A fresh process started to confirm runs only the tests its parent asked for."""
+        if self.settings.child is None:
+            return
+        from .confirm import read_request
+
+        wanted = read_request(self.settings.child)
+        if wanted is None:
+            return
+        keep = set(wanted)
+        deselected = [item for item in items if item.nodeid not in keep]
+        if deselected:
+            items[:] = [item for item in items if item.nodeid in keep]
+            config.hook.pytest_deselected(items=deselected)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(

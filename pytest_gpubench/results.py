@@ -80,9 +80,10 @@ class Result:
     reference_ms: float | None = None  # the baseline's reference time
     history_sessions: int = 0
     family: int = 1  # measurements judged in its run (the multiplicity correction)
-    # Sessions of this run in fresh processes (confirmations), with what they share.
+    # Sessions of this run in fresh processes (confirmations); what each session of the
+    # result shares (its own, set where it was measured: an xdist worker is a session too).
     confirmations: tuple[SessionRecord, ...] = ()
-    confirmation_infos: dict[str, SessionInfo] = field(default_factory=dict)
+    session_infos: dict[str, SessionInfo] = field(default_factory=dict)
     passed: bool = True  # whether the test itself passed; only passing tests are saved
 
     @functools.cached_property
@@ -138,7 +139,7 @@ class Result:
         data["kernels"] = [k.to_dict() for k in self.kernels]
         data["kernel_changes"] = list(self.kernel_changes)
         data["confirmations"] = [r.to_json() for r in self.confirmations]
-        data["confirmation_infos"] = {k: v.to_json() for k, v in self.confirmation_infos.items()}
+        data["session_infos"] = {k: v.to_json() for k, v in self.session_infos.items()}
         return data
 
     @classmethod
@@ -154,8 +155,8 @@ class Result:
         values["confirmations"] = tuple(
             SessionRecord.from_json(r) for r in data.get("confirmations", ())
         )
-        values["confirmation_infos"] = {
-            k: SessionInfo.from_json(v) for k, v in data.get("confirmation_infos", {}).items()
+        values["session_infos"] = {
+            k: SessionInfo.from_json(v) for k, v in data.get("session_infos", {}).items()
         }
         return cls(**values)
 

@@ -145,6 +145,7 @@ class BenchSession:
             gpu=self.env.gpu,
             kernels=profile.launches if profile is not None else (),
             device_ms=profile.device_ms if profile is not None else None,
+            session_infos={self.env.session_id: self.env.session_info()},
         )
         self.judge(result, settings)
         return result
@@ -198,7 +199,7 @@ class BenchSession:
                 continue
             record = child.record
             result.confirmations = (*result.confirmations, record)
-            result.confirmation_infos = {**result.confirmation_infos, **child.confirmation_infos}
+            result.session_infos = {**result.session_infos, **child.session_infos}
         self.judge(result, settings)
 
     def save(self, results: list[Result]) -> bool:
@@ -210,7 +211,7 @@ class BenchSession:
         named in ``not_saved``: one test's bad value never costs the others their baselines.
         """
         updates: list[store.Update] = []
-        sessions = {self.env.session_id: self.env.session_info()}
+        sessions: dict[str, store.SessionInfo] = {}
         self.not_saved = []
         for result in results:
             if not result.passed:
@@ -236,5 +237,5 @@ class BenchSession:
             )
             accepted = result.status in (Status.REGRESSED, Status.IMPROVED, Status.INCOMPARABLE)
             updates.append(store.Update(result.key, result.sessions, accepted, latest))
-            sessions.update(result.confirmation_infos)
+            sessions.update(result.session_infos)
         return store.save(self.baseline, self.env.fingerprint(), sessions, updates)

@@ -21,6 +21,10 @@ from typing import Any
 
 from .errors import ConfigError
 
+# Where a fresh process the plugin starts writes what it measured: an environment variable,
+# not an option, since a path among the arguments would move pytest's rootdir and ini file.
+CHILD_VARIABLE = "PYTEST_GPUBENCH_CHILD"
+
 TIMERS = ("auto", "cuda-graph", "cupti", "cuda-event", "cuda-event-cold", "wall")
 
 
@@ -121,7 +125,6 @@ class OptionSpec:
     is_flag: bool = False
     in_marker: bool = False
     metavar: str | None = None
-    hidden: bool = False  # internal: not in --help, no ini key
 
     @property
     def flag(self) -> str:
@@ -274,9 +277,6 @@ OPTIONS: tuple[OptionSpec, ...] = (
         None,
         metavar="PATH",
     ),
-    # A fresh process the plugin starts to confirm a verdict or record a session: it writes
-    # its results to this file and no report of the user's.
-    OptionSpec("child", "", parse_path, None, metavar="PATH", hidden=True),
 )
 
 # Marker keywords that describe the test rather than change how it is measured.
@@ -337,13 +337,20 @@ class Settings:
 
     @classmethod
     def resolve(
-        cls, cli: Mapping[str, object], ini: Mapping[str, object], rootdir: Path
+        cls,
+        cli: Mapping[str, object],
+        ini: Mapping[str, object],
+        rootdir: Path,
+        child: Path | None = None,
     ) -> Settings:
-        """Build settings from CLI values (None when not given) and ini values ('' when unset)."""
+        """Build settings from CLI values (None when not given) and ini values ('' when unset).
+
+        ``child``: this process was started by the plugin (to confirm a verdict or record a
+        session) and writes what it measured to this file, and no report of the user's."""
         values: dict[str, Any] = {}
         for spec in OPTIONS:
             raw, origin = cli.get(spec.field), spec.flag
-            if (raw is None or raw is False) and not spec.hidden:
+            if raw is None or raw is False:
                 raw, origin = ini.get(spec.field), f"ini {spec.ini}"
             if raw is None or raw == "" or raw == [] or raw is False:
                 continue
@@ -351,7 +358,7 @@ class Settings:
         measure = MeasureSettings(**{k: v for k, v in values.items() if k in MEASURE_FIELDS})
         measure.check()
         session = {k: v for k, v in values.items() if k not in MEASURE_FIELDS}
-        settings = cls(**session, measure=measure)
+        settings = cls(**session, child=child, measure=measure)
         directory = settings.dir if settings.dir.is_absolute() else rootdir / settings.dir
         enabled = settings.enabled or settings.save or settings.child is not None
         settings = dataclasses.replace(settings, dir=directory, enabled=enabled)

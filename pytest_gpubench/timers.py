@@ -80,7 +80,7 @@ def make_timer(name: str, device: str) -> Timer:
 
             return WallTimer(torch.cuda.synchronize)
         if name not in ("auto", "wall"):
-            return WallTimer(note=f"{name} asked for, no CUDA GPU: timed by wall")
+            return WallTimer(note=f"{name} asked for, but there is no CUDA GPU")
         return WallTimer()
     from . import cuda_timers
 

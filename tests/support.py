@@ -43,21 +43,24 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from pytest_gpubench.engine import Sampler
 from pytest_gpubench.kernels import Launch
 
 LOG = Path(__file__).with_name("timer-calls.log")
 # Set once per pytest session (one process; a fresh one for each child the plugin starts).
-CHILD = None  # the --gpubench-child file of a child, None in the user's own run
+CHILD = None  # the results file of a child the plugin started, None in the user's own run
 SHIFT = 1.0  # this process's factor
 
 
+@pytest.hookimpl(trylast=True)  # after the plugin's: it knows whether this is a child
 def pytest_configure(config):
     """Draw this process's shift: log-normal with sd FAKE_SHIFT, from os.urandom, or, with
     FAKE_SHIFT_SEED, from that seed and which process this is (the parent, or the child
     writing child-<i>.json): deterministic, and still different in every process."""
     global CHILD, SHIFT
-    CHILD = config.getoption("gpubench_child")
+    CHILD = config.pluginmanager.get_plugin("gpubench-session").settings.child
     sd = float(os.environ.get("FAKE_SHIFT", "0"))
     seed = os.environ.get("FAKE_SHIFT_SEED")
     where = Path(CHILD).name if CHILD else "parent"

@@ -268,7 +268,7 @@ def test_without_cuda_every_timer_name_means_the_wall_timer(name: str) -> None:
     if name in ("auto", "wall"):
         assert note == ""
     else:  # an ini file shared with GPU machines: said on every result, not silent
-        assert note == f"{name} asked for, no CUDA GPU: timed by wall"
+        assert note == f"{name} asked for, but there is no CUDA GPU"
 
 
 def test_wall_timer_keeps_the_calibration_call_of_a_slow_function_as_a_sample() -> None:

@@ -54,7 +54,13 @@ from pytest_gpubench.baseline import (
     load,
     save,
 )
-from pytest_gpubench.confirm import child_args, child_document, run_child
+from pytest_gpubench.confirm import (
+    child_args,
+    child_document,
+    read_request,
+    run_child,
+    write_request,
+)
 from pytest_gpubench.results import Result
 from pytest_gpubench.rule import Status
 
@@ -510,10 +516,8 @@ def test_a_session_is_named_by_its_date_and_random_bits_and_says_what_it_ran_on(
 
 # --- fresh processes ------------------------------------------------------------------------
 
-OUT = Path("/tmp/child.json")
 
-
-def test_a_confirmation_runs_the_flagged_tests_with_the_users_options() -> None:
+def test_a_confirmation_runs_the_users_selection_without_what_would_skip_tests() -> None:
     invocation = [
         "--gpubench",
         "-k",
@@ -523,39 +527,32 @@ def test_a_confirmation_runs_the_flagged_tests_with_the_users_options() -> None:
         "--gpubench-confirm",
         "3",
         "--gpubench-json=out.json",
+        "--lf",
+        "-x",
+        "--maxfail",
+        "2",
+        "--junitxml=report.xml",
     ]
-    args = child_args(
-        invocation,
-        ["tests/test_a.py"],
-        nodeids=["tests/test_a.py::test_sum"],
-        out=OUT,
-        save=False,
-        confirm=0,
-        xdist=True,
-    )
+    args = child_args(invocation, save=False, confirm=0, single=True)
     assert args == [
         "--gpubench",
         "-k",
         "sum",
+        "tests/test_a.py",  # the selection stays: the request file names the tests to run
         "--gpubench-threshold=3%",
         "--gpubench-json=out.json",  # kept: a child writes no report of the user's
-        "tests/test_a.py::test_sum",
         "-n",
-        "0",  # one test, no workers
+        "0",  # a few tests, no workers
         "--gpubench-confirm",
         "0",
         "--gpubench-sessions",
         "1",
-        "--gpubench-child",
-        str(OUT),
     ]
 
 
 def test_a_recorded_session_runs_the_users_selection_and_saves() -> None:
     invocation = ["--gpubench-save", "--gpubench-sessions=5", "-n", "4", "tests", "--gpubench"]
-    args = child_args(
-        invocation, ["tests"], nodeids=None, out=OUT, save=True, confirm=2, xdist=True
-    )
+    args = child_args(invocation, save=True, confirm=2, single=False)
     assert args == [
         "-n",
         "4",
@@ -565,29 +562,22 @@ def test_a_recorded_session_runs_the_users_selection_and_saves() -> None:
         "2",
         "--gpubench-sessions",
         "1",
-        "--gpubench-child",
-        str(OUT),
         "--gpubench-save",
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: confirm.child_args drops every invocation argument equal to a positional "
-    "one, option values included: `pytest -m gpu gpu` gives the child `-m` followed by the "
-    "node id, which pytest reads as the marker expression",
-)
 def test_an_option_value_equal_to_the_selection_is_kept() -> None:
-    args = child_args(
-        ["-m", "gpu", "gpu"],
-        ["gpu"],
-        nodeids=["gpu/test_a.py::test_x"],
-        out=OUT,
-        save=False,
-        confirm=0,
-        xdist=False,
-    )
-    assert args[:3] == ["-m", "gpu", "gpu/test_a.py::test_x"]
+    args = child_args(["-m", "gpu", "gpu"], save=False, confirm=0, single=False)
+    assert args[:3] == ["-m", "gpu", "gpu"]
+
+
+def test_a_request_names_the_tests_a_child_runs(tmp_path: Path) -> None:
+    out = tmp_path / "child.json"
+    assert read_request(out) is None  # no request: the whole selection
+    write_request(out, ["t.py::test_a", "t.py::test_b[1]"])
+    assert read_request(out) == ["t.py::test_a", "t.py::test_b[1]"]
+    out.write_text("{not json", encoding="utf-8")
+    assert read_request(out) is None
 
 
 class FakeRun:
@@ -601,7 +591,7 @@ class FakeRun:
     def __call__(self, command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
         self.calls.append({"command": command, **kwargs})
         if self.document is not None:
-            out = Path(command[command.index("--gpubench-child") + 1])
+            out = Path(kwargs["env"]["PYTEST_GPUBENCH_CHILD"])
             out.write_text(json.dumps(self.document), encoding="utf-8")
         return subprocess.CompletedProcess(command, self.returncode, self.output, "")
 
@@ -625,10 +615,10 @@ def test_a_child_reads_back_as_results_that_carry_its_session(
     for name in ("PYTEST_XDIST_WORKER", "PYTEST_CURRENT_TEST"):
         monkeypatch.setenv(name, "gw1")
     out = tmp_path / "child.json"
-    run = run_child(["t.py::test_a", "--gpubench-child", str(out)], tmp_path, device_index=1)
+    run = run_child(["t.py::test_a"], tmp_path, out, device_index=1)
     assert run.error == ""
     [back] = run.results
-    assert back.confirmation_infos == {"child-session": info}
+    assert back.session_infos == {"child-session": info}
     assert (back.key, back.samples_ms, back.session) == measured_key(measured)
     [call] = fake_run.calls
     assert call["command"][1:4] == ["-m", "pytest", "t.py::test_a"]
@@ -636,6 +626,7 @@ def test_a_child_reads_back_as_results_that_carry_its_session(
     # not an xdist worker, on the parent's device
     assert "PYTEST_XDIST_WORKER" not in call["env"] and "PYTEST_CURRENT_TEST" not in call["env"]
     assert call["env"]["PYTEST_GPUBENCH_DEVICE"] == "1"
+    assert call["env"]["PYTEST_GPUBENCH_CHILD"] == str(out)  # not an argument: see confirm.py
 
 
 def measured_key(result: Result) -> tuple[str, list[float], str]:
@@ -646,7 +637,7 @@ def test_a_child_that_measured_nothing_says_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(subprocess, "run", FakeRun(None, 4, "collected 0\nERROR: file not found"))
-    run = run_child(["x.py", "--gpubench-child", str(tmp_path / "child.json")], tmp_path)
+    run = run_child(["x.py"], tmp_path, tmp_path / "child.json")
     assert run.results == []
     assert run.error == "a fresh process (exit 4) measured nothing: ERROR: file not found"
 
@@ -656,7 +647,7 @@ def test_a_child_that_hangs_is_stopped(tmp_path: Path, monkeypatch: pytest.Monke
         raise subprocess.TimeoutExpired(command, kwargs["timeout"])
 
     monkeypatch.setattr(subprocess, "run", hung)
-    run = run_child(["x.py", "--gpubench-child", str(tmp_path / "child.json")], tmp_path)
+    run = run_child(["x.py"], tmp_path, tmp_path / "child.json")
     assert (run.results, run.error) == ([], "a fresh process ran over 1800 s")
 
 
@@ -736,13 +727,6 @@ def test_benchmark_stats_agree_with_pytest_benchmarks_for_the_same_data() -> Non
     assert ours["ops"] == pytest.approx(1 / theirs.median)  # documented: 1 / median
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: benchjson.stats computes q1 and q3 with statistics.quantiles (inclusive), "
-    "not pytest-benchmark's quartiles (its Stats.q1/q3), so iqr, iqr_outliers, outliers and "
-    "ld15iqr differ from what pytest-benchmark writes for the same samples, in a file that "
-    "says it holds pytest-benchmark's statistics",
-)
 def test_benchmark_quartiles_agree_with_pytest_benchmarks() -> None:
     stats = pytest.importorskip("pytest_benchmark.stats")
     samples_ms = [1.0, 1.3, 0.9, 1.1, 5.0, 1.05, 0.95, 1.2, 0.99, 1.01, 1.02]
@@ -803,12 +787,6 @@ def test_a_benchmark_entry_names_the_test_its_parameters_and_our_verdict() -> No
     assert benchjson.entry(gemm(test="test_plain", key="t.py::test_plain"))["param"] is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: benchjson.entry takes everything after the first '[' of the display name "
-    "as the parameters, so a named measurement of a parametrized test gets param "
-    "'4096-fp16]#large' instead of '4096-fp16'",
-)
 def test_a_named_measurement_of_a_parametrized_test_has_the_tests_parameters() -> None:
     named = gemm(test="test_gemm[4096-fp16]#large", key="t.py::test_gemm[4096-fp16]#large")
     assert benchjson.entry(named)["param"] == "4096-fp16"

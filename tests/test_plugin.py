@@ -1004,15 +1004,6 @@ def test_a(gpubench):
     assert sorted(entries) == ["test_bench.py::test_join", "test_bench.py::test_sum"]
 
 
-XDIST_SESSIONS = (
-    "core bug: under xdist the controller saves its own session into the table of sessions, "
-    "but each result refers to the session of the worker that measured it "
-    "(session.BenchSession.save); the file refers to sessions it lacks and every later run "
-    "refuses it"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=XDIST_SESSIONS)
 def test_xdist_saves_a_baseline_that_later_runs_read(fake: pytest.Pytester) -> None:
     pytest.importorskip("xdist")
     fake.makepyfile(test_bench=BENCH)

@@ -481,7 +481,7 @@ def test_result_round_trips_through_a_dict() -> None:
         kernels=(Launch("k", grid=(64, 1, 1), block=(128, 1, 1), share=1.0),),
         kernel_changes=("k grid (32,1,1) -> (64,1,1)",),
         confirmations=(record(0.56), record(0.57, "other")),
-        confirmation_infos={"other": SessionInfo("2026-01-01T00:00:00+00:00", "abc", "host-x")},
+        session_infos={"other": SessionInfo("2026-01-01T00:00:00+00:00", "abc", "host-x")},
         history_sessions=5,
         family=3,
         gpu="cuda:0 GPU-1234",

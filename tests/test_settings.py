@@ -115,15 +115,15 @@ def test_sessions_without_save_is_refused(where: str) -> None:
     assert resolve({"sessions": "1"}).sessions == 1  # one session is what any run records
 
 
-def test_the_child_option_is_internal() -> None:
-    """The file a fresh process writes its results to: only on the command line the plugin
-    builds, never from an ini file; it enables timing and no report of the user's."""
-    assert resolve(ini={"child": "/tmp/c.json"}).child is None
-    child = resolve({"child": "/tmp/c.json", "json": "/tmp/r.json", "markdown": "/tmp/r.md"})
-    assert child.child == Path("/tmp/c.json") and child.enabled
-    assert child.reports == ()
-    [spec] = [spec for spec in OPTIONS if spec.field == "child"]
-    assert spec.hidden and not spec.in_marker
+def test_a_child_writes_its_results_file_and_no_report_of_the_users() -> None:
+    """The file a fresh process writes its results to comes from the plugin (an environment
+    variable), never from an option or an ini key; it enables timing."""
+    assert "child" not in {spec.field for spec in OPTIONS}
+    settings = Settings.resolve(
+        {"json": "/tmp/r.json", "markdown": "/tmp/r.md"}, {}, Path("/root"), Path("/tmp/c.json")
+    )
+    assert settings.child == Path("/tmp/c.json") and settings.enabled
+    assert settings.reports == ()
 
 
 def test_reports_are_the_files_asked_for_with_what_each_is() -> None:
@@ -157,7 +157,7 @@ def test_settings_are_frozen() -> None:
 
 
 def test_measure_and_session_settings_are_disjoint_and_cover_every_option() -> None:
-    session = {f.name for f in dataclasses.fields(Settings)} - {"measure"}
+    session = {f.name for f in dataclasses.fields(Settings)} - {"measure", "child"}
     assert MEASURE_FIELDS == {f.name for f in dataclasses.fields(MeasureSettings)}
     assert not session & MEASURE_FIELDS
     assert {spec.field for spec in OPTIONS} == session | MEASURE_FIELDS
@@ -426,9 +426,6 @@ def test_options_follow_the_naming_rules() -> None:
         assert "_" not in spec.flag
         assert spec.field in fields
         assert spec.is_flag or spec.metavar, spec.field
-        if spec.hidden:
-            assert spec.help == "", spec.field  # not in --help
-            continue
         assert spec.help[0].isupper(), spec.help
         assert not spec.help.endswith("."), spec.help
     assert {s.flag for s in OPTIONS} >= {
@@ -440,7 +437,6 @@ def test_options_follow_the_naming_rules() -> None:
         "--gpubench-allow-incomparable",
         "--gpubench-benchmark-json",
     }
-    assert [spec.field for spec in OPTIONS if spec.hidden] == ["child"]
 
 
 def test_option_defaults_match_the_dataclass_defaults() -> None:
