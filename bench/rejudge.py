@@ -55,8 +55,10 @@ def main() -> None:
             )
             found[final.status.value] += 1
             if final.status.value not in ("ok", "new") or r.status.value != final.status.value:
-                print(f"{path.name}: {r.test}: was {r.status.value}, now {final.status.value}: "
-                      f"{final.reason}")
+                print(
+                    f"{path.name}: {r.test}: was {r.status.value}, now {final.status.value}: "
+                    f"{final.reason}"
+                )
         totals.update(found)
         print(f"{path.name}: {dict(found)}")
     print(f"all: {dict(totals)}")
