@@ -26,7 +26,7 @@ from .errors import BaselineError, GpubenchError
 from .kernels import describe
 from .results import Result
 from .rule import Judgement, SessionSummary, Status, judge
-from .settings import MeasureSettings, Settings, parse_alpha, parse_fraction_or_percent
+from .settings import MeasureSettings, parse_alpha, parse_fraction_or_percent
 from .verdict import assess, fails
 
 RESULT_FILE = "result file"
@@ -292,7 +292,7 @@ def _key_lines(comparison: Comparison) -> list[str]:
 
 def _footer(comparison: Comparison) -> str:
     measure = MeasureSettings(threshold=comparison.threshold, alpha=comparison.alpha)
-    text = report.footer(comparison.results, Settings(measure=measure), comparison.family)
+    text = report.footer(comparison.results, measure, comparison.family)
     if comparison.removed:
         text += f"; {len(comparison.removed)} removed"
     return text
@@ -394,28 +394,11 @@ def file_header(baseline: Baseline) -> str:
 
 def show_lines(baseline: Baseline, views: Sequence[EntryView]) -> list[str]:
     lines = [f"== {baseline.path}: {file_header(baseline)}"]
-    lines += aligned(show_rows(views))
+    lines += report.aligned(show_rows(views), last_left=True)
     kernels = [(v.key, describe(v.entry.kernels)) for v in views if v.entry.kernels]
     if kernels:
         lines.append("kernels of the latest session:")
         lines += [f"  {key}: {text}" for key, text in kernels]
-    return lines
-
-
-def aligned(rows: Sequence[Sequence[str]], left: int = 2) -> list[str]:
-    """Rows as aligned columns under a rule; the first ``left`` and the last left-aligned."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    last = len(widths) - 1
-    lines = []
-    for i, cells in enumerate(rows):
-        lines.append(
-            "  ".join(
-                cell.ljust(w) if j < left or j == last else cell.rjust(w)
-                for j, (cell, w) in enumerate(zip(cells, widths, strict=True))
-            ).rstrip()
-        )
-        if i == 0:
-            lines.append("  ".join("-" * w for w in widths))
     return lines
 
 

@@ -450,7 +450,9 @@ class GpubenchPlugin:
             terminalreporter.write_line(f"no baseline yet at {path}{hint}")
         for line in self.errors:
             terminalreporter.write_line(f"ERROR: {line}", red=True)
-        terminalreporter.write_line(report.footer(self.results, self.settings, self.session.family))
+        terminalreporter.write_line(
+            report.footer(self.results, self.settings.measure, self.session.family)
+        )
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from typing import Any
 from .kernels import describe
 from .results import Result
 from .rule import Status
-from .settings import Settings
+from .settings import MeasureSettings
 
 COLUMNS = (
     "test",
@@ -116,14 +116,22 @@ def row(result: Result) -> list[str]:
 
 
 def table_lines(results: Sequence[Result]) -> list[str]:
-    rows = [list(COLUMNS)] + [row(r) for r in sort_results(results)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
+    return aligned([list(COLUMNS)] + [row(r) for r in sort_results(results)])
+
+
+def aligned(
+    rows: Sequence[Sequence[str]], left: int = LEFT_ALIGNED, last_left: bool = False
+) -> list[str]:
+    """Rows as columns under a rule: the first ``left`` columns (and the last, with
+    ``last_left``) aligned left, the numbers right."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    last = len(widths) - 1 if last_left else len(widths)
     lines = []
     for i, cells in enumerate(rows):
         lines.append(
             "  ".join(
-                c.ljust(w) if j < LEFT_ALIGNED else c.rjust(w)
-                for j, (c, w) in enumerate(zip(cells, widths, strict=True))
+                cell.ljust(w) if j < left or j == last else cell.rjust(w)
+                for j, (cell, w) in enumerate(zip(cells, widths, strict=True))
             ).rstrip()
         )
         if i == 0:
@@ -164,11 +172,10 @@ def counts(results: Sequence[Result]) -> str:
     return ", ".join(f"{n} {status.value}" for status, n in found.items() if n)
 
 
-def footer(results: Sequence[Result], settings: Settings, family: int) -> str:
+def footer(results: Sequence[Result], measure: MeasureSettings, family: int) -> str:
     """Counts per verdict and the levels they were judged at (the family travels with each
     result: an xdist controller collects no tests)."""
     family = max([family, *(r.family for r in results)])
-    measure = settings.measure
     levels = (
         f"threshold {measure.threshold * 100:g}%, alpha {measure.alpha:g} over {family} measurement"
     )

@@ -13,7 +13,7 @@ from pytest_gpubench.baseline import SessionInfo, SessionRecord
 from pytest_gpubench.kernels import Launch
 from pytest_gpubench.results import Result, summarize
 from pytest_gpubench.rule import Judgement, Status
-from pytest_gpubench.settings import MeasureSettings, Settings
+from pytest_gpubench.settings import MeasureSettings
 from pytest_gpubench.storage import plain_data_problem
 
 HEADER = (
@@ -526,7 +526,7 @@ def test_summary_noise_is_infinite_for_a_zero_median() -> None:
 
 
 def test_footer_without_measurements() -> None:
-    assert report.footer([], Settings(), 1) == (
+    assert report.footer([], MeasureSettings(), 1) == (
         "gpubench: no measurements (threshold 5%, alpha 0.01 over 1 measurement)"
     )
 
@@ -537,8 +537,8 @@ def test_footer_counts_verdicts_and_gives_the_levels_and_the_family() -> None:
         result("b", judgement=regressed()),
         result("c"),
     ]
-    settings = Settings(measure=MeasureSettings(threshold=0.1, alpha=0.05))
-    assert report.footer(results, settings, 3) == (
+    measure = MeasureSettings(threshold=0.1, alpha=0.05)
+    assert report.footer(results, measure, 3) == (
         "gpubench: 1 regressed, 1 new, 1 ok (threshold 10%, alpha 0.05 over 3 measurements)"
     )
 
@@ -546,7 +546,7 @@ def test_footer_counts_verdicts_and_gives_the_levels_and_the_family() -> None:
 def test_footer_takes_the_family_from_the_results() -> None:
     # An xdist controller collects no tests: the family travels with each result.
     results = [result("a", family=54), result("b", family=54)]
-    assert report.footer(results, Settings(), 1).endswith("over 54 measurements)")
+    assert report.footer(results, MeasureSettings(), 1).endswith("over 54 measurements)")
 
 
 # --- what extra_info may hold ---------------------------------------------------------------
