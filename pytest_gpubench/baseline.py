@@ -511,13 +511,9 @@ def _check_directory(directory: Path) -> None:
 
 def _make_directory(directory: Path) -> None:
     _check_directory(directory)
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise BaselineError(
-            f"cannot create baseline directory {directory}: {exc.strerror or exc}; choose "
-            "another --gpubench-dir (or ini gpubench_dir)"
-        ) from None
+    storage.make_directory(
+        directory, "baseline directory", "choose another --gpubench-dir (or ini gpubench_dir)"
+    )
 
 
 def _ignore_temporaries(directory: Path) -> None:

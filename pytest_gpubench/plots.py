@@ -241,7 +241,7 @@ def write(
                 figures.append((f"{stem}-peak", peak))
             named.append(figures)
         if out is not None:
-            _make_directory(out)
+            storage.make_directory(out, "output directory", "choose another --out")
             for figures in named:
                 for name, figure in figures:
                     path = out / f"{name}.{image_format}"
@@ -269,16 +269,6 @@ def _unique(stem: str, used: set[str]) -> str:
 def _metadata(image_format: str) -> dict[str, None]:
     """No creation date in SVG: the same baseline draws the same file."""
     return {"Date": None} if image_format == "svg" else {}
-
-
-def _make_directory(directory: Path) -> None:
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise GpubenchError(
-            f"cannot create output directory {directory}: {exc.strerror or exc}; choose "
-            "another --out"
-        ) from None
 
 
 def _write_bytes(path: Path, data: bytes) -> None:

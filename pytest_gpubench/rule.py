@@ -117,18 +117,6 @@ PRIOR_TAU: dict[str, tuple[tuple[float, float], ...]] = {
         (0.06, 0.012),
         (0.2, 0.008),
     ),
-    # Kernel time summed from CUPTI (host gaps left out): a function that synchronizes 0.11%,
-    # a legacy-stream kernel 0.05%, a backward pass 0.34% across 9 sessions (same H200
-    # run): far quieter than events; the graph row, which is above all three.
-    "cupti": (
-        (0.0015, 0.05),
-        (0.003, 0.03),
-        (0.006, 0.02),
-        (0.012, 0.015),
-        (0.03, 0.01),
-        (0.06, 0.006),
-        (0.2, 0.004),
-    ),
     # Host clock around synchronized calls, host jitter inside: not measured; from 8% at 10 us
     # (above the synchronizing function's 7.8%) down to 0.5% at 10 ms.
     "wall": ((0.01, 0.08), (0.1, 0.04), (1.0, 0.015), (10.0, 0.005)),
@@ -136,6 +124,10 @@ PRIOR_TAU: dict[str, tuple[tuple[float, float], ...]] = {
     # (one measurement, its dependence on duration unknown).
     "synchronizing": ((1.0, 0.08),),
 }
+# Kernel time summed from CUPTI (host gaps left out): a function that synchronizes 0.11%, a
+# legacy-stream kernel 0.05%, a backward pass 0.34% across 9 sessions (same H200 run): far
+# quieter than events; the graph row, which is above all three.
+PRIOR_TAU["cupti"] = PRIOR_TAU["cuda-graph"]
 # An unknown timer gets the largest prior: it is judged conservatively, never at random.
 _FALLBACK_TIMER = "synchronizing"
 

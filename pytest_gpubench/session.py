@@ -15,15 +15,13 @@ from typing import Any
 
 from . import baseline as store
 from .device import Device, version_changes
-from .engine import SLOW_SHARE, Plan, Timer, Workload, collect
-from .environment import Environment
+from .engine import SLOW_SHARE, Plan, Workload, collect
+from .environment import Environment, TimerFactory
 from .gpus import DeviceLock
 from .results import Result
 from .rule import Status
 from .settings import MarkerSpec, MeasureSettings, Settings
 from .verdict import assess, too_few
-
-TimerFactory = Callable[[MeasureSettings, Device, bool], Timer]
 
 
 class BenchSession:

@@ -195,6 +195,16 @@ def append_text(path: Path, text: str, what: str) -> None:
         raise StorageError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
 
 
+def make_directory(directory: Path, what: str, remedy: str) -> None:
+    """Create ``directory`` (and its parents) unless it exists; one line if it cannot be."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(
+            f"cannot create {what} {directory}: {exc.strerror or exc}; {remedy}"
+        ) from None
+
+
 def temporaries(path: Path) -> list[Path]:
     """The temporary files ``write_atomic`` makes for ``path`` (the current pattern, and the
     hidden ``.<name>.*.tmp`` of version 0.1.0)."""
