@@ -215,8 +215,12 @@ class GpubenchPlugin:
         """Run a gpubench test as pytest does, but hold its reports while its verdict waits
         for confirmation; the last test of the process confirms all held ones together (one
         set of fresh processes, whatever the number of flagged tests) and logs them."""
-        if self.session is None or MARKER not in getattr(item, "fixturenames", ()):
-            return None
+        if (
+            self.session is None
+            or self.settings.confirm == 0
+            or MARKER not in getattr(item, "fixturenames", ())
+        ):
+            return None  # pytest's own protocol (and other plugins' take on it)
         from _pytest.runner import runtestprotocol
 
         reports = runtestprotocol(item, log=False, nextitem=nextitem)
