@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from .engine import Sampler, Timer, Workload
-from .kernels import Launch, describe, from_trace, names
+from .kernels import Launch, from_trace, replay_problem
 
 # A graph replay lasts about this long: long enough that the replay's fixed cost is small,
 # short enough that a measurement still takes many samples within its budget.
@@ -396,22 +396,14 @@ class CudaGraphTimer:
         """A graph of back-to-back calls that provably replays the eager call's work, its
         number of calls, and samples its validation already took (for a slow function).
 
-        A replay of one call must run every launch of the eager call; a replay of n calls
-        exactly n times each, plus at most the launches a one-call replay adds once (the RNG
-        offset bookkeeping of a graph that uses dropout, say)."""
-        per_call = names(eager.launches)
+        Validated by kernels.replay_problem on the launches of profiled replays."""
         # A slow function's first call already set up its libraries: no warm calls.
         one = _capture(call, 1, warm_calls=0 if slow else 2)
         first_ms: list[float] = []
-        replayed = from_trace(_profile_events(lambda: first_ms.append(_replay_ms(one))))
-        once = names(replayed)
-        if per_call - once:
-            raise CaptureError(
-                f"a graph replay runs {describe(replayed)}, an eager call "
-                f"{describe(eager.launches)}: work launched outside the capturing stream (the "
-                "legacy default stream of kernel<<<grid, block>>>, or another thread) is not "
-                "in the graph"
-            )
+        once = from_trace(_profile_events(lambda: first_ms.append(_replay_ms(one))))
+        problem = replay_problem(eager.launches, once)
+        if problem:
+            raise CaptureError(problem)
         if slow and first_ms[0] >= GRAPH_REPLAY_TARGET_MS:
             # One call fills a replay: no batching, and the profiled replay was a sample.
             return one, 1, (first_ms[0],)
@@ -423,16 +415,10 @@ class CudaGraphTimer:
             return one, 1, ()
         one.reset()  # free its memory pool before the larger capture
         graph = _capture(call, calls, warm_calls=0)
-        many = names(from_trace(_profile_events(graph.replay)))
-        extra = once - per_call
-        wrong = [k for k in per_call if many[k] != calls * per_call[k]] + [
-            k for k in many if k not in per_call and many[k] > extra[k]
-        ]
-        if wrong:
-            raise CaptureError(
-                f"a replay of {calls} calls does not run {calls} times the eager call's work "
-                f"({len(wrong)} launch kinds differ): the function does not repeat its work"
-            )
+        many = from_trace(_profile_events(graph.replay))
+        problem = replay_problem(eager.launches, once, many, calls)
+        if problem:
+            raise CaptureError(problem)
         return graph, calls, ()
 
 

@@ -137,6 +137,39 @@ def same_work(old: Sequence[Launch], new: Sequence[Launch]) -> bool:
     return names(old) == names(new)
 
 
+def replay_problem(
+    eager: Sequence[Launch], once: Sequence[Launch], many: Sequence[Launch] = (), calls: int = 1
+) -> str:
+    """Why a CUDA graph does not stand for eager calls, or '' when it does.
+
+    ``eager``: what one eager call launches; ``once``: what a replay of a one-call graph
+    launched; ``many``: what a replay of a ``calls``-call graph launched. The one-call replay
+    must run every launch of the eager call; the n-call replay exactly n times each, plus at
+    most the launches the one-call replay added once (the RNG offset bookkeeping of a graph
+    that uses dropout, say). Work launched outside the capturing stream (the legacy default
+    stream of ``kernel<<<grid, block>>>``) runs during capture and is missing from both."""
+    per_call, replayed = names(eager), names(once)
+    if per_call - replayed:
+        return (
+            f"a graph replay runs {describe(once)}, an eager call {describe(eager)}: work "
+            "launched outside the capturing stream (the legacy default stream of "
+            "kernel<<<grid, block>>>, or another thread) is not in the graph"
+        )
+    if calls < 2:
+        return ""
+    repeated, extra = names(many), replayed - per_call
+    wrong = [k for k in per_call if repeated[k] != calls * per_call[k]] + [
+        k for k in repeated if k not in per_call and repeated[k] > extra[k]
+    ]
+    if wrong:
+        differ = ", ".join(short(k.split(":", 1)[1]) for k in sorted(wrong)[:3])
+        return (
+            f"a replay of {calls} calls does not run {calls} times the eager call's work "
+            f"(it differs in {differ}): the function does not repeat its work"
+        )
+    return ""
+
+
 def diff(old: Sequence[Launch], new: Sequence[Launch]) -> list[str]:
     """Human-readable changes from ``old`` to ``new``; empty when they are the same.
 

@@ -11,6 +11,7 @@ from pytest_gpubench.kernels import (
     diff,
     from_trace,
     names,
+    replay_problem,
     same_work,
     short,
 )
@@ -119,3 +120,47 @@ def test_describe_and_short_names() -> None:
     )
     assert short("void at::native::reduce_kernel<512, 1>(at::native::ReduceOp)") == "reduce_kernel"
     assert short("twice_kernel(float const*, float*, long)") == "twice_kernel"
+
+
+# --- does a graph replay stand for eager calls? (what the cuda-graph timer decides) ---------
+
+DROPOUT = "void at::native::(anonymous namespace)::fused_dropout_kernel_vec<float, float>(...)"
+OFFSET = "void at::cuda::philox::unpack_offset_kernel(...)"  # per replay, not per call
+
+
+def launches(*names_: str) -> tuple[Launch, ...]:
+    return from_trace([kernel(name, 1.0) for name in names_])
+
+
+def test_a_replay_of_the_eager_calls_work_stands_for_it() -> None:
+    eager = launches("k", "k2")
+    assert replay_problem(eager, launches("k", "k2")) == ""
+    assert replay_problem(eager, launches("k", "k2"), launches(*["k", "k2"] * 10), 10) == ""
+
+
+def test_a_replay_missing_the_eager_work_is_refused_naming_it() -> None:
+    # A kernel<<<grid, block>>> on the legacy default stream ran during capture, not in it
+    # (recorded on an H200: the graph had no node, the eager call one kernel).
+    problem = replay_problem(launches("twice_kernel(float const*, float*, long)"), ())
+    assert problem.startswith(
+        "a graph replay runs no device work, an eager call 1 launch (twice_kernel 100%): "
+        "work launched outside the capturing stream"
+    )
+    assert replay_problem(launches("a", "b"), launches("a")) != ""
+
+
+def test_bookkeeping_a_replay_adds_once_is_allowed_but_not_per_call() -> None:
+    eager = launches(DROPOUT)
+    once = launches(DROPOUT, OFFSET, OFFSET)  # dropout's RNG offset update, per replay
+    assert replay_problem(eager, once) == ""
+    assert replay_problem(eager, once, launches(*[DROPOUT] * 10, OFFSET, OFFSET), 10) == ""
+    scaling = launches(*[DROPOUT] * 10, *[OFFSET] * 20)  # extra work in every call
+    assert "does not repeat its work" in replay_problem(eager, once, scaling, 10)
+
+
+def test_a_replay_of_n_calls_must_run_n_times_the_work() -> None:
+    eager = launches("k")
+    assert replay_problem(eager, eager, launches(*["k"] * 9), 10) == (
+        "a replay of 10 calls does not run 10 times the eager call's work (it differs in k): "
+        "the function does not repeat its work"
+    )
