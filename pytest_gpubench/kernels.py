@@ -162,7 +162,8 @@ def replay_problem(
         k for k in repeated if k not in per_call and repeated[k] > extra[k]
     ]
     if wrong:
-        differ = ", ".join(short(k.split(":", 1)[1]) for k in sorted(wrong)[:3])
+        name = {x.identity: x.name for x in (*eager, *once, *many)}
+        differ = ", ".join(short(name[k]) for k in sorted(wrong)[:3])
         return (
             f"a replay of {calls} calls does not run {calls} times the eager call's work "
             f"(it differs in {differ}): the function does not repeat its work"
