@@ -27,7 +27,7 @@ from .kernels import describe
 from .results import Result
 from .rule import Judgement, SessionSummary, Status, judge
 from .settings import MeasureSettings, parse_alpha, parse_fraction_or_percent
-from .verdict import assess, fails
+from .verdict import fails, judge_result
 
 RESULT_FILE = "result file"
 # A result file holds the samples of each test of one run; far larger is no result file.
@@ -209,30 +209,18 @@ def compare(
     common = [key for key in head.results if key in base.results]
     family = max(1, len(common))
     for key, result in head.results.items():
-        if key not in base.results:
-            result.status, result.judgement = Status.NEW, None
-            result.reason = f"not in {base.path}"
-            result.reference_ms, result.history_sessions, result.kernel_changes = None, 0, ()
-            result.family = family  # not its run's: the footer reports this comparison's
-            continue
-        entry = entry_of(base.results[key])
+        entry = entry_of(base.results[key]) if key in base.results else None
         measure = MeasureSettings(threshold=threshold or result.threshold, alpha=alpha)
         try:
-            assessment = assess(
-                entry,
-                timer=result.timer,
-                launches=result.kernels,
-                sessions=[r.summary for r in result.sessions],
-                settings=measure,
-                family=family,
-                fail_on_improvement=fail_on_improvement,
+            # The family is this comparison's, not its run's: the footer reports it.
+            judge_result(
+                result, entry, measure, family=family, fail_on_improvement=fail_on_improvement
             )
         except ValueError as exc:  # a value the rule refuses (the files were checked)
             raise GpubenchError(f"cannot judge {key}: {exc}") from None
-        result.status, result.judgement = assessment.status, assessment.judgement
-        result.reason, result.kernel_changes = assessment.reason, assessment.kernel_changes
-        result.reference_ms, result.history_sessions = entry.median_ms, len(entry.history)
-        result.family, result.threshold = family, measure.threshold
+        result.threshold = measure.threshold
+        if entry is None:
+            result.reason = f"not in {base.path}"
     notes = []
     if base.device_name != head.device_name:
         notes.append(

@@ -90,7 +90,7 @@ class Result:
     def summary(self) -> Summary:
         return summarize(self.samples_ms)
 
-    @property
+    @functools.cached_property
     def record(self) -> SessionRecord:
         """This session's summary, as the baseline stores it."""
         s = SessionSummary.from_samples(self.samples_ms)

@@ -21,7 +21,7 @@ from .gpus import DeviceLock
 from .results import Result
 from .rule import Status
 from .settings import MarkerSpec, MeasureSettings, Settings
-from .verdict import assess, too_few
+from .verdict import judge_result, too_few
 
 
 class BenchSession:
@@ -156,23 +156,13 @@ class BenchSession:
 
     def judge(self, result: Result, settings: MeasureSettings) -> None:
         """Set the result's verdict from all its sessions so far."""
-        entry = self.baseline.entries.get(result.key)
-        assessment = assess(
-            entry,
-            timer=result.timer,
-            launches=result.kernels,
-            sessions=[r.summary for r in result.sessions],
-            settings=settings,
+        judge_result(
+            result,
+            self.baseline.entries.get(result.key),
+            settings,
             family=self.family,
             fail_on_improvement=self.settings.fail_on_improvement,
         )
-        result.status = assessment.status
-        result.judgement = assessment.judgement
-        result.reason = assessment.reason
-        result.kernel_changes = assessment.kernel_changes
-        result.reference_ms = entry.median_ms if entry is not None else None
-        result.history_sessions = len(entry.history) if entry is not None else 0
-        result.family = self.family
 
     def wants_confirmation(self, result: Result) -> bool:
         """Whether a first session's verdict must be confirmed in fresh processes: the screen

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from .baseline import BaselineEntry
 from .kernels import Launch, diff, same_work
+from .results import Result
 from .rule import Judgement, SessionSummary, Status, judge
 from .settings import MeasureSettings
 
@@ -83,6 +84,31 @@ def assess(
         fail_on_improvement=fail_on_improvement,
     )
     return Assessment(judgement.status, judgement, judgement.reason, changes)
+
+
+def judge_result(
+    result: Result,
+    entry: BaselineEntry | None,
+    settings: MeasureSettings,
+    *,
+    family: int,
+    fail_on_improvement: bool,
+) -> None:
+    """Set ``result``'s verdict, and what it was judged against, from all its sessions."""
+    assessment = assess(
+        entry,
+        timer=result.timer,
+        launches=result.kernels,
+        sessions=[r.summary for r in result.sessions],
+        settings=settings,
+        family=family,
+        fail_on_improvement=fail_on_improvement,
+    )
+    result.status, result.judgement = assessment.status, assessment.judgement
+    result.reason, result.kernel_changes = assessment.reason, assessment.kernel_changes
+    result.reference_ms = entry.median_ms if entry is not None else None
+    result.history_sessions = len(entry.history) if entry is not None else 0
+    result.family = family
 
 
 def too_few(n: int) -> str:
