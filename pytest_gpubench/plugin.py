@@ -214,7 +214,9 @@ class GpubenchPlugin:
     ) -> bool | None:
         """Run a gpubench test as pytest does, but hold its reports while its verdict waits
         for confirmation; the last test of the process confirms all held ones together (one
-        set of fresh processes, whatever the number of flagged tests) and logs them."""
+        set of fresh processes, whatever the number of flagged tests) and logs them. An xdist
+        worker may log a test's reports only while that test runs (the controller checks it),
+        so a worker confirms each flagged test at once."""
         if (
             self.session is None
             or self.settings.confirm == 0
@@ -229,7 +231,7 @@ class GpubenchPlugin:
             self.held.append((item, reports))
         else:
             _log(item, reports)
-        if nextitem is None:
+        if nextitem is None or self.is_worker:
             self._flush()
         return True
 

@@ -195,6 +195,26 @@ def test_a_slowdown_of_the_threshold_fails_after_confirmation_and_a_disturbed_pr
     assert baseline_file(history).read_bytes() == before
 
 
+def test_xdist_workers_confirm_flagged_tests_without_breaking_the_run(
+    history: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same two changes under pytest-xdist: a worker logs a test's reports while that test
+    runs (xdist checks it), so it confirms each flagged test there and then; no report is
+    lost and no INTERNALERROR. One file per worker: both flagged tests on the same one."""
+    monkeypatch.setenv("FAKE_SCALES", json.dumps({"test_sum": 1.05}))
+    monkeypatch.setenv("FAKE_PARENT_SCALES", json.dumps({"test_join": 1.10}))
+    result = history.runpytest_subprocess(
+        "-p", "xdist", "-n", "2", "--dist", "loadfile", "--gpubench", "--gpubench-json=out.json"
+    )
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(passed=1, failed=1)
+    results = {r["test"]: r for r in json.loads((history.path / "out.json").read_text())["results"]}
+    assert results["test_sum"]["status"] == "regressed"
+    assert results["test_join"]["status"] == "ok"
+    for name in ("test_sum", "test_join"):
+        assert len(results[name]["confirmations"]) == 2, name
+
+
 def test_saving_over_a_confirmed_change_starts_a_new_epoch_and_a_disturbed_process_does_not(
     history: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

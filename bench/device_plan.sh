@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# All GPU checks of issues 8 and 9 on a machine with two GPUs (device kind nvidia-h200-x2),
+# both GPUs busy at once: the example suite on GPU 0, the user suite on GPU 1, and the
+# xdist checks between them. It outlasts one device call, so it runs detached:
+#   bash bench/device_plan.sh start [SECONDS]  install, then run the plan in the background
+#                                              (setsid), ending its loops after SECONDS
+#                                              (default 1300); returns at once
+#   bash bench/device_plan.sh poll SECONDS     wait up to SECONDS for the plan to end, print
+#                                              its progress, copy what it has to $OUT
+# Each step is a phase of bench/gpu_checks.sh; its printed lines are the progress.
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+stage=/tmp/gpubench-stage
+checks="$root/bench/gpu_checks.sh"
+export LOGS=/tmp/gpubench-checks BASELINES=/tmp/gpubench-baselines
+
+case "${1:-}" in
+start)
+  mkdir -p "$stage" && bash "$checks" install || exit 1
+  STOP_AT=$(( $(date +%s) + ${2:-1300} )) setsid nohup bash "$0" run > "$stage/plan.log" 2>&1 < /dev/null &
+  echo "plan started"
+  ;;
+run)
+  export OUT=$stage
+  date -u
+  # A: facts and unit tests, each suite against its committed baselines (another machine of
+  # the same model), then a fresh 5-session history per suite (GPU 1 also shows a config
+  # change, then starts the user suite's A/A sessions).
+  (export CUDA_VISIBLE_DEVICES=0; bash "$checks" setup; bash "$checks" cross 0; bash "$checks" history 5 0) &
+  (export CUDA_VISIBLE_DEVICES=1; bash "$checks" cross 1; bash "$checks" config; bash "$checks" history 5 1
+   bash "$checks" aa 120 1 20) &
+  wait
+  # B: both GPUs: -n 2 against -n 0.
+  bash "$checks" multi 2
+  # C: GPU 0: -n 4 against -n 0 on one GPU, then the example suite's A/A sessions, then a
+  # third work increase on the 34 us copy; GPU 1: the user suite's A/A sessions, then the
+  # controlled slowdowns.
+  (export CUDA_VISIBLE_DEVICES=0; bash "$checks" xdist 3; bash "$checks" aa 100000 0 20
+   bash "$checks" detect 10 0.075 "copy_blocks and 16777216") &
+  (export CUDA_VISIBLE_DEVICES=1; bash "$checks" aa 100000 1 20; bash "$checks" detect 10) &
+  wait
+  bash "$checks" pack
+  date -u
+  touch "$stage/done"
+  ;;
+poll)
+  end=$(( $(date +%s) + ${2:-500} ))
+  while [ ! -e "$stage/done" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
+  mkdir -p "$OUT"
+  (cd "$stage" && tar czf "$OUT/results.tgz" --exclude=logs.tgz --exclude=done . && cp plan.log "$OUT/" && { [ ! -e logs.tgz ] || cp logs.tgz "$OUT/"; })
+  [ -e "$stage/done" ] && echo "plan done" || echo "plan still running"
+  cat "$stage/plan.log"
+  ;;
+*)
+  echo "usage: bash bench/device_plan.sh start [SECONDS] | poll SECONDS" >&2; exit 2
+  ;;
+esac

@@ -1,0 +1,55 @@
+"""Compare the runs of bench/gpu_checks.sh's xdist or multi phase: verdicts of -n W against
+-n 0, the GPUs each used, and the wall time of the whole run and of its test phase.
+
+    python bench/xdist_compare.py LOGS PHASE WORKERS RUNS
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+
+
+def run(logs: Path, phase: str, n: int | str, i: int) -> dict:
+    stem = logs / f"{phase}-n{n}-{i}"
+    data = json.loads(stem.with_suffix(".json").read_text())
+    clock = stem.with_suffix(".clock")
+    text = stem.with_suffix(".txt").read_text()
+    wall = re.findall(r" in ([0-9.]+)s", text)
+    return {
+        "verdicts": {r["test"]: r["status"] for r in data["results"]},
+        "gpus": sorted({str(r.get("gpu")) for r in data["results"]}),
+        "phase_s": json.loads(clock.read_text())["test_phase_s"] if clock.exists() else None,
+        "wall_s": float(wall[-1]) if wall else None,
+    }
+
+
+def main() -> None:
+    logs, phase, workers, runs = Path(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
+    ratios = []
+    for i in range(1, runs + 1):
+        try:
+            a, b = run(logs, phase, workers, i), run(logs, phase, 0, i)
+        except (OSError, ValueError, KeyError) as exc:
+            print(f"run {i}: missing or unreadable ({exc})")
+            continue
+        differ = sorted(t for t in a["verdicts"] if a["verdicts"][t] != b["verdicts"].get(t))
+        if a["phase_s"] and b["phase_s"]:
+            ratios.append(a["phase_s"] / b["phase_s"])
+        print(
+            f"run {i}: -n {workers} vs -n 0: {len(a['verdicts'])} vs {len(b['verdicts'])} "
+            f"results, verdicts differ on {len(differ)} {differ[:4]}; "
+            f"not ok: {sum(v != 'ok' for v in a['verdicts'].values())} vs "
+            f"{sum(v != 'ok' for v in b['verdicts'].values())}; test phase "
+            f"{a['phase_s']} s vs {b['phase_s']} s, pytest wall {a['wall_s']} s vs {b['wall_s']} s; "
+            f"GPUs used: {a['gpus']} vs {b['gpus']}"
+        )
+    if ratios:
+        print(f"test phase -n {workers} / -n 0: median {statistics.median(ratios):.2f} of {ratios}")
+
+
+if __name__ == "__main__":
+    main()
