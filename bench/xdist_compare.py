@@ -44,7 +44,8 @@ def main() -> None:
             f"results, verdicts differ on {len(differ)} {differ[:4]}; "
             f"not ok: {sum(v != 'ok' for v in a['verdicts'].values())} vs "
             f"{sum(v != 'ok' for v in b['verdicts'].values())}; test phase "
-            f"{a['phase_s']} s vs {b['phase_s']} s, pytest wall {a['wall_s']} s vs {b['wall_s']} s; "
+            f"{a['phase_s']} s vs {b['phase_s']} s, "
+            f"pytest wall {a['wall_s']} s vs {b['wall_s']} s; "
             f"GPUs used: {a['gpus']} vs {b['gpus']}"
         )
     if ratios:
