@@ -148,7 +148,9 @@ def peak_figure(section: Section) -> tuple[Figure | None, str]:
             label=group,
         )
     for position, share in zip(y, shares, strict=True):
-        ax.text(share, position, f" {share:.0f}%", va="center", fontsize=7)
+        # Above the copy peak the data stayed in L2: the bar is no share of DRAM bandwidth.
+        label = f" {share:.0f}%" + (" (L2-resident)" if share > 100 else "")
+        ax.text(share, position, label, va="center", fontsize=7)
     ax.axvline(100, color="gray", lw=1, ls="--")
     ax.set_yticks(y, [_short(v.key) for v in views], fontsize=7)
     ax.invert_yaxis()

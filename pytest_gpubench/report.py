@@ -111,7 +111,7 @@ def row(result: Result) -> list[str]:
         format_share(max(j.gateable, result.threshold) if j and j.gateable else None),
         verdict_label(result),
         "-" if result.gbs is None else f"{result.gbs:.1f}",
-        "-" if share is None else f"{share * 100:.0f}%",
+        "L2" if result.above_peak else "-" if share is None else f"{share * 100:.0f}%",
     ]
 
 
@@ -153,6 +153,11 @@ def notes(results: Sequence[Result]) -> list[str]:
                 f"{r.test}: launch gaps are {gaps:.0%} of the graph time (kernels "
                 f"{format_time(r.device_ms)} of {format_time(r.summary.median_ms)} per call: "
                 f"{describe(r.kernels)})"
+            )
+        if r.above_peak:
+            lines.append(
+                f"{r.test}: {r.gbs:.0f} GB/s is above the measured copy bandwidth "
+                f"({r.peak_gbs:.0f} GB/s): its data stays in L2 between calls, so no % of peak"
             )
         if r.status not in (Status.OK, Status.NEW) or (r.judgement and r.judgement.noisy):
             lines.append(f"{r.test}: {r.status.value}: {r.reason}")

@@ -48,6 +48,21 @@ def summarize(samples_ms: list[float]) -> Summary:
     )
 
 
+@dataclass(frozen=True)
+class Costs:
+    """Seconds a measurement took, by step: the untimed first call, waiting for the device
+    lock (other processes timing on the GPU), the timer's set-up (capture, validation, the
+    CUPTI profile of eager calls) and the sampling itself."""
+
+    first_call_s: float = 0.0
+    lock_wait_s: float = 0.0
+    timer_setup_s: float = 0.0
+    sampling_s: float = 0.0
+
+    def to_json(self) -> dict[str, float]:
+        return {k: round(v, 4) for k, v in dataclasses.asdict(self).items()}
+
+
 @dataclass
 class Result:
     """One measurement of one run: its samples, what it ran, and its verdict."""
@@ -85,6 +100,7 @@ class Result:
     confirmations: tuple[SessionRecord, ...] = ()
     session_infos: dict[str, SessionInfo] = field(default_factory=dict)
     passed: bool = True  # whether the test itself passed; only passing tests are saved
+    costs: Costs | None = None  # where the measurement's time went (JSON report only)
 
     @functools.cached_property
     def summary(self) -> Summary:
@@ -120,8 +136,18 @@ class Result:
 
     @property
     def peak_share(self) -> float | None:
+        """GB/s as a share of the device's measured copy bandwidth; absent above it (data that
+        stays in L2 between calls is not bound by DRAM: no share of that peak)."""
         gbs = self.gbs
-        return None if gbs is None or not self.peak_gbs else gbs / self.peak_gbs
+        if gbs is None or not self.peak_gbs or self.above_peak:
+            return None
+        return gbs / self.peak_gbs
+
+    @property
+    def above_peak(self) -> bool:
+        """Faster than the device's measured DRAM copy bandwidth allows: served from L2."""
+        gbs = self.gbs
+        return gbs is not None and bool(self.peak_gbs) and gbs > self.peak_gbs
 
     @property
     def launch_gap_share(self) -> float | None:
@@ -140,6 +166,7 @@ class Result:
         data["kernel_changes"] = list(self.kernel_changes)
         data["confirmations"] = [r.to_json() for r in self.confirmations]
         data["session_infos"] = {k: v.to_json() for k, v in self.session_infos.items()}
+        data["costs"] = None if self.costs is None else self.costs.to_json()
         return data
 
     @classmethod
@@ -158,6 +185,8 @@ class Result:
         values["session_infos"] = {
             k: SessionInfo.from_json(v) for k, v in data.get("session_infos", {}).items()
         }
+        costs = data.get("costs")
+        values["costs"] = Costs(**costs) if isinstance(costs, dict) else None
         return cls(**values)
 
 

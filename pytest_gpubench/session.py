@@ -18,7 +18,7 @@ from .device import Device, version_changes
 from .engine import SLOW_SHARE, Plan, Workload, collect
 from .environment import Environment, TimerFactory
 from .gpus import DeviceLock
-from .results import Result
+from .results import Costs, Result
 from .rule import Status
 from .settings import MarkerSpec, MeasureSettings, Settings
 from .verdict import judge_result, too_few
@@ -108,18 +108,29 @@ class BenchSession:
         slow = first_call_s >= SLOW_SHARE * settings.budget_s
         readings: list[Any] = []
         bytes = bytes if bytes is not None else spec.bytes
+        waited = time.perf_counter()
         with self.device_lock():
-            deadline = time.perf_counter() + settings.budget_s
+            started = time.perf_counter()
+            deadline = started + settings.budget_s
             sampler = timer.sampler(dataclasses.replace(workload, slow=slow))
+            prepared = time.perf_counter()
             try:
-                left = dataclasses.replace(plan, budget_s=deadline - time.perf_counter())
+                left = dataclasses.replace(plan, budget_s=deadline - prepared)
                 sampling = collect(
                     sampler, left, when_warm=lambda: readings.append(self.env.read_clocks())
                 )
                 readings.append(self.env.read_clocks())
             finally:
                 sampler.close()
+            sampled = time.perf_counter()
             peak = self.env.peak_gbs() if bytes else None
+        # Where a test's time went: what makes a run slow shows in the JSON report.
+        costs = Costs(
+            first_call_s=first_call_s,
+            lock_wait_s=started - waited,
+            timer_setup_s=prepared - started,
+            sampling_s=sampled - prepared,
+        )
         readings = [r for r in readings if r is not None]
         profile = sampling.profile
         result = Result(
@@ -144,6 +155,7 @@ class BenchSession:
             kernels=profile.launches if profile is not None else (),
             device_ms=profile.device_ms if profile is not None else None,
             session_infos={self.env.session_id: self.env.session_info()},
+            costs=costs,
         )
         self.judge(result, settings)
         return result

@@ -890,6 +890,11 @@ def test_json_and_markdown_outputs(saved: pytest.Pytester) -> None:
     assert first["history_sessions"] == 3 and first["family"] == 2
     assert first["session"] == session["id"]
     assert first["median_ms"] == first["summary"]["median_ms"]
+    # where the test's time went: the sampling took most of it with the fake timer
+    costs = first["costs"]
+    assert set(costs) == {"first_call_s", "lock_wait_s", "timer_setup_s", "sampling_s"}
+    assert all(value >= 0 for value in costs.values())
+    assert costs["sampling_s"] > costs["lock_wait_s"]
     markdown = (saved.path / "sub" / "summary.md").read_text().splitlines()
     assert markdown[0].startswith("### gpubench: ")
     assert MARKDOWN_HEADER in markdown

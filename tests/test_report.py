@@ -385,6 +385,21 @@ def test_bandwidth_and_share_of_peak() -> None:
     assert report.row(bare)[-2:] == ["-", "-"]
 
 
+def test_bandwidth_above_the_measured_peak_is_no_share_of_it() -> None:
+    """1 M floats added on an H200 read 5074 GB/s against a 4229 GB/s copy peak: the data
+    stayed in L2. The table says so instead of printing 120% of peak."""
+    r = result(samples=(1.0, 1.0, 1.0), bytes=5.074e9, peak_gbs=4229.0)
+    assert r.above_peak and r.peak_share is None
+    assert report.row(r)[-2:] == ["5074.0", "L2"]
+    [line] = [n for n in report.notes([r]) if "GB/s" in n]
+    assert line.endswith(
+        "5074 GB/s is above the measured copy bandwidth (4229 GB/s): its data stays in L2 "
+        "between calls, so no % of peak"
+    )
+    at_peak = result(samples=(1.0, 1.0, 1.0), bytes=4.229e9, peak_gbs=4229.0)
+    assert not at_peak.above_peak and at_peak.peak_share == pytest.approx(1.0)
+
+
 def test_bandwidth_of_a_confirmed_result_uses_the_median_of_its_sessions() -> None:
     r = result(samples=(1.0, 1.0, 1.0), bytes=2e9, confirmations=(record(2.0), record(2.0)))
     assert r.median_ms == 2.0
