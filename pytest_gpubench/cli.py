@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 from . import __version__, report, storage
 from .baseline import ANCHOR_SESSIONS, HISTORY_SESSIONS, Baseline, BaselineEntry, load
 from .errors import BaselineError, GpubenchError
-from .kernels import describe
+from .kernels import describe, launch_count
 from .results import Result
 from .rule import Judgement, SessionSummary, Status, judge
 from .settings import MeasureSettings, parse_alpha, parse_fraction_or_percent
@@ -339,6 +339,7 @@ def survey(baseline: Baseline, threshold: float, alpha: float) -> list[EntryView
             alpha=alpha,
             family=family,
             timer=entry.timer,
+            launches=launch_count(entry.kernels),
         )
         views.append(EntryView(key, entry, judgement, threshold))
     return views

@@ -132,6 +132,11 @@ def names(launches: Sequence[Launch]) -> Counter[str]:
     return counts
 
 
+def launch_count(launches: Sequence[Launch]) -> int:
+    """Launches (kernels, copies, memsets) of one call; 1 when nothing was recorded."""
+    return max(1, sum(launch.count for launch in launches))
+
+
 def same_work(old: Sequence[Launch], new: Sequence[Launch]) -> bool:
     """Whether two calls ran the same kernels the same number of times (configs may differ)."""
     return names(old) == names(new)

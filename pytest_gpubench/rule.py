@@ -81,40 +81,43 @@ CONFIRMATIONS = 2
 # beyond the ends. Measured on H100/H200 (docs/performance.md sections 0 and 2) and rounded
 # up; where not measured, extrapolated as stated and larger than the measured timer next to it.
 PRIOR_TAU: dict[str, tuple[tuple[float, float], ...]] = {
-    # Cross-process CV of the median, 9 A/A sessions of the example and user suites on one
-    # H200 (2026-11-22, bench/results/h200-2026-11-22/aa-*.md): 1.1-1.4 us kernels 0.9-6.5%
-    # (a 1.26 us kernel failed one A/A run against a history of 5 back-to-back sessions whose
-    # own spread was 0.7%: histories taken minutes apart under-state the spread, so the prior
-    # is the upper envelope, not the median); 2.2-3.6 us 0.3-2.9%; 4-6 us up to 2%; 9-22 us
-    # 0.3-1.5%; 26-60 us 0.05-0.84%; 100 us and more <= 0.34%. Earlier: 8 us L2-resident
-    # layernorm 2.3%, one A/A drift of -4.3% at 49 us (docs/performance.md).
+    # Cross-process CV of the median per launch duration (a call's time over its launches: a
+    # chain of short kernels moves like its short kernels), upper envelope of 40 A/A sessions
+    # on two H200 machines (2026-11-22): 9 sessions each of the example and user suites on
+    # one (bench/results/h200-2026-11-22), 20 each on the other, whose second GPU ran the
+    # other suite meanwhile (bench/results/h200x2-2026-11-22): per launch under 1.6 us up to
+    # 9.4% (median 5.2%), 1.6-3 us up to 7.0% (2.9%), 3-6 us 5.3% but a dropout 7.3%, 6-12 us
+    # 1.7%, 12-30 us 0.5%, 30-60 us up to 1.0% (0.3%), 60-200 us 0.5%. The prior is the
+    # envelope, not the median: histories taken minutes apart on one machine under-state the
+    # spread that a check on another machine, or under load, meets (a 1.2 us kernel read
+    # +22% in the first two processes of a fresh machine against such a history).
     "cuda-graph": (
-        (0.0015, 0.05),
-        (0.003, 0.03),
-        (0.006, 0.02),
+        (0.0015, 0.095),
+        (0.003, 0.07),
+        (0.006, 0.04),
         (0.012, 0.015),
         (0.03, 0.01),
-        (0.06, 0.006),
+        (0.06, 0.008),
         (0.2, 0.004),
     ),
     # One event pair per call (launch gaps inside): not measured across processes; 1.5x graph.
     "cuda-event": (
-        (0.0015, 0.075),
-        (0.003, 0.045),
-        (0.006, 0.03),
+        (0.0015, 0.14),
+        (0.003, 0.105),
+        (0.006, 0.06),
         (0.012, 0.0225),
         (0.03, 0.015),
-        (0.06, 0.009),
+        (0.06, 0.012),
         (0.2, 0.006),
     ),
     # L2 flushed per sample, within-session CV 3-35% on an H200: not measured; 2x graph.
     "cuda-event-cold": (
-        (0.0015, 0.1),
-        (0.003, 0.06),
-        (0.006, 0.04),
+        (0.0015, 0.19),
+        (0.003, 0.14),
+        (0.006, 0.08),
         (0.012, 0.03),
         (0.03, 0.02),
-        (0.06, 0.012),
+        (0.06, 0.016),
         (0.2, 0.008),
     ),
     # Host clock around synchronized calls, host jitter inside: not measured; from 8% at 10 us
@@ -124,10 +127,14 @@ PRIOR_TAU: dict[str, tuple[tuple[float, float], ...]] = {
     # (one measurement, its dependence on duration unknown).
     "synchronizing": ((1.0, 0.08),),
 }
-# Kernel time summed from CUPTI (host gaps left out): a function that synchronizes 0.11%, a
-# legacy-stream kernel 0.05%, a backward pass 0.34% across 9 sessions (same H200 run): far
-# quieter than events; the graph row, which is above all three.
+# Kernel time summed from CUPTI (host gaps left out): a function that synchronizes 0.11-0.12%,
+# a legacy-stream kernel 0.05-0.11%, a backward pass 0.25-0.34% across 9 and 20 sessions (both
+# H200 machines): far quieter than events; the graph row, which is above all three, indexed
+# by the whole call's kernel time (no gaps between launches are timed).
 PRIOR_TAU["cupti"] = PRIOR_TAU["cuda-graph"]
+# Timers whose time includes the gaps between a call's launches: their prior is indexed by
+# the time per launch.
+PER_LAUNCH_TIMERS = frozenset({"cuda-graph", "cuda-event", "cuda-event-cold"})
 # An unknown timer gets the largest prior: it is judged conservatively, never at random.
 _FALLBACK_TIMER = "synchronizing"
 
@@ -455,12 +462,16 @@ def decide(
 # --- the rule on one test -------------------------------------------------------------------
 
 
-def prior_tau(duration_ms: float, timer: str) -> float:
-    """Prior between-session sd for a measurement of ``duration_ms`` by ``timer``.
+def prior_tau(duration_ms: float, timer: str, launches: int = 1) -> float:
+    """Prior between-session sd for a measurement of ``duration_ms`` by ``timer``, whose call
+    makes ``launches`` launches.
 
     Linear in log(duration) between the points of :data:`PRIOR_TAU`, flat beyond its ends;
-    an unknown timer gets the most conservative class.
+    for timers that time the gaps between launches (:data:`PER_LAUNCH_TIMERS`) the duration
+    is per launch. An unknown timer gets the most conservative class.
     """
+    if timer in PER_LAUNCH_TIMERS:
+        duration_ms /= max(1, launches)
     points = PRIOR_TAU.get(timer, PRIOR_TAU[_FALLBACK_TIMER])
     xs = [math.log(p[0]) for p in points]
     ys = [p[1] for p in points]
@@ -493,6 +504,7 @@ def judge(
     alpha: float,
     family: int,
     timer: str,
+    launches: int = 1,
     fail_on_improvement: bool = False,
     constants: Constants = DEFAULTS,
 ) -> Judgement:
@@ -501,9 +513,10 @@ def judge(
     ``history``: the epoch's rolling history (at most :data:`HISTORY_SESSIONS`); ``anchor``:
     the epoch's first sessions (at most :data:`ANCHOR_SESSIONS`; may overlap the history, or
     be empty); ``current``: this run's first session, then that session and its
-    confirmations. ``family``: the number of measurements judged in the run. ``timer`` picks
-    the prior (:func:`prior_tau`). The caller confirms a single session whose judgement says
-    ``needs_confirmation``, then judges all current sessions together.
+    confirmations. ``family``: the number of measurements judged in the run. ``timer`` and
+    ``launches`` (per call) pick the prior (:func:`prior_tau`). The caller confirms a single
+    session whose judgement says ``needs_confirmation``, then judges all current sessions
+    together.
     """
     if not threshold > 0:
         raise ValueError(f"invalid threshold {threshold!r}: expected a fraction > 0 such as 0.05")
@@ -527,7 +540,7 @@ def judge(
         c_se,
         a,
         a_se,
-        prior_tau(duration_ms, timer),
+        prior_tau(duration_ms, timer, launches),
         threshold=threshold,
         alpha1=corrected_alpha(alpha, family, fail_on_improvement),
         constants=constants,

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .baseline import BaselineEntry
-from .kernels import Launch, diff, same_work
+from .kernels import Launch, diff, launch_count, same_work
 from .results import Result
 from .rule import Judgement, SessionSummary, Status, judge
 from .settings import MeasureSettings
@@ -81,6 +81,7 @@ def assess(
         alpha=settings.alpha,
         family=family,
         timer=timer,
+        launches=launch_count(entry.kernels or launches),
         fail_on_improvement=fail_on_improvement,
     )
     return Assessment(judgement.status, judgement, judgement.reason, changes)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from pytest_gpubench import rule
+from pytest_gpubench.kernels import Launch, launch_count
 from pytest_gpubench.rule import (
     PRIOR_TAU,
     Constants,
@@ -311,6 +312,28 @@ def test_prior_interpolates_in_log_duration_and_holds_beyond_the_table() -> None
 def test_priors_do_not_grow_with_duration(timer: str) -> None:
     taus = [prior_tau(d, timer) for d in np.geomspace(1e-4, 1e3, 50)]
     assert taus == sorted(taus, reverse=True) and min(taus) > 0
+
+
+def test_a_chain_of_short_launches_gets_the_prior_of_its_launches() -> None:
+    """A graph of 20 launches of 1.5 us moves like its 1.5 us kernels (the example suite's
+    manual GeLU: 12 us, CV 7.1% between sessions), not like one 30 us kernel; summed CUPTI
+    kernel time has no gaps between launches and keeps the whole call's prior."""
+    assert prior_tau(0.03, "cuda-graph", launches=20) == prior_tau(0.0015, "cuda-graph")
+    assert prior_tau(0.03, "cuda-graph", launches=20) > 5 * prior_tau(0.03, "cuda-graph")
+    assert prior_tau(0.03, "cupti", launches=20) == prior_tau(0.03, "cupti")
+    assert prior_tau(0.03, "cuda-graph", launches=0) == prior_tau(0.03, "cuda-graph")
+
+
+def test_the_verdict_counts_the_launches_of_the_baselines_call() -> None:
+    """Judged against a history whose spread is tiny, a 30 us call of 20 launches can gate
+    far less than one of a single launch: its prior is that of 1.5 us kernels."""
+    history = [SessionSummary(0.030 * (1 + 0.001 * i), 50, 0.0005) for i in range(5)]
+    common = dict(threshold=0.05, alpha=0.01, family=10, timer="cuda-graph")
+    one = judge(history, history, [SessionSummary(0.030, 50, 0.0005)], **common)
+    many = judge(history, history, [SessionSummary(0.030, 50, 0.0005)], launches=20, **common)
+    assert one.gateable < 0.1 < many.gateable
+    assert launch_count([Launch("a", count=12), Launch("b", kind="memcpy", count=8)]) == 20
+    assert launch_count([]) == 1
 
 
 def test_an_unknown_timer_gets_the_most_conservative_prior() -> None:
