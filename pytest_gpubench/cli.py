@@ -264,11 +264,13 @@ def comparison_lines(comparison: Comparison, base: ResultFile, head: ResultFile)
 
 
 def comparison_markdown(comparison: Comparison, head: ResultFile) -> str:
-    text = report.markdown(comparison.results, head.device)
+    """The plugin's Markdown summary, its footer the comparison's (one count line), then the
+    keys found in one file only."""
+    text = report.markdown(comparison.results, head.device, footer=_footer(comparison))
     extra = comparison.notes + _key_lines(comparison)
     if extra:
         text += "\n" + "\n".join(f"- {line}" for line in extra) + "\n"
-    return text + "\n" + _footer(comparison) + "\n"
+    return text
 
 
 def _key_lines(comparison: Comparison) -> list[str]:

@@ -188,15 +188,21 @@ def footer(results: Sequence[Result], measure: MeasureSettings, family: int) -> 
     return f"gpubench: {counts(results) or 'no measurements'} ({levels})"
 
 
-def markdown(results: Sequence[Result], device: dict[str, Any], limit: int | None = None) -> str:
+def markdown(
+    results: Sequence[Result],
+    device: dict[str, Any],
+    limit: int | None = None,
+    footer: str | None = None,
+) -> str:
     """The summary as GitHub-flavoured Markdown; regressions first, cut to ``limit`` bytes
-    with a note when given (GitHub's job summary takes at most 1 MiB)."""
+    with a note when given (GitHub's job summary takes at most 1 MiB). ``footer``: the line
+    under the table (default: the verdict counts)."""
     header = f"### gpubench: {device.get('name', 'unknown device')}\n\n"
     ordered = sort_results(results)
     table = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     rows = ["| " + " | ".join(c.replace("|", "\\|") for c in row(r)) + " |" for r in ordered]
     extra = [f"- {line}" for line in notes(ordered)]
-    footer_text = "\n" + counts(results) + "\n"
+    footer_text = "\n" + (footer if footer is not None else counts(results)) + "\n"
     body = header + "\n".join(table + rows) + "\n" + footer_text
     if extra:
         body += "\n" + "\n".join(extra) + "\n"
