@@ -2,9 +2,14 @@
 # All GPU checks of issues 8 and 9 on a machine with two GPUs (device kind nvidia-h200-x2),
 # both GPUs busy at once: the example suite on GPU 0, the user suite on GPU 1, and the
 # xdist checks between them. It outlasts one device call, so it runs detached:
-#   bash bench/device_plan.sh start [SECONDS]  install, then run the plan in the background
-#                                              (setsid), ending its loops after SECONDS
-#                                              (default 1300); returns at once
+#   bash bench/device_plan.sh start [SECONDS] [PLAN]  install, then run PLAN in the
+#                                              background (setsid), ending its loops after
+#                                              SECONDS (default 1300); returns at once. PLAN:
+#                                              all (default) or followup: what the campaign of
+#                                              2026-11-22 left open (-n 2 on two GPUs with each
+#                                              step's seconds; the 34 us copy 5% slower in
+#                                              time: 6.5% more work, interpolated from +3.4% at
+#                                              5% and +8.9% at 10%; one more 10% session)
 #   bash bench/device_plan.sh poll SECONDS     wait up to SECONDS for the plan to end, print
 #                                              its progress, copy what it has to $OUT
 # Each step is a phase of bench/gpu_checks.sh; its printed lines are the progress.
@@ -17,10 +22,25 @@ export LOGS=/tmp/gpubench-checks BASELINES=/tmp/gpubench-baselines
 case "${1:-}" in
 start)
   mkdir -p "$stage" && bash "$checks" install || exit 1
-  STOP_AT=$(( $(date +%s) + ${2:-1300} )) setsid nohup bash "$0" run > "$stage/plan.log" 2>&1 < /dev/null &
+  STOP_AT=$(( $(date +%s) + ${2:-1300} )) setsid nohup bash "$0" "${3:-all}" > "$stage/plan.log" 2>&1 < /dev/null &
   echo "plan started"
   ;;
-run)
+followup)
+  export OUT=$stage
+  date -u
+  (export CUDA_VISIBLE_DEVICES=0; bash "$checks" setup; bash "$checks" history 5 0) &
+  (export CUDA_VISIBLE_DEVICES=1; bash "$checks" history 5 1) &
+  wait
+  bash "$checks" multi 2
+  (export CUDA_VISIBLE_DEVICES=0; bash "$checks" xdist 1) &
+  (export CUDA_VISIBLE_DEVICES=1; bash "$checks" detect 10 0.065 "copy_blocks and 16777216"
+   bash "$checks" detect 1 0.10) &
+  wait
+  bash "$checks" pack
+  date -u
+  touch "$stage/done"
+  ;;
+all)
   export OUT=$stage
   date -u
   # A: facts and unit tests, each suite against its committed baselines (another machine of
@@ -52,6 +72,6 @@ poll)
   cat "$stage/plan.log"
   ;;
 *)
-  echo "usage: bash bench/device_plan.sh start [SECONDS] | poll SECONDS" >&2; exit 2
+  echo "usage: bash bench/device_plan.sh start [SECONDS] [all|followup] | poll SECONDS" >&2; exit 2
   ;;
 esac

@@ -9,8 +9,8 @@
 #                                              I) from K sessions each
 #   bash bench/gpu_checks.sh aa SECONDS [I] [MAX]  A/A sessions of both suites (or suite I),
 #                                              for SECONDS or MAX sessions each (needs a history)
-#   bash bench/gpu_checks.sh detect N [LEVELS] [FILTER]  N sessions of the user suite's copy
-#                                              kernels per level of extra work (default
+#   bash bench/gpu_checks.sh detect N [LEVELS] [FILTER]  N more sessions of the user suite's
+#                                              copy kernels per level of extra work (default
 #                                              "0.05 0.10": more blocks, same block shape)
 #   bash bench/gpu_checks.sh config            a Triton block size change between save and check
 #   bash bench/gpu_checks.sh xdist R           R runs each of -n 4 and -n 0 (example suite)
@@ -91,7 +91,8 @@ aa)
 detect)
   n=${2:-10}; filter=${4:-copy_blocks}
   for slow in ${3:-0.05 0.10}; do
-    for i in $(seq "$n"); do
+    done_before=$(ls "$logs"/detect-"$slow"-*.txt 2>/dev/null | wc -l)  # a re-run adds sessions
+    for i in $(seq $((done_before + 1)) $((done_before + n))); do
       in_time || break
       GPUBENCH_USER_SLOWDOWN=$slow bt 1 -k "$filter" --gpubench --gpubench-json "$logs/detect-$slow-$i.json" > "$logs/detect-$slow-$i.txt" 2>&1
       echo "$(gpu): $slow more work, session $i: $(tail -n 1 "$logs/detect-$slow-$i.txt")"

@@ -19,7 +19,13 @@ def run(logs: Path, phase: str, n: int | str, i: int) -> dict:
     clock = stem.with_suffix(".clock")
     text = stem.with_suffix(".txt").read_text()
     wall = re.findall(r" in ([0-9.]+)s", text)
+    costs: dict[str, dict[str, float]] = {}  # per GPU: seconds per step, summed over tests
+    for r in data["results"]:
+        for step, seconds in (r.get("costs") or {}).items():
+            per_gpu = costs.setdefault(str(r.get("gpu", "")).split(" ")[0], {})
+            per_gpu[step] = per_gpu.get(step, 0.0) + seconds
     return {
+        "costs": costs,
         "verdicts": {r["test"]: r["status"] for r in data["results"]},
         "gpus": sorted({str(r.get("gpu")) for r in data["results"]}),
         "phase_s": json.loads(clock.read_text())["test_phase_s"] if clock.exists() else None,
@@ -48,6 +54,10 @@ def main() -> None:
             f"pytest wall {a['wall_s']} s vs {b['wall_s']} s; "
             f"GPUs used: {a['gpus']} vs {b['gpus']}"
         )
+        for label, side in ((f"-n {workers}", a), ("-n 0", b)):
+            for gpu, steps in sorted(side["costs"].items()):
+                spent = ", ".join(f"{k} {v:.1f}" for k, v in sorted(steps.items()))
+                print(f"  {label} {gpu}: seconds summed over its tests: {spent}")
     if ratios:
         print(f"test phase -n {workers} / -n 0: median {statistics.median(ratios):.2f} of {ratios}")
 
