@@ -68,7 +68,8 @@ def failure_message(result: Result) -> str:
     else:
         text = (
             f"{head}: {format_time(result.reference_ms)} -> {format_time(result.median_ms)} "
-            f"({format_change(j.ratio)}; bar {format_share(j.bar)}, {_sessions(result)}, "
+            f"({format_change(j.ratio)}; bar {format_share(j.bar_of_change)}, "
+            f"{_sessions(result)}, "
             f"threshold {result.threshold * 100:g}%"
             + (f"; noisy: can gate >= {j.gateable:.0%}" if j.noisy and j.gateable else "")
             + ")"

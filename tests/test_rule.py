@@ -91,6 +91,11 @@ def test_an_improvement_of_the_threshold_is_reported_symmetrically() -> None:
     j = verdict(hist, at(1 / 1.05, 0.5, 3))
     assert j.status is Status.IMPROVED
     assert verdict(hist, at(1.05, 0.5, 3)).bar == pytest.approx(j.bar)
+    # said on the scale of the change: "faster by 4.8%" against the share the bar saves
+    share = 1 - 1 / (1 + j.bar)
+    assert j.bar_of_change == pytest.approx(share) and j.bar_of_change < j.bar
+    assert j.reason.startswith("faster by 4.8% vs history of 5 session(s), bar ")
+    assert j.reason.endswith(f"bar {share:.1%}")
 
 
 def test_a_noisy_test_reports_what_it_can_gate_and_is_judged_there() -> None:
