@@ -18,6 +18,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 stage=/tmp/gpubench-stage
 checks="$root/bench/gpu_checks.sh"
 export LOGS=/tmp/gpubench-checks BASELINES=/tmp/gpubench-baselines
+finish() { bash "$checks" pack; date -u; touch "$stage/done"; }  # what poll waits for
 
 case "${1:-}" in
 start)
@@ -36,9 +37,7 @@ followup)
   (export CUDA_VISIBLE_DEVICES=1; bash "$checks" detect 10 0.065 "copy_blocks and 16777216"
    bash "$checks" detect 1 0.10) &
   wait
-  bash "$checks" pack
-  date -u
-  touch "$stage/done"
+  finish
   ;;
 all)
   export OUT=$stage
@@ -59,9 +58,7 @@ all)
    bash "$checks" detect 10 0.075 "copy_blocks and 16777216") &
   (export CUDA_VISIBLE_DEVICES=1; bash "$checks" aa 100000 1 20; bash "$checks" detect 10) &
   wait
-  bash "$checks" pack
-  date -u
-  touch "$stage/done"
+  finish
   ;;
 poll)
   end=$(( $(date +%s) + ${2:-500} ))

@@ -129,6 +129,20 @@ def replay_ms(g, calls, torch, reps=20):
 # --- experiments ------------------------------------------------------------------------
 
 
+def triple_kernel():
+    """A Triton kernel that writes 3 * x (imported only by the probes that run it)."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = o < n
+        tl.store(y_ptr + o, tl.load(x_ptr + o, mask=m) * 3, mask=m)
+
+    return k
+
+
 def exp_legacy():
     import torch
 
@@ -295,13 +309,8 @@ def exp_triton_meta():
     """What CUPTI through torch.profiler tells of a Triton kernel and a torch kernel."""
     import torch
     import triton
-    import triton.language as tl
 
-    @triton.jit
-    def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-        o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        m = o < n
-        tl.store(y_ptr + o, tl.load(x_ptr + o, mask=m) * 3, mask=m)
+    k = triple_kernel()
 
     x = torch.randn(1 << 20, device="cuda")
     y = torch.empty_like(x)
@@ -317,14 +326,8 @@ def exp_triton_meta():
 def exp_perturb():
     """Do profiler sessions between timings slow later graph replays? Control: captures only."""
     import torch
-    import triton
-    import triton.language as tl
 
-    @triton.jit
-    def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-        o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        m = o < n
-        tl.store(y_ptr + o, tl.load(x_ptr + o, mask=m) * 3, mask=m)
+    k = triple_kernel()
 
     mode = os.environ.get("PROBE_MODE", "control")
     small = torch.randn(4096, device="cuda")
@@ -364,14 +367,9 @@ def exp_trace_meta():
     """Kernel grid, block, registers and shared memory from a chrome trace of one call."""
     import torch
     import triton
-    import triton.language as tl
     from torch.profiler import ProfilerActivity, profile
 
-    @triton.jit
-    def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-        o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        m = o < n
-        tl.store(y_ptr + o, tl.load(x_ptr + o, mask=m) * 3, mask=m)
+    k = triple_kernel()
 
     x = torch.randn(1 << 20, device="cuda")
     y = torch.empty_like(x)

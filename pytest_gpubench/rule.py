@@ -284,11 +284,17 @@ class Judgement:
 
     @property
     def bar_of_change(self) -> float | None:
-        """``bar`` on the scale of the change: for a speed-up, the share of the time it must
-        save (``1 - 1 / (1 + bar)``), as "faster by 36%" is a share of the time."""
-        if self.bar is None or self.ratio is None or self.ratio >= 1:
+        """``bar`` on the scale of the change (:func:`bar_of_change`)."""
+        if self.bar is None or self.ratio is None:
             return self.bar
-        return 1 - 1 / (1 + self.bar)
+        return bar_of_change(self.bar, self.ratio)
+
+
+def bar_of_change(bar: float, ratio: float) -> float:
+    """A bar (slowdown fraction) on the scale of a change of ``ratio``: for a speed-up, the
+    share of the time it must save, ``1 - 1 / (1 + bar)``, as "faster by 36%" is a share of
+    the time."""
+    return bar if ratio >= 1 else 1 - 1 / (1 + bar)
 
 
 # --- the rule on arrays (one row per test or per simulated replicate) -----------------------
@@ -561,9 +567,8 @@ def judge(
     against = "anchor" if bool(dec.anchor_reported[0]) else "history"
     bar = math.expm1(float(dec.bar[0]))
     ref = f"{against} of {len(anchor) if against == 'anchor' else k} session(s)"
-    # The change and its bar on one scale: a speed-up saves a share of the time, and the bar
-    # of a ratio under 1 / (1 + bar) is the share 1 - 1 / (1 + bar).
-    verb, shown_bar = ("slower", bar) if d > 0 else ("faster", 1 - 1 / (1 + bar))
+    verb = "slower" if d >= 0 else "faster"
+    shown_bar = bar_of_change(bar, math.exp(d))
     reason = f"{verb} by {abs(math.expm1(d)):.1%} vs {ref}, bar {shown_bar:.1%}"
     if noisy:
         reason += f"; noisy: can gate >= {gateable:.0%}"
