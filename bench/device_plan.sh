@@ -9,7 +9,8 @@
 #                                              2026-11-22 left open (-n 2 on two GPUs with each
 #                                              step's seconds; the 34 us copy 5% slower in
 #                                              time: 6.5% more work, interpolated from +3.4% at
-#                                              5% and +8.9% at 10%; one more 10% session)
+#                                              5% and +8.9% at 10%; one more 10% session; what
+#                                              a confirmation's fresh processes cost)
 #   bash bench/device_plan.sh poll SECONDS     wait up to SECONDS for the plan to end, print
 #                                              its progress, copy what it has to $OUT
 # Each step is a phase of bench/gpu_checks.sh; its printed lines are the progress.
@@ -33,7 +34,7 @@ followup)
   (export CUDA_VISIBLE_DEVICES=1; bash "$checks" history 5 1) &
   wait
   bash "$checks" multi 2
-  (export CUDA_VISIBLE_DEVICES=0; bash "$checks" xdist 1) &
+  (export CUDA_VISIBLE_DEVICES=0; bash "$checks" xdist 1; bash "$checks" childcost) &
   (export CUDA_VISIBLE_DEVICES=1; bash "$checks" detect 10 0.065 "copy_blocks and 16777216"
    bash "$checks" detect 1 0.10) &
   wait

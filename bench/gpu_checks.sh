@@ -15,6 +15,8 @@
 #   bash bench/gpu_checks.sh config            a Triton block size change between save and check
 #   bash bench/gpu_checks.sh xdist R           R runs each of -n 4 and -n 0 (example suite)
 #   bash bench/gpu_checks.sh multi R           R runs each of -n 2 and -n 0 on all visible GPUs
+#   bash bench/gpu_checks.sh childcost         where a confirmation's fresh process spends its
+#                                              time (bench/child_cost.py, example suite)
 #   bash bench/gpu_checks.sh pack              logs into $OUT/logs.tgz
 # Reports go to $LOGS (default /tmp/gpubench-checks); summaries to $OUT (or ./device-out),
 # made by bench/sessions_summary.py. Baselines live in $BASELINES/<suite> (default
@@ -118,6 +120,17 @@ xdist|multi)
     done
   done
   python3 "$root/bench/xdist_compare.py" "$logs" "$phase" "$workers" "$r" | tee "$out/$phase.txt"
+  ;;
+childcost)
+  # Caches warm first, as when a run confirms what it flagged; then children as the plugin
+  # starts them (GPUBENCH_CHILD_PROFILE=1 in the environment adds profiles to childclock.tgz).
+  bt 0 --gpubench > "$logs/childcost-warm.txt" 2>&1
+  ids=("test_add.py::test_add_torch[4096]" "test_gelu.py::test_gelu_compiled[1048576]")
+  args=(-q -p no:cacheprovider -p phase_clock --gpubench-dir "$baselines/example" --gpubench)
+  (cd "${suites[0]}" && GPUBENCH_CHILD_CLOCK_DIR="$logs/childclock" \
+     python3 "$root/bench/child_cost.py" . "${ids[@]}" -- "${args[@]}") > "$logs/childcost.txt" 2>&1
+  grep -v '^{' "$logs/childcost.txt" | tee "$out/childcost.txt"
+  (cd "$logs" && tar czf "$out/childclock.tgz" childclock)
   ;;
 pack)
   (cd "$logs" && tar czf "$out/logs.tgz" --exclude='*.tgz' . 2>/dev/null)

@@ -3,16 +3,52 @@
 From the first test's start to the last test's end (collection and start-up left out; xdist
 workers' tests included as their reports arrive). Written as JSON to $GPUBENCH_PHASE_CLOCK.
 Load it with ``PYTHONPATH=bench python -m pytest -p phase_clock ...``.
+
+In a fresh process the plugin started (a confirmation), it writes where that process's time
+went instead, to ``$GPUBENCH_PHASE_CLOCK.child-<pid>``: seconds from the process's start to
+pytest loading its plugins, to the end of configuration, of collection, to the first test,
+from there to the last test's end, to the session's end, to pytest's unconfigure and to the
+interpreter's exit handlers (what follows them, the interpreter's own teardown, is the rest
+of the process's wall time). With $GPUBENCH_CHILD_PROFILE set, such a process also writes a
+cProfile of itself (``.prof``, from loading this plugin to the exit handlers) and the stacks
+of its threads every half second from then on (``.exit``: what its exit waits for).
 """
 
 from __future__ import annotations
 
+import atexit
+import cProfile
+import faulthandler
 import json
 import os
 import time
 from pathlib import Path
 
 _span: list[float] = []
+# Read now: the gpubench plugin takes the variable out of the environment when it configures.
+_CHILD = os.environ.get("PYTEST_GPUBENCH_CHILD")
+_stamps: dict[str, float] = {"plugins_loaded": time.time()}
+_profile = cProfile.Profile() if _CHILD and os.environ.get("GPUBENCH_CHILD_PROFILE") else None
+if _profile is not None:
+    _profile.enable()
+
+
+def _process_start() -> float | None:
+    """When this process started (Linux: /proc), in seconds since the epoch."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return time.time() - uptime + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def pytest_configure(config: object) -> None:
+    _stamps["configured"] = time.time()
+
+
+def pytest_collection_finish(session: object) -> None:
+    _stamps["collected"] = time.time()
 
 
 def pytest_runtest_logstart(nodeid: str, location: object) -> None:
@@ -25,9 +61,35 @@ def pytest_runtest_logfinish(nodeid: str, location: object) -> None:
     _span.append(time.time())
 
 
+def pytest_unconfigure(config: object) -> None:
+    _stamps["unconfigured"] = time.time()
+
+
 def pytest_sessionfinish(session: object) -> None:
     path = os.environ.get("GPUBENCH_PHASE_CLOCK")
     config = getattr(session, "config", None)
-    child = os.environ.get("PYTEST_GPUBENCH_CHILD")  # a confirmation run: not the phase
-    if path and not child and len(_span) == 2 and not hasattr(config, "workerinput"):
+    if not path or hasattr(config, "workerinput"):
+        return
+    if _CHILD:
+        _stamps["session_done"] = time.time()
+        atexit.register(_write_child, Path(f"{path}.child-{os.getpid()}"))
+    elif len(_span) == 2:
         Path(path).write_text(json.dumps({"test_phase_s": round(_span[1] - _span[0], 2)}))
+
+
+def _write_child(path: Path) -> None:
+    if _profile is not None:
+        _profile.disable()
+        _profile.dump_stats(f"{path}.prof")
+        trace = open(f"{path}.exit", "w")  # noqa: SIM115 - open until the process ends
+        faulthandler.dump_traceback_later(0.5, repeat=True, file=trace)
+    start = _process_start()
+    marks = [("start", start), *_stamps.items()]
+    if len(_span) == 2:
+        marks += [("first_test", _span[0]), ("tests_done", _span[1])]
+    marks.append(("atexit", time.time()))
+    marks.sort(key=lambda mark: mark[1] or 0.0)
+    known = [(name, t) for name, t in marks if t is not None]
+    pairs = zip(known, known[1:], strict=False)
+    steps = {f"{a}->{b}": round(tb - ta, 3) for (a, ta), (b, tb) in pairs}
+    path.write_text(json.dumps({"steps_s": steps}))

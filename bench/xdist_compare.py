@@ -1,5 +1,8 @@
 """Compare the runs of bench/gpu_checks.sh's xdist or multi phase: verdicts of -n W against
--n 0, the GPUs each used, and the wall time of the whole run and of its test phase.
+-n 0, the GPUs each used, and the wall time of the whole run and of its test phase, also
+less the confirmations in fresh processes (each result's ``costs.confirm_s``; with workers, the
+largest sum of one GPU's, the worker that waited for them: an estimate, as the other workers
+took more tests meanwhile).
 
     python bench/xdist_compare.py LOGS PHASE WORKERS RUNS
 """
@@ -24,18 +27,23 @@ def run(logs: Path, phase: str, n: int | str, i: int) -> dict:
         for step, seconds in (r.get("costs") or {}).items():
             per_gpu = costs.setdefault(str(r.get("gpu", "")).split(" ")[0], {})
             per_gpu[step] = per_gpu.get(step, 0.0) + seconds
+    confirming = [steps.get("confirm_s", 0.0) for steps in costs.values()]
+    waited = max(confirming, default=0.0) if str(n) != "0" else sum(confirming)
+    phase = json.loads(clock.read_text())["test_phase_s"] if clock.exists() else None
     return {
         "costs": costs,
+        "confirmed": sum(1 for r in data["results"] if r.get("confirmations")),
+        "timing_s": None if phase is None else round(phase - waited, 2),
         "verdicts": {r["test"]: r["status"] for r in data["results"]},
         "gpus": sorted({str(r.get("gpu")) for r in data["results"]}),
-        "phase_s": json.loads(clock.read_text())["test_phase_s"] if clock.exists() else None,
+        "phase_s": phase,
         "wall_s": float(wall[-1]) if wall else None,
     }
 
 
 def main() -> None:
     logs, phase, workers, runs = Path(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
-    ratios = []
+    ratios, timing = [], []
     for i in range(1, runs + 1):
         try:
             a, b = run(logs, phase, workers, i), run(logs, phase, 0, i)
@@ -45,12 +53,16 @@ def main() -> None:
         differ = sorted(t for t in a["verdicts"] if a["verdicts"][t] != b["verdicts"].get(t))
         if a["phase_s"] and b["phase_s"]:
             ratios.append(a["phase_s"] / b["phase_s"])
+        if a["timing_s"] and b["timing_s"]:
+            timing.append(a["timing_s"] / b["timing_s"])
         print(
             f"run {i}: -n {workers} vs -n 0: {len(a['verdicts'])} vs {len(b['verdicts'])} "
             f"results, verdicts differ on {len(differ)} {differ[:4]}; "
             f"not ok: {sum(v != 'ok' for v in a['verdicts'].values())} vs "
             f"{sum(v != 'ok' for v in b['verdicts'].values())}; test phase "
             f"{a['phase_s']} s vs {b['phase_s']} s, "
+            f"less confirmations {a['timing_s']} s vs {b['timing_s']} s "
+            f"({a['confirmed']} vs {b['confirmed']} confirmed); "
             f"pytest wall {a['wall_s']} s vs {b['wall_s']} s; "
             f"GPUs used: {a['gpus']} vs {b['gpus']}"
         )
@@ -58,8 +70,10 @@ def main() -> None:
             for gpu, steps in sorted(side["costs"].items()):
                 spent = ", ".join(f"{k} {v:.1f}" for k, v in sorted(steps.items()))
                 print(f"  {label} {gpu}: seconds summed over its tests: {spent}")
-    if ratios:
-        print(f"test phase -n {workers} / -n 0: median {statistics.median(ratios):.2f} of {ratios}")
+    for what, values in (("test phase", ratios), ("less confirmations", timing)):
+        if values:
+            shown = [round(v, 2) for v in values]
+            print(f"{what} -n {workers} / -n 0: median {statistics.median(values):.2f} of {shown}")
 
 
 if __name__ == "__main__":

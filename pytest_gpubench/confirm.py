@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,41 +111,77 @@ def read_request(out: Path) -> list[str] | None:
     return [str(n) for n in nodeids] if isinstance(nodeids, list) else None
 
 
-def run_child(
-    args: Sequence[str], cwd: Path, out: Path, device_index: int | None = None
-) -> ChildRun:
-    """Run ``python -m pytest *args`` in ``cwd`` and read what it measured from ``out``."""
+def child_environment(out: Path, device_index: int | None) -> dict[str, str]:
+    """The environment of a child: the parent's, as no xdist worker, on the parent's device."""
     env = {k: v for k, v in os.environ.items() if k not in WORKER_VARIABLES}
     env[CHILD_VARIABLE] = str(out)
     if device_index is not None:
         env[DEVICE_VARIABLE] = str(device_index)
+    # A child loads what its parent compiled from Inductor's caches; a pool of compile
+    # workers only delays its exit (by 4.5 s on an H200: bench/child_cost.py).
+    env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    return env
+
+
+def start_child(
+    args: Sequence[str], cwd: Path, out: Path, device_index: int | None = None
+) -> subprocess.Popen[bytes] | ChildRun:
+    """Start ``python -m pytest *args`` in ``cwd``, its output to a file beside ``out`` (a
+    pipe nobody reads while another child runs could fill up and stop it)."""
     try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "pytest", *args],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=CHILD_TIMEOUT_S,
-        )
-    except subprocess.TimeoutExpired:
-        return ChildRun(error=f"a fresh process ran over {CHILD_TIMEOUT_S:g} s")
+        with open(out.with_suffix(".log"), "wb") as log:
+            return subprocess.Popen(
+                [sys.executable, "-m", "pytest", *args],
+                cwd=cwd,
+                env=child_environment(out, device_index),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
     except OSError as exc:
         return ChildRun(error=f"cannot start a fresh process: {exc.strerror or exc}")
+
+
+def finish_child(
+    proc: subprocess.Popen[bytes] | ChildRun,
+    out: Path,
+    timeout_s: float = CHILD_TIMEOUT_S,
+    limit_s: float | None = None,
+) -> ChildRun:
+    """Wait for a started child (at most ``timeout_s``; ``limit_s``: the limit to name, when
+    the wait is what is left of a longer one) and read what it measured from ``out``."""
+    if isinstance(proc, ChildRun):
+        return proc  # it did not start
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return ChildRun(error=f"a fresh process ran over {limit_s or timeout_s:g} s")
     try:
         document = json.loads(out.read_text(encoding="utf-8"))
         info = SessionInfo.from_json(document["session_info"])
         session = str(document["session"])
         results = [Result.from_dict(entry) for entry in document["results"]]
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        tail = " ".join((proc.stdout + proc.stderr).strip().splitlines()[-1:])
+        try:
+            output = out.with_suffix(".log").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            output = ""
+        tail = " ".join(output.strip().splitlines()[-1:])
         return ChildRun(
             error=f"a fresh process (exit {proc.returncode}) measured nothing: {tail or exc}"
         )
     for result in results:
         result.session_infos = {**result.session_infos, session: info}
     return ChildRun(results)
+
+
+def run_child(
+    args: Sequence[str], cwd: Path, out: Path, device_index: int | None = None
+) -> ChildRun:
+    """Run ``python -m pytest *args`` in ``cwd`` and read what it measured from ``out``."""
+    return finish_child(start_child(args, cwd, out, device_index), out)
 
 
 def child_document(session: str, info: SessionInfo, results: Sequence[Result]) -> dict[str, Any]:
@@ -164,14 +201,36 @@ def run_children(
     device_index: int | None = None,
     nodeids: Sequence[str] | None = None,
 ) -> list[ChildRun]:
-    """``count`` fresh processes one after the other (they time on one device: never at
-    once), each writing to a temporary file of its own; ``nodeids``: only these tests."""
-    runs = []
+    """``count`` fresh processes, each writing to a temporary file of its own.
+
+    ``nodeids``: they confirm these tests, and start together: a confirming child holds the
+    device lock from its first test to its exit (the plugin's ``pytest_runtestloop``), so
+    their start-up (interpreter, imports, collection) overlaps and their GPU work does not.
+    Otherwise (recording sessions, each of which may start confirmations of its own) one
+    after the other."""
     with tempfile.TemporaryDirectory(prefix="gpubench-child-") as folder:
-        for i in range(count):
-            progress(i + 1, count)
-            out = Path(folder) / f"child-{i}.json"
-            if nodeids is not None:
+        outs = [Path(folder) / f"child-{i}.json" for i in range(count)]
+        if nodeids is None:
+            runs = []
+            for i, out in enumerate(outs):
+                progress(i + 1, count)
+                runs.append(run_child(args, cwd, out, device_index))
+            return runs
+        started: list[subprocess.Popen[bytes] | ChildRun] = []
+        try:
+            for i, out in enumerate(outs):
                 write_request(out, nodeids)
-            runs.append(run_child(args, cwd, out, device_index))
-    return runs
+                progress(i + 1, count)
+                started.append(start_child(args, cwd, out, device_index))
+            # Each waits for those before it on the device: the last may take them all.
+            limit = CHILD_TIMEOUT_S * count
+            deadline = time.monotonic() + limit
+            return [
+                finish_child(proc, out, max(0.0, deadline - time.monotonic()), limit)
+                for proc, out in zip(started, outs, strict=True)
+            ]
+        finally:  # interrupted: no child goes on timing behind the user's back
+            for proc in started:
+                if isinstance(proc, subprocess.Popen) and proc.poll() is None:
+                    proc.kill()
+                    proc.wait()

@@ -49,6 +49,11 @@ class DeviceLock:
         self._lock = FileLock(str(self.path), mode=0o666)
 
     def __enter__(self) -> DeviceLock:
+        self.acquire()
+        return self
+
+    def acquire(self) -> None:
+        """Take the lock (once more: each acquire needs its release)."""
         from filelock import Timeout
 
         try:
@@ -59,9 +64,11 @@ class DeviceLock:
                 "process has been timing on this device all that while; stop it or remove "
                 "the lock file if no benchmark is running"
             ) from None
-        return self
 
     def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def release(self) -> None:
         self._lock.release()
 
 

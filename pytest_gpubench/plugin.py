@@ -7,7 +7,9 @@ first runs with --gpubench.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import time
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -237,6 +239,7 @@ class GpubenchPlugin:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        holding = self._hold_device()
         try:
             outcome = yield
         except BaseException:
@@ -245,8 +248,25 @@ class GpubenchPlugin:
             for item, reports in held:
                 _log(item, reports)
             raise
+        finally:
+            if holding:
+                assert self.session is not None
+                self.session.device_lock().release()
         self._flush()  # the last test was no gpubench test, or the run stopped early
         return outcome
+
+    def _hold_device(self) -> bool:
+        """Whether this process took the device for all its tests: a child confirming a
+        verdict does. Such children start together (confirm.run_children); holding the device
+        from the first test to the last, no first call or compile of a sibling runs beside
+        its samples."""
+        if self.session is None or self.settings.child is None or self.settings.confirm != 0:
+            return False
+        try:
+            self.session.device_lock().acquire()
+        except GpubenchError:
+            return False  # each measurement still waits for the device itself
+        return True
 
     def _flush(self) -> None:
         """Confirm the held tests in fresh processes, judge them on all their sessions, fail
@@ -254,6 +274,7 @@ class GpubenchPlugin:
         held, self.held = self.held, []
         if not held or self.session is None:
             return
+        started = time.perf_counter()
         runs = self._children(
             self.settings.confirm,
             nodeids=[item.nodeid for item, _ in held],
@@ -263,13 +284,21 @@ class GpubenchPlugin:
         )
         children = [child for run in runs for child in run.results]
         errors = sorted({run.error for run in runs if run.error})
+        flagged = [
+            (result, item.stash[BENCH_KEY].context.spec.measure)
+            for item, _ in held
+            for result in item.stash[BENCH_KEY].results
+            if self.session.wants_confirmation(result)
+        ]
+        share = (time.perf_counter() - started) / max(1, len(flagged))
+        for result, settings in flagged:
+            self.session.confirmed(result, children, settings)
+            if result.costs is not None:
+                result.costs = dataclasses.replace(result.costs, confirm_s=share)
+            if errors:
+                result.note = "; ".join(filter(None, [result.note, *errors]))
         for item, reports in held:
             bench = item.stash[BENCH_KEY]
-            for result in bench.results:
-                if self.session.wants_confirmation(result):
-                    self.session.confirmed(result, children, bench.context.spec.measure)
-                    if errors:
-                        result.note = "; ".join(filter(None, [result.note, *errors]))
             call = next(r for r in reports if r.when == "call")
             setattr(call, REPORT_ATTRIBUTE, [r.to_dict() for r in bench.results])
             failures = self._failures(bench.results)

@@ -123,7 +123,9 @@ class BenchSession:
             finally:
                 sampler.close()
             sampled = time.perf_counter()
-            peak = self.env.peak_gbs() if bytes else None
+            # A confirmation's samples are all its parent uses: no copy-bandwidth probe there.
+            confirming = self.settings.child is not None and not self.settings.save
+            peak = self.env.peak_gbs() if bytes and not confirming else None
         # Where a test's time went: what makes a run slow shows in the JSON report.
         costs = Costs(
             first_call_s=first_call_s,

@@ -162,3 +162,46 @@ def test_a_measurement_holds_the_device_lock_and_the_untimed_call_does_not(
     calls = json.loads((fake.path / "calls.json").read_text())
     assert len(calls) > 2
     assert calls[0] < released[0] <= calls[1]  # the first call ran, the samples waited
+
+
+PROBE = """
+import sys
+from filelock import FileLock, Timeout
+try:
+    FileLock(sys.argv[1]).acquire(timeout=0)
+    print("free")
+except Timeout:
+    print("busy")
+"""
+
+
+@pytest.mark.skipif(CUDA, reason="on a GPU the lock is the GPU's, not the host's")
+def test_a_confirming_child_holds_the_device_from_its_first_test_to_its_last(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Children that confirm a verdict start together; each holds the device lock through
+    all its tests (untimed work included), so a sibling's first calls never run beside its
+    samples. An ordinary run holds it only while it measures."""
+    fake.makepyfile(
+        test_bench=f"""
+        import os, subprocess, sys
+
+        def test_a(gpubench):
+            gpubench(sum, [1, 2])
+            probe = subprocess.run(
+                [sys.executable, "-c", {PROBE!r}, os.environ["LOCK"]],
+                capture_output=True, text=True, check=True,
+            )
+            with open("probe.txt", "a") as out:
+                out.write(probe.stdout)
+        """
+    )
+    lock = lock_path(host_identity())
+    monkeypatch.setenv("LOCK", str(lock))
+    monkeypatch.setenv("PYTEST_GPUBENCH_CHILD", str(fake.path / "child.json"))
+    fake.runpytest("--gpubench", "--gpubench-confirm", "0").assert_outcomes(passed=1)
+    monkeypatch.delenv("PYTEST_GPUBENCH_CHILD", raising=False)  # the plugin took it
+    with DeviceLock(host_identity(), timeout_s=0.1):  # released at the end of its tests
+        pass
+    fake.runpytest("--gpubench").assert_outcomes(passed=1)
+    assert (fake.path / "probe.txt").read_text().split() == ["busy", "free"]

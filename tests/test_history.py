@@ -59,6 +59,7 @@ from pytest_gpubench.confirm import (
     child_document,
     read_request,
     run_child,
+    run_children,
     write_request,
 )
 from pytest_gpubench.results import Result
@@ -170,6 +171,9 @@ def test_a_slowdown_of_the_threshold_fails_after_confirmation_and_a_disturbed_pr
         assert measured["judgement"]["current_sessions"] == 3, name
         assert len({r["session"] for r in measured["confirmations"]}) == 2  # two processes
     assert results["test_sum"]["status"] == "regressed" and results["test_sum"]["passed"] is False
+    # the fresh processes' wall time, shared by the two measurements they confirmed
+    shares = {results[name]["costs"]["confirm_s"] for name in ("test_sum", "test_join")}
+    assert len(shares) == 1 and shares.pop() > 0
     # caught by the effect bound: the threshold less what noise alone explains
     assert results["test_sum"]["judgement"]["bar"] < 0.05
     assert results["test_sum"]["median_ms"] == pytest.approx(1.05, rel=0.002)
@@ -600,20 +604,41 @@ def test_a_request_names_the_tests_a_child_runs(tmp_path: Path) -> None:
     assert read_request(out) is None
 
 
-class FakeRun:
-    """Stands in for subprocess.run: records the command, writes ``document`` where the child
-    would, and prints ``output``."""
+class FakePopen:
+    """Stands in for subprocess.Popen: records the command, writes ``document`` where the
+    child would, prints ``output`` to the child's log, and ends with ``returncode`` (or
+    never, with ``hangs``)."""
 
-    def __init__(self, document: dict[str, Any] | None, returncode: int, output: str) -> None:
-        self.document, self.returncode, self.output = document, returncode, output
+    def __init__(
+        self, document: dict[str, Any] | None, returncode: int, output: str, hangs: bool = False
+    ) -> None:
+        self.document, self.returncode, self.output, self.hangs = (
+            document,
+            returncode,
+            output,
+            hangs,
+        )
         self.calls: list[dict[str, Any]] = []
+        self.killed = 0
 
-    def __call__(self, command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    def __call__(self, command: list[str], **kwargs: Any) -> FakePopen:
         self.calls.append({"command": command, **kwargs})
         if self.document is not None:
             out = Path(kwargs["env"]["PYTEST_GPUBENCH_CHILD"])
             out.write_text(json.dumps(self.document), encoding="utf-8")
-        return subprocess.CompletedProcess(command, self.returncode, self.output, "")
+        kwargs["stdout"].write(self.output.encode())
+        return self
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.hangs and not self.killed:
+            raise subprocess.TimeoutExpired("pytest", timeout or 0.0)
+        return self.returncode
+
+    def poll(self) -> int | None:
+        return None if self.hangs and not self.killed else self.returncode
+
+    def kill(self) -> None:
+        self.killed += 1
 
 
 def test_a_child_reads_back_as_results_that_carry_its_session(
@@ -630,8 +655,8 @@ def test_a_child_reads_back_as_results_that_carry_its_session(
         threshold=0.05,
         session="child-session",
     )
-    fake_run = FakeRun(child_document("child-session", info, [measured]), 0, "")
-    monkeypatch.setattr(subprocess, "run", fake_run)
+    fake_run = FakePopen(child_document("child-session", info, [measured]), 0, "")
+    monkeypatch.setattr(subprocess, "Popen", fake_run)
     for name in ("PYTEST_XDIST_WORKER", "PYTEST_CURRENT_TEST"):
         monkeypatch.setenv(name, "gw1")
     out = tmp_path / "child.json"
@@ -647,6 +672,8 @@ def test_a_child_reads_back_as_results_that_carry_its_session(
     assert "PYTEST_XDIST_WORKER" not in call["env"] and "PYTEST_CURRENT_TEST" not in call["env"]
     assert call["env"]["PYTEST_GPUBENCH_DEVICE"] == "1"
     assert call["env"]["PYTEST_GPUBENCH_CHILD"] == str(out)  # not an argument: see confirm.py
+    # it loads what its parent compiled: no pool of compile workers to wait for at its exit
+    assert call["env"]["TORCHINDUCTOR_COMPILE_THREADS"] == "1"
 
 
 def measured_key(result: Result) -> tuple[str, list[float], str]:
@@ -656,19 +683,47 @@ def measured_key(result: Result) -> tuple[str, list[float], str]:
 def test_a_child_that_measured_nothing_says_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(subprocess, "run", FakeRun(None, 4, "collected 0\nERROR: file not found"))
+    failing = FakePopen(None, 4, "collected 0\nERROR: file not found")
+    monkeypatch.setattr(subprocess, "Popen", failing)
     run = run_child(["x.py"], tmp_path, tmp_path / "child.json")
     assert run.results == []
     assert run.error == "a fresh process (exit 4) measured nothing: ERROR: file not found"
 
 
 def test_a_child_that_hangs_is_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def hung(command: list[str], **kwargs: Any) -> None:
-        raise subprocess.TimeoutExpired(command, kwargs["timeout"])
-
-    monkeypatch.setattr(subprocess, "run", hung)
+    hung = FakePopen(None, -9, "", hangs=True)
+    monkeypatch.setattr(subprocess, "Popen", hung)
     run = run_child(["x.py"], tmp_path, tmp_path / "child.json")
-    assert (run.results, run.error) == ([], "a fresh process ran over 1800 s")
+    assert (run.results, run.error, hung.killed) == ([], "a fresh process ran over 1800 s", 1)
+
+
+def test_confirmations_start_together_and_record_sessions_one_after_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Confirming children start at once (each holds the device from its first test on);
+    recording children, which may confirm on their own, one at a time."""
+    events: list[str] = []
+
+    class Child:
+        def __init__(self, command: list[str], **kwargs: Any) -> None:
+            self.name = Path(kwargs["env"]["PYTEST_GPUBENCH_CHILD"]).stem
+            events.append(f"start {self.name}")
+            self.returncode = 0
+
+        def wait(self, timeout: float | None = None) -> int:
+            events.append(f"end {self.name}")
+            return 0
+
+        def poll(self) -> int:
+            return 0
+
+    monkeypatch.setattr(subprocess, "Popen", Child)
+    confirming = run_children(2, ["t.py"], tmp_path, nodeids=["t.py::test_a"])
+    assert events == ["start child-0", "start child-1", "end child-0", "end child-1"]
+    assert all("measured nothing" in run.error for run in confirming)
+    events.clear()
+    run_children(2, ["t.py"], tmp_path)
+    assert events == ["start child-0", "end child-0", "start child-1", "end child-1"]
 
 
 # --- pytest-benchmark's JSON ----------------------------------------------------------------

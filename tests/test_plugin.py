@@ -892,7 +892,8 @@ def test_json_and_markdown_outputs(saved: pytest.Pytester) -> None:
     assert first["median_ms"] == first["summary"]["median_ms"]
     # where the test's time went: the sampling took most of it with the fake timer
     costs = first["costs"]
-    assert set(costs) == {"first_call_s", "lock_wait_s", "timer_setup_s", "sampling_s"}
+    steps = {"first_call_s", "lock_wait_s", "timer_setup_s", "sampling_s", "confirm_s"}
+    assert set(costs) == steps and costs["confirm_s"] == 0  # nothing was flagged
     assert all(value >= 0 for value in costs.values())
     assert costs["sampling_s"] > costs["lock_wait_s"]
     markdown = (saved.path / "sub" / "summary.md").read_text().splitlines()
