@@ -10,7 +10,8 @@
 #                                              step's seconds; the 34 us copy 5% slower in
 #                                              time: 6.5% more work, interpolated from +3.4% at
 #                                              5% and +8.9% at 10%; one more 10% session; what
-#                                              a confirmation's fresh processes cost)
+#                                              a confirmation's fresh processes cost); aa: a
+#                                              fresh history per suite, then A/A sessions
 #   bash bench/device_plan.sh poll SECONDS     wait up to SECONDS for the plan to end, print
 #                                              its progress, copy what it has to $OUT
 # Each step is a phase of bench/gpu_checks.sh; its printed lines are the progress.
@@ -37,6 +38,16 @@ followup)
   (export CUDA_VISIBLE_DEVICES=0; bash "$checks" xdist 1; bash "$checks" childcost) &
   (export CUDA_VISIBLE_DEVICES=1; bash "$checks" detect 10 0.065 "copy_blocks and 16777216"
    bash "$checks" detect 1 0.10) &
+  wait
+  finish
+  ;;
+aa)
+  # A fresh history per suite, then A/A sessions against it until SECONDS run out: false
+  # alarms, and what confirming them in fresh processes started together does to them.
+  export OUT=$stage
+  date -u
+  (export CUDA_VISIBLE_DEVICES=0; bash "$checks" history 5 0; bash "$checks" aa 100000 0 20) &
+  (export CUDA_VISIBLE_DEVICES=1; bash "$checks" history 5 1; bash "$checks" aa 100000 1 20) &
   wait
   finish
   ;;
@@ -70,6 +81,6 @@ poll)
   cat "$stage/plan.log"
   ;;
 *)
-  echo "usage: bash bench/device_plan.sh start [SECONDS] [all|followup] | poll SECONDS" >&2; exit 2
+  echo "usage: bash bench/device_plan.sh start [SECONDS] [all|followup|aa] | poll SECONDS" >&2; exit 2
   ;;
 esac

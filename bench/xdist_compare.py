@@ -30,8 +30,13 @@ def run(logs: Path, phase: str, n: int | str, i: int) -> dict:
     confirming = [steps.get("confirm_s", 0.0) for steps in costs.values()]
     waited = max(confirming, default=0.0) if str(n) != "0" else sum(confirming)
     phase = json.loads(clock.read_text())["test_phase_s"] if clock.exists() else None
+    timing = [
+        sum(steps.get(k, 0.0) for k in ("lock_wait_s", "timer_setup_s", "sampling_s"))
+        for steps in costs.values()
+    ]
     return {
         "costs": costs,
+        "measuring_s": round(max(timing, default=0.0), 2),
         "confirmed": sum(1 for r in data["results"] if r.get("confirmations")),
         "timing_s": None if phase is None else round(phase - waited, 2),
         "verdicts": {r["test"]: r["status"] for r in data["results"]},
@@ -43,7 +48,7 @@ def run(logs: Path, phase: str, n: int | str, i: int) -> dict:
 
 def main() -> None:
     logs, phase, workers, runs = Path(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
-    ratios, timing = [], []
+    ratios, timing, measuring = [], [], []
     for i in range(1, runs + 1):
         try:
             a, b = run(logs, phase, workers, i), run(logs, phase, 0, i)
@@ -55,6 +60,8 @@ def main() -> None:
             ratios.append(a["phase_s"] / b["phase_s"])
         if a["timing_s"] and b["timing_s"]:
             timing.append(a["timing_s"] / b["timing_s"])
+        if a["measuring_s"] and b["measuring_s"]:
+            measuring.append(a["measuring_s"] / b["measuring_s"])
         print(
             f"run {i}: -n {workers} vs -n 0: {len(a['verdicts'])} vs {len(b['verdicts'])} "
             f"results, verdicts differ on {len(differ)} {differ[:4]}; "
@@ -62,7 +69,8 @@ def main() -> None:
             f"{sum(v != 'ok' for v in b['verdicts'].values())}; test phase "
             f"{a['phase_s']} s vs {b['phase_s']} s, "
             f"less confirmations {a['timing_s']} s vs {b['timing_s']} s "
-            f"({a['confirmed']} vs {b['confirmed']} confirmed); "
+            f"({a['confirmed']} vs {b['confirmed']} confirmed); timing on the busiest GPU "
+            f"{a['measuring_s']} s vs {b['measuring_s']} s; "
             f"pytest wall {a['wall_s']} s vs {b['wall_s']} s; "
             f"GPUs used: {a['gpus']} vs {b['gpus']}"
         )
@@ -70,7 +78,11 @@ def main() -> None:
             for gpu, steps in sorted(side["costs"].items()):
                 spent = ", ".join(f"{k} {v:.1f}" for k, v in sorted(steps.items()))
                 print(f"  {label} {gpu}: seconds summed over its tests: {spent}")
-    for what, values in (("test phase", ratios), ("less confirmations", timing)):
+    for what, values in (
+        ("test phase", ratios),
+        ("less confirmations", timing),
+        ("timing on the busiest GPU", measuring),
+    ):
         if values:
             shown = [round(v, 2) for v in values]
             print(f"{what} -n {workers} / -n 0: median {statistics.median(values):.2f} of {shown}")
