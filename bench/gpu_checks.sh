@@ -15,6 +15,8 @@
 #   bash bench/gpu_checks.sh config            a Triton block size change between save and check
 #   bash bench/gpu_checks.sh xdist R           R runs each of -n 4 and -n 0 (example suite)
 #   bash bench/gpu_checks.sh multi R           R runs each of -n 2 and -n 0 on all visible GPUs
+#                                              ($XDIST_ARGS: more options of the -n W runs,
+#                                              e.g. "--dist loadfile")
 #   bash bench/gpu_checks.sh childcost         where a confirmation's fresh process spends its
 #                                              time (bench/child_cost.py, example suite)
 #   bash bench/gpu_checks.sh pack              logs into $OUT/logs.tgz
@@ -115,7 +117,8 @@ xdist|multi)
   for i in $(seq "$r"); do
     for n in "$workers" 0; do
       SECONDS=0
-      GPUBENCH_PHASE_CLOCK="$logs/$phase-n$n-$i.clock" bt 0 -n "$n" --gpubench --gpubench-json "$logs/$phase-n$n-$i.json" > "$logs/$phase-n$n-$i.txt" 2>&1
+      extra=(); [ "$n" = 0 ] || read -r -a extra <<< "${XDIST_ARGS:-}"
+      GPUBENCH_PHASE_CLOCK="$logs/$phase-n$n-$i.clock" bt 0 -n "$n" "${extra[@]}" --gpubench --gpubench-json "$logs/$phase-n$n-$i.json" > "$logs/$phase-n$n-$i.txt" 2>&1
       echo "$(gpu): -n $n run $i: $SECONDS s, $(tail -n 1 "$logs/$phase-n$n-$i.txt")"
     done
   done
