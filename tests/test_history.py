@@ -612,12 +612,8 @@ class FakePopen:
     def __init__(
         self, document: dict[str, Any] | None, returncode: int, output: str, hangs: bool = False
     ) -> None:
-        self.document, self.returncode, self.output, self.hangs = (
-            document,
-            returncode,
-            output,
-            hangs,
-        )
+        self.document, self.returncode, self.output = document, returncode, output
+        self.hangs = hangs
         self.calls: list[dict[str, Any]] = []
         self.killed = 0
 
@@ -659,13 +655,14 @@ def test_a_child_reads_back_as_results_that_carry_its_session(
     monkeypatch.setattr(subprocess, "Popen", fake_run)
     for name in ("PYTEST_XDIST_WORKER", "PYTEST_CURRENT_TEST"):
         monkeypatch.setenv(name, "gw1")
+    monkeypatch.delenv("TORCHINDUCTOR_COMPILE_THREADS", raising=False)
     out = tmp_path / "child.json"
     run = run_child(["t.py::test_a"], tmp_path, out, device_index=1)
     assert run.error == ""
     [back] = run.results
     assert back.session_infos == {"child-session": info}
     assert (back.key, back.samples_ms, back.session) == measured_key(measured)
-    [call] = fake_run.calls
+    call = fake_run.calls[0]
     assert call["command"][1:4] == ["-m", "pytest", "t.py::test_a"]
     assert call["cwd"] == tmp_path
     # not an xdist worker, on the parent's device
@@ -674,6 +671,9 @@ def test_a_child_reads_back_as_results_that_carry_its_session(
     assert call["env"]["PYTEST_GPUBENCH_CHILD"] == str(out)  # not an argument: see confirm.py
     # it loads what its parent compiled: no pool of compile workers to wait for at its exit
     assert call["env"]["TORCHINDUCTOR_COMPILE_THREADS"] == "1"
+    monkeypatch.setenv("TORCHINDUCTOR_COMPILE_THREADS", "8")  # unless the user chose
+    run_child(["t.py::test_a"], tmp_path, out)
+    assert fake_run.calls[-1]["env"]["TORCHINDUCTOR_COMPILE_THREADS"] == "8"
 
 
 def measured_key(result: Result) -> tuple[str, list[float], str]:
