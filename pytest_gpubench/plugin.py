@@ -280,7 +280,7 @@ class GpubenchPlugin:
             nodeids=[item.nodeid for item, _ in held],
             save=False,
             what=f"confirming {len(held)} flagged test{'s' if len(held) != 1 else ''} "
-            "in a fresh process",
+            "in fresh processes",
         )
         children = [child for run in runs for child in run.results]
         errors = sorted({run.error for run in runs if run.error})
@@ -316,8 +316,12 @@ class GpubenchPlugin:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
 
         def progress(i: int, n: int) -> None:
-            if reporter is not None and not self.is_worker:
+            if reporter is None or self.is_worker:
+                return
+            if nodeids is None:  # one after the other
                 reporter.write_line(f"gpubench: {what} ({i}/{n})")
+            elif i == 1:  # started together
+                reporter.write_line(f"gpubench: {what} ({n} at once)")
 
         device = self.session.device if self.session is not None else None
         return confirm.run_children(
