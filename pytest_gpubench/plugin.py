@@ -260,7 +260,7 @@ class GpubenchPlugin:
         verdict does. Such children start together (confirm.run_children); holding the device
         from the first test to the last, no first call or compile of a sibling runs beside
         its samples."""
-        if self.session is None or self.settings.child is None or self.settings.confirm != 0:
+        if self.session is None or not self.settings.confirming:
             return False
         try:
             self.session.device_lock().acquire()

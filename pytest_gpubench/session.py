@@ -124,8 +124,7 @@ class BenchSession:
                 sampler.close()
             sampled = time.perf_counter()
             # A confirmation's samples are all its parent uses: no copy-bandwidth probe there.
-            confirming = self.settings.child is not None and not self.settings.save
-            peak = self.env.peak_gbs() if bytes and not confirming else None
+            peak = self.env.peak_gbs() if bytes and not self.settings.confirming else None
         # Where a test's time went: what makes a run slow shows in the JSON report.
         costs = Costs(
             first_call_s=first_call_s,

@@ -370,6 +370,12 @@ class Settings:
         return settings
 
     @property
+    def confirming(self) -> bool:
+        """This process is a child started to confirm a verdict (it saves nothing and starts
+        no processes of its own), not one recording a session."""
+        return self.child is not None and not self.save
+
+    @property
     def reports(self) -> tuple[tuple[Path, str], ...]:
         """The report files the user asked for, with what each is (none in a child)."""
         if self.child is not None:

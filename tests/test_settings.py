@@ -126,6 +126,13 @@ def test_a_child_writes_its_results_file_and_no_report_of_the_users() -> None:
     assert settings.reports == ()
 
 
+def test_a_child_that_saves_records_a_session_and_one_that_does_not_confirms() -> None:
+    child = Path("/tmp/c.json")
+    assert Settings.resolve({}, {}, Path("/root"), child).confirming
+    assert not Settings.resolve({"save": True}, {}, Path("/root"), child).confirming
+    assert not Settings.resolve({}, {}, Path("/root")).confirming  # the user's own run
+
+
 def test_reports_are_the_files_asked_for_with_what_each_is() -> None:
     settings = resolve({"json": "/r/a.json", "markdown": "/r/b.md", "benchmark_json": "/r/c.json"})
     assert settings.reports == (
