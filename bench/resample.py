@@ -1,0 +1,294 @@
+"""What the verdict does on real GPU sessions: resampling the recorded ones.
+
+    python bench/resample.py [--runs N] [--json OUT]
+
+prints the tables of docs/verdict.md ("On recorded sessions"); tests/test_resample.py runs
+the same code, fewer runs, in CI and asserts the bounds of issue 16.
+
+Data: bench/results/sessions.json (bench/sessions_data.py), the sessions of unchanged code
+recorded on H200s: per machine, 16-20 sessions of each test, each a fresh process running
+the whole suite. Sessions are never simulated: every number judged is a recorded session
+median (times a slowdown where power is measured).
+
+One replicate run of a suite on one machine:
+
+- the *current* session is one recorded session, the same for all tests of the run (a
+  session's disturbance hits many of its tests at once: that correlation is kept);
+- the *history* is K other sessions of the machine, the same for all tests (drawn without
+  replacement while the machine has enough, the rest with);
+- a flagged test's *confirmations* are the sessions recorded right after that first session
+  when there are (real fresh processes, seconds later), then other sessions of the machine
+  not used in the run, drawn per test (fresh processes are independent draws of a session);
+- with gross outliers, any session (history, current, confirmation) is, with 1% chance,
+  multiplied or divided by a factor uniform in [1.3, 3].
+
+A 54-test run is the example suite on one of its two machines; a 500-test run joins
+independent replicates of the example (54 tests) and user (13 tests) suites on all four
+machines until 500 tests, judged as one family. Power: every current and confirmation
+session of a test slowed by the same factor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "bench" / "results" / "sessions.json"
+sys.path.insert(0, str(ROOT))
+
+from pytest_gpubench.judge import rule  # noqa: E402
+
+SEED = 20261124
+ALPHA = 0.01
+MIN_SESSIONS = 16
+OUTLIER_RATE = 0.01
+OUTLIER_RANGE = (1.3, 3.0)
+
+
+@dataclass
+class Machine:
+    """One GPU's recorded sessions of one suite: ``x[test, session]`` log medians (time
+    order), the confirmations recorded after a session, and the tests' priors."""
+
+    name: str
+    suite: str
+    keys: list[str]
+    x: np.ndarray
+    confirms: dict[tuple[int, int], list[float]]
+    priors: list[rule.Prior]
+    duration_us: np.ndarray  # per launch where the timer times launch gaps
+
+
+def load(path: Path = DATA) -> list[Machine]:
+    data = json.loads(path.read_text())
+    machines = []
+    for gpu, m in sorted(data["machines"].items()):
+        by_suite: dict[str, list[tuple[str, dict]]] = {}
+        for key, t in m["tests"].items():
+            by_suite.setdefault(key.split("::", 1)[0], []).append((key, t))
+        for suite, tests in sorted(by_suite.items()):
+            firsts = [[s for s in t["sessions"] if s["role"] in ("first", "history")]
+                      for _, t in tests]
+            ids = sorted({s["id"] for f in firsts for s in f})
+            if len(ids) < MIN_SESSIONS or any(len(f) != len(ids) for f in firsts):
+                continue
+            order = {sid: i for i, sid in enumerate(ids)}
+            x = np.full((len(tests), len(ids)), np.nan)
+            confirms: dict[tuple[int, int], list[float]] = {}
+            priors, durations = [], []
+            for i, ((key, t), f) in enumerate(zip(tests, firsts, strict=True)):
+                for s in f:
+                    x[i, order[s["id"]]] = math.log(s["median_ms"])
+                for s in t["sessions"]:
+                    if s["role"] == "confirm" and s.get("parent") in order:
+                        confirms.setdefault((i, order[s["parent"]]), []).append(
+                            math.log(s["median_ms"])
+                        )
+                median_ms = math.exp(float(np.median(x[i])))
+                launches = t["launches"] or 1
+                priors.append(rule.prior_for(median_ms, t["timer"], launches))
+                per = launches if t["timer"] in rule.PER_LAUNCH_TIMERS else 1
+                durations.append(median_ms * 1000 / per)
+            machines.append(
+                Machine(gpu, suite, [k for k, _ in tests], x, confirms, priors,
+                        np.array(durations))
+            )
+    return machines
+
+
+@dataclass(frozen=True)
+class Config:
+    k: int = 20  # history sessions
+    tests: int = 54  # 54: the example suite on one machine; more: joined replicates
+    outliers: bool = False
+    slowdown: float = 0.0
+    threshold: float = 0.05
+    cap: int = 6
+
+
+@dataclass
+class Outcome:
+    runs: int
+    failed_runs: int  # runs with any test failing (regressed)
+    flagged: np.ndarray  # per row: regressed
+    not_gated: np.ndarray  # per row
+    duration_us: np.ndarray  # per row
+    confirmations: float  # fresh-process sessions per run
+
+    @property
+    def false_rate(self) -> float:
+        return self.failed_runs / self.runs
+
+
+def _outliers(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    hit = rng.random(shape) < OUTLIER_RATE
+    size = np.log(rng.uniform(*OUTLIER_RANGE, shape)) * rng.choice([-1.0, 1.0], shape)
+    return np.where(hit, size, 0.0)
+
+
+def _pieces(machines: list[Machine], config: Config) -> list[Machine]:
+    """The machines one run joins: one example machine for 54 tests; else a mix to 500."""
+    example = [m for m in machines if m.suite == "example"]
+    return example if config.tests <= 54 else machines
+
+
+def simulate(machines: list[Machine], config: Config, runs: int, seed: int = SEED) -> Outcome:
+    rng = np.random.default_rng([seed, config.k, config.tests, int(config.outliers),
+                                 round(config.slowdown * 1e4), round(config.threshold * 1e4),
+                                 config.cap])
+    pool = _pieces(machines, config)
+    hist_rows, cur_rows, extra_rows, prior_list, dur_list, run_of = [], [], [], [], [], []
+    design = rule.Design(cap=config.cap)
+    n_cap = 1 + config.cap
+    shift = math.log1p(config.slowdown)
+    for r in range(runs):
+        total = 0
+        while total < config.tests:
+            m = pool[rng.integers(len(pool))] if config.tests > 54 else pool[r % len(pool)]
+            t_count, s_count = m.x.shape
+            c = int(rng.integers(s_count))
+            others = np.delete(np.arange(s_count), c)
+            if config.k <= len(others):
+                h = rng.choice(others, config.k, replace=False)
+            else:
+                h = np.concatenate([others, rng.choice(others, config.k - len(others))])
+            unused = np.setdiff1d(others, h)
+            spare = unused if len(unused) >= config.cap else others
+            take = min(t_count, config.tests - total)
+            for i in range(take):
+                extra = list(m.confirms.get((i, c), []))[: config.cap]
+                draws = rng.choice(spare, config.cap - len(extra), replace=len(spare) < config.cap)
+                extra += [m.x[i, j] for j in draws]
+                hist_rows.append(m.x[i, h])
+                cur_rows.append(m.x[i, c])
+                extra_rows.append(extra)
+                prior_list.append(m.priors[i])
+                dur_list.append(m.duration_us[i])
+                run_of.append(r)
+            total += take
+    hist = np.array(hist_rows)
+    cur = np.array(cur_rows)
+    extra = np.array(extra_rows).reshape(len(cur), config.cap)
+    if config.outliers:
+        hist = hist + _outliers(rng, hist.shape)
+        cur = cur + _outliers(rng, cur.shape)
+        extra = extra + _outliers(rng, extra.shape)
+    current = np.full((len(cur), n_cap), np.nan)
+    current[:, 0] = cur + shift
+    priors = rule.PriorArrays.of(prior_list)
+    alpha1 = rule.corrected_alpha(ALPHA, config.tests, False)
+    rows = np.arange(len(cur))
+    n = np.ones(len(cur), dtype=int)
+    direction = np.zeros(len(cur), dtype=int)
+    gated = np.zeros(len(cur), dtype=bool)
+    confirmations = 0
+    while len(rows):
+        sub = rule.PriorArrays(
+            priors.sigma[rows], priors.nu0[rows],
+            tuple(a[rows] for a in priors.slow),  # type: ignore[arg-type]
+            tuple(a[rows] for a in priors.fast),  # type: ignore[arg-type]
+        )
+        dec = rule.decide(hist[rows], current[rows], np.zeros(current[rows].shape), sub,
+                          threshold=config.threshold, alpha1=alpha1, design=design)
+        direction[rows] = dec.direction
+        gated[rows] = dec.gated
+        more = dec.more
+        rows = rows[more]
+        if not len(rows):
+            break
+        add = np.array([design.next_batch(k) for k in n[rows]])
+        for j in range(int(add.max())):
+            take = rows[add > j]
+            col = n[take] + j
+            current[take, col] = extra[take, col - 1] + shift
+        confirmations += int(add.sum())
+        n[rows] += add
+    run_of_a = np.array(run_of)
+    failed = np.zeros(runs, dtype=bool)
+    np.logical_or.at(failed, run_of_a, direction == 1)
+    return Outcome(
+        runs=runs,
+        failed_runs=int(failed.sum()),
+        flagged=direction == 1,
+        not_gated=~gated,
+        duration_us=np.array(dur_list),
+        confirmations=confirmations / runs,
+    )
+
+
+CLASSES_US = ((0, 3), (3, 20), (20, 100), (100, math.inf))
+
+
+def by_class(outcome: Outcome, values: np.ndarray) -> list[tuple[str, float, int]]:
+    out = []
+    for lo, hi in CLASSES_US:
+        sel = (outcome.duration_us >= lo) & (outcome.duration_us < hi)
+        if sel.any():
+            label = f"{lo}-{hi} us" if hi != math.inf else f">= {lo} us"
+            out.append((label, float(values[sel].mean()), int(sel.sum())))
+    return out
+
+
+def false_table(machines: list[Machine], runs: int) -> list[dict]:
+    rows = []
+    for threshold in (0.05, 0.02):
+        for k in (5, 20):
+            for tests in (54, 500):
+                for outliers in (False, True):
+                    cfg = Config(k=k, tests=tests, outliers=outliers, threshold=threshold)
+                    o = simulate(machines, cfg, runs if tests == 54 else max(runs // 5, 100))
+                    rows.append({"threshold": threshold, "k": k, "tests": tests,
+                                 "outliers": outliers, "runs": o.runs,
+                                 "false_runs": o.failed_runs, "false_rate": o.false_rate,
+                                 "confirmations": o.confirmations,
+                                 "not_gated": float(o.not_gated.mean())})
+    return rows
+
+
+def power_table(machines: list[Machine], runs: int) -> list[dict]:
+    rows = []
+    for threshold, slowdowns in ((0.05, (0.05, 0.07, 0.10)), (0.02, (0.02, 0.03))):
+        for k in (5, 20):
+            for s in slowdowns:
+                cfg = Config(k=k, slowdown=s, threshold=threshold)
+                o = simulate(machines, cfg, runs)
+                for label, rate, count in by_class(o, o.flagged.astype(float)):
+                    rows.append({"threshold": threshold, "k": k, "slowdown": s,
+                                 "class": label, "power": rate, "rows": count})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    machines = load()
+    false = false_table(machines, args.runs)
+    print("| threshold | history | tests | 1% gross outliers | runs | runs with a false "
+          "failure | fresh sessions per run | not gated |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in false:
+        print(f"| {r['threshold']:.0%} | {r['k']} | {r['tests']} | "
+              f"{'yes' if r['outliers'] else 'no'} | {r['runs']} | {r['false_runs']} "
+              f"({r['false_rate']:.2%}) | {r['confirmations']:.2f} | {r['not_gated']:.0%} |")
+    power = power_table(machines, max(args.runs // 4, 100))
+    print()
+    print("| threshold | history | slowdown | duration | caught |")
+    print("|---|---|---|---|---|")
+    for r in power:
+        print(f"| {r['threshold']:.0%} | {r['k']} | +{r['slowdown']:.0%} | {r['class']} | "
+              f"{r['power']:.1%} |")
+    if args.json:
+        args.json.write_text(json.dumps({"false": false, "power": power}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
