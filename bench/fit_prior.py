@@ -135,8 +135,10 @@ def fit(path: Path = DATA) -> list[dict]:
 
 def main() -> None:
     table = fit()
-    print("| us/launch | tests | sessions | sigma | nu0 | slow rate | weight | size | "
-          "fast rate | weight | size |")
+    print(
+        "| us/launch | tests | sessions | sigma | nu0 | slow rate | weight | size | "
+        "fast rate | weight | size |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for c in table:
         print(

@@ -74,8 +74,9 @@ def load(path: Path = DATA) -> list[Machine]:
         for key, t in m["tests"].items():
             by_suite.setdefault(key.split("::", 1)[0], []).append((key, t))
         for suite, tests in sorted(by_suite.items()):
-            firsts = [[s for s in t["sessions"] if s["role"] in ("first", "history")]
-                      for _, t in tests]
+            firsts = [
+                [s for s in t["sessions"] if s["role"] in ("first", "history")] for _, t in tests
+            ]
             ids = sorted({s["id"] for f in firsts for s in f})
             if len(ids) < MIN_SESSIONS or any(len(f) != len(ids) for f in firsts):
                 continue
@@ -97,8 +98,7 @@ def load(path: Path = DATA) -> list[Machine]:
                 per = launches if t["timer"] in rule.PER_LAUNCH_TIMERS else 1
                 durations.append(median_ms * 1000 / per)
             machines.append(
-                Machine(gpu, suite, [k for k, _ in tests], x, confirms, priors,
-                        np.array(durations))
+                Machine(gpu, suite, [k for k, _ in tests], x, confirms, priors, np.array(durations))
             )
     return machines
 
@@ -140,9 +140,17 @@ def _pieces(machines: list[Machine], config: Config) -> list[Machine]:
 
 
 def simulate(machines: list[Machine], config: Config, runs: int, seed: int = SEED) -> Outcome:
-    rng = np.random.default_rng([seed, config.k, config.tests, int(config.outliers),
-                                 round(config.slowdown * 1e4), round(config.threshold * 1e4),
-                                 config.cap])
+    rng = np.random.default_rng(
+        [
+            seed,
+            config.k,
+            config.tests,
+            int(config.outliers),
+            round(config.slowdown * 1e4),
+            round(config.threshold * 1e4),
+            config.cap,
+        ]
+    )
     pool = _pieces(machines, config)
     hist_rows, cur_rows, extra_rows, prior_list, dur_list, run_of = [], [], [], [], [], []
     design = rule.Design(cap=config.cap)
@@ -191,12 +199,20 @@ def simulate(machines: list[Machine], config: Config, runs: int, seed: int = SEE
     confirmations = 0
     while len(rows):
         sub = rule.PriorArrays(
-            priors.sigma[rows], priors.nu0[rows],
+            priors.sigma[rows],
+            priors.nu0[rows],
             tuple(a[rows] for a in priors.slow),  # type: ignore[arg-type]
             tuple(a[rows] for a in priors.fast),  # type: ignore[arg-type]
         )
-        dec = rule.decide(hist[rows], current[rows], np.zeros(current[rows].shape), sub,
-                          threshold=config.threshold, alpha1=alpha1, design=design)
+        dec = rule.decide(
+            hist[rows],
+            current[rows],
+            np.zeros(current[rows].shape),
+            sub,
+            threshold=config.threshold,
+            alpha1=alpha1,
+            design=design,
+        )
         direction[rows] = dec.direction
         gated[rows] = dec.gated
         more = dec.more
@@ -244,11 +260,19 @@ def false_table(machines: list[Machine], runs: int) -> list[dict]:
                 for outliers in (False, True):
                     cfg = Config(k=k, tests=tests, outliers=outliers, threshold=threshold)
                     o = simulate(machines, cfg, runs if tests == 54 else max(runs // 5, 100))
-                    rows.append({"threshold": threshold, "k": k, "tests": tests,
-                                 "outliers": outliers, "runs": o.runs,
-                                 "false_runs": o.failed_runs, "false_rate": o.false_rate,
-                                 "confirmations": o.confirmations,
-                                 "not_gated": float(o.not_gated.mean())})
+                    rows.append(
+                        {
+                            "threshold": threshold,
+                            "k": k,
+                            "tests": tests,
+                            "outliers": outliers,
+                            "runs": o.runs,
+                            "false_runs": o.failed_runs,
+                            "false_rate": o.false_rate,
+                            "confirmations": o.confirmations,
+                            "not_gated": float(o.not_gated.mean()),
+                        }
+                    )
     return rows
 
 
@@ -260,8 +284,16 @@ def power_table(machines: list[Machine], runs: int) -> list[dict]:
                 cfg = Config(k=k, slowdown=s, threshold=threshold)
                 o = simulate(machines, cfg, runs)
                 for label, rate, count in by_class(o, o.flagged.astype(float)):
-                    rows.append({"threshold": threshold, "k": k, "slowdown": s,
-                                 "class": label, "power": rate, "rows": count})
+                    rows.append(
+                        {
+                            "threshold": threshold,
+                            "k": k,
+                            "slowdown": s,
+                            "class": label,
+                            "power": rate,
+                            "rows": count,
+                        }
+                    )
     return rows
 
 
@@ -272,20 +304,26 @@ def main() -> None:
     args = parser.parse_args()
     machines = load()
     false = false_table(machines, args.runs)
-    print("| threshold | history | tests | 1% gross outliers | runs | runs with a false "
-          "failure | fresh sessions per run | not gated |")
+    print(
+        "| threshold | history | tests | 1% gross outliers | runs | runs with a false "
+        "failure | fresh sessions per run | not gated |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for r in false:
-        print(f"| {r['threshold']:.0%} | {r['k']} | {r['tests']} | "
-              f"{'yes' if r['outliers'] else 'no'} | {r['runs']} | {r['false_runs']} "
-              f"({r['false_rate']:.2%}) | {r['confirmations']:.2f} | {r['not_gated']:.0%} |")
+        print(
+            f"| {r['threshold']:.0%} | {r['k']} | {r['tests']} | "
+            f"{'yes' if r['outliers'] else 'no'} | {r['runs']} | {r['false_runs']} "
+            f"({r['false_rate']:.2%}) | {r['confirmations']:.2f} | {r['not_gated']:.0%} |"
+        )
     power = power_table(machines, max(args.runs // 4, 100))
     print()
     print("| threshold | history | slowdown | duration | caught |")
     print("|---|---|---|---|---|")
     for r in power:
-        print(f"| {r['threshold']:.0%} | {r['k']} | +{r['slowdown']:.0%} | {r['class']} | "
-              f"{r['power']:.1%} |")
+        print(
+            f"| {r['threshold']:.0%} | {r['k']} | +{r['slowdown']:.0%} | {r['class']} | "
+            f"{r['power']:.1%} |"
+        )
     if args.json:
         args.json.write_text(json.dumps({"false": false, "power": power}, indent=1) + "\n")
 

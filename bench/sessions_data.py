@@ -52,7 +52,9 @@ def documents() -> Iterator[tuple[str, str, Any]]:
         elif path.name.endswith(".tgz"):
             with tarfile.open(path) as tar:
                 for member in sorted(tar.getmembers(), key=lambda m: m.name):
-                    if member.isfile() and (REPORT.search(member.name) or BASELINE.search(member.name)):
+                    if member.isfile() and (
+                        REPORT.search(member.name) or BASELINE.search(member.name)
+                    ):
                         data = tar.extractfile(member)
                         assert data is not None
                         yield rel, member.name, json.loads(data.read())
@@ -173,8 +175,10 @@ def main() -> None:
         for t in m["tests"].values():
             for s in t["sessions"]:
                 roles[s["role"]] = roles.get(s["role"], 0) + 1
-        print(f"{gpu[:12]} {m['gpu_name']}: {len(counts)} tests, sessions per test "
-              f"{min(counts)}-{max(counts)}, roles {roles}")
+        print(
+            f"{gpu[:12]} {m['gpu_name']}: {len(counts)} tests, sessions per test "
+            f"{min(counts)}-{max(counts)}, roles {roles}"
+        )
     print(f"wrote {OUT.relative_to(ROOT)} ({OUT.stat().st_size // 1024} KiB)")
 
 

@@ -264,7 +264,9 @@ def fit(history: np.ndarray, prior: PriorArrays) -> Fit:
     floor = present & (history - m[..., None] <= EXCURSION_Z * scale[..., None])
     m, own, n_below = _floor(np.where(floor, history, np.nan), floor, floor.sum(axis=-1))
     own = np.maximum(own, MIN_SIGMA)
-    w_own = np.where(n_below > 0, OWN_WEIGHT_PER_SESSION * k, 0.0)
+    # Sessions that all agree (none below the median) told a spread under MIN_SIGMA; one
+    # session tells none.
+    w_own = np.where(k >= 2, OWN_WEIGHT_PER_SESSION * k, 0.0)
     nu0 = prior.nu0
     sigma = np.sqrt((nu0 * prior.sigma**2 + w_own * own**2) / (nu0 + w_own))
     share = nu0 / (nu0 + w_own)  # of the information on sigma, not of its value
@@ -398,8 +400,14 @@ def decide(
     gateable = np.expm1(sig_cap + q * spread[..., 0])
     gated = (f.k >= min_sessions) & (f.prior_share <= MAX_PRIOR_SHARE)
     gated &= gateable <= NOT_GATED_BEYOND
-    sig_now = _bound(f, n, level, spread, up=True)
-    bar = np.maximum(sig_now, effect - Z_POWER * se)
+    # The bar shown is the change that fails at the look that decides: a first session that
+    # will be confirmed is shown the bar of the first confirmed look (as many sessions, all
+    # at that change).
+    n_bar = np.where((n == 1) & (design.cap > 0), min(1 + design.batch, n_cap), n)
+    se_bar = f.sigma * np.sqrt(
+        np.where(n_bar >= 3, math.pi / 2, 1.0) / n_bar + (math.pi / 2) / np.maximum(f.k, 1)
+    )
+    bar = np.maximum(_bound(f, n_bar, level, spread, up=True), effect - Z_POWER * se_bar)
     # A first session may itself be in a fast (slow) excursion: the screen's effect bound
     # leaves room for one, three times the fitted mean size, so that a slowdown of the threshold
     # measured in a fast session is still confirmed.

@@ -183,12 +183,14 @@ class Launcher:
         count: int,
         device_index: int | None,
         progress: Callable[[int, int], None],
+        first: int = 0,
     ) -> list[ChildRun]:
         """``count`` fresh processes that time the tests ``nodeids`` on the device
         ``device_index``, started together (each holds the device from its first test to
-        its last)."""
+        its last), named from ``child-{first}`` on (a later batch of a sequential
+        confirmation continues the numbering)."""
         args = self._args(save=False, confirm=0, single=self.xdist)
-        names = [f"child-{i}" for i in range(count)]
+        names = [f"child-{first + i}" for i in range(count)]
         return run_children(names, args, self, device_index, progress, nodeids)
 
     def recording(self, device_index: int | None, session: int) -> ChildRun:
