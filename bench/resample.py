@@ -84,7 +84,7 @@ def load(path: Path = DATA) -> list[Machine]:
             x = np.full((len(tests), len(ids)), np.nan)
             confirms: dict[tuple[int, int], list[float]] = {}
             priors, durations = [], []
-            for i, ((key, t), f) in enumerate(zip(tests, firsts, strict=True)):
+            for i, ((_, t), f) in enumerate(zip(tests, firsts, strict=True)):
                 for s in f:
                     x[i, order[s["id"]]] = math.log(s["median_ms"])
                 for s in t["sessions"]:

@@ -68,8 +68,8 @@ SIZE_WEIGHT = 2.0
 MIN_SIGMA = 2e-4
 # A history shorter than this tells no spread between sessions: not gated.
 MIN_GATED_SESSIONS = 3
-# A spread known mostly (three quarters) from the prior (its weight over the history's) is not the test's
-# own: not gated.
+# A spread known mostly (three quarters) from the prior (its weight over the history's) is
+# not the test's own: not gated.
 MAX_PRIOR_SHARE = 0.75
 # A test that cannot catch a slowdown of this much is not gated (no gate of hundreds of
 # percent is a gate).
