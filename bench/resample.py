@@ -1,6 +1,6 @@
 """What the verdict does on real GPU sessions: resampling the recorded ones.
 
-    python bench/resample.py [--runs N] [--json OUT]
+    python bench/resample.py --json bench/results/resample.json   # about 10 minutes
 
 prints the tables of docs/verdict.md ("On recorded sessions"); tests/test_resample.py runs
 the same code, fewer runs, in CI and asserts the bounds of issue 16.
@@ -297,35 +297,44 @@ def power_table(machines: list[Machine], runs: int) -> list[dict]:
     return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=2000)
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
-    machines = load()
-    false = false_table(machines, args.runs)
-    print(
+def false_lines(rows: list[dict]) -> list[str]:
+    lines = [
         "| threshold | history | tests | 1% gross outliers | runs | runs with a false "
-        "failure | fresh sessions per run | not gated |"
-    )
-    print("|---|---|---|---|---|---|---|---|")
-    for r in false:
-        print(
+        "failure | fresh sessions per run | not gated |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
             f"| {r['threshold']:.0%} | {r['k']} | {r['tests']} | "
             f"{'yes' if r['outliers'] else 'no'} | {r['runs']} | {r['false_runs']} "
             f"({r['false_rate']:.2%}) | {r['confirmations']:.2f} | {r['not_gated']:.0%} |"
         )
-    power = power_table(machines, max(args.runs // 4, 100))
-    print()
-    print("| threshold | history | slowdown | duration | caught |")
-    print("|---|---|---|---|---|")
-    for r in power:
-        print(
+    return lines
+
+
+def power_lines(rows: list[dict]) -> list[str]:
+    lines = ["| threshold | history | slowdown | duration | caught |", "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(
             f"| {r['threshold']:.0%} | {r['k']} | +{r['slowdown']:.0%} | {r['class']} | "
             f"{r['power']:.1%} |"
         )
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--json", type=Path, help="also write the tables' data here")
+    args = parser.parse_args()
+    machines = load()
+    false = false_table(machines, args.runs)
+    power = power_table(machines, max(args.runs // 4, 100))
+    print("\n".join(false_lines(false)), "", "\n".join(power_lines(power)), sep="\n")
     if args.json:
-        args.json.write_text(json.dumps({"false": false, "power": power}, indent=1) + "\n")
+        args.json.write_text(
+            json.dumps({"runs": args.runs, "false": false, "power": power}, indent=1) + "\n"
+        )
 
 
 if __name__ == "__main__":

@@ -89,50 +89,43 @@ def table_from(text: str, marker: str) -> list[list[str]]:
     return rows
 
 
-def test_the_prior_table_of_verdict_md_is_the_rules() -> None:
-    """docs/verdict.md, section "Prior", states the values of rule.PRIOR_TAU: they must be
-    what the rule computes."""
-    from pytest_gpubench.judge.rule import PRIOR_TAU, prior_tau
+def _bench(name: str):
+    import importlib.util
+    import sys
 
-    header, *rows = table_from(read("docs/verdict.md"), "## Prior ")
-    assert all(cell.endswith(" µs") for cell in header[1:-1])
-    durations_ms = [float(cell.split()[0]) / 1000 for cell in header[1:-1]]
-    by_timer = {row[0].strip("`"): row for row in rows}
-    assert set(by_timer) == set(PRIOR_TAU)
-    for timer in ("cuda-graph", "cuda-event", "cuda-event-cold"):
-        expected = [f"{prior_tau(d, timer) * 100:.1f}%" for d in durations_ms]
-        assert by_timer[timer][1:-1] == expected, timer
-    assert PRIOR_TAU["cupti"] == PRIOR_TAU["cuda-graph"]
-    assert by_timer["cupti"][1].startswith("as `cuda-graph`")
-    assert by_timer["synchronizing"][1] == "8% at all durations"
-    assert {tau for _, tau in PRIOR_TAU["synchronizing"]} == {0.08}
-    stated = re.findall(r"([\d.]+)% at ([\d.]+) (µs|ms)", by_timer["wall"][1])
-    assert len(stated) == len(PRIOR_TAU["wall"])
-    for share, duration, unit in stated:
-        duration_ms = float(duration) * (1e-3 if unit == "µs" else 1.0)
-        assert float(share) == pytest.approx(prior_tau(duration_ms, "wall") * 100)
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_prior_table_of_verdict_md_is_the_fit() -> None:
+    """docs/verdict.md, section "Prior", is what bench/fit_prior.py prints (the rule's table
+    is checked against the same fit in tests/test_rule.py)."""
+    fit_prior = _bench("fit_prior")
+    text = read("docs/verdict.md")
+    for c in fit_prior.fit():
+        assert f"| {c['us']:.3g} | {c['tests']} | {c['sessions']} | {c['sigma']:.2%} |" in text
+
+
+def test_the_resampling_tables_of_verdict_md_are_the_recorded_run() -> None:
+    """docs/verdict.md, section "On recorded sessions", is bench/results/resample.json
+    (python bench/resample.py --json bench/results/resample.json) as the script prints it."""
+    resample = _bench("resample")
+    data = json.loads((RESULTS / "resample.json").read_text(encoding="utf-8"))
+    text = read("docs/verdict.md")
+    for line in resample.false_lines(data["false"]) + resample.power_lines(data["power"]):
+        assert line in text, line
 
 
 def test_method_md_cites_the_prior_instead_of_restating_it() -> None:
     text = read("docs/method.md")
     bullet = text[text.index("shrunk toward a prior") :]
     bullet = bullet[: bullet.index("\n- ")]
-    assert "PRIOR_TAU" in bullet and "verdict.md" in bullet
+    assert "PRIOR_POINTS" in bullet and "verdict.md" in bullet
     assert "%" not in bullet
-
-
-def test_the_simulation_in_verdict_md_ran_under_the_rules_prior() -> None:
-    """The simulation's tables were made with the prior of its classes: a prior changed
-    since makes them stale (python bench/simulate_rule.py writes them again)."""
-    from pytest_gpubench.judge.rule import prior_tau
-
-    simulation = json.loads((RESULTS / "rule-simulation.json").read_text(encoding="utf-8"))
-    header, *rows = table_from(read("docs/verdict.md"), "| class | duration | timer |")
-    stated = {row[0]: row[header.index("prior tau0")] for row in rows}
-    assert set(stated) == {cls["name"] for cls in simulation["classes"]}
-    for cls in simulation["classes"]:
-        assert cls["tau0"] == pytest.approx(prior_tau(cls["duration_ms"], cls["timer"]))
-        assert stated[cls["name"]] == f"{cls['tau0'] * 100:.2f}%"
 
 
 def test_the_example_suites_gate_table_is_what_gpubench_show_prints() -> None:

@@ -1,8 +1,8 @@
 """Unit tests of what a sample may be (core.samples) and of the median's precision
 (judge.stats).
 
-The verdict of release 0.1 that lived here is bench/old_rule.py now (tests/test_old_rule.py);
-the summaries are core.records' (tests/test_report.py); the verdict is judge.rule's.
+The summaries are core.records' (tests/test_report.py); the verdict is judge.rule's
+(tests/test_rule.py).
 """
 
 from __future__ import annotations

@@ -39,6 +39,7 @@ tests/test_resample.py). Pure module: numpy and scipy only.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -62,6 +63,10 @@ HALF_NORMAL_MEDIAN = 0.6745
 # (simulation, tests/test_rule.py): the history is worth K / (4 * 1.1^2) sessions of a
 # variance estimate, the unit of the prior's weight nu0.
 OWN_WEIGHT_PER_SESSION = 1 / (4 * 1.1**2)
+# The excursion rates' prior weight is at most this many sessions: the fit pools tests of
+# machines whose rates differ (one H200 under load: 35-45% of sessions in excursions, the
+# other 5-20%), which its between-test weights (up to 50) do not see.
+MAX_RATE_WEIGHT = 10.0
 # The excursion sizes' prior weight, in excursions.
 SIZE_WEIGHT = 2.0
 # Nothing is steadier between sessions than this (medians are stored to 6 digits).
@@ -211,6 +216,26 @@ class Fit:
     slow_size: np.ndarray
     fast_rate: np.ndarray
     fast_size: np.ndarray
+    slow_total: np.ndarray  # the rate's evidence in sessions: history plus prior weight
+    fast_total: np.ndarray
+
+    def at(self, n: np.ndarray | int) -> Fit:
+        """This fit with each excursion rate replaced by the one whose n-th power is the
+        chance that ``n`` fresh sessions are all excursions, the rate being uncertain (a Beta
+        of its evidence): ``E[pi^n]^(1/n)``. A short history, whose rate is barely known, so
+        needs more sessions to rule excursions out."""
+        n = np.maximum(np.asarray(n), 1)
+        steps = np.arange(int(np.max(n)))
+        rates = {}
+        for name, rate, total in (
+            ("slow_rate", self.slow_rate, self.slow_total),
+            ("fast_rate", self.fast_rate, self.fast_total),
+        ):
+            a = rate[..., None] * total[..., None]
+            terms = np.log((a + steps) / (total[..., None] + steps))
+            used = steps < n[..., None]
+            rates[name] = np.exp(np.sum(np.where(used, terms, 0.0), axis=-1) / n)
+        return dataclasses.replace(self, **rates)
 
 
 @dataclass(frozen=True)
@@ -277,7 +302,9 @@ def fit(history: np.ndarray, prior: PriorArrays) -> Fit:
         beyond = present & (sign * dev > EXCURSION_Z * sigma[..., None])
         count = beyond.sum(axis=-1)
         sizes = np.where(beyond, sign * dev, 0.0).sum(axis=-1)
+        weight = np.minimum(weight, MAX_RATE_WEIGHT)
         out[f"{name}_rate"] = (count + weight * rate0) / (k + weight)
+        out[f"{name}_total"] = k + weight
         out[f"{name}_size"] = (sizes + SIZE_WEIGHT * size0) / (count + SIZE_WEIGHT)
     return Fit(
         m=m,
@@ -318,6 +345,8 @@ def below(f: Fit, y: np.ndarray, spread: np.ndarray) -> np.ndarray:
         slow_size=f.fast_size,
         fast_rate=f.slow_rate,
         fast_size=f.slow_size,
+        slow_total=f.fast_total,
+        fast_total=f.slow_total,
     )
     return survival(flipped, -y, spread)
 
@@ -325,12 +354,13 @@ def below(f: Fit, y: np.ndarray, spread: np.ndarray) -> np.ndarray:
 def _bound(f: Fit, n: np.ndarray, level: float, spread: np.ndarray, up: bool) -> np.ndarray:
     """The lowest ``y`` whose ``n``-fold chance is under ``level``: where the significance
     bound of a look lies (bisection on the log scale, monotone)."""
+    g = f.at(n)
     lo = np.zeros(f.m.shape)
     hi = np.full(f.m.shape, 5.0)  # e^5: far beyond any time a timer reports for the same work
     for _ in range(48):
         mid = (lo + hi) / 2
         y = mid if up else -mid
-        p = (survival if up else below)(f, y[..., None], spread[..., :1])[..., 0] ** n
+        p = (survival if up else below)(g, y[..., None], spread[..., :1])[..., 0] ** n
         inside = p < level
         hi = np.where(inside, mid, hi)
         lo = np.where(inside, lo, mid)
@@ -380,8 +410,9 @@ def decide(
     with np.errstate(invalid="ignore"):
         lowest = np.nanmin(np.where(present, y, np.inf), axis=-1)
         highest = np.nanmax(np.where(present, y, -np.inf), axis=-1)
-        s_up = survival(f, np.broadcast_to(lowest[..., None], y.shape), spread)
-        s_down = below(f, np.broadcast_to(highest[..., None], y.shape), spread)
+        g = f.at(n)
+        s_up = survival(g, np.broadcast_to(lowest[..., None], y.shape), spread)
+        s_down = below(g, np.broadcast_to(highest[..., None], y.shape), spread)
         p_up = np.prod(np.where(present, s_up, 1.0), axis=-1)
         p_down = np.prod(np.where(present, s_down, 1.0), axis=-1)
         d = np.where(n >= 3, np.nanmedian(np.where(present, y, np.nan), axis=-1), 0.0)
