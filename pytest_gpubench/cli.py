@@ -25,7 +25,12 @@ from .core.device import Fingerprint
 from .core.errors import BaselineError, GpubenchError
 from .core.jsondata import Json
 from .core.records import Measurement, Result, Status, is_number
-from .core.settings import MeasureSettings, parse_alpha, parse_fraction_or_percent
+from .core.settings import (
+    CHANGED_ACTIONS,
+    MeasureSettings,
+    parse_alpha,
+    parse_fraction_or_percent,
+)
 from .core.version import __version__
 from .judge.gate import Gate
 from .report import baselines
@@ -195,11 +200,13 @@ def compare(
     alpha: float | None = None,
     fail_on_improvement: bool = False,
     allow_incomparable: bool = False,
+    changed: str = "fail",
 ) -> Comparison:
     """Judge each of HEAD's results against BASE's result of the same key, as the plugin
     judges a run against a baseline: BASE's sessions (its first and its confirmations) are
-    the history, HEAD's the current sessions. ``threshold`` None: each test's own, as its
-    run recorded it; ``alpha`` None: HEAD's run's."""
+    the history, HEAD's the current sessions; launches other than BASE's are another binary
+    (``changed``: fails, or with ``changed="warn"`` warns). ``threshold`` None: each test's
+    own, as its run recorded it; ``alpha`` None: HEAD's run's."""
     alpha = alpha if alpha is not None else _setting(head, "alpha", DEFAULT_ALPHA)
     common = [key for key in head.results if key in base.results]
     # The family is this comparison's, not its run's: the footer reports it.
@@ -208,6 +215,7 @@ def compare(
         fail_on_improvement=fail_on_improvement,
         allow_incomparable=allow_incomparable,
         family=max(1, len(common)),
+        changed_fails=changed == "fail" and not allow_incomparable,
     )
     judged = []
     for key, result in head.results.items():
@@ -290,6 +298,7 @@ def run_compare(args: argparse.Namespace) -> int:
         alpha=args.alpha,
         fail_on_improvement=args.fail_on_improvement,
         allow_incomparable=args.allow_incomparable,
+        changed=args.changed,
     )
     if args.markdown:
         sys.stdout.write(comparison_markdown(comparison, head))
@@ -365,8 +374,9 @@ def _alpha(text: str) -> float:
 COMPARE_DESCRIPTION = (
     "Judge the results of HEAD against those of BASE, both written by pytest --gpubench "
     "--gpubench-json, with the plugin's rule: per test, BASE's sessions (its first and any "
-    "confirmations) are the history, HEAD's the current sessions. Another timer or other "
-    "kernels make a test incomparable, too few samples unstable. With a single BASE session "
+    "confirmations) are the history, HEAD's the current sessions. Another timer makes a test "
+    "incomparable, other launches (kernels, grid, block, registers, shared memory) changed, "
+    "too few samples unstable. With a single BASE session "
     "the rule's prior carries the between-session spread, so a compare of two single-session "
     "files is conservative: it gates less than a baseline with a history does. Exit status "
     "1 when a verdict fails, 2 on an error."
@@ -374,7 +384,8 @@ COMPARE_DESCRIPTION = (
 SHOW_DESCRIPTION = (
     "List the tests of baseline files: timer, sessions in the history and the anchor, "
     "reference median, the between-session spread the rule uses and the smallest slowdown "
-    "a next single session is failed for."
+    "a next single session is failed for (of each test's latest binary); then the binaries "
+    "each test keeps a history of: what one call launches, sessions and reference time."
 )
 PLOT_DESCRIPTION = (
     "Draw baseline files with matplotlib (pip install 'pytest-gpubench[plot]'): per test the "
@@ -437,7 +448,13 @@ def parser() -> argparse.ArgumentParser:
     compare_parser.add_argument(
         "--allow-incomparable",
         action="store_true",
-        help="Do not fail tests timed by another timer or running other kernels",
+        help="Do not fail tests timed by another timer; implies --changed warn",
+    )
+    compare_parser.add_argument(
+        "--changed",
+        choices=CHANGED_ACTIONS,
+        default="fail",
+        help="What a test that ran another binary than BASE's does (default: fail)",
     )
     compare_parser.add_argument(
         "--markdown", action="store_true", help="Print GitHub-flavoured Markdown"

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import pytest_gpubench.timing.device
+from pytest_gpubench.core.kernels import Launch, fingerprint
 
 USAGE_ERROR = pytest.ExitCode.USAGE_ERROR
 MARKDOWN_HEADER = (
@@ -174,6 +175,11 @@ def medians(pytester: pytest.Pytester, key: str, part: str = "history") -> list[
 def kernels(*launches: dict[str, Any]) -> str:
     """FAKE_KERNELS: what one call of the fake timer's workload launches."""
     return json.dumps(list(launches))
+
+
+def binary_of(*launches: dict[str, Any]) -> str:
+    """The fingerprint of the binary that launches these (kernels.Launch dicts)."""
+    return fingerprint(tuple(Launch.from_dict(x) for x in launches))
 
 
 def device_key() -> str:

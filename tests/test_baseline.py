@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_gpubench.core.errors import BaselineError, GpubenchError
-from pytest_gpubench.core.kernels import Launch
+from pytest_gpubench.core.kernels import Launch, fingerprint
 from pytest_gpubench.core.records import SessionInfo, SessionRecord, SessionSummary
 from pytest_gpubench.store import baseline as store
 from pytest_gpubench.store.baseline import (
@@ -27,6 +27,7 @@ from pytest_gpubench.store.baseline import (
     SCHEMA_V1,
     Baseline,
     BaselineEntry,
+    Binary,
     Update,
     dumps,
     load,
@@ -867,3 +868,142 @@ def test_savers_that_start_together_keep_each_others_entries(tmp_path: Path, loc
         assert saved == keys
     else:
         assert len(saved) < len(keys)
+
+
+# --- one history per binary (issue 16) ------------------------------------------------------
+
+WIDE = Launch("k", grid=(32768, 1, 1), block=(256, 1, 1), registers=16, share=1.0)
+NARROW = Launch("k", grid=(16384, 1, 1), block=(128, 1, 1), registers=26, share=1.0)
+
+
+def ran(launches: tuple[Launch, ...], *medians: float, session: str = S2) -> Binary:
+    records = tuple(record(m, session) for m in medians)
+    return Binary(launches, session, records[:5], records)
+
+
+def two_binaries() -> BaselineEntry:
+    """WIDE saved last (three sessions of S1), NARROW before it (two of S2)."""
+    return stored(1.0, 1.0, 1.0, kernels=(WIDE,), others=(ran((NARROW,), 1.12, 1.12),))
+
+
+def test_an_entry_of_several_binaries_reads_back_what_it_writes() -> None:
+    entry = two_binaries()
+    data = json.loads(json.dumps(entry.to_json()))
+    assert data["binary"] == fingerprint((WIDE,))  # for a reader: the hash of its launches
+    [other] = data["others"]
+    assert other["binary"] == fingerprint((NARROW,))
+    assert set(other) == {"binary", "kernels", "epoch", "anchor", "history"}
+    assert BaselineEntry.from_json(data, {S1: INFO, S2: INFO2}) == entry
+    assert [b.fingerprint for b in entry.binaries] == [fingerprint((WIDE,)), fingerprint((NARROW,))]
+    assert entry.median_ms == pytest.approx(1.0)  # the latest binary's
+    assert "others" not in stored().to_json() and "binary" not in stored().to_json()
+
+
+def test_an_entry_of_schema_2_is_one_binary_and_its_save_adds_only_the_hash(path: Path) -> None:
+    """A file written before binaries were kept apart loads as it always did: each entry is
+    one binary; the next save writes the same entries with their ``binary`` hash."""
+    old = raw(kernels=[WIDE.to_dict()])
+    write(path, dumps(document(**{"t.py::test_a": old, "t.py::test_b": raw()})))
+    base = load(path)
+    entry = base.entries["t.py::test_a"]
+    assert entry.binaries == (Binary((WIDE,), S1, (record(),), (record(),)),)
+    assert saving(base, update("t.py::test_b", 1.0, S2)) is True
+    data = json.loads(path.read_text())["benchmarks"]
+    assert data["t.py::test_a"] == old | {"binary": fingerprint((WIDE,))}
+    assert load(path).entries["t.py::test_a"] == entry
+
+
+def test_a_session_joins_the_history_of_the_binary_it_ran_which_becomes_the_latest() -> None:
+    entry = two_binaries()
+    applied = update("k", 1.13, "s3", kernels=(NARROW,)).apply(entry)
+    assert [b.fingerprint for b in applied.binaries] == [
+        fingerprint((NARROW,)),
+        fingerprint((WIDE,)),
+    ]
+    assert [r.median_ms for r in applied.history] == [1.12, 1.12, 1.13]
+    assert applied.epoch == S2  # its own epoch goes on
+    assert applied.others == (entry.binary,)  # the other binary's history untouched
+    back = update("k", 1.0, "s4", kernels=(WIDE,)).apply(applied)
+    assert [r.median_ms for r in back.history] == [1.0, 1.0, 1.0, 1.0]
+    assert back.others[0].history == applied.history
+
+
+def test_launches_of_no_binary_add_one_with_its_own_epoch_and_at_most_four_are_kept() -> None:
+    entry = two_binaries()
+    third = (dataclasses.replace(WIDE, registers=40),)
+    applied = update("k", 1.3, "s3", kernels=third).apply(entry)
+    assert (applied.kernels, applied.epoch, applied.history) == (third, "s3", (record(1.3, "s3"),))
+    assert applied.others == entry.binaries
+    assert store.MAX_BINARIES == 4
+    for i, registers in enumerate((41, 42)):  # two more: the least recently saved is dropped
+        launches = (dataclasses.replace(WIDE, registers=registers),)
+        applied = update("k", 1.0, f"s{4 + i}", kernels=launches).apply(applied)
+    assert len(applied.binaries) == 4
+    assert [b.kernels[0].registers for b in applied.binaries] == [42, 41, 40, 16]
+
+
+def test_an_accepted_change_starts_its_binary_over_and_another_timer_the_entry() -> None:
+    entry = two_binaries()
+    accepted = update("k", 1.2, "s3", new_epoch=True, kernels=(NARROW,)).apply(entry)
+    assert (accepted.epoch, accepted.history, accepted.others) == (
+        "s3",
+        (record(1.2, "s3"),),
+        (entry.binary,),
+    )
+    other_timer = update("k", 1.2, "s3", timer="cupti", kernels=(NARROW,)).apply(entry)
+    assert (other_timer.timer, other_timer.others, other_timer.epoch) == ("cupti", (), "s3")
+
+
+def test_a_session_without_launch_records_joins_the_latest_binary_and_keeps_its_kernels() -> None:
+    entry = two_binaries()
+    applied = update("k", 1.0, "s3").apply(entry)  # a timer that could not tell what ran
+    assert applied.kernels == (WIDE,) and len(applied.history) == 4
+    assert applied.others == entry.others
+    # a binary whose launches were never recorded matches any launches, and takes them
+    unknown = stored(1.0)
+    assert unknown.binary_for((NARROW,)) == unknown.binary
+    adopted = update("k", 1.0, S2, kernels=(NARROW,)).apply(unknown)
+    assert (adopted.kernels, len(adopted.history), adopted.others) == ((NARROW,), 2, ())
+
+
+def test_a_save_keeps_the_sessions_other_binaries_refer_to(path: Path) -> None:
+    assert saving(load(path), update("t.py::test_a", 1.12, S2, kernels=(NARROW,))) is True
+    assert saving(load(path), update("t.py::test_a", 1.0, S1, kernels=(WIDE,))) is True
+    base = load(path)
+    assert base.sessions == {S1: INFO, S2: INFO2}
+    entry = base.entries["t.py::test_a"]
+    assert [b.kernels for b in entry.binaries] == [(WIDE,), (NARROW,)]
+    text = path.read_text(encoding="utf-8")
+    again = {
+        "schema": SCHEMA,
+        "device": base.device,
+        "sessions": {k: v.to_json() for k, v in base.sessions.items()},
+        "benchmarks": {k: e.to_json() for k, e in base.entries.items()},
+    }
+    assert dumps(again) == text  # deterministic with several binaries too
+
+
+OTHERS_DAMAGED = [
+    (raw(others={}), "has an entry 't' that has 'others' that are not a list of at most 3"),
+    (raw(others=[ran((NARROW,), 1.0).to_json()] * 4), "'others' that are not a list of at most 3"),
+    (raw(others=[1]), "has an entry 't' that has others[0] that is not an object"),
+    (
+        raw(others=[ran((NARROW,), 1.0).to_json() | {"history": []}]),
+        "has an entry 't' that has others[0] that has no 'history' list of session records",
+    ),
+    (
+        raw(others=[ran((NARROW,), 1.0, session="elsewhere").to_json()]),
+        "has an entry 't' that has others[0] that refers to session 'elsewhere', not in",
+    ),
+    (
+        raw(others=[ran((NARROW,), 1.0).to_json() | {"kernels": [{"name": "k", "grid": [1]}]}]),
+        "has others[0] that has a kernel entry 0 that is malformed: expected three dimensions",
+    ),
+    (raw(binary=5), "has an entry 't' that has a 'binary' of 5, not a string"),
+]
+
+
+@pytest.mark.parametrize("entry, problem", OTHERS_DAMAGED)
+def test_damaged_binaries_are_refused_with_one_line(path: Path, entry: Any, problem: str) -> None:
+    sessions = {S1: INFO.to_json(), S2: INFO2.to_json()}
+    assert_refused(path, json.dumps(document(sessions, t=entry)), problem)

@@ -17,7 +17,7 @@ from support import BENCH, NO_CONFIRM
 
 import pytest_gpubench.report
 from pytest_gpubench import cli
-from pytest_gpubench.core.kernels import Launch
+from pytest_gpubench.core.kernels import Launch, fingerprint
 from pytest_gpubench.core.records import (
     Measurement,
     Result,
@@ -123,25 +123,44 @@ def test_compare_threshold_and_alpha_options(tmp_path: Path, capsys: pytest.Capt
     assert "threshold 50%, alpha 0.001 over 1 measurement)" in out
 
 
-@pytest.mark.parametrize(
-    ("changes", "reason"),
-    [
-        ({"timer": "cuda-event"}, "baseline timed by cuda-graph, now by cuda-event"),
-        ({"kernels": (OTHER,)}, "calls run other kernels than the baseline's"),
-    ],
-)
-def test_compare_incomparable(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], changes: dict[str, Any], reason: str
-):
+def test_compare_incomparable(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     base = write_results(tmp_path / "base.json", make_result("a", 1.0, kernels=(COPY,)))
     head = write_results(
-        tmp_path / "head.json", make_result("a", 1.0, **{"kernels": (COPY,), **changes})
+        tmp_path / "head.json", make_result("a", 1.0, kernels=(COPY,), timer="cuda-event")
     )
     code, out, _ = run(capsys, "compare", base, head)
     assert code == 1
-    assert "incomparable" in row(out, "a") and reason in out
+    assert "incomparable" in row(out, "a")
+    assert "baseline timed by cuda-graph, now by cuda-event" in out
     code, _, _ = run(capsys, "compare", "--allow-incomparable", base, head)
     assert code == 0
+
+
+@pytest.mark.parametrize(
+    "launches",
+    [(OTHER,), (dataclasses.replace(COPY, grid=(64, 1, 1), registers=32),)],
+    ids=["kernel", "config"],
+)
+def test_compare_changed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], launches: tuple[Launch, ...]
+):
+    """Another binary in HEAD (other kernels, or another configuration of the same ones) is
+    changed, never regressed, whatever the times: it fails unless told to warn."""
+    compiled = dataclasses.replace(COPY, grid=(64, 1, 1), registers=16)
+    base = write_results(tmp_path / "base.json", make_result("a", 1.0, kernels=(compiled,)))
+    head = write_results(tmp_path / "head.json", make_result("a", 1.3, kernels=launches))
+    code, out, _ = run(capsys, "compare", base, head)
+    assert code == 1
+    cells = row(out, "a").split()
+    assert "changed" in cells and "(+30.0%)" in cells  # for information, not a verdict
+    assert "a: changed: another binary than the baseline's" in out
+    assert "+30.0% against that binary's history, for information only" in out
+    assert out.splitlines()[-1].startswith("gpubench: 1 changed (")
+    for option in ("--changed=warn", "--allow-incomparable"):
+        code, out, _ = run(capsys, "compare", option, base, head)
+        assert code == 0 and "changed" in row(out, "a").split()
+    code, _, _ = run(capsys, "compare", "--changed=fail", base, head)
+    assert code == 1
 
 
 def test_compare_too_few_samples_is_unstable(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
@@ -260,7 +279,49 @@ def test_show_lists_history_spread_and_gate(
     host = row(out, "tests/test_k.py::test_host").split()
     assert host[1:4] == ["wall", "1", "1"] and host[-1] == "noisy"
     assert float(host[-2].rstrip("%")) > 5
-    assert "  tests/test_k.py::test_copy: 1 launch (copy_kernel 100%)" in lines
+    assert "binaries (what one call launches), the latest saved first:" in lines
+    assert (
+        f"  tests/test_k.py::test_copy  {fingerprint((COPY,))}, 8 sessions, 1.000 ms: "
+        "1 launch (copy_kernel 100%)"
+    ) in lines
+
+
+def test_show_lists_the_binaries_of_a_test_the_latest_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """Two machines of one model that compile differently: one history each, both listed
+    with what they launch."""
+    path = make_baseline(tmp_path)
+    wide = Launch("k", grid=(32768, 1, 1), block=(256, 1, 1), registers=16, share=1.0)
+    narrow = Launch("k", grid=(16384, 1, 1), block=(128, 1, 1), registers=26, share=1.0)
+    sessions = {s: SessionInfo(f"2026-02-0{i}T00:00:00+00:00") for i, s in enumerate("ab", 1)}
+    updates = [
+        store.Update(
+            "tests/test_k.py::test_gelu",
+            (SessionRecord(session, median, 30, 0.001),),
+            False,
+            BaselineEntry("cuda-graph", "", (), (), kernels=(launch,)),
+        )
+        for session, median, launch in (("a", 1.0, wide), ("b", 1.12, narrow))
+    ]
+    for update in updates:  # one save each, as two machines would
+        assert store.save(store.load(path), DEVICE, sessions, [update])
+    code, out, _ = run(capsys, "show", str(path))
+    assert code == 0
+    gelu = out.splitlines().index(
+        f"  tests/test_k.py::test_gelu  {fingerprint((narrow,))}, 1 session, 1.120 ms: "
+        "k grid (16384,1,1) block (128,1,1) 26 registers"
+    )
+    assert out.splitlines()[gelu + 1] == (
+        f"  {' ' * len('tests/test_k.py::test_gelu')}  {fingerprint((wide,))}, 1 session, "
+        "1.000 ms: k grid (32768,1,1) block (256,1,1) 16 registers"
+    )
+    assert row(out, "tests/test_k.py::test_gelu").split()[1:5] == [
+        "cuda-graph",
+        "1",
+        "1",
+        "1.120",
+    ]  # the table is of the latest binary
 
 
 def test_show_threshold_changes_the_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]):

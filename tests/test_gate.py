@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_gpubench.core.kernels import Launch
+from pytest_gpubench.core.kernels import Launch, fingerprint
 from pytest_gpubench.core.records import (
     Judgement,
     Measurement,
@@ -23,7 +23,7 @@ from pytest_gpubench.core.records import (
 from pytest_gpubench.core.settings import MeasureSettings, Settings
 from pytest_gpubench.judge.gate import MIN_JUDGED_SAMPLES, Gate
 from pytest_gpubench.judge.rule import judge
-from pytest_gpubench.store.baseline import BaselineEntry
+from pytest_gpubench.store.baseline import BaselineEntry, Binary
 
 SETTINGS = MeasureSettings()
 K = Launch("triton_per_fused_softmax_0", grid=(64, 1, 1), block=(128, 1, 1), share=1.0)
@@ -89,25 +89,87 @@ def test_a_baseline_of_another_timer_is_incomparable_whatever_the_times() -> Non
     )
 
 
-def test_other_kernels_are_incomparable_and_name_the_change() -> None:
+def test_other_kernels_are_another_binary_and_name_the_change() -> None:
     entry = baseline(1.0, kernels=(K,))
-    a = assessed(entry, current(1.0), launches=(K, Launch("k2")))
-    assert a.status is Status.INCOMPARABLE
+    launches = (K, Launch("k2"))
+    a = assessed(entry, current(1.0), launches=launches)
+    assert a.status is Status.CHANGED and a.judgement is None
     assert a.reason == (
-        "calls run other kernels than the baseline's: 1 kernel added: k2; accept the new "
-        "kernels with --gpubench-save"
+        f"another binary than the baseline's ({fingerprint((K,))} -> {fingerprint(launches)}): "
+        "1 kernel added: k2; +0.0% against that binary's history, for information only: "
+        "another binary is not judged on time; accept it with --gpubench-save"
     )
     assert a.kernel_changes == ("1 kernel added: k2",)
     twice = Launch(K.name, grid=K.grid, block=K.block, count=2, share=1.0)
-    assert assessed(entry, current(1.0), launches=(twice,)).status is Status.INCOMPARABLE
+    assert assessed(entry, current(1.0), launches=(twice,)).status is Status.CHANGED
 
 
-def test_another_configuration_of_the_same_kernels_is_judged_and_reported() -> None:
-    entry = baseline(1.0, 1.0, 1.0, kernels=(K,))
-    regrid = Launch(K.name, grid=(32, 1, 1), block=K.block, share=1.0)
-    a = assessed(entry, current(1.0), launches=(regrid,))
-    assert a.status is Status.OK and a.judgement is not None
-    assert a.kernel_changes == ("triton_per_fused_softmax_0 grid (64,1,1) -> (32,1,1)",)
+# The issue's case (two H200s): a compiled GeLU ran 32768x256 blocks of 16 registers on one,
+# 16384x128 blocks of 26 on the other, and read +11.9%: another binary, not a regression.
+GELU = Launch("triton_poi_fused_gelu_0", grid=(32768, 1, 1), block=(256, 1, 1), registers=16)
+GELU_B = Launch(GELU.name, grid=(16384, 1, 1), block=(128, 1, 1), registers=26)
+
+
+@pytest.mark.parametrize(
+    "launch, change",
+    [
+        (dataclasses.replace(GELU, registers=26), "registers 16 -> 26"),
+        (dataclasses.replace(GELU, grid=(16384, 1, 1)), "grid (32768,1,1) -> (16384,1,1)"),
+        (dataclasses.replace(GELU, block=(128, 1, 1)), "block (256,1,1) -> (128,1,1)"),
+        (dataclasses.replace(GELU, shared_memory=4096), None),  # recorded on one side only
+    ],
+)
+def test_another_configuration_is_another_binary_never_judged_on_time(
+    launch: Launch, change: str | None
+) -> None:
+    entry = baseline(1.0, 1.0, 1.0, 1.0, 1.0, kernels=(dataclasses.replace(GELU, share=1.0),))
+    a = assessed(entry, current(1.119, 1.119, 1.119), launches=(launch,))
+    if change is None:  # a field one side did not record matches any value: judged
+        assert a.status is not Status.CHANGED and a.judgement is not None
+        assert a.judgement.ratio == pytest.approx(1.119)
+        return
+    assert (a.status, a.judgement) == (Status.CHANGED, None)
+    assert a.kernel_changes == (f"triton_poi_fused_gelu_0 {change}",)
+    assert a.previous_ratio == pytest.approx(1.119)  # for information only
+    assert "+11.9% against that binary's history, for information only" in a.reason
+    assert (a.baseline_binary, a.reference_ms, a.history_sessions) == (
+        fingerprint((GELU,)),
+        pytest.approx(1.0),
+        5,
+    )
+
+
+def test_each_run_is_judged_against_the_history_of_the_binary_it_ran() -> None:
+    """Two machines of one model that compile differently keep their own spread: the run of
+    the other binary is judged against that binary's sessions, never a mix."""
+    a_entry = baseline(1.0, 1.01, 0.99, 1.0, 1.0, kernels=(GELU,))
+    b_history = tuple(SessionRecord(f"b{i}", m, 50, 0.0005) for i, m in enumerate([1.12] * 5))
+    b = Binary((GELU_B,), "b0", b_history, b_history)
+    entry = a_entry.with_binaries([b, a_entry.binary])  # b saved last
+    on_a = assessed(entry, current(1.0, 1.0, 1.0), launches=(GELU,))
+    on_b = assessed(entry, current(1.12, 1.12, 1.12), launches=(GELU_B,))
+    assert (on_a.status, on_a.baseline_binary) == (Status.OK, fingerprint((GELU,)))
+    assert (on_b.status, on_b.baseline_binary) == (Status.OK, fingerprint((GELU_B,)))
+    assert on_b.reference_ms == pytest.approx(1.12) and on_b.history_sessions == 5
+    assert on_b.judgement is not None and on_b.judgement.ratio == pytest.approx(1.0)
+    slower_a = assessed(entry, current(1.12, 1.12, 1.12), launches=(GELU,))
+    assert slower_a.judgement is not None  # against a's history, not b's
+    assert slower_a.judgement.ratio == pytest.approx(1.12, rel=0.01)
+    assert slower_a.status is Status.REGRESSED
+    third = dataclasses.replace(GELU, registers=40)
+    c = assessed(entry, current(1.0), launches=(third,))
+    assert c.status is Status.CHANGED and c.reason.startswith(
+        f"another binary than the baseline's (2, the latest {fingerprint((GELU_B,))} -> "
+    )
+    assert c.kernel_changes == (
+        "triton_poi_fused_gelu_0 grid (16384,1,1) -> (32768,1,1)",
+        "triton_poi_fused_gelu_0 block (128,1,1) -> (256,1,1)",
+        "triton_poi_fused_gelu_0 registers 26 -> 40",
+    )
+    # a timer that cannot tell what ran is judged against the latest binary
+    unknown = assessed(entry, current(1.12, 1.12, 1.12))
+    assert (unknown.status, unknown.baseline_binary) == (Status.OK, fingerprint((GELU_B,)))
+    assert unknown.judgement is not None and unknown.judgement.ratio == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize("launches", [(), (Launch("k2"),)], ids=["not-recorded-now", "other"])
@@ -183,23 +245,33 @@ def test_the_verdict_names_what_it_was_judged_against() -> None:
 
 
 @pytest.mark.parametrize(
-    "status, fail_on_improvement, allow_incomparable, failing",
+    "status, fail_on_improvement, allow_incomparable, changed_fails, failing",
     [
-        (Status.REGRESSED, False, False, True),
-        (Status.REGRESSED, True, True, True),
-        (Status.IMPROVED, False, False, False),
-        (Status.IMPROVED, True, False, True),
-        (Status.INCOMPARABLE, False, False, True),
-        (Status.INCOMPARABLE, True, True, False),
-        (Status.UNSTABLE, True, False, False),
-        (Status.NEW, True, False, False),
-        (Status.OK, True, False, False),
+        (Status.REGRESSED, False, False, False, True),
+        (Status.REGRESSED, True, True, True, True),
+        (Status.IMPROVED, False, False, True, False),
+        (Status.IMPROVED, True, False, True, True),
+        (Status.CHANGED, False, False, True, True),
+        (Status.CHANGED, True, True, False, False),
+        (Status.INCOMPARABLE, False, False, True, True),
+        (Status.INCOMPARABLE, True, True, True, False),
+        (Status.UNSTABLE, True, False, True, False),
+        (Status.NEW, True, False, True, False),
+        (Status.OK, True, False, True, False),
     ],
 )
 def test_fails(
-    status: Status, fail_on_improvement: bool, allow_incomparable: bool, failing: bool
+    status: Status,
+    fail_on_improvement: bool,
+    allow_incomparable: bool,
+    changed_fails: bool,
+    failing: bool,
 ) -> None:
-    gate = Gate(fail_on_improvement=fail_on_improvement, allow_incomparable=allow_incomparable)
+    gate = Gate(
+        fail_on_improvement=fail_on_improvement,
+        allow_incomparable=allow_incomparable,
+        changed_fails=changed_fails,
+    )
     assert gate.fails(Verdict(status)) is failing
     # A gate that does not enforce (a save, a confirming process) fails nothing.
     assert not dataclasses.replace(gate, enforcing=False).fails(Verdict(status))
@@ -263,6 +335,22 @@ def test_each_process_gets_the_gate_of_its_role(
         enforcing,
         54,
     )
+
+
+@pytest.mark.parametrize(
+    "options, changed_fails",
+    [
+        ({}, True),
+        ({"changed": "fail"}, True),
+        ({"changed": "warn"}, False),
+        ({"allow_incomparable": True}, False),  # as it passed other kernels before
+    ],
+)
+def test_a_changed_binary_fails_unless_told_to_warn(
+    options: dict[str, object], changed_fails: bool
+) -> None:
+    gate = Gate.of(Settings.resolve(options, {}, Path("/project")))
+    assert gate.changed_fails is changed_fails
 
 
 def test_what_a_save_leaves_out_and_why() -> None:

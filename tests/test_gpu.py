@@ -8,8 +8,9 @@ launched with ``<<<grid, block>>>`` (the legacy default stream) is caught by the
 work forked onto a side stream and joined back is captured whole; an autograd backward fails
 capture, and the process is repaired (RNG and dropout work in the next test); ``cupti`` on
 request; all of it under ``-W error``. Then what a baseline says of changed code: another
-launch configuration is reported, other kernels are incomparable, other software is named;
-and a 10% larger kernel fails once fresh processes on the same GPU confirm it.
+launch configuration or other kernels are another binary (``changed``, never judged on
+time), other software is named; and 10% more work in the same launches fails once fresh
+processes on the same GPU confirm it.
 
 Each pytest run is a subprocess: CUDA contexts, compiled kernels and captured graphs must not
 leak between runs.
@@ -40,7 +41,10 @@ import triton.language as tl
 
 # 2**25 floats: 128 MiB read and 128 MiB written, far beyond L2, so time grows with size.
 N = 1 << 25
-EXTRA = float(os.environ.get("GPUBENCH_TEST_EXTRA", "0"))  # more work: a real regression
+# More work in the same launches (the grid covers ALLOCATED whatever the work): a real
+# regression of the same binary. More blocks would be another binary, never a regression.
+EXTRA = float(os.environ.get("GPUBENCH_TEST_EXTRA", "0"))
+ALLOCATED = N + N // 4
 BLOCK = int(os.environ.get("GPUBENCH_TEST_BLOCK", "1024"))  # another launch configuration
 MORE = os.environ.get("GPUBENCH_TEST_MORE") == "1"  # one more kernel per call
 
@@ -53,8 +57,9 @@ def axpb_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     tl.store(y_ptr + offsets, 2.0 * x + 1.0, mask=mask)
 
 
-def axpb(x, y):
-    axpb_kernel[(triton.cdiv(x.numel(), BLOCK),)](x, y, x.numel(), BLOCK=BLOCK)
+def axpb(x, y, n=None):
+    n = x.numel() if n is None else n
+    axpb_kernel[(triton.cdiv(x.numel(), BLOCK),)](x, y, n, BLOCK=BLOCK)
     if MORE:
         y.mul_(1.0)
     return y
@@ -62,9 +67,10 @@ def axpb(x, y):
 
 def test_triton(gpubench):
     assert gpubench.device == "cuda"
-    x = torch.randn(int((1 + EXTRA) * N), device="cuda")
-    y = gpubench(axpb, x, torch.empty_like(x), bytes=2 * x.nbytes)
-    torch.testing.assert_close(y, 2 * x + 1)
+    x = torch.randn(ALLOCATED, device="cuda")
+    n = round((1 + EXTRA) * N / 1024) * 1024  # a multiple of 16: one specialization of n
+    y = gpubench(axpb, x, torch.empty_like(x), n, bytes=8 * n)
+    torch.testing.assert_close(y[:n], 2 * x[:n] + 1)
 
 
 def test_synchronizes(gpubench):
@@ -223,18 +229,27 @@ def test_a_baseline_names_what_changed_in_the_code_and_the_software(
 ) -> None:
     one = ("-k", "test_triton", "--gpubench-confirm=0", *FAST)
     user_code.runpytest_subprocess("--gpubench-save", *one).assert_outcomes(passed=1, deselected=6)
-    # another launch configuration of the same kernel: judged, and the change is named
+    # another launch configuration of the same kernel: another binary, its change named,
+    # never judged on time; it fails unless told to warn
     monkeypatch.setenv("GPUBENCH_TEST_BLOCK", "512")
     regrid = user_code.runpytest_subprocess("--gpubench", *one)
-    regrid.stdout.fnmatch_lines(["test_triton: kernels: axpb_kernel grid (32768,1,1) -> (65536,*"])
-    assert "incomparable" not in regrid.stdout.str()
-    # one more kernel per call: other work, never compared
+    regrid.assert_outcomes(failed=1, deselected=6)
+    regrid.stdout.fnmatch_lines(
+        [
+            "test_triton changed: another binary than the baseline's (* -> *): axpb_kernel grid "
+            "(40960,1,1) -> (81920,1,1)*; *% against that binary's history, for information only*"
+        ]
+    )
+    assert "regressed" not in regrid.stdout.str()
+    warned = user_code.runpytest_subprocess("--gpubench", "--gpubench-changed=warn", *one)
+    warned.assert_outcomes(passed=1, deselected=6)
+    # one more kernel per call: another binary too
     monkeypatch.setenv("GPUBENCH_TEST_BLOCK", "1024")
     monkeypatch.setenv("GPUBENCH_TEST_MORE", "1")
     more = user_code.runpytest_subprocess("--gpubench", *one)
     more.assert_outcomes(failed=1, deselected=6)
     more.stdout.fnmatch_lines(
-        ["test_triton incomparable: calls run other kernels than the baseline's: 1 kernel added*"]
+        ["test_triton changed: another binary than the baseline's (* -> *): 1 kernel added*"]
     )
     # a baseline recorded with other software says so under the table
     monkeypatch.setenv("GPUBENCH_TEST_MORE", "0")
@@ -259,8 +274,8 @@ def test_a_ten_percent_larger_kernel_fails_once_fresh_processes_confirm_it(
     again = user_code.runpytest_subprocess("--gpubench", *one)
     again.assert_outcomes(passed=1, deselected=6)
     again.stdout.no_fnmatch_line("*regressed*")
-    # 10% more work: flagged, confirmed in two fresh processes on this GPU (they inherit the
-    # variable), judged on the three sessions together
+    # 10% more work in the same launches: flagged, confirmed in two fresh processes on this
+    # GPU (they inherit the variable), judged on the three sessions together
     monkeypatch.setenv("GPUBENCH_TEST_EXTRA", "0.10")
     slower = user_code.runpytest_subprocess("--gpubench", *one)
     slower.assert_outcomes(failed=1, deselected=6)

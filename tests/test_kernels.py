@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from pytest_gpubench.core.kernels import (
     NAME_CHARS,
     Launch,
+    binary_changes,
     describe,
+    describe_configs,
     diff,
+    fingerprint,
     from_trace,
     names,
     replay_problem,
+    same_binary,
     same_work,
     short,
 )
@@ -163,4 +169,71 @@ def test_a_replay_of_n_calls_must_run_n_times_the_work() -> None:
     assert replay_problem(eager, eager, launches(*["k"] * 9), 10) == (
         "a replay of 10 calls does not run 10 times the eager call's work (it differs in k): "
         "the function does not repeat its work"
+    )
+
+
+# --- the binary behind a call (issue 16) ----------------------------------------------------
+
+GELU = Launch(
+    "triton_poi_fused_gelu_0", grid=(32768, 1, 1), block=(256, 1, 1), registers=16, shared_memory=0
+)
+
+
+def test_the_fingerprint_of_a_binary_is_short_stable_and_ignores_the_time_shares() -> None:
+    launches = from_trace(EVENTS)
+    assert fingerprint(launches) == fingerprint(tuple(reversed(launches)))
+    reshared = tuple(dataclasses.replace(x, share=0.1) for x in launches)
+    assert fingerprint(reshared) == fingerprint(launches)
+    assert len(fingerprint(launches)) == 8 and int(fingerprint(launches), 16) >= 0
+    assert fingerprint(()) == ""  # nothing recorded
+    # recorded once, it names the same binary in every process (a hash of the launches only)
+    assert fingerprint((GELU,)) == "35ca099d"
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        dataclasses.replace(GELU, registers=26),
+        dataclasses.replace(GELU, grid=(16384, 1, 1)),
+        dataclasses.replace(GELU, block=(128, 1, 1)),
+        dataclasses.replace(GELU, shared_memory=4096),
+        dataclasses.replace(GELU, count=2),
+        dataclasses.replace(GELU, name="triton_poi_fused_gelu_1"),
+    ],
+    ids=["registers", "grid", "block", "shared-memory", "count", "name"],
+)
+def test_any_launch_field_but_the_share_makes_another_binary(other: Launch) -> None:
+    assert fingerprint((other,)) != fingerprint((GELU,))
+    assert not same_binary((GELU,), (other,)) and not same_binary((other,), (GELU,))
+
+
+def test_a_field_one_side_did_not_record_matches_any_value() -> None:
+    unrecorded = Launch(GELU.name, grid=GELU.grid, block=GELU.block)  # no registers, no smem
+    assert same_binary((GELU,), (unrecorded,)) and same_binary((unrecorded,), (GELU,))
+    assert not same_binary((dataclasses.replace(GELU, registers=26),), (GELU,))
+    assert same_binary((GELU,), (GELU,)) and same_binary((), ())
+
+
+def test_binary_changes_name_what_differs_even_in_a_second_configuration() -> None:
+    assert binary_changes((GELU,), (dataclasses.replace(GELU, registers=26),)) == [
+        "triton_poi_fused_gelu_0 registers 16 -> 26"
+    ]
+    # the same kernel launched with two grids: diff names the main one only
+    small = dataclasses.replace(GELU, grid=(2, 1, 1), share=0.1)
+    old = (dataclasses.replace(GELU, share=0.9), small)
+    new = (old[0], dataclasses.replace(small, grid=(4, 1, 1)))
+    assert diff(old, new) == []
+    assert binary_changes(old, new) == [
+        f"launch configurations {fingerprint(old)} -> {fingerprint(new)}"
+    ]
+    assert binary_changes(old, old) == []
+
+
+def test_describe_configs_says_how_the_main_launches_ran() -> None:
+    assert describe_configs((GELU,)) == (
+        "triton_poi_fused_gelu_0 grid (32768,1,1) block (256,1,1) 16 registers 0 B shared"
+    )
+    launches = from_trace(EVENTS)
+    assert describe_configs(launches, limit=1) == (
+        "softmax_warp_forward grid (256,1,1) block (32,4,1) 48 registers 0 B shared; 2 more"
     )

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
 
 import pytest
 from support import (
@@ -17,6 +19,7 @@ from support import (
     NO_CONFIRM,
     USAGE_ERROR,
     baseline_file,
+    binary_of,
     device_key,
     entry,
     kernels,
@@ -1042,45 +1045,69 @@ def test_xdist_workers_judge_against_the_baseline(
 SOFTMAX = {"name": "triton_per_fused_softmax_0", "grid": [64, 1, 1], "block": [128, 1, 1]}
 
 
-def test_the_kernels_of_a_call_are_stored_and_a_changed_configuration_is_reported(
+def test_the_kernels_of_a_call_are_stored_and_other_registers_are_another_binary(
     fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The issue's compiled softmax: the same kernel with other registers (and 45% slower) on
+    another machine is another binary, ``changed``, never ``regressed``: it fails by default,
+    and warns with --gpubench-changed=warn (or its ini key)."""
     fake.makepyfile(test_bench=BENCH)
-    monkeypatch.setenv("FAKE_KERNELS", kernels(SOFTMAX | {"share": 1.0}))
+    compiled = SOFTMAX | {"registers": 16, "share": 1.0}
+    monkeypatch.setenv("FAKE_KERNELS", kernels(compiled))
     fake.runpytest("--gpubench-save", "-k", "test_sum").assert_outcomes(passed=1, deselected=1)
-    assert entry(fake, "test_bench.py::test_sum")["kernels"] == [
+    stored = entry(fake, "test_bench.py::test_sum")
+    assert stored["kernels"] == [
         {
             "name": "triton_per_fused_softmax_0",
             "kind": "kernel",
             "count": 1,
             "grid": [64, 1, 1],
             "block": [128, 1, 1],
+            "registers": 16,
             "share": 1.0,
         }
     ]
-    # Another grid for the same kernel: the same work, still judged, the change said.
-    monkeypatch.setenv("FAKE_KERNELS", kernels(SOFTMAX | {"grid": [32, 1, 1], "share": 1.0}))
-    monkeypatch.setenv("FAKE_SCALE", "1.2")
-    change = "triton_per_fused_softmax_0 grid (64,1,1) -> (32,1,1)"
-    slower = fake.runpytest("--gpubench", NO_CONFIRM, "-k", "test_sum", "--gpubench-json=out.json")
-    slower.assert_outcomes(failed=1, deselected=1)
-    slower.stdout.fnmatch_lines(
+    before = binary_of(compiled)
+    assert stored["binary"] == before and "others" not in stored
+    other = compiled | {"registers": 48}
+    monkeypatch.setenv("FAKE_KERNELS", kernels(other))
+    monkeypatch.setenv("FAKE_SCALE", "1.45")
+    change = "triton_per_fused_softmax_0 registers 16 -> 48"
+    reason = (
+        f"another binary than the baseline's ({before} -> {binary_of(other)}): {change}; "
+        "+45.0% against that binary's history, for information only: another binary is not "
+        "judged on time; accept it with --gpubench-save"
+    )
+    args = ("--gpubench", "-k", "test_sum", "--gpubench-json=out.json")
+    result = fake.runpytest(*args)
+    result.assert_outcomes(failed=1, deselected=1)
+    result.stdout.fnmatch_lines(
         [
-            "test_sum regressed: 1.000 ms -> 1.200 ms (+20.0%; *)",
-            f"  kernels: {change}",
-            f"test_sum: kernels: {change}",
+            f"test_sum changed: {reason}",
+            f"test_sum *{FAKE_NAME} * 1.450 ms * - * 1.000 ms * 1 * (+45.0%) * - * changed *",
+            f"test_sum: changed: {reason}",
+            "gpubench: 1 changed (*)",
         ]
     )
+    result.stdout.no_fnmatch_line("*regressed*")
+    result.stdout.no_fnmatch_line("*kernels: *")  # said once, in the reason
+    guide = (Path(__file__).parents[1] / "docs" / "guide.md").read_text(encoding="utf-8")
+    assert f"test_sum changed: {reason}\n" in guide  # the guide's example is this line
     [measured] = json.loads((fake.path / "out.json").read_text())["results"]
+    assert (measured["status"], measured["judgement"]) == ("changed", None)
     assert measured["kernel_changes"] == [change]
-    assert measured["kernels"][0]["grid"] == [32, 1, 1]
-    monkeypatch.setenv("FAKE_SCALE", "1.0")
-    same_speed = fake.runpytest("--gpubench", "-k", "test_sum")
-    same_speed.assert_outcomes(passed=1, deselected=1)
-    same_speed.stdout.fnmatch_lines([f"test_sum: kernels: {change}", "gpubench: 1 ok (*)"])
+    assert (measured["binary"], measured["baseline_binary"]) == (binary_of(other), before)
+    assert measured["previous_ratio"] == pytest.approx(1.45, rel=0.01)
+    assert timer_calls(fake)[-1:] == [f"auto {KIND} False"]  # not confirmed: no child ran
+    warned = fake.runpytest(*args, "--gpubench-changed=warn")
+    warned.assert_outcomes(passed=1, deselected=1)
+    warned.stdout.fnmatch_lines([f"test_sum: changed: {reason}", "gpubench: 1 changed (*)"])
+    fake.makeini("[pytest]\ngpubench_changed = warn\n")
+    fake.runpytest(*args).assert_outcomes(passed=1, deselected=1)
+    fake.runpytest(*args, "--gpubench-changed=fail").assert_outcomes(failed=1, deselected=1)
 
 
-def test_other_kernels_than_the_baselines_are_incomparable(
+def test_other_kernels_than_the_baselines_are_another_binary(
     fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake.makepyfile(test_bench=BENCH)
@@ -1091,12 +1118,67 @@ def test_other_kernels_than_the_baselines_are_incomparable(
     result.assert_outcomes(failed=1, deselected=1)
     result.stdout.fnmatch_lines(
         [
-            "test_sum incomparable: calls run other kernels than the baseline's: 1 kernel "
-            "added: k2; accept the new kernels with --gpubench-save",
-            "gpubench: 1 incomparable (*)",
+            "test_sum changed: another binary than the baseline's (* -> *): 1 kernel added: k2; "
+            "+0.0% against that binary's history, for information only: *",
+            "gpubench: 1 changed (*)",
         ]
     )
-    result.stdout.no_fnmatch_line("  kernels: *")  # said once, in the reason
+    # the old flag passes them as it passed other kernels before
+    allowed = fake.runpytest("--gpubench", "-k", "test_sum", "--gpubench-allow-incomparable")
+    allowed.assert_outcomes(passed=1, deselected=1)
+
+
+def test_each_binary_keeps_its_own_history_and_a_run_is_judged_against_its_own(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two machines of one model that compile different binaries (the issue's compiled GeLU:
+    a wide grid of 16 registers on one, a narrow one of 26 on the other, 45% apart): each
+    is judged against its own sessions, and a save extends the history of the binary it
+    ran, never a mix."""
+    fake.makepyfile(test_bench=BENCH)
+    wide = {"name": "gelu", "grid": [32768, 1, 1], "block": [256, 1, 1], "registers": 16}
+    narrow = wide | {"grid": [16384, 1, 1], "block": [128, 1, 1], "registers": 26}
+    monkeypatch.setenv("FAKE_KERNELS", kernels(wide | {"share": 1.0}))
+    for seed in ("1", "3", "4"):
+        monkeypatch.setenv("FAKE_SEED", seed)
+        fake.runpytest("--gpubench-save", NO_CONFIRM, "-k", "test_sum").assert_outcomes(
+            passed=1, deselected=1
+        )
+    # The other machine's binary, its sessions 45% slower, as the file keeps it.
+    path = baseline_file(fake)
+    data = json.loads(path.read_text())
+    stored = data["benchmarks"]["test_bench.py::test_sum"]
+    slower = [r | {"median_ms": float(f"{r['median_ms'] * 1.45:.6g}")} for r in stored["history"]]
+    other = {"epoch": stored["epoch"], "anchor": slower, "history": slower}
+    stored["others"] = [other | {"kernels": [narrow | {"share": 1.0}]}]
+    path.write_text(json.dumps(data))
+
+    def run(launches: dict[str, Any], scale: float, *args: str) -> dict[str, Any]:
+        monkeypatch.setenv("FAKE_KERNELS", kernels(launches | {"share": 1.0}))
+        monkeypatch.setenv("FAKE_SCALE", str(scale))
+        monkeypatch.setenv("FAKE_SEED", "2")
+        result = fake.runpytest(*args, NO_CONFIRM, "-k", "test_sum", "--gpubench-json=out.json")
+        [measured] = json.loads((fake.path / "out.json").read_text())["results"]
+        assert measured["passed"] is (result.ret == 0)
+        return measured
+
+    on_narrow = run(narrow, 1.45, "--gpubench")
+    assert on_narrow["passed"] and on_narrow["status"] != "regressed"
+    assert on_narrow["baseline_binary"] == on_narrow["binary"] == binary_of(narrow)
+    assert on_narrow["reference_ms"] == pytest.approx(1.45, rel=0.002)
+    on_wide = run(wide, 1.0, "--gpubench")
+    assert on_wide["passed"] and on_wide["baseline_binary"] == binary_of(wide)
+    assert on_wide["reference_ms"] == pytest.approx(1.0, rel=0.002)
+    wide_but_slow = run(wide, 1.45, "--gpubench")  # against the wide binary's own sessions
+    assert (wide_but_slow["status"], wide_but_slow["passed"]) == ("regressed", False)
+    # A save of the narrow binary extends its history, which becomes the latest; the wide
+    # binary's history is kept as it was.
+    run(narrow, 1.45, "--gpubench-save")
+    saved = entry(fake, "test_bench.py::test_sum")
+    assert saved["binary"] == binary_of(narrow) and len(saved["history"]) == 4
+    assert saved["history"][:3] == slower
+    [kept] = saved["others"]
+    assert kept["binary"] == binary_of(wide) and kept["history"] == stored["history"]
 
 
 def test_launch_gaps_of_a_graph_replay_are_noted(

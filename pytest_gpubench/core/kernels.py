@@ -3,11 +3,16 @@
 Built from the GPU events of a profiler trace (CUPTI through ``torch.profiler``): each kernel's
 name, launch configuration, resources and share of the call's device time; copies and memsets
 too. Pure: no torch here, so recording, storing and diffing are tested on recorded lists.
+
+What one call launches identifies the binary that ran: compiled and autotuned code may choose
+another grid, block or register count on another machine, and its time is then another
+binary's (``fingerprint``, ``same_binary``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -145,6 +150,82 @@ def launch_count(launches: Sequence[Launch]) -> int:
 def same_work(old: Sequence[Launch], new: Sequence[Launch]) -> bool:
     """Whether two calls ran the same kernels the same number of times (configs may differ)."""
     return names(old) == names(new)
+
+
+# The fields of a launch that make a binary: its time share is measured, not compiled.
+Signature = tuple[int, Dims | None, Dims | None, int | None, int | None]
+
+
+def fingerprint(launches: Sequence[Launch]) -> str:
+    """A short stable hash of the binary behind a call: each launch's kind and name, count,
+    grid, block, registers and shared memory (not its share of the time); '' when nothing
+    was recorded."""
+    if not launches:
+        return ""
+    canonical = sorted(
+        json.dumps([identity, *signature])
+        for identity, signatures in _signatures(launches)
+        for signature in signatures
+    )
+    text = "\n".join(canonical).encode("utf-8", "replace")
+    return hashlib.blake2b(text, digest_size=4).hexdigest()
+
+
+def same_binary(old: Sequence[Launch], new: Sequence[Launch]) -> bool:
+    """Whether two calls ran the same binary: the same launches, each as many times, with the
+    same grid, block, registers and shared memory. A field one side did not record (a
+    profiler that did not report it) matches any value."""
+    if fingerprint(old) == fingerprint(new):
+        return True
+    a, b = dict(_signatures(old)), dict(_signatures(new))
+    if a.keys() != b.keys():
+        return False
+    for key, first in a.items():
+        second = b[key]
+        if len(first) != len(second):
+            return False
+        for x, y in zip(first, second, strict=True):
+            if not all(u is None or v is None or u == v for u, v in zip(x, y, strict=True)):
+                return False
+    return True
+
+
+def binary_changes(old: Sequence[Launch], new: Sequence[Launch]) -> list[str]:
+    """What makes ``new`` another binary than ``old``, in a few readable changes (``diff``),
+    or one line when only a second configuration of a kernel changed (``diff`` names the
+    main one)."""
+    changes = diff(old, new)
+    if changes or same_binary(old, new):
+        return changes
+    return [f"launch configurations {fingerprint(old)} -> {fingerprint(new)}"]
+
+
+def describe_configs(launches: Sequence[Launch], limit: int = 3) -> str:
+    """The configuration of the main launches, one clause each:
+    ``softmax grid (64,1,1) block (128,1,1) 16 registers 0 B shared``."""
+    parts = []
+    for launch in launches[:limit]:
+        words = [short(launch.name, 40)]
+        if launch.count != 1:
+            words.append(f"{launch.count}x")
+        for label, value in (("grid", launch.grid), ("block", launch.block)):
+            if value is not None:
+                words.append(f"{label} {_fmt(value)}")
+        if launch.registers is not None:
+            words.append(f"{launch.registers} registers")
+        if launch.shared_memory is not None:
+            words.append(f"{launch.shared_memory} B shared")
+        parts.append(" ".join(words))
+    more = f"; {len(launches) - limit} more" if len(launches) > limit else ""
+    return "; ".join(parts) + more
+
+
+def _signatures(launches: Sequence[Launch]) -> list[tuple[str, list[Signature]]]:
+    """Per launch identity, the sorted signatures (count and configuration) of its launches."""
+    found: dict[str, list[Signature]] = {}
+    for launch in launches:
+        found.setdefault(launch.identity, []).append((launch.count, *launch.config))
+    return [(key, sorted(found[key], key=repr)) for key in sorted(found)]
 
 
 def replay_problem(

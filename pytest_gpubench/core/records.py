@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TypeGuard
 
 from .jsondata import Json
-from .kernels import Launch
+from .kernels import Launch, fingerprint
 from .samples import sample_problem, session_summary
 
 # Significant digits kept per sample and per summary in files: far below any noise level.
@@ -48,12 +48,13 @@ def whole(low: int) -> Callable[[object], bool]:
 
 
 class Status(str, enum.Enum):
-    """Verdict of one measurement. ``INCOMPARABLE`` (a baseline of another timer or kernel
-    set), ``UNCONFIRMED`` and ``UNSTABLE`` (too few samples) are the gate's; the statistical
-    rule never returns them."""
+    """Verdict of one measurement. ``CHANGED`` (launches that match no binary of the
+    baseline), ``INCOMPARABLE`` (a baseline of another timer), ``UNCONFIRMED`` and
+    ``UNSTABLE`` (too few samples) are the gate's; the statistical rule never returns them."""
 
     REGRESSED = "regressed"
     IMPROVED = "improved"
+    CHANGED = "changed"  # another binary (launches) than the baseline's: not judged on time
     INCOMPARABLE = "incomparable"
     UNCONFIRMED = "unconfirmed"  # flagged, but its confirmation did not run: never fails
     UNSTABLE = "unstable"  # too few samples in the budget to judge: never fails
@@ -344,6 +345,11 @@ class Measurement:
         return statistics.median(r.median_ms for r in self.sessions)
 
     @property
+    def binary(self) -> str:
+        """The binary that ran: the fingerprint of its launches ('' when not recorded)."""
+        return fingerprint(self.kernels)
+
+    @property
     def gbs(self) -> float | None:
         return None if self.bytes is None else self.bytes / (self.median_ms * 1e6)
 
@@ -471,10 +477,14 @@ class Verdict:
     status: Status
     judgement: Judgement | None = None  # the rule's statistics; None where it did not run
     reason: str = ""  # why the status, in a line (kernel changes, timer changes, too few)
-    kernel_changes: tuple[str, ...] = ()  # since the baseline's latest session
+    kernel_changes: tuple[str, ...] = ()  # changed: what differs from the previous binary
     reference_ms: float | None = None  # the baseline's reference time
     history_sessions: int = 0
     family: int = 1  # measurements judged in its run (the multiplicity correction)
+    # The baseline's binary (kernels.fingerprint of its launches) whose history it was judged
+    # against; changed: the previous binary, compared for information only ('' unknown).
+    baseline_binary: str = ""
+    previous_ratio: float | None = None  # changed: time / the previous binary's reference
 
     @property
     def noisy(self) -> bool:
@@ -489,6 +499,8 @@ class Verdict:
             "reference_ms": self.reference_ms,
             "history_sessions": self.history_sessions,
             "family": self.family,
+            "baseline_binary": self.baseline_binary,
+            "previous_ratio": self.previous_ratio,
         }
 
     @classmethod
@@ -502,6 +514,8 @@ class Verdict:
             reference_ms=data.get("reference_ms"),
             history_sessions=int(data.get("history_sessions", 0)),
             family=int(data.get("family", 1)),
+            baseline_binary=str(data.get("baseline_binary") or ""),
+            previous_ratio=data.get("previous_ratio"),
         )
 
 

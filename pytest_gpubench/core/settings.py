@@ -100,6 +100,16 @@ def parse_sessions(text: object) -> int:
     return value
 
 
+CHANGED_ACTIONS = ("fail", "warn")
+
+
+def parse_changed(text: object) -> str:
+    value = str(text).strip()
+    if value not in CHANGED_ACTIONS:
+        raise ValueError("expected fail or warn")
+    return value
+
+
 def parse_bool(text: object) -> bool:
     if isinstance(text, bool):
         return text
@@ -250,11 +260,19 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "allow_incomparable",
-        "Pass tests whose baseline was taken by another timer or ran other kernels "
-        "(reported as incomparable; they fail by default)",
+        "Pass tests whose baseline was taken by another timer (reported as incomparable; they "
+        "fail by default); implies --gpubench-changed=warn",
         parse_bool,
         False,
         is_flag=True,
+    ),
+    OptionSpec(
+        "changed",
+        "What a test whose launches match no binary of its baseline does (another binary: "
+        "kernels, grid, block, registers or shared memory): fail (default) or warn",
+        parse_changed,
+        "fail",
+        metavar="fail|warn",
     ),
     OptionSpec(
         "json",
@@ -330,6 +348,7 @@ class Settings:
     sessions: int = 1
     fail_on_improvement: bool = False
     allow_incomparable: bool = False
+    changed: str = "fail"  # what a changed binary does: fail or warn (CHANGED_ACTIONS)
     json: Path | None = None
     markdown: Path | None = None
     benchmark_json: Path | None = None

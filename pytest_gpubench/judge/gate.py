@@ -7,9 +7,11 @@ the same questions of two result files. Pure: built from the settings, it takes 
 and returns records or answers.
 
 Before the statistics (rule.py), what makes a comparison meaningless: a baseline timed by
-another timer, or whose calls ran other kernels, is ``incomparable``; a session with too few
-samples to tell its own median is ``unstable``. Kernel configuration changes (grid, block,
-registers) leave the work comparable and are reported with the verdict.
+another timer is ``incomparable``; launches that match no binary of the baseline (other
+kernels, counts, grid, block, registers or shared memory: compiled code that chose another
+configuration) are ``changed``, never judged on time, with the time against the previous
+binary for information; a session with too few samples to tell its own median is
+``unstable``. Otherwise a measurement is judged against the history of the binary it ran.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from ..core.kernels import diff, launch_count, same_work
+from ..core.kernels import binary_changes, diff, launch_count
 from ..core.records import Measurement, Result, Status, Verdict
 from ..core.settings import MeasureSettings, Settings
 from ..store.baseline import BaselineEntry
@@ -38,7 +40,8 @@ class Gate:
     ``accepting``: a save, which accepts changes (a confirmed change starts a new epoch) and
     fails nothing; ``enforcing``: verdicts fail tests (not in a save, nor in a process started
     to confirm, whose verdicts its parent judges); ``family``: the measurements judged in the
-    run (the multiplicity correction).
+    run (the multiplicity correction); ``changed_fails``: a changed binary fails its test
+    (``--gpubench-changed fail``, not ``warn`` nor ``--gpubench-allow-incomparable``).
     """
 
     confirm: int = 2
@@ -47,6 +50,7 @@ class Gate:
     fail_on_improvement: bool = False
     allow_incomparable: bool = False
     family: int = 1
+    changed_fails: bool = True
 
     @classmethod
     def of(cls, settings: Settings, family: int = 1) -> Gate:
@@ -57,6 +61,7 @@ class Gate:
             fail_on_improvement=settings.fail_on_improvement,
             allow_incomparable=settings.allow_incomparable,
             family=max(1, family),
+            changed_fails=settings.changed == "fail" and not settings.allow_incomparable,
         )
 
     def judge(
@@ -78,8 +83,8 @@ class Gate:
         if entry is None:
             return base
         launches = measurement.kernels
-        changes = tuple(diff(entry.kernels, launches)) if entry.kernels and launches else ()
         if entry.timer != measurement.timer:
+            changes = tuple(diff(entry.kernels, launches)) if entry.kernels and launches else ()
             return replace(
                 base,
                 status=Status.INCOMPARABLE,
@@ -87,41 +92,34 @@ class Gate:
                 "different timers are never compared; accept the new timer with --gpubench-save",
                 kernel_changes=changes,
             )
-        if entry.kernels and launches and not same_work(entry.kernels, launches):
-            return replace(
-                base,
-                status=Status.INCOMPARABLE,
-                reason="calls run other kernels than the baseline's: "
-                + "; ".join(changes)
-                + "; accept the new kernels with --gpubench-save",
-                kernel_changes=changes,
-            )
+        binary = entry.binary_for(launches)
+        if binary is None:
+            return another_binary(measurement, entry, base)
+        base = replace(
+            base,
+            reference_ms=binary.median_ms,
+            history_sessions=len(binary.history),
+            baseline_binary=binary.fingerprint,
+        )
         first = measurement.record
         if first.n < MIN_JUDGED_SAMPLES:
             return replace(
                 base,
                 status=Status.UNSTABLE,
                 reason=f"{too_few(first.n)} (judging needs {MIN_JUDGED_SAMPLES})",
-                kernel_changes=changes,
             )
         judgement = judge(
-            [r.summary for r in entry.history],
-            [r.summary for r in entry.anchor],
+            [r.summary for r in binary.history],
+            [r.summary for r in binary.anchor],
             [r.summary for r in measurement.sessions],
             threshold=settings.threshold,
             alpha=settings.alpha,
             family=self.family,
             timer=measurement.timer,
-            launches=launch_count(entry.kernels or launches),
+            launches=launch_count(binary.kernels or launches),
             fail_on_improvement=self.fail_on_improvement,
         )
-        return replace(
-            base,
-            status=judgement.status,
-            judgement=judgement,
-            reason=judgement.reason,
-            kernel_changes=changes,
-        )
+        return replace(base, status=judgement.status, judgement=judgement, reason=judgement.reason)
 
     def needs_confirmation(self, result: Result) -> bool:
         """Whether a first session's verdict must be confirmed in fresh processes: the screen
@@ -164,6 +162,7 @@ class Gate:
             verdict.status is Status.REGRESSED
             or (verdict.status is Status.IMPROVED and self.fail_on_improvement)
             or (verdict.status is Status.INCOMPARABLE and not self.allow_incomparable)
+            or (verdict.status is Status.CHANGED and self.changed_fails)
         )
 
     def starts_epoch(self, verdict: Verdict) -> bool:
@@ -183,6 +182,31 @@ class Gate:
                 f"(a baseline needs {MIN_SAVED_SAMPLES})"
             )
         return None
+
+
+def another_binary(measurement: Measurement, entry: BaselineEntry, base: Verdict) -> Verdict:
+    """``changed``: ``measurement`` ran no binary of ``entry``. What differs from the latest
+    binary is said, and the time against that binary's history for information only: another
+    binary's time is never judged as a regression."""
+    previous = entry.binary
+    changes = tuple(binary_changes(previous.kernels, measurement.kernels))
+    ratio = measurement.median_ms / previous.median_ms
+    known = len(entry.binaries)
+    which = f"{known}, the latest " if known > 1 else ""
+    return replace(
+        base,
+        status=Status.CHANGED,
+        reason=f"another binary than the baseline's ({which}{previous.fingerprint} -> "
+        f"{measurement.binary}): "
+        + "; ".join(changes)
+        + f"; {(ratio - 1) * 100:+.1f}% against that binary's history, for information only: "
+        "another binary is not judged on time; accept it with --gpubench-save",
+        kernel_changes=changes,
+        reference_ms=previous.median_ms,
+        history_sessions=len(previous.history),
+        baseline_binary=previous.fingerprint,
+        previous_ratio=ratio,
+    )
 
 
 def too_few(n: int) -> str:

@@ -1,13 +1,14 @@
 """The view of baseline files that ``gpubench show`` prints and ``gpubench plot`` draws: each
-test's history, the spread the rule uses, and the smallest slowdown a next session would be
-failed for."""
+test's history, the spread the rule uses, the smallest slowdown a next session would be
+failed for, and the binaries it keeps a history of. The table is of each test's latest
+binary."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..core.kernels import describe, launch_count
+from ..core.kernels import describe, describe_configs, launch_count
 from ..core.records import Judgement, SessionSummary
 from ..judge.rule import judge
 from ..store.baseline import Baseline, BaselineEntry
@@ -109,10 +110,29 @@ def file_header(baseline: Baseline) -> str:
 def show_lines(baseline: Baseline, views: Sequence[EntryView]) -> list[str]:
     lines = [f"== {baseline.path}: {file_header(baseline)}"]
     lines += aligned(show_rows(views), last_left=True)
-    kernels = [(v.key, describe(v.entry.kernels)) for v in views if v.entry.kernels]
-    if kernels:
-        lines.append("kernels of the latest session:")
-        lines += [f"  {key}: {text}" for key, text in kernels]
+    binaries = [line for view in views for line in binary_lines(view)]
+    if binaries:
+        lines.append("binaries (what one call launches), the latest saved first:")
+        lines += binaries
+    return lines
+
+
+def binary_lines(view: EntryView) -> list[str]:
+    """The binaries of one test whose launches were recorded: the short hash of each, its
+    sessions and reference time, and what it launches (the configurations of its main
+    launches where the test has several binaries)."""
+    binaries = view.entry.binaries
+    if not any(b.kernels for b in binaries):
+        return []
+    lines = []
+    for i, binary in enumerate(binaries):
+        n = len(binary.history)
+        launches = describe_configs if len(binaries) > 1 else describe
+        lines.append(
+            f"  {view.key if i == 0 else ' ' * len(view.key)}  {binary.fingerprint or '-'}, "
+            f"{n} session{'s' if n != 1 else ''}, {format_time(binary.median_ms)}: "
+            f"{launches(binary.kernels) if binary.kernels else 'launches not recorded'}"
+        )
     return lines
 
 

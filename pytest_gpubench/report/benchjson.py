@@ -109,6 +109,9 @@ def entry(result: Result) -> dict[str, Json]:
         "gpu": m.gpu,
         "kernels": [k.to_dict() for k in m.kernels],
         "kernel_changes": list(v.kernel_changes),
+        "binary": m.binary,
+        "baseline_binary": v.baseline_binary,
+        "previous_change": None if v.previous_ratio is None else v.previous_ratio - 1,
         "gbs": m.gbs,
         "peak_share": m.peak_share,
     }

@@ -64,7 +64,7 @@ def failure_message(result: Result) -> str:
     m, v = result.measurement, result.verdict
     j = v.judgement
     head = f"{m.test} {v.status.value}"
-    if v.status is Status.INCOMPARABLE or j is None:
+    if v.status in (Status.INCOMPARABLE, Status.CHANGED) or j is None:
         text = f"{head}: {v.reason}"
     else:
         text = (
@@ -77,7 +77,7 @@ def failure_message(result: Result) -> str:
         )
         if v.status is Status.IMPROVED:
             text += "; refresh the baseline with --gpubench-save"
-    if v.kernel_changes and v.status is not Status.INCOMPARABLE:
+    if v.kernel_changes and v.status not in (Status.INCOMPARABLE, Status.CHANGED):
         text += "\n  kernels: " + "; ".join(v.kernel_changes)
     if m.timer != "cuda-graph":
         text += f"\n  timed by {m.timer}" + (f": {m.note}" if m.note else "")
@@ -110,12 +110,18 @@ def row(result: Result) -> list[str]:
         format_share(j.tau if j else None),
         format_time(v.reference_ms),
         str(v.history_sessions) if v.history_sessions else "-",
-        format_change(j.ratio if j else None),
+        format_change(j.ratio) if j else _previous_change(result),
         format_share(max(j.gateable, m.threshold) if j and j.gateable else None),
         verdict_label(result),
         "-" if m.gbs is None else f"{m.gbs:.1f}",
         "L2" if m.above_peak else "-" if share is None else f"{share * 100:.0f}%",
     ]
+
+
+def _previous_change(result: Result) -> str:
+    """A changed binary's time against the previous binary, in parentheses: not judged."""
+    ratio = result.verdict.previous_ratio
+    return "-" if ratio is None else f"({format_change(ratio)})"
 
 
 def table_lines(results: Sequence[Result]) -> list[str]:
@@ -166,7 +172,7 @@ def notes(results: Sequence[Result]) -> list[str]:
             )
         if v.status not in (Status.OK, Status.NEW) or v.noisy:
             lines.append(f"{m.test}: {v.status.value}: {v.reason}")
-        if v.kernel_changes:
+        if v.kernel_changes and v.status is not Status.CHANGED:  # its reason says them
             lines.append(f"{m.test}: kernels: {'; '.join(v.kernel_changes)}")
         if m.confirmations:
             medians = ", ".join(format_time(c.median_ms) for c in m.confirmations)
@@ -253,6 +259,7 @@ def json_document(
             "samples": s.n,
         }
         data["median_ms"] = m.median_ms
+        data["binary"] = m.binary  # the binary that ran (its verdict's: baseline_binary)
         data["gbs"], data["tflops"], data["peak_share"] = m.gbs, m.tflops, m.peak_share
         entries.append(data)
     document: dict[str, Json] = {

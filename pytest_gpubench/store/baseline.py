@@ -2,11 +2,24 @@
 
 A file holds a table of the sessions that measured anything (date, commit, machine, software
 versions) and, per measurement (a test's node id, ``#name`` for named ones), its timer, the
-launches of its latest session, the latest session's samples (for display) and the
-summaries of past sessions: the rolling ``history`` (at most 20) and the ``anchor`` (the
-first sessions of its epoch, at most 5, never rolled out, so a slow creep is still seen).
-An epoch starts when a measurement is first saved and whenever a confirmed change is
-accepted (a save over a regression or an improvement, another timer, other kernels).
+latest session's samples (for display) and one history per binary. A binary is what one
+call launches (kernels and their counts, grid, block, registers, shared memory; its
+``binary`` field is the short hash of that, ``core.kernels.fingerprint``): compiled and
+autotuned code may choose another one per machine, and each binary keeps its own sessions,
+so two machines' compile choices never mix into one spread. A binary's sessions are the
+rolling ``history`` (at most 20) and the ``anchor`` (the first sessions of its epoch, at
+most 5, never rolled out, so a slow creep is still seen). The binary of the latest saved
+session is the entry's own ``kernels``, ``epoch``, ``anchor`` and ``history``, as in files
+of one binary per entry; the others are in ``others``, the most recently saved first. An
+entry keeps at most 4 binaries (MAX_BINARIES): the least recently saved is dropped. A
+measurement without launch records (the CPU ``wall`` timer) has one binary, and a binary
+whose launches were not recorded matches any launches.
+
+A saved session joins the history of the binary it ran; launches that match no binary add
+one (its epoch starts there). An epoch also starts when a measurement is first saved and
+whenever a confirmed change is accepted (a save over a regression or an improvement of its
+binary); another timer starts the entry over. Release 0.2 reads such a file as its
+latest binary and drops the others when it saves.
 
 Reads tolerate nothing silently: a damaged file raises BaselineError naming the problem and
 is never overwritten. Schema 1 files are read as one session per entry and rewritten as
@@ -31,7 +44,7 @@ from pathlib import Path
 from ..core.device import VERSION_FIELDS
 from ..core.errors import BaselineError, StorageError
 from ..core.jsondata import Json
-from ..core.kernels import Launch
+from ..core.kernels import Launch, fingerprint, same_binary
 from ..core.records import (
     Measurement,
     SessionInfo,
@@ -61,14 +74,99 @@ ONE_LINE_KEYS = 10
 # history's length (issue 9: enough sessions to tell a test's spread between processes).
 ANCHOR_SESSIONS = 5
 HISTORY_SESSIONS = 20
+# Binaries an entry keeps (issue 16): a binary per machine of a pool that compiles
+# differently, and the ones a change under review just replaced.
+MAX_BINARIES = 4
+
+
+@dataclass(frozen=True)
+class Binary:
+    """One binary of a measurement: what a call launches, and its epoch's sessions."""
+
+    kernels: tuple[Launch, ...]  # of its latest saved session; () when not recorded
+    epoch: str  # the session that started the epoch
+    anchor: tuple[SessionRecord, ...]  # the epoch's first sessions
+    history: tuple[SessionRecord, ...]  # the latest sessions of the epoch, oldest first
+
+    @property
+    def fingerprint(self) -> str:
+        """The short hash of its launches ('' when not recorded)."""
+        return fingerprint(self.kernels)
+
+    @property
+    def median_ms(self) -> float:
+        """The reference time: geometric mean of the history's session medians."""
+        return math.exp(math.fsum(math.log(r.median_ms) for r in self.history) / len(self.history))
+
+    def runs(self, launches: Sequence[Launch]) -> bool:
+        """Whether a call that launched ``launches`` ran this binary: the same launches, or
+        either side not recorded."""
+        return not launches or not self.kernels or same_binary(self.kernels, launches)
+
+    def extended(self, records: Sequence[SessionRecord]) -> Binary:
+        """This epoch with ``records`` appended: the anchor fills up to its size, the history
+        keeps its latest sessions."""
+        anchor = (self.anchor + tuple(records))[:ANCHOR_SESSIONS]
+        history = (self.history + tuple(records))[-HISTORY_SESSIONS:]
+        return dataclasses.replace(self, anchor=anchor, history=history)
+
+    @classmethod
+    def started(cls, kernels: tuple[Launch, ...], records: Sequence[SessionRecord]) -> Binary:
+        """A new epoch of ``records``."""
+        return cls(
+            kernels,
+            epoch=records[0].session,
+            anchor=tuple(records[:ANCHOR_SESSIONS]),
+            history=tuple(records[-HISTORY_SESSIONS:]),
+        )
+
+    def to_json(self) -> dict[str, Json]:
+        data: dict[str, Json] = {
+            "epoch": self.epoch,
+            "anchor": [r.to_json() for r in self.anchor],
+            "history": [r.to_json() for r in self.history],
+            "kernels": [k.to_dict() for k in self.kernels],
+        }
+        if self.kernels:
+            data["binary"] = self.fingerprint  # for a reader: derived, not read back
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Json], sessions: Mapping[str, SessionInfo]) -> Binary:
+        """Raises ValueError saying what is wrong."""
+        if not isinstance(data.get("epoch"), str):
+            raise ValueError("has no 'epoch' string")
+        records: dict[str, tuple[SessionRecord, ...]] = {}
+        for part in ("anchor", "history"):
+            raw = data.get(part)
+            if not isinstance(raw, list) or (part == "history" and not raw):
+                raise ValueError(f"has no {part!r} list of session records")
+            records[part] = tuple(SessionRecord.from_json(r) for r in raw)
+            unknown = [r.session for r in records[part] if r.session not in sessions]
+            if unknown:
+                raise ValueError(f"refers to session {unknown[0]!r:.60}, not in 'sessions'")
+        raw_kernels = data.get("kernels", [])
+        if not isinstance(raw_kernels, list):
+            raise ValueError("has 'kernels' that are not a list")
+        kernels = []
+        for i, kernel in enumerate(raw_kernels):
+            try:
+                kernels.append(Launch.from_dict(kernel))
+            except ValueError as exc:
+                raise ValueError(f"has a kernel entry {i} that is malformed: {exc}") from None
+        if not isinstance(data.get("binary", ""), str):
+            raise ValueError(f"has a 'binary' of {data['binary']!r:.60}, not a string")
+        return cls(tuple(kernels), data["epoch"], records["anchor"], records["history"])
 
 
 @dataclass(frozen=True)
 class BaselineEntry:
-    """One measurement's baseline: its epoch's sessions and what its latest session saw."""
+    """One measurement's baseline: the binary of its latest saved session (its ``kernels``,
+    ``epoch``, ``anchor`` and ``history``), its other binaries, and what its latest session
+    saw."""
 
     timer: str
-    epoch: str  # the session that started the epoch
+    epoch: str  # the session that started the latest binary's epoch
     anchor: tuple[SessionRecord, ...]  # the epoch's first sessions
     history: tuple[SessionRecord, ...]  # the latest sessions of the epoch, oldest first
     samples_ms: tuple[float, ...] = ()  # the latest session's samples, for display
@@ -78,28 +176,52 @@ class BaselineEntry:
     flops: float | None = None
     extra_info: dict[str, Json] | None = None
     note: str | None = None
+    others: tuple[Binary, ...] = ()  # its other binaries, the most recently saved first
 
     @property
     def median_ms(self) -> float:
-        """The reference time: geometric mean of the history's session medians."""
-        return math.exp(math.fsum(math.log(r.median_ms) for r in self.history) / len(self.history))
+        """The reference time of the latest binary (``Binary.median_ms``)."""
+        return self.binary.median_ms
+
+    @property
+    def binary(self) -> Binary:
+        """The binary of the latest saved session."""
+        return Binary(self.kernels, self.epoch, self.anchor, self.history)
+
+    @property
+    def binaries(self) -> tuple[Binary, ...]:
+        """Every binary kept, the most recently saved first."""
+        return (self.binary, *self.others)
+
+    def binary_for(self, launches: Sequence[Launch]) -> Binary | None:
+        """The binary a call that launched ``launches`` ran (the latest one that matches: the
+        latest when launches were not recorded), or None: another binary."""
+        return _ran(self.binaries, launches)
+
+    def with_binaries(self, binaries: Sequence[Binary]) -> BaselineEntry:
+        """This entry with ``binaries`` (the latest first; those past MAX_BINARIES dropped)."""
+        latest, *others = binaries[:MAX_BINARIES]
+        return dataclasses.replace(
+            self,
+            kernels=latest.kernels,
+            epoch=latest.epoch,
+            anchor=latest.anchor,
+            history=latest.history,
+            others=tuple(others),
+        )
 
     def extended(self, records: Sequence[SessionRecord]) -> BaselineEntry:
-        """This epoch with ``records`` appended: the anchor fills up to its size, the history
-        keeps its latest sessions."""
-        anchor = (self.anchor + tuple(records))[:ANCHOR_SESSIONS]
-        history = (self.history + tuple(records))[-HISTORY_SESSIONS:]
-        return dataclasses.replace(self, anchor=anchor, history=history)
+        """The latest binary's epoch with ``records`` appended (``Binary.extended``)."""
+        return self.with_binaries((self.binary.extended(records), *self.others))
 
     def to_json(self) -> dict[str, Json]:
         data: dict[str, Json] = {
             "timer": self.timer,
-            "epoch": self.epoch,
-            "anchor": [r.to_json() for r in self.anchor],
-            "history": [r.to_json() for r in self.history],
+            **self.binary.to_json(),
             "samples_ms": [rounded(s) for s in self.samples_ms],
-            "kernels": [k.to_dict() for k in self.kernels],
         }
+        if self.others:
+            data["others"] = [b.to_json() for b in self.others]
         optional = {
             "group": self.group,
             "bytes": self.bytes,
@@ -117,46 +239,43 @@ class BaselineEntry:
             raise ValueError("is not an object")
         if not isinstance(data.get("timer"), str) or not data["timer"]:
             raise ValueError("has no timer name")
-        if not isinstance(data.get("epoch"), str):
-            raise ValueError("has no 'epoch' string")
-        records: dict[str, tuple[SessionRecord, ...]] = {}
-        for part in ("anchor", "history"):
-            raw = data.get(part)
-            if not isinstance(raw, list) or (part == "history" and not raw):
-                raise ValueError(f"has no {part!r} list of session records")
-            records[part] = tuple(SessionRecord.from_json(r) for r in raw)
-            unknown = [r.session for r in records[part] if r.session not in sessions]
-            if unknown:
-                raise ValueError(f"refers to session {unknown[0]!r:.60}, not in 'sessions'")
+        latest = Binary.from_json(data, sessions)
         samples = data.get("samples_ms", [])
         problem = samples_problem(samples, minimum=0)
         if problem:
             raise ValueError(problem)
-        raw_kernels = data.get("kernels", [])
-        if not isinstance(raw_kernels, list):
-            raise ValueError("has 'kernels' that are not a list")
-        kernels = []
-        for i, kernel in enumerate(raw_kernels):
-            try:
-                kernels.append(Launch.from_dict(kernel))
-            except ValueError as exc:
-                raise ValueError(f"has a kernel entry {i} that is malformed: {exc}") from None
         for name, (valid, expected) in FIELDS.items():
             if name in data and not valid(data[name]):
                 raise ValueError(f"has a {name!r} of {data[name]!r:.60}, not {expected}")
+        raw_others = data.get("others", [])
+        if not isinstance(raw_others, list) or len(raw_others) >= MAX_BINARIES:
+            raise ValueError(f"has 'others' that are not a list of at most {MAX_BINARIES - 1}")
+        others = []
+        for i, other in enumerate(raw_others):
+            if not isinstance(other, dict):
+                raise ValueError(f"has others[{i}] that is not an object")
+            try:
+                others.append(Binary.from_json(other, sessions))
+            except ValueError as exc:
+                raise ValueError(f"has others[{i}] that {exc}") from None
         return cls(
             timer=data["timer"],
-            epoch=data["epoch"],
-            anchor=records["anchor"],
-            history=records["history"],
+            epoch=latest.epoch,
+            anchor=latest.anchor,
+            history=latest.history,
             samples_ms=tuple(float(s) for s in samples),
-            kernels=tuple(kernels),
+            kernels=latest.kernels,
             group=data.get("group"),
             bytes=data.get("bytes"),
             flops=data.get("flops"),
             extra_info=data.get("extra_info"),
             note=data.get("note"),
+            others=tuple(others),
         )
+
+
+def _ran(binaries: Sequence[Binary], launches: Sequence[Launch]) -> Binary | None:
+    return next((b for b in binaries if b.runs(launches)), None)
 
 
 @dataclass(frozen=True)
@@ -165,7 +284,7 @@ class Update:
 
     key: str
     records: tuple[SessionRecord, ...]  # this run's sessions: the first, then confirmations
-    new_epoch: bool  # an accepted change (or another timer): the history starts over
+    new_epoch: bool  # an accepted change of its binary: that binary's history starts over
     latest: BaselineEntry  # timer, samples, kernels and annotations of this run
 
     @classmethod
@@ -188,17 +307,24 @@ class Update:
         return cls(m.key, m.sessions, new_epoch, latest)
 
     def apply(self, current: BaselineEntry | None) -> BaselineEntry:
-        if self.new_epoch or current is None or current.timer != self.latest.timer:
-            return dataclasses.replace(
-                self.latest,
-                epoch=self.records[0].session,
-                anchor=self.records[:ANCHOR_SESSIONS],
-                history=self.records[-HISTORY_SESSIONS:],
-            )
-        extended = current.extended(self.records)
-        return dataclasses.replace(
-            self.latest, anchor=extended.anchor, history=extended.history, epoch=current.epoch
-        )
+        """``current`` with this run's sessions in the history of the binary they ran, that
+        binary first. Launches that match no binary add one, its epoch started here
+        (which saves may add one is the gate's to say: ``Gate.starts_epoch``); a new epoch
+        starts that binary over; another timer starts the entry over."""
+        launches = self.latest.kernels
+        started = Binary.started(launches, self.records)
+        if current is None or current.timer != self.latest.timer:
+            return self.latest.with_binaries([started])
+        binaries = current.binaries
+        ran = _ran(binaries, launches)
+        others = [b for b in binaries if b is not ran]
+        if ran is None:  # another binary: added
+            saved = started
+        elif self.new_epoch:  # an accepted change of this binary
+            saved = Binary.started(launches or ran.kernels, self.records)
+        else:  # its latest launches, unless this timer could not record them
+            saved = dataclasses.replace(ran.extended(self.records), kernels=launches or ran.kernels)
+        return self.latest.with_binaries([saved, *others])
 
 
 @dataclass
@@ -375,7 +501,9 @@ def save(
         entries = dict(current.entries)
         for update in updates:
             entries[update.key] = update.apply(entries.get(update.key))
-        used = {r.session for e in entries.values() for r in e.anchor + e.history}
+        used = {
+            r.session for e in entries.values() for b in e.binaries for r in b.anchor + b.history
+        }
         table = {k: v for k, v in {**current.sessions, **sessions}.items() if k in used}
         document = {
             "schema": SCHEMA,
