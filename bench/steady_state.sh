@@ -31,7 +31,7 @@ for phase in "$@"; do
     ;;
   history)
     cd "$(suite_dir "$suite")" || exit 1
-    pt --gpubench-save --gpubench-sessions "$count" --gpubench-dir "$logs/$suite-baselines" \
+    pt --gpubench-save --gpubench-sessions "$count" --gpubench-dir="$logs/$suite-baselines" \
       > "$logs/$suite-history-$(date +%s).txt" 2>&1
     echo "$suite: $count sessions recorded ($SECONDS s): $(python3 - "$logs/$suite-baselines" <<'EOF'
 import glob, json, sys, collections
@@ -48,7 +48,7 @@ EOF
     cd "$(suite_dir "$suite")" || exit 1
     for i in $(seq 1 "$count"); do
       if [ -n "$budget" ] && [ "$SECONDS" -ge "$budget" ]; then echo "$suite: budget spent after $((i - 1)) A/A sessions"; break; fi
-      pt --gpubench --gpubench-dir "$logs/$suite-baselines" --gpubench-json "$logs/$suite-aa-$i.json" \
+      pt --gpubench --gpubench-dir="$logs/$suite-baselines" --gpubench-json "$logs/$suite-aa-$i.json" \
         > "$logs/$suite-aa-$i.txt" 2>&1
       echo "$suite A/A $i ($SECONDS s): $(last "$logs/$suite-aa-$i.txt")"
     done

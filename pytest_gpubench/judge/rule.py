@@ -586,7 +586,7 @@ def judge(
             if to_gate is not None
             else f"no history of up to 50 sessions like these would gate {threshold:.0%}"
         )
-        reason += f"; not gated: {', '.join(why)}; {more}"
+        reason += f"; {', '.join(why)}; {more}"
     else:
         reason += f", bar {bar_of_change(bar, math.exp(d)):.1%}"
         if gateable > threshold:
