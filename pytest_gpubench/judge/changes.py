@@ -1,0 +1,356 @@
+"""Change points over a test's history of sessions: a creep or a step toward slower.
+
+The verdict (rule.py) compares the current run with the history's level; a slowdown that
+arrives a little per session is absorbed into that level and never fails (issue 16: +1% per
+session read +10.5% after 10 sessions without a failure). This module looks at the history
+itself, in time order, and says whether its level has risen.
+
+Input: a test's session medians, oldest first (log scale: the log of each ``median_ms``),
+optionally the current run's first session last. Output: a frozen :class:`Changes` with the
+steps found, the steepest recent trend, and a flag (``creep``, ``step`` or none) with a
+one-line reason. Slower only: a speed-up is the verdict's (``improved``).
+
+Method (docs/verdict.md, "Change points and creep"). Real shifts between sessions are a tight
+floor plus one-sided slow excursions, so both tests work on the ranks of the sessions:
+
+- **step**: for each split with at least ``MIN_SEGMENT`` sessions on either side, the
+  standardized rank sum of the sessions after it (one-sided Mann-Whitney, the later part
+  slower); the largest over the splits is the statistic (a one-sided Pettitt test). The
+  sessions after a split run to the last one, so a step is a level the history still holds,
+  not a slow episode that ended. Found steps are searched again on both sides (binary
+  segmentation), each part against the null of its own length. Size: the Hodges-Lehmann
+  shift (median of the pairwise differences across the split).
+- **creep**: for each onset leaving at least ``MIN_SEGMENT`` rising sessions, the
+  standardized correlation of the ranks with a ramp that is flat before the onset and rises
+  by one per session after it (a broken stick; onset at the second session is the whole
+  window's linear trend); the largest over the onsets is the statistic. Slope: Theil-Sen
+  over the ramp's sessions; change: the slope times the sessions it rose over.
+
+Significance of the largest standardized statistic is its share of a permutation null (ranks
+of ``PERMUTATIONS`` random orders, seeded, per length): exact whatever the distribution of
+the shifts, excursions included, as long as the sessions are exchangeable. A flag needs both
+significance (``ALPHA`` per test: ``p <= ALPHA``) and size (at least ``min_change``): ranks
+cap what an excursion weighs, and the robust sizes keep a few excursions from making a
+change. Fewer than ``MIN_SESSIONS`` sessions: nothing is claimed.
+
+Pure module: numpy and scipy only.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from ..core.jsondata import Json
+
+# --- constants (bench/simulate_changes.py; tables in docs/verdict.md) -----------------------
+
+# Fewer sessions than this: nothing is claimed. With 6, the smallest rank p-value of a step
+# of 3 after 3 is 1 / C(6, 3) = 0.05: no step could be significant anyway below about 14
+# sessions, but a clean creep (ranks in order) can from 7.
+MIN_SESSIONS = 6
+# Sessions on each side of a step, and rising sessions of a creep, at least.
+MIN_SEGMENT = 3
+# Significance per test, steps and rises together: about ALPHA of stationary histories are
+# significant when sessions are exchangeable, whatever their distribution (the null is drawn:
+# 0.06% of 100 000 normal histories of 20 at 0.05%, 0.12% at 0.1%), so half of the 0.1%
+# allowed (table "false flags").
+ALPHA = 0.0005
+# A flag needs a change of at least this share of the threshold: flagged before the threshold
+# is reached, and not for a drift too small to matter (the simulation's power table).
+THRESHOLD_SHARE = 0.5
+# The default smallest change flagged: half the default threshold of 5%.
+MIN_CHANGE = 0.025
+# Random orders per length for the permutation null; its p-values resolve 1 / PERMUTATIONS,
+# and the share at ALPHA is known to about 14% (50 orders above it).
+PERMUTATIONS = 100_000
+SEED = 16  # issue 16: the same null every run
+CHUNK = 10_000  # random orders at a time
+
+
+class Flag(str, enum.Enum):
+    """What a history shows: a rise session by session, or a level that moved at once."""
+
+    CREEP = "creep"
+    STEP = "step"
+
+
+@dataclass(frozen=True)
+class Step:
+    """A slower level from session ``index`` (0-based, oldest first) to the last one."""
+
+    index: int  # the first session of the new level
+    size: float  # fraction: 0.10 is 10% slower than the sessions before it
+    p: float  # permutation p-value of the split, against the null of its part's length
+
+    def to_json(self) -> dict[str, Json]:
+        return {"index": self.index, "size": self.size, "p": self.p}
+
+
+@dataclass(frozen=True)
+class Trend:
+    """The steepest rise of the history: flat up to ``onset - 1``, then rising to the end."""
+
+    onset: int  # the first session of the rise (1: the whole window's trend)
+    slope: float  # fraction per session (Theil-Sen over sessions onset - 1 to the last)
+    change: float  # fraction: the slope over the sessions it rose over
+    p: float  # permutation p-value of the largest ramp statistic
+
+    def to_json(self) -> dict[str, Json]:
+        return {"onset": self.onset, "slope": self.slope, "change": self.change, "p": self.p}
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What a test's history shows. ``steps``: the significant slower steps, oldest first
+    (small ones included; a flag needs ``min_change``); ``trend``: the steepest rise, None
+    below ``MIN_SESSIONS``; ``flag``: creep, step, or None; ``reason``: a line saying why."""
+
+    sessions: int
+    steps: tuple[Step, ...] = ()
+    trend: Trend | None = None
+    flag: Flag | None = None
+    reason: str = ""
+    min_change: float = MIN_CHANGE
+    alpha: float = ALPHA
+
+    def to_json(self) -> dict[str, Json]:
+        return {
+            "sessions": self.sessions,
+            "flag": None if self.flag is None else self.flag.value,
+            "reason": self.reason,
+            "steps": [s.to_json() for s in self.steps],
+            "trend": None if self.trend is None else self.trend.to_json(),
+            "min_change": self.min_change,
+            "alpha": self.alpha,
+        }
+
+
+def min_change_for(threshold: float) -> float:
+    """The smallest change flagged for a test gated at ``threshold``."""
+    return THRESHOLD_SHARE * threshold
+
+
+def detect(
+    log_medians: Sequence[float], *, min_change: float = MIN_CHANGE, alpha: float = ALPHA
+) -> Changes:
+    """Steps and creep in ``log_medians`` (the log of each session's median, oldest first)."""
+    x = np.asarray(log_medians, dtype=float)
+    k = len(x)
+    if not np.all(np.isfinite(x)):
+        raise ValueError("session medians must be finite")
+    if k < MIN_SESSIONS:
+        return Changes(
+            k,
+            min_change=min_change,
+            alpha=alpha,
+            reason=f"{k} session{'s' if k != 1 else ''}: {MIN_SESSIONS} needed to tell a change",
+        )
+    p_step, p_trend = (float(p[0]) for p in p_values(x))
+    steps = tuple(_steps(x, 0, alpha, p_step))
+    trend = _trend(x, p_trend)
+    step = max((s for s in steps if s.size >= min_change), key=lambda s: s.size, default=None)
+    creep = trend if trend.p <= alpha and trend.change >= min_change else None
+    if step is not None and creep is not None:
+        # Both shapes explain the rise: name the one that fits the sessions better.
+        if _step_loss(x, step.index) <= _ramp_fits(x)[0][creep.onset - 1]:
+            creep = None
+        else:
+            step = None
+    flag, reason = None, ""
+    if creep is not None:
+        flag = Flag.CREEP
+        reason = (
+            f"creep: {_pct(creep.slope)}/session over the last {k - creep.onset} of {k} "
+            f"sessions, {_pct(creep.change)} in all (p {creep.p:.2g})"
+        )
+    elif step is not None:
+        flag = Flag.STEP
+        reason = (
+            f"step: {_pct(step.size)} over the last {k - step.index} of {k} sessions "
+            f"(p {step.p:.2g})"
+        )
+    return Changes(k, steps, trend, flag, reason, min_change, alpha)
+
+
+def _pct(fraction: float) -> str:
+    return f"{fraction * 100:+.1f}%"
+
+
+# --- the statistics on ranks ----------------------------------------------------------------
+
+
+def _unit_columns(columns: list[np.ndarray]) -> np.ndarray:
+    """Contrasts as columns, each centered and of unit length."""
+    m = np.stack(columns, axis=1).astype(float)
+    m -= m.mean(axis=0)
+    return np.asarray(m / np.linalg.norm(m, axis=0))
+
+
+@functools.cache
+def _contrasts(k: int) -> np.ndarray:
+    """The step contrasts of ``k`` sessions: column j, the level from session MIN_SEGMENT + j
+    on."""
+    i = np.arange(k)
+    return _unit_columns([(i >= t).astype(float) for t in range(MIN_SEGMENT, k - MIN_SEGMENT + 1)])
+
+
+def _statistics(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of sessions (time along the last axis):
+
+    - the step statistics, one per split: the contrast of the ranks, ``c . r`` over
+      ``|r - mean| / sqrt(k - 1)`` for unit, centered ``c`` (a standardized Mann-Whitney;
+      0 where all sessions are tied: no evidence);
+    - the rise statistics, one per onset ``s`` (1 to ``k - MIN_SEGMENT``): Kendall's S over
+      the pairs whose later session is at ``s`` or after (sign of later minus earlier; the
+      pairs of the flat part before ``s`` left out), unscaled. Onset 1 is Kendall's S of the
+      whole window; a late onset asks whether the last sessions are above all before them
+      and in order.
+    """
+    k = x.shape[-1]
+    ranks = stats.rankdata(x, axis=-1)
+    centered = ranks - ranks.mean(axis=-1, keepdims=True)
+    scale = np.linalg.norm(centered, axis=-1, keepdims=True) / math.sqrt(k - 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        step = np.nan_to_num((centered @ _contrasts(k)) / scale, nan=0.0)
+    # later[..., j] = sum over i < j of sign(x_j - x_i); S at onset s sums it over j >= s.
+    before = np.triu(np.ones((k, k), dtype=bool), 1)  # [i, j]: i < j
+    above = (x[..., :, None] < x[..., None, :]) & before
+    below = (x[..., :, None] > x[..., None, :]) & before
+    later = above.sum(axis=-2, dtype=np.int32) - below.sum(axis=-2, dtype=np.int32)
+    rise = np.cumsum(later[..., ::-1], axis=-1)[..., ::-1].astype(float)
+    return step, rise[..., 1 : k - MIN_SEGMENT + 1]
+
+
+@functools.cache
+def _null(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Over PERMUTATIONS random orders of ``k`` sessions (seeded: the same every run; ranks
+    only, so one null per length): the values of each step and each rise statistic, sorted
+    column by column, and the smallest share of each order over all of them
+    (:func:`_smallest_p`), sorted."""
+    rng = np.random.default_rng([SEED, k])
+    parts = []
+    for start in range(0, PERMUTATIONS, CHUNK):
+        n = min(CHUNK, PERMUTATIONS - start)
+        parts.append(_statistics(rng.permuted(np.tile(np.arange(k, dtype=float), (n, 1)), axis=1)))
+    out = []
+    smallest = []
+    for family in zip(*parts, strict=True):
+        values = np.concatenate(family)
+        order = np.argsort(values, axis=0)
+        ordered = np.take_along_axis(values, order, axis=0)
+        # Each order's share per statistic: the sorted values' own places (fast: sorted
+        # queries), put back in the orders' rows.
+        shares = np.empty(values.shape)
+        for j in range(values.shape[1]):
+            column = np.ascontiguousarray(ordered[:, j])
+            place = np.searchsorted(column, column - 1e-9, side="left")
+            shares[order[:, j], j] = (1 + len(column) - place) / (1 + len(column))
+        out.append(np.asfortranarray(ordered))
+        smallest.append(shares.min(axis=1))
+    return out[0], out[1], np.sort(np.minimum(*smallest))
+
+
+def _smallest_p(ordered: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per row of ``values``, the smallest over its statistics of the share of the null (the
+    columns of ``ordered``) at least as large: the family's most significant statistic, each
+    judged against its own null (min-p: a short segment's few extreme orders count as much
+    as a long one's)."""
+    n = len(ordered)
+    shares = np.empty(values.shape)
+    for j in range(values.shape[-1]):
+        column = np.ascontiguousarray(ordered[:, j])
+        queries = np.ascontiguousarray(values[..., j]) - 1e-9
+        shares[..., j] = (1 + n - np.searchsorted(column, queries, side="left")) / (1 + n)
+    return np.asarray(shares.min(axis=-1))
+
+
+def p_values(log_medians: np.ndarray | Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """Permutation p-values of the steps and of the rises of each row (histories of one
+    length, at least MIN_SESSIONS): the share of random orders whose most significant
+    statistic, steps and rises together, is at least as significant as the row's most
+    significant step (or rise), the row's own order counted in. One family: a stationary
+    history has either p at most ``a`` with probability at most ``a``."""
+    x = np.atleast_2d(np.asarray(log_medians, dtype=float))
+    step_null, rise_null, smallest = _null(x.shape[1])
+    step, rise = _statistics(x)
+    return (
+        _p_value(smallest, _smallest_p(step_null, step)),
+        _p_value(smallest, _smallest_p(rise_null, rise)),
+    )
+
+
+def _p_value(smallest: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """Share of the null's (sorted) smallest p-values at most ``observed``, the observed
+    order counted in."""
+    below = np.searchsorted(smallest, observed * (1 + 1e-9), side="right")
+    return np.asarray((1 + below) / (1 + len(smallest)))
+
+
+def _steps(x: np.ndarray, offset: int, alpha: float, p: float | None = None) -> list[Step]:
+    """The significant slower steps of ``x`` (indices shifted by ``offset``; ``p``: the step
+    p-value of ``x`` if known): the best split, then the best of each side, while
+    significant."""
+    k = len(x)
+    if k < MIN_SESSIONS:
+        return []
+    if p is None:
+        p = float(p_values(x)[0][0])
+    if p > alpha:
+        return []
+    ordered = _null(k)[0]
+    step = _statistics(x[None, :])[0][0]
+    shares = [np.searchsorted(ordered[:, j], step[j] - 1e-9) for j in range(len(step))]
+    t = MIN_SEGMENT + int(np.argmax(shares))  # the split most significant on its own
+    size = math.expm1(float(np.median(np.subtract.outer(x[t:], x[:t]))))
+    return [
+        *_steps(x[:t], offset, alpha),
+        Step(offset + t, size, p),
+        *_steps(x[t:], offset + t, alpha),
+    ]
+
+
+def _trend(x: np.ndarray, p: float) -> Trend:
+    """The broken stick that fits the values best (:func:`_ramp_fits`), with the ramp
+    statistic's p-value ``p``."""
+    k = len(x)
+    losses, slopes = _ramp_fits(x)
+    best = int(np.argmin(losses))
+    onset, slope = 1 + best, float(slopes[best])
+    return Trend(onset, math.expm1(slope), math.expm1(slope * (k - onset)), p)
+
+
+def _ramp_fits(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per onset (1 to ``len(x) - MIN_SEGMENT``), the absolute residuals and the slope of the
+    broken stick rising from it, fitted by Theil-Sen (the median of the pairwise slopes, the
+    median intercept): one-sided excursions move neither much."""
+    k = len(x)
+    onsets = np.arange(1, k - MIN_SEGMENT + 1)[:, None]
+    ramps = np.maximum(0, np.arange(k)[None, :] - onsets + 1).astype(float)  # (onsets, k)
+    dc = ramps[:, :, None] - ramps[:, None, :]
+    dx = np.broadcast_to(np.subtract.outer(x, x), dc.shape)
+    pairwise = np.where(dc > 0, dx / np.where(dc > 0, dc, 1.0), np.nan)
+    slopes = _row_medians(pairwise.reshape(len(onsets), -1))
+    residuals = x[None, :] - slopes[:, None] * ramps
+    centered = residuals - np.median(residuals, axis=1, keepdims=True)
+    return np.abs(centered).sum(axis=1), slopes
+
+
+def _row_medians(values: np.ndarray) -> np.ndarray:
+    """The median of each row's numbers, NaN left out (np.nanmedian, without its masked
+    arrays: ten times faster here)."""
+    ordered = np.sort(values, axis=1)  # NaN last
+    n = np.sum(~np.isnan(values), axis=1)
+    rows = np.arange(len(values))
+    return np.asarray((ordered[rows, (n - 1) // 2] + ordered[rows, n // 2]) / 2)
+
+
+def _step_loss(x: np.ndarray, t: int) -> float:
+    """Absolute residuals of two levels (medians) split before session ``t``."""
+    return float(np.abs(x[:t] - np.median(x[:t])).sum() + np.abs(x[t:] - np.median(x[t:])).sum())
