@@ -11,27 +11,30 @@ steps found, the steepest recent trend, and a flag (``creep``, ``step`` or none)
 one-line reason. Slower only: a speed-up is the verdict's (``improved``).
 
 Method (docs/verdict.md, "Change points and creep"). Real shifts between sessions are a tight
-floor plus one-sided slow excursions, so both tests work on the ranks of the sessions:
+floor plus one-sided slow excursions, and sessions are few, so the statistics are of ranks:
 
-- **step**: for each split with at least ``MIN_SEGMENT`` sessions on either side, the
-  standardized rank sum of the sessions after it (one-sided Mann-Whitney, the later part
-  slower); the largest over the splits is the statistic (a one-sided Pettitt test). The
-  sessions after a split run to the last one, so a step is a level the history still holds,
-  not a slow episode that ended. Found steps are searched again on both sides (binary
+- **steps**, one per split with at least ``MIN_SEGMENT`` sessions on either side: the rank
+  sum of the sessions after it (one-sided Mann-Whitney: the later part slower). The sessions
+  after a split run to the last one, so a step is a level the history still holds, not a
+  slow episode that ended. A significant split is searched again on both sides (binary
   segmentation), each part against the null of its own length. Size: the Hodges-Lehmann
   shift (median of the pairwise differences across the split).
-- **creep**: for each onset leaving at least ``MIN_SEGMENT`` rising sessions, the
-  standardized correlation of the ranks with a ramp that is flat before the onset and rises
-  by one per session after it (a broken stick; onset at the second session is the whole
-  window's linear trend); the largest over the onsets is the statistic. Slope: Theil-Sen
-  over the ramp's sessions; change: the slope times the sessions it rose over.
+- **rises**, one per onset leaving at least ``MIN_SEGMENT`` rising sessions: Kendall's S over
+  the pairs whose later session is at the onset or after (the flat part's own pairs left
+  out). Onset 1 is the whole window's Kendall trend test; a late onset asks whether the last
+  sessions are above those before them and in order. Onset, slope and change come from the
+  values: the broken stick (flat, then a line) fitted by Theil-Sen with the smallest
+  absolute residuals; the change is the slope times the sessions it rose over.
 
-Significance of the largest standardized statistic is its share of a permutation null (ranks
-of ``PERMUTATIONS`` random orders, seeded, per length): exact whatever the distribution of
-the shifts, excursions included, as long as the sessions are exchangeable. A flag needs both
-significance (``ALPHA`` per test: ``p <= ALPHA``) and size (at least ``min_change``): ranks
-cap what an excursion weighs, and the robust sizes keep a few excursions from making a
-change. Fewer than ``MIN_SESSIONS`` sessions: nothing is claimed.
+All statistics form one family, judged by min-p: each statistic's share of its permutation
+null, the smallest over the family, and that smallest share's own share of the null (ranks
+of ``PERMUTATIONS`` random orders, seeded, one null per length). Exact whatever the
+distribution of the shifts, excursions included, as long as the sessions are exchangeable;
+a short segment's few extreme orders count as much as a long one's. A flag needs both
+significance (``p <= ALPHA``) and size (at least ``min_change``): ranks cap what an
+excursion weighs, and the robust sizes keep a few excursions from making a change. When
+both a creep and a step qualify, the shape that fits the values better names the flag.
+Fewer than ``MIN_SESSIONS`` sessions: nothing is claimed.
 
 Pure module: numpy and scipy only.
 """
@@ -51,15 +54,15 @@ from ..core.jsondata import Json
 
 # --- constants (bench/simulate_changes.py; tables in docs/verdict.md) -----------------------
 
-# Fewer sessions than this: nothing is claimed. With 6, the smallest rank p-value of a step
-# of 3 after 3 is 1 / C(6, 3) = 0.05: no step could be significant anyway below about 14
-# sessions, but a clean creep (ranks in order) can from 7.
+# Fewer sessions than this: nothing is claimed. With 6, sessions in order (the clearest
+# creep) reach p 0.0016 and a clean step of 3 after 3 p 0.07: a creep is significant at ALPHA
+# from 7 sessions (p 0.00026 in order), a step on its own split from 16.
 MIN_SESSIONS = 6
 # Sessions on each side of a step, and rising sessions of a creep, at least.
 MIN_SEGMENT = 3
 # Significance per test, steps and rises together: about ALPHA of stationary histories are
 # significant when sessions are exchangeable, whatever their distribution (the null is drawn:
-# 0.06% of 100 000 normal histories of 20 at 0.05%, 0.12% at 0.1%), so half of the 0.1%
+# 0.054% of 100 000 normal histories of 20 at 0.05%, 0.11% at 0.1%), so half of the 0.1%
 # allowed (table "false flags").
 ALPHA = 0.0005
 # A flag needs a change of at least this share of the threshold: flagged before the threshold
@@ -95,12 +98,13 @@ class Step:
 
 @dataclass(frozen=True)
 class Trend:
-    """The steepest rise of the history: flat up to ``onset - 1``, then rising to the end."""
+    """The broken stick that fits the history best: flat up to ``onset - 1``, then rising
+    (or not) to the end."""
 
     onset: int  # the first session of the rise (1: the whole window's trend)
     slope: float  # fraction per session (Theil-Sen over sessions onset - 1 to the last)
     change: float  # fraction: the slope over the sessions it rose over
-    p: float  # permutation p-value of the largest ramp statistic
+    p: float  # permutation p-value of the most significant rise statistic
 
     def to_json(self) -> dict[str, Json]:
         return {"onset": self.onset, "slope": self.slope, "change": self.change, "p": self.p}
@@ -109,8 +113,8 @@ class Trend:
 @dataclass(frozen=True)
 class Changes:
     """What a test's history shows. ``steps``: the significant slower steps, oldest first
-    (small ones included; a flag needs ``min_change``); ``trend``: the steepest rise, None
-    below ``MIN_SESSIONS``; ``flag``: creep, step, or None; ``reason``: a line saying why."""
+    (small ones included; a flag needs ``min_change``); ``trend``: the best broken stick,
+    None below ``MIN_SESSIONS``; ``flag``: creep, step, or None; ``reason``: a line saying why."""
 
     sessions: int
     steps: tuple[Step, ...] = ()
@@ -220,11 +224,11 @@ def _statistics(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(invalid="ignore", divide="ignore"):
         step = np.nan_to_num((centered @ _contrasts(k)) / scale, nan=0.0)
     # later[..., j] = sum over i < j of sign(x_j - x_i); S at onset s sums it over j >= s.
-    before = np.triu(np.ones((k, k), dtype=bool), 1)  # [i, j]: i < j
-    above = (x[..., :, None] < x[..., None, :]) & before
-    below = (x[..., :, None] > x[..., None, :]) & before
-    later = above.sum(axis=-2, dtype=np.int32) - below.sum(axis=-2, dtype=np.int32)
-    rise = np.cumsum(later[..., ::-1], axis=-1)[..., ::-1].astype(float)
+    later = np.zeros(ranks.shape)
+    for j in range(1, k):
+        earlier, now = ranks[..., :j], ranks[..., j : j + 1]
+        later[..., j] = (earlier < now).sum(axis=-1) - (earlier > now).sum(axis=-1)
+    rise = np.cumsum(later[..., ::-1], axis=-1)[..., ::-1]
     return step, rise[..., 1 : k - MIN_SEGMENT + 1]
 
 
@@ -243,16 +247,13 @@ def _null(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     smallest = []
     for family in zip(*parts, strict=True):
         values = np.concatenate(family)
-        order = np.argsort(values, axis=0)
-        ordered = np.take_along_axis(values, order, axis=0)
-        # Each order's share per statistic: the sorted values' own places (fast: sorted
-        # queries), put back in the orders' rows.
         shares = np.empty(values.shape)
         for j in range(values.shape[1]):
-            column = np.ascontiguousarray(ordered[:, j])
-            place = np.searchsorted(column, column - 1e-9, side="left")
-            shares[order[:, j], j] = (1 + len(column) - place) / (1 + len(column))
-        out.append(np.asfortranarray(ordered))
+            # Each order's share: the orders at least as large, by distinct value.
+            _, where, counts = np.unique(values[:, j], return_inverse=True, return_counts=True)
+            at_least = np.cumsum(counts[::-1])[::-1]
+            shares[:, j] = (1 + at_least[where]) / (1 + len(values))
+        out.append(np.asfortranarray(np.sort(values, axis=0)))
         smallest.append(shares.min(axis=1))
     return out[0], out[1], np.sort(np.minimum(*smallest))
 
