@@ -33,6 +33,7 @@ from .core.settings import (
 )
 from .core.version import __version__
 from .judge.gate import Gate
+from .judge.rule import MIN_GATED_SESSIONS
 from .report import baselines
 from .report import summary as report
 from .store import files as storage
@@ -376,10 +377,10 @@ COMPARE_DESCRIPTION = (
     "--gpubench-json, with the plugin's rule: per test, BASE's sessions (its first and any "
     "confirmations) are the history, HEAD's the current sessions. Another timer makes a test "
     "incomparable, other launches (kernels, grid, block, registers, shared memory) changed, "
-    "too few samples unstable. With a single BASE session "
-    "the rule's prior carries the between-session spread, so a compare of two single-session "
-    "files is conservative: it gates less than a baseline with a history does. Exit status "
-    "1 when a verdict fails, 2 on an error."
+    f"too few samples unstable. A test with fewer than {MIN_GATED_SESSIONS} BASE sessions is "
+    "not gated (one "
+    "session tells no spread between sessions): a compare of two files of single sessions "
+    "fails nothing. Exit status 1 when a verdict fails, 2 on an error."
 )
 SHOW_DESCRIPTION = (
     "List the tests of baseline files: timer, sessions in the history and the anchor, "

@@ -48,6 +48,14 @@ def _no_step_summary(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under `-n`, this suite's in-process runs inherit the worker's PYTEST_XDIST_WORKER:
+    pytest-benchmark (installed for its loader) then warns at configure time, an error here."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture
 def fake(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     """A pytester directory whose conftest provides the fake timer, at scale 1, named like

@@ -148,6 +148,16 @@ def test_join(gpubench):
 """
 
 
+def record_history(
+    pytester: pytest.Pytester, *args: str, sessions: int = 3
+) -> list[pytest.RunResult]:
+    """Save ``sessions`` sessions in a row (``--gpubench-save`` with ``args``), in process: a
+    history the rule judges (rule.MIN_GATED_SESSIONS; with fewer, a test is ``not gated``).
+    Each save appends one session of the fake timer; identical sessions are fine (a spread
+    under 0.02% is gated). Not ``--gpubench-sessions``: it starts a process per session."""
+    return [pytester.runpytest("--gpubench-save", NO_CONFIRM, *args) for _ in range(sessions)]
+
+
 def baseline_file(pytester: pytest.Pytester, directory: str = ".gpubench") -> Path:
     [path] = (pytester.path / directory).glob("*.json")
     return path

@@ -362,3 +362,119 @@ def test_the_document_is_json_of_the_results_files_fields() -> None:
     data = json.loads(child_document([(measured(), False)]))
     [entry] = data["results"]
     assert (entry["key"], entry["passed"], entry["status"]) == ("t.py::test_a", False, "ok")
+
+
+# --- the sequential confirmation (run/session.py): batch after batch -------------------------
+
+
+class ScriptedLauncher:
+    """A launcher whose fresh processes each measure one session at ``median_ms`` (or, for
+    the batches in ``failing``, nothing), recording each batch as (first child, count)."""
+
+    def __init__(self, median_ms: float = 1.06, failing: tuple[int, ...] = ()) -> None:
+        self.batches: list[tuple[int, int]] = []
+        self.median_ms = median_ms
+        self.failing = failing
+
+    def confirming(
+        self, nodeids: Any, count: int, device_index: Any, progress: Any, first: int = 0
+    ) -> list[children.ChildRun]:
+        self.batches.append((first, count))
+        if len(self.batches) in self.failing:
+            return [children.ChildRun(error="exit 1: no GPU here")] * count
+        measured = [session_of(f"child-{first + i}", self.median_ms) for i in range(count)]
+        return [children.ChildRun(((Result(m, Verdict(Status.NEW)), True),)) for m in measured]
+
+
+def session_of(name: str, median_ms: float) -> Measurement:
+    return Measurement(
+        key="t.py::test_a",
+        test="test_a",
+        timer="cuda-graph",
+        samples_ms=(median_ms,) * 20,
+        warmup=0,
+        calls_per_sample=1,
+        threshold=0.05,
+        session=name,
+    )
+
+
+def confirmed(
+    tmp_path: Path, launcher: ScriptedLauncher | None, wants: int, confirm: int = 6
+) -> Result:
+    """The result of a first session confirmed by ``launcher``, whose verdict asks for more
+    sessions until it has ``wants`` (a borderline test; the rule's own decision is tested in
+    tests/test_rule.py)."""
+    from pytest_gpubench.core.records import Judgement
+    from pytest_gpubench.core.settings import MeasureSettings, Settings
+    from pytest_gpubench.run.session import BenchSession
+
+    settings = Settings.resolve({"enabled": True, "confirm": confirm}, {}, tmp_path)
+    session = BenchSession(
+        settings,
+        tmp_path,
+        lambda *a: None,  # type: ignore[arg-type,return-value]
+        lambda: False,
+        launcher,  # type: ignore[arg-type]
+    )
+
+    def judge(measurement: Measurement, _: object) -> Result:
+        more = len(measurement.sessions) < wants
+        judgement = Judgement(Status.OK, 1.06, needs_confirmation=more)
+        return Result(measurement, Verdict(Status.OK, judgement, reason="borderline"))
+
+    session.judge = judge  # type: ignore[method-assign]
+    first = judge(session_of("c0", 1.06), None)
+    [result] = session.confirm(
+        [first], nodeid="t.py::test_a", settings=MeasureSettings(), progress=lambda i, n: None
+    )
+    return result
+
+
+@pytest.mark.parametrize(
+    "wants, confirm, batches",
+    [
+        (3, 6, [(0, 2)]),  # decided after the first pair
+        (5, 6, [(0, 2), (2, 2)]),  # borderline once: a second pair, named on from child-2
+        (99, 6, [(0, 2), (2, 2), (4, 2)]),  # never decided: stops at the cap of 6
+        (99, 3, [(0, 2), (2, 1)]),  # a cap of 3: the last batch is cut to what is left
+    ],
+)
+def test_a_confirmation_adds_batches_while_the_gate_wants_more_up_to_its_cap(
+    tmp_path: Path, wants: int, confirm: int, batches: list[tuple[int, int]]
+) -> None:
+    launcher = ScriptedLauncher()
+    result = confirmed(tmp_path, launcher, wants, confirm)
+    assert launcher.batches == batches
+    assert len(result.measurement.sessions) == 1 + sum(n for _, n in batches)
+    assert [s.session for s in result.measurement.confirmations] == [
+        f"child-{i}" for i in range(sum(n for _, n in batches))
+    ]
+
+
+def test_a_first_batch_that_measured_nothing_leaves_the_verdict_unconfirmed_once(
+    tmp_path: Path,
+) -> None:
+    launcher = ScriptedLauncher(failing=(1,))
+    result = confirmed(tmp_path, launcher, wants=5)
+    assert launcher.batches == [(0, 2)]  # another batch would not do better
+    assert result.status is Status.UNCONFIRMED
+    assert result.verdict.reason == (
+        "not confirmed: exit 1: no GPU here; its first session: borderline"
+    )
+
+
+def test_a_later_batch_that_measured_nothing_leaves_the_last_looks_verdict(
+    tmp_path: Path,
+) -> None:
+    launcher = ScriptedLauncher(failing=(2,))
+    result = confirmed(tmp_path, launcher, wants=5)
+    assert launcher.batches == [(0, 2), (2, 2)]
+    assert (result.status, len(result.measurement.sessions)) == (Status.OK, 3)
+    assert result.verdict.reason == "borderline"
+
+
+def test_without_a_launcher_a_flagged_verdict_is_unconfirmed(tmp_path: Path) -> None:
+    result = confirmed(tmp_path, None, wants=5)
+    assert result.status is Status.UNCONFIRMED
+    assert result.verdict.reason.startswith("not confirmed: no fresh process can be started")

@@ -8,6 +8,7 @@ import json
 import math
 import subprocess
 import sys
+from fnmatch import fnmatch
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,14 @@ def make_result(
     timer: str = "cuda-graph",
     samples: int = len(SPREAD),
     kernels: tuple[Launch, ...] = (),
+    sessions: int = 1,
 ) -> Result:
+    """A result of ``sessions`` sessions: the first of ``samples`` samples, then confirmations
+    0.2% apart (a BASE of three is a history the rule gates; one tells no spread)."""
+    confirmations = tuple(
+        SessionRecord(f"c{i}", median_ms * (1 + 0.002 * (-1) ** i), samples, 0.001)
+        for i in range(1, sessions)
+    )
     measurement = Measurement(
         key=f"tests/test_k.py::{test}",
         test=test,
@@ -57,6 +65,7 @@ def make_result(
         threshold=0.05,
         session="20260101T000000Z-000001",
         kernels=kernels,
+        confirmations=confirmations,
     )
     return Result(measurement, Verdict(Status.NEW))
 
@@ -84,12 +93,14 @@ def row(out: str, test: str) -> str:
 
 
 def test_compare_known_regression_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    base = write_results(tmp_path / "base.json", make_result("a", 1.0), make_result("b", 1.0))
+    base = write_results(
+        tmp_path / "base.json", make_result("a", 1.0, sessions=3), make_result("b", 1.0, sessions=3)
+    )
     head = write_results(tmp_path / "head.json", make_result("a", 1.2), make_result("b", 1.0))
     code, out, err = run(capsys, "compare", base, head)
     assert code == 1, out + err
     assert "regressed" in row(out, "a") and "+20.0%" in row(out, "a")
-    assert row(out, "b").split()[-3] == "ok"
+    assert "ok" in row(out, "b").split()  # "ok (noisy)": three sessions gate about 17%
     assert out.splitlines()[-1] == (
         "gpubench: 1 regressed, 1 ok (threshold 5%, alpha 0.01 over 2 measurements)"
     )
@@ -97,7 +108,9 @@ def test_compare_known_regression_fails(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_compare_unchanged_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    base = write_results(tmp_path / "base.json", make_result("a", 1.0), make_result("b", 1.0))
+    base = write_results(
+        tmp_path / "base.json", make_result("a", 1.0, sessions=3), make_result("b", 1.0, sessions=3)
+    )
     head = write_results(tmp_path / "head.json", make_result("a", 1.01), make_result("b", 0.99))
     code, out, _ = run(capsys, "compare", base, head)
     assert code == 0
@@ -107,7 +120,7 @@ def test_compare_unchanged_passes(tmp_path: Path, capsys: pytest.CaptureFixture[
 def test_compare_improvement_fails_only_when_asked(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ):
-    base = write_results(tmp_path / "base.json", make_result("a", 1.0))
+    base = write_results(tmp_path / "base.json", make_result("a", 1.0, sessions=3))
     head = write_results(tmp_path / "head.json", make_result("a", 0.8))
     code, out, _ = run(capsys, "compare", base, head)
     assert code == 0 and "improved" in row(out, "a")
@@ -185,7 +198,9 @@ def test_compare_added_and_removed(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_compare_markdown(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    base = write_results(tmp_path / "base.json", make_result("a", 1.0), make_result("gone", 1.0))
+    base = write_results(
+        tmp_path / "base.json", make_result("a", 1.0, sessions=3), make_result("gone", 1.0)
+    )
     head = write_results(tmp_path / "head.json", make_result("a", 1.3))
     code, out, _ = run(capsys, "compare", "--markdown", base, head)
     assert code == 1
@@ -217,8 +232,12 @@ def test_compare_judges_confirmations_as_sessions(
     assert row(out, "a").split()[8] == "3"  # sessions: BASE's three (after two "1.000 ms")
 
 
-def test_compare_of_plugin_result_files(fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
-    """Result files as the plugin writes them: a true A/A passes, a 30% slowdown fails."""
+def test_compare_of_plugin_result_files(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """Result files as the plugin writes them hold one session of each test it did not
+    confirm, and one BASE session tells no spread between sessions: a true A/A and a 30%
+    slowdown both pass, not gated, saying how many BASE sessions would gate."""
     fake.makepyfile(test_bench=BENCH)
     fake.runpytest("--gpubench", NO_CONFIRM, "--gpubench-json=base.json").assert_outcomes(passed=2)
     monkeypatch.setenv("FAKE_SEED", "2")
@@ -226,7 +245,16 @@ def test_compare_of_plugin_result_files(fake: pytest.Pytester, monkeypatch: pyte
     monkeypatch.setenv("FAKE_SCALE", "1.3")
     fake.runpytest("--gpubench", NO_CONFIRM, "--gpubench-json=slow.json").assert_outcomes(passed=2)
     assert cli.main(["compare", "base.json", "same.json"]) == 0
-    assert cli.main(["compare", "base.json", "slow.json"]) == 1
+    capsys.readouterr()
+    assert cli.main(["compare", "base.json", "slow.json"]) == 0
+    out = capsys.readouterr().out
+    assert "+30.0%" in row(out, "test_sum") and "not gated" in row(out, "test_sum")
+    [why] = [line for line in out.splitlines() if line.startswith("test_sum: ")]
+    assert fnmatch(
+        why,
+        "test_sum: not gated: slower by 30.0% vs history of 1 session; *1 session* no spread "
+        "between sessions; 3 sessions like these would gate 5%",
+    )
 
 
 # --- show -----------------------------------------------------------------------------------
@@ -234,7 +262,8 @@ def test_compare_of_plugin_result_files(fake: pytest.Pytester, monkeypatch: pyte
 
 def make_baseline(directory: Path, device: dict[str, Any] = DEVICE, tests: int = 0) -> Path:
     """A baseline of 8 sessions: a quiet copy kernel with its bytes (history 8, anchor 5),
-    a noisy wall-clock test of one session, and ``tests`` more quiet ones."""
+    a noisy wall-clock test of three sessions (one would tell no spread: not gated), and
+    ``tests`` more quiet ones."""
     path = directory / "sm90-nvidia-h100-80gb-hbm3.json"
     sessions = {
         f"2026010{i}T000000Z-00000{i}": SessionInfo(f"2026-01-0{i}T00:00:00+00:00", "abc", "GPU-1")
@@ -252,7 +281,9 @@ def make_baseline(directory: Path, device: dict[str, Any] = DEVICE, tests: int =
     updates = [
         update("tests/test_k.py::test_copy", quiet, kernels=(COPY,), group="copy", bytes=2.4e9),
         update(
-            "tests/test_k.py::test_host", (SessionRecord(ids[-1], 0.05, 30, 0.01),), timer="wall"
+            "tests/test_k.py::test_host",
+            tuple(SessionRecord(s, 0.05, 30, 0.01) for s in ids[-3:]),
+            timer="wall",
         ),
     ]
     updates += [update(f"tests/test_k.py::test_more_{i:02}", quiet) for i in range(tests)]
@@ -277,7 +308,7 @@ def test_show_lists_history_spread_and_gate(
     assert copy[1:5] == ["cuda-graph", "8", "5", "1.000"]
     assert copy[7] == "5.0%"  # a quiet 1 ms kernel gates the threshold
     host = row(out, "tests/test_k.py::test_host").split()
-    assert host[1:4] == ["wall", "1", "1"] and host[-1] == "noisy"
+    assert host[1:4] == ["wall", "3", "3"] and host[-1] == "noisy"
     assert float(host[-2].rstrip("%")) > 5
     assert "binaries (what one call launches), the latest saved first:" in lines
     assert (

@@ -193,12 +193,13 @@ def test_too_few_samples_are_unstable_and_say_how_to_fix_it(n: int, words: str) 
         f"{MIN_JUDGED_SAMPLES})"
     )
     assert MIN_JUDGED_SAMPLES == 3
-    assert assessed(baseline(1.0), current(3.0, n=3)).status is Status.REGRESSED
+    judged = assessed(baseline(1.0, 1.0, 1.0), current(3.0, 3.0, 3.0, n=3))
+    assert judged.status is Status.REGRESSED
 
 
 @pytest.mark.parametrize("fail_on_improvement", [False, True])
 @pytest.mark.parametrize("family", [1, 54])
-def test_otherwise_the_verdict_is_the_rules_on_the_history_and_anchor(
+def test_otherwise_the_verdict_is_the_rules_on_the_history(
     family: int, fail_on_improvement: bool
 ) -> None:
     entry = baseline(1.0, 1.01, 0.99, 1.0, 1.02, 1.0, 0.98)
@@ -206,13 +207,13 @@ def test_otherwise_the_verdict_is_the_rules_on_the_history_and_anchor(
     a = assessed(entry, now, family=family, fail_on_improvement=fail_on_improvement)
     expected = judge(
         [r.summary for r in entry.history],
-        [r.summary for r in entry.anchor],
         [r.summary for r in measurement(now).sessions],
         threshold=SETTINGS.threshold,
         alpha=SETTINGS.alpha,
         family=family,
         timer="cuda-graph",
         fail_on_improvement=fail_on_improvement,
+        design=Gate().design,
     )
     assert a.judgement == expected
     assert (a.status, a.reason) == (expected.status, expected.reason)
@@ -295,10 +296,11 @@ def test_a_slower_flagged_session_is_confirmed_in_every_process_that_confirms() 
     assert not Gate(confirm=0).needs_confirmation(flagged(1.06))
 
 
-def test_a_faster_one_only_where_improvements_fail_or_a_save_would_accept_it() -> None:
-    assert not Gate().needs_confirmation(flagged(0.94))
+def test_a_faster_one_is_confirmed_like_a_slower_one() -> None:
+    assert Gate().needs_confirmation(flagged(0.94))
     assert Gate(fail_on_improvement=True).needs_confirmation(flagged(0.94))
     assert Gate(accepting=True, enforcing=False).needs_confirmation(flagged(0.94))
+    assert not Gate(confirm=0).needs_confirmation(flagged(0.94))
 
 
 def test_what_is_confirmed_already_or_never_flagged_is_not_confirmed_again() -> None:
@@ -306,18 +308,28 @@ def test_what_is_confirmed_already_or_never_flagged_is_not_confirmed_again() -> 
     assert not Gate().needs_confirmation(Result(measurement(current(1.0)), Verdict(Status.NEW)))
     unflagged = Result(measurement(current(1.0)), Verdict(Status.OK, Judgement(Status.OK, 1.0)))
     assert not Gate().needs_confirmation(unflagged)
-    # A one-session verdict beyond the final bar is confirmed even if the screen missed it.
-    beyond = Result(
-        measurement(current(1.2)), Verdict(Status.REGRESSED, Judgement(Status.REGRESSED, 1.2))
-    )
-    assert Gate().needs_confirmation(beyond)
+
+
+def test_a_borderline_verdict_gains_batches_of_two_up_to_the_cap() -> None:
+    """After each batch the rule may ask for more (a borderline test); the gate adds batches
+    of two fresh sessions while the cap allows, the last batch cut to what is left."""
+    gate = Gate(confirm=6)
+
+    def borderline(sessions: int) -> Result:
+        m = measurement(current(*([1.06] * sessions)))
+        return Result(m, Verdict(Status.OK, Judgement(Status.OK, 1.06, needs_confirmation=True)))
+
+    assert [gate.next_batch(borderline(n)) for n in (1, 3, 5, 6, 7)] == [2, 2, 2, 1, 0]
+    assert [gate.needs_confirmation(borderline(n)) for n in (1, 3, 5, 7)] == [True] * 3 + [False]
+    assert Gate(confirm=3).next_batch(borderline(3)) == 1
+    assert not Gate(confirm=2).needs_confirmation(borderline(3))
 
 
 @pytest.mark.parametrize(
     "child, save, confirm, accepting, enforcing",
     [
-        (None, False, 2, False, True),  # the user's run: verdicts fail tests
-        (None, True, 2, True, False),  # a save accepts, fails nothing
+        (None, False, 6, False, True),  # the user's run: verdicts fail tests
+        (None, True, 6, True, False),  # a save accepts, fails nothing
         ("child.json", False, 0, False, False),  # confirming: its parent judges
         ("child.json", True, 2, True, False),  # recording: confirms its own, accepts
     ],

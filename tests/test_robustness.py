@@ -25,6 +25,7 @@ from support import (
     device_key,
     output,
     read_baseline,
+    record_history,
     timer_calls,
 )
 
@@ -111,7 +112,8 @@ def test_3_odd_strings_in_names_and_extra_info_round_trip(fake: pytest.Pytester)
             gpubench(abs, -1, name="\\x001\\x00")
         """
     )
-    fake.runpytest("--gpubench-save").assert_outcomes(passed=1)
+    for saved in record_history(fake):
+        saved.assert_outcomes(passed=1)
     [(key, entry)] = read_baseline(fake)["benchmarks"].items()
     assert key == "test_bench.py::test_odd#\x001\x00"
     assert entry["extra_info"] == {"tag": "\x000\x00", "\x001\x00": ['"', "\\", "\ud800", "\n"]}

@@ -49,7 +49,7 @@ def test_defaults() -> None:
     settings = resolve()
     assert (settings.enabled, settings.save, settings.fail_on_improvement) == (False,) * 3
     assert settings.allow_incomparable is False
-    assert (settings.confirm, settings.sessions) == (2, 1)
+    assert (settings.confirm, settings.sessions) == (6, 1)
     measure = settings.measure
     assert measure == MeasureSettings()
     assert (measure.threshold, measure.alpha, measure.timer) == (0.05, 0.01, "auto")
@@ -87,7 +87,7 @@ def test_unset_values_as_the_plugin_hands_them_over_mean_defaults() -> None:
         ("allow_incomparable", None, True, True),
         ("confirm", "0", "5", 0),
         ("confirm", None, "5", 5),
-        ("confirm", None, "", 2),
+        ("confirm", None, "", 6),
         ("json", "/tmp/a.json", "/tmp/b.json", Path("/tmp/a.json")),
         ("markdown", None, "/tmp/b.md", Path("/tmp/b.md")),
         ("benchmark_json", "/tmp/a.json", "/tmp/b.json", Path("/tmp/a.json")),
@@ -156,7 +156,7 @@ def test_relative_dir_is_under_the_rootdir_and_absolute_dir_is_kept() -> None:
 
 def test_settings_are_frozen() -> None:
     settings = resolve()
-    assert settings.confirm == 2 and settings.measure.threshold == 0.05
+    assert settings.confirm == 6 and settings.measure.threshold == 0.05
     with pytest.raises(dataclasses.FrozenInstanceError):
         settings.confirm = 0  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):

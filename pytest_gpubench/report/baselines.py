@@ -12,7 +12,7 @@ from ..core.kernels import describe, describe_configs, launch_count
 from ..core.records import Judgement, SessionSummary
 from ..judge.rule import judge
 from ..store.baseline import Baseline, BaselineEntry
-from .summary import aligned, format_change, format_share, format_time
+from .summary import aligned, format_share, format_time
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,8 @@ class EntryView:
         words = []
         if self.judgement.noisy:
             words.append("noisy")
-        if self.judgement.against == "anchor":  # the reference has crept from the anchor
-            words.append(f"{format_change(self.judgement.ratio)} vs anchor")
+        if not self.judgement.gated:  # the history cannot gate it yet (rule.py)
+            words.append("not gated")
         return ", ".join(words)
 
 
@@ -59,7 +59,6 @@ def survey(baseline: Baseline, threshold: float, alpha: float) -> list[EntryView
         current = SessionSummary(entry.median_ms, latest.n, latest.summary.se_log)
         judgement = judge(
             [r.summary for r in entry.history],
-            [r.summary for r in entry.anchor],
             [current],
             threshold=threshold,
             alpha=alpha,
@@ -87,7 +86,7 @@ def show_rows(views: Sequence[EntryView]) -> list[list[str]]:
                 str(len(entry.anchor)),
                 format_time(entry.median_ms),
                 format_share(view.judgement.tau),
-                format_share(view.gate),
+                format_share(view.gate if view.judgement.gated else None),
                 view.flags,
             ]
         )
