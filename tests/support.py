@@ -27,9 +27,9 @@ MARKDOWN_HEADER = (
 CUDA = pytest_gpubench.timing.device.cuda_available()
 KIND = "cuda" if CUDA else "cpu"
 # The name the fake timer takes in the ``fake`` fixture: the rule's prior depends on the timer
-# name, and a 1 ms cuda-graph measurement has a tight one (rule.PRIOR_TAU), so a history of a
-# few sessions gates 5%. An unknown name ("fake") gets the conservative prior of 8%: such a
-# test is judged "noisy".
+# name, and a 1 ms cuda-graph measurement has a tight one (rule.PRIOR_POINTS), so a history of
+# three sessions (record_history) gates 5%. An unknown name ("fake") gets the noisiest table
+# (7.8%): such a test is "not gated" with a short history.
 FAKE_NAME = "cuda-graph"
 # Where a test does not test confirmation in fresh processes (each costs seconds).
 NO_CONFIRM = "--gpubench-confirm=0"
