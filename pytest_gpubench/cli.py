@@ -35,6 +35,7 @@ from .core.version import __version__
 from .judge.gate import Gate
 from .judge.rule import MIN_GATED_SESSIONS
 from .report import baselines
+from .report import changes as history_changes
 from .report import summary as report
 from .store import files as storage
 from .store.baseline import Baseline, BaselineEntry, Update, load
@@ -315,6 +316,8 @@ def run_show(args: argparse.Namespace) -> int:
             print()
         views = baselines.survey(baseline, args.threshold, args.alpha)
         print("\n".join(baselines.show_lines(baseline, views)))
+        for line in history_changes.show_lines(baseline, args.threshold):
+            print(line)
     print(baselines.SHOW_NOTE)
     return 0
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import json
 import math
 import sys
 from pathlib import Path
@@ -16,9 +17,12 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+from support import BENCH, NO_CONFIRM
 
+from pytest_gpubench import cli
 from pytest_gpubench.judge import changes
 from pytest_gpubench.judge.changes import Changes, Flag, detect
+from pytest_gpubench.report import changes as report_changes
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -220,3 +224,62 @@ def test_tied_sessions_are_no_evidence() -> None:
 def test_the_threshold_sets_the_smallest_change() -> None:
     assert changes.min_change_for(0.05) == changes.MIN_CHANGE
     assert changes.min_change_for(0.02) == pytest.approx(0.01)
+
+
+# --- what users see: the save run, gpubench show, a gated run and its JSON report ----------
+
+
+def test_a_creep_of_one_percent_a_session_is_flagged_by_the_save_run_show_and_a_run(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Five saves at one speed, then one save per session 1% slower than the last: the fourth
+    (+4.1%, below the 5% threshold, every verdict ok) is the first whose saved history is
+    flagged, with a warning that fails nothing; gpubench show lists it; a run without save
+    notes it beside its verdict and carries it in the JSON report."""
+    fake.makepyfile(test_bench=BENCH)
+    outputs = []
+    for i, scale in enumerate([1.0] * 5 + [1.01, 1.02, 1.03, 1.04]):
+        monkeypatch.setenv("FAKE_SEED", str(i + 1))
+        monkeypatch.setenv("FAKE_SCALE", str(scale))
+        result = fake.runpytest("--gpubench-save", NO_CONFIRM)
+        result.assert_outcomes(passed=2)
+        outputs.append(result.stdout.str())
+    assert all(report_changes.SAVED_HEADING not in out for out in outputs[:-1])
+    result.stdout.fnmatch_lines(
+        [
+            report_changes.SAVED_HEADING,
+            "  test_join: creep: +1.0%/session over the last 4 of 9 sessions, +4.*% in all (p *)",
+            "  test_sum: creep: +1.0%/session over the last 4 of 9 sessions, +4.*% in all (p *)",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*regressed*")
+    result.stdout.no_fnmatch_line("*a note, not a failure")  # said once, of the saved history
+
+    monkeypatch.chdir(fake.path)
+    assert cli.main(["show"]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    at = shown.index(report_changes.SHOW_HEADING)
+    assert [line.split(": ")[:2] for line in shown[at + 1 : at + 3]] == [
+        ["  test_bench.py::test_join", "creep"],
+        ["  test_bench.py::test_sum", "creep"],
+    ]
+
+    monkeypatch.setenv("FAKE_SEED", "10")
+    monkeypatch.setenv("FAKE_SCALE", "1.05")
+    result = fake.runpytest("--gpubench", NO_CONFIRM, "--gpubench-json=out.json")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["test_sum: creep: +1.0%/session over the last 5 of 10 sessions, *; a note, not a failure"]
+    )
+    report = json.loads((fake.path / "out.json").read_text())
+    by_test = {r["test"]: r for r in report["results"]}
+    assert by_test["test_sum"]["changes"]["flag"] == "creep"
+    assert by_test["test_sum"]["changes"]["sessions"] == 10
+    assert by_test["test_sum"]["changes"]["trend"]["onset"] == 5
+
+
+def test_the_json_report_says_null_without_a_history(fake: pytest.Pytester) -> None:
+    fake.makepyfile(test_bench=BENCH)
+    fake.runpytest("--gpubench", NO_CONFIRM, "--gpubench-json=out.json").assert_outcomes(passed=2)
+    report = json.loads((fake.path / "out.json").read_text())
+    assert [r["changes"] for r in report["results"]] == [None, None]

@@ -8,6 +8,7 @@ that is interrupted saves nothing more.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -45,10 +46,20 @@ class Controller:
         self.not_saved: list[str] = []  # why results were left out of a save
         self.errors: list[str] = []  # files that could not be written, one line each
         self.lines: list[str] = []  # what fresh processes did, for the summary
+        # Change points of the histories with this run's session (report/changes.py).
+        self.change_notes: list[str] = []  # the flagged ones, for under the table
+        self.change_json: dict[str, Json] = {}  # each, by key, for the JSON report
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.session is None:
             return
+        if self.collected.results:  # read before a save adds this run's sessions
+            from ..report import changes
+
+            with contextlib.suppress(GpubenchError):  # a damaged baseline: said elsewhere
+                found = changes.of_run(self.collected.results, self.session.baseline)
+                self.change_notes = changes.note_lines(self.collected.results, found)
+                self.change_json = {key: c.to_json() for key, c in found.items()}
         interrupted = exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
         lost = "baseline not written"  # what a Ctrl-C now would cost
         try:
@@ -112,6 +123,7 @@ class Controller:
             session={"id": env.session_id, **env.session_info().to_json()},
             commit=env.git_commit(),
             project=env.rootdir.name,
+            changes=self.change_json,
         )
         summary = os.environ.get(STEP_SUMMARY)
         self.errors += write_reports(
@@ -132,6 +144,16 @@ class Controller:
         terminalreporter.write_sep("=", f"gpubench: {device.name} ({device.key})")
         for line in summary.table_lines(results) + summary.notes(results) if results else []:
             write(line)
+        # A creep or a step toward slower (report/changes.py) fails nothing: a creep past the
+        # threshold is the verdict's. After a save, that of the saved histories, as a warning.
+        if self.saved:
+            from ..report.changes import saved_lines
+
+            for line in saved_lines(results, self.session.baseline):
+                write(line, yellow=True)
+        else:
+            for line in self.change_notes:
+                write(line)
         for change in self.session.version_changes():
             write(f"baseline was recorded with other software: {change}")
         for line in self.not_saved:

@@ -5,7 +5,7 @@ under the table, not a traceback that would cost the table and the other files."
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.device import Fingerprint
@@ -26,6 +26,8 @@ class RunInfo:
     session: Mapping[str, Json]  # this process's session: its id and what it ran on
     commit: str | None
     project: str  # the name of the project's root directory
+    # Per result key, the change points of its history with this run (report/changes.py).
+    changes: Mapping[str, Json] = field(default_factory=dict)
 
 
 def write_reports(
@@ -41,7 +43,9 @@ def write_reports(
     passed = {result.key: ok for result, ok in outcomes}
     writers: dict[str, Callable[[], str]] = {
         JSON_REPORT: lambda: summary.json_text(
-            summary.json_document(results, info.device, info.settings, info.session, passed)
+            summary.json_document(
+                results, info.device, info.settings, info.session, passed, info.changes
+            )
         ),
         MARKDOWN_REPORT: lambda: summary.markdown(results, info.device),
         BENCHMARK_REPORT: lambda: benchjson.dumps(results, info.device, info.commit, info.project),

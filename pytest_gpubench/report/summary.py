@@ -241,13 +241,17 @@ def json_document(
     settings: Mapping[str, Json],
     session: Mapping[str, Json] | None = None,
     passed: Mapping[str, bool] | None = None,
+    changes: Mapping[str, Json] | None = None,
 ) -> dict[str, Json]:
     """The JSON report: each result as ``Result.to_dict`` (``passed`` by key: whether its
-    test passed), with its statistics, time, bandwidth and share of peak."""
+    test passed), with its statistics, time, bandwidth and share of peak, and ``changes``:
+    the change points of its history with this run (report/changes.py; null without a
+    history)."""
     entries = []
     for r in sort_results(results):
         m = r.measurement
         data = r.to_dict((passed or {}).get(r.key, True))
+        data["changes"] = (changes or {}).get(r.key)
         s = m.summary
         data["summary"] = {
             "median_ms": s.median_ms,
