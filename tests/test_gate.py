@@ -85,7 +85,7 @@ def test_a_baseline_of_another_timer_is_incomparable_whatever_the_times() -> Non
     assert a.status is Status.INCOMPARABLE and a.judgement is None
     assert a.reason == (
         "baseline timed by wall, now by cuda-graph: times of different timers are never "
-        "compared; accept the new timer with --gpubench-save"
+        "compared; accept the new timer with --gpubench-save --gpubench-accept"
     )
 
 
@@ -97,7 +97,7 @@ def test_other_kernels_are_another_binary_and_name_the_change() -> None:
     assert a.reason == (
         f"another binary than the baseline's ({fingerprint((K,))} -> {fingerprint(launches)}): "
         "1 kernel added: k2; +0.0% against that binary's history, for information only: "
-        "another binary is not judged on time; accept it with --gpubench-save"
+        "another binary is not judged on time; accept it with --gpubench-save --gpubench-accept"
     )
     assert a.kernel_changes == ("1 kernel added: k2",)
     twice = Launch(K.name, grid=K.grid, block=K.block, count=2, share=1.0)
@@ -274,14 +274,16 @@ def test_fails(
         changed_fails=changed_fails,
     )
     assert gate.fails(Verdict(status)) is failing
-    # A gate that does not enforce (a save, a confirming process) fails nothing.
+    # A gate that does not enforce (a fresh process: its parent judges) fails nothing.
     assert not dataclasses.replace(gate, enforcing=False).fails(Verdict(status))
 
 
 @pytest.mark.parametrize("status", list(Status))
-def test_a_save_over_a_confirmed_change_starts_a_new_epoch(status: Status) -> None:
-    changed = status in (Status.REGRESSED, Status.IMPROVED, Status.INCOMPARABLE)
-    assert Gate().starts_epoch(Verdict(status)) is changed
+def test_only_an_accepted_change_starts_a_new_epoch(status: Status) -> None:
+    changed = status in (Status.REGRESSED, Status.IMPROVED, Status.INCOMPARABLE, Status.CHANGED)
+    saving = Gate(accepting=True)
+    assert saving.starts_epoch(Verdict(status, accepted=True)) is changed
+    assert not saving.starts_epoch(Verdict(status))
 
 
 def flagged(ratio: float, sessions: int = 1, status: Status = Status.OK) -> Result:
@@ -329,9 +331,9 @@ def test_a_borderline_verdict_gains_batches_of_two_up_to_the_cap() -> None:
     "child, save, confirm, accepting, enforcing",
     [
         (None, False, 6, False, True),  # the user's run: verdicts fail tests
-        (None, True, 6, True, False),  # a save accepts, fails nothing
+        (None, True, 6, True, True),  # a save: fails what a run fails, unless it accepts
         ("child.json", False, 0, False, False),  # confirming: its parent judges
-        ("child.json", True, 2, True, False),  # recording: confirms its own, accepts
+        ("child.json", True, 0, False, False),  # recording: its parent appends what it timed
     ],
 )
 def test_each_process_gets_the_gate_of_its_role(
@@ -366,14 +368,137 @@ def test_a_changed_binary_fails_unless_told_to_warn(
 
 
 def test_what_a_save_leaves_out_and_why() -> None:
-    one = dataclasses.replace(measurement(current(1.0, n=1)), samples_ms=(1.0,))
-    assert Gate.unsaved(one) == (
+    gate = Gate(accepting=True)
+    one = Result(
+        dataclasses.replace(measurement(current(1.0, n=1)), samples_ms=(1.0,)), Verdict(Status.OK)
+    )
+    assert gate.unsaved(one) == (
         "t: not saved: 1 sample in the budget: too few to judge, raise --gpubench-budget-s "
         "(a baseline needs 2)"
     )
-    two = measurement(current(1.0, n=2))
-    assert Gate.unsaved(two) is None  # saved
-    assert Gate.unsaved(two, passed=False) == ""  # its test's failure says why
+    two = Result(measurement(current(1.0, n=2)), Verdict(Status.OK))
+    assert gate.unsaved(two) is None  # saved
+    assert gate.unsaved(two, passed=False) == ""  # its test's failure says why
+
+
+# --- saves never accept silently ------------------------------------------------------------
+
+ACCEPT = MeasureSettings(accept=True)
+HOW = (
+    "accept it with --gpubench-save --gpubench-accept (or @pytest.mark.gpubench(accept=True) "
+    "on the test)"
+)
+
+
+def changed(status: Status, sessions: int = 3) -> Result:
+    """A final verdict of ``status`` on ``sessions`` sessions (confirmed: no screen flag)."""
+    ratio = {Status.REGRESSED: 1.2, Status.IMPROVED: 0.8}.get(status, 1.0)
+    judgement = Judgement(status, ratio=ratio) if status is not Status.INCOMPARABLE else None
+    return Result(measurement(current(*([ratio] * sessions))), Verdict(status, judgement))
+
+
+@pytest.mark.parametrize("status", list(Status))
+def test_a_save_accepts_a_final_change_only_when_told(status: Status) -> None:
+    is_change = status in (Status.REGRESSED, Status.IMPROVED, Status.INCOMPARABLE, Status.CHANGED)
+    result = changed(status)
+    assert Gate(accepting=True).accepts(result, ACCEPT) is is_change
+    assert not Gate(accepting=True).accepts(result, SETTINGS)  # not told to accept
+    assert not Gate().accepts(result, ACCEPT)  # no save: nothing to accept into
+
+
+def test_a_first_session_that_awaits_its_confirmation_is_not_accepted_yet() -> None:
+    saving = Gate(accepting=True)
+    first = flagged(1.3, status=Status.REGRESSED)
+    assert saving.needs_confirmation(first) and not saving.accepts(first, ACCEPT)
+    assert Gate(confirm=0, accepting=True).accepts(first, ACCEPT)  # its first is final
+
+
+def test_the_gate_judges_an_accepted_change_accepted() -> None:
+    entry = baseline(1.0, 1.0, 1.0, 1.0, 1.0)
+    slower = measurement(current(1.3, 1.3, 1.3))
+    saving = Gate(accepting=True)
+    accepted = saving.judge(slower, entry, ACCEPT)
+    assert (accepted.status, accepted.verdict.accepted) == (Status.REGRESSED, True)
+    assert not saving.fails(accepted.verdict) and saving.starts_epoch(accepted.verdict)
+    refused = saving.judge(slower, entry, SETTINGS)
+    assert (refused.status, refused.verdict.accepted) == (Status.REGRESSED, False)
+    assert saving.fails(refused.verdict) and not saving.starts_epoch(refused.verdict)
+    # an unchanged test is appended as ever, accept or not
+    same = saving.judge(measurement(current(1.0, 1.0, 1.0)), entry, ACCEPT)
+    assert (same.status, same.verdict.accepted) == (Status.OK, False)
+    assert not saving.starts_epoch(same.verdict)
+
+
+@pytest.mark.parametrize(
+    "status, fail_on_improvement, allow_incomparable, failing",
+    [
+        (Status.REGRESSED, False, False, True),
+        (Status.IMPROVED, False, False, False),  # left out of the save, with a line
+        (Status.IMPROVED, True, False, True),
+        (Status.INCOMPARABLE, False, False, True),
+        (Status.INCOMPARABLE, False, True, False),  # left out of the save, with a line
+    ],
+)
+def test_a_save_fails_a_change_it_does_not_accept_as_a_run_would(
+    status: Status, fail_on_improvement: bool, allow_incomparable: bool, failing: bool
+) -> None:
+    options = {"fail_on_improvement": fail_on_improvement, "allow_incomparable": allow_incomparable}
+    saving = Gate(accepting=True, **options)
+    verdict = changed(status).verdict
+    assert saving.fails(verdict) is Gate(**options).fails(verdict) is failing
+    assert saving.refusal(verdict) == f"not saved: the baseline keeps its history; {HOW}"
+    assert Gate(**options).refusal(verdict) == ""  # a run that saves nothing: no such line
+    accepted = dataclasses.replace(verdict, accepted=True)
+    assert not saving.fails(accepted) and saving.refusal(accepted) == ""
+    # whether it failed or not, a save leaves it out
+    assert saving.unsaved(changed(status), passed=not failing) == (
+        "" if failing else f"t: not saved: {status.value}; {HOW}"
+    )
+
+
+@pytest.mark.parametrize("status", [Status.OK, Status.NEW, Status.UNSTABLE, Status.UNCONFIRMED])
+def test_a_save_fails_no_verdict_that_is_no_change(status: Status) -> None:
+    saving = Gate(accepting=True, fail_on_improvement=True)
+    assert not saving.fails(Verdict(status)) and saving.refusal(Verdict(status)) == ""
+
+
+def test_ok_new_and_unstable_are_saved_and_unconfirmed_is_left_out() -> None:
+    saving = Gate(accepting=True)
+    for status in (Status.OK, Status.NEW, Status.UNSTABLE):
+        assert saving.unsaved(changed(status)) is None, status
+    unconfirmed = saving.unconfirmed(flagged(1.3, status=Status.REGRESSED), "interrupted")
+    assert saving.unsaved(unconfirmed) == (
+        "t: not saved: unconfirmed (its first session may be a change); save again"
+    )
+
+
+def test_a_save_writes_the_session_that_took_the_samples_and_not_its_confirmations() -> None:
+    saving = Gate(accepting=True)
+    confirmed = changed(Status.OK, sessions=3)
+    assert len(confirmed.measurement.sessions) == 3
+    update = saving.saved(confirmed)
+    assert update.records == (confirmed.measurement.record,) and not update.new_epoch
+    regressed = changed(Status.REGRESSED)
+    accepted = Result(regressed.measurement, dataclasses.replace(regressed.verdict, accepted=True))
+    update = saving.saved(accepted)
+    assert update.records == (accepted.measurement.record,) and update.new_epoch
+    # a session recorded in a fresh process is appended: never a new epoch
+    assert not saving.saved(accepted, recorded=True).new_epoch
+
+
+def test_a_recorded_session_is_appended_whatever_it_judged_unless_it_timed_other_work() -> None:
+    saving = Gate(accepting=True)
+    for status in (Status.OK, Status.NEW, Status.UNSTABLE, Status.REGRESSED, Status.IMPROVED):
+        assert saving.unrecorded(changed(status), passed=True) is None, status
+    other = Result(
+        measurement(current(1.0)), Verdict(Status.INCOMPARABLE, reason="baseline timed by wall")
+    )
+    assert saving.unrecorded(other, passed=True) == (
+        "t: a recorded session not saved: baseline timed by wall"
+    )
+    assert saving.unrecorded(changed(Status.OK), passed=False) == (
+        "t: a recorded session not saved: its test did not pass in the fresh process"
+    )
 
 
 def test_only_fresh_processes_that_timed_the_same_thing_confirm_it() -> None:

@@ -273,11 +273,19 @@ def test_a_rerun_repeats_the_test_and_its_confirmation_without_adding_sessions(
 
 
 def test_a_save_under_reruns_records_each_session_once(flagged: pytest.Pytester) -> None:
+    """A save fails a confirmed regression, and the rerun fails it again: saved by neither
+    attempt. Accepted, it is saved once: a new epoch of the last attempt's own session."""
     pytest.importorskip("pytest_rerunfailures")
-    flagged.runpytest("--gpubench-save", "--reruns=1").assert_outcomes(passed=2)
+    before = read_baseline(flagged)["benchmarks"][SUM]
+    refused = flagged.runpytest("--gpubench-save", "--reruns=1")
+    assert refused.parseoutcomes() == {"passed": 1, "failed": 1, "rerun": 1}
+    assert read_baseline(flagged)["benchmarks"][SUM] == before
+    accepted = flagged.runpytest("--gpubench-save", "--gpubench-accept", "--reruns=1")
+    accepted.assert_outcomes(passed=2)
     history = read_baseline(flagged)["benchmarks"][SUM]["history"]
-    sessions = [r["session"] for r in history]
-    assert len(sessions) == 3 == len(set(sessions))  # the accepted change: a new epoch of 3
+    assert len(history) == 1 and history[0]["session"] not in {
+        r["session"] for r in before["history"]
+    }
 
 
 @pytest.mark.parametrize("method", ["signal", "thread"])

@@ -23,12 +23,14 @@ from support import (
     device_key,
     entry,
     kernels,
+    medians,
     output,
     read_baseline,
     record_history,
     timer_calls,
 )
 
+SUM, JOIN = "test_bench.py::test_sum", "test_bench.py::test_join"
 TABLE_HEADER = (
     "test *timer *median *noise *spread *baseline *sessions *change *gate *verdict *GB/s *% peak"
 )
@@ -107,7 +109,7 @@ def test_save_writes_the_baseline_of_this_device(fake: pytest.Pytester) -> None:
     result.assert_outcomes(passed=2)
     path = baseline_file(fake)
     assert path.name == f"{device_key()}.json"
-    result.stdout.fnmatch_lines([f"baseline written: {path}"])
+    result.stdout.fnmatch_lines([f"baseline written: 2 tests, 1 session each ({path})"])
     data = read_baseline(fake)
     assert data["schema"] == "pytest-gpubench/2"
     assert data["device"]["name"]
@@ -246,7 +248,8 @@ def test_improved_fails_with_fail_on_improvement(
         [
             # noisy at alpha / 2 (improvements fail too): "; noisy: can gate >= 6%"
             "test_sum improved: 1.000 ms -> 0.800 ms (-20.0%; bar *%, 1 session against the "
-            "history of 3, threshold 5%*); refresh the baseline with --gpubench-save"
+            "history of 3, threshold 5%*); refresh the baseline with --gpubench-save "
+            "--gpubench-accept"
         ]
     )
 
@@ -290,22 +293,151 @@ def test_an_unknown_timer_is_judged_against_the_conservative_prior(
     )
 
 
-def test_save_mode_records_a_regression_without_failing(
+HOW_TO_ACCEPT = (
+    "accept it with --gpubench-save --gpubench-accept (or @pytest.mark.gpubench(accept=True) "
+    "on the test)"
+)
+
+
+def test_a_save_over_a_regression_fails_it_and_keeps_its_history(
     saved: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    before = entry(saved, "test_bench.py::test_sum")
-    monkeypatch.setenv("FAKE_SCALE", "1.2")
+    """Saves never accept silently: the save that a main-branch job runs fails on a
+    regression that slipped through, as a run without --gpubench-save would, and the
+    baseline keeps its history; the other tests' sessions are appended as ever."""
+    path = baseline_file(saved)
+    before = path.read_bytes()
+    monkeypatch.setenv("FAKE_SCALES", json.dumps({"test_sum": 1.2}))
+    alone = saved.runpytest("--gpubench-save", NO_CONFIRM, "-k", "test_sum")
+    alone.assert_outcomes(failed=1, deselected=1)
+    alone.stdout.fnmatch_lines(
+        [
+            "test_sum regressed: 1.000 ms -> 1.200 ms (+20.0%; *)",
+            f"  not saved: the baseline keeps its history; {HOW_TO_ACCEPT}",
+            f"baseline unchanged: {path}",
+        ]
+    )
+    assert path.read_bytes() == before  # nothing else to save: the file is left alone
     result = saved.runpytest("--gpubench-save", NO_CONFIRM)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"  not saved: the baseline keeps its history; {HOW_TO_ACCEPT}",
+            "test_sum *+20.0%* regressed *",
+            f"baseline written: 1 test, 1 session ({path})",
+        ]
+    )
+    after = read_baseline(saved)
+    assert after["benchmarks"][SUM] == json.loads(before)["benchmarks"][SUM]
+    assert len(after["benchmarks"][JOIN]["history"]) == 4
+    saved.runpytest("--gpubench", NO_CONFIRM).assert_outcomes(passed=1, failed=1)  # still
+
+
+def test_a_save_with_accept_takes_a_regression_as_a_new_epoch(
+    saved: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = entry(saved, SUM)
+    monkeypatch.setenv("FAKE_SCALE", "1.2")
+    result = saved.runpytest("--gpubench-save", "--gpubench-accept", NO_CONFIRM)
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["test_join *+20.0%* regressed *", "baseline written: *"])
-    # saving over a regression accepts it: a new epoch of this session alone
-    after = entry(saved, "test_bench.py::test_sum")
+    result.stdout.fnmatch_lines(
+        [
+            "test_join *+20.0%* regressed *",
+            "test_sum: regressed, accepted: its history starts over from this run",
+            "test_join: regressed, accepted: its history starts over from this run",
+            "baseline written: 2 tests, 1 session each (*)",
+        ]
+    )
+    # accepted: a new epoch of this session alone
+    after = entry(saved, SUM)
     assert [r["median_ms"] for r in after["history"]] == [pytest.approx(1.2, rel=0.01)]
     assert after["anchor"] == after["history"]
     assert after["epoch"] == after["history"][0]["session"] != before["epoch"]
     # the old epoch's session is no longer referred to: gone from the table
     assert list(read_baseline(saved)["sessions"]) == [after["epoch"]]
-    saved.runpytest("--gpubench").assert_outcomes(passed=2)
+    saved.runpytest("--gpubench", NO_CONFIRM).assert_outcomes(passed=2)
+
+
+def test_a_marker_accepts_the_change_of_its_own_test(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``@pytest.mark.gpubench(accept=True)``: a commit that changes a kernel on purpose says
+    so on its test; the main-branch save accepts that test's change and no other."""
+    fake.makepyfile(
+        test_bench="""
+        import pytest
+
+        @pytest.mark.gpubench(accept=True)
+        def test_sum(gpubench):
+            gpubench(sum, range(100))
+
+        def test_join(gpubench):
+            gpubench(",".join, ["a", "b"])
+        """
+    )
+    for seed in ("1", "3", "4"):
+        monkeypatch.setenv("FAKE_SEED", seed)
+        fake.runpytest("--gpubench-save", NO_CONFIRM).assert_outcomes(passed=2)
+    epoch = entry(fake, SUM)["epoch"]
+    join = entry(fake, JOIN)
+    monkeypatch.setenv("FAKE_SEED", "2")
+    monkeypatch.setenv("FAKE_SCALE", "1.2")
+    result = fake.runpytest("--gpubench-save", NO_CONFIRM)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_join regressed: *",
+            "test_sum: regressed, accepted: its history starts over from this run",
+            "baseline written: 1 test, 1 session (*)",
+        ]
+    )
+    assert entry(fake, SUM)["epoch"] != epoch and len(entry(fake, SUM)["history"]) == 1
+    assert entry(fake, JOIN) == join
+    # a marker's accept=False keeps its test's change out of a save with --gpubench-accept
+    fake.makepyfile(
+        test_bench="""
+        import pytest
+
+        def test_sum(gpubench):
+            gpubench(sum, range(100))
+
+        @pytest.mark.gpubench(accept=False)
+        def test_join(gpubench):
+            gpubench(",".join, ["a", "b"])
+        """
+    )
+    monkeypatch.setenv("FAKE_SCALE", "1.5")
+    refused = fake.runpytest("--gpubench-save", "--gpubench-accept", NO_CONFIRM)
+    refused.assert_outcomes(passed=1, failed=1)
+    refused.stdout.fnmatch_lines(["*test_join regressed: *", f"  not saved: *{HOW_TO_ACCEPT}"])
+    assert entry(fake, JOIN) == join
+
+
+def test_a_save_over_an_improvement_leaves_it_out_and_says_how_to_accept_it(
+    saved: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A faster test fails nothing (unless --gpubench-fail-on-improvement), and a save
+    without accept does not take it as the new baseline: it is left out, with a line."""
+    path = baseline_file(saved)
+    before = path.read_bytes()
+    monkeypatch.setenv("FAKE_SCALE", "0.8")
+    result = saved.runpytest("--gpubench-save", NO_CONFIRM)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            f"test_sum: not saved: improved; {HOW_TO_ACCEPT}",
+            f"test_join: not saved: improved; {HOW_TO_ACCEPT}",
+            f"baseline unchanged: {path}",
+        ]
+    )
+    assert path.read_bytes() == before
+    strict = saved.runpytest("--gpubench-save", "--gpubench-fail-on-improvement", NO_CONFIRM)
+    strict.assert_outcomes(failed=2)
+    strict.stdout.fnmatch_lines([f"  not saved: the baseline keeps its history; {HOW_TO_ACCEPT}"])
+    assert path.read_bytes() == before
+    accepted = saved.runpytest("--gpubench-save", "--gpubench-accept", NO_CONFIRM)
+    accepted.assert_outcomes(passed=2)
+    assert medians(saved, SUM) == [pytest.approx(0.8, rel=0.01)]
 
 
 def test_the_regression_fails_the_call_phase(
@@ -330,7 +462,7 @@ def test_a_baseline_of_another_timer_is_incomparable_and_fails(saved: pytest.Pyt
     result.assert_outcomes(passed=1, failed=1)
     reason = (
         f"baseline timed by wall, now by {FAKE_NAME}: times of different timers are never "
-        "compared; accept the new timer with --gpubench-save"
+        "compared; accept the new timer with --gpubench-save --gpubench-accept"
     )
     result.stdout.fnmatch_lines(
         [
@@ -343,11 +475,17 @@ def test_a_baseline_of_another_timer_is_incomparable_and_fails(saved: pytest.Pyt
     allowed = saved.runpytest("--gpubench", "--gpubench-allow-incomparable")
     allowed.assert_outcomes(passed=2)
     allowed.stdout.fnmatch_lines([f"test_sum: incomparable: {reason}"])
-    # saving accepts the new timer: a new epoch, comparable from then on
-    saved.runpytest("--gpubench-save").assert_outcomes(passed=2)
+    # a save fails it too, and saves the other test; accepted, a new epoch
+    refused = saved.runpytest("--gpubench-save")
+    refused.assert_outcomes(passed=1, failed=1)
+    refused.stdout.fnmatch_lines([f"  not saved: the baseline keeps its history; {HOW_TO_ACCEPT}"])
+    assert entry(saved, "test_bench.py::test_sum")["timer"] == "wall"
+    saved.runpytest("--gpubench-save", "--gpubench-accept").assert_outcomes(passed=2)
     assert entry(saved, "test_bench.py::test_sum")["timer"] == FAKE_NAME
     assert len(entry(saved, "test_bench.py::test_sum")["history"]) == 1
-    saved.runpytest("--gpubench").stdout.fnmatch_lines(["gpubench: 2 ok (*)"])
+    comparable = saved.runpytest("--gpubench")
+    comparable.assert_outcomes(passed=2)
+    comparable.stdout.no_fnmatch_line("* incomparable*")
 
 
 def test_a_baseline_from_other_software_is_reported(saved: pytest.Pytester) -> None:
@@ -452,7 +590,7 @@ def test_unknown_marker_keyword_is_an_error_of_its_test(fake: pytest.Pytester) -
         assert_marker_error(
             result,
             "test_bench.py::test_a: unknown keyword 'treshold' in @pytest.mark.gpubench; "
-            "expected one of threshold, alpha, *",
+            "expected one of accept, threshold, alpha, *",
             passed=1,
         )
     # the test that errored was not measured; the other one was
@@ -1048,6 +1186,27 @@ def test_xdist_workers_judge_against_the_baseline(
     )
 
 
+def test_xdist_workers_fail_a_save_over_a_regression_and_carry_its_accept(
+    saved: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker fails the change its save does not accept; an accepted verdict travels to the
+    controller, which saves it as a new epoch."""
+    pytest.importorskip("xdist")
+    before = entry(saved, SUM)
+    monkeypatch.setenv("FAKE_SCALES", json.dumps({"test_sum": 1.2}))
+    xdist = ("-p", "xdist", "-n", "2", "--gpubench-save", NO_CONFIRM)
+    refused = saved.runpytest_subprocess(*xdist)
+    refused.assert_outcomes(passed=1, failed=1)
+    refused.stdout.fnmatch_lines([f"  not saved: the baseline keeps its history; {HOW_TO_ACCEPT}"])
+    assert entry(saved, SUM) == before
+    accepted = saved.runpytest_subprocess(*xdist, "--gpubench-accept")
+    accepted.assert_outcomes(passed=2)
+    accepted.stdout.fnmatch_lines(
+        ["test_sum: regressed, accepted: its history starts over from this run"]
+    )
+    assert medians(saved, SUM) == [pytest.approx(1.2, rel=0.01)]
+
+
 # --- the kernels behind a number (issue 8) -----------------------------------------------
 
 SOFTMAX = {"name": "triton_per_fused_softmax_0", "grid": [64, 1, 1], "block": [128, 1, 1]}
@@ -1084,7 +1243,7 @@ def test_the_kernels_of_a_call_are_stored_and_other_registers_are_another_binary
     reason = (
         f"another binary than the baseline's ({before} -> {binary_of(other)}): {change}; "
         "+45.0% against that binary's history, for information only: another binary is not "
-        "judged on time; accept it with --gpubench-save"
+        "judged on time; accept it with --gpubench-save --gpubench-accept"
     )
     args = ("--gpubench", "-k", "test_sum", "--gpubench-json=out.json")
     result = fake.runpytest(*args)

@@ -169,7 +169,8 @@ def test_failure_message_of_an_improvement_says_how_to_refresh() -> None:
     assert report.failure_message(r) == (
         # the bar on the change's scale: a ratio under 1 / 1.041 saves more than 3.9%
         "test_x improved: 0.500 ms -> 0.400 ms (-20.0%; bar 3.9%, 1 session against the "
-        "history of 5, threshold 7.5%); refresh the baseline with --gpubench-save"
+        "history of 5, threshold 7.5%); refresh the baseline with --gpubench-save "
+        "--gpubench-accept"
     )
 
 
@@ -546,7 +547,7 @@ def test_the_result_files_fields_are_release_0_2s() -> None:
         "session", "group", "note", "throttled", "clocks_mhz", "bytes", "flops", "peak_gbs",
         "extra_info", "date", "git_commit", "gpu", "kernels", "device_ms", "status",
         "judgement", "reason", "kernel_changes", "reference_ms", "history_sessions", "family",
-        "confirmations", "session_infos", "passed", "costs",
+        "confirmations", "session_infos", "passed", "costs", "accepted",
     }  # fmt: skip
     fields |= {"baseline_binary", "previous_ratio"}  # issue 16: the binary judged against
     assert set(result(judgement=regressed()).to_dict()) == fields

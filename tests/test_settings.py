@@ -22,7 +22,8 @@ from pytest_gpubench.core.settings import (
 
 ROOT = Path("/project")
 ALLOWED = (
-    "threshold, alpha, timer, budget_s, min_samples, max_samples, precision, group, bytes, flops"
+    "accept, threshold, alpha, timer, budget_s, min_samples, max_samples, precision, group, "
+    "bytes, flops"
 )
 
 
@@ -113,6 +114,31 @@ def test_sessions_without_save_is_refused(where: str) -> None:
         "--gpubench-sessions 3 records sessions into the baseline: use it with --gpubench-save"
     )
     assert resolve({"sessions": "1"}).sessions == 1  # one session is what any run records
+
+
+@pytest.mark.parametrize(
+    "cli, ini, expected", [(True, False, True), (None, "true", True), (None, "", False)]
+)
+def test_accept_cli_beats_ini_beats_default(cli: object, ini: object, expected: bool) -> None:
+    """What a save accepts is a measurement setting: the session's default of every test."""
+    settings = resolve({"save": True, "accept": cli}, {"accept": ini})
+    assert settings.measure.accept is expected
+
+
+@pytest.mark.parametrize("where", ["cli", "ini"])
+def test_accept_without_save_is_refused(where: str) -> None:
+    values = {"accept": True}
+    message = config_error(values if where == "cli" else None, values if where == "ini" else None)
+    assert message == (
+        "--gpubench-accept takes confirmed changes into the baseline: use it with --gpubench-save"
+    )
+
+
+def test_a_fresh_process_that_confirms_takes_the_users_accept_without_a_save() -> None:
+    """A child confirming a verdict gets the user's options, --gpubench-accept included, and
+    never saves: not an error there (its gate accepts nothing)."""
+    settings = Settings.resolve({"accept": True}, {}, ROOT, Path("/tmp/c.json"))
+    assert settings.measure.accept and not settings.save and settings.confirming
 
 
 def test_a_child_writes_its_results_file_and_no_report_of_the_users() -> None:
@@ -307,6 +333,19 @@ def test_with_marker_overrides_the_session_settings() -> None:
     assert (marked.threshold, marked.min_samples, marked.budget_s) == (0.3, 3, 0.5)
     assert marked.timer == "wall"  # untouched by the marker
     assert session.threshold == 0.05  # the session's settings are not changed
+
+
+def test_a_marker_accepts_the_changes_of_its_test_or_refuses_them() -> None:
+    """``accept=True`` on one test's marker; ``accept=False`` keeps a change of that test out
+    of a save run with --gpubench-accept."""
+    assert resolve({"save": True}).measure.with_marker({"accept": True}).accept is True
+    accepting = resolve({"save": True, "accept": True}).measure
+    assert accepting.with_marker({"accept": False}).accept is False
+    with pytest.raises(ConfigError) as info:
+        accepting.with_marker({"accept": "maybe"})
+    assert str(info.value) == (
+        "invalid @pytest.mark.gpubench(accept=...) 'maybe': expected true or false"
+    )
 
 
 def test_with_marker_ignores_annotations() -> None:

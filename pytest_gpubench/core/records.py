@@ -485,6 +485,7 @@ class Verdict:
     # against; changed: the previous binary, compared for information only ('' unknown).
     baseline_binary: str = ""
     previous_ratio: float | None = None  # changed: time / the previous binary's reference
+    accepted: bool = False  # a save takes this change into the history: a new epoch
 
     @property
     def noisy(self) -> bool:
@@ -501,6 +502,7 @@ class Verdict:
             "family": self.family,
             "baseline_binary": self.baseline_binary,
             "previous_ratio": self.previous_ratio,
+            "accepted": self.accepted,
         }
 
     @classmethod
@@ -516,6 +518,7 @@ class Verdict:
             family=int(data.get("family", 1)),
             baseline_binary=str(data.get("baseline_binary") or ""),
             previous_ratio=data.get("previous_ratio"),
+            accepted=data.get("accepted") is True,
         )
 
 

@@ -2,8 +2,9 @@
 
 Two frozen objects. ``Settings`` holds what the whole session shares (enabled, save, paths,
 confirmations, sessions to record, what fails); its ``measure`` field holds the defaults of
-``MeasureSettings`` (threshold, alpha, timer, budget, sample bounds, precision), the only
-settings a ``@pytest.mark.gpubench(...)`` marker may change for one test.
+``MeasureSettings`` (threshold, alpha, timer, budget, sample bounds, precision, whether a
+save accepts a change), the only settings a ``@pytest.mark.gpubench(...)`` marker may change
+for one test.
 
 Precedence, highest first: marker keywords (closest marker first), command-line options,
 ini keys, built-in defaults. This module does not import pytest: the plugin hands it plain
@@ -171,6 +172,16 @@ OPTIONS: tuple[OptionSpec, ...] = (
         is_flag=True,
     ),
     OptionSpec(
+        "accept",
+        "With --gpubench-save: take confirmed changes (regressed, improved, incomparable) into "
+        "the baselines, each starting a new epoch; without it a change is left out of the save "
+        "and fails its test as it would without --gpubench-save",
+        parse_bool,
+        False,
+        is_flag=True,
+        in_marker=True,
+    ),
+    OptionSpec(
         "dir",
         "Directory of the baseline files (default: .gpubench under the rootdir)",
         parse_path,
@@ -304,7 +315,8 @@ ANNOTATION_KEYS = ("group", "bytes", "flops")
 
 @dataclass(frozen=True)
 class MeasureSettings:
-    """How one measurement is taken and judged; a marker may change these for its test."""
+    """How one measurement is taken and judged, and whether a save accepts its change; a
+    marker may change these for its test."""
 
     threshold: float = 0.05
     alpha: float = 0.01
@@ -313,6 +325,7 @@ class MeasureSettings:
     min_samples: int = 20
     max_samples: int = 200
     precision: float = 0.005
+    accept: bool = False  # a save takes a confirmed change into the history (a new epoch)
 
     def with_marker(self, keywords: Mapping[str, object]) -> MeasureSettings:
         """Apply the setting keywords of ``@pytest.mark.gpubench``; annotations are ignored."""
@@ -386,6 +399,12 @@ class Settings:
             raise ConfigError(
                 f"--gpubench-sessions {settings.sessions} records sessions into the baseline: "
                 "use it with --gpubench-save"
+            )
+        # A fresh process confirming a verdict gets the user's options but saves nothing.
+        if settings.measure.accept and not settings.save and child is None:
+            raise ConfigError(
+                "--gpubench-accept takes confirmed changes into the baseline: use it with "
+                "--gpubench-save"
             )
         return settings
 

@@ -2,9 +2,20 @@
 
 "Judge, flag, confirm, re-judge, fail or accept" is one policy, asked by everyone else: the
 process timing a test asks whether to confirm it in fresh processes and whether it fails, a
-save asks whether a verdict starts a new epoch of the baseline, ``gpubench compare`` asks
-the same questions of two result files. Pure: built from the settings, it takes records
-and returns records or answers.
+save asks what it writes and whether a verdict starts a new epoch of the baseline,
+``gpubench compare`` asks the same questions of two result files. Pure: built from the
+settings, it takes records and returns records or answers.
+
+Saves never accept silently. A save appends the run's own session of each measurement whose
+final verdict is ``ok``, ``new`` or ``unstable``; a confirmed change (``CHANGES``) enters the
+history, as a new epoch, only when the save is told to accept it (``--gpubench-accept``, or
+the test's marker ``accept=True``); otherwise it fails its test as it would in a run that
+saves nothing, or, where it would not fail (an improvement without
+``--gpubench-fail-on-improvement``, an allowed incomparable baseline), is left out with a
+line; either way its history stays as it was. Sessions of fresh processes that confirmed a
+verdict decide it and are not written: a save of N sessions writes N. A session recorded by
+``--gpubench-sessions`` is appended to what the run's first session saved, whatever it
+judged against it.
 
 Before the statistics (rule.py), what makes a comparison meaningless: a baseline timed by
 another timer is ``incomparable``; launches that match no binary of the baseline (other
@@ -22,7 +33,7 @@ from dataclasses import dataclass, replace
 from ..core.kernels import binary_changes, diff, launch_count
 from ..core.records import Measurement, Result, Status, Verdict
 from ..core.settings import MeasureSettings, Settings
-from ..store.baseline import BaselineEntry
+from ..store.baseline import BaselineEntry, Update
 from .rule import judge
 
 # Fewer samples than this in the first session: its median's own error cannot be told.
@@ -30,6 +41,17 @@ MIN_JUDGED_SAMPLES = 3
 # Fewer samples than this: no session summary worth keeping, in a baseline or as a
 # confirmation (one sample tells no median's error).
 MIN_SAVED_SAMPLES = 2
+# Verdicts that time other work than the history judged against: another timer, another
+# binary (a changed binary saved is added beside the others, its own epoch started:
+# store.baseline.Update.apply).
+OTHER_WORK = frozenset({Status.INCOMPARABLE, Status.CHANGED})
+# Verdicts that say the code changed: a save takes them into the history only when accepted.
+CHANGES = frozenset({Status.REGRESSED, Status.IMPROVED}) | OTHER_WORK
+# How to accept a change: in a save's failure, and in its lines of what it left out.
+HOW_TO_ACCEPT = (
+    "accept it with --gpubench-save --gpubench-accept (or @pytest.mark.gpubench(accept=True) "
+    "on the test)"
+)
 
 
 @dataclass(frozen=True)
@@ -37,9 +59,10 @@ class Gate:
     """What verdicts do in one process.
 
     ``confirm``: fresh processes that confirm a flagged verdict (0: the first is final);
-    ``accepting``: a save, which accepts changes (a confirmed change starts a new epoch) and
-    fails nothing; ``enforcing``: verdicts fail tests (not in a save, nor in a process started
-    to confirm, whose verdicts its parent judges); ``family``: the measurements judged in the
+    ``accepting``: this process saves its session, and takes a final verdict of a change into
+    the history (a new epoch) when the measurement's settings say ``accept``; ``enforcing``:
+    verdicts fail tests (in the user's run and save, not in a fresh process, whose parent
+    judges or appends what it measured); ``family``: the measurements judged in the
     run (the multiplicity correction); ``changed_fails``: a changed binary fails its test
     (``--gpubench-changed fail``, not ``warn`` nor ``--gpubench-allow-incomparable``).
     """
@@ -54,10 +77,14 @@ class Gate:
 
     @classmethod
     def of(cls, settings: Settings, family: int = 1) -> Gate:
+        """The gate of this process's role. The user's run and save confirm and fail; a
+        fresh process, confirming a verdict or recording a session of a save, confirms,
+        fails and accepts nothing: its parent judges what it measured, or appends it."""
+        child = settings.child is not None
         return cls(
-            confirm=0 if settings.confirming else settings.confirm,
-            accepting=settings.save,
-            enforcing=not settings.save and not settings.confirming,
+            confirm=0 if child else settings.confirm,
+            accepting=settings.save and not child,
+            enforcing=not child,
             fail_on_improvement=settings.fail_on_improvement,
             allow_incomparable=settings.allow_incomparable,
             family=max(1, family),
@@ -67,8 +94,23 @@ class Gate:
     def judge(
         self, measurement: Measurement, entry: BaselineEntry | None, settings: MeasureSettings
     ) -> Result:
-        """The verdict on all sessions of ``measurement`` against its baseline ``entry``."""
-        return Result(measurement, self.verdict(measurement, entry, settings))
+        """The verdict on all sessions of ``measurement`` against its baseline ``entry``;
+        accepted when this save accepts it (:meth:`accepts`)."""
+        result = Result(measurement, self.verdict(measurement, entry, settings))
+        if self.accepts(result, settings):
+            return replace(result, verdict=replace(result.verdict, accepted=True))
+        return result
+
+    def accepts(self, result: Result, settings: MeasureSettings) -> bool:
+        """Whether this process's save takes the result's change into the history: a final
+        verdict (confirmed, or needing no confirmation) of a change, in a save whose
+        measurement settings say ``accept``."""
+        return (
+            self.accepting
+            and settings.accept
+            and result.status in CHANGES
+            and not self.needs_confirmation(result)
+        )
 
     def verdict(
         self, measurement: Measurement, entry: BaselineEntry | None, settings: MeasureSettings
@@ -89,7 +131,8 @@ class Gate:
                 base,
                 status=Status.INCOMPARABLE,
                 reason=f"baseline timed by {entry.timer}, now by {measurement.timer}: times of "
-                "different timers are never compared; accept the new timer with --gpubench-save",
+                "different timers are never compared; accept the new timer with --gpubench-save "
+                "--gpubench-accept",
                 kernel_changes=changes,
             )
         binary = entry.binary_for(launches)
@@ -157,31 +200,75 @@ class Gate:
         )
 
     def fails(self, verdict: Verdict) -> bool:
-        """Whether a final verdict fails its test."""
-        return self.enforcing and (
-            verdict.status is Status.REGRESSED
-            or (verdict.status is Status.IMPROVED and self.fail_on_improvement)
-            or (verdict.status is Status.INCOMPARABLE and not self.allow_incomparable)
-            or (verdict.status is Status.CHANGED and self.changed_fails)
+        """Whether a final verdict fails its test: in a save as in any run, unless the save
+        accepts it."""
+        return (
+            self.enforcing
+            and not verdict.accepted
+            and (
+                verdict.status is Status.REGRESSED
+                or (verdict.status is Status.IMPROVED and self.fail_on_improvement)
+                or (verdict.status is Status.INCOMPARABLE and not self.allow_incomparable)
+                or (verdict.status is Status.CHANGED and self.changed_fails)
+            )
         )
 
-    def starts_epoch(self, verdict: Verdict) -> bool:
-        """Whether saving this verdict accepts a change: the history starts over."""
-        return verdict.status in (Status.REGRESSED, Status.IMPROVED, Status.INCOMPARABLE)
+    def refusal(self, verdict: Verdict) -> str:
+        """The line under a change this save does not accept: the history stays as it was,
+        and how to accept the change; '' for every other verdict, and outside a save."""
+        if not self.accepting or verdict.accepted or verdict.status not in CHANGES:
+            return ""
+        return f"not saved: the baseline keeps its history; {HOW_TO_ACCEPT}"
 
-    @staticmethod
-    def unsaved(measurement: Measurement, passed: bool = True) -> str | None:
-        """Why a save leaves a measurement out: None when it is saved; '' when its test did
-        not pass (the test's own failure says why); else one line for under the table."""
+    def starts_epoch(self, verdict: Verdict) -> bool:
+        """Whether saving this verdict starts the history over: an accepted change."""
+        return verdict.accepted and verdict.status in CHANGES
+
+    def unsaved(self, result: Result, passed: bool = True) -> str | None:
+        """Why a save leaves the run's session of a result out: None when it is saved; ''
+        when its test did not pass (the test's own failure says why, a change this save
+        does not accept included); else one line for under the table. A change that does
+        not fail (an improvement, an allowed incomparable baseline) is left out unless
+        accepted; an unconfirmed verdict is left out: its first session may be a change."""
         if not passed:
             return ""
-        n = len(measurement.samples_ms)
-        if n < MIN_SAVED_SAMPLES:
+        test, verdict = result.test, result.verdict
+        if verdict.status in CHANGES and not verdict.accepted:
+            return f"{test}: not saved: {verdict.status.value}; {HOW_TO_ACCEPT}"
+        if verdict.status is Status.UNCONFIRMED:
+            return f"{test}: not saved: unconfirmed (its first session may be a change); save again"
+        return _too_few_to_save(result.measurement)
+
+    def unrecorded(self, result: Result, passed: bool) -> str | None:
+        """Why a session recorded in a fresh process (``--gpubench-sessions``) is not appended
+        (None: appended). It is appended whatever it judged against the history its run's
+        first session extended: a session is a sample of the spread, never a change to
+        accept. Left out: a test that did not pass there, a timing of other work than the
+        history's (``OTHER_WORK``), too few samples."""
+        test = result.test
+        if not passed:
             return (
-                f"{measurement.test}: not saved: {too_few(n)} "
-                f"(a baseline needs {MIN_SAVED_SAMPLES})"
+                f"{test}: a recorded session not saved: its test did not pass in the fresh process"
             )
-        return None
+        if result.status in OTHER_WORK:
+            return f"{test}: a recorded session not saved: {result.verdict.reason}"
+        return _too_few_to_save(result.measurement)
+
+    def saved(self, result: Result, *, recorded: bool = False) -> Update:
+        """What saving ``result`` adds to its baseline: the session that took its samples, as
+        a new epoch when its change is accepted (never for a ``recorded`` session). The
+        sessions of fresh processes that confirmed its verdict decided it and are not
+        written, so a save of N sessions writes N; the first session is written whatever its
+        confirmation found, so the history's spread keeps its flagged sessions."""
+        own = replace(result.measurement, confirmations=())
+        return Update.of(own, not recorded and self.starts_epoch(result.verdict))
+
+
+def _too_few_to_save(measurement: Measurement) -> str | None:
+    n = len(measurement.samples_ms)
+    if n < MIN_SAVED_SAMPLES:
+        return f"{measurement.test}: not saved: {too_few(n)} (a baseline needs {MIN_SAVED_SAMPLES})"
+    return None
 
 
 def another_binary(measurement: Measurement, entry: BaselineEntry, base: Verdict) -> Verdict:
@@ -200,7 +287,7 @@ def another_binary(measurement: Measurement, entry: BaselineEntry, base: Verdict
         f"{measurement.binary}): "
         + "; ".join(changes)
         + f"; {(ratio - 1) * 100:+.1f}% against that binary's history, for information only: "
-        "another binary is not judged on time; accept it with --gpubench-save",
+        "another binary is not judged on time; accept it with --gpubench-save --gpubench-accept",
         kernel_changes=changes,
         reference_ms=previous.median_ms,
         history_sessions=len(previous.history),

@@ -1,16 +1,17 @@
 """The role of the process that owns the session: the user's pytest, or an xdist controller.
 
 It alone writes the user's files: after the tests it saves this session into the baselines
-(``--gpubench-save``), records more sessions in fresh processes one at a time, saving each
-as it ends (``--gpubench-sessions``), writes the report files, and prints the summary. A run
-that is interrupted saves nothing more.
+(``--gpubench-save``; what is saved is the gate's to say), records more sessions of the
+measurements it saved in fresh processes one at a time, appending each as it ends
+(``--gpubench-sessions``), writes the report files, and prints the summary with what the
+saves wrote. A run that is interrupted saves nothing more.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,7 +24,7 @@ from ..core.settings import MeasureSettings, Settings
 from .collect import Collected
 
 if TYPE_CHECKING:
-    from ..run.session import BenchSession
+    from ..run.session import BenchSession, Saved
 
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 
@@ -43,6 +44,8 @@ class Controller:
         self.collected = collected
         self.announce = announce
         self.saved: bool | None = None  # None: no save was made
+        self.written: dict[str, int] = {}  # sessions written, by measurement key
+        self.accepted: list[str] = []  # the changes a save accepted, one line each
         self.not_saved: list[str] = []  # why results were left out of a save
         self.errors: list[str] = []  # files that could not be written, one line each
         self.lines: list[str] = []  # what fresh processes did, for the summary
@@ -65,7 +68,7 @@ class Controller:
         try:
             if self.settings.save and not interrupted:
                 self._save(self.collected.outcomes)
-                if self.saved and self.settings.sessions > 1:
+                if self.written and self.settings.sessions > 1:
                     lost = "no further session written"
                     self._record_sessions()
             lost = "report files not written"
@@ -77,24 +80,35 @@ class Controller:
         if self.errors and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-    def _save(self, outcomes: Iterable[tuple[Result, bool]]) -> bool:
-        """Save; return whether the save went through (it may write nothing)."""
+    def _save(
+        self, outcomes: Iterable[tuple[Result, bool]], keys: Collection[str] | None = None
+    ) -> Saved | None:
+        """Save this run's first session, or with ``keys`` append a recorded one to those
+        measurements; return what was saved, None when the save failed (its error is kept)."""
         assert self.session is not None
         try:
-            saved = self.session.save(outcomes)
+            if keys is None:
+                saved = self.session.save(outcomes)
+            else:
+                saved = self.session.append(outcomes, keys)
         except GpubenchError as exc:
             self.errors.append(str(exc))
-            return False
+            return None
         self.saved = bool(self.saved) or saved.written
+        for key in saved.keys:
+            self.written[key] = self.written.get(key, 0) + 1
+        self.accepted.extend(saved.accepted)
         self.not_saved.extend(saved.not_saved)
-        return True
+        return saved
 
     def _record_sessions(self) -> None:
         """``--gpubench-sessions N``: N - 1 more sessions, each timed in a fresh process and
-        saved as it ends (the next one is judged against it)."""
+        appended as it ends to the measurements the first session saved, so that each has N
+        sessions (fewer where a fresh process could not time it: the summary says so)."""
         assert self.session is not None
-        from ..report.summary import counts
+        from ..report.summary import recorded
 
+        keys = frozenset(self.written)
         total = self.settings.sessions
         for i in range(2, total + 1):
             self.announce(f"recording session {i}/{total} in a fresh process")
@@ -106,11 +120,11 @@ class Controller:
             if run.error:
                 self.lines.append(f"session {i}/{total}: {run.error}")
                 continue
-            measured = counts([result for result, _ in run.results]) or "no measurements"
-            if not self._save(run.results):
-                self.lines.append(f"session {i}/{total}: {measured}, not saved: stopped")
+            saved = self._save(run.results, keys)
+            if saved is None:
+                self.lines.append(f"session {i}/{total}: not saved: stopped")
                 return  # the next would fail as this one did (its error is under the table)
-            self.lines.append(f"session {i}/{total}: {measured}")
+            self.lines.append(f"session {i}/{total}: {recorded(len(saved.keys), keys)}")
 
     def _write_reports(self) -> None:
         assert self.session is not None
@@ -156,13 +170,15 @@ class Controller:
                 write(line)
         for change in self.session.version_changes():
             write(f"baseline was recorded with other software: {change}")
+        for line in self.accepted:
+            write(line)
         for line in self.not_saved:
             write(line, yellow=True)
         for line in self.lines:
             write(f"gpubench: {line}")
         baseline = self.session.baseline
         if self.saved:
-            write(f"baseline written: {baseline.path}")
+            write(summary.written_line(self.written, baseline.path))
         elif baseline.exists:
             if self.saved is False:
                 write(f"baseline unchanged: {baseline.path}")

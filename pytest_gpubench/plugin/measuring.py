@@ -156,7 +156,11 @@ class Measuring:
             return [problem]
         from ..report.summary import failure_message
 
-        return [failure_message(r) for r in results if gate.fails(r.verdict)]
+        return [
+            "\n  ".join(filter(None, [failure_message(r), gate.refusal(r.verdict)]))
+            for r in results
+            if gate.fails(r.verdict)
+        ]
 
     def _progress(self, name: str) -> Callable[[int, int], None]:
         def progress(i: int, n: int) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from ..core.device import Fingerprint
 from ..core.jsondata import Json
@@ -76,7 +77,7 @@ def failure_message(result: Result) -> str:
             + ")"
         )
         if v.status is Status.IMPROVED:
-            text += "; refresh the baseline with --gpubench-save"
+            text += "; refresh the baseline with --gpubench-save --gpubench-accept"
     if v.kernel_changes and v.status not in (Status.INCOMPARABLE, Status.CHANGED):
         text += "\n  kernels: " + "; ".join(v.kernel_changes)
     if m.timer != "cuda-graph":
@@ -186,6 +187,41 @@ def notes(results: Sequence[Result]) -> list[str]:
 def counts(results: Sequence[Result]) -> str:
     found = {status: sum(r.status is status for r in results) for status in Status}
     return ", ".join(f"{n} {status.value}" for status, n in found.items() if n)
+
+
+def written_line(written: Mapping[str, int], path: object) -> str:
+    """What a save wrote, counted from what it wrote (``written``: sessions by measurement
+    key): ``baseline written: 54 tests, 3 sessions each (path)``; mixed counts by count, most
+    first: ``baseline written: 2 tests: 1 with 3 sessions, 1 with 2 (path)``."""
+    noun = _noun(written)
+    by_count = sorted(Counter(written.values()).items(), reverse=True)
+    if len(by_count) == 1:
+        [(sessions, n)] = by_count
+        what = f"{_plural(n, noun)}, {_plural(sessions, 'session')}" + (" each" if n > 1 else "")
+    else:
+        (most, n), *rest = by_count
+        parts = [f"{n} with {_plural(most, 'session')}"] + [f"{k} with {s}" for s, k in rest]
+        what = f"{_plural(len(written), noun)}: " + ", ".join(parts)
+    return f"baseline written: {what} ({path})"
+
+
+def recorded(n: int, keys: Collection[str]) -> str:
+    """What one recorded session appended: ``2 tests recorded``, or ``1 of 2 tests recorded``
+    (why the others were not: the lines under the table)."""
+    noun = _noun(keys)
+    if n == len(keys):
+        return f"{_plural(n, noun)} recorded"
+    return f"{n} of {_plural(len(keys), noun)} recorded"
+
+
+def _noun(keys: Iterable[str]) -> str:
+    """The name of what a save counts: tests, or measurements when a test records several
+    named ones (keys ``node id#name``)."""
+    return "measurement" if any("#" in key for key in keys) else "test"
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
 def footer(results: Sequence[Result], measure: MeasureSettings, family: int) -> str:

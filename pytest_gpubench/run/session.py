@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,9 +29,13 @@ from .environment import Environment, TimerFactory
 
 @dataclass(frozen=True)
 class Saved:
-    """What a save did: whether the file was written, and which results it left out, why."""
+    """What a save did: whether the file was written, the measurements (keys) it wrote a
+    session of, one line per accepted change (a new epoch), and which results it left out,
+    why."""
 
     written: bool
+    keys: tuple[str, ...] = ()
+    accepted: tuple[str, ...] = ()
     not_saved: tuple[str, ...] = ()
 
 
@@ -231,21 +235,38 @@ class BenchSession:
         return self.launcher.recording(self._device_index, session)
 
     def save(self, outcomes: Iterable[tuple[Result, bool]]) -> Saved:
-        """Add the sessions of the passing results to the baselines; a confirmed change
-        starts its epoch over (``Gate.starts_epoch``). A result the baseline could not hold
-        is left out, and named: one test's bad value never costs the others their
-        baselines."""
+        """Add this run's session of the passing results to the baselines: what the gate
+        saves (``Gate.unsaved``, ``Gate.saved``: the session that took the samples; a new
+        epoch for an accepted change). A result the baseline could not hold is left out, and
+        named: one test's bad value never costs the others their baselines."""
+        return self._save(outcomes, recorded=False)
+
+    def append(self, outcomes: Iterable[tuple[Result, bool]], keys: Collection[str]) -> Saved:
+        """Add a session recorded in a fresh process to the measurements ``keys`` (those this
+        run's first session was saved to), whatever it judged: never a new epoch
+        (``Gate.unrecorded``)."""
+        return self._save(((r, p) for r, p in outcomes if r.key in keys), recorded=True)
+
+    def _save(self, outcomes: Iterable[tuple[Result, bool]], *, recorded: bool) -> Saved:
         gate = self.gate
         updates: list[store.Update] = []
         infos: dict[str, SessionInfo] = {}
+        accepted: list[str] = []
         not_saved: list[str] = []
         for result, passed in outcomes:
-            why = gate.unsaved(result.measurement, passed)
+            why = gate.unrecorded(result, passed) if recorded else gate.unsaved(result, passed)
             if why is not None:
                 if why:
                     not_saved.append(why)
                 continue
-            updates.append(store.Update.of(result.measurement, gate.starts_epoch(result.verdict)))
+            update = gate.saved(result, recorded=recorded)
+            updates.append(update)
             infos.update(result.measurement.session_infos)
+            if update.new_epoch:
+                accepted.append(
+                    f"{result.test}: {result.status.value}, accepted: its history starts over "
+                    "from this run"
+                )
         written = store.save(self.baseline, self.env.fingerprint(), infos, updates)
-        return Saved(written, tuple(not_saved))
+        keys = tuple(u.key for u in updates) if written else ()
+        return Saved(written, keys, tuple(accepted), tuple(not_saved))
