@@ -194,7 +194,7 @@ def test_each_function_gets_the_timer_it_can_stand_and_the_process_stays_whole(
             "test_legacy_stream: timed by cupti: *",
             "test_backward: timed by cupti: *",
             "test_cupti_on_request: timed by cupti: kernel time only: *",
-            "baseline written: */.gpubench/sm*.json",
+            "baseline written: 7 tests, 1 session each (*/.gpubench/sm*.json)",
         ]
     )
     measured = results(user_code)
