@@ -251,7 +251,8 @@ def markdown(result: dict[str, object]) -> str:
         lines += [
             "",
             f"Recorded sessions of unchanged code: {real['flagged']} of {real['histories']} "
-            f"histories flagged ({real['flagged_tests']} of {real['tests']} tests):",
+            f"histories flagged ({real['flagged_tests']} of {real['tests']} tests)"
+            + (":" if real["found"] else "."),
         ]
         lines += [
             f"- {f['test']} ({f['machine'][:12]}, sessions to {f['end']}): {f['reason']}"
