@@ -389,7 +389,9 @@ SHOW_DESCRIPTION = (
     "List the tests of baseline files: timer, sessions in the history and the anchor, "
     "reference median, the between-session spread the rule uses and the smallest slowdown "
     "a next single session is failed for (of each test's latest binary); then the binaries "
-    "each test keeps a history of: what one call launches, sessions and reference time."
+    "each test keeps a history of: what one call launches, sessions and reference time. "
+    "Last, the tests whose history shows a creep or a step toward slower by half the "
+    "threshold or more (a warning, never a failure)."
 )
 PLOT_DESCRIPTION = (
     "Draw baseline files with matplotlib (pip install 'pytest-gpubench[plot]'): per test the "
