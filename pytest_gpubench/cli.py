@@ -202,7 +202,7 @@ def compare(
     alpha: float | None = None,
     fail_on_improvement: bool = False,
     allow_incomparable: bool = False,
-    changed: str = "fail",
+    changed: str = "work",
 ) -> Comparison:
     """Judge each of HEAD's results against BASE's result of the same key, as the plugin
     judges a run against a baseline: BASE's sessions (its first and its confirmations) are
@@ -218,6 +218,7 @@ def compare(
         allow_incomparable=allow_incomparable,
         family=max(1, len(common)),
         changed_fails=changed == "fail" and not allow_incomparable,
+        work_fails=changed != "warn" and not allow_incomparable,
     )
     judged = []
     for key, result in head.results.items():
@@ -459,8 +460,10 @@ def parser() -> argparse.ArgumentParser:
     compare_parser.add_argument(
         "--changed",
         choices=CHANGED_ACTIONS,
-        default="fail",
-        help="What a test that ran another binary than BASE's does (default: fail)",
+        default="work",
+        help="What a test that ran another binary than BASE's does: work (default) fails when "
+        "its kernels differ and warns when only their configuration does, fail fails on both, "
+        "warn on neither",
     )
     compare_parser.add_argument(
         "--markdown", action="store_true", help="Print GitHub-flavoured Markdown"

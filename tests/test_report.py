@@ -549,7 +549,7 @@ def test_the_result_files_fields_are_release_0_2s() -> None:
         "judgement", "reason", "kernel_changes", "reference_ms", "history_sessions", "family",
         "confirmations", "session_infos", "passed", "costs", "accepted",
     }  # fmt: skip
-    fields |= {"baseline_binary", "previous_ratio"}  # issue 16: the binary judged against
+    fields |= {"baseline_binary", "previous_ratio", "same_kernels"}  # issue 16: binaries
     assert set(result(judgement=regressed()).to_dict()) == fields
 
 

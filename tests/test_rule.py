@@ -111,7 +111,7 @@ def test_a_history_too_short_to_tell_a_spread_is_not_gated(k: int) -> None:
     j = verdict(floor(k, 0.01, 0.5, seed=k), at(1.5, 0.5, n=3), timer="wall")
     assert j.status is Status.NOT_GATED and not j.gated
     assert j.bar is None and j.gateable is None
-    assert "tell no spread" in j.reason
+    assert "no spread between sessions" in j.reason
     assert "sessions like these would gate 5%" in j.reason or "no history" in j.reason
 
 

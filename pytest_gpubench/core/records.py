@@ -58,6 +58,7 @@ class Status(str, enum.Enum):
     INCOMPARABLE = "incomparable"
     UNCONFIRMED = "unconfirmed"  # flagged, but its confirmation did not run: never fails
     UNSTABLE = "unstable"  # too few samples in the budget to judge: never fails
+    NOT_GATED = "not gated"  # the history cannot gate it (too short, too noisy): never fails
     NEW = "new"
     OK = "ok"
 
@@ -196,6 +197,10 @@ class Judgement:
     history_sessions: int = 0
     current_sessions: int = 0
     reason: str = ""
+    gated: bool = True  # False: the history cannot gate the test (status NOT_GATED)
+    p_value: float | None = None  # chance of sessions this far out with nothing changed
+    excursions: float | None = None  # share of sessions in a slow excursion (fitted)
+    sessions_to_gate: int | None = None  # history sessions that would gate the threshold
 
     @property
     def prior_dominated(self) -> bool:
@@ -485,6 +490,9 @@ class Verdict:
     # against; changed: the previous binary, compared for information only ('' unknown).
     baseline_binary: str = ""
     previous_ratio: float | None = None  # changed: time / the previous binary's reference
+    # changed: the same kernels, run as often, in another configuration (an autotuner's or
+    # compiler's choice) rather than other work.
+    same_kernels: bool = False
     accepted: bool = False  # a save takes this change into the history: a new epoch
 
     @property
@@ -502,6 +510,7 @@ class Verdict:
             "family": self.family,
             "baseline_binary": self.baseline_binary,
             "previous_ratio": self.previous_ratio,
+            "same_kernels": self.same_kernels,
             "accepted": self.accepted,
         }
 
@@ -518,6 +527,7 @@ class Verdict:
             family=int(data.get("family", 1)),
             baseline_binary=str(data.get("baseline_binary") or ""),
             previous_ratio=data.get("previous_ratio"),
+            same_kernels=data.get("same_kernels") is True,
             accepted=data.get("accepted") is True,
         )
 

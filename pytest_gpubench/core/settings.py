@@ -101,13 +101,13 @@ def parse_sessions(text: object) -> int:
     return value
 
 
-CHANGED_ACTIONS = ("fail", "warn")
+CHANGED_ACTIONS = ("work", "fail", "warn")
 
 
 def parse_changed(text: object) -> str:
     value = str(text).strip()
     if value not in CHANGED_ACTIONS:
-        raise ValueError("expected fail or warn")
+        raise ValueError("expected work, fail or warn")
     return value
 
 
@@ -256,10 +256,11 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "confirm",
-        "Re-run a test flagged regressed or improved in this many fresh processes and judge "
-        "all its sessions together (default 2; 0: the first session's verdict is final)",
+        "Time a flagged or borderline test again in up to this many fresh processes, two at "
+        "a time, judging all its sessions after each pair (default 6; 0: the first "
+        "session's verdict is final)",
         parse_confirmations,
-        2,
+        6,
         metavar="N",
     ),
     OptionSpec(
@@ -279,11 +280,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "changed",
-        "What a test whose launches match no binary of its baseline does (another binary: "
-        "kernels, grid, block, registers or shared memory): fail (default) or warn",
+        "What a test whose launches match no binary of its baseline does (another binary): "
+        "work (default) fails when its kernels differ and warns when only their "
+        "configuration does (grid, block, registers, shared memory: an autotuner's choice), "
+        "fail fails on both, warn on neither",
         parse_changed,
-        "fail",
-        metavar="fail|warn",
+        "work",
+        metavar="work|fail|warn",
     ),
     OptionSpec(
         "json",
@@ -357,11 +360,11 @@ class Settings:
     enabled: bool = False
     save: bool = False
     dir: Path = Path(".gpubench")
-    confirm: int = 2
+    confirm: int = 6
     sessions: int = 1
     fail_on_improvement: bool = False
     allow_incomparable: bool = False
-    changed: str = "fail"  # what a changed binary does: fail or warn (CHANGED_ACTIONS)
+    changed: str = "work"  # what a changed binary does (CHANGED_ACTIONS)
     json: Path | None = None
     markdown: Path | None = None
     benchmark_json: Path | None = None

@@ -30,11 +30,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from ..core.kernels import binary_changes, diff, launch_count
+from ..core.kernels import binary_changes, diff, launch_count, same_work
 from ..core.records import Measurement, Result, Status, Verdict
 from ..core.settings import MeasureSettings, Settings
 from ..store.baseline import BaselineEntry, Update
-from .rule import judge
+from .rule import Design, judge
 
 # Fewer samples than this in the first session: its median's own error cannot be told.
 MIN_JUDGED_SAMPLES = 3
@@ -63,17 +63,20 @@ class Gate:
     the history (a new epoch) when the measurement's settings say ``accept``; ``enforcing``:
     verdicts fail tests (in the user's run and save, not in a fresh process, whose parent
     judges or appends what it measured); ``family``: the measurements judged in the
-    run (the multiplicity correction); ``changed_fails``: a changed binary fails its test
-    (``--gpubench-changed fail``, not ``warn`` nor ``--gpubench-allow-incomparable``).
+    run (the multiplicity correction); ``work_fails``: a changed binary that runs other
+    kernels (or as many times other) fails its test, ``changed_fails``: any changed binary,
+    another configuration of the same kernels too (``--gpubench-changed``: ``work``, the
+    default; ``fail``; ``warn`` and ``--gpubench-allow-incomparable`` fail neither).
     """
 
-    confirm: int = 2
+    confirm: int = 6
     accepting: bool = False
     enforcing: bool = True
     fail_on_improvement: bool = False
     allow_incomparable: bool = False
     family: int = 1
-    changed_fails: bool = True
+    changed_fails: bool = False
+    work_fails: bool = True
 
     @classmethod
     def of(cls, settings: Settings, family: int = 1) -> Gate:
@@ -89,6 +92,7 @@ class Gate:
             allow_incomparable=settings.allow_incomparable,
             family=max(1, family),
             changed_fails=settings.changed == "fail" and not settings.allow_incomparable,
+            work_fails=settings.changed != "warn" and not settings.allow_incomparable,
         )
 
     def judge(
@@ -153,7 +157,6 @@ class Gate:
             )
         judgement = judge(
             [r.summary for r in binary.history],
-            [r.summary for r in binary.anchor],
             [r.summary for r in measurement.sessions],
             threshold=settings.threshold,
             alpha=settings.alpha,
@@ -161,27 +164,34 @@ class Gate:
             timer=measurement.timer,
             launches=launch_count(binary.kernels or launches),
             fail_on_improvement=self.fail_on_improvement,
+            design=self.design,
         )
         return replace(base, status=judgement.status, judgement=judgement, reason=judgement.reason)
 
+    @property
+    def design(self) -> Design:
+        """The sequential design: up to ``confirm`` fresh-process sessions, in batches."""
+        return Design(cap=self.confirm)
+
     def needs_confirmation(self, result: Result) -> bool:
-        """Whether a first session's verdict must be confirmed in fresh processes: the screen
-        flagged it, and the direction matters here (slower always; faster when improvements
-        fail or a save would start a new epoch on it)."""
+        """Whether a verdict wants more sessions in fresh processes: a flagged first session,
+        or a borderline one after a batch, in either direction (improvements are confirmed
+        like regressions), while the cap allows."""
         judgement = result.verdict.judgement
-        if self.confirm == 0 or judgement is None or result.measurement.confirmations:
+        if self.confirm == 0 or judgement is None or not judgement.needs_confirmation:
             return False
-        if not (
-            judgement.needs_confirmation or result.status in (Status.REGRESSED, Status.IMPROVED)
-        ):
-            return False
-        slower = (judgement.ratio or 1.0) > 1.0
-        return slower or self.fail_on_improvement or self.accepting
+        return self.next_batch(result) > 0
+
+    def next_batch(self, result: Result) -> int:
+        """How many fresh processes the next batch of ``result``'s confirmation takes."""
+        return self.design.next_batch(len(result.measurement.sessions))
 
     def unconfirmed(self, result: Result, why: str) -> Result:
-        """``result`` when it needs no confirmation; else its first verdict, unconfirmed (it
-        fails nothing): its confirmation did not run, for the reason ``why``."""
-        if not self.needs_confirmation(result):
+        """``result`` when it needs no confirmation or a batch of fresh sessions already
+        judged it (a later batch that could not run leaves the last look's verdict, valid at
+        its level); else its first verdict, unconfirmed (it fails nothing): its
+        confirmation did not run, for the reason ``why``."""
+        if not self.needs_confirmation(result) or result.measurement.confirmations:
             return result
         verdict = result.verdict
         reason = f"not confirmed: {why}; its first session: {verdict.reason}"
@@ -209,7 +219,10 @@ class Gate:
                 verdict.status is Status.REGRESSED
                 or (verdict.status is Status.IMPROVED and self.fail_on_improvement)
                 or (verdict.status is Status.INCOMPARABLE and not self.allow_incomparable)
-                or (verdict.status is Status.CHANGED and self.changed_fails)
+                or (
+                    verdict.status is Status.CHANGED
+                    and (self.changed_fails or (self.work_fails and not verdict.same_kernels))
+                )
             )
         )
 
@@ -293,6 +306,7 @@ def another_binary(measurement: Measurement, entry: BaselineEntry, base: Verdict
         history_sessions=len(previous.history),
         baseline_binary=previous.fingerprint,
         previous_ratio=ratio,
+        same_kernels=same_work(previous.kernels, measurement.kernels),
     )
 
 

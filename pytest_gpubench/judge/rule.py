@@ -224,8 +224,8 @@ class Fit:
         chance that ``n`` fresh sessions are all excursions, the rate being uncertain (a Beta
         of its evidence): ``E[pi^n]^(1/n)``. A short history, whose rate is barely known, so
         needs more sessions to rule excursions out."""
-        n = np.maximum(np.asarray(n), 1)
-        steps = np.arange(int(np.max(n)))
+        counts: np.ndarray = np.maximum(np.asarray(n), 1)
+        steps = np.arange(int(np.max(counts)))
         rates = {}
         for name, rate, total in (
             ("slow_rate", self.slow_rate, self.slow_total),
@@ -233,8 +233,8 @@ class Fit:
         ):
             a = rate[..., None] * total[..., None]
             terms = np.log((a + steps) / (total[..., None] + steps))
-            used = steps < n[..., None]
-            rates[name] = np.exp(np.sum(np.where(used, terms, 0.0), axis=-1) / n)
+            used = steps < counts[..., None]
+            rates[name] = np.exp(np.sum(np.where(used, terms, 0.0), axis=-1) / counts)
         return dataclasses.replace(self, **rates)
 
 
@@ -319,7 +319,7 @@ def fit(history: np.ndarray, prior: PriorArrays) -> Fit:
 def _spread(f: Fit, se: np.ndarray) -> np.ndarray:
     """sd of one current session about ``m``: floor, the median's own error, its samples'."""
     var_m = (math.pi / 2) * f.sigma**2 / np.maximum(f.k, 1)
-    return np.sqrt(f.sigma[..., None] ** 2 + var_m[..., None] + np.nan_to_num(se) ** 2)
+    return np.asarray(np.sqrt(f.sigma[..., None] ** 2 + var_m[..., None] + np.nan_to_num(se) ** 2))
 
 
 def survival(f: Fit, y: np.ndarray, spread: np.ndarray) -> np.ndarray:
@@ -573,7 +573,7 @@ def judge(
         status = Status.NOT_GATED
         why = []
         if k < MIN_GATED_SESSIONS:
-            why.append(f"{k} session{'s' if k != 1 else ''} tell no spread between sessions")
+            why.append(f"{k} session{' tells' if k == 1 else 's tell'} no spread between sessions")
         elif share > MAX_PRIOR_SHARE:
             why.append(f"its spread is {share:.0%} the prior's")
         if gateable > NOT_GATED_BEYOND:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.device import Device, version_changes
-from ..core.records import Costs, Measurement, Result, SessionInfo
+from ..core.records import Costs, Measurement, Result, SessionInfo, Status
 from ..core.settings import MarkerSpec, MeasureSettings, Settings
 from ..judge.gate import Gate
 from ..store import baseline as store
@@ -195,20 +195,45 @@ class BenchSession:
         settings: MeasureSettings,
         progress: Callable[[int, int], None],
     ) -> tuple[Result, ...]:
-        """Time the test ``nodeid`` again in fresh processes and judge each flagged result on
-        all its sessions; the others stay as they are. Why fresh processes measured nothing
-        is said in the note of the results they were to confirm."""
+        """Time the test ``nodeid`` again in fresh processes, batch after batch, while the
+        gate wants more sessions of any of its results (up to its cap), judging each wanted
+        result on all its sessions after every batch; the others stay as they are. Why fresh
+        processes measured nothing is said in the note of the results they were to confirm."""
         gate = self.gate
-        flagged = [gate.needs_confirmation(r) for r in results]
-        if not any(flagged) or self.launcher is None:
-            return tuple(results)
-        started = time.perf_counter()
-        runs = self.launcher.confirming([nodeid], gate.confirm, self._device_index, progress)
-        share = (time.perf_counter() - started) / sum(flagged)
-        return tuple(
-            self._confirmed(result, runs, settings, share) if flag else result
-            for result, flag in zip(results, flagged, strict=True)
-        )
+        if self.launcher is None:
+            return tuple(
+                gate.unconfirmed(r, "no fresh process can be started here") for r in results
+            )
+        results = list(results)
+        done = 0
+        while True:
+            # A result its first batch left unconfirmed is not started again.
+            wanted = [
+                gate.needs_confirmation(r) and r.status is not Status.UNCONFIRMED for r in results
+            ]
+            if not any(wanted):
+                break
+            batch = max(gate.next_batch(r) for r, w in zip(results, wanted, strict=True) if w)
+            started = time.perf_counter()
+            runs = self.launcher.confirming(
+                [nodeid], batch, self._device_index, progress, first=done
+            )
+            done += batch
+            share = (time.perf_counter() - started) / sum(wanted)
+            before = results
+            results = [
+                self._confirmed(result, runs, settings, share) if want else result
+                for result, want in zip(results, wanted, strict=True)
+            ]
+            if all(
+                len(a.measurement.sessions) == len(b.measurement.sessions)
+                for a, b, w in zip(results, before, wanted, strict=True)
+                if w
+            ):
+                # The batch confirmed nothing (each result says why, or keeps its last
+                # look's verdict): another would not either.
+                break
+        return tuple(results)
 
     def _confirmed(
         self, result: Result, runs: Sequence[ChildRun], settings: MeasureSettings, share: float
@@ -218,10 +243,11 @@ class BenchSession:
         costs = measurement.costs
         if costs is not None:
             measurement = dataclasses.replace(
-                measurement, costs=dataclasses.replace(costs, confirm_s=share)
+                measurement, costs=dataclasses.replace(costs, confirm_s=costs.confirm_s + share)
             )
         errors = sorted({run.error for run in runs if run.error})
-        if not measurement.confirmations:  # nothing confirmed it: the gate says what stands
+        if len(measurement.sessions) == len(result.measurement.sessions):
+            # Nothing confirmed it in this batch: the gate says what stands.
             why = "; ".join(errors) or "no fresh process measured it (skipped or deselected there?)"
             return self.gate.unconfirmed(dataclasses.replace(result, measurement=measurement), why)
         for error in errors:
