@@ -335,20 +335,16 @@ def survival(f: Fit, y: np.ndarray, spread: np.ndarray) -> np.ndarray:
 
 def below(f: Fit, y: np.ndarray, spread: np.ndarray) -> np.ndarray:
     """P(an unchanged session lands at or below ``y``): the mirror of :func:`survival`."""
-    flipped = Fit(
-        m=f.m,
-        k=f.k,
-        sigma=f.sigma,
-        df=f.df,
-        prior_share=f.prior_share,
+    mirrored = dataclasses.replace(
+        f,
         slow_rate=f.fast_rate,
         slow_size=f.fast_size,
+        slow_total=f.fast_total,
         fast_rate=f.slow_rate,
         fast_size=f.slow_size,
-        slow_total=f.fast_total,
         fast_total=f.slow_total,
     )
-    return survival(flipped, -y, spread)
+    return survival(mirrored, -y, spread)
 
 
 def _bound(f: Fit, n: np.ndarray, level: float, spread: np.ndarray, up: bool) -> np.ndarray:
@@ -498,25 +494,28 @@ def sessions_to_gate(
 ) -> int | None:
     """How many history sessions like these would let the test gate ``threshold``: the
     history repeated in its own order (its floor and excursions kept), None beyond
-    ``limit``."""
+    ``limit``. One :func:`decide` over every length at once: a run of many tests not gated
+    yet asks this of each."""
     if not history:
         return None
     x, _ = _row(history)
-    priors = PriorArrays.of([prior])
-    for k in range(max(MIN_GATED_SESSIONS, len(history)), limit + 1):
-        h = np.resize(x[0], k)[None, :]
-        dec = decide(
-            h,
-            h[:, :1],
-            np.zeros((1, 1)),
-            priors,
-            threshold=threshold,
-            alpha1=alpha1,
-            design=design,
-        )
-        if dec.gated[0] and dec.gateable[0] <= threshold:
-            return k
-    return None
+    lengths = np.arange(max(MIN_GATED_SESSIONS, len(history)), limit + 1)
+    if not len(lengths):
+        return None
+    rows = np.full((len(lengths), limit), np.nan)
+    for i, k in enumerate(lengths):
+        rows[i, :k] = np.resize(x[0], k)
+    dec = decide(
+        rows,
+        rows[:, :1],
+        np.zeros((len(lengths), 1)),
+        PriorArrays.of([prior] * len(lengths)),
+        threshold=threshold,
+        alpha1=alpha1,
+        design=design,
+    )
+    enough = dec.gated & (dec.gateable <= threshold)
+    return int(lengths[np.argmax(enough)]) if enough.any() else None
 
 
 def judge(
