@@ -14,11 +14,13 @@ from pytest_gpubench.timing.fallback import (
     MAX_GRAPH_CALLS,
     CaptureError,
     choose,
+    gated_kernels,
     graph_calls,
     guarded_capture,
     root_cause,
     validated_graph,
 )
+from pytest_gpubench.timing.timers import requested
 
 K = Launch("axpb_kernel", grid=(1024, 1, 1), block=(128, 1, 1), share=1.0)
 RNG = Launch("philox_offset_bookkeeping", share=0.0)
@@ -26,7 +28,8 @@ RNG = Launch("philox_offset_bookkeeping", share=0.0)
 
 class FakeGraph:
     """A graph whose replays launch ``per_call`` per captured call (plus ``extra`` once per
-    replay) and take ``ms_per_call`` per call."""
+    replay) and take ``ms_per_call`` per call, of which ``kernel_ms_per_call`` is kernel time
+    (all of it when None)."""
 
     def __init__(
         self,
@@ -34,6 +37,7 @@ class FakeGraph:
         per_call: tuple[Launch, ...],
         ms_per_call: float,
         extra: tuple[Launch, ...] = (),
+        kernel_ms_per_call: float | None = None,
     ) -> None:
         self.calls, self.per_call, self.ms_per_call, self.extra = (
             calls,
@@ -41,7 +45,13 @@ class FakeGraph:
             ms_per_call,
             extra,
         )
+        self.kernel_ms_per_call = ms_per_call if kernel_ms_per_call is None else kernel_ms_per_call
         self.reset_count = 0
+        self.kernel_profiles = 0
+
+    def kernel_ms(self) -> float:
+        self.kernel_profiles += 1
+        return self.kernel_ms_per_call * self.calls
 
     def replay_ms(self) -> float:
         return self.ms_per_call * self.calls
@@ -68,10 +78,12 @@ class FakeProbe:
         replayed: Callable[[int], tuple[Launch, ...]] = lambda calls: (K,),
         ms_per_call: float = 0.01,
         extra: tuple[Launch, ...] = (),
+        kernel_ms_per_call: float | None = None,
     ) -> None:
         self._eager, self._synchronizes = eager, synchronizes
         self.capture_error, self.replayed = capture_error, replayed
         self.ms_per_call, self.extra = ms_per_call, extra
+        self.kernel_ms_per_call = kernel_ms_per_call
         self.asked: list[str] = []
         self.graphs: list[FakeGraph] = []
 
@@ -87,7 +99,9 @@ class FakeProbe:
         self.asked.append(f"capture {calls} after {warm_calls}")
         if self.capture_error is not None:
             raise self.capture_error
-        graph = FakeGraph(calls, self.replayed(calls), self.ms_per_call, self.extra)
+        graph = FakeGraph(
+            calls, self.replayed(calls), self.ms_per_call, self.extra, self.kernel_ms_per_call
+        )
         self.graphs.append(graph)
         return graph
 
@@ -183,6 +197,62 @@ def test_a_validated_graph_batches_calls_into_a_replay_of_about_a_millisecond() 
     one, many = probe.graphs
     assert (one.reset_count, many.reset_count) == (1, 0)  # the small one freed, the timed kept
     assert choice.plan.graph is many
+
+
+def test_a_graph_mostly_of_launch_gaps_is_gated_on_its_kernel_time() -> None:
+    """1.5 µs per call of which 1.0 µs is kernel time: a third is launch gaps, which move
+    between sessions where the kernels do not (H100: 2.3-6.7% against 0.2-0.5%)."""
+    probe = FakeProbe(ms_per_call=0.0015, kernel_ms_per_call=0.001)
+    choice = choose(has_setup=False, slow=False, probe=probe)
+    assert (choice.timer, choice.note) == ("cupti-graph", "")
+    assert choice.plan is not None and choice.plan.calls == 667
+    assert choice.plan.taken == ()  # replay times are not kernel times
+    assert choice.graph_ms == pytest.approx(0.0015)  # reported beside the kernel time
+    assert choice.plan.graph.kernel_profiles == 1
+
+
+@pytest.mark.parametrize(
+    "kernel_ms, timer",
+    [
+        (0.0096, "cuda-graph"),  # 4% gaps: the graph's time stays the number
+        (0.0095, "cupti-graph"),  # 5%
+        (0.012, "cuda-graph"),  # kernels overlap (side streams): the time sees the overlap
+    ],
+)
+def test_the_gaps_share_that_makes_kernel_time_the_number(kernel_ms: float, timer: str) -> None:
+    choice = choose(has_setup=False, slow=False, probe=FakeProbe(kernel_ms_per_call=kernel_ms))
+    assert choice.timer == timer
+    assert gated_kernels(kernel_ms, 0.01) is (timer == "cupti-graph")
+
+
+def test_a_call_that_fills_a_replay_keeps_its_graph_time_without_a_profile() -> None:
+    probe = FakeProbe(ms_per_call=2.0, kernel_ms_per_call=0.5)
+    choice = choose(has_setup=False, slow=True, probe=probe)
+    assert choice.timer == "cuda-graph" and choice.plan is not None
+    assert choice.plan.graph.kernel_profiles == 0
+
+
+@pytest.mark.parametrize("kernels, timer", [(True, "cupti-graph"), (False, "cuda-graph")])
+def test_the_graph_timers_asked_by_name_are_kept_whatever_the_gaps(
+    kernels: bool, timer: str
+) -> None:
+    """What a baseline was timed by is asked for by name (timers.requested): one function is
+    judged by one timer in every session, even where its gaps sit at the boundary."""
+    gappy = FakeProbe(ms_per_call=0.0015, kernel_ms_per_call=0.001)
+    quiet = FakeProbe(ms_per_call=0.01)
+    for probe in (gappy, quiet):
+        choice = choose(has_setup=False, slow=False, probe=probe, kernels=kernels)
+        assert choice.timer == timer
+        assert choice.plan is not None
+        assert choice.plan.graph.kernel_profiles == (1 if kernels else 0)
+
+
+def test_auto_keeps_the_graph_timer_of_the_baseline() -> None:
+    assert requested("auto", "cupti-graph") == "cupti-graph"
+    assert requested("auto", "cuda-graph") == "cuda-graph"
+    assert requested("auto", "cupti") == "auto"  # a fallback is decided again every time
+    assert requested("auto", None) == "auto"
+    assert requested("cuda-event", "cupti-graph") == "cuda-event"  # a user's choice stands
 
 
 def test_graph_calls_fill_a_replay_within_bounds() -> None:

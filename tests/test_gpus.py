@@ -143,6 +143,8 @@ def test_a_measurement_holds_the_device_lock_and_the_untimed_call_does_not(
 
         def work():
             CALLS.append(time.time())
+            if len(CALLS) == 1:
+                open("first-call", "w").close()
 
         def test_a(gpubench):
             gpubench(work)
@@ -153,9 +155,13 @@ def test_a_measurement_holds_the_device_lock_and_the_untimed_call_does_not(
     held, released = threading.Event(), []
 
     def hold() -> None:
+        # Held until the untimed first call has run (however slow the machine), then a while.
         with DeviceLock(host_identity(), timeout_s=5):
             held.set()
-            time.sleep(0.5)
+            deadline = time.time() + 30
+            while not (fake.path / "first-call").exists() and time.time() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.2)
             released.append(time.time())
 
     thread = threading.Thread(target=hold)

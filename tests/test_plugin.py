@@ -214,8 +214,9 @@ def test_twenty_percent_slower_fails_as_regressed(
         assert measured["family"] == 2  # two measurements judged: alpha / 2
         assert measured["confirmations"] == []  # --gpubench-confirm 0: the first is final
         assert measured["passed"] is False  # the test failed: such results are never saved
-    # measured once each, in this process: no re-measure shares its shift
-    assert timer_calls(saved)[calls:] == [f"auto {KIND} False"] * 2
+    # measured once each, in this process (by the baseline's graph timer, asked by name): no
+    # re-measure shares its shift
+    assert timer_calls(saved)[calls:] == [f"{FAKE_NAME} {KIND} False"] * 2
 
 
 def test_twenty_percent_faster_passes_as_improved(
@@ -1044,7 +1045,7 @@ def test_json_and_markdown_outputs(saved: pytest.Pytester) -> None:
     steps = {"first_call_s", "lock_wait_s", "timer_setup_s", "sampling_s", "confirm_s"}
     assert set(costs) == steps and costs["confirm_s"] == 0  # nothing was flagged
     assert all(value >= 0 for value in costs.values())
-    assert costs["sampling_s"] > costs["lock_wait_s"]
+    assert costs["sampling_s"] > 0  # (the lock wait depends on who else times on this host)
     markdown = (saved.path / "sub" / "summary.md").read_text().splitlines()
     assert markdown[0].startswith("### gpubench: ")
     assert MARKDOWN_HEADER in markdown
@@ -1266,7 +1267,7 @@ def test_the_kernels_of_a_call_are_stored_and_other_registers_are_another_binary
     assert measured["kernel_changes"] == [change]
     assert (measured["binary"], measured["baseline_binary"]) == (binary_of(other), before)
     assert measured["previous_ratio"] == pytest.approx(1.45, rel=0.01)
-    assert timer_calls(fake)[-1:] == [f"auto {KIND} False"]  # not confirmed: no child ran
+    assert timer_calls(fake)[-1:] == [f"{FAKE_NAME} {KIND} False"]  # not confirmed: no child ran
     warned = fake.runpytest(*args)  # the default: only other kernels fail
     warned.assert_outcomes(passed=1, deselected=1)
     warned.stdout.fnmatch_lines([f"test_sum: changed: {reason}", "gpubench: 1 changed (*)"])
@@ -1363,6 +1364,25 @@ def test_launch_gaps_of_a_graph_replay_are_noted(
             "call: 1 launch (triton_per_fused_softmax_0 100%))"
         ]
     )
+
+
+def test_auto_asks_for_the_graph_timer_a_baseline_was_taken_by(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A function near the boundary between graph time and kernel time (launch gaps of 5%)
+    is judged by the timer of its baseline in every session: never incomparable by a flip."""
+    fake.makepyfile(test_bench=BENCH)
+    monkeypatch.setenv("FAKE_NAME", "cupti-graph")
+    fake.runpytest("--gpubench-save", "-k", "test_sum", NO_CONFIRM).assert_outcomes(
+        passed=1, deselected=1
+    )
+    (fake.path / "timer-calls.log").unlink()
+    fake.runpytest("--gpubench", NO_CONFIRM).assert_outcomes(passed=2)
+    assert sorted(timer_calls(fake)) == [f"auto {KIND} False", f"cupti-graph {KIND} False"]
+    (fake.path / "timer-calls.log").unlink()
+    # a timer named by the user is the user's choice
+    fake.runpytest("--gpubench", "--gpubench-timer=cuda-event", "-k", "test_sum", NO_CONFIRM)
+    assert timer_calls(fake) == [f"cuda-event {KIND} False"]
 
 
 def test_a_test_that_fails_skips_or_xfails_after_measuring_keeps_its_numbers(

@@ -385,6 +385,23 @@ def test_notes_name_the_launch_gaps_of_a_graph_mostly_idle() -> None:
     assert result(timer="cupti", device_ms=0.5).measurement.launch_gap_share is None
 
 
+def test_the_kernel_time_of_a_graph_replay_is_reported_with_the_graph_time_beside_it() -> None:
+    """cupti-graph gates a replay's kernel time; its graph time per call is not dropped."""
+    kernels = (Launch("k", share=1.0),)
+    gated = result(samples=(0.001, 0.001, 0.001), timer="cupti-graph", graph_ms=0.0015)
+    gated = dataclasses.replace(
+        gated, measurement=dataclasses.replace(gated.measurement, kernels=kernels)
+    )
+    assert gated.measurement.launch_gap_share == pytest.approx(1 / 3)
+    assert report.notes([gated]) == [
+        "test_x: launch gaps are 33% of the graph time per call (1.5 µs): its kernel time is "
+        "the number (1 launch (k 100%))"
+    ]
+    data = gated.to_dict()
+    assert data["graph_ms"] == 0.0015
+    assert Result.from_dict(data).measurement.graph_ms == 0.0015
+
+
 def test_counts() -> None:
     assert report.counts(mixed_results()) == (
         "1 regressed, 1 improved, 1 incomparable, 1 unstable, 1 new, 2 ok"
@@ -550,6 +567,7 @@ def test_the_result_files_fields_are_release_0_2s() -> None:
         "confirmations", "session_infos", "passed", "costs", "accepted",
     }  # fmt: skip
     fields |= {"baseline_binary", "previous_ratio", "same_kernels"}  # issue 16: binaries
+    fields |= {"graph_ms"}  # issue 16: the graph time beside a replay's kernel time
     assert set(result(judgement=regressed()).to_dict()) == fields
 
 

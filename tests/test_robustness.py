@@ -508,7 +508,7 @@ def test_9_the_budget_bounds_a_slow_function_and_its_verdict_is_unstable(
     for measured in json.loads((saved.path / "out.json").read_text())["results"]:
         assert (measured["warmup"], len(measured["samples_ms"])) == (0, 2)
         assert measured["confirmations"] == []  # nothing to confirm
-    assert timer_calls(saved) == [f"auto {KIND} False"] * 2
+    assert timer_calls(saved) == [f"{FAKE_NAME} {KIND} False"] * 2
 
 
 def test_9_a_slow_function_with_enough_samples_in_its_budget_is_judged(

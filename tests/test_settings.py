@@ -248,7 +248,7 @@ def test_parse_fraction_or_percent(text: object, expected: float) -> None:
         (
             {"timer": "gpu"},
             "invalid --gpubench-timer 'gpu': expected one of "
-            "auto, cuda-graph, cupti, cuda-event, cuda-event-cold, wall",
+            "auto, cuda-graph, cupti-graph, cupti, cuda-event, cuda-event-cold, wall",
         ),
         (
             {"budget_s": "0"},
@@ -491,4 +491,6 @@ def test_option_defaults_match_the_dataclass_defaults() -> None:
         if spec.field != "dir":
             assert value(defaults, spec.field) == spec.default, spec.field
     assert TIMERS[0] == "auto"
-    assert set(TIMERS) == {"auto", "cuda-graph", "cupti", "cuda-event", "cuda-event-cold", "wall"}
+    assert set(TIMERS) == {
+        "auto", "cuda-graph", "cupti-graph", "cupti", "cuda-event", "cuda-event-cold", "wall"
+    }  # fmt: skip

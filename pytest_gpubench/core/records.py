@@ -323,6 +323,8 @@ class Measurement:
     gpu: str | None = None  # which device: "cuda:0 GPU-<uuid>"
     kernels: tuple[Launch, ...] = ()  # what one call launches
     device_ms: float | None = None  # CUPTI device time of one eager call
+    # A graph replay's time per call, where the timer's number is its kernel time (cupti-graph).
+    graph_ms: float | None = None
     # What each session of the measurement shares, by session id.
     session_infos: Mapping[str, SessionInfo] = field(default_factory=dict)
     costs: Costs | None = None  # where the measurement's time went (JSON report only)
@@ -379,10 +381,15 @@ class Measurement:
 
     @property
     def launch_gap_share(self) -> float | None:
-        """Share of the time that is not kernel time (launch gaps of a graph replay)."""
-        if self.device_ms is None or self.timer != "cuda-graph" or not self.summary.median_ms:
-            return None
-        return max(0.0, 1 - self.device_ms / self.summary.median_ms)
+        """Share of a graph replay's time that is not kernel time (its launch gaps): against
+        an eager call's CUPTI time for ``cuda-graph``, of the graph's time per call for
+        ``cupti-graph`` (whose number is the kernel time)."""
+        median = self.summary.median_ms
+        if self.timer == "cuda-graph" and self.device_ms is not None and median:
+            return max(0.0, 1 - self.device_ms / median)
+        if self.timer == "cupti-graph" and self.graph_ms:
+            return max(0.0, 1 - median / self.graph_ms)
+        return None
 
     def noted(self, note: str) -> Measurement:
         """This measurement with one more line of its note."""
@@ -426,6 +433,7 @@ class Measurement:
             "gpu": self.gpu,
             "kernels": [k.to_dict() for k in self.kernels],
             "device_ms": self.device_ms,
+            "graph_ms": self.graph_ms,
             "confirmations": [r.to_json() for r in self.confirmations],
             "session_infos": {k: v.to_json() for k, v in self.session_infos.items()},
             "costs": None if self.costs is None else self.costs.to_json(),
@@ -465,6 +473,7 @@ class Measurement:
             gpu=data.get("gpu"),
             kernels=tuple(Launch.from_dict(k) for k in data.get("kernels", ())),
             device_ms=data.get("device_ms"),
+            graph_ms=data.get("graph_ms"),
             session_infos={
                 k: SessionInfo.from_json(v) for k, v in data.get("session_infos", {}).items()
             },

@@ -27,7 +27,7 @@ JSON_REPORT = "JSON report"
 MARKDOWN_REPORT = "Markdown report"
 BENCHMARK_REPORT = "pytest-benchmark JSON report"
 
-TIMERS = ("auto", "cuda-graph", "cupti", "cuda-event", "cuda-event-cold", "wall")
+TIMERS = ("auto", "cuda-graph", "cupti-graph", "cupti", "cuda-event", "cuda-event-cold", "wall")
 
 
 def parse_fraction_or_percent(text: object) -> float:
@@ -207,8 +207,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "timer",
-        f"Timer: {', '.join(TIMERS)} (default auto: a validated CUDA graph, else the "
-        "kernel time from CUPTI; wall on a machine without a GPU)",
+        f"Timer: {', '.join(TIMERS)} (default auto: a validated CUDA graph, its kernel "
+        "time where launch gaps are a large share of it, else the kernel time from CUPTI; "
+        "wall on a machine without a GPU)",
         parse_timer,
         "auto",
         in_marker=True,

@@ -115,10 +115,17 @@ PRIOR_POINTS: tuple[Prior, ...] = (
     Prior(0.221, sigma=0.00072, nu0=0.43, slow=(0.075, 4.2, 0.0035), fast=(0.062, 14, 0.0046)),
 )
 # Timers not measured across sessions get the graph's table with sigma and excursion sizes
-# scaled (events time launch overhead per call: 1.5x; an L2 flush per sample: 2x), or a
+# scaled (events time launch overhead per call: 1.5x; an L2 flush per sample: 2x; the kernel
+# time in a graph replay as the graph's, though it moved less between sessions on an H100), or a
 # table of their own: the host clock (8% at 10 us down to 0.5% at 10 ms: host jitter), a
 # function that synchronizes timed by events (7.8% across 9 processes on an H200, flat).
-TIMER_SCALE = {"cuda-graph": 1.0, "cupti": 1.0, "cuda-event": 1.5, "cuda-event-cold": 2.0}
+TIMER_SCALE = {
+    "cuda-graph": 1.0,
+    "cupti-graph": 1.0,
+    "cupti": 1.0,
+    "cuda-event": 1.5,
+    "cuda-event-cold": 2.0,
+}
 _HOST_EXCURSIONS = dict(nu0=0.5, slow=(0.2, 10.0, 0.1), fast=(0.02, 10.0, 0.05))
 OWN_TABLES: dict[str, tuple[Prior, ...]] = {
     "wall": tuple(

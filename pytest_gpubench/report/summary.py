@@ -159,7 +159,13 @@ def notes(results: Sequence[Result]) -> list[str]:
         if m.note:
             lines.append(f"{m.test}: timed by {m.timer}: {m.note}")
         gaps = m.launch_gap_share
-        if gaps is not None and gaps > GAPS_NOTED:
+        if gaps is not None and m.timer == "cupti-graph":
+            lines.append(
+                f"{m.test}: launch gaps are {gaps:.0%} of the graph time per call "
+                f"({format_time(m.graph_ms)}): its kernel time is the number "
+                f"({describe(m.kernels)})"
+            )
+        elif gaps is not None and gaps > GAPS_NOTED:
             lines.append(
                 f"{m.test}: launch gaps are {gaps:.0%} of the graph time (kernels "
                 f"{format_time(m.device_ms)} of {format_time(m.summary.median_ms)} per call: "

@@ -23,6 +23,7 @@ from ..timing.clocks import ClockReading
 from ..timing.device import synchronizer
 from ..timing.engine import SLOW_SHARE, Plan, Workload, collect
 from ..timing.gpus import DeviceLock
+from ..timing.timers import requested
 from .children import ChildRun, Launcher
 from .environment import Environment, TimerFactory
 
@@ -118,6 +119,10 @@ class BenchSession:
         give or take one sample; ``first_call_s`` (the untimed first call's duration) tells
         timers when calibration calls would not fit in it."""
         settings = spec.measure
+        entry = self.baseline.entries.get(key)
+        timer_name = requested(settings.timer, entry.timer if entry is not None else None)
+        if timer_name != settings.timer:
+            settings = dataclasses.replace(settings, timer=timer_name)
         # Before the clock starts: what may import torch or scipy for the first time.
         timer = self._timer_factory(settings, self.device, workload.setup is not None)
         self.env.clock_monitor()
@@ -172,6 +177,7 @@ class BenchSession:
             gpu=self.env.gpu,
             kernels=profile.launches if profile is not None else (),
             device_ms=profile.device_ms if profile is not None else None,
+            graph_ms=profile.graph_ms if profile is not None else None,
             session_infos={self.env.session_id: self.env.session_info()},
             # Where a test's time went: what makes a run slow shows in the JSON report.
             costs=Costs(

@@ -235,6 +235,10 @@ class TorchGraph:
         replayed = [e for e in events if short(str(e.get("name", ""))) != SLEEP_KERNEL]
         return from_trace(replayed), times[0]
 
+    def kernel_ms(self) -> float:
+        # No events and no blocking kernel: CUPTI's timestamps are the kernels' own.
+        return _device_ms(_profile_events(self.graph.replay))
+
     def reset(self) -> None:
         self.graph.reset()
 
@@ -360,28 +364,48 @@ class CuptiTimer:
 
 
 class CudaGraphTimer:
-    """Back-to-back calls captured in one CUDA graph; a sample is one replay's time / calls.
+    """Back-to-back calls captured in one CUDA graph, replayed.
 
-    Measures the GPU time of the call's kernels with the launch gaps of a graph, L2 hot. The
-    graph must replay the kernels an eager call runs (checked once with CUPTI, outside the
-    timed loop). Functions that cannot be captured (they synchronize, launch outside the
-    capturing stream, or take fresh arguments from ``setup``) are timed by ``cupti`` instead,
-    and the result records that timer's name with the reason (``fallback.choose``).
+    ``cuda-graph``: a sample is one replay's time / calls: the GPU time of the call's kernels
+    with the launch gaps of a graph, L2 hot. ``cupti-graph``: a sample is the summed device
+    time of one replay's kernels / calls (CUPTI), gaps left out, for functions whose graph
+    time is mostly launch gaps (``fallback.gated_kernels``): their kernel time is steady
+    between sessions where the gaps are not; the graph's time per call is reported beside it.
+    ``kernels`` forces one of the two (True: kernel time, False: graph time) or leaves it to
+    the function (None: ``auto``). The graph must replay the kernels an eager call runs
+    (checked once with CUPTI, outside the timed loop). Functions that cannot be captured
+    (they synchronize, launch outside the capturing stream, or take fresh arguments from
+    ``setup``) are timed by ``cupti`` instead, and the result records that timer's name with
+    the reason (``fallback.choose``).
     """
 
-    name = "cuda-graph"
+    def __init__(self, kernels: bool | None = None) -> None:
+        self.kernels = kernels
+        self.name = "cupti-graph" if kernels else "cuda-graph"
 
     def sampler(self, workload: Workload) -> Sampler:
         choice = choose(
-            has_setup=workload.setup is not None, slow=workload.slow, probe=TorchProbe(workload)
+            has_setup=workload.setup is not None,
+            slow=workload.slow,
+            probe=TorchProbe(workload),
+            kernels=self.kernels,
         )
         if choice.timer == "wall":
             return WallTimer(torch.cuda.synchronize, note=choice.note).sampler(workload)
         if choice.plan is None:
             return CuptiTimer().sampler(workload, choice.note, choice.eager)
         plan = choice.plan
+        if choice.timer == "cupti-graph":
+            eager = choice.eager or Profile()
+            return Sampler(
+                timer=choice.timer,
+                sample=lambda: plan.graph.kernel_ms() / plan.calls,
+                calls_per_sample=plan.calls,
+                close=plan.graph.reset,
+                profile=Profile(eager.launches, eager.device_ms, choice.graph_ms),
+            )
         return Sampler(
-            timer=self.name,
+            timer=choice.timer,
             sample=lambda: plan.graph.replay_ms() / plan.calls,
             calls_per_sample=plan.calls,
             close=plan.graph.reset,
@@ -422,4 +446,4 @@ def make(name: str) -> Timer:
     prime_profiler()
     if name == "cupti":
         return CuptiTimer()
-    return CudaGraphTimer()  # "auto" and "cuda-graph"
+    return CudaGraphTimer({"cuda-graph": False, "cupti-graph": True}.get(name))

@@ -64,10 +64,12 @@ class Workload:
 class Profile:
     """What one call of a workload runs on the device: its launches (kernels, copies and
     memsets, with their configuration and share of the time) and their summed device time in
-    milliseconds (``None`` where the timer cannot tell)."""
+    milliseconds (``None`` where the timer cannot tell); ``graph_ms``, a CUDA graph replay's
+    time per call, where the timer's number is another (``cupti-graph``)."""
 
     launches: tuple[Launch, ...] = ()
     device_ms: float | None = None
+    graph_ms: float | None = None
 
 
 @dataclass

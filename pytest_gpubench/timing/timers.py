@@ -22,3 +22,14 @@ def make_timer(name: str, device: str) -> Timer:
     from . import cuda
 
     return cuda.make(name)
+
+
+# The timers ``auto`` chooses between for a captured graph (fallback.gated_kernels).
+AUTO_GRAPH_TIMERS = frozenset({"cuda-graph", "cupti-graph"})
+
+
+def requested(name: str, stored: str | None) -> str:
+    """The timer to ask for a measurement whose baseline was taken by ``stored``: ``auto``
+    keeps the graph timer the baseline has, so a function near the boundary between graph
+    time and kernel time is judged by one timer in every session, never ``incomparable``."""
+    return stored if name == "auto" and stored in AUTO_GRAPH_TIMERS else name
