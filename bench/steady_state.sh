@@ -46,8 +46,10 @@ EOF
     ;;
   aa)
     cd "$(suite_dir "$suite")" || exit 1
-    for i in $(seq 1 "$count"); do
-      if [ -n "$budget" ] && [ "$SECONDS" -ge "$budget" ]; then echo "$suite: budget spent after $((i - 1)) A/A sessions"; break; fi
+    # numbered after the sessions of earlier calls: a report is never overwritten
+    done_before=$(find "$logs" -maxdepth 1 -name "$suite-aa-*.txt" | wc -l)
+    for i in $(seq $((done_before + 1)) $((done_before + count))); do
+      if [ -n "$budget" ] && [ "$SECONDS" -ge "$budget" ]; then echo "$suite: budget spent after $((i - 1 - done_before)) A/A sessions"; break; fi
       pt --gpubench --gpubench-dir="$logs/$suite-baselines" --gpubench-json "$logs/$suite-aa-$i.json" \
         > "$logs/$suite-aa-$i.txt" 2>&1
       echo "$suite A/A $i ($SECONDS s): $(last "$logs/$suite-aa-$i.txt")"

@@ -212,17 +212,21 @@ def test_a_graph_mostly_of_launch_gaps_is_gated_on_its_kernel_time() -> None:
 
 
 @pytest.mark.parametrize(
-    "kernel_ms, timer",
+    "graph_ms, kernel_ms, timer",
     [
-        (0.0096, "cuda-graph"),  # 4% gaps: the graph's time stays the number
-        (0.0095, "cupti-graph"),  # 5%
-        (0.012, "cuda-graph"),  # kernels overlap (side streams): the time sees the overlap
+        (0.01, 0.0096, "cuda-graph"),  # 10 µs, 4% gaps: the graph's time stays the number
+        (0.01, 0.0095, "cupti-graph"),  # 5% gaps
+        (0.01, 0.012, "cuda-graph"),  # kernels overlap (side streams): the time sees it
+        (0.005, 0.00499, "cupti-graph"),  # a short call: its gaps move between sessions
+        (0.005, 0.0052, "cupti-graph"),  # CUPTI's durations a little over the time
+        (0.005, 0.006, "cuda-graph"),  # but overlapping kernels keep the time
     ],
 )
-def test_the_gaps_share_that_makes_kernel_time_the_number(kernel_ms: float, timer: str) -> None:
-    choice = choose(has_setup=False, slow=False, probe=FakeProbe(kernel_ms_per_call=kernel_ms))
+def test_when_kernel_time_is_the_number(graph_ms: float, kernel_ms: float, timer: str) -> None:
+    probe = FakeProbe(ms_per_call=graph_ms, kernel_ms_per_call=kernel_ms)
+    choice = choose(has_setup=False, slow=False, probe=probe)
     assert choice.timer == timer
-    assert gated_kernels(kernel_ms, 0.01) is (timer == "cupti-graph")
+    assert gated_kernels(kernel_ms, graph_ms) is (timer == "cupti-graph")
 
 
 def test_a_call_that_fills_a_replay_keeps_its_graph_time_without_a_profile() -> None:

@@ -12,7 +12,7 @@
    during capture and never again; a function that does not repeat its work) or a replay is
    too fast to be work: ``cupti``;
 6. otherwise the validated graph, whose number is the replay's time per call
-   (``cuda-graph``) unless launch gaps are a large share of it: then the summed kernel time
+   (``cuda-graph``), or for a short call or one mostly of launch gaps the summed kernel time
    per call inside the replay (``cupti-graph``, see ``gated_kernels``).
 
 The probe is torch in ``timing.cuda`` and a fake in the tests, which check this tree on a
@@ -36,11 +36,18 @@ GRAPH_REPLAY_TARGET_MS = 1.0
 MAX_GRAPH_CALLS = 1000
 # A graph replay faster than this per call ran no kernel (one launch takes ~1 µs on Hopper).
 MIN_REPLAY_MS_PER_CALL = 0.0003
-# Launch gaps this large a share of a graph's time per call make the summed kernel time in
-# the replay the gated number: on an H100 the graph time of 1-14 µs functions read 1.10-1.50x
-# their kernel time and moved 2.3-6.7% between sessions, their kernel time 0.2-0.5%; from
-# 68 µs the two agree within 0.6% (docs/performance.md, section 000).
+# The summed kernel time in the replay is the gated number of a graph whose call takes under
+# SHORT_CALL_MS, or whose launch gaps are MIN_GAP_SHARE of its time or more. On an H100 the
+# graph time of 1-14 µs functions read 1.10-1.50x their kernel time and moved 2.3-6.7%
+# between sessions, their kernel time 0.2-0.5% (docs/performance.md, section 000); in a
+# 20-session history a 3.5 µs softmax whose gaps read under 5% kept its graph time and spread
+# 4.9% between sessions, its neighbours on kernel time 0.1-1.2% (section 0000). From 68 µs
+# the two agree within 0.6%.
+SHORT_CALL_MS = 0.01
 MIN_GAP_SHARE = 0.05
+# Kernels that overlap (side streams) sum to more than the time: beyond this factor the
+# time, which sees their overlap, stays the number.
+OVERLAP = 1.05
 # Unprofiled replays whose fastest tells a graph's time per call for that decision.
 GAP_REPLAYS = 3
 
@@ -112,9 +119,12 @@ class Choice:
 
 def gated_kernels(kernel_ms: float, graph_ms: float) -> bool:
     """Whether a graph's number is its summed kernel time per call rather than its time per
-    call: launch gaps are at least MIN_GAP_SHARE of the time. Kernels that overlap (side
-    streams) sum to more than the time and keep the time, which sees their overlap."""
-    return graph_ms > 0 and 1 - kernel_ms / graph_ms >= MIN_GAP_SHARE
+    call: the call is short (launch gaps move its time between sessions) or its launch gaps
+    are a large share of its time, and its kernels do not overlap (side streams: their sum
+    exceeds the time, which sees the overlap)."""
+    if not graph_ms > 0 or kernel_ms > OVERLAP * graph_ms:
+        return False
+    return graph_ms < SHORT_CALL_MS or 1 - kernel_ms / graph_ms >= MIN_GAP_SHARE
 
 
 def choose(*, has_setup: bool, slow: bool, probe: Probe, kernels: bool | None = None) -> Choice:
