@@ -128,6 +128,23 @@ def test_method_md_cites_the_prior_instead_of_restating_it() -> None:
     assert "%" not in bullet
 
 
+def test_what_the_committed_baselines_gate_is_what_the_script_says() -> None:
+    """docs/performance.md, section 0000: per baseline file and class of duration, what
+    ``gpubench show`` judges of the committed files (bench/baseline_classes.py), so the
+    table follows the files and the rule."""
+    script = _bench("baseline_classes")
+    expected = [
+        [cell.strip() for cell in line.strip()[1:-1].split("|")]
+        for line in script.table().splitlines()
+        if not set(line) <= {"|", "-"}
+    ]
+    stated = table_from(read("docs/performance.md"), "| baseline | sessions | time per call")
+    assert stated == expected
+    # every committed baseline is in it
+    files = {str(p.relative_to(ROOT)) for p in ROOT.glob("**/.gpubench/*.json")}
+    assert files == set(script.FILES)
+
+
 def test_the_example_suites_gate_table_is_what_gpubench_show_prints() -> None:
     """example_suite/README.md's rows of ``gpubench show`` for the committed H200 baseline,
     recomputed as the command computes them."""
