@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import itertools
 import random
+import sys
 import time
+import types
 from collections.abc import Callable, Iterable, Iterator
 
 import pytest
@@ -333,3 +335,37 @@ def test_when_warm_runs_once_between_warmup_and_sampling() -> None:
     )
     assert events == ["sample"] * 3 + ["warm"] + ["sample"] * 4
     assert sampling.warmup == 3 and len(sampling.samples_ms) == 4
+
+
+def test_host_caveats_name_torch_threads_and_a_process_that_did_not_run() -> None:
+    assert wall.host_caveat(None, None) == ""
+    assert wall.host_caveat(1, 0.99) == ""
+    assert wall.host_caveat(8, None) == (
+        "torch runs 8 threads per operation (torch.set_num_threads(1) or OMP_NUM_THREADS=1 "
+        "steadies host timings)"
+    )
+    assert wall.host_caveat(None, 0.05) == (
+        "the process ran on a CPU 5% of the time it timed (a loaded machine, or a function "
+        "that waits)"
+    )
+    assert wall.host_caveat(4, 0.5).count("; ") == 1
+
+
+def test_the_wall_timer_says_when_its_process_did_not_run_and_reads_torch_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A process that waits while it is timed (another process has the CPU, or the function
+    sleeps) is seen by its CPU time; torch's threads are read only if the user imported it."""
+    sampler = wall.WallTimer().sampler(Workload(time.sleep, (0.002,)))
+    for _ in range(3):
+        sampler.sample()
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(get_num_threads=lambda: 6))
+    caveat = sampler.caveat()
+    assert caveat.startswith("torch runs 6 threads per operation")
+    assert "the process ran on a CPU " in caveat
+    monkeypatch.delitem(sys.modules, "torch")
+    assert sampler.caveat().startswith("the process ran on a CPU ")
+    # work on a device waits for it by design: nothing said of the host
+    synced = wall.WallTimer(synchronize=lambda: None).sampler(Workload(time.sleep, (0.002,)))
+    synced.sample()
+    assert synced.caveat() == ""

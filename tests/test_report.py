@@ -567,7 +567,7 @@ def test_the_result_files_fields_are_release_0_2s() -> None:
         "confirmations", "session_infos", "passed", "costs", "accepted",
     }  # fmt: skip
     fields |= {"baseline_binary", "previous_ratio", "same_kernels"}  # issue 16: binaries
-    fields |= {"graph_ms"}  # issue 16: the graph time beside a replay's kernel time
+    fields |= {"graph_ms", "caveat"}  # issue 16: graph time beside kernel time; host caveats
     assert set(result(judgement=regressed()).to_dict()) == fields
 
 

@@ -325,6 +325,8 @@ class Measurement:
     device_ms: float | None = None  # CUPTI device time of one eager call
     # A graph replay's time per call, where the timer's number is its kernel time (cupti-graph).
     graph_ms: float | None = None
+    # What made the samples unreliable ('' when nothing did): torch's threads, a busy host.
+    caveat: str = ""
     # What each session of the measurement shares, by session id.
     session_infos: Mapping[str, SessionInfo] = field(default_factory=dict)
     costs: Costs | None = None  # where the measurement's time went (JSON report only)
@@ -434,6 +436,7 @@ class Measurement:
             "kernels": [k.to_dict() for k in self.kernels],
             "device_ms": self.device_ms,
             "graph_ms": self.graph_ms,
+            "caveat": self.caveat,
             "confirmations": [r.to_json() for r in self.confirmations],
             "session_infos": {k: v.to_json() for k, v in self.session_infos.items()},
             "costs": None if self.costs is None else self.costs.to_json(),
@@ -474,6 +477,7 @@ class Measurement:
             kernels=tuple(Launch.from_dict(k) for k in data.get("kernels", ())),
             device_ms=data.get("device_ms"),
             graph_ms=data.get("graph_ms"),
+            caveat=data.get("caveat") or "",
             session_infos={
                 k: SessionInfo.from_json(v) for k, v in data.get("session_infos", {}).items()
             },

@@ -166,7 +166,11 @@ class Gate:
             fail_on_improvement=self.fail_on_improvement,
             design=self.design,
         )
-        return replace(base, status=judgement.status, judgement=judgement, reason=judgement.reason)
+        reason = judgement.reason
+        if measurement.caveat and (judgement.noisy or not judgement.gated):
+            # What the history cannot gate, the host may be the cause of: say what it saw.
+            reason = f"{reason}; on this host {measurement.caveat}"
+        return replace(base, status=judgement.status, judgement=judgement, reason=reason)
 
     @property
     def design(self) -> Design:

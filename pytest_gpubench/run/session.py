@@ -178,6 +178,7 @@ class BenchSession:
             kernels=profile.launches if profile is not None else (),
             device_ms=profile.device_ms if profile is not None else None,
             graph_ms=profile.graph_ms if profile is not None else None,
+            caveat=sampling.caveat,
             session_infos={self.env.session_id: self.env.session_info()},
             # Where a test's time went: what makes a run slow shows in the JSON report.
             costs=Costs(

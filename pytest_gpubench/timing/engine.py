@@ -90,6 +90,8 @@ class Sampler:
     close: Callable[[], None] = lambda: None
     profile: Profile | None = None  # what one call runs on the device, where known
     taken: tuple[float, ...] = ()
+    # What made these samples unreliable, read once they are taken ('' when nothing did).
+    caveat: Callable[[], str] = lambda: ""
 
 
 class Timer(Protocol):
@@ -121,6 +123,7 @@ class Sampling:
     note: str = ""
     profile: Profile | None = None
     cut_short: bool = False  # the budget ran out before min_samples were taken
+    caveat: str = ""  # what made the samples unreliable (the host timer on a busy host)
 
 
 def collect(
@@ -175,6 +178,7 @@ def collect(
         note=sampler.note,
         profile=sampler.profile,
         cut_short=plan.rounds is None and len(samples) < plan.min_samples,
+        caveat=sampler.caveat(),
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable
 
@@ -12,6 +13,34 @@ from .engine import Sampler, Workload
 # clock's resolution and the loop's own cost stay negligible.
 WALL_SAMPLE_MIN_MS = 0.1
 MAX_CALLS_PER_SAMPLE = 1000
+# A process that ran on a CPU for less than this share of the time it timed was waiting: for
+# a CPU, another process had it (a loaded machine), or the function slept.
+MIN_BUSY_SHARE = 0.8
+
+
+def host_caveat(threads: int | None, busy: float | None) -> str:
+    """What makes host timings of CPU work unreliable: torch's intra-op threads (each call
+    waits for the slowest of them, which other processes delay) and a process that did not
+    run for much of the time it timed. '' when neither."""
+    parts = []
+    if threads is not None and threads > 1:
+        parts.append(
+            f"torch runs {threads} threads per operation (torch.set_num_threads(1) or "
+            "OMP_NUM_THREADS=1 steadies host timings)"
+        )
+    if busy is not None and busy < MIN_BUSY_SHARE:
+        parts.append(
+            f"the process ran on a CPU {busy:.0%} of the time it timed (a loaded machine, or "
+            "a function that waits)"
+        )
+    return "; ".join(parts)
+
+
+def torch_threads() -> int | None:
+    """torch's intra-op threads, if the user's code imported torch (never imported here)."""
+    torch = sys.modules.get("torch")
+    get = getattr(torch, "get_num_threads", None)
+    return int(get()) if callable(get) else None
 
 
 class WallTimer:
@@ -25,11 +54,13 @@ class WallTimer:
 
     def __init__(self, synchronize: Callable[[], None] | None = None, note: str = "") -> None:
         self._sync = synchronize or (lambda: None)
+        self._cpu_only = synchronize is None
         self._note = note
 
     def sampler(self, workload: Workload) -> Sampler:
         calls: int = 1
         taken: tuple[float, ...] = ()
+        spent = [0, 0]  # CPU time and wall time of the samples, in ns
         if workload.setup is None:
             one_ms = self._one_call_ms(workload)
             calls = max(1, min(MAX_CALLS_PER_SAMPLE, math.ceil(WALL_SAMPLE_MIN_MS / one_ms)))
@@ -40,14 +71,28 @@ class WallTimer:
         def sample() -> float:
             call = workload.prepare()
             self._sync()
+            cpu = time.process_time_ns()
             start = time.perf_counter_ns()
             for _ in range(calls):
                 call()
             self._sync()
-            return (time.perf_counter_ns() - start) / 1e6 / calls
+            wall = time.perf_counter_ns() - start
+            spent[0] += time.process_time_ns() - cpu
+            spent[1] += wall
+            return wall / 1e6 / calls
+
+        def caveat() -> str:
+            # Work on a device waits for it by design: only CPU work says the host was busy.
+            busy = spent[0] / spent[1] if self._cpu_only and spent[1] else None
+            return host_caveat(torch_threads() if self._cpu_only else None, busy)
 
         return Sampler(
-            timer=self.name, sample=sample, calls_per_sample=calls, note=self._note, taken=taken
+            timer=self.name,
+            sample=sample,
+            calls_per_sample=calls,
+            note=self._note,
+            taken=taken,
+            caveat=caveat,
         )
 
     def _one_call_ms(self, workload: Workload) -> float:
