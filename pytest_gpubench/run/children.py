@@ -52,7 +52,7 @@ ORPHANED = 70
 # Folders of children: <prefix><host>-<parent pid>-<random>, in the temporary directory.
 FOLDER_PREFIX = "gpubench-child-"
 # A folder whose parent is gone is swept once it is this old (its children run at most
-# CHILD_TIMEOUT_S each, a confirmation's two together).
+# CHILD_TIMEOUT_S each, a confirmation's batch together).
 STALE_AFTER_S = 4 * 3600.0
 # Variables of the parent's xdist worker that would make the child think it is one.
 WORKER_VARIABLES = (
