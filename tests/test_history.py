@@ -191,7 +191,8 @@ def test_a_slowdown_of_the_threshold_fails_after_confirmation_and_a_disturbed_pr
     assert "test_sum regressed: " in (failure.get("message") or "")
     assert cases["test_sum"].findall("error") == [] and cases["test_join"].findall("failure") == []
     # each flagged test, then its fresh processes; they wrote no report of the user's
-    parent, child = f"auto {KIND} False", f"auto {KIND} False child"
+    # (by the baseline's graph timer, which auto asks for by name)
+    parent, child = f"{FAKE_NAME} {KIND} False", f"{FAKE_NAME} {KIND} False child"
     assert timer_calls(history)[calls:] == [parent, child, child] * 2
     assert summary.read_text(encoding="utf-8").count("### gpubench: ") == 1
     assert MARKDOWN_HEADER in summary.read_text(encoding="utf-8").splitlines()
