@@ -62,7 +62,7 @@ import collections, glob, json, math, sys
 logs = sys.argv[1]
 classes = ((0, 3), (3, 20), (20, 100), (100, math.inf))
 for suite in ("example", "user"):
-    reports = sorted(glob.glob(f"{logs}/{suite}-aa-*.json"))
+    reports = sorted(glob.glob(f"{logs}/{suite}-aa-*.json"), key=lambda p: int(p.rsplit("-", 1)[1][:-5]))
     if not reports:
         continue
     statuses, failing, gates, confirmed = collections.Counter(), 0, {}, 0

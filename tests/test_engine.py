@@ -369,3 +369,13 @@ def test_the_wall_timer_says_when_its_process_did_not_run_and_reads_torch_thread
     synced = wall.WallTimer(synchronize=lambda: None).sampler(Workload(time.sleep, (0.002,)))
     synced.sample()
     assert synced.caveat() == ""
+
+
+def test_a_caveat_that_cannot_be_read_costs_the_samples_nothing() -> None:
+    def broken() -> str:
+        raise RuntimeError("no")
+
+    sampler = Sampler(timer="t", sample=lambda: 1.0, caveat=broken)
+    sampling = collect(sampler, Plan(min_samples=3, max_samples=3, budget_s=10.0))
+    assert len(sampling.samples_ms) == 3
+    assert sampling.caveat == "(its caveat could not be read: RuntimeError)"

@@ -220,6 +220,7 @@ def test_a_graph_mostly_of_launch_gaps_is_gated_on_its_kernel_time() -> None:
         (0.005, 0.00499, "cupti-graph"),  # a short call: its gaps move between sessions
         (0.005, 0.0052, "cupti-graph"),  # CUPTI's durations a little over the time
         (0.005, 0.006, "cuda-graph"),  # but overlapping kernels keep the time
+        (0.005, 0.0, "cuda-graph"),  # no kernel time (CUPTI lost its records)
     ],
 )
 def test_when_kernel_time_is_the_number(graph_ms: float, kernel_ms: float, timer: str) -> None:

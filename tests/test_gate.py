@@ -89,6 +89,18 @@ def test_a_baseline_of_another_timer_is_incomparable_whatever_the_times() -> Non
     )
 
 
+def test_a_host_caveat_is_said_where_the_history_cannot_gate_and_nowhere_else() -> None:
+    gate = Gate(family=2)
+    caveat = "the process ran on a CPU 40% of the time it timed (a loaded machine, or ...)"
+    steady = dataclasses.replace(measurement(current(1.0)), caveat=caveat)
+    gated = gate.verdict(steady, baseline(*[1.0, 1.001, 0.999] * 7), SETTINGS)
+    assert gated.status is Status.OK and gated.judgement is not None and gated.judgement.gated
+    assert caveat not in gated.reason  # a test that gates needs no excuse
+    short = gate.verdict(steady, baseline(1.0), SETTINGS)
+    assert short.status is Status.NOT_GATED
+    assert short.reason.endswith(f"; on this host {caveat}")
+
+
 def test_other_kernels_are_another_binary_and_name_the_change() -> None:
     entry = baseline(1.0, kernels=(K,))
     launches = (K, Launch("k2"))

@@ -178,8 +178,16 @@ def collect(
         note=sampler.note,
         profile=sampler.profile,
         cut_short=plan.rounds is None and len(samples) < plan.min_samples,
-        caveat=sampler.caveat(),
+        caveat=_caveat(sampler),
     )
+
+
+def _caveat(sampler: Sampler) -> str:
+    """The sampler's caveat; a timer whose caveat fails costs its samples nothing."""
+    try:
+        return str(sampler.caveat())
+    except Exception as exc:
+        return f"(its caveat could not be read: {type(exc).__name__})"
 
 
 def _warm_enough(warm: list[float], plan: Plan, elapsed_after_next_s: float) -> bool:

@@ -122,8 +122,8 @@ def gated_kernels(kernel_ms: float, graph_ms: float) -> bool:
     call: the call is short (launch gaps move its time between sessions) or its launch gaps
     are a large share of its time, and its kernels do not overlap (side streams: their sum
     exceeds the time, which sees the overlap)."""
-    if not graph_ms > 0 or kernel_ms > OVERLAP * graph_ms:
-        return False
+    if not (graph_ms > 0 and kernel_ms > 0) or kernel_ms > OVERLAP * graph_ms:
+        return False  # (no kernel time: CUPTI lost the records, nothing to gate on)
     return graph_ms < SHORT_CALL_MS or 1 - kernel_ms / graph_ms >= MIN_GAP_SHARE
 
 
