@@ -96,6 +96,8 @@ class FakeTimer:
     def sampler(self, workload):
         scale = float(os.environ.get("FAKE_SCALE", "1.0")) * SHIFT
         scale *= factor_of_this_test("FAKE_SCALES")
+        # A factor in the code itself: a commit that makes a function slower (A/B tests).
+        scale *= getattr(workload.fn, "fake_factor", 1.0)
         if CHILD is None:
             scale *= factor_of_this_test("FAKE_PARENT_SCALES")
         base_ms = float(os.environ.get("FAKE_BASE_MS", "1.0"))

@@ -18,9 +18,11 @@ import pytest
 from pytest_gpubench.core.records import Measurement, Result, SessionInfo, Status, Verdict
 from pytest_gpubench.run import children
 from pytest_gpubench.run.children import (
+    EVERY_BENCHMARK,
     FOLDER_PREFIX,
     STALE_AFTER_S,
     Launcher,
+    Request,
     child_args,
     child_document,
     folder_prefix,
@@ -147,8 +149,13 @@ def test_a_child_writes_its_own_files_inside_its_folder(tmp_path: Path) -> None:
 def test_a_request_names_the_tests_a_child_runs(tmp_path: Path) -> None:
     out = tmp_path / "child.json"
     assert read_request(out) is None  # no request: the whole selection
-    write_request(out, ["t.py::test_a", "t.py::test_b[1]"])
-    assert read_request(out) == ["t.py::test_a", "t.py::test_b[1]"]
+    write_request(out, Request(("t.py::test_a", "t.py::test_b[1]")))
+    assert read_request(out) == Request(("t.py::test_a", "t.py::test_b[1]"))
+    write_request(out, EVERY_BENCHMARK)
+    request = read_request(out)
+    assert request == EVERY_BENCHMARK and request.nodeids is None
+    assert request.keeps("t.py::test_c", ["gpubench", "tmp_path"])
+    assert not request.keeps("t.py::test_d", ["tmp_path"])
     out.write_text("{not json", encoding="utf-8")
     assert read_request(out) is None
 

@@ -50,7 +50,9 @@ def whole(low: int) -> Callable[[object], bool]:
 class Status(str, enum.Enum):
     """Verdict of one measurement. ``CHANGED`` (launches that match no binary of the
     baseline), ``INCOMPARABLE`` (a baseline of another timer), ``UNCONFIRMED`` and
-    ``UNSTABLE`` (too few samples) are the gate's; the statistical rule never returns them."""
+    ``UNSTABLE`` (too few samples) are the gate's; the statistical rule never returns them.
+    ``SAME``, ``UNSURE`` and ``REMOVED`` are the verdicts against a revision measured in the
+    same job (``--gpubench-against``)."""
 
     REGRESSED = "regressed"
     IMPROVED = "improved"
@@ -59,7 +61,11 @@ class Status(str, enum.Enum):
     UNCONFIRMED = "unconfirmed"  # flagged, but its confirmation did not run: never fails
     UNSTABLE = "unstable"  # too few samples in the budget to judge: never fails
     NOT_GATED = "not gated"  # the history cannot gate it (too short, too noisy): never fails
+    # Against a revision (judge/pairs.py): neither a change nor the same at the cap of pairs.
+    UNSURE = "unsure"  # never fails
     NEW = "new"
+    REMOVED = "removed"  # against a revision: measured on its side only
+    SAME = "same"  # against a revision: a change of the threshold ruled out both ways
     OK = "ok"
 
     @property

@@ -101,6 +101,30 @@ def parse_sessions(text: object) -> int:
     return value
 
 
+def parse_revision(text: object) -> str:
+    value = str(text).strip()
+    if not value or value.startswith("-") or any(c.isspace() or ord(c) < 32 for c in value):
+        raise ValueError("expected a git revision such as main, v1.2 or a commit")
+    return value
+
+
+def parse_command(text: object) -> str:
+    value = str(text).strip()
+    if not value:
+        raise ValueError("expected a shell command such as 'pip install -e .'")
+    return value
+
+
+def parse_pairs(text: object) -> int:
+    try:
+        value = int(str(text))
+    except ValueError:
+        raise ValueError("expected a whole number of pairs such as 3") from None
+    if not 1 <= value <= 20:
+        raise ValueError("expected a whole number of pairs from 1 to 20 such as 3")
+    return value
+
+
 CHANGED_ACTIONS = ("work", "fail", "warn")
 
 
@@ -290,6 +314,31 @@ OPTIONS: tuple[OptionSpec, ...] = (
         metavar="work|fail|warn",
     ),
     OptionSpec(
+        "against",
+        "Judge each gpubench test against this git revision (a branch, tag or commit; in CI "
+        "the merge-base with the target branch), measured in the same job: both sides in "
+        "alternating fresh processes on this GPU, no stored baseline needed",
+        parse_revision,
+        None,
+        metavar="REF",
+    ),
+    OptionSpec(
+        "build",
+        "With --gpubench-against: a shell command run in the revision's checkout before it "
+        "is measured (build CUDA extensions and anything else that must be compiled)",
+        parse_command,
+        None,
+        metavar="CMD",
+    ),
+    OptionSpec(
+        "pairs",
+        "With --gpubench-against: pairs of fresh processes (one per side) before the first "
+        "verdict; an unsure test gets up to --gpubench-confirm more, two at a time (default 3)",
+        parse_pairs,
+        3,
+        metavar="N",
+    ),
+    OptionSpec(
         "json",
         "Write every result, samples included, to this JSON file",
         parse_path,
@@ -366,6 +415,9 @@ class Settings:
     fail_on_improvement: bool = False
     allow_incomparable: bool = False
     changed: str = "work"  # what a changed binary does (CHANGED_ACTIONS)
+    against: str | None = None  # a git revision measured in the same job (run/ab.py)
+    build: str | None = None  # a shell command run in that revision's checkout
+    pairs: int = 3  # pairs of fresh processes before the first verdict against it
     json: Path | None = None
     markdown: Path | None = None
     benchmark_json: Path | None = None
@@ -397,12 +449,28 @@ class Settings:
         session = {k: v for k, v in values.items() if k not in MEASURE_FIELDS}
         settings = cls(**session, child=child, measure=measure)
         directory = settings.dir if settings.dir.is_absolute() else rootdir / settings.dir
-        enabled = settings.enabled or settings.save or settings.child is not None
+        enabled = (
+            settings.enabled
+            or settings.save
+            or settings.child is not None
+            or settings.against is not None
+        )
         settings = dataclasses.replace(settings, dir=directory, enabled=enabled)
+        if child is not None:  # a side of a comparison measures; its parent compares
+            settings = dataclasses.replace(settings, against=None, build=None)
         if settings.sessions > 1 and not settings.save:
             raise ConfigError(
                 f"--gpubench-sessions {settings.sessions} records sessions into the baseline: "
                 "use it with --gpubench-save"
+            )
+        if settings.against is not None and settings.save and child is None:
+            raise ConfigError(
+                f"--gpubench-against {settings.against} judges against a revision measured in "
+                "the same job and --gpubench-save records a stored history: run them separately"
+            )
+        if settings.build is not None and settings.against is None:
+            raise ConfigError(
+                "--gpubench-build builds the revision of --gpubench-against: name the revision"
             )
         # A fresh process confirming a verdict gets the user's options but saves nothing.
         if settings.measure.accept and not settings.save and child is None:

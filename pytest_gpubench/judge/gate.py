@@ -225,7 +225,10 @@ class Gate:
                 or (verdict.status is Status.INCOMPARABLE and not self.allow_incomparable)
                 or (
                     verdict.status is Status.CHANGED
-                    and (self.changed_fails or (self.work_fails and not verdict.same_kernels))
+                    and (
+                        self.changed_fails
+                        or (self.work_fails and not verdict.same_kernels and not _paired(verdict))
+                    )
                 )
             )
         )
@@ -279,6 +282,12 @@ class Gate:
         confirmation found, so the history's spread keeps its flagged sessions."""
         own = replace(result.measurement, confirmations=())
         return Update.of(own, not recorded and self.starts_epoch(result.verdict))
+
+
+def _paired(verdict: Verdict) -> bool:
+    """Judged against a revision measured in the same job: its other launches are the
+    change under review, and their time was judged (a slower one is ``regressed``)."""
+    return verdict.judgement is not None and verdict.judgement.against == "revision"
 
 
 def _too_few_to_save(measurement: Measurement) -> str | None:

@@ -46,14 +46,18 @@ class Child:
     def pytest_collection_modifyitems(
         self, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
-        """A process started to confirm runs only the tests its parent asked for."""
-        wanted = read_request(self.out)
-        if wanted is None:
+        """A process started to confirm, or to time a side of a comparison, runs only the
+        tests its parent asked for."""
+        request = read_request(self.out)
+        if request is None:
             return
-        keep = set(wanted)
-        deselected = [item for item in items if item.nodeid not in keep]
+
+        def kept(item: pytest.Item) -> bool:
+            return request.keeps(item.nodeid, getattr(item, "fixturenames", ()))
+
+        deselected = [item for item in items if not kept(item)]
         if deselected:
-            items[:] = [item for item in items if item.nodeid in keep]
+            items[:] = [item for item in items if kept(item)]
             config.hook.pytest_deselected(items=deselected)
 
     @pytest.hookimpl(wrapper=True)

@@ -28,6 +28,10 @@ class Collected:
     def results(self) -> list[Result]:
         return [result for result, _ in self._by_key.values()]
 
+    def add(self, result: Result, passed: bool = True) -> None:
+        """A result no test of this run reports (measured on a revision's side only)."""
+        self._by_key[result.key] = (result, passed)
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         results = getattr(report, REPORT_ATTRIBUTE, None)
         # pytest-rerunfailures sets an outcome pytest's types do not know

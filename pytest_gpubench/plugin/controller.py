@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Collection, Iterable
+import tempfile
+from collections.abc import Callable, Collection, Generator, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,8 +21,9 @@ import pytest
 from ..core.errors import GpubenchError
 from ..core.jsondata import Json
 from ..core.records import Result
-from ..core.settings import MeasureSettings, Settings
+from ..core.settings import MarkerSpec, MeasureSettings, Settings
 from .collect import Collected
+from .measuring import MARKER, SPEC_KEY
 
 if TYPE_CHECKING:
     from ..run.session import BenchSession, Saved
@@ -52,6 +54,87 @@ class Controller:
         # Change points of the histories with this run's session (report/changes.py).
         self.change_notes: list[str] = []  # the flagged ones, for under the table
         self.change_json: dict[str, Json] = {}  # each, by key, for the JSON report
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        """Against a revision: both sides are timed in fresh processes before the tests run
+        (run/ab.py); each test then runs untimed and takes its verdict from them, so a
+        regression fails its test as any failure does (``-x``, ``--lf``, JUnit)."""
+        option = session.config.option
+        collection_failed = session.testsfailed and not option.continue_on_collection_errors
+        if (
+            self.session is not None
+            and self.settings.against is not None
+            and not option.collectonly
+            and not collection_failed
+        ):
+            self._compare(session)
+        return (yield)
+
+    def _compare(self, session: pytest.Session) -> None:
+        assert self.session is not None and self.settings.against is not None
+        from .. import __file__ as package_init
+        from ..run import ab, revision
+
+        items = [i for i in session.items if MARKER in getattr(i, "fixturenames", ())]
+        if not items:
+            return
+        if self.session.launcher is None or self.session.launcher.xdist and _workers(session):
+            pytest.exit(
+                f"gpubench: --gpubench-against {self.settings.against} times both sides in "
+                "fresh processes on one GPU: run it without xdist's -n (sharding the pairs "
+                "across GPUs is not supported yet)",
+                returncode=pytest.ExitCode.USAGE_ERROR,
+            )
+        specs = {i.nodeid: i.stash.get(SPEC_KEY, None) for i in items}
+
+        def measure_of(nodeid: str) -> MeasureSettings:
+            spec = specs.get(nodeid)
+            return spec.measure if isinstance(spec, MarkerSpec) else self.settings.measure
+
+        ref = self.settings.against
+        log = Path(tempfile.gettempdir()) / f"gpubench-build-{os.getpid()}.log"
+        try:
+            with (
+                tempfile.TemporaryDirectory(prefix="gpubench-ab-") as folder,
+                revision.checkout(
+                    ref, self.config.invocation_params.dir, build=self.settings.build, log=log
+                ) as rev,
+            ):
+                self.announce(
+                    f"against {ref} ({rev.commit[:8]}): {len(items)} tests, timed in pairs of "
+                    "fresh processes, one of each side"
+                )
+                found = ab.compare(
+                    [i.nodeid for i in items],
+                    ab.sides(
+                        self.session.launcher,
+                        rev,
+                        Path(folder),
+                        Path(package_init).parent,
+                        self.settings.dir,
+                    ),
+                    rev,
+                    self.settings,
+                    measure_of,
+                    self.session.device.index if self.session.device.kind == "cuda" else None,
+                    self.announce,
+                )
+        except GpubenchError as exc:
+            pytest.exit(f"gpubench: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+        with contextlib.suppress(OSError):
+            log.unlink()  # built: its output is not needed
+        self.session.comparison = found.results
+        self.session.family = max(1, len(found.results))
+        tested = {i.nodeid for i in items}
+        for key, result in found.results.items():
+            if key.split("#")[0] not in tested:  # on the revision's side only
+                self.collected.add(result)
+        self.lines.extend(found.lines)
+        self.lines.append(
+            f"against {ref} ({rev.commit[:8]}): {found.pairs} pairs of fresh processes in "
+            f"{found.cost_s:.0f} s"
+        )
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.session is None:
@@ -193,6 +276,12 @@ class Controller:
         for line in self.errors:
             write(f"ERROR: {line}", red=True)
         write(summary.footer(results, self.settings.measure, self.session.family))
+
+
+def _workers(session: pytest.Session) -> bool:
+    """Whether xdist runs this session's tests in worker processes."""
+    count = session.config.getoption("numprocesses", None)
+    return bool(count) and count != "0"
 
 
 def settings_dict(settings: Settings) -> dict[str, Json]:

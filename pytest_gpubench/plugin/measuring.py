@@ -132,12 +132,21 @@ class Measuring:
         if bench is None:
             return []
         problem, measurements = bench.finish()
-        if self.session is None or not measurements:
+        compared = self.session is not None and self.session.comparison is not None
+        if self.session is None or not (measurements or compared):
             return [problem] if problem else []
         gate = self.session.gate
         settings = bench.context.spec.measure
-        results = tuple(self.session.judge(m, settings) for m in measurements)
-        if confirm and not problem and any(gate.needs_confirmation(r) for r in results):
+        if compared:  # judged against a revision before the tests ran: its verdicts
+            results = self.session.compared(item.nodeid)
+        else:
+            results = tuple(self.session.judge(m, settings) for m in measurements)
+        if (
+            confirm
+            and not compared
+            and not problem
+            and any(gate.needs_confirmation(r) for r in results)
+        ):
             try:
                 with timeout_paused(item):
                     results = self.session.confirm(

@@ -87,6 +87,10 @@ def failure_message(result: Result) -> str:
 
 def _sessions(result: Result) -> str:
     j = result.verdict.judgement
+    if j is not None and j.against == "revision":
+        return (
+            f"{j.current_sessions} pair{'s' if j.current_sessions != 1 else ''} of fresh processes"
+        )
     current = len(result.measurement.sessions)
     ran = f"{current} session{'s' if current != 1 else ''}"
     if j is None:
@@ -177,11 +181,12 @@ def notes(results: Sequence[Result]) -> list[str]:
                 f"({m.peak_gbs or 0:.0f} GB/s): its data stays in L2 between calls, so no "
                 "% of peak"
             )
-        if v.status not in (Status.OK, Status.NEW) or v.noisy:
+        if v.status not in (Status.OK, Status.NEW, Status.SAME) or v.noisy:
             lines.append(f"{m.test}: {v.status.value}: {v.reason}")
         if v.kernel_changes and v.status is not Status.CHANGED:  # its reason says them
             lines.append(f"{m.test}: kernels: {'; '.join(v.kernel_changes)}")
-        if m.confirmations:
+        paired = v.judgement is not None and v.judgement.against == "revision"
+        if m.confirmations and not paired:  # a pair's sessions confirm nothing: they are it
             medians = ", ".join(format_time(c.median_ms) for c in m.confirmations)
             lines.append(
                 f"{m.test}: confirmed in {len(m.confirmations)} fresh process"

@@ -63,7 +63,13 @@ WORKER_VARIABLES = (
 )
 # The options of ours a child must not inherit: it gets its own values of these.
 OWN_FLAGS = ("--gpubench-save",)
-OWN_OPTIONS = ("--gpubench-confirm", "--gpubench-sessions")
+OWN_OPTIONS = (
+    "--gpubench-confirm",
+    "--gpubench-sessions",
+    "--gpubench-against",
+    "--gpubench-build",
+    "--gpubench-pairs",
+)
 # pytest's options that would make a child skip the tests it is asked to run, stop early,
 # wait for a debugger no one attends, or write where the parent writes; the child gets its
 # own values of those that write (Launcher.overrides).
@@ -176,6 +182,9 @@ class Launcher:
     xdist: bool = False
     writes: frozenset[str] = frozenset()
     addopts: tuple[str, ...] = ()
+    # Variables a child gets on top of this process's (a side of a comparison: its paths and
+    # compile caches, run/ab.py).
+    env: tuple[tuple[str, str], ...] = ()
 
     def confirming(
         self,
@@ -191,7 +200,14 @@ class Launcher:
         confirmation continues the numbering)."""
         args = self._args(save=False, confirm=0, single=self.xdist)
         names = [f"child-{first + i}" for i in range(count)]
-        return run_children(names, args, self, device_index, progress, nodeids)
+        return run_children(names, args, self, device_index, progress, Request(tuple(nodeids)))
+
+    def measuring(self, request: Request, device_index: int | None, name: str) -> ChildRun:
+        """One fresh process, ``name``, that times the tests of ``request`` holding the
+        device from its first test to its last (a side of a comparison, run/ab.py)."""
+        args = self._args(save=False, confirm=0, single=self.xdist)
+        [run] = run_children([name], args, self, device_index, None, request)
+        return run
 
     def recording(self, device_index: int | None, session: int) -> ChildRun:
         """One fresh process that times the user's selection as recorded session number
@@ -235,24 +251,53 @@ class Launcher:
         return args
 
 
-def write_request(out: Path, nodeids: Sequence[str]) -> None:
-    """Ask a child to run only these tests of its collection (it reads them from its output
+@dataclass(frozen=True)
+class Request:
+    """What a parent asks a child to run of its collection: these node ids (None: all), and
+    of them only the tests using this fixture (None: all)."""
+
+    nodeids: tuple[str, ...] | None = None
+    fixture: str | None = None
+
+    def keeps(self, nodeid: str, fixtures: Sequence[str]) -> bool:
+        return (self.nodeids is None or nodeid in self.nodeids) and (
+            self.fixture is None or self.fixture in fixtures
+        )
+
+
+# Every test of the child's selection that uses the plugin's fixture (a side of a
+# comparison, whose tests may differ from its parent's).
+EVERY_BENCHMARK = Request(fixture="gpubench")
+
+
+def write_request(out: Path, request: Request) -> None:
+    """Ask a child to run only part of its collection (it reads the request from its output
     file before overwriting it with its results)."""
-    out.write_text(json.dumps({"nodeids": list(nodeids)}), encoding="utf-8")
+    data = {"nodeids": None if request.nodeids is None else list(request.nodeids)}
+    data["fixture"] = request.fixture  # type: ignore[assignment]
+    out.write_text(json.dumps(data), encoding="utf-8")
 
 
-def read_request(out: Path) -> list[str] | None:
-    """The tests a parent asked this child to run, or None for all of its selection."""
+def read_request(out: Path) -> Request | None:
+    """What a parent asked this child to run, or None for all of its selection."""
     try:
-        request = json.loads(out.read_text(encoding="utf-8"))
+        data = json.loads(out.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    nodeids = request.get("nodeids") if isinstance(request, dict) else None
-    return [str(n) for n in nodeids] if isinstance(nodeids, list) else None
+    if not isinstance(data, dict):
+        return None
+    nodeids, fixture = data.get("nodeids"), data.get("fixture")
+    return Request(
+        tuple(str(n) for n in nodeids) if isinstance(nodeids, list) else None,
+        fixture if isinstance(fixture, str) else None,
+    )
 
 
-def child_environment(out: Path, device_index: int | None) -> dict[str, str]:
-    """The environment of a child: the parent's, as no xdist worker, on the parent's device."""
+def child_environment(
+    out: Path, device_index: int | None, extra: Sequence[tuple[str, str]] = ()
+) -> dict[str, str]:
+    """The environment of a child: the parent's, as no xdist worker, on the parent's device,
+    with the ``extra`` variables of its launcher."""
     # PYTEST_ADDOPTS reaches a child filtered, among its arguments (child_args).
     env = {
         k: v for k, v in os.environ.items() if k not in WORKER_VARIABLES and k != "PYTEST_ADDOPTS"
@@ -264,11 +309,16 @@ def child_environment(out: Path, device_index: int | None) -> dict[str, str]:
     # A child loads what its parent compiled from Inductor's caches; a pool of compile
     # workers only delays its exit (by 4.5 s on an H200: bench/child_cost.py).
     env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    env.update(extra)
     return env
 
 
 def start_child(
-    args: Sequence[str], cwd: Path, out: Path, device_index: int | None = None
+    args: Sequence[str],
+    cwd: Path,
+    out: Path,
+    device_index: int | None = None,
+    extra: Sequence[tuple[str, str]] = (),
 ) -> subprocess.Popen[bytes] | ChildRun:
     """Start ``python -m pytest *args`` in ``cwd``, its output to a file beside ``out`` (a
     pipe nobody reads while another child runs could fill up and stop it)."""
@@ -277,7 +327,7 @@ def start_child(
             return subprocess.Popen(
                 [sys.executable, "-m", "pytest", *args],
                 cwd=cwd,
-                env=child_environment(out, device_index),
+                env=child_environment(out, device_index, extra),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -349,12 +399,12 @@ def run_children(
     launcher: Launcher,
     device_index: int | None,
     progress: Callable[[int, int], None] | None,
-    nodeids: Sequence[str] | None,
+    request: Request | None,
 ) -> list[ChildRun]:
     """Fresh processes, one per name, started together, each writing to files of its own
     (named after it) in a folder of this process's, removed when they are done.
 
-    ``nodeids``: they time only these tests (a confirmation: each holds the device lock from
+    ``request``: they time only these tests (a confirmation: each holds the device lock from
     its first test to its exit, so their start-up overlaps and their GPU work does not);
     otherwise the user's selection (a recorded session)."""
     sweep_folders()
@@ -364,12 +414,14 @@ def run_children(
         started: list[subprocess.Popen[bytes] | ChildRun] = []
         try:
             for i, (name, out) in enumerate(zip(names, outs, strict=True)):
-                if nodeids is not None:
-                    write_request(out, nodeids)
+                if request is not None:
+                    write_request(out, request)
                 if progress is not None:
                     progress(i + 1, len(names))
                 child_args = [*args, *launcher.overrides(folder, name)]
-                started.append(start_child(child_args, launcher.cwd, out, device_index))
+                started.append(
+                    start_child(child_args, launcher.cwd, out, device_index, launcher.env)
+                )
             # Each waits for those before it on the device: the last may take them all.
             limit = CHILD_TIMEOUT_S * len(names)
             deadline = time.monotonic() + limit

@@ -125,7 +125,9 @@ class GpuBench:
         where = f"gpubench(..., {{}}=...) in {self.context.name}"
         bytes = check_work("bytes", bytes, where.format("bytes"))
         flops = check_work("flops", flops, where.format("flops"))
-        if self.session is None:
+        if self.session is None or self.session.comparison is not None:
+            # Not timed here: without --gpubench, or judged against a revision, whose
+            # fresh processes timed both sides before the tests ran (run/ab.py).
             return workload.prepare()()
         # Untimed: compiles, warms caches, gives the result; its duration tells the timers
         # whether the function is slow for its budget.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +53,9 @@ class BenchSession:
         self.env = Environment(rootdir, settings.measure, timer_factory, use_cuda)
         self.launcher = launcher
         self.family = 1  # measurements judged in this run: set once the tests are collected
+        # Against a revision (run/ab.py): each measurement key's result, found before the
+        # tests run; the tests then run untimed, and take their verdicts from here.
+        self.comparison: Mapping[str, Result] | None = None
         self._timer_factory = timer_factory
         self._baseline: store.Baseline | None = None
         self._lock: DeviceLock | None = None
@@ -188,6 +191,11 @@ class BenchSession:
                 sampling_s=sampled - prepared,
             ),
         )
+
+    def compared(self, nodeid: str) -> tuple[Result, ...]:
+        """The results of the test ``nodeid`` against the revision (its measurements' keys)."""
+        found = self.comparison or {}
+        return tuple(r for k, r in found.items() if k == nodeid or k.startswith(nodeid + "#"))
 
     def judge(self, measurement: Measurement, settings: MeasureSettings) -> Result:
         """The verdict on all sessions of ``measurement`` against this device's baseline."""

@@ -1,0 +1,254 @@
+"""The paired verdict: the head's sessions against a revision's, measured in the same job.
+
+``--gpubench-against REF`` times the selected tests in alternating fresh processes, one of
+the revision (base), one of the working tree (head), base first in odd pairs and head first
+in even ones (BAAB...: a drift of the machine over the run falls on both sides alike). Pair
+``i``'s difference of log-medians ``d_i = log(head_i) - log(base_i)`` carries what the two
+processes' own shifts differ by, never what differs between machines, days or drivers: the
+spread comes from the pairs themselves, shrunk toward a prior of a pair's spread.
+
+The rule is a paired t-test: the location is the mean of the differences, its error their
+standard deviation (pooled with the prior) over sqrt(n). A process in a slow excursion moves
+one pair: it widens the spread more than it moves the mean, so it makes the test unsure,
+never regressed. A test is ``regressed`` when the slowdown is significant at the level spent
+on this look and not clearly under the threshold (the history rule's form: a change of
+exactly the threshold fails with the target power), ``improved`` likewise, ``same`` when a
+change of the threshold is ruled out both ways, else ``unsure``: it gets more pairs up to the
+cap, then stays ``unsure``, which fails nothing. The constants are fitted to, and the rule
+checked on, recorded GPU sessions by bench/pair_resample.py (docs/verdict.md, "The verdict
+against a revision"; tests/test_pair_resample.py). Pure: arrays in, arrays out;
+:func:`judge_pairs` on one test.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from ..core.records import Judgement, SessionSummary, Status, bar_of_change
+from .rule import Z_POWER, Prior, corrected_alpha, prior_for
+
+# A pair's spread expected before its own pairs say: the spread of the difference of two
+# sessions under the history prior of the test's duration and timer (rule.prior_for), its
+# excursions included (:func:`prior_pair_spread`), times the timer's scale, worth
+# PAIR_PRIOR_WEIGHT pairs. Fitted by bench/pair_resample.py to the pairs of consecutive
+# sessions of 266 recorded tests (four H200s, four H100s): a scale is the median over a
+# timer's tests of their pairs' spread over the prior's (graph time 0.93 and cupti 0.88: the
+# prior's own model; cupti-graph 0.1: its prior is the graph's by the call's kernel time,
+# which moves about ten times less between sessions); the weight 1 / (2 v), v the variance of
+# log(spread / prior) between tests beyond their sampling noise (tests differ by a factor of
+# about e). A timer not recorded in pairs gets the prior's own model (scale 1).
+PAIR_PRIOR_SCALE: dict[str, float] = {"cuda-graph": 0.93, "cupti": 0.88, "cupti-graph": 0.095}
+PAIR_PRIOR_WEIGHT = 0.5
+# "same": a change of the threshold is ruled out at this one-sided level each way.
+SAME_LEVEL = 0.05
+# The smallest pair spread believed (log scale): below it, pairs that agree to the last digit
+# would make any difference significant.
+MIN_PAIR_SIGMA = 2e-4
+
+
+@dataclass(frozen=True)
+class PairDesign:
+    """How many pairs a test takes: ``first`` before the first look, then batches of
+    ``batch`` while it is unsure, up to ``cap``; each look at an equal share of the level.
+
+    The default, chosen by bench/pair_resample.py from the cost, the unsure share and the
+    power on recorded sessions: 3 pairs of the whole suite, then 7 more for the tests still
+    unsure, judged again at 10 (two looks: fewer looks leave each more of the level, which
+    caught more than smaller batches saved). 10 pairs are 20 sessions, the longest recorded
+    histories: a larger cap could not be checked."""
+
+    first: int = 3
+    batch: int = 7
+    cap: int = 10
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.first <= self.cap or self.batch < 1:
+            raise ValueError(f"invalid pair design {self}: expected 1 <= first <= cap, batch >= 1")
+
+    @property
+    def looks(self) -> int:
+        return 1 + math.ceil((self.cap - self.first) / self.batch)
+
+    def next_batch(self, pairs: int) -> int:
+        """Pairs to add to a test judged on ``pairs`` so far (0: no more)."""
+        if pairs < self.first:
+            return self.first - pairs
+        return max(0, min(self.batch, self.cap - pairs))
+
+
+@dataclass(frozen=True)
+class PairDecision:
+    """Per row: the direction (1 regressed, -1 improved, 0 neither), ``same``, ``more``
+    (unsure, and the cap allows more pairs), the location ``d`` and its ``se``, the spread
+    ``s`` of one pair, the prior's share of it, the one-sided chances, the bar (log scale)
+    and the gateable slowdown at the cap (a fraction)."""
+
+    direction: np.ndarray
+    same: np.ndarray
+    more: np.ndarray
+    d: np.ndarray
+    se: np.ndarray
+    s: np.ndarray
+    df: np.ndarray
+    prior_share: np.ndarray
+    p_up: np.ndarray
+    p_down: np.ndarray
+    bar: np.ndarray
+    gateable: np.ndarray
+
+
+def decide_pairs(
+    diffs: np.ndarray,
+    sigma0: np.ndarray,
+    *,
+    threshold: float,
+    alpha1: float,
+    design: PairDesign,
+) -> PairDecision:
+    """The rule on NaN-padded rows of pair differences (log scale), each row with the prior
+    spread ``sigma0`` of one pair. ``alpha1``: the one-sided level of each direction after
+    the multiplicity correction, spent over ``design.looks``."""
+    present = ~np.isnan(diffs)
+    n = present.sum(axis=-1)
+    if (n < 1).any():
+        raise ValueError("every row needs at least one pair")
+    with np.errstate(invalid="ignore"):
+        d = np.nansum(np.where(present, diffs, 0.0), axis=-1) / n
+        ss = np.nansum(np.where(present, (diffs - d[..., None]) ** 2, 0.0), axis=-1)
+    own_df = np.maximum(n - 1, 0)
+    df = PAIR_PRIOR_WEIGHT + own_df
+    s = np.sqrt((PAIR_PRIOR_WEIGHT * sigma0**2 + ss) / df)
+    s = np.maximum(s, MIN_PAIR_SIGMA)
+    share = PAIR_PRIOR_WEIGHT / df
+    se = s / np.sqrt(n)
+    level = alpha1 / design.looks
+    t = d / se
+    p_up = stats.t.sf(t, df)
+    p_down = stats.t.cdf(t, df)
+    effect = math.log1p(threshold)
+    up = (p_up < level) & (d > effect - Z_POWER * se)
+    down = (p_down < level) & (-d > effect - Z_POWER * se)
+    z_same = stats.t.ppf(1 - SAME_LEVEL, df)
+    same = ~up & ~down & (d + z_same * se < effect) & (d - z_same * se > -effect)
+    final = n >= design.cap
+    # Fewer pairs than the first look's (a process that failed): more before any verdict.
+    more = (~up & ~down & ~same & ~final) | (n < design.first)
+    q = stats.t.ppf(1 - level, df)
+    bar = np.maximum(q * se, effect - Z_POWER * se)
+    se_cap = s / math.sqrt(design.cap)
+    gateable = np.expm1(np.maximum(effect, (stats.t.ppf(1 - level, df) + Z_POWER) * se_cap))
+    return PairDecision(
+        direction=np.where(up, 1, np.where(down, -1, 0)),
+        same=same,
+        more=more,
+        d=d,
+        se=se,
+        s=s,
+        df=df,
+        prior_share=share,
+        p_up=p_up,
+        p_down=p_down,
+        bar=bar,
+        gateable=gateable,
+    )
+
+
+def prior_pair_spread(prior: Prior) -> float:
+    """sd (log scale) of the difference of two independent sessions under ``prior``: its
+    floor and both sides' excursions (exponential sizes: mean ``size``, mean square
+    ``2 size^2``)."""
+    slow_rate, _, slow_size = prior.slow
+    fast_rate, _, fast_size = prior.fast
+    mean = slow_rate * slow_size - fast_rate * fast_size
+    square = 2 * (slow_rate * slow_size**2 + fast_rate * fast_size**2)
+    return math.sqrt(2 * (prior.sigma**2 + square - mean**2))
+
+
+def pair_sigma0(duration_ms: float, timer: str, launches: int = 1) -> float:
+    """The prior spread of one pair of a test of ``duration_ms`` timed by ``timer``."""
+    prior = prior_for(duration_ms, timer, launches)
+    return PAIR_PRIOR_SCALE.get(timer, 1.0) * prior_pair_spread(prior)
+
+
+def judge_pairs(
+    base: Sequence[SessionSummary],
+    head: Sequence[SessionSummary],
+    *,
+    threshold: float,
+    alpha: float,
+    family: int,
+    timer: str,
+    launches: int = 1,
+    fail_on_improvement: bool = False,
+    design: PairDesign = PairDesign(),
+    against: str = "the revision",
+) -> Judgement:
+    """Judge one test's head sessions against its base sessions, paired by index (the
+    first ``min(len)`` of each). ``needs_confirmation`` asks for ``design.next_batch`` more
+    pairs. ``against`` names the base side in the reason."""
+    if not threshold > 0:
+        raise ValueError(f"invalid threshold {threshold!r}: expected a fraction > 0 such as 0.05")
+    if not 0 < alpha < 1:
+        raise ValueError(f"invalid alpha {alpha!r}: expected a level in (0, 1) such as 0.01")
+    n = min(len(base), len(head))
+    if n < 1:
+        raise ValueError("judge_pairs needs at least one session of each side")
+    for s in (*base[:n], *head[:n]):
+        if not s.median_ms > 0:
+            raise ValueError(f"invalid session median {s.median_ms!r} ms: expected > 0")
+    b = np.log([s.median_ms for s in base[:n]])
+    h = np.log([s.median_ms for s in head[:n]])
+    base_ms = math.exp(float(np.median(b)))
+    sigma0 = pair_sigma0(base_ms, timer, launches)
+    alpha1 = corrected_alpha(alpha, family, fail_on_improvement)
+    dec = decide_pairs(
+        (h - b)[None, :],
+        np.array([sigma0]),
+        threshold=threshold,
+        alpha1=alpha1,
+        design=design,
+    )
+    d, se = float(dec.d[0]), float(dec.se[0])
+    direction = int(dec.direction[0])
+    if direction:
+        status = Status.REGRESSED if direction > 0 else Status.IMPROVED
+    elif bool(dec.same[0]):
+        status = Status.SAME
+    else:
+        status = Status.UNSURE
+    bar = math.expm1(float(dec.bar[0]))
+    gateable = float(dec.gateable[0])
+    level = alpha1 / design.looks
+    z = float(stats.t.ppf(1 - level, float(dec.df[0])))
+    ratio = math.exp(d)
+    verb = "slower" if d >= 0 else "faster"
+    pairs = f"{n} pair{'s' if n != 1 else ''}"
+    reason = f"{verb} by {abs(math.expm1(d)):.1%} than {against} over {pairs}"
+    if status is Status.UNSURE and n >= design.cap:
+        reason += f"; unsure at the cap of {design.cap} pairs: can gate >= {gateable:.1%}"
+    elif status is Status.UNSURE:
+        reason += f"; unsure: {design.next_batch(n)} more pairs"
+    else:
+        reason += f", bar {bar_of_change(bar, ratio):.1%}"
+    return Judgement(
+        status=status,
+        ratio=ratio,
+        ratio_low=math.exp(d - z * se),
+        ratio_high=math.exp(d + z * se),
+        bar=bar,
+        gateable=gateable,
+        noisy=gateable > threshold,
+        tau=float(dec.s[0]),
+        prior_share=float(dec.prior_share[0]),
+        needs_confirmation=bool(dec.more[0]),
+        against="revision",
+        history_sessions=n,
+        current_sessions=n,
+        reason=reason,
+        p_value=float(dec.p_up[0] if d >= 0 else dec.p_down[0]),
+    )

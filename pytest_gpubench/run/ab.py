@@ -1,0 +1,271 @@
+"""A comparison against a git revision measured in the same job (``--gpubench-against``).
+
+A stored baseline carries everything that differs between the machine and day it was
+recorded on and today; a revision measured now, on this GPU, carries none of it. The
+revision's checkout (run/revision.py) is the base side, the working tree the head side. Both
+time the selected gpubench tests in fresh processes, one side after the other, base first in
+odd pairs and head first in even ones, each process holding the device from its first test
+to its last. The pairs are judged by judge/pairs.py through the gate; an unsure test gets
+more pairs, two at a time, up to the cap, and only the unsure tests run in them.
+
+The plugin that runs is the head's on both sides: the base side imports the revision's code
+(its checkout first on the path, before an editable install of the working tree) and the
+head's pytest_gpubench. Each side has its own compile caches (Triton, Inductor, torch
+extensions), kept across its processes; both read the head's baseline directory (the timer a
+stored baseline was taken by is asked on both sides alike) and write nothing there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.errors import GpubenchError
+from ..core.kernels import binary_changes, launch_count, same_work
+from ..core.records import Measurement, Result, Status, Verdict
+from ..core.settings import MeasureSettings, Settings
+from ..judge.gate import MIN_JUDGED_SAMPLES, Gate
+from ..judge.pairs import PairDesign, judge_pairs
+from .children import EVERY_BENCHMARK, ChildRun, Launcher, Request
+from .revision import Revision
+
+BASE, HEAD = "base", "head"
+# Compile caches a side keeps apart from the other's: (variable, folder name).
+CACHES = (
+    ("TRITON_CACHE_DIR", "triton"),
+    ("TORCHINDUCTOR_CACHE_DIR", "inductor"),
+    ("TORCH_EXTENSIONS_DIR", "torch-extensions"),
+)
+
+
+@dataclass(frozen=True)
+class Sides:
+    base: Launcher
+    head: Launcher
+
+    def of(self, side: str) -> Launcher:
+        return self.base if side == BASE else self.head
+
+
+def sides(head: Launcher, revision: Revision, folder: Path, plugin: Path, baselines: Path) -> Sides:
+    """The launchers of both sides. ``folder``: the comparison's own folder (caches, the
+    plugin's path entry); ``plugin``: the head's pytest_gpubench package; ``baselines``: the
+    head's baseline directory, read by both sides."""
+    paths: list[str] = []
+    if plugin.resolve().is_relative_to(revision.repo):
+        # The plugin lives in the user's repository (its own tests): the base side must not
+        # find the revision's copy first.
+        entry = folder / "plugin"
+        entry.mkdir(parents=True, exist_ok=True)
+        link = entry / plugin.name
+        if not link.exists():
+            link.symlink_to(plugin.resolve(), target_is_directory=True)
+        paths.append(str(entry))
+    paths.append(str(revision.root))
+    if (revision.root / "src").is_dir():
+        paths.append(str(revision.root / "src"))
+    inherited = os.environ.get("PYTHONPATH")
+    base_env = [("PYTHONPATH", os.pathsep.join([*paths, *([inherited] if inherited else [])]))]
+    directory = ["--gpubench-dir", str(baselines)]
+
+    def caches(side: str) -> list[tuple[str, str]]:
+        return [(name, str(folder / side / sub)) for name, sub in CACHES]
+
+    base_args = tuple(_moved(a, revision) for a in head.invocation)
+    return Sides(
+        base=dataclasses.replace(
+            head,
+            cwd=revision.counterpart(head.cwd),
+            invocation=(*base_args, *directory),
+            env=(*head.env, *base_env, *caches(BASE)),
+        ),
+        head=dataclasses.replace(
+            head,
+            invocation=(*head.invocation, *directory),
+            env=(*head.env, *caches(HEAD)),
+        ),
+    )
+
+
+def _moved(arg: str, revision: Revision) -> str:
+    """A command-line argument naming a path of the user's repository by its absolute path
+    (a test file, a node id), moved to the same place in the checkout."""
+    path, sep, rest = arg.partition("::")
+    candidate = Path(path)
+    if not candidate.is_absolute() or not candidate.resolve().is_relative_to(revision.repo):
+        return arg
+    return str(revision.counterpart(candidate)) + sep + rest
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What the comparison found: a result per measurement key (those of the head with
+    their verdict against the revision, and those measured on the revision's side only,
+    ``removed``), the pairs run, and lines for under the table."""
+
+    results: Mapping[str, Result]
+    pairs: int
+    lines: tuple[str, ...]
+    cost_s: float
+
+
+Progress = Callable[[str], None]
+
+
+def compare(
+    nodeids: Sequence[str],
+    sides_: Sides,
+    revision: Revision,
+    settings: Settings,
+    measure_of: Callable[[str], MeasureSettings],
+    device_index: int | None,
+    announce: Progress,
+) -> Comparison:
+    """Run the pairs over the tests ``nodeids`` and judge each measurement on them.
+    ``measure_of``: the measurement settings of a node id (its markers')."""
+    started = time.perf_counter()
+    design = PairDesign(first=settings.pairs, batch=2, cap=settings.pairs + settings.confirm)
+    name = f"{revision.ref} ({revision.commit[:8]})"
+    runs: dict[str, list[dict[str, Measurement]]] = {BASE: [], HEAD: []}
+    errors: list[str] = []
+    wanted = list(nodeids)
+    results: dict[str, Result] = {}
+    while wanted:
+        done = len(runs[HEAD])
+        count = design.first if done == 0 else design.next_batch(done)
+        if count == 0:
+            break
+        for i in range(done + 1, done + count + 1):
+            order = (BASE, HEAD) if i % 2 else (HEAD, BASE)
+            for side in order:
+                label = f"the revision {name}" if side == BASE else "the working tree"
+                announce(f"pair {i}/{design.cap}: {label}, {len(wanted)} tests")
+                # The first look's pairs time every benchmark of each side's selection: a
+                # test on the revision's side only is reported (removed) too.
+                request = EVERY_BENCHMARK if i <= design.first else Request(tuple(wanted))
+                run = sides_.of(side).measuring(request, device_index, f"{side}-{i}")
+                if run.error:
+                    errors.append(f"{side} side, pair {i}: {run.error}")
+                runs[side].append(_measured(run))
+        if not any(runs[BASE]) and not any(runs[HEAD]):
+            raise GpubenchError(
+                f"--gpubench-against {revision.ref}: no process of either side measured "
+                f"anything: {errors[-1] if errors else 'no gpubench test ran'}"
+            )
+        if not any(runs[BASE]):
+            raise GpubenchError(
+                f"--gpubench-against {revision.ref}: the revision's side measured nothing "
+                f"({errors[-1] if errors else 'no gpubench test ran there'}): nothing is judged"
+            )
+        gate = Gate.of(settings, family=max(1, len(_keys(runs))))
+        results = {
+            key: _judged(key, runs, gate, measure_of(key.split("#")[0]), design, name)
+            for key in _keys(runs)
+        }
+        more = {
+            key.split("#")[0]
+            for key, r in results.items()
+            if r.verdict.judgement is not None and r.verdict.judgement.needs_confirmation
+        }
+        wanted = [n for n in nodeids if n in more]
+    lines = tuple(dict.fromkeys(errors))
+    return Comparison(results, len(runs[HEAD]), lines, time.perf_counter() - started)
+
+
+def _measured(run: ChildRun) -> dict[str, Measurement]:
+    """The measurements of a side's process whose tests passed there."""
+    return {r.key: r.measurement for r, passed in run.results if passed}
+
+
+def _keys(runs: Mapping[str, list[dict[str, Measurement]]]) -> list[str]:
+    keys: dict[str, None] = {}
+    for side in (HEAD, BASE):
+        for run in runs[side]:
+            keys.update(dict.fromkeys(run))
+    return list(keys)
+
+
+def _judged(
+    key: str,
+    runs: Mapping[str, list[dict[str, Measurement]]],
+    gate: Gate,
+    measure: MeasureSettings,
+    design: PairDesign,
+    name: str,
+) -> Result:
+    """One measurement's verdict on its complete pairs (a pair whose two sides measured it
+    by one timer, each with enough samples)."""
+    base = [run.get(key) for run in runs[BASE]]
+    head = [run.get(key) for run in runs[HEAD]]
+    pairs = [
+        (b, h)
+        for b, h in zip(base, head, strict=False)
+        if b is not None
+        and h is not None
+        and b.timer == h.timer
+        and min(len(b.samples_ms), len(h.samples_ms)) >= MIN_JUDGED_SAMPLES
+    ]
+    heads = [h for h in head if h is not None]
+    bases = [b for b in base if b is not None]
+    family = gate.family
+    # One side only: its first session shows (more would read as confirmations).
+    if not heads:
+        return Result(
+            bases[0],
+            Verdict(Status.REMOVED, reason=f"measured on {name}'s side only", family=family),
+        )
+    if not bases:
+        return Result(
+            heads[0], Verdict(Status.NEW, reason=f"not measured on {name}'s side", family=family)
+        )
+    if not pairs:
+        timers = sorted({m.timer for m in (*heads, *bases)})
+        why = (
+            f"the sides were timed by different timers ({', '.join(timers)}): pin one with "
+            "--gpubench-timer"
+            if len(timers) > 1
+            else "no pair of processes measured it on both sides with enough samples"
+        )
+        first = heads[0]
+        return Result(
+            first.with_confirmations(heads[1:]),
+            Verdict(Status.UNSURE, reason=why, reference_ms=bases[0].median_ms, family=family),
+        )
+    b_first, h_first = pairs[0]
+    judgement = judge_pairs(
+        [b.record.summary for b, _ in pairs],
+        [h.record.summary for _, h in pairs],
+        threshold=measure.threshold,
+        alpha=measure.alpha,
+        family=family,
+        timer=h_first.timer,
+        launches=launch_count(h_first.kernels or b_first.kernels),
+        fail_on_improvement=gate.fail_on_improvement,
+        design=design,
+        against=name,
+    )
+    status, reason = judgement.status, judgement.reason
+    changes: tuple[str, ...] = ()
+    if b_first.kernels and h_first.kernels and b_first.binary != h_first.binary:
+        changes = tuple(binary_changes(b_first.kernels, h_first.kernels))
+        reason += "; other launches than the revision's: " + "; ".join(changes)
+        if status in (Status.SAME, Status.UNSURE):
+            status = Status.CHANGED
+    base_ms = sorted(b.median_ms for b, _ in pairs)[len(pairs) // 2]
+    measurement = h_first.with_confirmations(h for _, h in pairs[1:])
+    verdict = Verdict(
+        status,
+        judgement=dataclasses.replace(judgement, status=status, reason=reason),
+        reason=reason,
+        kernel_changes=changes,
+        reference_ms=base_ms,
+        history_sessions=len(pairs),
+        family=family,
+        baseline_binary=b_first.binary,
+        same_kernels=bool(changes) and same_work(b_first.kernels, h_first.kernels),
+    )
+    return Result(measurement, verdict)

@@ -1,0 +1,287 @@
+"""The base side of ``--gpubench-against REF``: a checkout of a git revision outside the
+user's tree, optionally built, removed afterwards whatever ends its use.
+
+The checkout is a linked worktree (``git worktree add --detach``): it shares the user's
+objects, so it is quick and needs no network, and it leaves the user's working tree, index
+and branches as they are, committed or not (the head side is the working tree). What
+``git worktree add`` records in the repository goes with the checkout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.errors import GpubenchError
+
+# git's quick calls (rev-parse, merge-base, the cleanup): longer than this, git hangs.
+GIT_TIMEOUT_S = 120.0
+FOLDER_PREFIX = "gpubench-ref-"
+# Variables that point git at a repository, index or work tree (set when pytest runs from a
+# git hook): with them, `git -C <checkout>` would act on the user's repository and index.
+LOCATION_VARIABLES = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_PREFIX",
+    "GIT_IMPLICIT_WORK_TREE",
+)
+# Hooks of the user's (post-checkout, or any a global core.hooksPath names) could write
+# anywhere: the checkout's git calls run none.
+NO_HOOKS = f"core.hooksPath={os.devnull}"
+
+
+class RevisionError(GpubenchError):
+    """A revision that cannot be resolved, checked out or built."""
+
+
+@dataclass(frozen=True)
+class Revision:
+    """A checkout of ``ref`` (as the user named it) at ``commit``: ``root`` is its top level,
+    the counterpart of ``repo``, the top level of the user's repository."""
+
+    ref: str
+    commit: str
+    repo: Path
+    root: Path
+
+    def counterpart(self, path: Path) -> Path:
+        """The same place in the checkout as ``path`` in the user's repository."""
+        for candidate in (path.absolute(), path.resolve()):  # the user's spelling, then real
+            if candidate.is_relative_to(self.repo):
+                return self.root / candidate.relative_to(self.repo)
+        raise RevisionError(
+            f"--gpubench-against: {path} is outside the repository at {self.repo}; "
+            "run pytest on paths inside the repository whose history to compare with"
+        )
+
+
+def resolve(ref: str, cwd: Path) -> tuple[Path, str]:
+    """The top level of the repository ``cwd`` is in, and the full sha of the commit ``ref``
+    names there."""
+    top = _git(cwd, ["rev-parse", "--show-toplevel"])
+    if top.returncode != 0:
+        if "not a git repository" in top.stderr.lower():
+            raise RevisionError(
+                f"--gpubench-against: {cwd} is not in a git repository; "
+                "run pytest inside the repository whose history to compare with"
+            )
+        raise RevisionError(
+            f"--gpubench-against: git cannot use the repository at {cwd} "
+            f"(git: {_last_line(top.stderr)}); fix what git names, then run again"
+        )
+    repo = Path(top.stdout.strip()).resolve()
+    # A ref that starts with "-" would be read as an option.
+    found = None if ref.startswith("-") or not ref.strip() else _commit(ref, cwd)
+    if not found:
+        raise RevisionError(
+            f"--gpubench-against {ref!r}: not a revision of the repository at {repo} "
+            "(git: unknown revision); name a branch, tag or commit"
+        )
+    return repo, found
+
+
+def merge_base(a: str, b: str, cwd: Path) -> str:
+    """The full sha of the best common ancestor of the revisions ``a`` and ``b``."""
+    repo, first = resolve(a, cwd)
+    second = resolve(b, cwd)[1]
+    found = _git(repo, ["merge-base", first, second])
+    if found.returncode != 0 or not found.stdout.strip():
+        raise RevisionError(
+            f"--gpubench-against: {a!r} and {b!r} have no common ancestor in the repository "
+            f"at {repo}; name a revision that shares history with {b!r}"
+        )
+    return found.stdout.split()[0]
+
+
+@contextlib.contextmanager
+def checkout(
+    ref: str,
+    cwd: Path,
+    *,
+    build: str | None = None,
+    log: Path | None = None,
+    timeout_s: float = 3600.0,
+) -> Iterator[Revision]:
+    """A checkout of ``ref`` (with its submodules) in a new temporary folder, built by the
+    shell command ``build`` (run in its top level, its output to ``log``, else to a file in
+    the folder), each step within ``timeout_s``. On exit, whatever the cause (Ctrl-C
+    included), the checkout, its record in the repository and the folder are removed; a
+    ``log`` of the caller's stays."""
+    repo, commit = resolve(ref, cwd)
+    folder = _new_folder(repo)
+    tree = folder / "tree"
+    try:
+        revision = Revision(ref, commit, repo, tree)
+        args = ["worktree", "add", "--detach", str(tree), commit]
+        added = _git(repo, args, NO_HOOKS, timeout_s=timeout_s)
+        if added.returncode != 0:
+            raise RevisionError(
+                f"--gpubench-against {ref!r}: git worktree add failed in {repo} "
+                f"(git: {_last_line(added.stderr)}); fix what git names, then run again"
+            )
+        if (tree / ".gitmodules").exists():
+            _submodules(revision, timeout_s)
+        if build is not None:
+            _build(revision, build, log or folder / "build.log", log is not None, timeout_s)
+        yield revision
+    finally:
+        _remove(repo, folder, tree)
+
+
+def _commit(ref: str, cwd: Path) -> str:
+    found = _git(cwd, ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"])
+    return found.stdout.strip() if found.returncode == 0 else ""
+
+
+def _new_folder(repo: Path) -> Path:
+    base = Path(tempfile.gettempdir()).resolve()
+    if base.is_relative_to(repo):  # a checkout there would show up in the user's tree
+        raise RevisionError(
+            f"--gpubench-against: the temporary directory {base} is inside the repository "
+            f"at {repo}; set TMPDIR to a folder outside it"
+        )
+    try:
+        return Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX, dir=base))
+    except OSError as exc:
+        raise RevisionError(
+            f"--gpubench-against: cannot create a folder in {base} ({exc.strerror or exc}); "
+            "set TMPDIR to a writable folder"
+        ) from None
+
+
+def _submodules(revision: Revision, timeout_s: float) -> None:
+    # protocol.file: submodules at local paths, refused by default since git 2.38.1.
+    config = (NO_HOOKS, "protocol.file.allow=always")
+    args = ["submodule", "update", "--init", "--recursive"]
+    done = _git(revision.root, args, *config, timeout_s=timeout_s)
+    if done.returncode != 0:
+        raise RevisionError(
+            f"--gpubench-against {revision.ref!r}: git submodule update failed in the checkout "
+            f"of {_where(revision)} (git: {_last_line(done.stderr or done.stdout)}); make the "
+            "submodules of that revision reachable (their URLs in .gitmodules) or name another"
+        )
+
+
+def _build(revision: Revision, command: str, log: Path, keep_log: bool, timeout_s: float) -> None:
+    try:
+        with open(log, "wb") as out:  # a file, not a pipe: a background job cannot block us
+            proc = subprocess.Popen(
+                command,
+                shell=True,  # the user's command line
+                cwd=revision.root,
+                env=_environment(),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: killed as one
+            )
+    except OSError as exc:
+        raise RevisionError(
+            f"--gpubench-build {command!r}: cannot run it in {_where(revision)} "
+            f"({exc.strerror or exc}); check the command and {log}"
+        ) from None
+    code: int | None = None
+    try:
+        code = proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        # Also once it succeeded: a background job or compile server it left would outlive
+        # us, writing into a checkout we remove.
+        _kill_group(proc)
+    if code == 0:
+        return
+    if code is None:
+        what = f"ran over {timeout_s:g} s in {_where(revision)} and was stopped"
+    elif code < 0:
+        what = f"failed in {_where(revision)}, killed by signal {-code}"
+    else:
+        what = f"failed in {_where(revision)} with exit {code}"
+    output = f"; its output: {log}" if keep_log else ""  # ours goes with the folder
+    raise RevisionError(f"--gpubench-build {command!r} {what}: {_tail(log)}{output}")
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    # The group outlives its leader while a member runs, so its id is not reused meanwhile.
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _remove(repo: Path, folder: Path, tree: Path) -> None:
+    """Never raises: at worst, a folder stays in the temporary directory."""
+    # --force twice: also a checkout left locked by a `worktree add` cut short.
+    _quietly(repo, ["worktree", "remove", "--force", "--force", str(tree)])
+    shutil.rmtree(folder, ignore_errors=True)
+    # prune drops the records of all checkouts whose folders are gone, the user's own
+    # (on a drive not mounted now) too: only when ours is still recorded.
+    listed = _quietly(repo, ["worktree", "list", "--porcelain"])
+    if listed is None or f"worktree {tree}\n" in listed.stdout:
+        _quietly(repo, ["worktree", "prune"])
+
+
+def _quietly(cwd: Path, args: Sequence[str]) -> subprocess.CompletedProcess[str] | None:
+    try:
+        return _git(cwd, args)
+    except (GpubenchError, OSError, subprocess.SubprocessError):
+        return None
+
+
+def _git(
+    cwd: Path, args: Sequence[str], *config: str, timeout_s: float = GIT_TIMEOUT_S
+) -> subprocess.CompletedProcess[str]:
+    """``git -C cwd [-c config]... args``, its output captured."""
+    options = [item for setting in config for item in ("-c", setting)]
+    try:
+        return subprocess.run(
+            ["git", "-C", str(cwd), *options, *args],
+            env=_environment(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout_s,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise RevisionError("--gpubench-against needs git on PATH") from None
+    except subprocess.TimeoutExpired:
+        raise RevisionError(
+            f"--gpubench-against: git {args[0]} ran over {timeout_s:g} s in {cwd}; "
+            "check that git works there, then run again"
+        ) from None
+
+
+def _environment() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in LOCATION_VARIABLES}
+    env["GIT_TERMINAL_PROMPT"] = "0"  # no one answers a password prompt
+    return env
+
+
+def _where(revision: Revision) -> str:
+    return f"{revision.ref} ({revision.commit[:7]})"
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "no output"
+
+
+def _tail(log: Path) -> str:
+    try:
+        with open(log, "rb") as file:
+            file.seek(max(0, file.seek(0, os.SEEK_END) - 65536))
+            return _last_line(file.read().decode(errors="replace"))
+    except OSError:
+        return "no output"

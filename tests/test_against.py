@@ -1,0 +1,149 @@
+"""``--gpubench-against REF`` as users run it, on generated git repositories with the fake
+timer: the working tree against a revision, both measured in alternating fresh processes.
+
+The fake timer multiplies a function's time by its ``fake_factor`` attribute: a commit that
+sets it is a commit that makes that function slower, and only a process that imports that
+commit's code sees it (the revision's side imports the revision's module, not the working
+tree's)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from support import USAGE_ERROR, output
+
+if shutil.which("git") is None:
+    pytest.skip("git is not on PATH", allow_module_level=True)
+
+pytest_plugins = ["pytester"]
+
+KERNELS = """
+def work(n):
+    return sum(range(n))
+
+
+work.fake_factor = {factor}
+"""
+
+TESTS = """
+from kernels import work
+
+
+def test_sum(gpubench):
+    assert gpubench(work, 100) == 4950
+
+
+def test_join(gpubench):
+    assert gpubench(",".join, ["a", "b"]) == "a,b"
+"""
+# Fewer pairs than the default: each pair is two fresh pytest processes.
+FAST = ("--gpubench-pairs=2", "--gpubench-confirm=0")
+
+
+def git(cwd: Path, *args: str) -> str:
+    identity = ["-c", "user.name=Test", "-c", "user.email=test@example.com"]
+    done = subprocess.run(
+        ["git", "-C", str(cwd), *identity, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return done.stdout.strip()
+
+
+def commit(repo: Path, message: str) -> str:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def repo(fake: pytest.Pytester) -> pytest.Pytester:
+    """The fake timer's directory as a git repository: a kernel module and its tests,
+    committed once (the conftest with the fake timer included)."""
+    fake.makepyfile(kernels=KERNELS.format(factor=1.0), test_bench=TESTS)
+    fake.path.joinpath(".gitignore").write_text("__pycache__/\n.gpubench/\ntimer-calls.log\n")
+    git(fake.path, "init", "-q", "-b", "main")
+    commit(fake.path, "kernels and their tests")
+    return fake
+
+
+def slower(repo: pytest.Pytester, factor: float) -> None:
+    repo.makepyfile(kernels=KERNELS.format(factor=factor))
+
+
+@pytest.mark.slow
+def test_against_its_own_revision_nothing_fails(repo: pytest.Pytester) -> None:
+    result = repo.runpytest("--gpubench-against=HEAD", *FAST)
+    result.assert_outcomes(passed=2)
+    text = output(result)
+    assert "against HEAD (" in text and "2 pairs of fresh processes" in text
+    assert text.count(" same ") >= 2 or "2 same" in text
+    assert "regressed" not in text
+
+
+@pytest.mark.slow
+def test_a_slower_commit_fails_its_test_and_names_both_medians(repo: pytest.Pytester) -> None:
+    slower(repo, 1.08)
+    commit(repo.path, "a slower kernel")
+    result = repo.runpytest("--gpubench-against=HEAD~1", *FAST)
+    result.assert_outcomes(passed=1, failed=1)
+    text = output(result)
+    assert "test_sum" in text and "regressed" in text
+    assert "slower by 8.0% than HEAD~1" in text
+    # the revision's median and the working tree's: 1.000 ms against 1.080 ms
+    assert "1.000 ms" in text and "1.080 ms" in text
+
+
+@pytest.mark.slow
+def test_the_working_tree_is_the_head_side_dirty_or_not(repo: pytest.Pytester) -> None:
+    slower(repo, 0.9)  # not committed
+    result = repo.runpytest("--gpubench-against=main", *FAST)
+    result.assert_outcomes(passed=2)
+    assert "improved" in output(result)
+
+
+@pytest.mark.slow
+def test_tests_on_one_side_only_are_reported_not_failed(repo: pytest.Pytester) -> None:
+    repo.makepyfile(test_gone="def test_old(gpubench):\n    assert gpubench(len, 'ab') == 2\n")
+    commit(repo.path, "a test that the working tree removes")
+    git(repo.path, "rm", "-q", "test_gone.py")
+    repo.makepyfile(test_new="def test_fresh(gpubench):\n    assert gpubench(abs, -1) == 1\n")
+    result = repo.runpytest("--gpubench-against=HEAD", *FAST)
+    result.assert_outcomes(passed=3)
+    text = output(result)
+    assert "test_fresh" in text and " new " in text
+    assert "test_old" in text and "removed" in text
+
+
+def test_an_unknown_revision_is_one_line_and_judges_nothing(repo: pytest.Pytester) -> None:
+    result = repo.runpytest("--gpubench-against=nosuchbranch", *FAST)
+    assert result.ret == USAGE_ERROR
+    text = output(result)
+    assert "nosuchbranch" in text and "Traceback" not in text and "INTERNALERROR" not in text
+
+
+def test_a_failed_build_is_one_line_and_judges_nothing(repo: pytest.Pytester) -> None:
+    result = repo.runpytest("--gpubench-against=HEAD", "--gpubench-build=exit 3", *FAST)
+    assert result.ret == USAGE_ERROR
+    text = output(result)
+    assert "--gpubench-build 'exit 3' failed" in text and "Traceback" not in text
+    assert "passed" not in text  # nothing ran
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--gpubench-against=main", "--gpubench-save"), "run them separately"),
+        (("--gpubench-build=make",), "name the revision"),
+        (("--gpubench-against=main", "--gpubench-pairs=0"), "from 1 to 20"),
+    ],
+)
+def test_option_errors(repo: pytest.Pytester, args: tuple[str, ...], message: str) -> None:
+    result = repo.runpytest(*args)
+    assert result.ret == USAGE_ERROR
+    assert message in output(result)

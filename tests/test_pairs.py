@@ -1,0 +1,129 @@
+"""The paired verdict against a revision (judge/pairs.py), on hand-made pairs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from pytest_gpubench.core.records import SessionSummary, Status
+from pytest_gpubench.judge import rule
+from pytest_gpubench.judge.pairs import (
+    PAIR_PRIOR_SCALE,
+    PairDesign,
+    decide_pairs,
+    judge_pairs,
+    pair_sigma0,
+    prior_pair_spread,
+)
+
+DESIGN = PairDesign()
+
+
+def sessions(*ms: float) -> list[SessionSummary]:
+    return [SessionSummary(median_ms=m, n=50, se_log=0.0005) for m in ms]
+
+
+def verdict(base: list[float], head: list[float], threshold: float = 0.05, **kw: object):
+    return judge_pairs(
+        sessions(*base),
+        sessions(*head),
+        threshold=threshold,
+        alpha=0.01,
+        family=1,
+        timer="cuda-graph",
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_identical_sides_are_the_same() -> None:
+    base = [0.100, 0.1002, 0.0999]
+    j = verdict(base, [0.1001, 0.1000, 0.1001])
+    assert j.status is Status.SAME and not j.needs_confirmation
+    assert j.against == "revision" and j.current_sessions == 3
+    assert j.ratio_low is not None and j.ratio_high is not None
+    assert j.ratio_low < 1 < j.ratio_high
+
+
+def test_a_slowdown_of_the_threshold_in_every_pair_regresses() -> None:
+    base = [0.100, 0.1003, 0.0998]
+    j = verdict(base, [b * 1.05 for b in base])
+    assert j.status is Status.REGRESSED
+    assert "slower by 5.0%" in j.reason and "3 pairs" in j.reason
+
+
+def test_an_improvement_is_judged_like_a_regression() -> None:
+    base = [0.100, 0.1003, 0.0998]
+    assert verdict(base, [b / 1.06 for b in base]).status is Status.IMPROVED
+
+
+def test_a_small_sure_change_under_the_threshold_is_the_same() -> None:
+    base = [0.100, 0.1003, 0.0998]
+    j = verdict(base, [b * 1.01 for b in base])
+    assert j.status is Status.SAME  # significant, but clearly under 5%
+    assert verdict(base, [b * 1.01 for b in base], threshold=0.005).status is Status.REGRESSED
+
+
+def test_noisy_pairs_are_unsure_and_ask_for_more_until_the_cap() -> None:
+    base = [0.100, 0.100, 0.100]
+    head = [0.104, 0.096, 0.105]
+    j = verdict(base, head)
+    assert j.status is Status.UNSURE and j.needs_confirmation
+    assert "7 more pairs" in j.reason
+    many = [0.108, 0.092, 0.109, 0.091, 0.108, 0.092, 0.109, 0.091, 0.108, 0.093]
+    final = verdict([0.1] * 10, many)
+    assert final.status is Status.UNSURE and not final.needs_confirmation
+    assert "cap of 10 pairs" in final.reason
+
+
+def test_one_excursion_among_five_pairs_does_not_regress() -> None:
+    base = [0.100, 0.1002, 0.0999, 0.1001, 0.1000]
+    head = [0.1001, 0.1000, 0.1150, 0.1000, 0.1002]  # one head process 15% slow
+    assert verdict(base, head).status in (Status.SAME, Status.UNSURE)
+
+
+def test_the_design_counts_its_looks_and_batches() -> None:
+    d = PairDesign(first=3, batch=2, cap=9)
+    assert d.looks == 4
+    assert [d.next_batch(n) for n in (0, 3, 5, 7, 9)] == [3, 2, 2, 2, 0]
+    # The default (bench/pair_resample.py): 3 pairs, then 7 more for the unsure, two looks.
+    assert DESIGN.looks == 2
+    assert [DESIGN.next_batch(n) for n in (0, 1, 3, 10)] == [3, 2, 7, 0]
+    with pytest.raises(ValueError, match="pair design"):
+        PairDesign(first=5, cap=3)
+
+
+def test_rows_are_judged_independently() -> None:
+    rows = np.array([[0.0, 0.001, -0.001], [0.05, 0.049, 0.051], [0.01, np.nan, np.nan]])
+    dec = decide_pairs(rows, np.full(3, 0.002), threshold=0.05, alpha1=0.01, design=PairDesign())
+    assert list(dec.direction) == [0, 1, 0]
+    assert bool(dec.same[0]) and bool(dec.more[2])
+    assert math.isclose(float(dec.d[1]), 0.05)
+
+
+def test_the_location_is_the_mean_of_the_pairs() -> None:
+    rows = np.array([[0.0, 0.0, 0.03], [0.01, 0.02, np.nan]])
+    dec = decide_pairs(rows, np.full(2, 0.002), threshold=0.05, alpha1=0.01, design=DESIGN)
+    assert np.allclose(dec.d, [0.01, 0.015])
+    assert np.allclose(dec.se, dec.s / np.sqrt([3, 2]))
+
+
+def test_the_prior_spread_of_a_pair_counts_the_excursions() -> None:
+    prior = rule.prior_for(0.0339, "cuda-graph")
+    floor_only = math.sqrt(2) * prior.sigma
+    assert prior_pair_spread(prior) > 5 * floor_only  # slow excursions: 7.7% of 1.3%
+    assert pair_sigma0(0.0339, "cuda-graph") == pytest.approx(
+        PAIR_PRIOR_SCALE["cuda-graph"] * prior_pair_spread(prior)
+    )
+    # Kernel time moves less between sessions than the graph's table it borrows says.
+    assert pair_sigma0(0.0012, "cupti-graph") < 0.2 * pair_sigma0(0.0012, "cuda-graph")
+    # A timer never recorded in pairs gets the prior's own model.
+    wall = rule.prior_for(1.0, "wall")
+    assert pair_sigma0(1.0, "wall") == pytest.approx(prior_pair_spread(wall))
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0])
+def test_bad_medians_are_refused(bad: float) -> None:
+    with pytest.raises(ValueError, match="invalid session median"):
+        verdict([0.1], [bad])
