@@ -183,7 +183,8 @@ class Judgement:
     """What the statistical rule found for one measurement, with what it was judged by.
 
     Ratios are current / reference (geometric means of session medians; the current sessions'
-    median from three on). ``bar`` is the change that fails, as a fraction (0.041: slower by
+    median from three on; against a revision, head / base: the exponential of the pairs'
+    mean log difference). ``bar`` is the change that fails, as a fraction (0.041: slower by
     more than 4.1% is regressed, a ratio under 1 / 1.041 improved); ``gateable`` the smallest
     slowdown caught with the target power; ``noisy`` when that exceeds the threshold (then
     ``bar`` is the statistical bound).

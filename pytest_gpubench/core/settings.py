@@ -333,7 +333,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "pairs",
         "With --gpubench-against: pairs of fresh processes (one per side) before the first "
-        "verdict; an unsure test gets up to --gpubench-confirm more, two at a time (default 3)",
+        "verdict; the tests still unsure get 7 more (none with --gpubench-confirm 0) "
+        "(default 3)",
         parse_pairs,
         3,
         metavar="N",

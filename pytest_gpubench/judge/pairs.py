@@ -38,7 +38,7 @@ from .rule import Z_POWER, Prior, corrected_alpha, prior_for
 # PAIR_PRIOR_WEIGHT pairs. Fitted by bench/pair_resample.py to the pairs of consecutive
 # sessions of 266 recorded tests (four H200s, four H100s): a scale is the median over a
 # timer's tests of their pairs' spread over the prior's (graph time 0.93 and cupti 0.88: the
-# prior's own model; cupti-graph 0.1: its prior is the graph's by the call's kernel time,
+# prior's own model; cupti-graph 0.095: its prior is the graph's by the call's kernel time,
 # which moves about ten times less between sessions); the weight 1 / (2 v), v the variance of
 # log(spread / prior) between tests beyond their sampling noise (tests differ by a factor of
 # about e). A timer not recorded in pairs gets the prior's own model (scale 1).
@@ -140,8 +140,10 @@ def decide_pairs(
     more = (~up & ~down & ~same & ~final) | (n < design.first)
     q = stats.t.ppf(1 - level, df)
     bar = np.maximum(q * se, effect - Z_POWER * se)
+    # At the cap: its pairs' error and degrees of freedom, this spread.
     se_cap = s / math.sqrt(design.cap)
-    gateable = np.expm1(np.maximum(effect, (stats.t.ppf(1 - level, df) + Z_POWER) * se_cap))
+    df_cap = PAIR_PRIOR_WEIGHT + design.cap - 1
+    gateable = np.expm1(np.maximum(effect, (stats.t.ppf(1 - level, df_cap) + Z_POWER) * se_cap))
     return PairDecision(
         direction=np.where(up, 1, np.where(down, -1, 0)),
         same=same,

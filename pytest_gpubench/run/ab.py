@@ -5,8 +5,9 @@ recorded on and today; a revision measured now, on this GPU, carries none of it.
 revision's checkout (run/revision.py) is the base side, the working tree the head side. Both
 time the selected gpubench tests in fresh processes, one side after the other, base first in
 odd pairs and head first in even ones, each process holding the device from its first test
-to its last. The pairs are judged by judge/pairs.py through the gate; an unsure test gets
-more pairs, two at a time, up to the cap, and only the unsure tests run in them.
+to its last. The pairs are judged by judge/pairs.py through the gate; the tests still
+unsure after the first look get one batch of more pairs (pair_design), and only they run in
+them.
 
 The plugin that runs is the head's on both sides: the base side imports the revision's code
 (its checkout first on the path, before an editable install of the working tree) and the
@@ -118,6 +119,13 @@ class Comparison:
 Progress = Callable[[str], None]
 
 
+def pair_design(settings: Settings) -> PairDesign:
+    """``--gpubench-pairs`` pairs of the whole selection, then one batch of the default
+    design's size for the tests still unsure (none with ``--gpubench-confirm 0``)."""
+    more = PairDesign().cap - PairDesign().first if settings.confirm else 0
+    return PairDesign(first=settings.pairs, batch=max(1, more), cap=settings.pairs + more)
+
+
 def compare(
     nodeids: Sequence[str],
     sides_: Sides,
@@ -130,7 +138,7 @@ def compare(
     """Run the pairs over the tests ``nodeids`` and judge each measurement on them.
     ``measure_of``: the measurement settings of a node id (its markers')."""
     started = time.perf_counter()
-    design = PairDesign(first=settings.pairs, batch=2, cap=settings.pairs + settings.confirm)
+    design = pair_design(settings)
     name = f"{revision.ref} ({revision.commit[:8]})"
     runs: dict[str, list[dict[str, Measurement]]] = {BASE: [], HEAD: []}
     errors: list[str] = []

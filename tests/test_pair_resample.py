@@ -1,0 +1,128 @@
+"""The verdict against a revision on recorded GPU sessions (bench/pair_resample.py).
+
+A/A runs are every block of consecutive recorded sessions (exact counts, no seed) or seeded
+draws; each bound is checked with runs enough that it allows a count below one (0.1% of 324
+runs) or a few. The constants of judge/pairs.py must be the ones the script fits, and the
+tables of docs/verdict.md ("The verdict against a revision") the committed run's
+(python bench/pair_resample.py --json bench/results/pair-resample.json).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_gpubench.judge import pairs
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results" / "pair-resample.json"
+
+
+@pytest.fixture(scope="module")
+def pr():
+    spec = importlib.util.spec_from_file_location(
+        "pair_resample", ROOT / "bench" / "pair_resample.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["pair_resample"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def histories(pr):
+    return pr.load()
+
+
+@pytest.fixture(scope="module")
+def committed() -> dict:
+    return json.loads(RESULTS.read_text(encoding="utf-8"))
+
+
+def test_the_recorded_histories_are_there(histories) -> None:
+    shapes = sorted((h.model, h.suite, len(h.keys)) for h in histories)
+    assert shapes == [
+        ("H100", "example", 54),
+        ("H100", "example", 54),
+        ("H100", "user", 12),
+        ("H100", "user", 12),
+        ("H200", "example", 54),
+        ("H200", "example", 54),
+        ("H200", "user", 13),
+        ("H200", "user", 13),
+    ]
+    assert min(h.x.shape[1] for h in histories) >= 16
+
+
+def test_the_constants_of_pairs_py_are_the_fit(pr, histories, committed) -> None:
+    fit = pr.fit_prior(histories)
+    assert fit.scales == pairs.PAIR_PRIOR_SCALE
+    assert fit.weight == pairs.PAIR_PRIOR_WEIGHT
+    assert committed["fit"]["scales"] == fit.scales
+    assert committed["fit"]["weight"] == fit.weight
+    design = pairs.PairDesign()
+    assert committed["design"] == [design.first, design.batch, design.cap]
+
+
+@pytest.mark.parametrize("threshold", [0.05, 0.03, 0.02])
+def test_unchanged_54_test_runs_do_not_fail(pr, histories, committed, threshold) -> None:
+    """Every block of the example suite's four histories (324 runs): 0.1% allows none. The
+    row is the committed run's (the enumeration is exact)."""
+    row = pr.aa_row(histories, pr.Config(threshold=threshold), replicates=1, runs=0)
+    assert row["runs"] == 324
+    assert row["false_runs"] == 0
+    assert row in committed["aa"]
+
+
+@pytest.mark.parametrize("threshold", [0.05, 0.02])
+def test_gross_outliers_rarely_fail_a_54_test_run(pr, histories, threshold) -> None:
+    example = [h for h in histories if h.suite == "example"]
+    cfg = pr.Config(threshold=threshold, outliers=True)
+    outcome = pr.simulate(example, cfg, replicates=2)
+    assert outcome.runs == 648
+    assert outcome.runs_with(1) <= 0.005 * outcome.runs
+
+
+def test_unchanged_500_test_runs_rarely_fail(pr, histories) -> None:
+    outcome = pr.simulate(histories, pr.Config(tests=500), runs=200)
+    assert outcome.runs_with(1) <= 0.01 * outcome.runs
+
+
+@pytest.mark.parametrize(
+    "threshold, slowdown, low_us, high_us, power",
+    [
+        # Issue 17: +5% from 5 us in ~100% of runs; the recorded sessions give 95.6% at
+        # 20-100 us and 74.7% at 5-20 us at the default threshold (docs/verdict.md).
+        (0.05, 0.05, 20, math.inf, 0.95),
+        (0.03, 0.05, 20, math.inf, 0.97),
+        # Issue 17: +3% from 20 us in >= 90%: met from 100 us; 20-100 us gives 77.9%, the
+        # H100's graph-timed kernels (slow excursions in 30-40% of sessions) 56%.
+        (0.03, 0.03, 100, math.inf, 0.90),
+        (0.02, 0.03, 100, math.inf, 0.90),
+        (0.03, 0.03, 20, 100, 0.75),
+    ],
+)
+def test_slowdowns_are_caught(pr, histories, threshold, slowdown, low_us, high_us, power) -> None:
+    outcome = pr.simulate(histories, pr.Config(threshold=threshold, slowdown=slowdown))
+    sel = (outcome.duration_us >= low_us) & (outcome.duration_us < high_us)
+    assert sel.sum() > 300
+    assert (outcome.status[sel] == 1).mean() >= power
+
+
+def test_verdict_md_shows_the_committed_run(pr, committed) -> None:
+    text = (ROOT / "docs" / "verdict.md").read_text(encoding="utf-8")
+    lines = (
+        pr.aa_lines(committed["aa"])
+        + pr.power_lines(committed["power"])
+        + pr.detail_lines(committed["detail"], (0.03, 0.03))
+        + pr.design_lines(committed["designs"])
+        + pr.beyond_lines(committed["beyond"])
+    )
+    for line in lines:
+        assert line in text, line
