@@ -10,6 +10,7 @@ session measures, different in every fresh process the plugin starts.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -200,3 +201,16 @@ def device_key() -> str:
 
 def output(result: pytest.RunResult) -> str:
     return result.stdout.str() + "\n" + result.stderr.str()
+
+
+def git(cwd: Path, *args: str) -> str:
+    """Run git in ``cwd`` as a test author; its output."""
+    identity = ["-c", "user.name=Test", "-c", "user.email=test@example.com"]
+    done = subprocess.run(
+        ["git", "-C", str(cwd), *identity, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return done.stdout.strip()

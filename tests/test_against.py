@@ -9,11 +9,10 @@ tree's)."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from support import USAGE_ERROR, output
+from support import USAGE_ERROR, git, output
 
 if shutil.which("git") is None:
     pytest.skip("git is not on PATH", allow_module_level=True)
@@ -41,18 +40,6 @@ def test_join(gpubench):
 """
 # Fewer pairs than the default: each pair is two fresh pytest processes.
 FAST = ("--gpubench-pairs=2", "--gpubench-confirm=0")
-
-
-def git(cwd: Path, *args: str) -> str:
-    identity = ["-c", "user.name=Test", "-c", "user.email=test@example.com"]
-    done = subprocess.run(
-        ["git", "-C", str(cwd), *identity, *args],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    return done.stdout.strip()
 
 
 def commit(repo: Path, message: str) -> str:

@@ -8,7 +8,6 @@ import contextlib
 import os
 import shutil
 import signal
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
@@ -16,24 +15,12 @@ from pathlib import Path
 from types import FrameType
 
 import pytest
+from support import git
 
 from pytest_gpubench.run.revision import RevisionError, checkout, merge_base, resolve
 
 if shutil.which("git") is None:
     pytest.skip("git is not on PATH", allow_module_level=True)
-
-
-def git(cwd: Path, *args: str) -> str:
-    """Run git in ``cwd`` as a test author; its output."""
-    identity = ["-c", "user.name=Test", "-c", "user.email=test@example.com"]
-    done = subprocess.run(
-        ["git", "-C", str(cwd), *identity, *args],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    return done.stdout.strip()
 
 
 def commit(cwd: Path, message: str, files: dict[str, str]) -> str:
