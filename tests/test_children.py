@@ -25,6 +25,7 @@ from pytest_gpubench.run.children import (
     Request,
     child_args,
     child_document,
+    collection_error,
     folder_prefix,
     host,
     read_request,
@@ -485,3 +486,13 @@ def test_without_a_launcher_a_flagged_verdict_is_unconfirmed(tmp_path: Path) -> 
     result = confirmed(tmp_path, None, wants=5)
     assert result.status is Status.UNCONFIRMED
     assert result.verdict.reason.startswith("not confirmed: no fresh process can be started")
+
+
+def test_a_collection_error_of_a_child_is_told_in_one_line() -> None:
+    out = (
+        "______ ERROR collecting test_ext.py ______\n"
+        "ImportError while importing test module '/x/test_ext.py'.\n"
+        "E   ModuleNotFoundError: No module named 'built'\n"
+    )
+    assert collection_error(out) == "test_ext.py: ModuleNotFoundError: No module named 'built'"
+    assert collection_error("E   AssertionError: a failed test, not a collection") == ""

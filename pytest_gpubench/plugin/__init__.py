@@ -143,6 +143,14 @@ def _settings(config: pytest.Config, child: Path | None) -> Settings:
                 storage.check_target(path, what)  # refuse now rather than after the run
     except GpubenchError as exc:
         raise pytest.UsageError(str(exc)) from None
+    workers = config.getoption("numprocesses", None)
+    if settings.against is not None and settings.child is None and workers not in (None, 0, "0"):
+        # The controller collects nothing: sharding the pairs across GPUs is issue 17's.
+        raise pytest.UsageError(
+            f"--gpubench-against {settings.against} times both sides in fresh processes on "
+            "one GPU: run it without xdist's -n (sharding the pairs across GPUs is not "
+            "supported yet)"
+        )
     narrowed = [f for f, on in (("--lf", "lf"), ("--sw", "stepwise")) if config.getoption(on, 0)]
     if settings.sessions > 1 and narrowed:
         raise pytest.UsageError(

@@ -79,13 +79,8 @@ class Controller:
         items = [i for i in session.items if MARKER in getattr(i, "fixturenames", ())]
         if not items:
             return
-        if self.session.launcher is None or self.session.launcher.xdist and _workers(session):
-            pytest.exit(
-                f"gpubench: --gpubench-against {self.settings.against} times both sides in "
-                "fresh processes on one GPU: run it without xdist's -n (sharding the pairs "
-                "across GPUs is not supported yet)",
-                returncode=pytest.ExitCode.USAGE_ERROR,
-            )
+        if self.session.launcher is None:
+            return
         specs = {i.nodeid: i.stash.get(SPEC_KEY, None) for i in items}
 
         def measure_of(nodeid: str) -> MeasureSettings:
@@ -94,6 +89,7 @@ class Controller:
 
         ref = self.settings.against
         log = Path(tempfile.gettempdir()) / f"gpubench-build-{os.getpid()}.log"
+        terminated = _terminate_as_interrupt()
         try:
             with (
                 tempfile.TemporaryDirectory(prefix="gpubench-ab-") as folder,
@@ -101,9 +97,10 @@ class Controller:
                     ref, self.config.invocation_params.dir, build=self.settings.build, log=log
                 ) as rev,
             ):
+                tests = f"{len(items)} test{'s' if len(items) != 1 else ''}"
                 self.announce(
-                    f"against {ref} ({rev.commit[:8]}): {len(items)} tests, timed in pairs of "
-                    "fresh processes, one of each side"
+                    f"against {ref} ({rev.commit[:8]}): {tests}, timed in pairs of fresh "
+                    "processes, one of each side"
                 )
                 found = ab.compare(
                     [i.nodeid for i in items],
@@ -121,7 +118,17 @@ class Controller:
                     self.announce,
                 )
         except GpubenchError as exc:
+            failed_build = "--gpubench-build" in str(exc)
+            if not failed_build:
+                with contextlib.suppress(OSError):
+                    log.unlink()
             pytest.exit(f"gpubench: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                log.unlink()
+            raise
+        finally:
+            terminated()
         with contextlib.suppress(OSError):
             log.unlink()  # built: its output is not needed
         self.session.comparison = found.results
@@ -131,9 +138,9 @@ class Controller:
             if key.split("#")[0] not in tested:  # on the revision's side only
                 self.collected.add(result)
         self.lines.extend(found.lines)
+        pairs = f"{found.pairs} pair{'s' if found.pairs != 1 else ''}"
         self.lines.append(
-            f"against {ref} ({rev.commit[:8]}): {found.pairs} pairs of fresh processes in "
-            f"{found.cost_s:.0f} s"
+            f"against {ref} ({rev.commit[:8]}): {pairs} of fresh processes in {found.cost_s:.0f} s"
         )
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -278,10 +285,25 @@ class Controller:
         write(summary.footer(results, self.settings.measure, self.session.family))
 
 
-def _workers(session: pytest.Session) -> bool:
-    """Whether xdist runs this session's tests in worker processes."""
-    count = session.config.getoption("numprocesses", None)
-    return bool(count) and count != "0"
+def _terminate_as_interrupt() -> Callable[[], None]:
+    """SIGTERM (a CI job cancelled) raises KeyboardInterrupt while the revision is checked
+    out, built and timed, so that the build and the fresh processes are ended and the
+    checkout removed, as on Ctrl-C; returns what restores the previous handler."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    return restore
 
 
 def settings_dict(settings: Settings) -> dict[str, Json]:

@@ -47,8 +47,13 @@ CACHES = (("TORCH_EXTENSIONS_DIR", "torch-extensions"),)
 
 @dataclass(frozen=True)
 class Sides:
+    """The launchers of both sides; ``narrow``: the user's selection names what the
+    revision's side lacks or narrows from run to run (``--lf``), so both sides time exactly
+    the tests this run selected, not every benchmark of their selection."""
+
     base: Launcher
     head: Launcher
+    narrow: bool = False
 
     def of(self, side: str) -> Launcher:
         return self.base if side == BASE else self.head
@@ -71,14 +76,24 @@ def sides(head: Launcher, revision: Revision, folder: Path, plugin: Path, baseli
     paths.append(str(revision.root))
     if (revision.root / "src").is_dir():
         paths.append(str(revision.root / "src"))
-    inherited = os.environ.get("PYTHONPATH")
-    base_env = [("PYTHONPATH", os.pathsep.join([*paths, *([inherited] if inherited else [])]))]
+    # Entries of the user's own PYTHONPATH inside the repository name the working tree's
+    # code: the revision's side gets the same places in its checkout.
+    inherited = [
+        str(revision.counterpart(Path(p))) if _inside(Path(p), revision) else p
+        for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        if p
+    ]
+    base_env = [("PYTHONPATH", os.pathsep.join([*paths, *inherited]))]
     directory = ["--gpubench-dir", str(baselines)]
 
     def caches(side: str) -> list[tuple[str, str]]:
         return [(name, str(folder / side / sub)) for name, sub in CACHES]
 
-    base_args = tuple(_moved(a, revision) for a in head.invocation)
+    moved = [_moved(a, revision, head.cwd) for a in head.invocation]
+    base_args = tuple(a for a in moved if a is not None)
+    narrow = len(base_args) < len(moved) or any(
+        a in NARROWING or a.startswith("--last-failed") for a in head.invocation
+    )
     return Sides(
         base=dataclasses.replace(
             head,
@@ -91,17 +106,32 @@ def sides(head: Launcher, revision: Revision, folder: Path, plugin: Path, baseli
             invocation=(*head.invocation, *directory),
             env=(*head.env, *caches(HEAD)),
         ),
+        narrow=narrow,
     )
 
 
-def _moved(arg: str, revision: Revision) -> str:
-    """A command-line argument naming a path of the user's repository by its absolute path
-    (a test file, a node id), moved to the same place in the checkout."""
-    path, sep, rest = arg.partition("::")
-    candidate = Path(path)
-    if not candidate.is_absolute() or not candidate.resolve().is_relative_to(revision.repo):
+# Options that narrow the selection from run to run.
+NARROWING = frozenset({"--lf", "--ff", "--sw", "--stepwise", "--failed-first", "--new-first"})
+
+
+def _inside(path: Path, revision: Revision) -> bool:
+    return path.is_absolute() and path.resolve().is_relative_to(revision.repo)
+
+
+def _moved(arg: str, revision: Revision, cwd: Path) -> str | None:
+    """A command-line argument naming a path of the user's repository (a test file, a node
+    id), for the checkout: an absolute one moved to the same place; None for one that the
+    revision lacks (a test file added since: its tests are new)."""
+    if arg.startswith("-"):
         return arg
-    return str(revision.counterpart(candidate)) + sep + rest
+    path, sep, rest = arg.partition("::")
+    candidate = Path(path) if Path(path).is_absolute() else cwd / path
+    if not candidate.exists() or not _inside(candidate, revision):
+        return arg  # not a path of the repository (an option's value, a pattern)
+    there = revision.counterpart(candidate)
+    if not there.exists():
+        return None
+    return str(there) + sep + rest if Path(path).is_absolute() else arg
 
 
 @dataclass(frozen=True)
@@ -141,6 +171,8 @@ def compare(
     design = pair_design(settings)
     name = f"{revision.ref} ({revision.commit[:8]})"
     runs: dict[str, list[dict[str, Measurement]]] = {BASE: [], HEAD: []}
+    failed: dict[str, set[str]] = {BASE: set(), HEAD: set()}  # keys whose test failed there
+    base_runs: list[ChildRun] = []
     errors: list[str] = []
     wanted = list(nodeids)
     results: dict[str, Result] = {}
@@ -157,24 +189,28 @@ def compare(
                 announce(f"pair {i}/{design.cap}: {label}, {tests}")
                 # The first look's pairs time every benchmark of each side's selection: a
                 # test on the revision's side only is reported (removed) too.
-                request = EVERY_BENCHMARK if i <= design.first else Request(tuple(wanted))
+                everything = i <= design.first and not sides_.narrow
+                request = EVERY_BENCHMARK if everything else Request(tuple(wanted))
                 run = sides_.of(side).measuring(request, device_index, f"{side}-{i}")
-                if run.error:
-                    errors.append(f"{side} side, pair {i}: {run.error}")
+                if run.error or run.trouble:
+                    errors.append(f"{label}, pair {i}: {run.error or run.trouble}")
                 runs[side].append(_measured(run))
+                if side == BASE:
+                    base_runs.append(run)
+                failed[side].update(r.key for r, passed in run.results if not passed)
         if not any(runs[BASE]) and not any(runs[HEAD]):
             raise GpubenchError(
                 f"--gpubench-against {revision.ref}: no process of either side measured "
                 f"anything: {errors[-1] if errors else 'no gpubench test ran'}"
             )
-        if not any(runs[BASE]):
+        if not any(runs[BASE]) and all(r.error for r in base_runs):
             raise GpubenchError(
                 f"--gpubench-against {revision.ref}: the revision's side measured nothing "
                 f"({errors[-1] if errors else 'no gpubench test ran there'}): nothing is judged"
             )
         gate = Gate.of(settings, family=max(1, len(_keys(runs))))
         results = {
-            key: _judged(key, runs, gate, measure_of(key.split("#")[0]), design, name)
+            key: _judged(key, runs, failed, gate, measure_of(key.split("#")[0]), design, name)
             for key in _keys(runs)
         }
         more = {
@@ -203,6 +239,7 @@ def _keys(runs: Mapping[str, list[dict[str, Measurement]]]) -> list[str]:
 def _judged(
     key: str,
     runs: Mapping[str, list[dict[str, Measurement]]],
+    failed: Mapping[str, set[str]],
     gate: Gate,
     measure: MeasureSettings,
     design: PairDesign,
@@ -225,14 +262,17 @@ def _judged(
     family = gate.family
     # One side only: its first session shows (more would read as confirmations).
     if not heads:
+        why = "its test failed in the working tree" if key in failed[HEAD] else "only there"
         return Result(
             bases[0],
-            Verdict(Status.REMOVED, reason=f"measured on {name}'s side only", family=family),
+            Verdict(Status.REMOVED, reason=f"measured on {name}'s side: {why}", family=family),
         )
     if not bases:
-        return Result(
-            heads[0], Verdict(Status.NEW, reason=f"not measured on {name}'s side", family=family)
-        )
+        if key in failed[BASE]:  # not new: not measurable there
+            why = f"its test failed on {name}'s side: nothing to compare with"
+            return Result(heads[0], Verdict(Status.UNSURE, reason=why, family=family))
+        why = f"not measured on {name}'s side"
+        return Result(heads[0], Verdict(Status.NEW, reason=why, family=family))
     if not pairs:
         timers = sorted({m.timer for m in (*heads, *bases)})
         why = (

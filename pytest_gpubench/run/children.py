@@ -120,6 +120,9 @@ class ChildRun:
 
     results: tuple[tuple[Result, bool], ...] = ()
     error: str = ""
+    # A process that measured but did not end well (a collection error, a failed test): the
+    # line of its output that says most about why.
+    trouble: str = ""
 
 
 def kept(args: Sequence[str]) -> list[str]:
@@ -205,7 +208,10 @@ class Launcher:
     def measuring(self, request: Request, device_index: int | None, name: str) -> ChildRun:
         """One fresh process, ``name``, that times the tests of ``request`` holding the
         device from its first test to its last (a side of a comparison, run/ab.py)."""
-        args = self._args(save=False, confirm=0, single=self.xdist)
+        # A test the other side lacks, or a module it has not built, fails one file's
+        # collection there, not the comparison.
+        args = [*self._args(save=False, confirm=0, single=self.xdist)]
+        args.append("--continue-on-collection-errors")
         [run] = run_children([name], args, self, device_index, None, request)
         return run
 
@@ -366,7 +372,30 @@ def finish_child(
         code = proc.returncode
         how = f"exit {code}: {EXITS[code]}" if code in EXITS else f"exit {code}"
         return ChildRun(error=f"a fresh process measured nothing ({how}): {telling(output) or exc}")
-    return ChildRun(results)
+    trouble = ""
+    if proc.returncode not in (0, 5):
+        try:
+            output = out.with_suffix(".log").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            output = ""
+        trouble = collection_error(output)
+    return ChildRun(results, trouble=trouble)
+
+
+def collection_error(output: str) -> str:
+    """'test_x.py: ModuleNotFoundError: ...' for the first file a child could not collect
+    (its tests are missing from what it measured); '' when it collected everything."""
+    lines = output.splitlines()
+    for i, line in enumerate(lines):
+        found = re.search(r"ERROR collecting (\S+)", line)
+        if not found:
+            continue
+        for after in lines[i + 1 :]:
+            error = re.match(r"E\s+(\w+(?:Error|Exception): .*)", after)
+            if error:
+                return f"{found.group(1)}: {error.group(1).strip()}"[:300]
+        return f"{found.group(1)}: not collected"
+    return ""
 
 
 # What pytest's exit statuses mean, and the one a child ends with once its parent is gone.
