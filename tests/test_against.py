@@ -8,6 +8,7 @@ tree's)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -120,6 +121,9 @@ def test_a_failed_build_is_one_line_and_judges_nothing(repo: pytest.Pytester) ->
     text = output(result)
     assert "--gpubench-build 'exit 3' failed" in text and "Traceback" not in text
     assert "passed" not in text  # nothing ran
+    log = re.search(r"its output: (\S+\.log)", text)
+    assert log is not None, text  # kept for the user, named
+    Path(log.group(1)).unlink()
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,7 @@ from pytest_gpubench.run.children import (
     Request,
     child_args,
     child_document,
-    collection_error,
+    collection_errors,
     folder_prefix,
     host,
     read_request,
@@ -494,5 +494,7 @@ def test_a_collection_error_of_a_child_is_told_in_one_line() -> None:
         "ImportError while importing test module '/x/test_ext.py'.\n"
         "E   ModuleNotFoundError: No module named 'built'\n"
     )
-    assert collection_error(out) == "test_ext.py: ModuleNotFoundError: No module named 'built'"
-    assert collection_error("E   AssertionError: a failed test, not a collection") == ""
+    assert collection_errors(out) == (
+        ("test_ext.py", "ModuleNotFoundError: No module named 'built'"),
+    )
+    assert collection_errors("E   AssertionError: a failed test, not a collection") == ()

@@ -30,7 +30,7 @@ import numpy as np
 from scipy import stats
 
 from ..core.records import Judgement, SessionSummary, Status, bar_of_change
-from .rule import Z_POWER, Prior, corrected_alpha, prior_for
+from .rule import NOT_GATED_BEYOND, Z_POWER, Prior, corrected_alpha, prior_for
 
 # A pair's spread expected before its own pairs say: the spread of the difference of two
 # sessions under the history prior of the test's duration and timer (rule.prior_for), its
@@ -231,8 +231,15 @@ def judge_pairs(
     verb = "slower" if d >= 0 else "faster"
     pairs = f"{n} pair{'s' if n != 1 else ''}"
     reason = f"{verb} by {abs(math.expm1(d)):.1%} than {against} over {pairs}"
-    if status is Status.UNSURE and n >= design.cap:
-        reason += f"; unsure at the cap of {design.cap} pairs: can gate >= {gateable:.1%}"
+    gates = gateable <= NOT_GATED_BEYOND  # a gate of hundreds of percent is no gate
+    cap = f"{design.cap} pair{'s' if design.cap != 1 else ''}"
+    if status is Status.UNSURE and n >= design.cap and gates:
+        reason += f"; unsure at the cap of {cap}: can gate >= {gateable:.1%}"
+    elif status is Status.UNSURE and n >= design.cap:
+        reason += (
+            f"; unsure at the cap of {cap}: it could not catch a slowdown under "
+            f"{NOT_GATED_BEYOND:.0%}: run more pairs (--gpubench-pairs) to gate it"
+        )
     elif status is Status.UNSURE:
         reason += f"; unsure: {design.next_batch(n)} more pairs"
     else:
@@ -242,9 +249,9 @@ def judge_pairs(
         ratio=ratio,
         ratio_low=math.exp(d - z * se),
         ratio_high=math.exp(d + z * se),
-        bar=bar,
-        gateable=gateable,
-        noisy=gateable > threshold,
+        bar=bar if gates else None,
+        gateable=gateable if gates else None,
+        noisy=gates and gateable > threshold,
         tau=float(dec.s[0]),
         prior_share=float(dec.prior_share[0]),
         needs_confirmation=bool(dec.more[0]),

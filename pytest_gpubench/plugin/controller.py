@@ -277,7 +277,7 @@ class Controller:
                     f"baseline {baseline.path} is of schema 1 (one session per test): "
                     "--gpubench-save rewrites it as schema 2"
                 )
-        else:
+        elif self.settings.against is None:  # against a revision, none is needed
             hint = "" if self.settings.save else ": run with --gpubench-save"
             write(f"no baseline yet at {baseline.path}{hint}")
         for line in self.errors:
@@ -286,7 +286,7 @@ class Controller:
 
 
 def _terminate_as_interrupt() -> Callable[[], None]:
-    """SIGTERM (a CI job cancelled) raises KeyboardInterrupt while the revision is checked
+    """SIGTERM (a CI job cancelled) and SIGHUP raise KeyboardInterrupt while the revision is checked
     out, built and timed, so that the build and the fresh processes are ended and the
     checkout removed, as on Ctrl-C; returns what restores the previous handler."""
     import signal
@@ -298,10 +298,12 @@ def _terminate_as_interrupt() -> Callable[[], None]:
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    # SIGHUP too: a closed terminal, a dropped ssh session.
+    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
 
     def restore() -> None:
-        signal.signal(signal.SIGTERM, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
     return restore
 

@@ -173,6 +173,7 @@ def compare(
     runs: dict[str, list[dict[str, Measurement]]] = {BASE: [], HEAD: []}
     failed: dict[str, set[str]] = {BASE: set(), HEAD: set()}  # keys whose test failed there
     base_runs: list[ChildRun] = []
+    uncollected: dict[str, str] = {}  # files the revision's side could not collect: why
     errors: list[str] = []
     wanted = list(nodeids)
     results: dict[str, Result] = {}
@@ -197,6 +198,7 @@ def compare(
                 runs[side].append(_measured(run))
                 if side == BASE:
                     base_runs.append(run)
+                    uncollected.update(run.uncollected)
                 failed[side].update(r.key for r, passed in run.results if not passed)
         if not any(runs[BASE]) and not any(runs[HEAD]):
             raise GpubenchError(
@@ -210,7 +212,9 @@ def compare(
             )
         gate = Gate.of(settings, family=max(1, len(_keys(runs))))
         results = {
-            key: _judged(key, runs, failed, gate, measure_of(key.split("#")[0]), design, name)
+            key: _judged(
+                key, runs, failed, uncollected, gate, measure_of(key.split("#")[0]), design, name
+            )
             for key in _keys(runs)
         }
         more = {
@@ -240,6 +244,7 @@ def _judged(
     key: str,
     runs: Mapping[str, list[dict[str, Measurement]]],
     failed: Mapping[str, set[str]],
+    uncollected: Mapping[str, str],
     gate: Gate,
     measure: MeasureSettings,
     design: PairDesign,
@@ -268,8 +273,14 @@ def _judged(
             Verdict(Status.REMOVED, reason=f"measured on {name}'s side: {why}", family=family),
         )
     if not bases:
-        if key in failed[BASE]:  # not new: not measurable there
-            why = f"its test failed on {name}'s side: nothing to compare with"
+        path = key.split("::")[0]
+        if key in failed[BASE] or path in uncollected:  # not new: not measurable there
+            why = (
+                f"its file could not be collected on {name}'s side ({uncollected[path]}): "
+                "build that revision with --gpubench-build"
+                if path in uncollected
+                else f"its test failed on {name}'s side: nothing to compare with"
+            )
             return Result(heads[0], Verdict(Status.UNSURE, reason=why, family=family))
         why = f"not measured on {name}'s side"
         return Result(heads[0], Verdict(Status.NEW, reason=why, family=family))

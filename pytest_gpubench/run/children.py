@@ -120,9 +120,12 @@ class ChildRun:
 
     results: tuple[tuple[Result, bool], ...] = ()
     error: str = ""
-    # A process that measured but did not end well (a collection error, a failed test): the
-    # line of its output that says most about why.
-    trouble: str = ""
+    # Files a process that measured could not collect, each with its error in one line.
+    uncollected: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def trouble(self) -> str:
+        return "; ".join(f"{path}: {error}" for path, error in self.uncollected)
 
 
 def kept(args: Sequence[str]) -> list[str]:
@@ -372,30 +375,35 @@ def finish_child(
         code = proc.returncode
         how = f"exit {code}: {EXITS[code]}" if code in EXITS else f"exit {code}"
         return ChildRun(error=f"a fresh process measured nothing ({how}): {telling(output) or exc}")
-    trouble = ""
+    uncollected: tuple[tuple[str, str], ...] = ()
     if proc.returncode not in (0, 5):
         try:
             output = out.with_suffix(".log").read_text(encoding="utf-8", errors="replace")
         except OSError:
             output = ""
-        trouble = collection_error(output)
-    return ChildRun(results, trouble=trouble)
+        uncollected = collection_errors(output)
+    return ChildRun(results, uncollected=uncollected)
 
 
-def collection_error(output: str) -> str:
-    """'test_x.py: ModuleNotFoundError: ...' for the first file a child could not collect
-    (its tests are missing from what it measured); '' when it collected everything."""
+def collection_errors(output: str) -> tuple[tuple[str, str], ...]:
+    """(file, its error in one line) for each file a child could not collect (its tests
+    are missing from what it measured)."""
     lines = output.splitlines()
+    found: dict[str, str] = {}
     for i, line in enumerate(lines):
-        found = re.search(r"ERROR collecting (\S+)", line)
-        if not found:
+        header = re.search(r"ERROR collecting (\S+)", line)
+        if not header or header.group(1) in found:
             continue
+        error = "not collected"
         for after in lines[i + 1 :]:
-            error = re.match(r"E\s+(\w+(?:Error|Exception): .*)", after)
-            if error:
-                return f"{found.group(1)}: {error.group(1).strip()}"[:300]
-        return f"{found.group(1)}: not collected"
-    return ""
+            if "ERROR collecting" in after:
+                break
+            match = re.match(r"E\s+(\w+(?:Error|Exception): .*)", after)
+            if match:
+                error = match.group(1).strip()[:300]
+                break
+        found[header.group(1)] = error
+    return tuple(found.items())
 
 
 # What pytest's exit statuses mean, and the one a child ends with once its parent is gone.

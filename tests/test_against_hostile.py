@@ -1,0 +1,548 @@
+"""``--gpubench-against REF`` as users really run it: selections, layouts, options, signals and
+what a run leaves behind, on generated git repositories with the fake timer.
+
+A test that shows a bug is written as the run should behave and marked
+``xfail(strict=True)`` with the bug in one line: the suite stays green, the bug recorded."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from support import USAGE_ERROR, output
+
+if shutil.which("git") is None:
+    pytest.skip("git is not on PATH", allow_module_level=True)
+
+pytest_plugins = ["pytester"]
+
+KERNELS = """
+def work(n):
+    return sum(range(n))
+
+
+work.fake_factor = {factor}
+"""
+
+TESTS = """
+from kernels import work
+
+
+def test_sum(gpubench):
+    assert gpubench(work, 100) == 4950
+
+
+def test_join(gpubench):
+    assert gpubench(",".join, ["a", "b"]) == "a,b"
+"""
+# One pair where only the plumbing matters (a single pair judges nothing: unsure), two
+# where a verdict does (a +50% slowdown over 2 pairs is "regressed").
+ONE = ("--gpubench-pairs=1", "--gpubench-confirm=0")
+TWO = ("--gpubench-pairs=2", "--gpubench-confirm=0")
+IGNORED = "__pycache__/\n.gpubench/\n.pytest_cache/\ntimer-calls.log\n"
+
+
+def git(cwd: Path, *args: str) -> str:
+    identity = ["-c", "user.name=Test", "-c", "user.email=test@example.com"]
+    done = subprocess.run(
+        ["git", "-C", str(cwd), *identity, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return done.stdout.strip()
+
+
+def commit(repo: Path, message: str) -> str:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def slower(repo: pytest.Pytester, factor: float = 1.5, where: str = "kernels") -> None:
+    repo.makepyfile(**{where: KERNELS.format(factor=factor)})
+
+
+def worktrees(repo: Path) -> list[str]:
+    listed = git(repo, "worktree", "list", "--porcelain")
+    return [line for line in listed.splitlines() if line.startswith("worktree ")]
+
+
+def table_rows(text: str, name: str) -> list[str]:
+    """The rows of the gpubench table for the test ``name`` (its first column)."""
+    return [line for line in text.splitlines() if line.split()[:2] == [name, "cuda-graph"]]
+
+
+@pytest.fixture
+def temp(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A temporary directory of this test's own, outside the repository: what a run leaves
+    there is this run's."""
+    folder = tmp_path_factory.mktemp("tmpdir")
+    monkeypatch.setenv("TMPDIR", str(folder))  # a run in a process of its own
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))  # one in this process
+    return folder
+
+
+@pytest.fixture
+def repo(fake: pytest.Pytester) -> pytest.Pytester:
+    """A kernel module and its two tests, committed once on main."""
+    fake.makepyfile(kernels=KERNELS.format(factor=1.0), test_bench=TESTS)
+    fake.path.joinpath(".gitignore").write_text(IGNORED)
+    git(fake.path, "init", "-q", "-b", "main")
+    commit(fake.path, "kernels and their tests")
+    return fake
+
+
+def run_until(
+    repo: pytest.Pytester, args: list[str], ready: Path, sig: int
+) -> tuple[subprocess.Popen[str], str]:
+    """Start pytest in ``repo`` as a user would (a process of its own), send it ``sig`` once
+    the file ``ready`` has content (what the run is to be cut in has begun) and return it
+    with its output."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", *args],
+        cwd=repo.path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (ready.exists() and ready.read_text().strip()):
+            assert time.monotonic() < deadline and proc.poll() is None, "never got there"
+            time.sleep(0.2)
+        time.sleep(1.0)
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc, out
+
+
+def left_in(temp: Path) -> list[Path]:
+    """What a run left in the temporary directory ``temp``, but the device locks (shared by
+    every run on the machine, kept on purpose)."""
+    return [p for p in temp.iterdir() if p.name != "pytest-gpubench-locks"]
+
+
+def remove_checkouts(repo: Path, temp: Path) -> None:
+    """The checkouts a killed run left in ``temp``, and their records in ``repo``."""
+    for left in temp.glob("gpubench-ref-*"):
+        tree = str(left / "tree")
+        subprocess.run(
+            ["git", "-C", str(repo), "worktree", "remove", "--force", "--force", tree],
+            capture_output=True,
+            check=False,
+        )
+        shutil.rmtree(left, ignore_errors=True)
+    git(repo, "worktree", "prune")
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is gone for the user: only a running process counts.
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state != "Z"
+
+
+# --- what behaves as it should -----------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_node_id_selects_the_same_test_on_both_sides(repo: pytest.Pytester) -> None:
+    slower(repo)
+    result = repo.runpytest("test_bench.py::test_sum", "--gpubench-against=HEAD", *TWO)
+    result.assert_outcomes(failed=1)
+    text = output(result)
+    assert "slower by 50.0% than HEAD" in text
+    assert not table_rows(text, "test_join")  # the revision's side ran the selection only
+
+
+@pytest.mark.slow
+def test_minus_k_selects_the_same_tests_on_both_sides(repo: pytest.Pytester) -> None:
+    slower(repo)
+    result = repo.runpytest("-k", "sum", "--gpubench-against=HEAD", *TWO)
+    result.assert_outcomes(failed=1, deselected=1)
+    text = output(result)
+    assert "slower by 50.0% than HEAD" in text and not table_rows(text, "test_join")
+
+
+@pytest.mark.slow
+def test_an_absolute_path_argument_is_moved_into_the_checkout(repo: pytest.Pytester) -> None:
+    slower(repo)
+    path = str(repo.path / "test_bench.py")
+    result = repo.runpytest(path, "--gpubench-against=HEAD", *TWO)
+    result.assert_outcomes(failed=1, passed=1)
+    assert "slower by 50.0% than HEAD" in output(result)
+
+
+@pytest.mark.slow
+def test_run_from_a_subdirectory_of_the_repository(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo.makeini("[pytest]\n")  # the rootdir (and the fake timer's conftest) at the top
+    sub = repo.path / "sub"
+    sub.mkdir()
+    (repo.path / "test_bench.py").rename(sub / "test_bench.py")
+    (sub / "__init__.py").write_text("")
+    commit(repo.path, "tests in a subdirectory")
+    slower(repo)
+    monkeypatch.chdir(sub)
+    result = repo.runpytest("--gpubench-against=HEAD", *TWO)
+    result.assert_outcomes(failed=1, passed=1)
+    text = output(result)
+    assert "slower by 50.0% than HEAD" in text
+    assert table_rows(text, "test_join")[0].split()[-3] == "same"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where", ["pytest.ini", "pyproject.toml"])
+def test_an_ini_revision_does_not_recurse_in_the_children(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    if where == "pytest.ini":
+        repo.path.joinpath(where).write_text("[pytest]\ngpubench_against = HEAD\n")
+    else:
+        repo.makepyprojecttoml('[tool.pytest.ini_options]\ngpubench_against = "HEAD"\n')
+    commit(repo.path, "the revision to compare with, in the ini file")
+    slower(repo)
+    pids = repo.path / "child-pids.txt"
+    monkeypatch.setenv("FAKE_CHILD_PIDS", str(pids))
+    result = repo.runpytest(*TWO)
+    result.assert_outcomes(failed=1, passed=1)
+    assert "slower by 50.0% than HEAD" in output(result)
+    # 2 pairs: 4 fresh processes, none of which started a comparison of its own
+    assert len(pids.read_text().split()) == 4
+
+
+@pytest.mark.slow
+def test_a_src_layout_installed_nowhere_times_each_sides_code(repo: pytest.Pytester) -> None:
+    package = repo.path / "src" / "pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (repo.path / "kernels.py").rename(package / "kernels.py")
+    repo.makepyfile(test_bench=TESTS.replace("from kernels", "from pkg.kernels"))
+    repo.makeini("[pytest]\npythonpath = src\n")
+    commit(repo.path, "a src layout")
+    slower(repo, where="src/pkg/kernels")
+    result = repo.runpytest("--gpubench-against=HEAD", *TWO)
+    result.assert_outcomes(failed=1, passed=1)
+    assert "slower by 50.0% than HEAD" in output(result)
+
+
+@pytest.mark.slow
+def test_an_untracked_test_file_is_new_without_the_cache_plugin(repo: pytest.Pytester) -> None:
+    repo.makepyfile(test_extra="def test_extra(gpubench):\n    assert gpubench(abs, -2) == 2\n")
+    result = repo.runpytest("-p", "no:cacheprovider", "--gpubench-against=HEAD", *ONE)
+    result.assert_outcomes(passed=3)
+    text = output(result)
+    assert table_rows(text, "test_extra")[0].split()[-3] == "new"
+    assert not (repo.path / ".pytest_cache").exists()
+
+
+@pytest.mark.slow
+def test_named_and_parametrized_measurements_are_judged_each(repo: pytest.Pytester) -> None:
+    repo.makepyfile(
+        test_named="""
+import pytest
+from kernels import work
+
+
+def fast(n):
+    return n
+
+
+def test_two(gpubench):
+    assert gpubench(work, 100, name="a") == 4950
+    assert gpubench(fast, 3, name="b") == 3
+
+
+@pytest.mark.parametrize("tag", ["x", "C#"])
+def test_param(gpubench, tag):
+    assert gpubench(work, 10) == 45
+"""
+    )
+    commit(repo.path, "named and parametrized")
+    slower(repo)
+    result = repo.runpytest("test_named.py", "--gpubench-against=HEAD", *TWO)
+    result.assert_outcomes(failed=3)
+    text = output(result)
+    for name in ("test_two#a", "test_param[x]", "test_param[C#]"):
+        assert table_rows(text, name)[0].split()[-3] == "regressed", name
+    assert table_rows(text, "test_two#b")[0].split()[-3] == "same"
+
+
+@pytest.mark.slow
+def test_the_reports_carry_both_medians_and_the_pairs(repo: pytest.Pytester) -> None:
+    slower(repo)
+    result = repo.runpytest(
+        "--gpubench-against=HEAD", *TWO, "--gpubench-json=r.json", "--gpubench-markdown=r.md"
+    )
+    result.assert_outcomes(failed=1, passed=1)
+    document = json.loads((repo.path / "r.json").read_text())
+    assert document["settings"]["against"] == "HEAD"
+    by_key = {r["key"]: r for r in document["results"]}
+    summed = by_key["test_bench.py::test_sum"]
+    assert summed["status"] == "regressed" and summed["judgement"]["against"] == "revision"
+    assert summed["reference_ms"] == pytest.approx(1.0, rel=1e-3)  # the revision's median
+    assert summed["median_ms"] == pytest.approx(1.5, rel=1e-3)  # the working tree's
+    assert summed["history_sessions"] == 2  # the pairs
+    assert summed["judgement"]["ratio_low"] < 1.5 < summed["judgement"]["ratio_high"]
+    markdown = (repo.path / "r.md").read_text()
+    assert "| test_sum | cuda-graph | 1.500 ms |" in markdown and "1.000 ms" in markdown
+
+
+@pytest.mark.slow
+def test_minus_x_stops_at_a_regression_and_lf_reruns_it(repo: pytest.Pytester) -> None:
+    slower(repo)
+    first = repo.runpytest("-x", "--gpubench-against=HEAD", *TWO)
+    first.assert_outcomes(failed=1)
+    assert "stopping after 1 failures" in output(first)
+    again = repo.runpytest("--lf", "--gpubench-against=HEAD", *TWO)
+    again.assert_outcomes(failed=1)
+    assert "rerun previous 1 failure" in output(again)
+    assert "test_sum regressed" in output(again)
+
+
+def test_collect_only_makes_no_checkout(repo: pytest.Pytester, temp: Path) -> None:
+    result = repo.runpytest("--collect-only", "-q", "--gpubench-against=HEAD", *ONE)
+    assert result.ret == pytest.ExitCode.OK
+    text = output(result)
+    assert "2 tests collected" in text and "pair 1/" not in text
+    assert left_in(temp) == [] and len(worktrees(repo.path)) == 1
+
+
+def test_no_gpubench_test_makes_no_checkout(repo: pytest.Pytester, temp: Path) -> None:
+    repo.makepyfile(test_bench="def test_plain():\n    assert True\n")
+    result = repo.runpytest("--gpubench-against=HEAD", *ONE)
+    result.assert_outcomes(passed=1)
+    assert "pair 1/" not in output(result)
+    assert left_in(temp) == []
+
+
+def test_outside_a_git_repository_is_one_line(fake: pytest.Pytester) -> None:
+    fake.makepyfile(kernels=KERNELS.format(factor=1.0), test_bench=TESTS)
+    result = fake.runpytest("--gpubench-against=HEAD", *ONE)
+    assert result.ret == USAGE_ERROR
+    text = output(result)
+    assert "is not in a git repository" in text
+    assert "Traceback" not in text and "INTERNALERROR" not in text
+
+
+@pytest.mark.slow
+def test_a_run_leaves_nothing_behind(repo: pytest.Pytester, temp: Path) -> None:
+    result = repo.runpytest("--gpubench-against=HEAD", "--gpubench-build=true", *ONE)
+    result.assert_outcomes(passed=2)
+    assert left_in(temp) == []  # no checkout, no caches, no build log, no children
+    assert len(worktrees(repo.path)) == 1
+
+
+def test_a_failed_build_leaves_its_log_only(repo: pytest.Pytester, temp: Path) -> None:
+    result = repo.runpytest("--gpubench-against=HEAD", "--gpubench-build=echo no; exit 3", *ONE)
+    assert result.ret == USAGE_ERROR
+    text = output(result)
+    assert "failed in HEAD" in text and "with exit 3: no; its output: " in text
+    [log] = left_in(temp)
+    assert log.name.startswith("gpubench-build-") and log.read_text() == "no\n"
+    assert len(worktrees(repo.path)) == 1
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_the_pairs_stops_and_cleans_up(
+    repo: pytest.Pytester, temp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pids = repo.path / "child-pids.txt"
+    monkeypatch.setenv("FAKE_CHILD_PIDS", str(pids))
+    monkeypatch.setenv("FAKE_CHILD_START_S", "30")  # a child that takes its time
+    proc, out = run_until(repo, ["--gpubench-against=HEAD", *TWO], pids, signal.SIGINT)
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert "KeyboardInterrupt" in out and "passed" not in out
+    assert left_in(temp) == []
+    assert len(worktrees(repo.path)) == 1
+    started = [int(p) for p in pids.read_text().split()]
+    assert started and not any(alive(p) for p in started)
+
+
+# --- bugs ---------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_xdist_is_refused_in_one_line(repo: pytest.Pytester) -> None:
+    slower(repo)  # a +50% slowdown that must not pass unseen
+    result = repo.runpytest_subprocess("-n", "2", "--gpubench-against=HEAD", *TWO)
+    assert result.ret == USAGE_ERROR
+    text = output(result)
+    assert "without xdist's -n" in text and "Traceback" not in text
+
+
+@pytest.mark.slow
+def test_an_absolute_pythonpath_into_the_tree_still_times_the_revision(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A common layout: the package in python/ or lib/, found by PYTHONPATH=$PWD/lib.
+    lib = repo.path / "lib"
+    lib.mkdir()
+    (repo.path / "kernels.py").rename(lib / "kernels.py")
+    commit(repo.path, "the kernels in lib/")
+    slower(repo, where="lib/kernels")
+    inherited = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(lib), *filter(None, [inherited])]))
+    result = repo.runpytest_subprocess("--gpubench-against=HEAD", *TWO)
+    result.assert_outcomes(failed=1, passed=1)
+    assert "slower by 50.0% than HEAD" in output(result)
+
+
+@pytest.mark.slow
+def test_a_revision_before_the_tests_reports_them_new(repo: pytest.Pytester) -> None:
+    tests = repo.path / "test_bench.py"
+    kept = tests.read_text()
+    tests.unlink()
+    commit(repo.path, "the tests not yet written")
+    tests.write_text(kept)
+    commit(repo.path, "the tests")
+    result = repo.runpytest("--gpubench-against=HEAD~1", *ONE)
+    result.assert_outcomes(passed=2)
+    text = output(result)
+    assert table_rows(text, "test_sum")[0].split()[-3] == "new"
+
+
+@pytest.mark.slow
+def test_a_new_test_file_named_on_the_command_line_is_new(repo: pytest.Pytester) -> None:
+    repo.makepyfile(test_new="def test_fresh(gpubench):\n    assert gpubench(abs, -1) == 1\n")
+    result = repo.runpytest("test_new.py", "--gpubench-against=HEAD", *ONE)
+    result.assert_outcomes(passed=1)
+    assert table_rows(output(result), "test_fresh")[0].split()[-3] == "new"
+
+
+@pytest.mark.slow
+def test_a_collection_error_on_the_revision_side_judges_the_others(
+    repo: pytest.Pytester,
+) -> None:
+    # A module the build makes (ignored by git): in the working tree, not in the checkout.
+    repo.path.joinpath(".gitignore").write_text(IGNORED + "built.py\n")
+    repo.makepyfile(
+        test_ext="from built import ext\n\n\ndef test_ext(gpubench):\n    gpubench(ext, 1)\n"
+    )
+    commit(repo.path, "a test of a built module")
+    repo.makepyfile(built="def ext(n):\n    return n\n")
+    slower(repo)
+    result = repo.runpytest("--gpubench-against=HEAD", *TWO)
+    result.assert_outcomes(failed=1, passed=2)
+    text = output(result)
+    assert "slower by 50.0% than HEAD" in text
+    assert table_rows(text, "test_join")[0].split()[-3] == "same"
+
+
+@pytest.mark.slow
+def test_a_collection_error_on_the_revision_side_is_not_new(repo: pytest.Pytester) -> None:
+    # The revision's tests import what only its build makes (--gpubench-build forgotten):
+    # "new" would let any slowdown of these tests pass unseen.
+    repo.makepyfile(test_bench=TESTS.replace("from kernels import work", "from gone import work"))
+    commit(repo.path, "a revision whose tests cannot be imported without its build")
+    repo.makepyfile(test_bench=TESTS)
+    slower(repo)
+    result = repo.runpytest("--gpubench-against=HEAD", *ONE)
+    text = output(result)
+    assert table_rows(text, "test_sum")[0].split()[-3] != "new"
+    assert "No module named 'gone'" in text  # the line says only "ERROR test_bench.py"
+
+
+@pytest.mark.slow
+def test_a_test_failing_on_the_revision_side_only_says_so(repo: pytest.Pytester) -> None:
+    repo.makepyfile(kernels=KERNELS.format(factor=1.0).replace("range(n))", "range(n)) + 1"))
+    commit(repo.path, "a wrong sum")
+    slower(repo)  # the fix, slower
+    result = repo.runpytest("--gpubench-against=HEAD", *TWO)
+    text = output(result)
+    assert table_rows(text, "test_sum")[0].split()[-3] != "new"
+    assert any("test_sum" in line and "fail" in line for line in text.splitlines())
+
+
+@pytest.mark.slow
+def test_lf_times_and_reports_only_the_tests_it_reruns(repo: pytest.Pytester) -> None:
+    cache = repo.path / ".pytest_cache" / "v" / "cache"
+    cache.mkdir(parents=True)
+    (cache / "lastfailed").write_text(json.dumps({"test_bench.py::test_sum": True}))
+    result = repo.runpytest("--lf", "--gpubench-against=HEAD", *ONE)
+    result.assert_outcomes(passed=1)
+    assert not table_rows(output(result), "test_join")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "sig",
+    [
+        signal.SIGTERM,  # a CI job cancelled
+        signal.SIGHUP,  # the terminal closed, the ssh connection dropped
+    ],
+    ids=["SIGTERM", "SIGHUP"],
+)
+def test_a_signal_during_the_build_ends_the_build(
+    repo: pytest.Pytester, temp: Path, sig: signal.Signals
+) -> None:
+    pid_file = temp.parent / f"{temp.name}-build.pid"
+    build = f"--gpubench-build=echo $$ > {pid_file}; sleep 60"
+    args = ["--gpubench-against=HEAD", build, *ONE]
+    proc, out = run_until(repo, args, pid_file, sig)
+    build_pid = int(pid_file.read_text())
+    try:
+        time.sleep(1.0)
+        assert not alive(build_pid), out
+        assert list(temp.glob("gpubench-ref-*")) == []
+    finally:
+        if alive(build_pid):
+            os.killpg(build_pid, signal.SIGKILL)  # the build's own group (start_new_session)
+        remove_checkouts(repo.path, temp)
+
+
+@pytest.mark.slow
+def test_sigterm_during_the_pairs_leaves_no_checkout(
+    repo: pytest.Pytester, temp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pids = repo.path / "child-pids.txt"
+    monkeypatch.setenv("FAKE_CHILD_PIDS", str(pids))
+    monkeypatch.setenv("FAKE_CHILD_START_S", "30")
+    proc, out = run_until(repo, ["--gpubench-against=HEAD", *TWO], pids, signal.SIGTERM)
+    try:
+        assert list(temp.glob("gpubench-ref-*")) == [], out
+        assert len(worktrees(repo.path)) == 1
+    finally:
+        remove_checkouts(repo.path, temp)
+
+
+@pytest.mark.slow
+def test_a_built_revision_that_measures_nothing_leaves_no_log(
+    repo: pytest.Pytester, temp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_CHILD_CRASH", "1")  # every fresh process fails at start
+    result = repo.runpytest("--gpubench-against=HEAD", "--gpubench-build=true", *ONE)
+    assert result.ret == USAGE_ERROR
+    assert "no process of either side measured anything" in output(result)
+    assert left_in(temp) == []
+
+
+@pytest.mark.slow
+def test_one_pair_reads_in_the_singular_with_a_sane_gate(repo: pytest.Pytester) -> None:
+    result = repo.runpytest("-k", "sum", "--gpubench-against=HEAD", *ONE)
+    text = output(result)
+    assert "1 tests" not in text and "1 pairs" not in text
+    assert "1 test," in text and "1 pair of fresh processes" in text
+    # a gate of thousands of percent is no gate: say "not gated" or what gates, not a number
+    assert not any(line.endswith("00.0%") or "can gate >= 1" in line for line in text.splitlines())
