@@ -214,3 +214,33 @@ def git(cwd: Path, *args: str) -> str:
         timeout=60,
     )
     return done.stdout.strip()
+
+
+def commit(repo: Path, message: str) -> str:
+    """Commit everything in ``repo``; the new commit's sha."""
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+# A generated repository's kernel module and its tests (--gpubench-against): the fake timer
+# multiplies ``work``'s time by its ``fake_factor``, so a commit that sets it makes it slower.
+KERNELS = """
+def work(n):
+    return sum(range(n))
+
+
+work.fake_factor = {factor}
+"""
+
+TESTS = """
+from kernels import work
+
+
+def test_sum(gpubench):
+    assert gpubench(work, 100) == 4950
+
+
+def test_join(gpubench):
+    assert gpubench(",".join, ["a", "b"]) == "a,b"
+"""

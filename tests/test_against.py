@@ -13,40 +13,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support import USAGE_ERROR, git, output
+from support import KERNELS, TESTS, USAGE_ERROR, commit, git, output
 
 if shutil.which("git") is None:
     pytest.skip("git is not on PATH", allow_module_level=True)
 
 pytest_plugins = ["pytester"]
 
-KERNELS = """
-def work(n):
-    return sum(range(n))
-
-
-work.fake_factor = {factor}
-"""
-
-TESTS = """
-from kernels import work
-
-
-def test_sum(gpubench):
-    assert gpubench(work, 100) == 4950
-
-
-def test_join(gpubench):
-    assert gpubench(",".join, ["a", "b"]) == "a,b"
-"""
 # Fewer pairs than the default: each pair is two fresh pytest processes.
 FAST = ("--gpubench-pairs=2", "--gpubench-confirm=0")
-
-
-def commit(repo: Path, message: str) -> str:
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", message)
-    return git(repo, "rev-parse", "HEAD")
 
 
 @pytest.fixture

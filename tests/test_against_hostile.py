@@ -17,55 +17,18 @@ import time
 from pathlib import Path
 
 import pytest
-from support import USAGE_ERROR, output
+from support import KERNELS, TESTS, USAGE_ERROR, commit, git, output
 
 if shutil.which("git") is None:
     pytest.skip("git is not on PATH", allow_module_level=True)
 
 pytest_plugins = ["pytester"]
 
-KERNELS = """
-def work(n):
-    return sum(range(n))
-
-
-work.fake_factor = {factor}
-"""
-
-TESTS = """
-from kernels import work
-
-
-def test_sum(gpubench):
-    assert gpubench(work, 100) == 4950
-
-
-def test_join(gpubench):
-    assert gpubench(",".join, ["a", "b"]) == "a,b"
-"""
 # One pair where only the plumbing matters (a single pair judges nothing: unsure), two
 # where a verdict does (a +50% slowdown over 2 pairs is "regressed").
 ONE = ("--gpubench-pairs=1", "--gpubench-confirm=0")
 TWO = ("--gpubench-pairs=2", "--gpubench-confirm=0")
 IGNORED = "__pycache__/\n.gpubench/\n.pytest_cache/\ntimer-calls.log\n"
-
-
-def git(cwd: Path, *args: str) -> str:
-    identity = ["-c", "user.name=Test", "-c", "user.email=test@example.com"]
-    done = subprocess.run(
-        ["git", "-C", str(cwd), *identity, *args],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    return done.stdout.strip()
-
-
-def commit(repo: Path, message: str) -> str:
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", message)
-    return git(repo, "rev-parse", "HEAD")
 
 
 def slower(repo: pytest.Pytester, factor: float = 1.5, where: str = "kernels") -> None:
