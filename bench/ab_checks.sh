@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# GPU checks of the verdict against a revision (issue 17): A/A runs against HEAD, controlled
+# slowdowns planted in the working tree (the head side) of the user suite's copy kernels, and
+# plain runs against the committed baselines (another machine's history; the cost of the
+# stored gate). Runs outlast a device call, so a plan runs detached and calls poll it:
+#   bash bench/ab_checks.sh start SECONDS STEP...  install, make HEAD the tree as it is (a commit
+#                                              on the device's copy: A/A compares it with itself),
+#                                              then run the steps in the background until
+#                                              SECONDS have passed (a started run finishes)
+#   bash bench/ab_checks.sh poll SECONDS       wait up to SECONDS, print progress and the
+#                                              summary, copy logs to $OUT
+# Steps: aa:SUITE (one run against HEAD), slow:SUITE:FRACTION:THRESHOLD (the copies' work grows
+# by FRACTION in whole blocks in the working tree only, judged at THRESHOLD), plain:SUITE (one
+# plain --gpubench run against the suite's committed baselines). SUITE: example or user.
+# Each run's report is $LOGS/NN-STEP.json, its output .txt; runs.tsv lists them with seconds.
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+logs=${LOGS:-/tmp/gpubench-ab}
+stage=$logs/stage
+mkdir -p "$logs" "$stage"
+export PYTHONUNBUFFERED=1
+suite_dir() { case $1 in example) echo "$root/example_suite" ;; user) echo "$root/bench/user_suite" ;; esac; }
+knob=bench/user_suite/test_user.py
+
+run_step() {
+  local step=$1 n kind suite frac thr dir args=() started rc
+  IFS=: read -r kind suite frac thr <<< "$step"
+  n=$(printf %02d $(( $(ls "$logs"/*.json 2>/dev/null | wc -l) + 1 )))
+  dir=$(suite_dir "$suite")
+  local name="$n-$kind-$suite${frac:+-$frac}${thr:+-${thr%\%}pct}"
+  case $kind in
+    aa) args=(--gpubench-against HEAD) ;;
+    slow)
+      sed -i "s/knob(\"SLOWDOWN\", 0.0)/knob(\"SLOWDOWN\", $frac)/" "$root/$knob"
+      args=(--gpubench-against HEAD --gpubench-threshold "$thr") ;;
+    plain) args=() ;;
+  esac
+  started=$(date +%s)
+  (cd "$dir" && python3 -m pytest -q -p no:cacheprovider --gpubench "${args[@]}" \
+     --gpubench-json "$logs/$name.json") > "$logs/$name.txt" 2>&1
+  rc=$?
+  [ "$kind" = slow ] && (cd "$root" && git checkout -q -- "$knob")
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$kind" "$suite" "${frac:-0}" "${thr:-}" "$(( $(date +%s) - started ))" "$rc" >> "$logs/runs.tsv"
+  echo "$(date -u +%T) $name: $(( $(date +%s) - started )) s, exit $rc: $(tail -n 1 "$logs/$name.txt")"
+}
+
+case "${1:-}" in
+start)
+  # Every device call copies the working tree over the last one: the plan runs from a copy
+  # of it, made here, its uncommitted changes dropped (a tree others edit meanwhile), with
+  # this script's own files, committed there (A/A compares HEAD with itself).
+  seconds=$2; shift 2
+  copy=/tmp/gpubench-ab-tree
+  pkill -f "ab_checks.sh run"; pkill -f "pytest -q -p no:cacheprovider"; sleep 1; rm -rf "$copy" "$stage"; mkdir -p "$stage"
+  cp -a "$root" "$copy" && cp "$root"/bench/ab_checks.sh "$root"/bench/ab_summary.py "$stage"/
+  cd "$copy" && git -c user.name=gpubench -c user.email=gpubench@localhost stash -u -q
+  cp "$stage"/ab_checks.sh "$stage"/ab_summary.py bench/
+  git add -A && git -c user.name=gpubench -c user.email=gpubench@localhost \
+     commit -qm "the plan's tree" --no-verify > /dev/null 2>&1
+  python3 -m pip install --no-build-isolation --no-deps -e "$copy" -q > "$logs/install.txt" 2>&1 || { cat "$logs/install.txt"; exit 1; }
+  nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader > "$logs/gpu.txt"
+  echo "GPU: $(cat "$logs/gpu.txt"); $(git log -2 --format=%h) changes: $(git status --porcelain | wc -l)"
+  GPUBENCH_ROOT=$copy STOP_AT=$(( $(date +%s) + seconds )) setsid nohup bash "$copy/bench/ab_checks.sh" run "$@" > "$stage/plan.log" 2>&1 < /dev/null &
+  echo "plan started"
+  ;;
+run)
+  shift
+  for step in "$@"; do
+    [ "$(date +%s)" -lt "$STOP_AT" ] || { echo "stopped before $step: time is up"; break; }
+    run_step "$step"
+  done
+  touch "$stage/done"
+  ;;
+poll)
+  end=$(( $(date +%s) + ${2:-500} ))
+  while [ ! -e "$stage/done" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
+  mkdir -p "${OUT:-$root/device-out}"
+  cat "$stage/plan.log"
+  python3 "$stage/ab_summary.py" "$logs" > "$logs/summary.md" 2>&1
+  (cd "$logs" && tar czf "${OUT:-$root/device-out}/ab-logs.tgz" --exclude=stage ./*.json ./*.txt ./*.tsv ./*.md 2>/dev/null)
+  [ -e "$stage/done" ] && echo "plan done" || echo "plan still running"
+  cat "$logs/summary.md"
+  ;;
+*)
+  echo "usage: bash bench/ab_checks.sh start SECONDS STEP... | poll SECONDS" >&2; exit 2 ;;
+esac
