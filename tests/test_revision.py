@@ -8,6 +8,9 @@ import contextlib
 import os
 import shutil
 import signal
+import socket
+import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -351,3 +354,44 @@ def _gone(pid: int, wait_s: float = 5.0) -> bool:
             pass
         time.sleep(0.05)
     return False
+
+
+def test_a_checkout_of_a_killed_run_is_removed_by_the_next(repo: Repo, tmp_path: Path) -> None:
+    """SIGKILL leaves its checkout (nothing of ours runs then): the next run removes the
+    folders whose owner process is gone, and their records in the repository; a live run's
+    folder, another host's, and one without an owner file stay."""
+    script = (
+        "import os, sys, time\n"
+        "from pathlib import Path\n"
+        "from pytest_gpubench.run.revision import checkout\n"
+        "with checkout('HEAD', Path(sys.argv[1])) as r:\n"
+        "    print(r.root, flush=True)\n"
+        "    time.sleep(60)\n"
+    )
+    env = {**os.environ, "TMPDIR": tempfile.gettempdir()}
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, str(repo.path)], stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert child.stdout is not None
+    left = Path(child.stdout.readline().strip())
+    assert left.is_dir()
+    temp = Path(tempfile.gettempdir())
+    others = {
+        "live": f"{socket.gethostname()} {os.getpid()}\n",  # this process: alive
+        "elsewhere": "another-host 1\n",
+        "unowned": None,
+    }
+    for name, owner in others.items():
+        (temp / f"gpubench-ref-{name}").mkdir()
+        if owner is not None:
+            (temp / f"gpubench-ref-{name}" / "owner").write_text(owner)
+    child.kill()
+    child.wait()
+    child.stdout.close()
+    assert left.is_dir() and str(left) in git(repo.path, "worktree", "list")
+
+    with checkout("HEAD", repo.path) as revision:
+        assert revision.root != left
+    assert not left.parent.exists()
+    assert str(left) not in git(repo.path, "worktree", "list")
+    assert sorted(p.name for p in temp.iterdir()) == [f"gpubench-ref-{n}" for n in sorted(others)]

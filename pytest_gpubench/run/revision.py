@@ -13,6 +13,7 @@ import contextlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -24,6 +25,9 @@ from ..core.errors import GpubenchError
 # git's quick calls (rev-parse, merge-base, the cleanup): longer than this, git hangs.
 GIT_TIMEOUT_S = 120.0
 FOLDER_PREFIX = "gpubench-ref-"
+# In each checkout's folder: "<host> <pid>" of the run that made it (a later run removes the
+# folders of runs killed outright).
+OWNER = "owner"
 # Variables that point git at a repository, index or work tree (set when pytest runs from a
 # git hook): with them, `git -C <checkout>` would act on the user's repository and index.
 LOCATION_VARIABLES = (
@@ -151,13 +155,46 @@ def _new_folder(repo: Path) -> Path:
             f"--gpubench-against: the temporary directory {base} is inside the repository "
             f"at {repo}; set TMPDIR to a folder outside it"
         )
+    _sweep(base, repo)
     try:
-        return Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX, dir=base))
+        folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX, dir=base))
+        (folder / OWNER).write_text(f"{socket.gethostname()} {os.getpid()}\n")
     except OSError as exc:
         raise RevisionError(
             f"--gpubench-against: cannot create a folder in {base} ({exc.strerror or exc}); "
             "set TMPDIR to a writable folder"
         ) from None
+    return folder
+
+
+def _sweep(base: Path, repo: Path) -> None:
+    """Remove the checkouts of runs killed outright (SIGKILL, a lost machine): folders whose
+    owner process, on this host, is gone. Another host's (a shared TMPDIR) or a live run's
+    stay; so does a folder without an owner file (an older release's). Never raises."""
+    host = socket.gethostname()
+    gone: list[Path] = []
+    for folder in base.glob(FOLDER_PREFIX + "*"):
+        try:
+            owner_host, pid = (folder / OWNER).read_text().split()
+            if owner_host != host or _alive(int(pid)):
+                continue
+        except (OSError, ValueError):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        gone.append(folder / "tree")
+    listed = _quietly(repo, ["worktree", "list", "--porcelain"]) if gone else None
+    if listed is not None and any(f"worktree {tree}\n" in listed.stdout for tree in gone):
+        _quietly(repo, ["worktree", "prune"])  # their records, in this repository
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 def _submodules(revision: Revision, timeout_s: float) -> None:
