@@ -1,7 +1,8 @@
 """The ``gpubench`` command: judge two result files, list and draw baselines.
 
 ``gpubench compare BASE.json HEAD.json`` reads two files of ``pytest --gpubench-json`` and
-judges HEAD against BASE with the plugin's own gate (judge.gate); ``gpubench show`` lists
+judges HEAD against BASE with the plugin's own gate (judge.gate); ``gpubench compare AB.json``
+judges again the pairs of a file of ``pytest --gpubench-against`` (run.ab); ``gpubench show`` lists
 what baseline files hold and how small a slowdown each test can gate (report.baselines);
 ``gpubench plot`` draws their histories (report.plots, with matplotlib, imported only there).
 
@@ -16,7 +17,7 @@ import dataclasses
 import math
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -24,12 +25,14 @@ from typing import NoReturn
 from .core.device import Fingerprint
 from .core.errors import BaselineError, GpubenchError
 from .core.jsondata import Json
-from .core.records import Measurement, Result, Status, is_number
+from .core.kernels import launch_count
+from .core.records import Measurement, Result, Status, is_number, whole
 from .core.settings import (
     CHANGED_ACTIONS,
     MeasureSettings,
     parse_alpha,
     parse_fraction_or_percent,
+    parse_pairs,
 )
 from .core.version import __version__
 from .judge.gate import Gate
@@ -37,6 +40,7 @@ from .judge.rule import MIN_GATED_SESSIONS
 from .report import baselines
 from .report import changes as history_changes
 from .report import summary as report
+from .run import ab
 from .store import files as storage
 from .store.baseline import Baseline, BaselineEntry, Update, load
 
@@ -61,6 +65,8 @@ class ResultFile:
     device: Fingerprint
     settings: Mapping[str, Json]
     results: dict[str, Result]  # by key
+    # An A/B run's (pytest --gpubench-against): the revision as typed and its commit.
+    against: Mapping[str, str] | None = None
 
     @property
     def device_name(self) -> str:
@@ -88,6 +94,15 @@ def read_results(path: Path) -> ResultFile:
     for part in ("device", "settings"):
         if not isinstance(data.get(part, {}), dict):
             raise GpubenchError(f"{RESULT_FILE} {path} has a {part!r} that is not an object")
+    against = data.get("against")
+    if against is not None and not (
+        isinstance(against, dict)
+        and all(isinstance(against.get(k), str) and against[k] for k in ("revision", "commit"))
+    ):
+        raise GpubenchError(
+            f"{RESULT_FILE} {path} has an 'against' that is not an object with 'revision' and "
+            "'commit' strings; write it again with pytest --gpubench-against REF --gpubench-json"
+        )
     results: dict[str, Result] = {}
     for index, item in enumerate(data["results"]):
         problem = _result_problem(item)
@@ -101,7 +116,7 @@ def read_results(path: Path) -> ResultFile:
                 "with pytest --gpubench --gpubench-json"
             )
         results[result.key] = result
-    return ResultFile(path, data.get("device", {}), data.get("settings", {}), results)
+    return ResultFile(path, data.get("device", {}), data.get("settings", {}), results, against)
 
 
 def _result_problem(item: Json) -> str:
@@ -244,6 +259,63 @@ def compare(
     return Comparison(judged, removed, gate, default, alpha, notes)
 
 
+def compare_pairs(
+    run: ResultFile,
+    *,
+    threshold: float | None = None,
+    alpha: float | None = None,
+    fail_on_improvement: bool = False,
+    allow_incomparable: bool = False,
+    changed: str = "work",
+) -> Comparison:
+    """Judge again each result of an A/B run's file (pytest --gpubench-against) on its pairs,
+    by the pair rule with the run's design and family, as the run judged it. ``threshold``
+    None: each test's own; ``alpha`` None: the run's. A result without a pair (new, removed,
+    timed by another timer on each side) keeps its verdict."""
+    alpha = alpha if alpha is not None else _setting(run, "alpha", DEFAULT_ALPHA)
+    # The run's family (every measurement of both sides), recorded with each verdict.
+    family = max([1, *(r.verdict.family for r in run.results.values())])
+    gate = Gate(
+        confirm=0,
+        fail_on_improvement=fail_on_improvement,
+        allow_incomparable=allow_incomparable,
+        family=family,
+        changed_fails=changed == "fail" and not allow_incomparable,
+        work_fails=changed != "warn" and not allow_incomparable,
+    )
+    pairs, confirm = run.settings.get("pairs", 3), run.settings.get("confirm", 6)
+    if not (whole(1)(pairs) and whole(0)(confirm)):
+        raise GpubenchError(
+            f"{RESULT_FILE} {run.path} has settings 'pairs' {pairs!r:.40} and 'confirm' "
+            f"{confirm!r:.40}, not counts; write it again with pytest --gpubench-against REF "
+            "--gpubench-json"
+        )
+    design = ab.design_of(int(pairs), int(confirm) > 0)
+    judged = []
+    for key, result in run.results.items():
+        m, verdict = result.measurement, result.verdict
+        measure = MeasureSettings(threshold=threshold or m.threshold, alpha=alpha)
+        if verdict.paired is not None and verdict.paired.pairs:
+            try:
+                verdict = ab.paired_verdict(
+                    verdict.paired,
+                    timer=m.timer,
+                    launches=launch_count(m.kernels),
+                    measure=measure,
+                    gate=gate,
+                    design=design,
+                    kernel_changes=verdict.kernel_changes,
+                    same_kernels=verdict.same_kernels,
+                    baseline_binary=verdict.baseline_binary,
+                    versus=m.versus,
+                )
+            except ValueError as exc:  # a value the rule refuses
+                raise GpubenchError(f"cannot judge {key}: {exc}") from None
+        judged.append(Result(dataclasses.replace(m, threshold=measure.threshold), verdict))
+    default = threshold or _setting(run, "threshold", DEFAULT_THRESHOLD)
+    return Comparison(judged, [], gate, default, alpha, [])
+
+
 def entry_of(measurement: Measurement) -> BaselineEntry:
     """A measurement as the baseline entry a save of it would start (a new epoch)."""
     return Update.of(measurement, new_epoch=True).apply(None)
@@ -293,7 +365,21 @@ def _footer(comparison: Comparison) -> str:
 
 
 def run_compare(args: argparse.Namespace) -> int:
+    if args.head is None:
+        return _compare_pairs(args)
     base, head = read_results(Path(args.base)), read_results(Path(args.head))
+    both = [f for f in (base, head) if f.against is not None]
+    if len(both) == 2:
+        raise GpubenchError(
+            f"{base.path} and {head.path} are both files of A/B runs (pytest --gpubench-against), "
+            f"each judged alone: pass one file, such as gpubench compare {head.path}"
+        )
+    if both:
+        raise GpubenchError(
+            f"{both[0].path} is the file of an A/B run (pytest --gpubench-against), judged "
+            f"alone: pass it alone (gpubench compare {both[0].path}), or two files of runs "
+            "without --gpubench-against"
+        )
     comparison = compare(
         base,
         head,
@@ -307,6 +393,38 @@ def run_compare(args: argparse.Namespace) -> int:
         sys.stdout.write(comparison_markdown(comparison, head))
     else:
         print("\n".join(comparison_lines(comparison, base, head)))
+    return 1 if comparison.failed else 0
+
+
+def _compare_pairs(args: argparse.Namespace) -> int:
+    """``gpubench compare AB.json``: an A/B run's file judged again on its pairs."""
+    run = read_results(Path(args.base))
+    if run.against is None:
+        raise GpubenchError(
+            f"{run.path} is the file of one run, not of an A/B run: pass BASE.json HEAD.json to "
+            "compare two runs, or alone a file of pytest --gpubench-against REF --gpubench-json"
+        )
+    comparison = compare_pairs(
+        run,
+        threshold=args.threshold,
+        alpha=args.alpha,
+        fail_on_improvement=args.fail_on_improvement,
+        allow_incomparable=args.allow_incomparable,
+        changed=args.changed,
+    )
+    if args.markdown:
+        sys.stdout.write(
+            report.markdown(comparison.results, run.device, footer=_footer(comparison))
+        )
+    else:
+        revision = f"{run.against['revision']} ({run.against['commit'][:8]})"
+        lines = [
+            f"gpubench compare: {run.path}: the working tree against {revision} ({run.device_name})"
+        ]
+        if comparison.results:
+            lines += report.table_lines(comparison.results) + report.notes(comparison.results)
+        lines.append(_footer(comparison))
+        print("\n".join(lines))
     return 1 if comparison.failed else 0
 
 
@@ -352,6 +470,50 @@ def run_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_bisect(args: argparse.Namespace) -> int:
+    import json
+
+    from .run import bisect  # git and processes: only this command needs them
+
+    target = None if args.json is None else Path(args.json)
+    if target is not None:
+        storage.check_target(target, "bisect JSON file")  # before hours of steps, not after
+
+    def progress(line: str) -> None:
+        print(f"gpubench bisect: {line}", file=sys.stderr, flush=True)
+
+    try:
+        with bisect.interrupts():
+            found = bisect.bisect(
+                args.good,
+                args.bad,
+                Path.cwd(),
+                pytest_args=args.pytest_args,
+                pairs=args.pairs,
+                max_pairs=args.max_pairs,
+                threshold=args.threshold,
+                build=args.build,
+                timeout_s=args.timeout,
+                announce=lambda line: print(line, flush=True),
+                progress=progress,
+            )
+    except KeyboardInterrupt:
+        print(
+            "gpubench bisect: interrupted: the step's processes were ended and its checkouts "
+            "removed",
+            file=sys.stderr,
+        )
+        return 130
+    if found is None:
+        print(f"nothing to bisect: GOOD {args.good!r} and BAD {args.bad!r} are one commit")
+        return 1
+    print("\n".join(bisect.report_lines(found)))
+    if target is not None:
+        document = bisect.report_json(found, args.pytest_args)
+        storage.write_atomic(target, json.dumps(document, indent=1) + "\n", "bisect JSON file")
+    return 0 if found.state is bisect.State.FOUND else 1
+
+
 # --- the parser -----------------------------------------------------------------------------
 
 
@@ -361,12 +523,49 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
+    # A command whose arguments after "--" pass on unparsed (bisect's pytest arguments): the
+    # attribute they go to. argparse alone would refuse options between them and the
+    # positionals, and drop a second "--".
+    rest: str | None = None
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if self.rest is None or args is None:
+            return super().parse_known_args(args, namespace)
+        cut = list(args).index("--") if "--" in args else len(args)
+        parsed, extra = super().parse_known_args(list(args)[:cut], namespace)
+        if extra:
+            self.error(f"unrecognized arguments: {' '.join(extra)}: pytest's go after --")
+        setattr(parsed, self.rest, list(args)[cut + 1 :])
+        return parsed, extra
+
 
 def _percent(text: str) -> float:
     try:
         return parse_fraction_or_percent(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"{exc}, got {text!r}") from None
+
+
+def _count(parse: Callable[[object], int]) -> Callable[[str], int]:
+    def parsed(text: str) -> int:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{exc}, got {text!r}") from None
+
+    return parsed
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"expected seconds such as 3600, got {text!r}")
+    return value
 
 
 def _alpha(text: str) -> float:
@@ -384,7 +583,12 @@ COMPARE_DESCRIPTION = (
     f"too few samples unstable. A test with fewer than {MIN_GATED_SESSIONS} BASE sessions is "
     "not gated (one "
     "session tells no spread between sessions): a compare of two files of single sessions "
-    "fails nothing. Exit status 1 when a verdict fails, 2 on an error."
+    "fails nothing. "
+    "Given one file of an A/B run (pytest --gpubench-against REF --gpubench-json), judge its "
+    "pairs again with the pair rule, the run's design and levels (--threshold and --alpha "
+    "override them), and print its table: both sides' medians, the change with its "
+    "interval, the pairs, the verdict. "
+    "Exit status 1 when a verdict fails, 2 on an error."
 )
 SHOW_DESCRIPTION = (
     "List the tests of baseline files: timer, sessions in the history and the anchor, "
@@ -393,6 +597,17 @@ SHOW_DESCRIPTION = (
     "each test keeps a history of: what one call launches, sessions and reference time. "
     "Last, the tests whose history shows a creep or a step toward slower by half the "
     "threshold or more (a warning, never a failure)."
+)
+BISECT_DESCRIPTION = (
+    "Find the first commit at which the selected gpubench tests got slower: a binary search "
+    "over the first-parent commits after GOOD up to BAD. Each step checks a commit out "
+    "outside your tree and runs pytest --gpubench --gpubench-against GOOD there, with the "
+    "pytest arguments after -- (a node id, -k softmax); BAD comes first, and the tests it "
+    "regressed are the ones followed. A step is bad when one of them regressed, good when "
+    "each is same, improved, or changed with a slowdown of the threshold ruled out, else "
+    "unsure: run again with twice the pairs up to --max-pairs, then the search stops and "
+    "names the commits left. Exit status 0 when the first bad commit is found, 1 when BAD "
+    "is not slower than GOOD or a step stayed unsure, 2 on an error, 130 when interrupted."
 )
 PLOT_DESCRIPTION = (
     "Draw baseline files with matplotlib (pip install 'pytest-gpubench[plot]'): per test the "
@@ -446,8 +661,12 @@ def parser() -> argparse.ArgumentParser:
         help="Judge HEAD.json against BASE.json; exit 1 when a verdict fails",
         description=COMPARE_DESCRIPTION,
     )
-    compare_parser.add_argument("base", metavar="BASE.json", help="Result file of the base")
-    compare_parser.add_argument("head", metavar="HEAD.json", help="Result file to judge")
+    compare_parser.add_argument(
+        "base",
+        metavar="BASE.json",
+        help="Result file of the base, or alone the file of an A/B run (--gpubench-against)",
+    )
+    compare_parser.add_argument("head", metavar="HEAD.json", nargs="?", help="Result file to judge")
     _add_levels(compare_parser, defaults=False)
     compare_parser.add_argument(
         "--fail-on-improvement", action="store_true", help="Fail significant improvements too"
@@ -494,6 +713,49 @@ def parser() -> argparse.ArgumentParser:
     )
     _add_levels(plot_parser, defaults=True)
     plot_parser.set_defaults(run=run_plot)
+
+    bisect_parser = commands.add_parser(
+        "bisect",
+        help="Find the first commit between GOOD and BAD at which gpubench tests got slower",
+        description=BISECT_DESCRIPTION,
+        usage="%(prog)s [options] GOOD BAD [-- PYTEST ARGS...]",
+    )
+    bisect_parser.rest = "pytest_args"
+    bisect_parser.add_argument("good", metavar="GOOD", help="A revision that was fast")
+    bisect_parser.add_argument("bad", metavar="BAD", help="A later revision that is slower")
+    bisect_parser.add_argument(
+        "--pairs",
+        type=_count(parse_pairs),
+        default=3,
+        metavar="N",
+        help="Pairs of fresh processes per step before the first verdict (default: 3)",
+    )
+    bisect_parser.add_argument(
+        "--max-pairs",
+        type=_count(parse_pairs),
+        default=12,
+        metavar="N",
+        help="An unsure step runs again with twice the pairs, up to this many (default: 12)",
+    )
+    bisect_parser.add_argument(
+        "--threshold",
+        type=_percent,
+        metavar="PCT",
+        help="Slowdown to find, such as 5%% (default: each test's own)",
+    )
+    bisect_parser.add_argument(
+        "--build", metavar="CMD", help="A shell command run in each checkout before its step"
+    )
+    bisect_parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        metavar="S",
+        help="Stop with an error when a step (its builds included) runs longer (default: none)",
+    )
+    bisect_parser.add_argument(
+        "--json", metavar="FILE", help="Write the steps and the answer to this JSON file"
+    )
+    bisect_parser.set_defaults(run=run_bisect, pytest_args=[])
     return main_parser
 
 

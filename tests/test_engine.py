@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 import sys
@@ -379,3 +380,167 @@ def test_a_caveat_that_cannot_be_read_costs_the_samples_nothing() -> None:
     sampling = collect(sampler, Plan(min_samples=3, max_samples=3, budget_s=10.0))
     assert len(sampling.samples_ms) == 3
     assert sampling.caveat == "(its caveat could not be read: RuntimeError)"
+
+
+# --- a function and its reference, in pairs (collect_pair) ---------------------------------
+
+
+class Logged(FakeSampler):
+    """A FakeSampler that writes its name into a shared log at each sample."""
+
+    def __init__(
+        self,
+        name: str,
+        log: list[str],
+        values: Iterable[float],
+        clock: FakeClock,
+        cost_s: float = 0.0,
+    ) -> None:
+        super().__init__(values, clock, cost_s)
+        self.name, self.log = name, log
+
+    def sample(self) -> float:
+        self.log.append(self.name)
+        return super().sample()
+
+
+def pair(
+    a: Iterable[float], b: Iterable[float], plan: Plan, cost_s: float = 0.0
+) -> tuple[engine.PairSampling, list[str], FakeClock]:
+    clock, log = FakeClock(), []  # type: ignore[var-annotated]
+    first, second = Logged("A", log, a, clock, cost_s), Logged("B", log, b, clock, cost_s)
+    sampling = engine.collect_pair(first.make(), second.make(), plan, clock=clock)
+    return sampling, log, clock
+
+
+def test_pairs_alternate_which_side_goes_first() -> None:
+    sampling, log, _ = pair(steady(2.0), steady(1.0), Plan(warmup=1, rounds=4))
+    assert "".join(log) == "AB" + "BAABBAAB"  # the warmup pair, then A B B A A B B A
+    assert sampling.first.samples_ms == (2.0,) * 4 and sampling.second.samples_ms == (1.0,) * 4
+    assert sampling.ratios == (2.0,) * 4
+    assert sampling.first.warmup == sampling.second.warmup == 1
+
+
+def test_a_ratio_is_of_the_samples_of_one_pair() -> None:
+    a, b = [3.0, 4.0, 6.0], [1.0, 2.0, 2.0]
+    sampling, log, _ = pair(a, b, Plan(warmup=0, rounds=3))
+    assert "".join(log) == "ABBAAB"
+    assert sampling.ratios == (3.0, 2.0, 3.0)
+
+
+def test_pairs_stop_once_the_ratio_is_precise_though_each_side_is_not() -> None:
+    # Both sides move together by 30% per sample (a machine that drifts): each side's own
+    # median never gets precise, their ratio is exact from the first pair.
+    shared = list(itertools.islice(noisy(seed=3), 10_000))
+    plan = Plan(min_samples=10, max_samples=500, budget_s=1e9, precision=0.005, warmup=0)
+    sampling, _, _ = pair((2 * v for v in shared), shared, plan)
+    assert len(sampling.ratios) == 10
+    assert set(sampling.ratios) == {2.0}
+    alone, _ = run(shared, dataclasses.replace(plan, warmup=0))
+    assert len(alone.samples_ms) > 10  # one side alone is not precise at 10 samples
+
+
+def test_pairs_with_a_noisy_ratio_run_to_max_samples() -> None:
+    plan = Plan(min_samples=10, max_samples=45, budget_s=1e9, warmup=0)
+    sampling, _, _ = pair(noisy(seed=1), noisy(seed=2), plan)
+    assert len(sampling.ratios) == 45 == len(sampling.first.samples_ms)
+
+
+def test_pairs_stop_when_the_pairs_budget_is_spent() -> None:
+    # Each sample costs 1/16 s, a pair 1/8 s, of a 2 s budget (the session gives a pair two
+    # single budgets): warmup stops before the next pair would run past its quarter (4
+    # pairs), then pairs start while the budget lasts: 12 more.
+    plan = Plan(min_samples=2, max_samples=200, budget_s=2.0)
+    sampling, log, clock = pair(noisy(seed=1), noisy(seed=2), plan, cost_s=1 / 16)
+    assert sampling.first.warmup == 4
+    assert len(sampling.ratios) == 12
+    assert clock.now == 2.0 and len(log) == 2 * (4 + 12)
+
+
+def test_pairs_warm_up_until_both_sides_are_steady() -> None:
+    ramp = [5.0, 4.0, 3.0, 2.0, 1.5, 1.2]
+    sampling, _, _ = pair(steady(1.0), itertools.chain(ramp, steady(1.0)), Plan(rounds=2))
+    assert sampling.first.warmup == 11  # the reference's ramp, as one sampler's alone
+
+
+def test_a_pair_too_slow_to_warm_up_is_the_first_pair() -> None:
+    sampling, log, _ = pair(steady(2.0), steady(1.0), Plan(budget_s=0.001), cost_s=1.0)
+    assert sampling.first.warmup == 0 and sampling.ratios == (2.0,) and log == ["A", "B"]
+    assert sampling.first.cut_short
+
+
+class Named:
+    """A timer whose sampler's timer name is the one it is asked for, unless the workload's
+    function cannot be timed by it (its ``only`` attribute names the one timer it gets)."""
+
+    def __init__(self, name: str, made: list[str]) -> None:
+        self.name, self.made = name, made
+
+    def sampler(self, workload: Workload) -> Sampler:
+        timer = getattr(workload.fn, "only", None) or self.name
+        self.made.append(f"{workload.fn.__name__}:{timer}")
+        return Sampler(timer=timer, sample=lambda: 1.0, close=lambda: self.made.append("close"))
+
+
+def _fn(name: str, only: str | None = None) -> Callable[[], None]:
+    def fn() -> None:
+        return None
+
+    fn.__name__ = name
+    fn.only = only  # type: ignore[attr-defined]
+    return fn
+
+
+@pytest.mark.parametrize(
+    ("first_only", "second_only", "expected", "made"),
+    [
+        (None, None, ("cuda-graph", "cuda-graph"), ["f:cuda-graph", "r:cuda-graph"]),
+        # The reference cannot be captured: the function is timed by the reference's timer.
+        (
+            None,
+            "cupti",
+            ("cupti", "cupti"),
+            ["f:cuda-graph", "r:cupti", "r:cupti", "close", "f:cupti", "close"],
+        ),
+        # The function cannot be captured: the reference is timed by the function's timer.
+        ("cupti", None, ("cupti", "cupti"), ["f:cupti", "r:cuda-graph", "r:cupti", "close"]),
+        # Neither can be timed by the other's timer: both kept, each closed once (no ratio).
+        (
+            "wall",
+            "cupti",
+            ("wall", "cupti"),
+            ["f:wall", "r:cupti", "r:cupti", "close", "f:wall", "close"],
+        ),
+    ],
+)
+def test_paired_samplers_find_the_timer_both_can_use(
+    first_only: str | None, second_only: str | None, expected: tuple[str, str], made: list[str]
+) -> None:
+    log: list[str] = []
+    a, b = engine.paired_samplers(
+        Named("cuda-graph", log),
+        lambda name: Named(name, log),
+        Workload(_fn("f", first_only)),
+        Workload(_fn("r", second_only)),
+    )
+    assert (a.timer, b.timer) == expected
+    assert log == made
+
+
+def test_paired_samplers_close_the_first_when_the_second_fails() -> None:
+    log: list[str] = []
+
+    class Failing(Named):
+        def sampler(self, workload: Workload) -> Sampler:
+            if workload.fn.__name__ == "r":
+                raise GpubenchError("the reference ran no GPU work")
+            return super().sampler(workload)
+
+    with pytest.raises(GpubenchError, match="no GPU work"):
+        engine.paired_samplers(
+            Failing("cuda-graph", log),
+            lambda n: Named(n, log),
+            Workload(_fn("f")),
+            Workload(_fn("r")),
+        )
+    assert log == ["f:cuda-graph", "close"]

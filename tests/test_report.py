@@ -568,6 +568,8 @@ def test_the_result_files_fields_are_release_0_2s() -> None:
     }  # fmt: skip
     fields |= {"baseline_binary", "previous_ratio", "same_kernels"}  # issue 16: binaries
     fields |= {"graph_ms", "caveat"}  # issue 16: graph time beside kernel time; host caveats
+    fields |= {"against"}  # issue 17: both sides of a run against a revision
+    fields |= {"versus"}  # issue 17: what a ratio to a reference function compares
     assert set(result(judgement=regressed()).to_dict()) == fields
 
 

@@ -248,6 +248,59 @@ def bar_of_change(bar: float, ratio: float) -> float:
     return bar if ratio >= 1 else 1 - 1 / (1 + bar)
 
 
+# --- a ratio to a reference function (gpubench(fn, x, reference=ref)) ------------------------
+
+# A ratio measurement's key is its function's key and this (its node id stays the part before
+# the first "#"); its timer is the timer's name and RATIO_SUFFIX, so a ratio is never
+# compared with a time.
+RATIO_KEY = "#vs-reference"
+RATIO_SUFFIX = ":ratio"
+
+
+def is_ratio(timer: str) -> bool:
+    """Whether a measurement of ``timer`` holds ratios to a reference, not times."""
+    return timer.endswith(RATIO_SUFFIX)
+
+
+@dataclass(frozen=True)
+class Versus:
+    """What a ratio measurement compares: the medians (ms) of the function and of its
+    reference over the pairs of its first session, and what one call of each launches
+    (their times per launch pick the ratio's prior: judge.rule.ratio_prior)."""
+
+    fn_ms: float
+    reference_ms: float
+    fn_launches: int = 1
+    reference_launches: int = 1
+
+    def to_json(self) -> dict[str, Json]:
+        return {
+            "fn_ms": rounded(self.fn_ms),
+            "reference_ms": rounded(self.reference_ms),
+            "fn_launches": self.fn_launches,
+            "reference_launches": self.reference_launches,
+        }
+
+    @classmethod
+    def from_json(cls, data: Json) -> Versus:
+        """Raises ValueError saying what is wrong."""
+        if not isinstance(data, dict):
+            raise ValueError("has a 'versus' that is not an object")
+        values = []
+        for name in ("fn_ms", "reference_ms"):
+            value = data.get(name)
+            if not is_number(value) or sample_problem(value):
+                raise ValueError(f"has a 'versus' {name!r} of {value!r:.40}, not a time in ms")
+            values.append(float(value))
+        counts = []
+        for name in ("fn_launches", "reference_launches"):
+            count = data.get(name, 1)
+            if not isinstance(count, int) or not whole(1)(count):
+                raise ValueError(f"has a 'versus' {name!r} of {count!r:.40}, not a count")
+            counts.append(count)
+        return cls(values[0], values[1], counts[0], counts[1])
+
+
 # --- one measurement ------------------------------------------------------------------------
 
 
@@ -337,6 +390,8 @@ class Measurement:
     # What each session of the measurement shares, by session id.
     session_infos: Mapping[str, SessionInfo] = field(default_factory=dict)
     costs: Costs | None = None  # where the measurement's time went (JSON report only)
+    # A ratio to a reference function (timer ending in RATIO_SUFFIX): what it compares.
+    versus: Versus | None = None
 
     @functools.cached_property
     def summary(self) -> Summary:
@@ -447,6 +502,7 @@ class Measurement:
             "confirmations": [r.to_json() for r in self.confirmations],
             "session_infos": {k: v.to_json() for k, v in self.session_infos.items()},
             "costs": None if self.costs is None else self.costs.to_json(),
+            "versus": None if self.versus is None else self.versus.to_json(),
         }
 
     @classmethod
@@ -489,10 +545,77 @@ class Measurement:
                 k: SessionInfo.from_json(v) for k, v in data.get("session_infos", {}).items()
             },
             costs=Costs(**costs) if isinstance(costs, dict) else None,
+            versus=None if data.get("versus") is None else Versus.from_json(data["versus"]),
         )
 
 
 # --- what a measurement means ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Paired:
+    """Both sides of a measurement judged against a revision measured in the same job
+    (``--gpubench-against``): the revision as typed, its full commit, and each side's
+    sessions. The first ``pairs`` of each are the judged pairs, aligned (pair i's base and
+    head at index i); a measurement with no pair (one side only, another timer) lists what
+    each side measured, ``pairs`` 0."""
+
+    revision: str
+    commit: str
+    base_sessions: tuple[SessionRecord, ...] = ()
+    head_sessions: tuple[SessionRecord, ...] = ()
+    pairs: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.pairs <= min(len(self.base_sessions), len(self.head_sessions)):
+            raise ValueError(f"has {self.pairs!r} pairs, more than a side's sessions")
+
+    @property
+    def label(self) -> str:
+        """The revision as the reasons name it: ``main (0123abcd)``."""
+        return f"{self.revision} ({self.commit[:8]})"
+
+    @property
+    def base_median_ms(self) -> float | None:
+        """The revision's time: the median of its sessions' medians (None: not measured)."""
+        return _median_of(self.base_sessions)
+
+    @property
+    def head_median_ms(self) -> float | None:
+        """The working tree's time, as :attr:`base_median_ms`."""
+        return _median_of(self.head_sessions)
+
+    def to_json(self) -> dict[str, Json]:
+        return {
+            "revision": self.revision,
+            "commit": self.commit,
+            "pairs": self.pairs,
+            "base_sessions": [r.to_json() for r in self.base_sessions],
+            "head_sessions": [r.to_json() for r in self.head_sessions],
+        }
+
+    @classmethod
+    def from_json(cls, data: Json) -> Paired:
+        """Inverse of :meth:`to_json`; what a report adds (medians, ratio) is left out."""
+        if not isinstance(data, dict):
+            raise ValueError("has an 'against' that is not an object")
+        for name in ("revision", "commit"):
+            if not isinstance(data.get(name), str) or not data[name]:
+                raise ValueError(f"has an 'against' with no {name!r} string")
+        sides = []
+        for name in ("base_sessions", "head_sessions"):
+            if not isinstance(data.get(name, []), list):
+                raise ValueError(f"has an 'against' whose {name!r} is not a list")
+            sides.append(tuple(SessionRecord.from_json(r) for r in data.get(name, [])))
+        pairs = data.get("pairs", 0)
+        if not whole(0)(pairs):
+            raise ValueError(f"has an 'against' with {pairs!r:.40} pairs, not a count")
+        return cls(data["revision"], data["commit"], sides[0], sides[1], int(pairs))
+
+
+def _median_of(records: Iterable[SessionRecord]) -> float | None:
+    medians = [r.median_ms for r in records]
+    return statistics.median(medians) if medians else None
 
 
 @dataclass(frozen=True)
@@ -514,6 +637,7 @@ class Verdict:
     # compiler's choice) rather than other work.
     same_kernels: bool = False
     accepted: bool = False  # a save takes this change into the history: a new epoch
+    paired: Paired | None = None  # against a revision: both sides' sessions
 
     @property
     def noisy(self) -> bool:
@@ -532,6 +656,7 @@ class Verdict:
             "previous_ratio": self.previous_ratio,
             "same_kernels": self.same_kernels,
             "accepted": self.accepted,
+            "against": None if self.paired is None else self.paired.to_json(),
         }
 
     @classmethod
@@ -549,6 +674,7 @@ class Verdict:
             previous_ratio=data.get("previous_ratio"),
             same_kernels=data.get("same_kernels") is True,
             accepted=data.get("accepted") is True,
+            paired=None if data.get("against") is None else Paired.from_json(data["against"]),
         )
 
 

@@ -165,6 +165,7 @@ class Gate:
             launches=launch_count(binary.kernels or launches),
             fail_on_improvement=self.fail_on_improvement,
             design=self.design,
+            versus=measurement.versus,
         )
         reason = judgement.reason
         if measurement.caveat and (judgement.noisy or not judgement.gated):

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from ..core.records import Judgement, SessionSummary, Status, bar_of_change
+from ..core.records import Judgement, SessionSummary, Status, Versus, bar_of_change
 from .rule import NOT_GATED_BEYOND, Z_POWER, Prior, corrected_alpha, prior_for
 
 # A pair's spread expected before its own pairs say: the spread of the difference of two
@@ -41,7 +41,8 @@ from .rule import NOT_GATED_BEYOND, Z_POWER, Prior, corrected_alpha, prior_for
 # prior's own model; cupti-graph 0.095: its prior is the graph's by the call's kernel time,
 # which moves about ten times less between sessions); the weight 1 / (2 v), v the variance of
 # log(spread / prior) between tests beyond their sampling noise (tests differ by a factor of
-# about e). A timer not recorded in pairs gets the prior's own model (scale 1).
+# about e). A timer not recorded in pairs gets the prior's own model (scale 1), and so does a
+# ratio to a reference (its prior, rule.ratio_prior, is already a bound).
 PAIR_PRIOR_SCALE: dict[str, float] = {"cuda-graph": 0.93, "cupti": 0.88, "cupti-graph": 0.095}
 PAIR_PRIOR_WEIGHT = 0.5
 # "same": a change of the threshold is ruled out at this one-sided level each way.
@@ -171,9 +172,12 @@ def prior_pair_spread(prior: Prior) -> float:
     return math.sqrt(2 * (prior.sigma**2 + square - mean**2))
 
 
-def pair_sigma0(duration_ms: float, timer: str, launches: int = 1) -> float:
-    """The prior spread of one pair of a test of ``duration_ms`` timed by ``timer``."""
-    prior = prior_for(duration_ms, timer, launches)
+def pair_sigma0(
+    duration_ms: float, timer: str, launches: int = 1, versus: Versus | None = None
+) -> float:
+    """The prior spread of one pair of a test of ``duration_ms`` timed by ``timer`` (of a
+    ratio to a reference, comparing ``versus``)."""
+    prior = prior_for(duration_ms, timer, launches, versus)
     return PAIR_PRIOR_SCALE.get(timer, 1.0) * prior_pair_spread(prior)
 
 
@@ -189,10 +193,12 @@ def judge_pairs(
     fail_on_improvement: bool = False,
     design: PairDesign = PairDesign(),
     against: str = "the revision",
+    versus: Versus | None = None,
 ) -> Judgement:
     """Judge one test's head sessions against its base sessions, paired by index (the
     first ``min(len)`` of each). ``needs_confirmation`` asks for ``design.next_batch`` more
-    pairs. ``against`` names the base side in the reason."""
+    pairs. ``against`` names the base side in the reason; ``versus``, what a ratio to a
+    reference compares (its prior: rule.prior_for)."""
     if not threshold > 0:
         raise ValueError(f"invalid threshold {threshold!r}: expected a fraction > 0 such as 0.05")
     if not 0 < alpha < 1:
@@ -206,7 +212,7 @@ def judge_pairs(
     b = np.log([s.median_ms for s in base[:n]])
     h = np.log([s.median_ms for s in head[:n]])
     base_ms = math.exp(float(np.median(b)))
-    sigma0 = pair_sigma0(base_ms, timer, launches)
+    sigma0 = pair_sigma0(base_ms, timer, launches, versus)
     alpha1 = corrected_alpha(alpha, family, fail_on_improvement)
     dec = decide_pairs(
         (h - b)[None, :],

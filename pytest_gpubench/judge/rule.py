@@ -47,7 +47,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from ..core.records import Judgement, SessionSummary, Status, bar_of_change
+from ..core.records import (
+    RATIO_SUFFIX,
+    Judgement,
+    SessionSummary,
+    Status,
+    Versus,
+    bar_of_change,
+    is_ratio,
+)
 
 # --- constants ------------------------------------------------------------------------------
 
@@ -136,14 +144,28 @@ OWN_TABLES: dict[str, tuple[Prior, ...]] = {
 }
 # Timers whose time includes the gaps between a call's launches: indexed per launch.
 PER_LAUNCH_TIMERS = frozenset({"cuda-graph", "cuda-event", "cuda-event-cold"})
-# An unknown timer gets the noisiest table: judged conservatively, never at random.
+# An unknown timer gets the noisiest table: judged conservatively, never at random (a ratio
+# whose two functions' times are not known, too).
 _FALLBACK_TIMER = "synchronizing"
+# A ratio of two functions timed alternately in one process (gpubench(fn, x, reference=ref))
+# moves between sessions only by what their shifts do not share. No ratio sessions have been
+# recorded on a GPU yet: until a fit, a bound. Shifts that are not negatively correlated
+# give var(a - b) <= var(a) + var(b) <= 2 max(var a, var b): the ratio's spread is at most
+# sqrt(2) times the larger of the two functions' priors (by the timer, that of the shorter
+# time per launch); its floor and excursion sizes are scaled by this, and as a slow session of
+# the reference is a fast one of the ratio, each side of it gets the rates of both sides.
+RATIO_SPREAD = math.sqrt(2)
 
 
-def prior_for(duration_ms: float, timer: str, launches: int = 1) -> Prior:
+def prior_for(
+    duration_ms: float, timer: str, launches: int = 1, versus: Versus | None = None
+) -> Prior:
     """The prior of a measurement of ``duration_ms`` by ``timer`` whose call makes
     ``launches`` launches: interpolated in log(duration) between the table's points (sigma
-    and sizes in log), flat beyond its ends."""
+    and sizes in log), flat beyond its ends. A ratio to a reference (its timer ends in
+    RATIO_SUFFIX) with what it compares, ``versus``, gets :func:`ratio_prior`."""
+    if versus is not None and is_ratio(timer):
+        return ratio_prior(versus, timer.removesuffix(RATIO_SUFFIX))
     if timer in PER_LAUNCH_TIMERS:
         duration_ms /= max(1, launches)
     scale = TIMER_SCALE.get(timer)
@@ -174,6 +196,19 @@ def prior_for(duration_ms: float, timer: str, launches: int = 1) -> Prior:
         slow=side("slow"),
         fast=side("fast"),
     )
+
+
+def ratio_prior(versus: Versus, timer: str) -> Prior:
+    """The prior of the ratio of two functions timed alternately by ``timer``: a bound
+    (RATIO_SPREAD) from the larger of their own priors, until ratio sessions fit one."""
+    own = max(
+        prior_for(versus.fn_ms, timer, versus.fn_launches),
+        prior_for(versus.reference_ms, timer, versus.reference_launches),
+        key=lambda p: p.sigma,
+    )
+    rate = own.slow[0] + own.fast[0]
+    side = (rate, min(own.slow[1], own.fast[1]), RATIO_SPREAD * max(own.slow[2], own.fast[2]))
+    return Prior(own.duration_ms, RATIO_SPREAD * own.sigma, own.nu0, slow=side, fast=side)
 
 
 # --- the sequential design ------------------------------------------------------------------
@@ -536,12 +571,14 @@ def judge(
     launches: int = 1,
     fail_on_improvement: bool = False,
     design: Design = Design(),
+    versus: Versus | None = None,
 ) -> Judgement:
     """Judge the current sessions of one measurement against its history.
 
     ``history``: the rolling history (at most ``store.baseline.HISTORY_SESSIONS``);
     ``current``: this run's first session, then its confirmations. ``family``: the number of
-    measurements judged in the run. ``timer`` and ``launches`` (per call) pick the prior.
+    measurements judged in the run. ``timer`` and ``launches`` (per call) pick the prior; of a
+    ratio to a reference, ``versus``.
     ``needs_confirmation`` asks the gate for ``design.next_batch`` more sessions.
     """
     if not threshold > 0:
@@ -557,7 +594,7 @@ def judge(
         return Judgement(Status.NEW, current_sessions=n_c, reason="no baseline")
     h, _ = _row(history)
     c, c_se = _row(current)
-    prior = prior_for(math.exp(float(np.median(h))), timer, launches)
+    prior = prior_for(math.exp(float(np.median(h))), timer, launches, versus)
     alpha1 = corrected_alpha(alpha, family, fail_on_improvement)
     dec = decide(
         h, c, c_se, PriorArrays.of([prior]), threshold=threshold, alpha1=alpha1, design=design

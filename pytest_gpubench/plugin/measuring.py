@@ -98,8 +98,10 @@ class Measuring:
             family = 0
             for item in session.items:
                 if MARKER in getattr(item, "fixturenames", ()):
-                    named = sum(1 for k in keys if k.startswith(item.nodeid + "#"))
-                    family += max(1, named)
+                    # Its key and those of its named measurements and ratios to references.
+                    nodeid = item.nodeid
+                    own = sum(1 for k in keys if k == nodeid or k.startswith(nodeid + "#"))
+                    family += max(1, own)
             self.session.family = max(1, family)
 
     @pytest.hookimpl(tryfirst=True)

@@ -12,7 +12,7 @@ from ..core.kernels import describe, describe_configs, launch_count
 from ..core.records import Judgement, SessionSummary
 from ..judge.rule import judge
 from ..store.baseline import Baseline, BaselineEntry
-from .summary import aligned, format_share, format_time
+from .summary import aligned, format_share, format_value
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,7 @@ def survey(baseline: Baseline, threshold: float, alpha: float) -> list[EntryView
             family=family,
             timer=entry.timer,
             launches=launch_count(entry.kernels),
+            versus=entry.versus,
         )
         views.append(EntryView(key, entry, judgement, threshold))
     return views
@@ -84,7 +85,7 @@ def show_rows(views: Sequence[EntryView]) -> list[list[str]]:
                 entry.timer,
                 str(len(entry.history)),
                 str(len(entry.anchor)),
-                format_time(entry.median_ms),
+                format_value(entry.median_ms, entry.timer),
                 format_share(view.judgement.tau),
                 format_share(view.gate if view.judgement.gated else None),
                 view.flags,
@@ -127,9 +128,10 @@ def binary_lines(view: EntryView) -> list[str]:
     for i, binary in enumerate(binaries):
         n = len(binary.history)
         launches = describe_configs if len(binaries) > 1 else describe
+        median = format_value(binary.median_ms, view.entry.timer)
         lines.append(
             f"  {view.key if i == 0 else ' ' * len(view.key)}  {binary.fingerprint or '-'}, "
-            f"{n} session{'s' if n != 1 else ''}, {format_time(binary.median_ms)}: "
+            f"{n} session{'s' if n != 1 else ''}, {median}: "
             f"{launches(binary.kernels) if binary.kernels else 'launches not recorded'}"
         )
     return lines

@@ -18,9 +18,9 @@ from collections.abc import Sequence
 
 from ..core.device import Fingerprint
 from ..core.jsondata import Json
-from ..core.records import Result
+from ..core.records import Result, is_ratio
 from ..core.version import __version__
-from .summary import json_text, sort_results
+from .summary import against_json, json_text, sort_results
 
 # The fields pytest-benchmark's Stats writes (pytest_benchmark/stats.py), all in seconds.
 STATS_FIELDS = (
@@ -115,6 +115,11 @@ def entry(result: Result) -> dict[str, Json]:
         "gbs": m.gbs,
         "peak_share": m.peak_share,
     }
+    paired = against_json(result, sessions=False)
+    if paired is not None:
+        # pytest-benchmark's schema has one side per benchmark: the stats are the head's (the
+        # working tree's), the revision's median, the change and the verdict ride here.
+        extra["gpubench"]["against"] = paired
     test = m.test.partition("#")[0]  # a named measurement: the test's own parameters
     param = test.partition("[")[2].removesuffix("]") or None
     return {
@@ -158,7 +163,10 @@ def document(
     return {
         "machine_info": machine_info,
         "commit_info": commit_info,
-        "benchmarks": [entry(r) for r in sort_results(results)],
+        # A ratio to a reference is no time: its seconds would be false (our JSON holds it).
+        "benchmarks": [
+            entry(r) for r in sort_results(results) if not is_ratio(r.measurement.timer)
+        ],
         "datetime": datetime.datetime.now(datetime.timezone.utc).isoformat(),
         "version": f"pytest-gpubench {__version__}",
     }

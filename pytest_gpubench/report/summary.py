@@ -10,7 +10,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from ..core.device import Fingerprint
 from ..core.jsondata import Json
 from ..core.kernels import describe
-from ..core.records import Result, Status
+from ..core.records import Measurement, Paired, Result, Status, is_ratio
 from ..core.settings import MeasureSettings
 
 COLUMNS = (
@@ -23,6 +23,19 @@ COLUMNS = (
     "sessions",
     "change",
     "gate",
+    "verdict",
+    "GB/s",
+    "% peak",
+)
+# Against a revision (--gpubench-against): both sides' times, the change with its interval
+# and the pairs judged, in place of the history's spread, baseline, sessions and gate.
+PAIRED_COLUMNS = (
+    "test",
+    "timer",
+    "base median",
+    "head median",
+    "change",
+    "pairs",
     "verdict",
     "GB/s",
     "% peak",
@@ -40,6 +53,22 @@ def format_time(ms: float | None) -> str:
     if ms < 0.1:
         return f"{ms * 1e3:.3g} µs"
     return f"{ms:.3f} ms"
+
+
+def format_value(value: float | None, timer: str) -> str:
+    """A measurement's number: a time, or a ratio to a reference (``0.832x``)."""
+    if value is not None and is_ratio(timer):
+        return f"{value:.0f}x" if value >= 100 else f"{value:#.3g}x"  # 1.00x, 0.832x
+    return format_time(value)
+
+
+def format_median(m: Measurement) -> str:
+    """The median column: a time; a ratio to a reference with the two medians of its first
+    session it compares, ``0.832x (4.1 µs vs 4.93 µs)``."""
+    text = format_value(m.median_ms, m.timer)
+    if m.versus is None:
+        return text
+    return f"{text} ({format_time(m.versus.fn_ms)} vs {format_time(m.versus.reference_ms)})"
 
 
 def format_change(ratio: float | None) -> str:
@@ -69,7 +98,7 @@ def failure_message(result: Result) -> str:
         text = f"{head}: {v.reason}"
     else:
         text = (
-            f"{head}: {format_time(v.reference_ms)} -> {format_time(m.median_ms)} "
+            f"{head}: {format_value(v.reference_ms, m.timer)} -> {format_median(m)} "
             f"({format_change(j.ratio)}; bar {format_share(j.bar_of_change)}, "
             f"{_sessions(result)}, "
             f"threshold {m.threshold * 100:g}%"
@@ -110,10 +139,10 @@ def row(result: Result) -> list[str]:
     return [
         m.test,
         m.timer,
-        format_time(m.median_ms),
+        format_median(m),
         format_share(m.summary.noise),
         format_share(j.tau if j else None),
-        format_time(v.reference_ms),
+        format_value(v.reference_ms, m.timer),
         str(v.history_sessions) if v.history_sessions else "-",
         format_change(j.ratio) if j else _previous_change(result),
         format_share(max(j.gateable, m.threshold) if j and j.gateable else None),
@@ -123,6 +152,47 @@ def row(result: Result) -> list[str]:
     ]
 
 
+def paired_row(result: Result) -> list[str]:
+    """A row of a run against a revision (PAIRED_COLUMNS)."""
+    m, v = result.measurement, result.verdict
+    p, j = v.paired, v.judgement
+    share = m.peak_share
+    return [
+        m.test,
+        m.timer,
+        format_value(p.base_median_ms if p else v.reference_ms, m.timer),
+        format_value(p.head_median_ms if p else m.median_ms, m.timer),
+        format_interval(j.ratio, j.ratio_low, j.ratio_high) if j else "-",
+        str(p.pairs) if p and p.pairs else "-",
+        verdict_label(result),
+        "-" if m.gbs is None else f"{m.gbs:.1f}",
+        "L2" if m.above_peak else "-" if share is None else f"{share * 100:.0f}%",
+    ]
+
+
+def format_interval(ratio: float | None, low: float | None, high: float | None) -> str:
+    """A change with its interval: ``+8.0% [+5.7%, +10.3%]``; the change alone where the
+    interval is unknown or unbounded."""
+    text = format_change(ratio)
+    if ratio is None or low is None or high is None or not math.isfinite(low * high):
+        return text
+    return f"{text} [{format_change(low)}, {format_change(high)}]"
+
+
+def paired_run(results: Iterable[Result]) -> Paired | None:
+    """The revision the results were judged against (``--gpubench-against``), None for a
+    run against its history: a paired run's results all carry it."""
+    return next((r.verdict.paired for r in results if r.verdict.paired is not None), None)
+
+
+def revision_line(paired: Paired) -> str:
+    """The line under a paired table: which side is which, what the change is."""
+    return (
+        f"base: {paired.revision} ({paired.commit[:8]}); head: the working tree; "
+        "change: head / base [its interval]"
+    )
+
+
 def _previous_change(result: Result) -> str:
     """A changed binary's time against the previous binary, in parentheses: not judged."""
     ratio = result.verdict.previous_ratio
@@ -130,7 +200,12 @@ def _previous_change(result: Result) -> str:
 
 
 def table_lines(results: Sequence[Result]) -> list[str]:
-    return aligned([list(COLUMNS)] + [row(r) for r in sort_results(results)])
+    """The table; against a revision, its columns (PAIRED_COLUMNS) and the line naming it."""
+    paired = paired_run(results)
+    if paired is None:
+        return aligned([list(COLUMNS)] + [row(r) for r in sort_results(results)])
+    rows = [paired_row(r) for r in sort_results(results)]
+    return aligned([list(PAIRED_COLUMNS), *rows]) + [revision_line(paired)]
 
 
 def aligned(
@@ -187,7 +262,7 @@ def notes(results: Sequence[Result]) -> list[str]:
             lines.append(f"{m.test}: kernels: {'; '.join(v.kernel_changes)}")
         paired = v.judgement is not None and v.judgement.against == "revision"
         if m.confirmations and not paired:  # a pair's sessions confirm nothing: they are it
-            medians = ", ".join(format_time(c.median_ms) for c in m.confirmations)
+            medians = ", ".join(format_value(c.median_ms, m.timer) for c in m.confirmations)
             lines.append(
                 f"{m.test}: confirmed in {len(m.confirmations)} fresh process"
                 f"{'es' if len(m.confirmations) != 1 else ''} (medians {medians})"
@@ -257,10 +332,14 @@ def markdown(
     under the table (default: the verdict counts)."""
     header = f"### gpubench: {device.get('name', 'unknown device')}\n\n"
     ordered = sort_results(results)
-    table = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    rows = ["| " + " | ".join(c.replace("|", "\\|") for c in row(r)) + " |" for r in ordered]
+    paired = paired_run(results)
+    columns, cells = (COLUMNS, row) if paired is None else (PAIRED_COLUMNS, paired_row)
+    table = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    rows = ["| " + " | ".join(c.replace("|", "\\|") for c in cells(r)) + " |" for r in ordered]
     extra = [f"- {line}" for line in notes(ordered)]
     footer_text = "\n" + (footer if footer is not None else counts(results)) + "\n"
+    if paired is not None:
+        footer_text = f"\n{revision_line(paired)}\n" + footer_text
     body = header + "\n".join(table + rows) + "\n" + footer_text
     if extra:
         body += "\n" + "\n".join(extra) + "\n"
@@ -312,6 +391,7 @@ def json_document(
         data["median_ms"] = m.median_ms
         data["binary"] = m.binary  # the binary that ran (its verdict's: baseline_binary)
         data["gbs"], data["tflops"], data["peak_share"] = m.gbs, m.tflops, m.peak_share
+        data["against"] = against_json(r)
         entries.append(data)
     document: dict[str, Json] = {
         "device": dict(device),
@@ -320,7 +400,32 @@ def json_document(
     }
     if session is not None:
         document["session"] = dict(session)
+    paired = paired_run(results)
+    if paired is not None:  # what names the file an A/B run's (gpubench compare AB.json)
+        document["against"] = {"revision": paired.revision, "commit": paired.commit}
     return document
+
+
+def against_json(result: Result, sessions: bool = True) -> dict[str, Json] | None:
+    """Both sides of a result judged against a revision: its record (with the sessions of
+    each side when ``sessions``), both medians, the ratio head / base with its interval, the
+    verdict; None for a result judged against its history."""
+    v = result.verdict
+    if v.paired is None:
+        return None
+    j = v.judgement
+    data = v.paired.to_json()
+    if not sessions:
+        del data["base_sessions"], data["head_sessions"]
+    data.update(
+        base_median_ms=v.paired.base_median_ms,
+        head_median_ms=v.paired.head_median_ms,
+        ratio=None if j is None else j.ratio,
+        ratio_low=None if j is None else j.ratio_low,
+        ratio_high=None if j is None else j.ratio_high,
+        verdict=v.status.value,
+    )
+    return data
 
 
 def json_text(document: Json) -> str:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..core.errors import GpubenchError
 from ..core.kernels import binary_changes, launch_count, same_work
-from ..core.records import Measurement, Result, Status, Verdict
+from ..core.records import Measurement, Paired, Result, Status, Verdict, Versus
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import MIN_JUDGED_SAMPLES, Gate
 from ..judge.pairs import PairDesign, judge_pairs
@@ -152,8 +152,14 @@ Progress = Callable[[str], None]
 def pair_design(settings: Settings) -> PairDesign:
     """``--gpubench-pairs`` pairs of the whole selection, then one batch of the default
     design's size for the tests still unsure (none with ``--gpubench-confirm 0``)."""
-    more = PairDesign().cap - PairDesign().first if settings.confirm else 0
-    return PairDesign(first=settings.pairs, batch=max(1, more), cap=settings.pairs + more)
+    return design_of(settings.pairs, settings.confirm > 0)
+
+
+def design_of(pairs: int, more: bool) -> PairDesign:
+    """The design of a run of ``pairs`` first pairs, with a batch for the unsure when
+    ``more`` (gpubench compare re-judges a file with its run's design)."""
+    extra = PairDesign().cap - PairDesign().first if more else 0
+    return PairDesign(first=pairs, batch=max(1, extra), cap=pairs + extra)
 
 
 def compare(
@@ -213,7 +219,14 @@ def compare(
         gate = Gate.of(settings, family=max(1, len(_keys(runs))))
         results = {
             key: _judged(
-                key, runs, failed, uncollected, gate, measure_of(key.split("#")[0]), design, name
+                key,
+                runs,
+                failed,
+                uncollected,
+                gate,
+                measure_of(key.split("#")[0]),
+                design,
+                revision,
             )
             for key in _keys(runs)
         }
@@ -248,7 +261,7 @@ def _judged(
     gate: Gate,
     measure: MeasureSettings,
     design: PairDesign,
-    name: str,
+    revision: Revision,
 ) -> Result:
     """One measurement's verdict on its complete pairs (a pair whose two sides measured it
     by one timer, each with enough samples)."""
@@ -265,12 +278,25 @@ def _judged(
     heads = [h for h in head if h is not None]
     bases = [b for b in base if b is not None]
     family = gate.family
+    # Without a pair, what each side measured: the reports show both.
+    sides = Paired(
+        revision.ref,
+        revision.commit,
+        tuple(b.record for b in bases),
+        tuple(h.record for h in heads),
+    )
+    name = sides.label
     # One side only: its first session shows (more would read as confirmations).
     if not heads:
         why = "its test failed in the working tree" if key in failed[HEAD] else "only there"
         return Result(
             bases[0],
-            Verdict(Status.REMOVED, reason=f"measured on {name}'s side: {why}", family=family),
+            Verdict(
+                Status.REMOVED,
+                reason=f"measured on {name}'s side: {why}",
+                family=family,
+                paired=sides,
+            ),
         )
     if not bases:
         path = key.split("::")[0]
@@ -281,9 +307,9 @@ def _judged(
                 if path in uncollected
                 else f"its test failed on {name}'s side: nothing to compare with"
             )
-            return Result(heads[0], Verdict(Status.UNSURE, reason=why, family=family))
+            return Result(heads[0], Verdict(Status.UNSURE, reason=why, family=family, paired=sides))
         why = f"not measured on {name}'s side"
-        return Result(heads[0], Verdict(Status.NEW, reason=why, family=family))
+        return Result(heads[0], Verdict(Status.NEW, reason=why, family=family, paired=sides))
     if not pairs:
         timers = sorted({m.timer for m in (*heads, *bases)})
         why = (
@@ -295,39 +321,84 @@ def _judged(
         first = heads[0]
         return Result(
             first.with_confirmations(heads[1:]),
-            Verdict(Status.UNSURE, reason=why, reference_ms=bases[0].median_ms, family=family),
+            Verdict(
+                Status.UNSURE,
+                reason=why,
+                reference_ms=sides.base_median_ms,
+                family=family,
+                paired=sides,
+            ),
         )
     b_first, h_first = pairs[0]
-    judgement = judge_pairs(
-        [b.record.summary for b, _ in pairs],
-        [h.record.summary for _, h in pairs],
-        threshold=measure.threshold,
-        alpha=measure.alpha,
-        family=family,
-        timer=h_first.timer,
-        launches=launch_count(h_first.kernels or b_first.kernels),
-        fail_on_improvement=gate.fail_on_improvement,
-        design=design,
-        against=name,
-    )
-    status, reason = judgement.status, judgement.reason
     changes: tuple[str, ...] = ()
     if b_first.kernels and h_first.kernels and b_first.binary != h_first.binary:
         changes = tuple(binary_changes(b_first.kernels, h_first.kernels))
-        reason += "; other launches than the revision's: " + "; ".join(changes)
+    paired = Paired(
+        revision.ref,
+        revision.commit,
+        tuple(b.record for b, _ in pairs),
+        tuple(h.record for _, h in pairs),
+        pairs=len(pairs),
+    )
+    verdict = paired_verdict(
+        paired,
+        timer=h_first.timer,
+        launches=launch_count(h_first.kernels or b_first.kernels),
+        measure=measure,
+        gate=gate,
+        design=design,
+        kernel_changes=changes,
+        same_kernels=bool(changes) and same_work(b_first.kernels, h_first.kernels),
+        baseline_binary=b_first.binary,
+        versus=h_first.versus,
+    )
+    return Result(h_first.with_confirmations(h for _, h in pairs[1:]), verdict)
+
+
+def paired_verdict(
+    paired: Paired,
+    *,
+    timer: str,
+    launches: int,
+    measure: MeasureSettings,
+    gate: Gate,
+    design: PairDesign,
+    kernel_changes: tuple[str, ...] = (),
+    same_kernels: bool = False,
+    baseline_binary: str = "",
+    versus: Versus | None = None,
+) -> Verdict:
+    """The verdict on ``paired``'s pairs (at least one) by the pair rule; other launches
+    than the revision's (``kernel_changes``) make a same or unsure test ``changed``. The run
+    asks it, and gpubench compare of the run's file asks it again. ``versus``: what a ratio
+    to a reference compares (its prior)."""
+    judgement = judge_pairs(
+        [r.summary for r in paired.base_sessions[: paired.pairs]],
+        [r.summary for r in paired.head_sessions[: paired.pairs]],
+        threshold=measure.threshold,
+        alpha=measure.alpha,
+        family=gate.family,
+        timer=timer,
+        launches=launches,
+        fail_on_improvement=gate.fail_on_improvement,
+        design=design,
+        against=paired.label,
+        versus=versus,
+    )
+    status, reason = judgement.status, judgement.reason
+    if kernel_changes:
+        reason += "; other launches than the revision's: " + "; ".join(kernel_changes)
         if status in (Status.SAME, Status.UNSURE):
             status = Status.CHANGED
-    base_ms = sorted(b.median_ms for b, _ in pairs)[len(pairs) // 2]
-    measurement = h_first.with_confirmations(h for _, h in pairs[1:])
-    verdict = Verdict(
+    return Verdict(
         status,
         judgement=dataclasses.replace(judgement, status=status, reason=reason),
         reason=reason,
-        kernel_changes=changes,
-        reference_ms=base_ms,
-        history_sessions=len(pairs),
-        family=family,
-        baseline_binary=b_first.binary,
-        same_kernels=bool(changes) and same_work(b_first.kernels, h_first.kernels),
+        kernel_changes=kernel_changes,
+        reference_ms=paired.base_median_ms,
+        history_sessions=paired.pairs,
+        family=gate.family,
+        baseline_binary=baseline_binary,
+        same_kernels=same_kernels,
+        paired=paired,
     )
-    return Result(measurement, verdict)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import GpubenchError
+from ..core.records import RATIO_KEY
 from ..core.settings import MarkerSpec, check_work
 from ..store.files import plain_data_problem
 from ..timing.engine import Workload
@@ -67,14 +68,20 @@ class GpuBench:
         name: str | None = None,
         bytes: float | None = None,
         flops: float | None = None,
+        reference: Callable[..., Any] | None = None,
         **kwargs: Any,
     ) -> Any:
         """Time ``fn(*args, **kwargs)`` and return its result.
 
         ``name`` records one of several measurements in a test; ``bytes`` and ``flops``
-        declare the work of one call, for GB/s, TFLOP/s and the share of peak bandwidth.
+        declare the work of one call, for GB/s, TFLOP/s and the share of peak bandwidth;
+        ``reference`` is a function timed alternately with ``fn`` on the same arguments,
+        whose ratio ``fn`` / ``reference`` is recorded and judged as a measurement of its own
+        (``<key>#vs-reference``). These four keywords are the fixture's: they never reach
+        ``fn``.
         """
-        return self._run(Workload(fn, args, kwargs), name, bytes, flops, None, None)
+        workload = Workload(fn, args, kwargs)
+        return self._run(workload, name, bytes, flops, None, None, reference)
 
     def pedantic(
         self,
@@ -88,10 +95,13 @@ class GpuBench:
         name: str | None = None,
         bytes: float | None = None,
         flops: float | None = None,
+        reference: Callable[..., Any] | None = None,
     ) -> Any:
         """Full control: ``setup()`` runs untimed before every sample and may return
         ``(args, kwargs)`` for fresh inputs; ``warmup`` and ``rounds`` fix the number of
-        warmup samples and of timed samples instead of the adaptive rules."""
+        warmup samples and of timed samples instead of the adaptive rules. ``reference``: as
+        for a call; it gets the same arguments (``setup`` runs before each of its samples
+        too), and ``warmup`` and ``rounds`` count pairs of samples."""
         for label, value in (("warmup", warmup), ("rounds", rounds)):
             if value is not None and (
                 isinstance(value, bool)
@@ -105,7 +115,7 @@ class GpuBench:
         if setup is not None and not callable(setup):
             raise TypeError(f"gpubench.pedantic setup must be callable, got {setup!r}")
         workload = Workload(fn, tuple(args), dict(kwargs or {}), setup)
-        return self._run(workload, name, bytes, flops, warmup, rounds)
+        return self._run(workload, name, bytes, flops, warmup, rounds, reference)
 
     def _run(
         self,
@@ -115,11 +125,18 @@ class GpuBench:
         flops: float | None,
         warmup: int | None,
         rounds: int | None,
+        reference: Callable[..., Any] | None = None,
     ) -> Any:
         if not callable(workload.fn):
             raise TypeError(
                 f"gpubench expects a function to time as its first argument, got "
                 f"{type(workload.fn).__name__} {workload.fn!r:.60}"
+            )
+        if reference is not None and not callable(reference):
+            raise GpubenchError(
+                f"invalid gpubench reference={reference!r:.60} in {self.context.name}: "
+                f"expected a function, called with the same arguments as the one timed, "
+                f"e.g. reference=torch.nn.functional.gelu"
             )
         self._claim(name)
         where = f"gpubench(..., {{}}=...) in {self.context.name}"
@@ -127,12 +144,31 @@ class GpuBench:
         flops = check_work("flops", flops, where.format("flops"))
         if self.session is None or self.session.comparison is not None:
             # Not timed here: without --gpubench, or judged against a revision, whose
-            # fresh processes timed both sides before the tests ran (run/ab.py).
+            # fresh processes timed both sides before the tests ran (run/ab.py). A
+            # reference is only timed: correctness runs stay as fast as without one.
             return workload.prepare()()
         # Untimed: compiles, warms caches, gives the result; its duration tells the timers
         # whether the function is slow for its budget.
         result, first_call_s = self.session.first_call(workload)
         suffix = f"#{name}" if name is not None else ""
+        if reference is not None:
+            against = dataclasses.replace(workload, fn=reference)
+            _, reference_first_call_s = self.session.first_call(against)
+            measured, ratio = self.session.measure_pair(
+                workload,
+                against,
+                key=self.context.nodeid + suffix,
+                test=self.context.name + suffix,
+                spec=self.context.spec,
+                bytes=bytes,
+                flops=flops,
+                warmup=warmup,
+                rounds=rounds,
+                first_call_s=first_call_s,
+                reference_first_call_s=reference_first_call_s,
+            )
+            self._measurements += [measured] if ratio is None else [measured, ratio]
+            return result
         self._measurements.append(
             self.session.measure(
                 workload,
@@ -166,6 +202,13 @@ class GpuBench:
     def _claim(self, name: str | None) -> None:
         if name is not None and (not isinstance(name, str) or not name.strip()):
             raise GpubenchError(f"invalid gpubench name {name!r}: expected a non-empty string")
+        # The key of a ratio to a reference is its measurement's key and RATIO_KEY.
+        reserved = RATIO_KEY.removeprefix("#")
+        if name is not None and (name == reserved or name.endswith(RATIO_KEY)):
+            raise GpubenchError(
+                f"gpubench measurement name {name!r} in {self.context.name} is reserved for "
+                f"the ratio to a reference function; choose another name"
+            )
         if None in self._names or (name is None and self._names):
             raise GpubenchError(
                 f"gpubench was called more than once in {self.context.name}; give each "

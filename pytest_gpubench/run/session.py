@@ -9,23 +9,64 @@ values in, records out; the pytest layer builds one of these per process.
 from __future__ import annotations
 
 import dataclasses
+import statistics
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.device import Device, version_changes
-from ..core.records import Costs, Measurement, Result, SessionInfo, Status
+from ..core.kernels import launch_count
+from ..core.records import (
+    RATIO_KEY,
+    RATIO_SUFFIX,
+    Costs,
+    Measurement,
+    Result,
+    SessionInfo,
+    Status,
+    Versus,
+)
+from ..core.samples import sample_problem
 from ..core.settings import MarkerSpec, MeasureSettings, Settings
 from ..judge.gate import Gate
 from ..store import baseline as store
 from ..timing.clocks import ClockReading
 from ..timing.device import synchronizer
-from ..timing.engine import SLOW_SHARE, Plan, Workload, collect
+from ..timing.engine import (
+    SLOW_SHARE,
+    Plan,
+    Sampling,
+    Timer,
+    Workload,
+    collect,
+    collect_pair,
+    paired_samplers,
+)
 from ..timing.gpus import DeviceLock
 from ..timing.timers import requested
 from .children import ChildRun, Launcher
 from .environment import Environment, TimerFactory
+
+# A function timed beside a reference (measure_pair) gets this many single budgets: each side
+# about the time it would have alone.
+PAIR_BUDGET = 2
+
+
+def _plan(settings: MeasureSettings, warmup: int | None, rounds: int | None) -> Plan:
+    return Plan(
+        min_samples=settings.min_samples,
+        max_samples=settings.max_samples,
+        budget_s=settings.budget_s,
+        precision=settings.precision,
+        warmup=warmup,
+        rounds=rounds,
+    )
+
+
+def _time_text(ms: float) -> str:
+    """A time for a note (report.summary formats the table; run does not import it)."""
+    return f"{ms * 1e3:.3g} µs" if ms < 0.1 else f"{ms:.3g} ms"
 
 
 @dataclass(frozen=True)
@@ -121,22 +162,11 @@ class BenchSession:
         The budget bounds the measurement, from the timer's calibration to the last sample,
         give or take one sample; ``first_call_s`` (the untimed first call's duration) tells
         timers when calibration calls would not fit in it."""
-        settings = spec.measure
-        entry = self.baseline.entries.get(key)
-        timer_name = requested(settings.timer, entry.timer if entry is not None else None)
-        if timer_name != settings.timer:
-            settings = dataclasses.replace(settings, timer=timer_name)
+        settings = self._settings(spec.measure, key)
         # Before the clock starts: what may import torch or scipy for the first time.
         timer = self._timer_factory(settings, self.device, workload.setup is not None)
         self.env.clock_monitor()
-        plan = Plan(
-            min_samples=settings.min_samples,
-            max_samples=settings.max_samples,
-            budget_s=settings.budget_s,
-            precision=settings.precision,
-            warmup=warmup,
-            rounds=rounds,
-        )
+        plan = _plan(settings, warmup, rounds)
         slow = first_call_s >= SLOW_SHARE * settings.budget_s
         readings: list[ClockReading | None] = []
         bytes = bytes if bytes is not None else spec.bytes
@@ -157,6 +187,171 @@ class BenchSession:
             sampled = time.perf_counter()
             # A confirmation's samples are all its parent uses: no copy-bandwidth probe there.
             peak = self.env.peak_gbs() if bytes and not self.settings.confirming else None
+        return self._measurement(
+            sampling,
+            key=key,
+            test=test,
+            spec=spec,
+            threshold=settings.threshold,
+            readings=readings,
+            bytes=bytes,
+            flops=flops if flops is not None else spec.flops,
+            peak_gbs=peak,
+            costs=Costs(
+                first_call_s=first_call_s,
+                lock_wait_s=started - waited,
+                timer_setup_s=prepared - started,
+                sampling_s=sampled - prepared,
+            ),
+        )
+
+    def measure_pair(
+        self,
+        workload: Workload,
+        reference: Workload,
+        *,
+        key: str,
+        test: str,
+        spec: MarkerSpec,
+        warmup: int | None = None,
+        rounds: int | None = None,
+        first_call_s: float = 0.0,
+        reference_first_call_s: float = 0.0,
+        bytes: float | None = None,
+        flops: float | None = None,
+    ) -> tuple[Measurement, Measurement | None]:
+        """Time ``workload`` and ``reference`` alternately, by one timer, under the device
+        lock (``timing.engine.collect_pair``): ``workload``'s measurement, its key's as
+        without a reference, and the ratio's (``key`` + RATIO_KEY), whose samples are the
+        pairs' ratios, ``workload`` over ``reference``. The ratio is None where no timer
+        times both, or a ratio falls outside what a sample may be; the first measurement's
+        note says why.
+
+        The pair's budget is twice a single measurement's (PAIR_BUDGET): each side gets about
+        the time it would have alone. ``warmup`` and ``rounds`` count pairs."""
+        ratio_key = key + RATIO_KEY
+        settings = self._settings(spec.measure, key, ratio_key)
+        has_setup = workload.setup is not None
+
+        def timer_named(name: str) -> Timer:
+            return self._timer_factory(
+                dataclasses.replace(settings, timer=name), self.device, has_setup
+            )
+
+        timer = self._timer_factory(settings, self.device, has_setup)
+        self.env.clock_monitor()
+        budget_s = PAIR_BUDGET * settings.budget_s
+        slow_s = SLOW_SHARE * settings.budget_s  # of its own share of the budget
+        plan = dataclasses.replace(_plan(settings, warmup, rounds), budget_s=budget_s)
+        readings: list[ClockReading | None] = []
+        bytes = bytes if bytes is not None else spec.bytes
+        waited = time.perf_counter()
+        with self.device_lock():
+            started = time.perf_counter()
+            deadline = started + budget_s
+            a, b = paired_samplers(
+                timer,
+                timer_named,
+                dataclasses.replace(workload, slow=first_call_s >= slow_s),
+                dataclasses.replace(reference, slow=reference_first_call_s >= slow_s),
+            )
+            prepared = time.perf_counter()
+            try:
+                left = dataclasses.replace(plan, budget_s=deadline - prepared)
+                pair = collect_pair(
+                    a, b, left, when_warm=lambda: readings.append(self.env.read_clocks())
+                )
+                readings.append(self.env.read_clocks())
+            finally:
+                a.close()
+                b.close()
+            sampled = time.perf_counter()
+            peak = self.env.peak_gbs() if bytes and not self.settings.confirming else None
+        reference_ms = statistics.median(pair.second.samples_ms)
+        problem = ""
+        if pair.first.timer != pair.second.timer:
+            problem = (
+                f"the reference was timed by {pair.second.timer} "
+                f"({_time_text(reference_ms)}), this function by {pair.first.timer}: a ratio "
+                "of two timers' numbers is not measured"
+            )
+        elif any(sample_problem(r) for r in pair.ratios):
+            problem = "a pair's ratio is beyond what a sample may hold"
+        first = self._measurement(
+            pair.first,
+            key=key,
+            test=test,
+            bytes=bytes,
+            flops=flops if flops is not None else spec.flops,
+            peak_gbs=peak,
+            # The pair's costs are the function's; the ratio's, its reference's first call.
+            costs=Costs(
+                first_call_s=first_call_s,
+                lock_wait_s=started - waited,
+                timer_setup_s=prepared - started,
+                sampling_s=sampled - prepared,
+            ),
+            spec=spec,
+            threshold=settings.threshold,
+            readings=readings,
+        )
+        if problem:
+            return first.noted(f"no ratio to its reference: {problem}"), None
+        ratio = self._measurement(
+            dataclasses.replace(
+                pair.second,
+                timer=pair.first.timer + RATIO_SUFFIX,
+                samples_ms=pair.ratios,
+                calls_per_sample=1,
+                profile=None,
+                note=f"reference: {pair.second.note}" if pair.second.note else "",
+                caveat="; ".join(filter(None, [pair.first.caveat, pair.second.caveat])),
+            ),
+            key=ratio_key,
+            test=test + RATIO_KEY,
+            spec=spec,
+            threshold=settings.threshold,
+            readings=readings,
+            costs=Costs(first_call_s=reference_first_call_s),
+        )
+        launches = [p.launches if p is not None else () for p in (a.profile, b.profile)]
+        versus = Versus(
+            first.summary.median_ms,
+            reference_ms,
+            launch_count(launches[0]),
+            launch_count(launches[1]),
+        )
+        # The ratio's binary is the pair's: either side running other kernels changes it.
+        return first, dataclasses.replace(ratio, kernels=launches[0] + launches[1], versus=versus)
+
+    def _settings(self, settings: MeasureSettings, *keys: str) -> MeasureSettings:
+        """The measurement settings with the timer to ask for: ``auto`` keeps the graph timer
+        the baseline of the first of ``keys`` it holds was taken by (a ratio's, its timer's)."""
+        stored = None
+        for key in keys:
+            entry = self.baseline.entries.get(key)
+            if entry is not None:
+                stored = entry.timer.removesuffix(RATIO_SUFFIX)
+                break
+        timer_name = requested(settings.timer, stored)
+        if timer_name != settings.timer:
+            settings = dataclasses.replace(settings, timer=timer_name)
+        return settings
+
+    def _measurement(
+        self,
+        sampling: Sampling,
+        *,
+        key: str,
+        test: str,
+        spec: MarkerSpec,
+        threshold: float,
+        readings: Sequence[ClockReading | None],
+        costs: Costs,
+        bytes: float | None = None,
+        flops: float | None = None,
+        peak_gbs: float | None = None,
+    ) -> Measurement:
         clocks = [r for r in readings if r is not None]
         profile = sampling.profile
         return Measurement(
@@ -166,15 +361,15 @@ class BenchSession:
             samples_ms=sampling.samples_ms,
             warmup=sampling.warmup,
             calls_per_sample=sampling.calls_per_sample,
-            threshold=settings.threshold,
+            threshold=threshold,
             session=self.env.session_id,
             group=spec.group,
             note=sampling.note,
             throttled=tuple(sorted({reason for r in clocks for reason in r.slowdowns})),
             clocks_mhz=tuple(r.sm_mhz for r in clocks),
             bytes=bytes,
-            flops=flops if flops is not None else spec.flops,
-            peak_gbs=peak,
+            flops=flops,
+            peak_gbs=peak_gbs,
             date=self.env.date,
             git_commit=self.env.git_commit(),
             gpu=self.env.gpu,
@@ -184,12 +379,7 @@ class BenchSession:
             caveat=sampling.caveat,
             session_infos={self.env.session_id: self.env.session_info()},
             # Where a test's time went: what makes a run slow shows in the JSON report.
-            costs=Costs(
-                first_call_s=first_call_s,
-                lock_wait_s=started - waited,
-                timer_setup_s=prepared - started,
-                sampling_s=sampled - prepared,
-            ),
+            costs=costs,
         )
 
     def compared(self, nodeid: str) -> tuple[Result, ...]:

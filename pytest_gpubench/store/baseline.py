@@ -49,6 +49,7 @@ from ..core.records import (
     Measurement,
     SessionInfo,
     SessionRecord,
+    Versus,
     at_least,
     is_number,
     rounded,
@@ -177,6 +178,7 @@ class BaselineEntry:
     extra_info: dict[str, Json] | None = None
     note: str | None = None
     others: tuple[Binary, ...] = ()  # its other binaries, the most recently saved first
+    versus: Versus | None = None  # a ratio to a reference: what its latest session compared
 
     @property
     def median_ms(self) -> float:
@@ -228,6 +230,7 @@ class BaselineEntry:
             "flops": self.flops,
             "extra_info": self.extra_info or None,
             "note": self.note or None,
+            "versus": None if self.versus is None else self.versus.to_json(),
         }
         data.update({k: v for k, v in optional.items() if v is not None})
         return data
@@ -271,6 +274,7 @@ class BaselineEntry:
             extra_info=data.get("extra_info"),
             note=data.get("note"),
             others=tuple(others),
+            versus=None if data.get("versus") is None else Versus.from_json(data["versus"]),
         )
 
 
@@ -303,6 +307,7 @@ class Update:
             flops=m.flops,
             extra_info=dict(m.extra_info) or None,
             note=m.note or None,
+            versus=m.versus,
         )
         return cls(m.key, m.sessions, new_epoch, latest)
 

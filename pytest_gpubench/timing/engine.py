@@ -141,26 +141,10 @@ def collect(
     ``when_warm`` runs once between warmup and sampling (the clock watch reads there: before
     warmup an idle GPU still shows its idle clock)."""
     started = clock()
-    pending = list(sampler.taken)
-    # Seconds one sample costs: the largest seen, by the clock or by the sample's own value.
-    cost = max((value * sampler.calls_per_sample / 1e3 for value in pending), default=0.0)
-
-    def take() -> float:
-        nonlocal cost
-        before = clock()
-        value = pending.pop(0) if pending else sampler.sample()
-        problem = sample_problem(value)
-        if problem:
-            raise GpubenchError(
-                f"timer {sampler.timer} measured {problem} for one call; a timer must "
-                "return milliseconds per call"
-            )
-        value = float(value)
-        cost = max(cost, clock() - before, value * sampler.calls_per_sample / 1e3)
-        return value
-
+    source = _Source(sampler, clock)
+    take = source.take
     warm: list[float] = []
-    while not _warm_enough(warm, plan, clock() - started + cost):
+    while not _warm_enough(warm, plan, clock() - started + source.cost):
         warm.append(take())
     samples: list[float] = []
     if plan.warmup is None and len(warm) == 1 and clock() - started > WARMUP_SHARE * plan.budget_s:
@@ -180,6 +164,147 @@ def collect(
         cut_short=plan.rounds is None and len(samples) < plan.min_samples,
         caveat=_caveat(sampler),
     )
+
+
+class _Source:
+    """Takes a sampler's samples, those it took while it prepared first, and checks each;
+    ``cost``: the seconds one sample costs, the largest seen, by the clock or by the sample's
+    own value."""
+
+    def __init__(self, sampler: Sampler, clock: Callable[[], float]) -> None:
+        self.sampler = sampler
+        self.clock = clock
+        self.pending = list(sampler.taken)
+        calls = sampler.calls_per_sample
+        self.cost = max((value * calls / 1e3 for value in self.pending), default=0.0)
+
+    def take(self) -> float:
+        sampler = self.sampler
+        before = self.clock()
+        value = self.pending.pop(0) if self.pending else sampler.sample()
+        problem = sample_problem(value)
+        if problem:
+            raise GpubenchError(
+                f"timer {sampler.timer} measured {problem} for one call; a timer must "
+                "return milliseconds per call"
+            )
+        value = float(value)
+        self.cost = max(self.cost, self.clock() - before, value * sampler.calls_per_sample / 1e3)
+        return value
+
+
+@dataclass(frozen=True)
+class PairSampling:
+    """Two samplers sampled in alternation: each one's ``Sampling`` (samples in the order
+    taken, ``warmup`` counting pairs) and per pair the first's sample over the second's."""
+
+    first: Sampling
+    second: Sampling
+    ratios: tuple[float, ...]
+
+
+def collect_pair(
+    first: Sampler,
+    second: Sampler,
+    plan: Plan,
+    clock: Callable[[], float] = time.perf_counter,
+    when_warm: Callable[[], object] = lambda: None,
+) -> PairSampling:
+    """Warm up, then take pairs of samples until the median of the pairs' ratios (first /
+    second) is precise enough or the budget is spent: ``collect``'s rules, with pairs for
+    samples and the ratio for the time.
+
+    A pair is one sample of each, the first's then the second's in even pairs and the other
+    way round in odd ones (A B B A A B ...): a drift of the machine falls on both alike, and
+    what one call leaves behind (clocks, caches) precedes each side as often. Warmup takes
+    pairs until both sides are steady (or its share of the budget is spent), so neither is
+    timed cold. ``plan`` counts pairs (``min_samples``, ``max_samples``, ``warmup``,
+    ``rounds``) and its budget is the pair's: the caller gives it twice a single measurement's.
+    """
+    started = clock()
+    one, other = _Source(first, clock), _Source(second, clock)
+    taken = 0
+
+    def take() -> tuple[float, float]:
+        nonlocal taken
+        taken += 1
+        if taken % 2:
+            a = one.take()
+            return a, other.take()
+        b = other.take()
+        return one.take(), b
+
+    def steady(warm: list[tuple[float, float]]) -> bool:
+        elapsed = clock() - started + one.cost + other.cost
+        return all(_warm_enough([w[i] for w in warm], plan, elapsed) for i in (0, 1))
+
+    warm: list[tuple[float, float]] = []
+    while not steady(warm):
+        warm.append(take())
+    pairs: list[tuple[float, float]] = []
+    if plan.warmup is None and len(warm) == 1 and clock() - started > WARMUP_SHARE * plan.budget_s:
+        pairs.append(warm.pop())  # as in collect: too slow to warm up in this budget
+    ratios = [a / b for a, b in pairs]
+    when_warm()
+    while not _enough(ratios, plan, clock() - started):
+        a, b = take()
+        pairs.append((a, b))
+        ratios.append(a / b)
+    cut_short = plan.rounds is None and len(pairs) < plan.min_samples
+
+    def sampling(i: int) -> Sampling:
+        sampler = (first, second)[i]
+        return Sampling(
+            timer=sampler.timer,
+            samples_ms=tuple(p[i] for p in pairs),
+            warmup=len(warm),
+            calls_per_sample=sampler.calls_per_sample,
+            note=sampler.note,
+            profile=sampler.profile,
+            cut_short=cut_short,
+            caveat=_caveat(sampler),
+        )
+
+    return PairSampling(sampling(0), sampling(1), tuple(ratios))
+
+
+def paired_samplers(
+    timer: Timer, timer_named: Callable[[str], Timer], first: Workload, second: Workload
+) -> tuple[Sampler, Sampler]:
+    """Samplers of two workloads by one timer where one can time both: a ratio of two
+    timers' numbers is no measurement. Each by ``timer``; where they end up on different
+    timers (``auto`` captured a graph of one and not of the other), the second by the
+    first's timer, else the first by the second's (``timer_named``: the timer a name asks
+    for). Their timers still differ where neither can time the other: the caller records no
+    ratio. A sampler given up is closed; so are both when building one fails."""
+    a = timer.sampler(first)
+    try:
+        b = timer.sampler(second)
+    except BaseException:
+        a.close()
+        raise
+    if b.timer != a.timer:
+        b = _retimed(b, timer_named, a.timer, second)
+    if b.timer != a.timer:
+        a = _retimed(a, timer_named, b.timer, first)
+    return a, b
+
+
+def _retimed(
+    sampler: Sampler, timer_named: Callable[[str], Timer], name: str, workload: Workload
+) -> Sampler:
+    """A sampler of ``workload`` by the timer ``name``, in place of ``sampler`` (closed),
+    when that timer times it; else ``sampler``. Whatever fails here leaves ``sampler``: the
+    other timer could not time this workload."""
+    try:
+        other = timer_named(name).sampler(workload)
+    except Exception:
+        return sampler
+    if other.timer != name:
+        other.close()
+        return sampler
+    sampler.close()
+    return other
 
 
 def _caveat(sampler: Sampler) -> str:

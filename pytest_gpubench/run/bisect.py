@@ -1,0 +1,864 @@
+"""``gpubench bisect GOOD BAD``: the first commit at which the selected gpubench tests got
+slower, by a binary search over the first-parent commits after GOOD up to BAD.
+
+Each step is the A/B run users know (run/ab.py): the candidate commit is checked out
+outside the user's tree (run/revision.py, built by ``--build``), and a fresh
+``python -m pytest --gpubench --gpubench-against GOOD`` runs in that checkout, its code first
+on the path; its JSON report says what each measurement did against GOOD. A step is
+
+- bad: a test that regressed at BAD regressed here too;
+- good: each of them is ``same``, ``improved``, or ``changed`` with a slowdown of its
+  threshold ruled out;
+- unsure: otherwise. It is run again with twice the pairs, up to a cap; still unsure, the
+  search stops and names the commits the first bad one is among, instead of guessing.
+
+BAD itself is the first step: the tests it regressed are the ones followed (a test that
+regressed and recovered in between, but is fine at BAD, is no regression to hunt). Every
+step compares with GOOD, never with the last good candidate: one reference for all.
+
+The search (:class:`Range`, :func:`classify`, :func:`search`) and the report
+(:func:`report_lines`, :func:`report_json`) are pure; :class:`StepRunner` runs the processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.errors import GpubenchError
+from ..core.jsondata import Json
+from ..core.records import Result, Status
+from ..store import files as storage
+from . import revision
+from .children import telling
+
+# --gpubench-pairs' own limit: more pairs than this the A/B run refuses.
+MAX_PAIRS = 20
+DEFAULT_MAX_PAIRS = 12
+# How long a step's pytest gets to end its processes and remove its checkout of GOOD after
+# SIGTERM, before it is killed.
+GRACE_S = 30.0
+# A step's JSON report holds every sample of the selection; far larger is no report.
+MAX_REPORT_BYTES = 256 << 20
+FOLDER_PREFIX = "gpubench-bisect-"
+SCHEMA = "gpubench-bisect/1"
+
+
+class BisectError(GpubenchError):
+    """A bisection that cannot start or go on: a revision, a build, a step's pytest."""
+
+
+class Outcome(str, enum.Enum):
+    GOOD = "good"
+    BAD = "bad"
+    UNSURE = "unsure"
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    subject: str
+
+    @property
+    def short(self) -> str:
+        return self.sha[:7]
+
+    def to_json(self) -> dict[str, Json]:
+        return {"commit": self.sha, "subject": self.subject}
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One measurement's verdict against GOOD at a step: its status, head / base ratio and
+    the interval's upper end (None without a paired judgement), threshold and reason."""
+
+    key: str
+    status: Status
+    ratio: float | None = None
+    ratio_high: float | None = None
+    threshold: float = 0.05
+    pairs: int = 0
+    reason: str = ""
+
+    @classmethod
+    def of(cls, result: Result) -> Reading:
+        judgement = result.verdict.judgement
+        return cls(
+            key=result.key,
+            status=result.status,
+            ratio=None if judgement is None else judgement.ratio,
+            ratio_high=None if judgement is None else judgement.ratio_high,
+            threshold=result.measurement.threshold,
+            pairs=result.verdict.history_sessions,
+            reason=result.verdict.reason,
+        )
+
+    @property
+    def name(self) -> str:
+        """The test's name as a line shows it (its node id without the file)."""
+        return self.key.rsplit("::", 1)[-1]
+
+    @property
+    def outcome(self) -> Outcome:
+        if self.status is Status.REGRESSED:
+            return Outcome.BAD
+        if self.status in (Status.SAME, Status.IMPROVED):
+            return Outcome.GOOD
+        # Other launches than GOOD's: good only where a slowdown of the threshold is ruled
+        # out (an A/B run calls a changed binary "changed" when merely unsure, too).
+        if (
+            self.status is Status.CHANGED
+            and self.ratio_high is not None
+            and self.ratio_high < 1 + self.threshold
+        ):
+            return Outcome.GOOD
+        return Outcome.UNSURE
+
+    @property
+    def more_pairs_may_decide(self) -> bool:
+        """Unsure on its pairs' statistics (not for want of a measurement on both sides)."""
+        return self.outcome is Outcome.UNSURE and self.ratio is not None
+
+    def change(self, good: str) -> str:
+        """``slower by 5.2% than GOOD`` (or why there is no change to tell)."""
+        if self.ratio is None:
+            return f"{self.status.value}: {self.reason}" if self.reason else self.status.value
+        verb = "slower" if self.ratio >= 1 else "faster"
+        return f"{verb} by {abs(self.ratio - 1):.1%} than {good}"
+
+    def to_json(self) -> dict[str, Json]:
+        return {
+            "key": self.key,
+            "status": self.status.value,
+            "ratio": self.ratio,
+            "ratio_high": self.ratio_high,
+            "threshold": self.threshold,
+            "pairs": self.pairs,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class StepVerdict:
+    """What a step says: its outcome, the readings that decided it, whether more pairs may
+    turn an unsure step, and why it is unsure when no reading tells."""
+
+    outcome: Outcome
+    decisive: tuple[Reading, ...] = ()
+    more_pairs: bool = False
+    why: str = ""
+
+
+def classify(readings: Mapping[str, Reading], followed: Collection[str] | None) -> StepVerdict:
+    """The verdict of a step on its ``readings`` by key. ``followed``: the keys that
+    regressed at BAD (None at BAD's own step: every measurement on both sides counts)."""
+    if followed is None:
+        considered = [r for r in readings.values() if r.status not in (Status.NEW, Status.REMOVED)]
+        if not considered:
+            why = "no gpubench test was measured on both sides"
+            return StepVerdict(Outcome.UNSURE, why=why)
+    else:
+        missing = [key for key in followed if key not in readings]
+        if missing:
+            name = missing[0].rsplit("::", 1)[-1]
+            return StepVerdict(Outcome.UNSURE, why=f"{name} was not measured at this commit")
+        considered = [readings[key] for key in followed]
+    bad = [r for r in considered if r.outcome is Outcome.BAD]
+    if bad:
+        return StepVerdict(Outcome.BAD, tuple(sorted(bad, key=_slowest)))
+    unsure = [r for r in considered if r.outcome is Outcome.UNSURE]
+    if unsure:
+        more = any(r.more_pairs_may_decide for r in unsure)
+        return StepVerdict(Outcome.UNSURE, tuple(sorted(unsure, key=_slowest)), more_pairs=more)
+    return StepVerdict(Outcome.GOOD, tuple(sorted(considered, key=_slowest)))
+
+
+def _slowest(reading: Reading) -> float:
+    return -(reading.ratio or 0.0)
+
+
+def more_pairs(pairs: int, cap: int) -> int | None:
+    """The pairs of an unsure step's next run (twice as many, at most ``cap``), or None."""
+    return min(2 * pairs, cap) if pairs < cap else None
+
+
+@dataclass(frozen=True)
+class Range:
+    """What the search knows, as positions in the commits after GOOD up to BAD: ``lo`` the
+    latest known good (-1: GOOD itself), ``hi`` the earliest known bad."""
+
+    lo: int
+    hi: int
+
+    @property
+    def done(self) -> bool:
+        return self.hi - self.lo <= 1
+
+    @property
+    def midpoint(self) -> int:
+        return (self.lo + self.hi) // 2
+
+    @property
+    def steps_left(self) -> int:
+        """Steps until ``done``, at most (each halves the commits in question)."""
+        return 0 if self.done else math.ceil(math.log2(self.hi - self.lo))
+
+    def narrowed(self, position: int, outcome: Outcome) -> Range:
+        if outcome is Outcome.BAD:
+            return Range(self.lo, min(self.hi, position))
+        if outcome is Outcome.GOOD:
+            return Range(max(self.lo, position), self.hi)
+        return self
+
+
+@dataclass(frozen=True)
+class StepRun:
+    """One A/B run at a commit: its readings by key, the pairs it took, its wall time."""
+
+    readings: Mapping[str, Reading]
+    pairs: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Step:
+    """One run of the search: ``number`` counts commits tested (a re-run with more pairs
+    keeps its number), ``total`` the steps the search expected then; ``position`` is the
+    commit's among those after GOOD (the last: BAD)."""
+
+    number: int
+    total: int
+    position: int
+    commit: Commit
+    asked_pairs: int
+    run: StepRun
+    verdict: StepVerdict
+    again: int | None = None  # unsure: the pairs of the next run
+
+    def to_json(self) -> dict[str, Json]:
+        return {
+            "step": self.number,
+            "position": self.position,
+            **self.commit.to_json(),
+            "outcome": self.verdict.outcome.value,
+            "why": self.verdict.why,
+            "pairs_asked": self.asked_pairs,
+            "pairs": self.run.pairs,
+            "seconds": round(self.run.seconds, 3),
+            "again_with_pairs": self.again,
+            "decisive": [r.key for r in self.verdict.decisive],
+            "tests": [r.to_json() for r in self.run.readings.values()],
+        }
+
+
+class State(str, enum.Enum):
+    FOUND = "found"  # the first bad commit
+    NOT_BAD = "not bad"  # BAD is not slower than GOOD
+    UNSURE = "unsure"  # a step stayed unsure: the first bad commit is within ``range``
+
+
+@dataclass(frozen=True)
+class Bisection:
+    good: Commit
+    bad: Commit
+    good_ref: str
+    commits: tuple[Commit, ...]  # after GOOD up to BAD, oldest first
+    steps: tuple[Step, ...]
+    state: State
+    range: Range
+    seconds: float
+
+    @property
+    def first_bad(self) -> Commit | None:
+        return self.commits[self.range.hi] if self.state is State.FOUND else None
+
+    @property
+    def remaining(self) -> tuple[Commit, ...]:
+        """The commits the first bad one is among."""
+        return self.commits[self.range.lo + 1 : self.range.hi + 1]
+
+    @property
+    def pairs(self) -> int:
+        return sum(s.run.pairs for s in self.steps)
+
+    @property
+    def tested(self) -> int:
+        return len({s.position for s in self.steps})
+
+
+Runner = Callable[[Commit, int], StepRun]
+Announce = Callable[[str], None]
+
+
+def search(
+    good: Commit,
+    good_ref: str,
+    commits: Sequence[Commit],
+    run: Runner,
+    *,
+    pairs: int,
+    max_pairs: int,
+    announce: Announce = lambda line: None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Bisection:
+    """Bisect ``commits`` (after GOOD up to BAD, oldest first, at least one) with ``run``,
+    which times a commit against GOOD with a number of pairs. Each step's line goes to
+    ``announce`` as it ends."""
+    if not commits:
+        raise ValueError("search needs at least one commit after GOOD")
+    started = clock()
+    steps: list[Step] = []
+    known = Range(-1, len(commits) - 1)
+    followed: frozenset[str] | None = None  # the keys that regressed at BAD
+    state = State.FOUND
+    position = len(commits) - 1
+    while True:
+        number = len({s.position for s in steps}) + 1
+        asked: int | None = pairs
+        while asked is not None:
+            commit = commits[position]
+            done = run(commit, asked)
+            verdict = classify(done.readings, followed)
+            again = more_pairs(asked, max_pairs) if verdict.more_pairs else None
+            total = number + _steps_after(known, position, verdict.outcome, again, followed)
+            step = Step(number, total, position, commit, asked, done, verdict, again)
+            steps.append(step)
+            announce(step_line(step, good_ref))
+            asked = again
+        if followed is None:  # BAD's own step
+            if verdict.outcome is not Outcome.BAD:
+                state = State.NOT_BAD
+                break
+            followed = frozenset(r.key for r in verdict.decisive)
+        elif verdict.outcome is Outcome.UNSURE:
+            state = State.UNSURE
+            break
+        else:
+            known = known.narrowed(position, verdict.outcome)
+        if known.done:
+            break
+        position = known.midpoint
+    return Bisection(
+        good,
+        commits[-1],
+        good_ref,
+        tuple(commits),
+        tuple(steps),
+        state,
+        known,
+        clock() - started,
+    )
+
+
+def _steps_after(
+    known: Range,
+    position: int,
+    outcome: Outcome,
+    again: int | None,
+    followed: frozenset[str] | None,
+) -> int:
+    """The steps the search expects after one that ended with ``outcome`` (``again``: it is
+    run again; ``known``: the range before it)."""
+    if followed is None:  # BAD's step: the search follows it when BAD is bad
+        return known.steps_left if outcome is Outcome.BAD or again is not None else 0
+    if again is not None:
+        return known.steps_left - 1  # this step's commit, again, counts as this step
+    if outcome is Outcome.UNSURE:
+        return 0
+    return known.narrowed(position, outcome).steps_left
+
+
+# --- the report -----------------------------------------------------------------------------
+
+
+def step_line(step: Step, good: str) -> str:
+    """``step 2/4: abc1234 "subject": bad (test_x slower by 5.2% than GOOD, 3 pairs, 41 s)``"""
+    verdict = step.verdict
+    evidence: list[str] = []
+    if verdict.decisive:
+        first = verdict.decisive[0]
+        status = "" if first.ratio is None or first.outcome is Outcome.BAD else first.status.value
+        evidence.append(f"{first.name} {status + ', ' if status else ''}{first.change(good)}")
+        if len(verdict.decisive) > 1:
+            evidence.append(f"{len(verdict.decisive) - 1} more")
+    elif verdict.why:
+        evidence.append(verdict.why)
+    pairs = step.run.pairs
+    evidence.append(f"{pairs} pair{'s' if pairs != 1 else ''}")
+    evidence.append(f"{step.run.seconds:.0f} s")
+    line = (
+        f"step {step.number}/{step.total}: {step.commit.short} {_quoted(step.commit.subject)}: "
+        f"{verdict.outcome.value} ({', '.join(evidence)})"
+    )
+    if step.again is not None:
+        line += f": again with {step.again} pairs"
+    return line
+
+
+def report_lines(bisection: Bisection) -> list[str]:
+    """What follows the step lines: the answer, its evidence, the cost."""
+    good = bisection.good_ref
+    lines: list[str] = []
+    if bisection.state is State.NOT_BAD:
+        last = bisection.steps[-1]
+        why = last.verdict.why or _tally(last.run.readings.values())
+        lines.append(
+            f"nothing to bisect: BAD {bisection.bad.short} is not slower than {good} "
+            f"{bisection.good.short} ({why})"
+        )
+    elif bisection.state is State.UNSURE:
+        last = bisection.steps[-1]
+        remaining = bisection.remaining
+        after = bisection.commits[bisection.range.lo] if bisection.range.lo >= 0 else None
+        lines.append(
+            f"stopped: {last.commit.short} stayed unsure at {last.asked_pairs} pairs; the first "
+            f"bad commit is one of these {len(remaining)}, after "
+            f"{after.short if after else good + ' ' + bisection.good.short}:"
+        )
+        lines += [f"  {c.sha} {c.subject}" for c in remaining]
+    else:
+        first = bisection.first_bad
+        assert first is not None
+        lines.append(f"first bad commit: {first.sha} {first.subject}")
+        there = [s for s in bisection.steps if s.commit == first and s.verdict.decisive]
+        for reading in there[-1].verdict.decisive if there else ():
+            ratio = "" if reading.ratio is None else f"x{reading.ratio:.3f} "
+            lines.append(f"  {reading.key}: {ratio}({reading.change(good)}, {reading.pairs} pairs)")
+    runs = len(bisection.steps)
+    tested = bisection.tested
+    reruns = f" ({runs} runs)" if runs != tested else ""
+    lines.append(
+        f"cost: {tested} step{'s' if tested != 1 else ''}{reruns}, {bisection.pairs} pairs "
+        f"({2 * bisection.pairs} timing processes), {bisection.seconds:.0f} s"
+    )
+    return lines
+
+
+def report_json(bisection: Bisection, pytest_args: Sequence[str]) -> dict[str, Json]:
+    """The steps and the answer, for ``--json``."""
+    first = bisection.first_bad
+    return {
+        "schema": SCHEMA,
+        "good": {"ref": bisection.good_ref, **bisection.good.to_json()},
+        "bad": bisection.bad.to_json(),
+        "pytest_args": list(pytest_args),
+        "commits": len(bisection.commits),
+        "state": bisection.state.value,
+        "first_bad": None if first is None else first.to_json(),
+        "remaining": [c.to_json() for c in bisection.remaining]
+        if bisection.state is State.UNSURE
+        else [],
+        "steps": [s.to_json() for s in bisection.steps],
+        "cost": {
+            "steps": bisection.tested,
+            "runs": len(bisection.steps),
+            "pairs": bisection.pairs,
+            "processes": 2 * bisection.pairs,
+            "seconds": round(bisection.seconds, 3),
+        },
+    }
+
+
+def _tally(readings: Collection[Reading]) -> str:
+    counts: dict[str, int] = {}
+    for r in readings:
+        counts[r.status.value] = counts.get(r.status.value, 0) + 1
+    return ", ".join(f"{n} {status}" for status, n in counts.items()) or "nothing measured"
+
+
+def _quoted(subject: str) -> str:
+    return '"' + (subject if len(subject) <= 60 else subject[:57] + "...") + '"'
+
+
+# --- git ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class History:
+    """GOOD and the first-parent commits after it up to BAD, in the repository at ``repo``."""
+
+    repo: Path
+    good: Commit
+    commits: tuple[Commit, ...]
+
+
+def history(good: str, bad: str, cwd: Path) -> History:
+    """GOOD, BAD and what lies between, checked: one line (BisectError) when ``cwd`` is in no
+    git repository, a revision is unknown or GOOD is no ancestor of BAD; an empty
+    ``commits`` when GOOD and BAD are one commit."""
+    top = _git(cwd, "rev-parse", "--show-toplevel")
+    if top.returncode != 0:
+        raise BisectError(
+            f"bisect: {cwd} is not in a git repository ({_last_line(top.stderr)}); run gpubench "
+            "bisect inside the repository whose history to search"
+        )
+    repo = Path(top.stdout.strip()).resolve()
+    good_sha, bad_sha = (_resolve(ref, what, repo) for ref, what in ((good, "GOOD"), (bad, "BAD")))
+    if good_sha != bad_sha:
+        ancestor = _git(repo, "merge-base", "--is-ancestor", good_sha, bad_sha)
+        if ancestor.returncode != 0:
+            reverse = _git(repo, "merge-base", "--is-ancestor", bad_sha, good_sha).returncode == 0
+            hint = (
+                "they are the wrong way round: name the older commit first"
+                if reverse
+                else "name as GOOD a commit in BAD's history, such as git merge-base GOOD BAD"
+            )
+            raise BisectError(
+                f"bisect: GOOD {good!r} ({good_sha[:7]}) is not an ancestor of BAD {bad!r} "
+                f"({bad_sha[:7]}); {hint}"
+            )
+    listed = _git(
+        repo, "log", "--first-parent", "--reverse", "--format=%H%x00%s", f"{good_sha}..{bad_sha}"
+    )
+    if listed.returncode != 0:
+        raise BisectError(
+            f"bisect: git log failed in {repo} ({_last_line(listed.stderr)}); fix what git names"
+        )
+    commits = tuple(
+        Commit(*line.split("\0", 1)) for line in listed.stdout.splitlines() if "\0" in line
+    )
+    return History(repo, Commit(good_sha, _subject(repo, good_sha)), commits)
+
+
+def _resolve(ref: str, what: str, repo: Path) -> str:
+    # A ref that starts with "-" would be read as an option.
+    found = (
+        None
+        if ref.startswith("-") or not ref.strip()
+        else _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    )
+    if found is None or found.returncode != 0:
+        raise BisectError(
+            f"bisect: {what} {ref!r} is not a revision of the repository at {repo}; name a "
+            "branch, tag or commit"
+        )
+    return found.stdout.strip()
+
+
+def _subject(repo: Path, sha: str) -> str:
+    return _git(repo, "log", "-1", "--format=%s", sha).stdout.strip()
+
+
+def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in revision.LOCATION_VARIABLES}
+    try:
+        return subprocess.run(
+            ["git", "-C", str(cwd), *args],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=revision.GIT_TIMEOUT_S,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise BisectError("gpubench bisect needs git on PATH") from None
+    except subprocess.TimeoutExpired:
+        raise BisectError(
+            f"bisect: git {args[0]} ran over {revision.GIT_TIMEOUT_S:g} s in {cwd}; check that "
+            "git works there"
+        ) from None
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "no output"
+
+
+# --- the steps' processes -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepRunner:
+    """Runs a step: checks ``commit`` out (built by ``build``), runs pytest there against
+    GOOD with ``pytest_args`` and reads its JSON report. ``cwd``: where the user runs
+    gpubench (the step runs at the same place in the checkout); ``folder``: the bisection's
+    own, for the reports and logs; ``timeout_s``: a step's limit, its build's included."""
+
+    good: Commit
+    cwd: Path
+    folder: Path
+    pytest_args: tuple[str, ...] = ()
+    threshold: float | None = None
+    build: str | None = None
+    timeout_s: float | None = None
+    announce: Announce = lambda line: None
+
+    def __call__(self, commit: Commit, pairs: int) -> StepRun:
+        started = time.monotonic()
+        log = Path(tempfile.gettempdir()) / f"gpubench-bisect-build-{os.getpid()}.log"
+        self.announce(f"testing {commit.short} {_quoted(commit.subject)}: {pairs} pairs")
+        try:
+            with revision.checkout(
+                commit.sha,
+                self.cwd,
+                build=self.build,
+                log=log,
+                timeout_s=self.timeout_s or 3600.0,
+            ) as rev:
+                log.unlink(missing_ok=True)  # built: its output is not needed
+                readings, taken = self._measure(rev, commit, pairs)
+        except revision.RevisionError as exc:
+            if "--gpubench-build" not in str(exc):
+                log.unlink(missing_ok=True)
+            # The checkout's messages name the plugin's options; here they are ours.
+            text = str(exc).replace("--gpubench-build", "--build")
+            raise BisectError(f"bisect at {commit.short}: {text}") from None
+        except BaseException:
+            log.unlink(missing_ok=True)
+            raise
+        return StepRun(readings, taken, time.monotonic() - started)
+
+    def _measure(
+        self, rev: revision.Revision, commit: Commit, pairs: int
+    ) -> tuple[dict[str, Reading], int]:
+        where = rev.counterpart(self.cwd)
+        if not where.is_dir():
+            raise BisectError(
+                f"bisect at {commit.short}: {self.cwd} does not exist at that commit; run "
+                "gpubench bisect from a folder that every commit in the range has"
+            )
+        report = self.folder / f"step-{commit.short}-{pairs}.json"
+        report.unlink(missing_ok=True)
+        args = [
+            sys.executable,
+            "-m",
+            "pytest",
+            *(_moved(a, rev) for a in self.pytest_args),
+            "--gpubench",
+            f"--gpubench-against={self.good.sha}",  # a sha: HEAD~3 would mean another commit there
+            f"--gpubench-pairs={pairs}",
+            f"--gpubench-json={report}",
+            "-p",
+            "no:cacheprovider",
+        ]
+        if self.threshold is not None:
+            args.append(f"--gpubench-threshold={self.threshold * 100:g}%")
+        if self.build is not None:
+            args.append(f"--gpubench-build={self.build}")
+        output = self.folder / "step.log"
+        code = run_pytest(args, where, step_environment(rev, self.folder), output, self.timeout_s)
+        text = output.read_text(encoding="utf-8", errors="replace") if output.exists() else ""
+        if code is None:
+            raise BisectError(
+                f"bisect at {commit.short}: its pytest ran over {self.timeout_s:g} s and was "
+                "stopped; raise --timeout"
+            )
+        if code == 5:  # no test collected there
+            return {}, 0
+        if code not in (0, 1):
+            raise BisectError(f"bisect at {commit.short}: pytest {_failure(code, text)}")
+        readings = read_report(report, commit)
+        return readings, max((r.pairs for r in readings.values()), default=0)
+
+
+def read_report(path: Path, commit: Commit) -> dict[str, Reading]:
+    """The readings of a step's JSON report, by key."""
+    what = f"the JSON report of the step at {commit.short}"
+    text = storage.read_text(path, what, MAX_REPORT_BYTES)
+    if text is None:
+        raise BisectError(f"bisect at {commit.short}: pytest wrote no JSON report")
+    data = storage.parse_json(text, what)
+    entries = data.get("results") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise BisectError(f"bisect: {what} has no 'results' list")
+    readings: dict[str, Reading] = {}
+    for entry in entries:
+        try:
+            result = Result.from_dict(entry)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise BisectError(f"bisect: {what} has a result that cannot be read ({exc})") from None
+        readings[result.key] = Reading.of(result)
+    return readings
+
+
+def step_environment(rev: revision.Revision, folder: Path) -> dict[str, str]:
+    """The environment of a step's pytest: the checkout's code first on the path (its
+    ``src`` too), then the user's entries, those inside the repository moved into the
+    checkout; the installed plugin, not a copy in the checkout."""
+    paths: list[str] = []
+    plugin = Path(__file__).resolve().parents[1]
+    if plugin.is_relative_to(rev.repo):
+        # The plugin lives in the user's repository (its own history): the checkout's copy
+        # must not be found first (as run/ab.py sides()).
+        entry = folder / "plugin"
+        entry.mkdir(parents=True, exist_ok=True)
+        link = entry / plugin.name
+        if not link.exists():
+            link.symlink_to(plugin, target_is_directory=True)
+        paths.append(str(entry))
+    paths.append(str(rev.root))
+    if (rev.root / "src").is_dir():
+        paths.append(str(rev.root / "src"))
+    for entry_text in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        if entry_text:
+            paths.append(_moved(entry_text, rev))
+    env = {k: v for k, v in os.environ.items() if k not in revision.LOCATION_VARIABLES}
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    return env
+
+
+def _moved(arg: str, rev: revision.Revision) -> str:
+    """An absolute path into the user's repository (a test file, a node id, a path entry),
+    moved to the same place in the checkout; anything else as it is."""
+    path, sep, rest = arg.partition("::")
+    if arg.startswith("-") or not Path(path).is_absolute():
+        return arg
+    candidate = Path(path)
+    if not (candidate.is_relative_to(rev.repo) or candidate.resolve().is_relative_to(rev.repo)):
+        return arg
+    return str(rev.counterpart(candidate)) + sep + rest
+
+
+def run_pytest(
+    args: Sequence[str], cwd: Path, env: Mapping[str, str], output: Path, timeout_s: float | None
+) -> int | None:
+    """Run ``args`` in ``cwd`` in a process group of its own, its output to ``output``; its
+    exit status, None when it ran over ``timeout_s``. Interrupted (Ctrl-C, or SIGTERM as
+    :func:`interrupts` makes it), the group gets SIGTERM, so that the step's pytest ends its
+    processes and removes its checkout, and SIGKILL after GRACE_S."""
+    with open(output, "wb") as out:  # a file, not a pipe: nobody reads a pipe while we wait
+        proc = subprocess.Popen(
+            list(args),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # not in the terminal's group: our Ctrl-C ends it, in order
+        )
+    try:
+        return proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _end(proc)
+        return None
+    except BaseException:
+        _end(proc)
+        raise
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the group, SIGKILL to what is left after GRACE_S (or a second Ctrl-C).
+    The leader is reaped last: until then its group's id cannot be reused."""
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + GRACE_S
+    with contextlib.suppress(KeyboardInterrupt):
+        while time.monotonic() < deadline and not _exited(proc.pid):
+            time.sleep(0.1)
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _exited(pid: int) -> bool:
+    """Whether the child ``pid`` has ended, without reaping it."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def _failure(code: int, output: str) -> str:
+    """Why a step's pytest measured nothing, in a line: its own error when it said one."""
+    said = [
+        line.split("gpubench: ", 1)[1].rstrip(" !")
+        for line in output.splitlines()
+        if "gpubench: " in line and ("Exit:" in line or line.startswith("gpubench: error"))
+    ]
+    if said:
+        return f"stopped: {said[-1]}"
+    what = {2: "was interrupted", 3: "had an internal error", 4: "refused its arguments"}
+    how = what.get(code, f"was killed by signal {-code}" if code < 0 else f"exited {code}")
+    return f"{how}: {telling(output) or 'no output'}"
+
+
+@contextlib.contextmanager
+def interrupts() -> Iterator[None]:
+    """SIGTERM and SIGHUP (a cancelled CI job, a closed terminal) raise KeyboardInterrupt
+    meanwhile, so that a step's processes are ended and its checkout removed as on Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def bisect(
+    good: str,
+    bad: str,
+    cwd: Path,
+    *,
+    pytest_args: Sequence[str] = (),
+    pairs: int = 3,
+    max_pairs: int = DEFAULT_MAX_PAIRS,
+    threshold: float | None = None,
+    build: str | None = None,
+    timeout_s: float | None = None,
+    announce: Announce = lambda line: None,
+    progress: Announce = lambda line: None,
+) -> Bisection | None:
+    """Bisect from ``cwd``'s repository: step lines to ``announce``, what is being done to
+    ``progress``. None when GOOD and BAD are one commit."""
+    found = history(good, bad, cwd)
+    if not found.commits:
+        return None
+    with tempfile.TemporaryDirectory(prefix=FOLDER_PREFIX) as folder:
+        steps = StepRunner(
+            found.good,
+            cwd,
+            Path(folder),
+            tuple(pytest_args),
+            threshold,
+            build,
+            timeout_s,
+            progress,
+        )
+        return search(
+            found.good,
+            good,
+            found.commits,
+            _first_step_checked(steps, pytest_args),
+            pairs=pairs,
+            max_pairs=max(pairs, max_pairs),
+            announce=announce,
+        )
+
+
+def _first_step_checked(steps: StepRunner, pytest_args: Sequence[str]) -> Runner:
+    """``steps``, refusing a first step (BAD's) that measured no gpubench test: the
+    selection names none."""
+    ran: list[bool] = []
+
+    def run(commit: Commit, pairs: int) -> StepRun:
+        done = steps(commit, pairs)
+        if not ran and not done.readings:
+            selection = " ".join(pytest_args) or "the default selection"
+            raise BisectError(
+                f"bisect: no gpubench test selected at BAD {commit.short} ({selection}); name "
+                "tests that use the gpubench fixture after --"
+            )
+        ran.append(True)
+        return done
+
+    return run

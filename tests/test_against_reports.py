@@ -1,0 +1,477 @@
+"""Both sides of a run against a revision (``--gpubench-against``) in the reports: the
+terminal table, JSON, Markdown, the step summary and pytest-benchmark's JSON, and
+``gpubench compare AB.json``.
+
+The formatting is tested on records judged by the pair rule itself (``ab.paired_verdict``);
+the run on a generated git repository whose working tree makes two functions slower, by the
+fake timer's ``fake_factor`` (8% and 3%), so both medians and the change follow from what
+was planted."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+import shutil
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import FAKE_NAME, NO_CONFIRM, commit, git, output
+
+from pytest_gpubench import cli
+from pytest_gpubench.core.records import (
+    Measurement,
+    Paired,
+    Result,
+    SessionRecord,
+    Status,
+    Verdict,
+)
+from pytest_gpubench.core.settings import MeasureSettings
+from pytest_gpubench.judge.gate import Gate
+from pytest_gpubench.report import benchjson
+from pytest_gpubench.report import summary as report
+from pytest_gpubench.run import ab
+
+pytest_plugins = ["pytester"]
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+DEVICE = {"name": "NVIDIA H100 80GB HBM3"}
+# The run's settings as a file records them: 3 pairs, no batch for the unsure.
+SETTINGS = {"threshold": 0.05, "alpha": 0.01, "pairs": 3, "confirm": 0}
+DESIGN = ab.design_of(3, more=False)
+# Within-session noise of about 0.3% around a session's median.
+SPREAD = [(-1) ** i * 0.002 * (i % 5) for i in range(30)]
+PAIRED_HEADER = "| " + " | ".join(report.PAIRED_COLUMNS) + " |"
+
+
+def records(side: str, medians: list[float]) -> tuple[SessionRecord, ...]:
+    return tuple(SessionRecord(f"{side}{i}", ms, 30, 0.001) for i, ms in enumerate(medians, 1))
+
+
+def paired_result(
+    test: str, base: list[float], head: list[float], *, family: int = 2, threshold: float = 0.05
+) -> Result:
+    """A result judged against revision ``main`` on pairs of these session medians, by the
+    pair rule, as a run judges it."""
+    first = Measurement(
+        key=f"test_k.py::{test}",
+        test=test,
+        timer="cuda-graph",
+        samples_ms=tuple(head[0] * math.exp(s) for s in SPREAD),
+        warmup=3,
+        calls_per_sample=1,
+        threshold=threshold,
+        session="h0",
+    )
+    measurement = dataclasses.replace(first, confirmations=records("h", head[1:]))
+    paired = Paired("main", SHA, records("b", base), measurement.sessions, pairs=len(base))
+    verdict = ab.paired_verdict(
+        paired,
+        timer=first.timer,
+        launches=1,
+        measure=MeasureSettings(threshold=threshold, alpha=0.01),
+        gate=Gate(confirm=0, family=family),
+        design=DESIGN,
+    )
+    return Result(measurement, verdict)
+
+
+def slower() -> Result:
+    return paired_result("test_slow", [1.0, 1.001, 0.999], [1.08, 1.081, 1.079])
+
+
+def unchanged() -> Result:
+    return paired_result("test_same", [1.0, 1.001, 0.999], [1.0, 0.999, 1.001])
+
+
+def cells(line: str) -> list[str]:
+    """A row of the terminal table: columns are two spaces apart or more."""
+    return re.split(r"\s{2,}", line.strip())
+
+
+def table_row(lines: list[str], test: str) -> list[str]:
+    """The row of ``test`` in the table of ``lines`` (from its header to the first line
+    that is no row: a failure message above it names the test too)."""
+    start = next(i for i, line in enumerate(lines) if cells(line)[:2] == ["test", "timer"])
+    rows = []
+    for line in lines[start + 2 :]:
+        if len(cells(line)) < len(report.PAIRED_COLUMNS):
+            break
+        rows.append(line)
+    [line] = [line for line in rows if line.startswith(test + " ")]
+    return cells(line)
+
+
+def write_file(path: Path, *results: Result) -> str:
+    document = report.json_document(list(results), DEVICE, SETTINGS, {"id": "s"})
+    path.write_text(report.json_text(document), encoding="utf-8")
+    return str(path)
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = cli.main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# --- formatting -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "ratio, low, high, text",
+    [
+        (1.08, 1.05, 1.111, "+8.0% [+5.0%, +11.1%]"),
+        (0.9, 0.85, 0.95, "-10.0% [-15.0%, -5.0%]"),
+        (1.02, None, None, "+2.0%"),
+        (1.02, 0.9, math.inf, "+2.0%"),  # unbounded: the change alone
+        (None, None, None, "-"),
+    ],
+)
+def test_format_interval(
+    ratio: float | None, low: float | None, high: float | None, text: str
+) -> None:
+    assert report.format_interval(ratio, low, high) == text
+
+
+def test_a_paired_table_shows_both_sides_and_names_the_revision() -> None:
+    slow, same = slower(), unchanged()
+    lines = report.table_lines([same, slow])
+    assert cells(lines[0]) == list(report.PAIRED_COLUMNS)
+    assert not {"spread", "baseline", "sessions", "gate"} & set(cells(lines[0]))
+    row = table_row(lines, "test_slow")
+    assert slow.verdict.paired is not None and slow.verdict.judgement is not None
+    j = slow.verdict.judgement
+    assert row[:7] == [
+        "test_slow",
+        "cuda-graph",
+        report.format_time(slow.verdict.paired.base_median_ms),
+        report.format_time(slow.measurement.median_ms),
+        report.format_interval(j.ratio, j.ratio_low, j.ratio_high),
+        "3",
+        "regressed",
+    ]
+    assert row[2] == "1.000 ms" and row[3] == "1.080 ms"
+    assert table_row(lines, "test_same")[6] == "same"
+    assert lines[-1] == (
+        "base: main (01234567); head: the working tree; change: head / base [its interval]"
+    )
+
+
+def test_a_history_table_keeps_its_columns() -> None:
+    plain = dataclasses.replace(slower(), verdict=Verdict(Status.NEW))
+    lines = report.table_lines([plain])
+    assert cells(lines[0]) == list(report.COLUMNS)
+    assert not any(line.startswith("base: ") for line in lines)
+
+
+def test_paired_rows_of_one_side_show_what_that_side_measured() -> None:
+    slow = slower()
+    assert slow.verdict.paired is not None
+    only_base = Paired("main", SHA, slow.verdict.paired.base_sessions, ())
+    removed = Result(slow.measurement, Verdict(Status.REMOVED, paired=only_base))
+    row = table_row(report.table_lines([removed]), "test_slow")
+    assert row[2:7] == ["1.000 ms", "-", "-", "-", "removed"]
+
+
+def test_markdown_of_a_paired_run_has_the_paired_columns() -> None:
+    text = report.markdown([slower(), unchanged()], DEVICE)
+    lines = text.splitlines()
+    assert PAIRED_HEADER in lines
+    assert "| spread |" not in text
+    [row] = [line for line in lines if line.startswith("| test_slow |")]
+    assert row.split(" | ")[2:7] == ["1.000 ms", "1.080 ms", row.split(" | ")[4], "3", "regressed"]
+    assert "base: main (01234567); head: the working tree" in text
+
+
+def test_the_json_report_holds_both_sides() -> None:
+    slow = slower()
+    document = json.loads(report.json_text(report.json_document([slow], DEVICE, SETTINGS)))
+    assert document["against"] == {"revision": "main", "commit": SHA}
+    [entry] = document["results"]
+    against = entry["against"]
+    assert (against["revision"], against["commit"], against["pairs"]) == ("main", SHA, 3)
+    assert [s["session"] for s in against["base_sessions"]] == ["b1", "b2", "b3"]
+    assert [s["session"] for s in against["head_sessions"]] == ["h0", "h1", "h2"]
+    base = statistics.median(s["median_ms"] for s in against["base_sessions"])
+    head = statistics.median(s["median_ms"] for s in against["head_sessions"])
+    assert against["base_median_ms"] == pytest.approx(base)
+    assert against["head_median_ms"] == pytest.approx(head) == entry["median_ms"]
+    assert against["ratio"] == pytest.approx(head / base, rel=2e-3)
+    assert against["ratio_low"] < against["ratio"] < against["ratio_high"]
+    assert against["verdict"] == entry["status"] == "regressed"
+    back = Result.from_dict(entry).verdict.paired  # as the file keeps it: 6 digits
+    assert back is not None and slow.verdict.paired is not None
+    assert back.to_json() == json.loads(json.dumps(slow.verdict.paired.to_json()))
+
+
+def test_a_history_run_has_no_against() -> None:
+    plain = dataclasses.replace(slower(), verdict=Verdict(Status.NEW))
+    document = report.json_document([plain], DEVICE, SETTINGS)
+    assert "against" not in document
+    assert document["results"][0]["against"] is None
+
+
+def test_the_benchmark_json_keeps_the_head_and_puts_the_base_in_extra_info() -> None:
+    slow = slower()
+    entry = benchjson.entry(slow)
+    against = entry["extra_info"]["gpubench"]["against"]
+    assert slow.verdict.paired is not None and slow.verdict.judgement is not None
+    assert against["base_median_ms"] == slow.verdict.paired.base_median_ms
+    assert against["ratio"] == slow.verdict.judgement.ratio
+    assert against["ratio_low"] < against["ratio"] < against["ratio_high"]
+    assert (against["pairs"], against["verdict"]) == (3, "regressed")
+    assert "base_sessions" not in against
+    assert entry["stats"]["median"] == pytest.approx(slow.measurement.median_ms / 1e3)
+
+
+@pytest.mark.parametrize(
+    "data, problem",
+    [
+        ({"revision": "main"}, "no 'commit'"),
+        ({"revision": "main", "commit": SHA, "base_sessions": {}}, "'base_sessions' is not"),
+        ({"revision": "main", "commit": SHA, "pairs": 1}, "1 pairs, more than"),
+        ({"revision": "main", "commit": SHA, "pairs": -1}, "not a count"),
+    ],
+)
+def test_a_damaged_against_record_is_refused(data: dict[str, Any], problem: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        Paired.from_json(data)
+
+
+# --- gpubench compare of an A/B file --------------------------------------------------------
+
+
+def test_compare_of_an_ab_file_judges_its_pairs_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 3% slower: same at the run's 5%, regressed at 2% (its interval clears no change).
+    small = paired_result("test_small", [1.0, 1.001, 0.999], [1.03, 1.031, 1.029])
+    assert small.status is Status.SAME and small.verdict.judgement is not None
+    assert small.verdict.judgement.ratio_low is not None and small.verdict.judgement.ratio_low > 1
+    path = write_file(tmp_path / "ab.json", slower(), small)
+
+    code, out, err = run_cli(capsys, "compare", path)
+    assert (code, err) == (1, "")
+    lines = out.splitlines()
+    assert lines[0] == f"gpubench compare: {path}: the working tree against main (01234567) " + (
+        f"({DEVICE['name']})"
+    )
+    assert cells(lines[1]) == list(report.PAIRED_COLUMNS)
+    assert table_row(lines, "test_slow")[6] == "regressed"
+    assert table_row(lines, "test_small")[6] == "same"
+
+    code, out, _ = run_cli(capsys, "compare", path, "--threshold", "2%")
+    assert code == 1
+    assert table_row(out.splitlines(), "test_small")[6].startswith("regressed")
+
+    code, out, _ = run_cli(capsys, "compare", path, "--threshold", "10%")
+    assert code == 0 and "regressed" not in out
+
+    code, out, _ = run_cli(capsys, "compare", path, "--markdown")
+    assert code == 1 and PAIRED_HEADER in out.splitlines()
+
+
+def one_line_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    code, out, err = run_cli(capsys, *args)
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and err.startswith("gpubench: error: "), err
+    return err
+
+
+def test_compare_of_mixed_files_says_what_to_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ab_file = write_file(tmp_path / "ab.json", slower())
+    other = write_file(tmp_path / "other.json", unchanged())
+    plain = write_file(
+        tmp_path / "plain.json", dataclasses.replace(slower(), verdict=Verdict(Status.NEW))
+    )
+    for args in ((ab_file, plain), (plain, ab_file)):
+        err = one_line_error(capsys, "compare", *args)
+        assert f"{ab_file} is the file of an A/B run" in err
+        assert f"pass it alone (gpubench compare {ab_file})" in err
+    err = one_line_error(capsys, "compare", ab_file, other)
+    assert "are both files of A/B runs" in err and f"gpubench compare {other}" in err
+    err = one_line_error(capsys, "compare", plain)
+    assert "not of an A/B run: pass BASE.json HEAD.json" in err
+
+
+def test_compare_refuses_a_damaged_ab_file_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "ab.json"
+    write_file(path, slower())
+    document = json.loads(path.read_text(encoding="utf-8"))
+    document["results"][0]["against"]["base_sessions"] = [{"session": "b1"}]
+    path.write_text(json.dumps(document), encoding="utf-8")
+    assert "has a results[0] that cannot be read" in one_line_error(capsys, "compare", str(path))
+    document["against"] = "main"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    assert "has an 'against' that is not an object" in one_line_error(capsys, "compare", str(path))
+
+
+# --- as users run it ------------------------------------------------------------------------
+
+# Two functions of the kernel module, each slowed by its own factor in the working tree.
+KERNELS = """
+def work(n):
+    return sum(range(n))
+
+
+def small(n):
+    return sum(range(n))
+
+
+work.fake_factor = {work}
+small.fake_factor = {small}
+"""
+
+TESTS = """
+from kernels import small, work
+
+
+def test_sum(gpubench):
+    assert gpubench(work, 100) == 4950
+
+
+def test_small(gpubench):
+    assert gpubench(small, 10) == 45
+
+
+def test_join(gpubench):
+    assert gpubench(",".join, ["a", "b"]) == "a,b"
+"""
+FAST = ("--gpubench-pairs=2", NO_CONFIRM)
+
+
+@pytest.fixture
+def repo(fake: pytest.Pytester) -> pytest.Pytester:
+    """A git repository of the kernels and their tests, committed at factor 1; the working
+    tree makes ``work`` 8% and ``small`` 3% slower (not committed)."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not on PATH")
+    fake.makepyfile(kernels=KERNELS.format(work=1.0, small=1.0), test_bench=TESTS)
+    fake.path.joinpath(".gitignore").write_text("*\n!*.py\n!.gitignore\n")
+    git(fake.path, "init", "-q", "-b", "main")
+    commit(fake.path, "kernels and their tests")
+    fake.makepyfile(kernels=KERNELS.format(work=1.08, small=1.03))
+    return fake
+
+
+@pytest.mark.slow
+def test_the_reports_of_a_run_against_a_revision_carry_both_sides(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    step_summary = repo.path / "step-summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
+    sha = git(repo.path, "rev-parse", "HEAD")
+    result = repo.runpytest(
+        "--gpubench-against=main",
+        *FAST,
+        "--gpubench-json=ab.json",
+        "--gpubench-markdown=ab.md",
+        "--gpubench-benchmark-json=bench.json",
+    )
+    result.assert_outcomes(passed=2, failed=1)
+    document = json.loads((repo.path / "ab.json").read_text(encoding="utf-8"))
+    assert document["against"] == {"revision": "main", "commit": sha}
+    entries = {e["test"]: e for e in document["results"]}
+    assert sorted(entries) == ["test_join", "test_small", "test_sum"]
+
+    # JSON: both sides' sessions, in pairs, and a ratio that the medians bear out.
+    for test, planted in (("test_sum", 1.08), ("test_small", 1.03), ("test_join", 1.0)):
+        against = entries[test]["against"]
+        assert (against["revision"], against["commit"], against["pairs"]) == ("main", sha, 2)
+        base, head = against["base_sessions"], against["head_sessions"]
+        assert len(base) == len(head) == 2
+        assert len({s["session"] for s in base + head}) == 4  # four processes
+        assert head[0]["session"] == entries[test]["session"]  # the head's samples: pair 1's
+        assert against["base_median_ms"] == pytest.approx(
+            statistics.median(s["median_ms"] for s in base)
+        )
+        assert against["head_median_ms"] == pytest.approx(entries[test]["median_ms"])
+        ratio = against["head_median_ms"] / against["base_median_ms"]
+        assert against["ratio"] == pytest.approx(ratio, rel=1e-3)
+        assert against["ratio"] == pytest.approx(planted, rel=2e-3)
+        assert against["ratio_low"] < against["ratio"] < against["ratio_high"]
+        assert against["verdict"] == entries[test]["status"]
+    assert entries["test_sum"]["status"] == "regressed"
+
+    # The terminal table: both medians, the change with its interval, the pairs.
+    lines = output(result).splitlines()
+    [header] = [line for line in lines if line.startswith("test ")]
+    assert cells(header) == list(report.PAIRED_COLUMNS)
+    for test, entry in entries.items():
+        a = entry["against"]
+        assert table_row(lines, test)[1:7] == [
+            FAKE_NAME,
+            report.format_time(a["base_median_ms"]),
+            report.format_time(a["head_median_ms"]),
+            report.format_interval(a["ratio"], a["ratio_low"], a["ratio_high"]),
+            "2",
+            a["verdict"],
+        ]
+    assert table_row(lines, "test_sum")[2:4] == ["1.000 ms", "1.080 ms"]
+    assert f"base: main ({sha[:8]}); head: the working tree; change: head / base" in output(result)
+
+    # Markdown, and the same table in the job summary.
+    for path in (repo.path / "ab.md", step_summary):
+        text = path.read_text(encoding="utf-8")
+        assert PAIRED_HEADER in text.splitlines(), path
+        [row] = [line for line in text.splitlines() if line.startswith("| test_sum |")]
+        assert row.split(" | ")[2:4] == ["1.000 ms", "1.080 ms"]
+        assert row.split(" | ")[5:7] == ["2", "regressed"]
+
+    # pytest-benchmark's JSON: the head's stats, the base and the verdict in extra_info.
+    bench = json.loads((repo.path / "bench.json").read_text(encoding="utf-8"))
+    [raw] = [b for b in bench["benchmarks"] if b["name"] == "test_sum"]
+    extra = raw["extra_info"]["gpubench"]["against"]
+    a = entries["test_sum"]["against"]
+    assert raw["stats"]["median"] == pytest.approx(a["head_median_ms"] / 1e3)
+    assert extra == {
+        key: a[key]
+        for key in (
+            "revision",
+            "commit",
+            "base_median_ms",
+            "head_median_ms",
+            "ratio",
+            "ratio_low",
+            "ratio_high",
+            "pairs",
+            "verdict",
+        )
+    }
+
+
+@pytest.mark.slow
+def test_compare_of_the_runs_file_reproduces_its_verdicts(
+    repo: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = repo.runpytest("--gpubench-against=main", *FAST, "--gpubench-json=ab.json")
+    result.assert_outcomes(passed=2, failed=1)
+    path = str(repo.path / "ab.json")
+    document = json.loads(Path(path).read_text(encoding="utf-8"))
+    verdicts = {e["test"]: e["status"] for e in document["results"]}
+    assert verdicts == {"test_sum": "regressed", "test_small": "same", "test_join": "same"}
+
+    code, out, err = run_cli(capsys, "compare", path)
+    assert (code, err) == (1, "")
+    assert {t: table_row(out.splitlines(), t)[6] for t in verdicts} == verdicts
+
+    # At 3% the 3% slowdown fails: its pairs' interval clears no change.
+    [small] = [e["against"] for e in document["results"] if e["test"] == "test_small"]
+    assert small["ratio_low"] > 1
+    code, out, _ = run_cli(capsys, "compare", path, "--threshold", "3%")
+    assert code == 1
+    assert table_row(out.splitlines(), "test_small")[6].startswith("regressed")
+
+    # A file of a run without --gpubench-against beside it: one line, what to pass.
+    repo.runpytest("--gpubench", NO_CONFIRM, "--gpubench-json=plain.json").assert_outcomes(passed=3)
+    err = one_line_error(capsys, "compare", str(repo.path / "plain.json"), path)
+    assert f"{path} is the file of an A/B run" in err and "pass it alone" in err

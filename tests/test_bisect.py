@@ -1,0 +1,565 @@
+"""``gpubench bisect GOOD BAD``: the search and its report on fake steps (run/bisect.py, no
+git), then the command as users run it on generated git repositories with the fake timer.
+
+The fake timer multiplies a function's time by its ``fake_factor``: the commit that sets it
+is the slow commit to find, and only a step whose checkout has it sees it."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from support import KERNELS, TESTS, commit, git
+
+from pytest_gpubench import cli
+from pytest_gpubench.core.records import Status
+from pytest_gpubench.run.bisect import (
+    Bisection,
+    Commit,
+    Outcome,
+    Range,
+    Reading,
+    State,
+    Step,
+    StepRun,
+    StepVerdict,
+    classify,
+    more_pairs,
+    report_json,
+    report_lines,
+    search,
+    step_line,
+)
+
+pytest_plugins = ["pytester"]
+
+SUM = "test_bench.py::test_sum"
+JOIN = "test_bench.py::test_join"
+IGNORED = "__pycache__/\n.gpubench/\n.pytest_cache/\ntimer-calls.log\n"
+# Two pairs: a +50% slowdown is regressed, nothing changed is same (one pair is unsure);
+# no further pairs for unsure tests, no re-runs with more.
+FAST = ("--pairs", "2", "--max-pairs", "2")
+AFTER = ("--", "-k", "test_sum", "--gpubench-confirm=0")
+
+
+# --- the search, on fake steps ----------------------------------------------------------------
+
+
+def reading(
+    key: str = SUM,
+    status: Status = Status.SAME,
+    ratio: float | None = 1.0,
+    high: float | None = None,
+    pairs: int = 3,
+) -> Reading:
+    if high is None and ratio is not None:
+        high = ratio * 1.01
+    return Reading(key, status, ratio, high, 0.05, pairs, f"{status.value} by the fake")
+
+
+def commits(count: int) -> list[Commit]:
+    return [Commit(f"{i:07x}" + "f" * 33, f"change {i + 1}") for i in range(count)]
+
+
+GOOD = Commit("0" * 40, "the good one")
+Behaviour = Callable[[int, int], dict[str, Reading]]
+
+
+class FakeSteps:
+    """A runner whose readings at a position come from ``behaviour(position, pairs)``; it
+    records what it was asked."""
+
+    def __init__(self, history: list[Commit], behaviour: Behaviour) -> None:
+        self.position = {c: i for i, c in enumerate(history)}
+        self.behaviour = behaviour
+        self.asked: list[tuple[int, int]] = []
+
+    def __call__(self, commit_: Commit, pairs: int) -> StepRun:
+        position = self.position[commit_]
+        self.asked.append((position, pairs))
+        return StepRun(self.behaviour(position, pairs), pairs, 10.0)
+
+
+def slow_from(first_bad: int) -> Behaviour:
+    """test_sum regressed from ``first_bad`` on, the same before."""
+
+    def behaviour(position: int, pairs: int) -> dict[str, Reading]:
+        if position >= first_bad:
+            return {SUM: reading(status=Status.REGRESSED, ratio=1.5, pairs=pairs)}
+        return {SUM: reading(pairs=pairs)}
+
+    return behaviour
+
+
+def bisected(count: int, behaviour: Behaviour, **options: int) -> tuple[Bisection, FakeSteps]:
+    history = commits(count)
+    steps = FakeSteps(history, behaviour)
+    lines: list[str] = []
+    found = search(
+        GOOD,
+        "v1",
+        history,
+        steps,
+        pairs=options.get("pairs", 3),
+        max_pairs=options.get("max_pairs", 12),
+        announce=lines.append,
+        clock=iter([0.0, 42.0]).__next__,  # the search's start and end
+    )
+    assert lines == [step_line(s, "v1") for s in found.steps]  # each step said as it ended
+    return found, steps
+
+
+@pytest.mark.parametrize("first_bad", range(16))
+def test_the_search_finds_the_first_bad_of_16_in_five_steps(first_bad: int) -> None:
+    found, steps = bisected(16, slow_from(first_bad))
+    assert found.state is State.FOUND
+    assert found.first_bad == commits(16)[first_bad]
+    assert [s.position for s in found.steps][0] == 15  # BAD first
+    assert len(found.steps) == 1 + 4  # BAD, then log2(16)
+    for step in found.steps:
+        expected = Outcome.BAD if step.position >= first_bad else Outcome.GOOD
+        assert step.verdict.outcome is expected
+        assert step.total == 5
+    assert found.pairs == 15 and steps.asked == [(s.position, 3) for s in found.steps]
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 5, 7, 9, 20])
+def test_the_search_takes_at_most_log2_steps_after_bad(count: int) -> None:
+    for first_bad in range(count):
+        found, _ = bisected(count, slow_from(first_bad))
+        assert found.first_bad == commits(count)[first_bad]
+        assert len(found.steps) <= 1 + math.ceil(math.log2(count))
+        assert len({s.position for s in found.steps}) == len(found.steps)  # none twice
+        assert found.steps[-1].total == len(found.steps)
+        assert all(s.number <= s.total <= 1 + math.ceil(math.log2(count)) for s in found.steps)
+
+
+def test_an_unsure_step_runs_again_with_twice_the_pairs_then_stops_naming_the_range() -> None:
+    def behaviour(position: int, pairs: int) -> dict[str, Reading]:
+        if position == 7:  # the first midpoint of 16: never decided
+            return {SUM: reading(status=Status.UNSURE, ratio=1.03, pairs=pairs)}
+        return slow_from(4)(position, pairs)
+
+    found, steps = bisected(16, behaviour)
+    assert steps.asked == [(15, 3), (7, 3), (7, 6), (7, 12)]
+    assert found.state is State.UNSURE and found.first_bad is None
+    assert found.remaining == tuple(commits(16))  # nothing was learnt: GOOD .. BAD
+    lines = [step_line(s, "v1") for s in found.steps]
+    assert lines[1].startswith(f'step 2/5: {commits(16)[7].short} "change 8": unsure (test_sum')
+    assert lines[1].endswith(": again with 6 pairs") and lines[2].endswith(": again with 12 pairs")
+    assert "again" not in lines[3] and lines[3].startswith("step 2/2: ")
+    report = report_lines(found)
+    assert report[0].startswith(f"stopped: {commits(16)[7].short} stayed unsure at 12 pairs")
+    assert "one of these 16, after v1 0000000:" in report[0]
+    assert report[1:17] == [f"  {c.sha} {c.subject}" for c in commits(16)]
+    assert report[-1] == "cost: 2 steps (4 runs), 24 pairs (48 timing processes), 42 s"
+
+
+def test_an_unsure_step_decided_by_more_pairs_goes_on() -> None:
+    def behaviour(position: int, pairs: int) -> dict[str, Reading]:
+        if position == 7 and pairs < 6:
+            return {SUM: reading(status=Status.UNSURE, ratio=1.03, pairs=pairs)}
+        return slow_from(10)(position, pairs)
+
+    found, steps = bisected(16, behaviour, max_pairs=20)
+    assert found.state is State.FOUND and found.first_bad == commits(16)[10]
+    assert (7, 3) in steps.asked and (7, 6) in steps.asked and (7, 12) not in steps.asked
+
+
+def test_a_test_not_measured_at_a_commit_stops_without_more_pairs() -> None:
+    def behaviour(position: int, pairs: int) -> dict[str, Reading]:
+        return {} if position == 7 else slow_from(3)(position, pairs)
+
+    found, steps = bisected(16, behaviour)
+    assert steps.asked == [(15, 3), (7, 3)]
+    assert found.state is State.UNSURE
+    assert found.steps[-1].verdict.why == "test_sum was not measured at this commit"
+    assert found.remaining == tuple(commits(16))
+
+
+def test_the_range_left_by_an_unsure_step_is_what_the_good_and_bad_steps_left() -> None:
+    def behaviour(position: int, pairs: int) -> dict[str, Reading]:
+        if position == 5:
+            return {SUM: reading(status=Status.UNSURE, ratio=1.04, pairs=pairs)}
+        return slow_from(5)(position, pairs)
+
+    found, _ = bisected(16, behaviour, max_pairs=3)
+    # BAD (15) bad, 7 bad, 3 good, 5 unsure: the first bad commit is 4, 5, 6 or 7
+    assert [s.position for s in found.steps] == [15, 7, 3, 5]
+    assert found.range == Range(3, 7)
+    assert found.remaining == tuple(commits(16)[4:8])
+    assert f"after {commits(16)[3].short}:" in report_lines(found)[0]
+
+
+def test_bad_not_slower_than_good_stops_after_one_step() -> None:
+    found, steps = bisected(16, lambda position, pairs: {SUM: reading(), JOIN: reading(key=JOIN)})
+    assert steps.asked == [(15, 3)]
+    assert found.state is State.NOT_BAD
+    assert report_lines(found)[0] == (
+        f"nothing to bisect: BAD {commits(16)[15].short} is not slower than v1 0000000 (2 same)"
+    )
+
+
+def test_an_unsure_bad_gets_more_pairs_before_it_is_called_not_bad() -> None:
+    found, steps = bisected(
+        4, lambda p, pairs: {SUM: reading(status=Status.UNSURE, ratio=1.02, pairs=pairs)}
+    )
+    assert steps.asked == [(3, 3), (3, 6), (3, 12)]
+    assert found.state is State.NOT_BAD
+    assert "test_sum unsure, slower by 2.0% than v1" in step_line(found.steps[-1], "v1")
+
+
+def test_the_tests_followed_are_those_bad_regressed() -> None:
+    def behaviour(position: int, pairs: int) -> dict[str, Reading]:
+        if position == 15:
+            return {SUM: reading(status=Status.REGRESSED, ratio=1.2), JOIN: reading(key=JOIN)}
+        if position >= 9:  # test_sum's commit
+            return {SUM: reading(status=Status.REGRESSED, ratio=1.2), JOIN: reading(key=JOIN)}
+        # test_join slower for a while, fixed before BAD: not the regression hunted
+        join = reading(key=JOIN, status=Status.REGRESSED, ratio=1.3)
+        return {SUM: reading(), JOIN: join if position >= 2 else reading(key=JOIN)}
+
+    found, _ = bisected(16, behaviour)
+    assert found.first_bad == commits(16)[9]
+
+
+def test_report_names_the_first_bad_commit_its_tests_and_the_cost() -> None:
+    found, _ = bisected(16, slow_from(12))
+    first = commits(16)[12]
+    assert report_lines(found) == [
+        f"first bad commit: {first.sha} {first.subject}",
+        f"  {SUM}: x1.500 (slower by 50.0% than v1, 3 pairs)",
+        "cost: 5 steps, 15 pairs (30 timing processes), 42 s",
+    ]
+    document = json.loads(json.dumps(report_json(found, ["-k", "softmax"])))
+    assert document["state"] == "found" and document["first_bad"]["commit"] == first.sha
+    assert document["pytest_args"] == ["-k", "softmax"] and document["commits"] == 16
+    assert [s["position"] for s in document["steps"]] == [s.position for s in found.steps]
+    assert document["steps"][0]["tests"][0]["status"] == "regressed"
+    assert document["cost"] == {
+        "steps": 5,
+        "runs": 5,
+        "pairs": 15,
+        "processes": 30,
+        "seconds": 42.0,
+    }
+
+
+def test_a_step_line_says_commit_subject_outcome_evidence_pairs_and_time() -> None:
+    head = Commit("abc1234" + "0" * 33, "faster softmax, they said")
+    run = StepRun({SUM: reading(status=Status.REGRESSED, ratio=1.052)}, 3, 41.2)
+    step = Step(2, 4, 7, head, 3, run, classify(run.readings, None))
+    assert step_line(step, "v1.2") == (
+        'step 2/4: abc1234 "faster softmax, they said": bad (test_sum slower by 5.2% than '
+        "v1.2, 3 pairs, 41 s)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("found", "outcome", "more"),
+    [
+        (reading(status=Status.REGRESSED, ratio=1.2), Outcome.BAD, False),
+        (reading(status=Status.SAME), Outcome.GOOD, False),
+        (reading(status=Status.IMPROVED, ratio=0.8), Outcome.GOOD, False),
+        # other launches: good only when a slowdown of the threshold (5%) is ruled out
+        (reading(status=Status.CHANGED, ratio=1.0, high=1.03), Outcome.GOOD, False),
+        (reading(status=Status.CHANGED, ratio=1.02, high=1.08), Outcome.UNSURE, True),
+        (reading(status=Status.CHANGED, ratio=None), Outcome.UNSURE, False),
+        (reading(status=Status.UNSURE, ratio=1.03), Outcome.UNSURE, True),
+        # no pair to judge (its test failed, another timer): more pairs would not tell
+        (reading(status=Status.UNSURE, ratio=None), Outcome.UNSURE, False),
+        (reading(status=Status.REMOVED, ratio=None), Outcome.UNSURE, False),
+    ],
+)
+def test_classify_one_followed_test(found: Reading, outcome: Outcome, more: bool) -> None:
+    verdict = classify({SUM: found}, {SUM})
+    assert (verdict.outcome, verdict.more_pairs) == (outcome, more)
+
+
+def test_classify_bad_counts_what_was_measured_on_both_sides() -> None:
+    new = reading(key=JOIN, status=Status.NEW, ratio=None)
+    assert classify({SUM: reading(), JOIN: new}, None).outcome is Outcome.GOOD
+    assert classify({JOIN: new}, None) == StepVerdict(
+        Outcome.UNSURE, why="no gpubench test was measured on both sides"
+    )
+    regressed = {SUM: reading(status=Status.REGRESSED, ratio=1.1), JOIN: reading(key=JOIN)}
+    assert [r.key for r in classify(regressed, None).decisive] == [SUM]
+
+
+def test_more_pairs_doubles_up_to_the_cap() -> None:
+    assert [more_pairs(p, 12) for p in (3, 6, 12)] == [6, 12, None]
+    assert [more_pairs(p, 20) for p in (3, 12, 20)] == [6, 20, None]
+
+
+def test_a_range_halves_toward_the_first_bad() -> None:
+    known = Range(-1, 15)
+    assert (known.midpoint, known.steps_left, known.done) == (7, 4, False)
+    assert known.narrowed(7, Outcome.BAD) == Range(-1, 7)
+    assert known.narrowed(7, Outcome.GOOD) == Range(7, 15)
+    assert known.narrowed(7, Outcome.UNSURE) == known
+    assert Range(6, 7).done and Range(6, 7).steps_left == 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "pytest_args"),
+    [
+        (["bisect", "v1", "HEAD"], []),
+        (["bisect", "v1", "HEAD", "--pairs", "4", "--", "-k", "softmax"], ["-k", "softmax"]),
+        # options after the revisions; a second "--" passes on to pytest
+        (
+            ["bisect", "v1", "HEAD", "--json", "b.json", "--", "t.py::x", "--", "y"],
+            ["t.py::x", "--", "y"],
+        ),
+    ],
+)
+def test_the_pytest_arguments_are_those_after_the_dashes(
+    argv: list[str], pytest_args: list[str]
+) -> None:
+    args = cli.parser().parse_args(argv)
+    assert (args.good, args.bad, args.pytest_args) == ("v1", "HEAD", pytest_args)
+
+
+# --- the command, on generated repositories -------------------------------------------------
+
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not on PATH")
+
+
+@pytest.fixture
+def temp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The temporary directory of the command's processes: what a run leaves there is its."""
+    return tmp_path_factory.mktemp("tmpdir")
+
+
+@pytest.fixture
+def repo(fake: pytest.Pytester) -> pytest.Pytester:
+    """A kernel module and its two tests (the fake timer's conftest with them), committed
+    once on main."""
+    fake.makepyfile(kernels=KERNELS.format(factor=1.0), test_bench=TESTS)
+    fake.path.joinpath(".gitignore").write_text(IGNORED)
+    git(fake.path, "init", "-q", "-b", "main")
+    commit(fake.path, "kernels and their tests")
+    return fake
+
+
+def changes(repo: pytest.Pytester, count: int, slow_at: int | None = None) -> list[str]:
+    """``count`` commits, each adding a file; the ``slow_at``-th (from 1) also makes
+    ``work`` 50% slower. Their shas, oldest first."""
+    shas = []
+    for i in range(1, count + 1):
+        repo.path.joinpath(f"note{i}.txt").write_text(f"{i}\n")
+        if i == slow_at:
+            repo.makepyfile(kernels=KERNELS.format(factor=1.5))
+        shas.append(commit(repo.path, f"change {i}"))
+    return shas
+
+
+def gpubench(
+    repo: pytest.Pytester, temp: Path, *args: str, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """``gpubench ARGS`` as a user runs it in the repository."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_gpubench", *args],
+        cwd=repo.path,
+        env={**os.environ, "TMPDIR": str(temp)},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def left_in(temp: Path) -> list[str]:
+    """What a run left in its temporary directory, but the device locks (kept on purpose)."""
+    return sorted(p.name for p in temp.iterdir() if p.name != "pytest-gpubench-locks")
+
+
+def worktrees(repo: pytest.Pytester) -> list[str]:
+    listed = git(repo.path, "worktree", "list", "--porcelain")
+    return [line for line in listed.splitlines() if line.startswith("worktree ")]
+
+
+def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    [line] = [line for line in done.stderr.splitlines() if line.startswith("gpubench: error:")]
+    return line
+
+
+@needs_git
+def test_an_unknown_revision_is_one_line(repo: pytest.Pytester, temp: Path) -> None:
+    changes(repo, 2)
+    line = one_error_line(gpubench(repo, temp, "bisect", "nosuchtag", "HEAD"))
+    assert "GOOD 'nosuchtag' is not a revision of the repository" in line
+    assert left_in(temp) == []
+
+
+@needs_git
+def test_good_not_an_ancestor_of_bad_is_one_line(repo: pytest.Pytester, temp: Path) -> None:
+    git(repo.path, "checkout", "-q", "-b", "side")
+    repo.path.joinpath("side.txt").write_text("a commit of its own\n")
+    commit(repo.path, "on the side")
+    git(repo.path, "checkout", "-q", "main")
+    changes(repo, 2)
+    line = one_error_line(gpubench(repo, temp, "bisect", "side", "main"))
+    assert "GOOD 'side' (" in line and "is not an ancestor of BAD 'main'" in line
+    line = one_error_line(gpubench(repo, temp, "bisect", "main", "main~2"))
+    assert "the wrong way round" in line
+
+
+def test_outside_a_git_repository_is_one_line(fake: pytest.Pytester, temp: Path) -> None:
+    line = one_error_line(gpubench(fake, temp, "bisect", "HEAD~1", "HEAD"))
+    assert "is not in a git repository" in line
+
+
+@needs_git
+def test_good_and_bad_one_commit_is_nothing_to_bisect(repo: pytest.Pytester, temp: Path) -> None:
+    changes(repo, 1)
+    done = gpubench(repo, temp, "bisect", "HEAD", "main")
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == "nothing to bisect: GOOD 'HEAD' and BAD 'main' are one commit\n"
+
+
+@needs_git
+def test_a_failed_build_is_one_line_and_leaves_its_log_only(
+    repo: pytest.Pytester, temp: Path
+) -> None:
+    changes(repo, 2)
+    line = one_error_line(
+        gpubench(repo, temp, "bisect", "HEAD~2", "HEAD", "--build", "echo no; exit 3")
+    )
+    assert f"bisect at {git(repo.path, 'rev-parse', '--short=7', 'HEAD')}: --build " in line
+    assert "with exit 3: no; its output: " in line
+    [log] = left_in(temp)
+    assert log.startswith("gpubench-bisect-build-") and (temp / log).read_text() == "no\n"
+    assert len(worktrees(repo)) == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["bisect", "a", "b", "--pairs", "0"], "from 1 to 20"),
+        (["bisect", "a", "b", "--max-pairs", "x"], "expected a whole number of pairs"),
+        (["bisect", "a", "b", "--timeout", "-1"], "expected seconds such as 3600, got '-1'"),
+        (["bisect", "a"], "the following arguments are required: BAD"),
+        (["bisect", "a", "b", "-k", "x"], "unrecognized arguments: -k x: pytest's go after --"),
+    ],
+)
+def test_invalid_options_are_one_line(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    assert exited.value.code == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("gpubench bisect: error: ") and message in line
+
+
+@pytest.mark.slow
+@needs_git
+def test_no_gpubench_test_selected_is_one_line(repo: pytest.Pytester, temp: Path) -> None:
+    changes(repo, 2)
+    done = gpubench(repo, temp, "bisect", "HEAD~2", "HEAD", *FAST, "--", "-k", "nomatch")
+    line = one_error_line(done)
+    assert "no gpubench test selected at BAD" in line and "(-k nomatch)" in line
+    assert left_in(temp) == [] and len(worktrees(repo)) == 1
+
+
+@pytest.mark.slow
+@needs_git
+@pytest.mark.parametrize("slow_at", [12])  # every position: the fake-runner tests above
+def test_bisect_finds_the_slow_commit_among_16(
+    repo: pytest.Pytester, temp: Path, slow_at: int
+) -> None:
+    shas = changes(repo, 16, slow_at=slow_at)
+    good = git(repo.path, "rev-parse", "HEAD~16")
+    done = gpubench(repo, temp, "bisect", good[:10], "HEAD", *FAST, "--json", "b.json", *AFTER)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert f"first bad commit: {shas[slow_at - 1]} change {slow_at}" in lines
+    assert f"  {SUM}: x1.500 (slower by 50.0% than {good[:10]}, 2 pairs)" in lines
+    steps = [line for line in lines if line.startswith("step ")]
+    assert len(steps) == 5 and all(
+        line.startswith(f"step {i + 1}/5: ") for i, line in enumerate(steps)
+    )
+    document = json.loads((repo.path / "b.json").read_text())
+    assert document["first_bad"]["commit"] == shas[slow_at - 1]
+    for step in document["steps"]:  # every step's outcome as the planted commit says
+        assert step["outcome"] == ("bad" if step["position"] >= slow_at - 1 else "good"), step
+    assert document["steps"][0]["commit"] == shas[-1]  # BAD first
+    assert lines[-1].startswith("cost: 5 steps, 10 pairs (20 timing processes), ")
+    assert left_in(temp) == [] and len(worktrees(repo)) == 1
+
+
+@pytest.mark.slow
+@needs_git
+def test_bad_not_slower_says_so_and_exits_1(repo: pytest.Pytester, temp: Path) -> None:
+    changes(repo, 3)
+    done = gpubench(repo, temp, "bisect", "HEAD~3", "HEAD", *FAST, *AFTER)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("step 1/1: ") and ": good (test_sum same, " in lines[0]
+    assert (
+        lines[1].startswith("nothing to bisect: BAD ") and "is not slower than HEAD~3" in lines[1]
+    )
+    assert left_in(temp) == []
+
+
+@pytest.mark.slow
+@needs_git
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_ends_the_step_and_leaves_nothing_behind(
+    repo: pytest.Pytester, temp: Path, monkeypatch: pytest.MonkeyPatch, sig: int
+) -> None:
+    changes(repo, 2, slow_at=2)
+    pids = repo.path / "child-pids.txt"
+    monkeypatch.setenv("FAKE_CHILD_PIDS", str(pids))
+    monkeypatch.setenv("FAKE_CHILD_START_S", "60")  # a timing process that takes its time
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest_gpubench", "bisect", "HEAD~2", "HEAD", *FAST, *AFTER],
+        cwd=repo.path,
+        env={**os.environ, "TMPDIR": str(temp)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (pids.exists() and pids.read_text().strip()):
+            assert time.monotonic() < deadline and proc.poll() is None, "no step started"
+            time.sleep(0.2)
+        time.sleep(1.0)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, out + err
+    assert err.splitlines()[-1] == (
+        "gpubench bisect: interrupted: the step's processes were ended and its checkouts removed"
+    )
+    assert "Traceback" not in err
+    assert left_in(temp) == [] and len(worktrees(repo)) == 1
+    started = [int(p) for p in pids.read_text().split()]
+    assert started and not any(_alive(p) for p in started)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is gone for the user
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state != "Z"
