@@ -500,8 +500,8 @@ def history(good: str, bad: str, cwd: Path) -> History:
     top = _git(cwd, "rev-parse", "--show-toplevel")
     if top.returncode != 0:
         raise BisectError(
-            f"bisect: {cwd} is not in a git repository ({_last_line(top.stderr)}); run gpubench "
-            "bisect inside the repository whose history to search"
+            f"bisect: {cwd} is not in a git repository ({revision.last_line(top.stderr)}); "
+            "run gpubench bisect inside the repository whose history to search"
         )
     repo = Path(top.stdout.strip()).resolve()
     good_sha, bad_sha = (_resolve(ref, what, repo) for ref, what in ((good, "GOOD"), (bad, "BAD")))
@@ -523,7 +523,8 @@ def history(good: str, bad: str, cwd: Path) -> History:
     )
     if listed.returncode != 0:
         raise BisectError(
-            f"bisect: git log failed in {repo} ({_last_line(listed.stderr)}); fix what git names"
+            f"bisect: git log failed in {repo} ({revision.last_line(listed.stderr)}); "
+            "fix what git names"
         )
     commits = tuple(
         Commit(*line.split("\0", 1)) for line in listed.stdout.splitlines() if "\0" in line
@@ -551,30 +552,7 @@ def _subject(repo: Path, sha: str) -> str:
 
 
 def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in revision.LOCATION_VARIABLES}
-    try:
-        return subprocess.run(
-            ["git", "-C", str(cwd), *args],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=revision.GIT_TIMEOUT_S,
-            check=False,
-        )
-    except FileNotFoundError:
-        raise BisectError("gpubench bisect needs git on PATH") from None
-    except subprocess.TimeoutExpired:
-        raise BisectError(
-            f"bisect: git {args[0]} ran over {revision.GIT_TIMEOUT_S:g} s in {cwd}; check that "
-            "git works there"
-        ) from None
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1][:300] if lines else "no output"
+    return revision.git(cwd, args, who="gpubench bisect")
 
 
 # --- the steps' processes -------------------------------------------------------------------

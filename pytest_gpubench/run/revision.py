@@ -73,7 +73,7 @@ class Revision:
 def resolve(ref: str, cwd: Path) -> tuple[Path, str]:
     """The top level of the repository ``cwd`` is in, and the full sha of the commit ``ref``
     names there."""
-    top = _git(cwd, ["rev-parse", "--show-toplevel"])
+    top = git(cwd, ["rev-parse", "--show-toplevel"])
     if top.returncode != 0:
         if "not a git repository" in top.stderr.lower():
             raise RevisionError(
@@ -82,7 +82,7 @@ def resolve(ref: str, cwd: Path) -> tuple[Path, str]:
             )
         raise RevisionError(
             f"--gpubench-against: git cannot use the repository at {cwd} "
-            f"(git: {_last_line(top.stderr)}); fix what git names, then run again"
+            f"(git: {last_line(top.stderr)}); fix what git names, then run again"
         )
     repo = Path(top.stdout.strip()).resolve()
     # A ref that starts with "-" would be read as an option.
@@ -99,7 +99,7 @@ def merge_base(a: str, b: str, cwd: Path) -> str:
     """The full sha of the best common ancestor of the revisions ``a`` and ``b``."""
     repo, first = resolve(a, cwd)
     second = resolve(b, cwd)[1]
-    found = _git(repo, ["merge-base", first, second])
+    found = git(repo, ["merge-base", first, second])
     if found.returncode != 0 or not found.stdout.strip():
         raise RevisionError(
             f"--gpubench-against: {a!r} and {b!r} have no common ancestor in the repository "
@@ -128,11 +128,11 @@ def checkout(
     try:
         revision = Revision(ref, commit, repo, tree)
         args = ["worktree", "add", "--detach", str(tree), commit]
-        added = _git(repo, args, NO_HOOKS, timeout_s=timeout_s)
+        added = git(repo, args, NO_HOOKS, timeout_s=timeout_s)
         if added.returncode != 0:
             raise RevisionError(
                 f"--gpubench-against {ref!r}: git worktree add failed in {repo} "
-                f"(git: {_last_line(added.stderr)}); fix what git names, then run again"
+                f"(git: {last_line(added.stderr)}); fix what git names, then run again"
             )
         if (tree / ".gitmodules").exists():
             _submodules(revision, timeout_s)
@@ -144,7 +144,7 @@ def checkout(
 
 
 def _commit(ref: str, cwd: Path) -> str:
-    found = _git(cwd, ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"])
+    found = git(cwd, ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"])
     return found.stdout.strip() if found.returncode == 0 else ""
 
 
@@ -201,11 +201,11 @@ def _submodules(revision: Revision, timeout_s: float) -> None:
     # protocol.file: submodules at local paths, refused by default since git 2.38.1.
     config = (NO_HOOKS, "protocol.file.allow=always")
     args = ["submodule", "update", "--init", "--recursive"]
-    done = _git(revision.root, args, *config, timeout_s=timeout_s)
+    done = git(revision.root, args, *config, timeout_s=timeout_s)
     if done.returncode != 0:
         raise RevisionError(
             f"--gpubench-against {revision.ref!r}: git submodule update failed in the checkout "
-            f"of {_where(revision)} (git: {_last_line(done.stderr or done.stdout)}); make the "
+            f"of {_where(revision)} (git: {last_line(done.stderr or done.stdout)}); make the "
             "submodules of that revision reachable (their URLs in .gitmodules) or name another"
         )
 
@@ -270,15 +270,20 @@ def _remove(repo: Path, folder: Path, tree: Path) -> None:
 
 def _quietly(cwd: Path, args: Sequence[str]) -> subprocess.CompletedProcess[str] | None:
     try:
-        return _git(cwd, args)
+        return git(cwd, args)
     except (GpubenchError, OSError, subprocess.SubprocessError):
         return None
 
 
-def _git(
-    cwd: Path, args: Sequence[str], *config: str, timeout_s: float = GIT_TIMEOUT_S
+def git(
+    cwd: Path,
+    args: Sequence[str],
+    *config: str,
+    timeout_s: float = GIT_TIMEOUT_S,
+    who: str = "--gpubench-against",
 ) -> subprocess.CompletedProcess[str]:
-    """``git -C cwd [-c config]... args``, its output captured."""
+    """``git -C cwd [-c config]... args``, its output captured, without git's location
+    variables; ``who`` names the caller in the error of a missing or hung git."""
     options = [item for setting in config for item in ("-c", setting)]
     try:
         return subprocess.run(
@@ -292,10 +297,10 @@ def _git(
             check=False,
         )
     except FileNotFoundError:
-        raise RevisionError("--gpubench-against needs git on PATH") from None
+        raise RevisionError(f"{who} needs git on PATH") from None
     except subprocess.TimeoutExpired:
         raise RevisionError(
-            f"--gpubench-against: git {args[0]} ran over {timeout_s:g} s in {cwd}; "
+            f"{who}: git {args[0]} ran over {timeout_s:g} s in {cwd}; "
             "check that git works there, then run again"
         ) from None
 
@@ -310,7 +315,7 @@ def _where(revision: Revision) -> str:
     return f"{revision.ref} ({revision.commit[:7]})"
 
 
-def _last_line(text: str) -> str:
+def last_line(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1][:300] if lines else "no output"
 
@@ -319,6 +324,6 @@ def _tail(log: Path) -> str:
     try:
         with open(log, "rb") as file:
             file.seek(max(0, file.seek(0, os.SEEK_END) - 65536))
-            return _last_line(file.read().decode(errors="replace"))
+            return last_line(file.read().decode(errors="replace"))
     except OSError:
         return "no output"
