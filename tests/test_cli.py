@@ -533,3 +533,24 @@ def test_plugin_imports_neither_the_command_nor_matplotlib():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_plot_draws_a_ratio_to_its_reference_without_a_unit_of_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    path = tmp_path / "sm90-nvidia-h100-80gb-hbm3.json"
+    sessions = {
+        f"2026010{i}T000000Z-00000{i}": SessionInfo(f"2026-01-0{i}T00:00:00+00:00", "abc", "GPU-1")
+        for i in range(1, 6)
+    }
+    ratios = tuple(SessionRecord(s, 0.83 + 0.001 * i, 30, 0.001) for i, s in enumerate(sessions))
+    latest = BaselineEntry(timer="cuda-graph:ratio", epoch="", anchor=(), history=())
+    key = "tests/test_k.py::test_gelu#vs-reference"
+    assert store.save(
+        store.Baseline(path), DEVICE, sessions, [store.Update(key, ratios, True, latest)]
+    )
+    code, _, err = run(capsys, "plot", str(path), "--out", str(tmp_path / "out"), "--format", "svg")
+    assert code == 0, err
+    [image] = (tmp_path / "out").iterdir()
+    svg = image.read_text(encoding="utf-8")
+    assert "to the reference" in svg and "(ms)" not in svg and "µs)" not in svg
