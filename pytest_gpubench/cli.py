@@ -750,7 +750,8 @@ def parser() -> argparse.ArgumentParser:
         "--timeout",
         type=_seconds,
         metavar="S",
-        help="Stop with an error when a step (its builds included) runs longer (default: none)",
+        help="Stop with an error when a step (its builds included) runs longer (default: none; "
+        "a build alone stops after 3600 s)",
     )
     bisect_parser.add_argument(
         "--json", metavar="FILE", help="Write the steps and the answer to this JSON file"

@@ -415,6 +415,23 @@ def test_good_not_an_ancestor_of_bad_is_one_line(repo: pytest.Pytester, temp: Pa
     assert "the wrong way round" in line
 
 
+@needs_git
+def test_good_on_a_branch_merged_into_bad_is_one_line(repo: pytest.Pytester, temp: Path) -> None:
+    """A release tagged on a branch merged back: main's first parents after it lack its
+    changes, so none of them may be named the first bad commit."""
+    changes(repo, 1)
+    git(repo.path, "checkout", "-q", "-b", "release")
+    repo.path.joinpath("fix.txt").write_text("a fix on the release branch\n")
+    commit(repo.path, "fix")
+    git(repo.path, "tag", "v1")
+    git(repo.path, "checkout", "-q", "main")
+    repo.path.joinpath("later.txt").write_text("main goes on\n")
+    commit(repo.path, "later on main")
+    git(repo.path, "merge", "-q", "--no-ff", "-m", "merge the release", "release")
+    line = one_error_line(gpubench(repo, temp, "bisect", "v1", "main"))
+    assert "GOOD 'v1' (" in line and "is not on BAD's first-parent line" in line
+
+
 def test_outside_a_git_repository_is_one_line(fake: pytest.Pytester, temp: Path) -> None:
     line = one_error_line(gpubench(fake, temp, "bisect", "HEAD~1", "HEAD"))
     assert "is not in a git repository" in line

@@ -98,6 +98,34 @@ def test_a_reference_that_is_no_function_is_one_line(
     assert "Traceback" not in output(result) and "def test_a" not in output(result)
 
 
+def test_an_error_of_the_reference_says_it_came_from_the_reference(
+    fake: pytest.Pytester,
+) -> None:
+    fake.makepyfile(
+        test_bench="""
+def work(n, block=128):
+    return n
+
+
+def ref(n):
+    return n
+
+
+def test_sum(gpubench):
+    gpubench(work, 100, reference=ref, block=64)
+"""
+    )
+    result = fake.runpytest("--gpubench")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*TypeError: ref() got an unexpected keyword argument 'block'",
+            "*in the reference= function of gpubench in test_sum, called with the timed "
+            "function's arguments",
+        ]
+    )
+
+
 @pytest.mark.parametrize("name", ["vs-reference", "fp16#vs-reference"])
 def test_the_name_of_a_ratio_is_reserved(fake: pytest.Pytester, name: str) -> None:
     fake.makepyfile(f"def test_a(gpubench):\n    gpubench(abs, -1, name={name!r})\n")
@@ -308,16 +336,18 @@ def test_sum(gpubench):
 """
 
 
-def test_a_reference_another_timer_must_time_takes_the_function_along(
+def test_a_reference_another_timer_must_time_leaves_the_function_on_its_own(
     pytester: pytest.Pytester,
 ) -> None:
+    """The function keeps the timer it takes alone (its history's): a reference that only
+    another timer can time gives no ratio, never a function moved to that timer."""
     pytester.makeconftest(TIMERS_CONFTEST)
     pytester.makepyfile(test_bench=TIMERS_BENCH.format(work=None, ref="cupti"))
     result = pytester.runpytest("--gpubench", "--gpubench-json=out.json")
     result.assert_outcomes(passed=1)
     found = report(pytester)
-    assert (found[SUM]["timer"], found[RATIO]["timer"]) == ("cupti", "cupti:ratio")
-    assert set(found[RATIO]["samples_ms"]) == {0.5}  # type: ignore[arg-type]
+    assert list(found) == [SUM] and found[SUM]["timer"] == "cuda-graph"
+    result.stdout.fnmatch_lines(["test_sum: timed by cuda-graph: no ratio to its reference: *"])
 
 
 def test_two_functions_no_timer_times_alike_get_no_ratio(pytester: pytest.Pytester) -> None:

@@ -8,7 +8,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,6 +19,7 @@ from types import FrameType
 import pytest
 from support import git
 
+from pytest_gpubench.run import revision as revisions
 from pytest_gpubench.run.revision import RevisionError, checkout, merge_base, resolve
 
 if shutil.which("git") is None:
@@ -377,7 +377,7 @@ def test_a_checkout_of_a_killed_run_is_removed_by_the_next(repo: Repo, tmp_path:
     assert left.is_dir()
     temp = Path(tempfile.gettempdir())
     others = {
-        "live": f"{socket.gethostname()} {os.getpid()}\n",  # this process: alive
+        "live": f"{revisions._host()} {os.getpid()}\n",  # this process: alive
         "elsewhere": "another-host 1\n",
         "unowned": None,
     }

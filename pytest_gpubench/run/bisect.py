@@ -529,6 +529,18 @@ def history(good: str, bad: str, cwd: Path) -> History:
     commits = tuple(
         Commit(*line.split("\0", 1)) for line in listed.stdout.splitlines() if "\0" in line
     )
+    # The search walks BAD's first parents: GOOD must be one of them. A GOOD on a branch
+    # merged into BAD's line (a release tag) leaves commits on the line that lack GOOD's
+    # changes: one of them could read as the first bad commit.
+    parent = (
+        _git(repo, "rev-parse", "--verify", "--quiet", f"{commits[0].sha}^1") if commits else None
+    )
+    if parent is not None and parent.stdout.strip() != good_sha:
+        raise BisectError(
+            f"bisect: GOOD {good!r} ({good_sha[:7]}) is not on BAD's first-parent line (a "
+            f"branch merged into it); name as GOOD a commit of that line, such as the merge "
+            f"that brought it in, or {parent.stdout.strip()[:7]}, where the line left it"
+        )
     return History(repo, Commit(good_sha, _subject(repo, good_sha)), commits)
 
 
@@ -587,7 +599,8 @@ class StepRunner:
                 timeout_s=self.timeout_s or 3600.0,
             ) as rev:
                 log.unlink(missing_ok=True)  # built: its output is not needed
-                readings, taken = self._measure(rev, commit, pairs)
+                left = None if self.timeout_s is None else started + self.timeout_s
+                readings, taken = self._measure(rev, commit, pairs, left)
         except revision.RevisionError as exc:
             if "--gpubench-build" not in str(exc):
                 log.unlink(missing_ok=True)
@@ -600,8 +613,10 @@ class StepRunner:
         return StepRun(readings, taken, time.monotonic() - started)
 
     def _measure(
-        self, rev: revision.Revision, commit: Commit, pairs: int
+        self, rev: revision.Revision, commit: Commit, pairs: int, deadline: float | None
     ) -> tuple[dict[str, Reading], int]:
+        """The step's pytest run in the checkout ``rev``, within what the step's limit left
+        after its checkout and build (``deadline``, a time.monotonic value; None: no limit)."""
         where = rev.counterpart(self.cwd)
         if not where.is_dir():
             raise BisectError(
@@ -627,7 +642,8 @@ class StepRunner:
         if self.build is not None:
             args.append(f"--gpubench-build={self.build}")
         output = self.folder / "step.log"
-        code = run_pytest(args, where, step_environment(rev, self.folder), output, self.timeout_s)
+        limit = None if deadline is None else max(1.0, deadline - time.monotonic())
+        code = run_pytest(args, where, step_environment(rev, self.folder), output, limit)
         text = output.read_text(encoding="utf-8", errors="replace") if output.exists() else ""
         if code is None:
             raise BisectError(

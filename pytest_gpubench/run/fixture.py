@@ -153,7 +153,16 @@ class GpuBench:
         suffix = f"#{name}" if name is not None else ""
         if reference is not None:
             against = dataclasses.replace(workload, fn=reference)
-            _, reference_first_call_s = self.session.first_call(against)
+            try:
+                _, reference_first_call_s = self.session.first_call(against)
+            except Exception as exc:  # say whose error it is: the test named one function
+                note = (
+                    f"in the reference= function of gpubench in {self.context.name}, called "
+                    "with the timed function's arguments"
+                )
+                if hasattr(exc, "add_note"):  # Python 3.11+; 3.10 shows the error alone
+                    exc.add_note(note)
+                raise
             measured, ratio = self.session.measure_pair(
                 workload,
                 against,

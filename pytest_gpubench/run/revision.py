@@ -25,8 +25,8 @@ from ..core.errors import GpubenchError
 # git's quick calls (rev-parse, merge-base, the cleanup): longer than this, git hangs.
 GIT_TIMEOUT_S = 120.0
 FOLDER_PREFIX = "gpubench-ref-"
-# In each checkout's folder: "<host> <pid>" of the run that made it (a later run removes the
-# folders of runs killed outright).
+# In each checkout's folder: "<host>[/<pid namespace>] <pid>" of the run that made it (a later
+# run removes the folders of runs killed outright).
 OWNER = "owner"
 # Variables that point git at a repository, index or work tree (set when pytest runs from a
 # git hook): with them, `git -C <checkout>` would act on the user's repository and index.
@@ -158,7 +158,7 @@ def _new_folder(repo: Path) -> Path:
     _sweep(base, repo)
     try:
         folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX, dir=base))
-        (folder / OWNER).write_text(f"{socket.gethostname()} {os.getpid()}\n")
+        (folder / OWNER).write_text(f"{_host()} {os.getpid()}\n")
     except OSError as exc:
         raise RevisionError(
             f"--gpubench-against: cannot create a folder in {base} ({exc.strerror or exc}); "
@@ -171,7 +171,7 @@ def _sweep(base: Path, repo: Path) -> None:
     """Remove the checkouts of runs killed outright (SIGKILL, a lost machine): folders whose
     owner process, on this host, is gone. Another host's (a shared TMPDIR) or a live run's
     stay; so does a folder without an owner file (an older release's). Never raises."""
-    host = socket.gethostname()
+    host = _host()
     gone: list[Path] = []
     for folder in base.glob(FOLDER_PREFIX + "*"):
         try:
@@ -185,6 +185,16 @@ def _sweep(base: Path, repo: Path) -> None:
     listed = _quietly(repo, ["worktree", "list", "--porcelain"]) if gone else None
     if listed is not None and any(f"worktree {tree}\n" in listed.stdout for tree in gone):
         _quietly(repo, ["worktree", "prune"])  # their records, in this repository
+
+
+def _host() -> str:
+    """This host, and its process namespace where there is one: containers sharing a host
+    name and a temporary directory number their processes apart."""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")  # pid:[4026531836]
+    except OSError:
+        namespace = ""
+    return socket.gethostname() + (f"/{namespace[5:-1]}" if namespace.startswith("pid:[") else "")
 
 
 def _alive(pid: int) -> bool:

@@ -274,9 +274,11 @@ def paired_samplers(
     """Samplers of two workloads by one timer where one can time both: a ratio of two
     timers' numbers is no measurement. Each by ``timer``; where they end up on different
     timers (``auto`` captured a graph of one and not of the other), the second by the
-    first's timer, else the first by the second's (``timer_named``: the timer a name asks
-    for). Their timers still differ where neither can time the other: the caller records no
-    ratio. A sampler given up is closed; so are both when building one fails."""
+    first's timer (``timer_named``: the timer a name asks for). The first is never timed
+    otherwise than it would be alone: adding a reference must not move a function's own
+    time to another timer (its history would read incomparable). Their timers still differ
+    where the second cannot take the first's: the caller records no ratio. A sampler given
+    up is closed; so are both when building one fails."""
     a = timer.sampler(first)
     try:
         b = timer.sampler(second)
@@ -285,8 +287,6 @@ def paired_samplers(
         raise
     if b.timer != a.timer:
         b = _retimed(b, timer_named, a.timer, second)
-    if b.timer != a.timer:
-        a = _retimed(a, timer_named, b.timer, first)
     return a, b
 
 
