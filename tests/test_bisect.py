@@ -580,3 +580,61 @@ def _alive(pid: int) -> bool:
     except OSError:
         return True
     return state != "Z"
+
+
+@pytest.mark.slow
+@needs_git
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a lifeline of Linux's")
+def test_kill_9_ends_the_steps_processes_and_the_next_run_removes_what_is_left(
+    repo: pytest.Pytester, temp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed outright, bisect can end nothing: the kernel tells the step's pytest (SIGTERM),
+    which ends its timing processes and removes its checkout of GOOD. The step's checkout
+    and the bisection's folder, bisect's own, are removed by the next bisect."""
+    changes(repo, 2, slow_at=2)
+    pids = repo.path / "child-pids.txt"
+    monkeypatch.setenv("FAKE_CHILD_PIDS", str(pids))
+    monkeypatch.setenv("FAKE_CHILD_START_S", "60")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest_gpubench", "bisect", "HEAD~2", "HEAD", *FAST, *AFTER],
+        cwd=repo.path,
+        env={**os.environ, "TMPDIR": str(temp)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (pids.exists() and pids.read_text().strip()):
+            assert time.monotonic() < deadline and proc.poll() is None, "no step started"
+            time.sleep(0.2)
+        time.sleep(1.0)
+        step = _children_of(proc.pid)
+        assert step, "the step's pytest is bisect's child"
+    finally:
+        proc.kill()
+        proc.wait()
+    started = [int(p) for p in pids.read_text().split()]
+    deadline = time.monotonic() + 60
+    while any(_alive(p) for p in [*step, *started]):
+        assert time.monotonic() < deadline, "a process of the step outlived bisect"
+        time.sleep(0.2)
+    left = left_in(temp)
+    assert left and all(n.startswith(("gpubench-bisect-", "gpubench-ref-")) for n in left)
+    assert len([n for n in left if n.startswith("gpubench-ref-")]) == 1  # GOOD's is gone
+
+    done = gpubench(repo, temp, "bisect", "HEAD", "main")  # nothing to bisect, but it sweeps
+    assert done.returncode == 1, done.stderr
+    assert left_in(temp) == [] and len(worktrees(repo)) == 1
+
+
+def _children_of(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux's /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found

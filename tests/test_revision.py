@@ -308,6 +308,33 @@ def test_an_interrupted_build_is_killed_and_removed(repo: Repo, tmp_path: Path) 
     assert nothing_left(repo)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a lifeline of Linux's")
+def test_a_build_of_a_run_killed_outright_ends_with_its_children(
+    repo: Repo, tmp_path: Path
+) -> None:
+    """SIGKILL lets us end nothing: the kernel tells the build's shell, which ends its
+    group (a compiler it started, a job it left in the background)."""
+    shell, background = tmp_path / "shell.pid", tmp_path / "background.pid"
+    build = f"echo $$ > {shell}; sh -c 'echo $$ > {background}; exec sleep 60' & sleep 60"
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from pytest_gpubench.run.revision import checkout\n"
+        "with checkout('v1', Path(sys.argv[1]), build=sys.argv[2]):\n"
+        "    pass\n"
+    )
+    run = subprocess.Popen([sys.executable, "-c", script, str(repo.path), build])
+    try:
+        deadline = time.monotonic() + 30
+        while not (background.exists() and background.read_text().strip()):
+            assert time.monotonic() < deadline and run.poll() is None, "no build started"
+            time.sleep(0.05)
+    finally:
+        run.kill()
+        run.wait()
+    assert _gone(int(shell.read_text())) and _gone(int(background.read_text()))
+
+
 def test_a_checkout_has_its_submodules(repo: Repo, tmp_path: Path) -> None:
     add_submodule(repo, tmp_path)
     with checkout("HEAD", repo.path) as revision:

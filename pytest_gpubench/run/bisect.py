@@ -722,7 +722,8 @@ def run_pytest(
     """Run ``args`` in ``cwd`` in a process group of its own, its output to ``output``; its
     exit status, None when it ran over ``timeout_s``. Interrupted (Ctrl-C, or SIGTERM as
     :func:`interrupts` makes it), the group gets SIGTERM, so that the step's pytest ends its
-    processes and removes its checkout, and SIGKILL after GRACE_S."""
+    processes and removes its checkout, and SIGKILL after GRACE_S; killed outright, the
+    step's pytest gets SIGTERM from the kernel."""
     with open(output, "wb") as out:  # a file, not a pipe: nobody reads a pipe while we wait
         proc = subprocess.Popen(
             list(args),
@@ -732,6 +733,7 @@ def run_pytest(
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # not in the terminal's group: our Ctrl-C ends it, in order
+            preexec_fn=revision.dies_with_us(signal.SIGTERM),  # and so does our SIGKILL
         )
     try:
         return proc.wait(timeout=timeout_s)
@@ -814,10 +816,14 @@ def bisect(
 ) -> Bisection | None:
     """Bisect from ``cwd``'s repository: step lines to ``announce``, what is being done to
     ``progress``. None when GOOD and BAD are one commit."""
+    base = Path(tempfile.gettempdir()).resolve()
+    revision.sweep(base, FOLDER_PREFIX)  # what bisections killed outright left
+    revision.sweep(base, revision.FOLDER_PREFIX, cwd)
     found = history(good, bad, cwd)
     if not found.commits:
         return None
     with tempfile.TemporaryDirectory(prefix=FOLDER_PREFIX) as folder:
+        revision.own(Path(folder))
         steps = StepRunner(
             found.good,
             cwd,

@@ -10,13 +10,16 @@ and branches as they are, committed or not (the head side is the working tree). 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +31,12 @@ FOLDER_PREFIX = "gpubench-ref-"
 # In each checkout's folder: "<host>[/<pid namespace>] <pid>" of the run that made it (a later
 # run removes the folders of runs killed outright).
 OWNER = "owner"
+# The user's build command runs under a shell that takes its process group down with it on
+# SIGTERM (``dies_with_us`` sends one when we are killed outright, and then nobody can kill
+# the group): SIGTERM to that shell alone would leave the compilers running.
+BUILD_SHELL = 'trap "kill -KILL 0" TERM HUP; /bin/sh -c "$1" & wait $!'
+# prctl(2): the signal a process gets when the thread that started it ends.
+PR_SET_PDEATHSIG = 1
 # Variables that point git at a repository, index or work tree (set when pytest runs from a
 # git hook): with them, `git -C <checkout>` would act on the user's repository and index.
 LOCATION_VARIABLES = (
@@ -155,10 +164,9 @@ def _new_folder(repo: Path) -> Path:
             f"--gpubench-against: the temporary directory {base} is inside the repository "
             f"at {repo}; set TMPDIR to a folder outside it"
         )
-    _sweep(base, repo)
+    sweep(base, FOLDER_PREFIX, repo)
     try:
-        folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX, dir=base))
-        (folder / OWNER).write_text(f"{_host()} {os.getpid()}\n")
+        folder = own(Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX, dir=base)))
     except OSError as exc:
         raise RevisionError(
             f"--gpubench-against: cannot create a folder in {base} ({exc.strerror or exc}); "
@@ -167,13 +175,20 @@ def _new_folder(repo: Path) -> Path:
     return folder
 
 
-def _sweep(base: Path, repo: Path) -> None:
-    """Remove the checkouts of runs killed outright (SIGKILL, a lost machine): folders whose
-    owner process, on this host, is gone. Another host's (a shared TMPDIR) or a live run's
+def own(folder: Path) -> Path:
+    """``folder``, marked as this process's: :func:`sweep` removes it once we are gone."""
+    (folder / OWNER).write_text(f"{_host()} {os.getpid()}\n")
+    return folder
+
+
+def sweep(base: Path, prefix: str, repo: Path | None = None) -> None:
+    """Remove the folders ``prefix*`` in ``base`` of runs killed outright (SIGKILL, a lost
+    machine): those whose owner process (:func:`own`), on this host, is gone, and the
+    records of their checkouts in ``repo``. Another host's (a shared TMPDIR) or a live run's
     stay; so does a folder without an owner file (an older release's). Never raises."""
     host = _host()
     gone: list[Path] = []
-    for folder in base.glob(FOLDER_PREFIX + "*"):
+    for folder in base.glob(prefix + "*"):
         try:
             owner_host, pid = (folder / OWNER).read_text().split()
             if owner_host != host or _alive(int(pid)):
@@ -182,7 +197,9 @@ def _sweep(base: Path, repo: Path) -> None:
             continue
         shutil.rmtree(folder, ignore_errors=True)
         gone.append(folder / "tree")
-    listed = _quietly(repo, ["worktree", "list", "--porcelain"]) if gone else None
+    if not gone or repo is None:
+        return
+    listed = _quietly(repo, ["worktree", "list", "--porcelain"])
     if listed is not None and any(f"worktree {tree}\n" in listed.stdout for tree in gone):
         _quietly(repo, ["worktree", "prune"])  # their records, in this repository
 
@@ -224,14 +241,14 @@ def _build(revision: Revision, command: str, log: Path, keep_log: bool, timeout_
     try:
         with open(log, "wb") as out:  # a file, not a pipe: a background job cannot block us
             proc = subprocess.Popen(
-                command,
-                shell=True,  # the user's command line
+                ["/bin/sh", "-c", BUILD_SHELL, "gpubench-build", command],
                 cwd=revision.root,
                 env=_environment(),
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: killed as one
+                preexec_fn=dies_with_us(signal.SIGTERM),
             )
     except OSError as exc:
         raise RevisionError(
@@ -257,6 +274,27 @@ def _build(revision: Revision, command: str, log: Path, keep_log: bool, timeout_
         what = f"failed in {_where(revision)} with exit {code}"
     output = f"; its output: {log}" if keep_log else ""  # ours goes with the folder
     raise RevisionError(f"--gpubench-build {command!r} {what}: {_tail(log)}{output}")
+
+
+def dies_with_us(signum: int) -> Callable[[], None] | None:
+    """A ``preexec_fn`` that has the kernel send ``signum`` to the new process once this
+    thread is gone, also when it is killed outright (Linux's PR_SET_PDEATHSIG); None where
+    there is no such thing. A process in a session of its own is out of reach of the
+    terminal's signals and of our ``killpg`` once we are gone: this is its lifeline."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:  # resolved here, not after the fork
+        prctl = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def arm() -> None:
+        prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
+        if os.getppid() != parent:  # gone before the lifeline was armed
+            os.kill(os.getpid(), signum)
+
+    return arm
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
