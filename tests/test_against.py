@@ -83,6 +83,59 @@ def test_tests_on_one_side_only_are_reported_not_failed(repo: pytest.Pytester) -
     assert "test_old" in text and "removed" in text
 
 
+def in_lib(repo: pytest.Pytester, hook: str) -> None:
+    """The kernel module moved to lib/, found through ``hook`` in the conftest: an
+    absolute path of the working tree, as an editable install's .pth or import hook
+    names it (the revision's copy of the conftest names the same path)."""
+    (repo.path / "lib").mkdir()
+    git(repo.path, "mv", "kernels.py", "lib/kernels.py")
+    conftest = repo.path / "conftest.py"
+    conftest.write_text(conftest.read_text() + hook.format(lib=str(repo.path / "lib")))
+    commit(repo.path, "the kernels in lib/")
+    (repo.path / "lib" / "kernels.py").write_text(KERNELS.format(factor=1.08))
+
+
+PATH_HOOK = """
+import sys
+sys.path.append({lib!r})
+"""
+
+# A finder first on the meta path, as setuptools' editable finders are (after the path).
+IMPORT_HOOK = """
+import importlib.util, sys
+
+class WorkingTree:
+    def find_spec(self, name, path=None, target=None):
+        if name == "kernels":
+            return importlib.util.spec_from_file_location(name, {lib!r} + "/kernels.py")
+
+sys.meta_path.insert(0, WorkingTree())
+"""
+
+
+@pytest.mark.slow
+def test_the_revisions_side_finds_its_code_where_the_working_tree_finds_its_own(
+    repo: pytest.Pytester,
+) -> None:
+    in_lib(repo, PATH_HOOK)
+    result = repo.runpytest("--gpubench-against=HEAD", "-k", "test_sum", *FAST)
+    result.assert_outcomes(failed=1)
+    assert "slower by 8.0% than HEAD" in output(result)
+
+
+@pytest.mark.slow
+def test_a_revisions_side_that_imports_the_working_trees_code_is_one_line(
+    repo: pytest.Pytester,
+) -> None:
+    in_lib(repo, IMPORT_HOOK)
+    result = repo.runpytest("--gpubench-against=HEAD", "-k", "test_sum", *FAST)
+    assert result.ret == USAGE_ERROR
+    text = output(result)
+    [line] = [line for line in text.splitlines() if "code of the other side" in line]
+    assert f"imported kernels ({repo.path.resolve() / 'lib' / 'kernels.py'})" in line
+    assert "nothing is judged" in line and "Traceback" not in text
+
+
 def test_an_unknown_revision_is_one_line_and_judges_nothing(repo: pytest.Pytester) -> None:
     result = repo.runpytest("--gpubench-against=nosuchbranch", *FAST)
     assert result.ret == USAGE_ERROR

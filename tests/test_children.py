@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -498,3 +499,26 @@ def test_a_collection_error_of_a_child_is_told_in_one_line() -> None:
         ("test_ext.py", "ModuleNotFoundError: No module named 'built'"),
     )
     assert collection_errors("E   AssertionError: a failed test, not a collection") == ()
+
+
+def test_foreign_imports_names_modules_of_the_other_sides_tree_not_what_is_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    here = Path(__file__).resolve()
+    monkeypatch.setenv(children.FOREIGN_VARIABLE, str(here.parent))
+    assert f"support ({here.parent / 'support.py'})" in children.foreign_imports()
+    # A virtual environment inside the tree: its packages are installed, not the tree's code.
+    purelib = Path(sysconfig.get_paths()["purelib"]).resolve()
+    monkeypatch.setenv(children.FOREIGN_VARIABLE, str(purelib.parent))
+    assert not [m for m in children.foreign_imports() if m.startswith("pytest ")]
+    monkeypatch.delenv(children.FOREIGN_VARIABLE)
+    assert children.foreign_imports() == ()
+
+
+def test_a_child_hands_back_the_modules_it_imported_from_the_other_sides_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    document = child_document([(measured(), True)], ["kernels (/repo/lib/kernels.py)"])
+    monkeypatch.setattr(subprocess, "Popen", FakePopen(document, 0, ""))
+    [run] = launcher(tmp_path).confirming(["t.py::test_a"], 1, 1, lambda i, n: None)
+    assert run.foreign == ("kernels (/repo/lib/kernels.py)",) and len(run.results) == 1

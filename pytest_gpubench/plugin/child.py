@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..core.errors import GpubenchError
-from ..run.children import child_document, read_request, watch_parent
+from ..run.children import child_document, foreign_imports, read_request, watch_parent
 from ..store import files as storage
 from .collect import Collected
 
@@ -83,6 +83,8 @@ class Child:
         if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR):
             return  # cancelled: its parent gets nothing, and says so
         try:
-            storage.write_atomic(self.out, child_document(self.collected.outcomes), "results")
+            storage.write_atomic(
+                self.out, child_document(self.collected.outcomes, foreign_imports()), "results"
+            )
         except GpubenchError:
             pass  # the parent reports a process that measured nothing, with its output

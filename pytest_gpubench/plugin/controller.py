@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from ..run.session import BenchSession, Saved
 
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
+# The folder of a run against a revision (its compile caches), in the temporary directory.
+AB_FOLDER = "gpubench-ab-"
 
 
 class Controller:
@@ -90,13 +92,15 @@ class Controller:
         ref = self.settings.against
         log = Path(tempfile.gettempdir()) / f"gpubench-build-{os.getpid()}.log"
         terminated = _terminate_as_interrupt()
+        revision.sweep(Path(tempfile.gettempdir()).resolve(), AB_FOLDER)  # runs killed outright
         try:
             with (
-                tempfile.TemporaryDirectory(prefix="gpubench-ab-") as folder,
+                tempfile.TemporaryDirectory(prefix=AB_FOLDER) as folder,
                 revision.checkout(
                     ref, self.config.invocation_params.dir, build=self.settings.build, log=log
                 ) as rev,
             ):
+                revision.own(Path(folder))
                 tests = f"{len(items)} test{'s' if len(items) != 1 else ''}"
                 self.announce(
                     f"against {ref} ({rev.commit[:8]}): {tests}, timed in pairs of fresh "
@@ -110,6 +114,7 @@ class Controller:
                         Path(folder),
                         Path(package_init).parent,
                         self.settings.dir,
+                        revision.import_roots(),
                     ),
                     rev,
                     self.settings,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,8 +32,8 @@ from ..core.records import Measurement, Paired, Result, Status, Verdict, Versus
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import MIN_JUDGED_SAMPLES, Gate
 from ..judge.pairs import PairDesign, judge_pairs
-from .children import EVERY_BENCHMARK, ChildRun, Launcher, Request
-from .revision import Revision
+from .children import EVERY_BENCHMARK, FOREIGN_VARIABLE, ChildRun, Launcher, Request
+from .revision import Revision, code_paths
 
 BASE, HEAD = "base", "head"
 # Compile caches a side keeps apart from the other's: (variable, folder name). torch's
@@ -59,31 +59,26 @@ class Sides:
         return self.base if side == BASE else self.head
 
 
-def sides(head: Launcher, revision: Revision, folder: Path, plugin: Path, baselines: Path) -> Sides:
+def sides(
+    head: Launcher,
+    revision: Revision,
+    folder: Path,
+    plugin: Path,
+    baselines: Path,
+    roots: Iterable[Path] = (),
+) -> Sides:
     """The launchers of both sides. ``folder``: the comparison's own folder (caches, the
     plugin's path entry); ``plugin``: the head's pytest_gpubench package; ``baselines``: the
-    head's baseline directory, read by both sides."""
-    paths: list[str] = []
-    if plugin.resolve().is_relative_to(revision.repo):
-        # The plugin lives in the user's repository (its own tests): the base side must not
-        # find the revision's copy first.
-        entry = folder / "plugin"
-        entry.mkdir(parents=True, exist_ok=True)
-        link = entry / plugin.name
-        if not link.exists():
-            link.symlink_to(plugin.resolve(), target_is_directory=True)
-        paths.append(str(entry))
-    paths.append(str(revision.root))
-    if (revision.root / "src").is_dir():
-        paths.append(str(revision.root / "src"))
-    # Entries of the user's own PYTHONPATH inside the repository name the working tree's
-    # code: the revision's side gets the same places in its checkout.
-    inherited = [
-        str(revision.counterpart(Path(p))) if _inside(Path(p), revision) else p
-        for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-        if p
+    head's baseline directory, read by both sides; ``roots``: the folders the head finds its
+    code in (``revision.import_roots``), whose places in the checkout the revision's side
+    searches first. The revision's side refuses to measure code it imported from the
+    working tree (``FOREIGN_VARIABLE``)."""
+    paths = code_paths(revision, folder, plugin, roots)
+    trees = [p for p in os.environ.get(FOREIGN_VARIABLE, "").split(os.pathsep) if p]
+    base_env = [
+        ("PYTHONPATH", os.pathsep.join(paths)),
+        (FOREIGN_VARIABLE, os.pathsep.join([*trees, str(revision.repo)])),
     ]
-    base_env = [("PYTHONPATH", os.pathsep.join([*paths, *inherited]))]
     directory = ["--gpubench-dir", str(baselines)]
 
     def caches(side: str) -> list[tuple[str, str]]:
@@ -199,6 +194,8 @@ def compare(
                 everything = i <= design.first and not sides_.narrow
                 request = EVERY_BENCHMARK if everything else Request(tuple(wanted))
                 run = sides_.of(side).measuring(request, device_index, f"{side}-{i}")
+                if run.foreign:
+                    raise GpubenchError(_foreign(run.foreign, label, revision))
                 if run.error or run.trouble:
                     errors.append(f"{label}, pair {i}: {run.error or run.trouble}")
                 runs[side].append(_measured(run))
@@ -238,6 +235,18 @@ def compare(
         wanted = [n for n in nodeids if n in more]
     lines = tuple(dict.fromkeys(errors))
     return Comparison(results, len(runs[HEAD]), lines, time.perf_counter() - started)
+
+
+def _foreign(modules: Sequence[str], label: str, revision: Revision) -> str:
+    """Why a side's measurements are not of its code: it imported the other side's."""
+    named = ", ".join(modules[:3]) + (f" and {len(modules) - 3} more" if len(modules) > 3 else "")
+    return (
+        f"--gpubench-against {revision.ref}: {label} imported {named}, code of the other "
+        "side, so both sides would time the same code and nothing is judged; put the folder "
+        "holding that package on pytest's pythonpath ini option or on PYTHONPATH (each side "
+        "then finds its own), or install it with `pip install -e . --config-settings "
+        "editable_mode=compat`"
+    )
 
 
 def _measured(run: ChildRun) -> dict[str, Measurement]:

@@ -41,7 +41,7 @@ from ..core.jsondata import Json
 from ..core.records import Result, Status
 from ..store import files as storage
 from . import revision
-from .children import telling
+from .children import FOREIGN_VARIABLE, telling
 
 # --gpubench-pairs' own limit: more pairs than this the A/B run refuses.
 MAX_PAIRS = 20
@@ -679,28 +679,16 @@ def read_report(path: Path, commit: Commit) -> dict[str, Reading]:
 
 
 def step_environment(rev: revision.Revision, folder: Path) -> dict[str, str]:
-    """The environment of a step's pytest: the checkout's code first on the path (its
-    ``src`` too), then the user's entries, those inside the repository moved into the
-    checkout; the installed plugin, not a copy in the checkout."""
-    paths: list[str] = []
+    """The environment of a step's pytest: the checkout's code first on the path, as the
+    revision's side of an A/B run has it (``revision.code_paths``); the installed plugin,
+    not a copy in the checkout. Its processes refuse to measure code imported from the
+    user's tree (``FOREIGN_VARIABLE``)."""
     plugin = Path(__file__).resolve().parents[1]
-    if plugin.is_relative_to(rev.repo):
-        # The plugin lives in the user's repository (its own history): the checkout's copy
-        # must not be found first (as run/ab.py sides()).
-        entry = folder / "plugin"
-        entry.mkdir(parents=True, exist_ok=True)
-        link = entry / plugin.name
-        if not link.exists():
-            link.symlink_to(plugin, target_is_directory=True)
-        paths.append(str(entry))
-    paths.append(str(rev.root))
-    if (rev.root / "src").is_dir():
-        paths.append(str(rev.root / "src"))
-    for entry_text in os.environ.get("PYTHONPATH", "").split(os.pathsep):
-        if entry_text:
-            paths.append(_moved(entry_text, rev))
     env = {k: v for k, v in os.environ.items() if k not in revision.LOCATION_VARIABLES}
-    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env["PYTHONPATH"] = os.pathsep.join(
+        revision.code_paths(rev, folder, plugin, revision.import_roots())
+    )
+    env[FOREIGN_VARIABLE] = str(rev.repo)
     return env
 
 

@@ -27,6 +27,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -42,6 +43,9 @@ from ..timing.gpus import DEVICE_VARIABLE
 CHILD_VARIABLE = "PYTEST_GPUBENCH_CHILD"
 # The pid of the process that started a child: the child exits once it is gone.
 PARENT_VARIABLE = "PYTEST_GPUBENCH_PARENT"
+# Trees a side of a comparison must not import code from, os.pathsep-separated: the other
+# side's (run/ab.py). Measurements of the other side's code would make the two sides same.
+FOREIGN_VARIABLE = "PYTEST_GPUBENCH_NOT_FROM"
 # A child runs one test, or the whole selection when recording a session: imports, compiles
 # and measurements included. Longer than this, it is stuck.
 CHILD_TIMEOUT_S = 1800.0
@@ -122,6 +126,8 @@ class ChildRun:
     error: str = ""
     # Files a process that measured could not collect, each with its error in one line.
     uncollected: tuple[tuple[str, str], ...] = ()
+    # Modules it imported from a tree it must not (FOREIGN_VARIABLE): "name (file)".
+    foreign: tuple[str, ...] = ()
 
     @property
     def trouble(self) -> str:
@@ -382,7 +388,8 @@ def finish_child(
         except OSError:
             output = ""
         uncollected = collection_errors(output)
-    return ChildRun(results, uncollected=uncollected)
+    foreign = tuple(str(m) for m in document.get("foreign", ()))
+    return ChildRun(results, uncollected=uncollected, foreign=foreign)
 
 
 def collection_errors(output: str) -> tuple[tuple[str, str], ...]:
@@ -474,10 +481,36 @@ def run_children(
                 proc.wait()
 
 
-def child_document(results: Sequence[tuple[Result, bool]]) -> str:
-    """What a child writes for its parent: its results, each with whether its test passed."""
+def child_document(results: Sequence[tuple[Result, bool]], foreign: Sequence[str] = ()) -> str:
+    """What a child writes for its parent: its results, each with whether its test passed,
+    and the modules it imported from a tree it must not (:func:`foreign_imports`)."""
     entries = [result.to_dict(passed) for result, passed in results]
-    return json.dumps({"results": entries}, allow_nan=True) + "\n"
+    return json.dumps({"results": entries, "foreign": list(foreign)}, allow_nan=True) + "\n"
+
+
+def foreign_imports() -> tuple[str, ...]:
+    """The modules this process loaded from a tree its environment names as the other
+    side's (``FOREIGN_VARIABLE``), as "name (file)"; the plugin's own excepted (it runs on
+    both sides)."""
+    trees = [Path(p).resolve() for p in os.environ.get(FOREIGN_VARIABLE, "").split(os.pathsep) if p]
+    if not trees:
+        return ()
+    # Also excepted: what is installed (a virtual environment inside the repository).
+    installed = sysconfig.get_paths()
+    excepted = {Path(__file__).resolve().parents[1]} | {
+        Path(installed[k]).resolve() for k in ("purelib", "platlib", "stdlib", "platstdlib")
+    }
+    found = []
+    for name, module in sorted(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if not isinstance(file, str):
+            continue
+        path = Path(file).resolve()
+        if any(path.is_relative_to(t) for t in trees) and not any(
+            path.is_relative_to(e) for e in excepted
+        ):
+            found.append(f"{name} ({path})")
+    return tuple(found)
 
 
 # --- the child's side -----------------------------------------------------------------------

@@ -19,7 +19,7 @@ import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,6 +77,52 @@ class Revision:
             f"--gpubench-against: {path} is outside the repository at {self.repo}; "
             "run pytest on paths inside the repository whose history to compare with"
         )
+
+
+def code_paths(rev: Revision, folder: Path, plugin: Path, roots: Iterable[Path]) -> list[str]:
+    """The PYTHONPATH of a process that runs the revision's code: the checkout's top level
+    (and its ``src``) first, then the places in the checkout of the folders ``roots``
+    (:func:`import_roots`) and of the entries of this process's PYTHONPATH that lie in the
+    user's repository, then its other entries. ``plugin``: the running pytest_gpubench
+    package, found first (through a link in ``folder``) where it lives in the repository,
+    so that the revision's copy of it is not."""
+    paths: list[str] = []
+    if plugin.resolve().is_relative_to(rev.repo):
+        entry = folder / "plugin"
+        entry.mkdir(parents=True, exist_ok=True)
+        link = entry / plugin.name
+        if not link.exists():
+            link.symlink_to(plugin.resolve(), target_is_directory=True)
+        paths.append(str(entry))
+    paths.append(str(rev.root))
+    if (rev.root / "src").is_dir():
+        paths.append(str(rev.root / "src"))
+    for root in roots:
+        if root.is_absolute() and root.resolve().is_relative_to(rev.repo):
+            there = rev.counterpart(root)
+            if there.is_dir():
+                paths.append(str(there))
+    for entry_text in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        if entry_text:
+            inside = Path(entry_text).is_absolute() and Path(entry_text).resolve().is_relative_to(
+                rev.repo
+            )
+            paths.append(str(rev.counterpart(Path(entry_text))) if inside else entry_text)
+    return list(dict.fromkeys(paths))
+
+
+def import_roots() -> list[Path]:
+    """The folders this process finds code in: its path, and those holding the top-level
+    modules it loaded (an editable install's import hook maps a package to its folder
+    without putting the folder on the path)."""
+    roots = [Path(p) for p in sys.path if p]
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if "." in name or not isinstance(file, str):
+            continue
+        path = Path(file)
+        roots.append(path.parent.parent if path.stem == "__init__" else path.parent)
+    return list(dict.fromkeys(roots))
 
 
 def resolve(ref: str, cwd: Path) -> tuple[Path, str]:
