@@ -11,7 +11,11 @@
 #                                              summary, copy logs to $OUT
 # Steps: aa:SUITE (one run against HEAD), slow:SUITE:FRACTION:THRESHOLD (the copies' work grows
 # by FRACTION in whole blocks in the working tree only, judged at THRESHOLD), plain:SUITE (one
-# plain --gpubench run against the suite's committed baselines). SUITE: example or user.
+# plain --gpubench run against the suite's committed baselines), sessions:SUITE:N (N sessions,
+# fresh processes, recorded into $LOGS/SUITE-baselines: the spread between sessions of times
+# and of ratios to a reference), bisect:COMMITS:SLOW_AT:FRACTION (a generated repository of
+# the user suite with COMMITS commits after its first, the SLOW_AT-th making the copies'
+# work grow by FRACTION; gpubench bisect over them, its copy tests). SUITE: example or user.
 # Each run's report is $LOGS/NN-STEP.json, its output .txt; runs.tsv lists them with seconds.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,14 +38,35 @@ run_step() {
       sed -i "s/knob(\"SLOWDOWN\", 0.0)/knob(\"SLOWDOWN\", $frac)/" "$root/$knob"
       args=(--gpubench-against HEAD --gpubench-threshold "$thr") ;;
     plain) args=() ;;
+    sessions) args=(--gpubench-save --gpubench-sessions "$frac" --gpubench-dir "$logs/$suite-baselines") ;;
+    bisect) dir=$(bisect_repo "$suite" "$frac" "$thr") ;;
   esac
   started=$(date +%s)
-  (cd "$dir" && python3 -m pytest -q -p no:cacheprovider --gpubench "${args[@]}" \
-     --gpubench-json "$logs/$name.json") > "$logs/$name.txt" 2>&1
+  if [ "$kind" = bisect ]; then
+    (cd "$dir" && python3 -m pytest_gpubench bisect "HEAD~$suite" HEAD --json "$logs/$name.json" \
+       -- -p no:cacheprovider -k test_copy_blocks) > "$logs/$name.txt" 2>&1
+  else
+    (cd "$dir" && python3 -m pytest -q -p no:cacheprovider --gpubench "${args[@]}" \
+       --gpubench-json "$logs/$name.json") > "$logs/$name.txt" 2>&1
+  fi
   rc=$?
   [ "$kind" = slow ] && (cd "$root" && git checkout -q -- "$knob")
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$kind" "$suite" "${frac:-0}" "${thr:-}" "$(( $(date +%s) - started ))" "$rc" >> "$logs/runs.tsv"
   echo "$(date -u +%T) $name: $(( $(date +%s) - started )) s, exit $rc: $(tail -n 1 "$logs/$name.txt")"
+}
+
+# A git repository of the user suite: a first commit, then $1 commits each adding a file, the
+# $2-th also making the copies' work grow by $3 (the knob's default). Prints its path.
+bisect_repo() {
+  local repo=/tmp/gpubench-bisect-repo i g=(-c user.name=gpubench -c user.email=gpubench@localhost)
+  rm -rf "$repo" && cp -a "$root/bench/user_suite" "$repo" && rm -rf "$repo/.gpubench"
+  (cd "$repo" && git init -q -b main && git add -A && git "${g[@]}" commit -qm "the suite"
+   for i in $(seq 1 "$1"); do
+     echo "$i" > "note$i.txt"
+     [ "$i" = "$2" ] && sed -i "s/knob(\"SLOWDOWN\", 0.0)/knob(\"SLOWDOWN\", $3)/" test_user.py
+     git add -A && git "${g[@]}" commit -qm "change $i"
+   done) > /dev/null
+  echo "$repo"
 }
 
 case "${1:-}" in
