@@ -38,7 +38,7 @@ run_step() {
       sed -i "s/knob(\"SLOWDOWN\", 0.0)/knob(\"SLOWDOWN\", $frac)/" "$root/$knob"
       args=(--gpubench-against HEAD --gpubench-threshold "$thr") ;;
     plain) args=() ;;
-    sessions) args=(--gpubench-save --gpubench-sessions "$frac" --gpubench-dir "$logs/$suite-baselines") ;;
+    sessions) args=(--gpubench-save --gpubench-sessions "$frac" --gpubench-dir="$logs/$suite-baselines") ;;
     bisect) dir=$(bisect_repo "$suite" "$frac" "$thr") ;;
   esac
   started=$(date +%s)
@@ -47,7 +47,7 @@ run_step() {
        -- -p no:cacheprovider -k test_copy_blocks) > "$logs/$name.txt" 2>&1
   else
     (cd "$dir" && python3 -m pytest -q -p no:cacheprovider --gpubench "${args[@]}" \
-       --gpubench-json "$logs/$name.json") > "$logs/$name.txt" 2>&1
+       --gpubench-json="$logs/$name.json") > "$logs/$name.txt" 2>&1
   fi
   rc=$?
   [ "$kind" = slow ] && (cd "$root" && git checkout -q -- "$knob")

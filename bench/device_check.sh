@@ -12,7 +12,7 @@ python3 -m pytest -q tests > "$out/tests.txt" 2>&1
   cd example_suite || exit 1
   rm -rf .gpubench
   python3 -m pytest -q --gpubench-save > "$out/example_save.txt" 2>&1
-  python3 -m pytest -q --gpubench --gpubench-json /tmp/aa.json > "$out/example_aa.txt" 2>&1
+  python3 -m pytest -q --gpubench --gpubench-json=/tmp/aa.json > "$out/example_aa.txt" 2>&1
   python3 -c "
 import json; d = json.load(open('/tmp/aa.json'))
 print('fingerprint:', {k: d['device'].get(k) for k in ('name', 'driver', 'max_sm_clock_mhz', 'peak_copy_gbs')})

@@ -37,7 +37,7 @@ suites=("$root/example_suite" "$root/bench/user_suite")
 names=(example user)
 pt() { python3 -m pytest -q -p no:cacheprovider -p phase_clock "$@"; }
 # Time a suite against its baselines: bt SUITE_INDEX ARGS...
-bt() { local i=$1; shift; (cd "${suites[$i]}" && pt --gpubench-dir "$baselines/${names[$i]}" "$@"); }
+bt() { local i=$1; shift; (cd "${suites[$i]}" && pt --gpubench-dir="$baselines/${names[$i]}" "$@"); }
 keep() { for i in "$@"; do cp "$baselines/${names[$i]}"/*.json "$out/${names[$i]}-baseline.json" 2>/dev/null; done; }
 summarize() { # summarize NAME REPORT...: a table of many sessions into $OUT/NAME.md
   local name=$1; shift
@@ -60,7 +60,7 @@ setup)
   ;;
 cross)
   i=${2:-0}
-  (cd "${suites[$i]}" && pt --gpubench --gpubench-json "$logs/cross-${names[$i]}.json") > "$logs/cross-${names[$i]}.txt" 2>&1
+  (cd "${suites[$i]}" && pt --gpubench --gpubench-json="$logs/cross-${names[$i]}.json") > "$logs/cross-${names[$i]}.txt" 2>&1
   summarize "cross-${names[$i]}" "$logs/cross-${names[$i]}.json"
   ;;
 history)
@@ -83,7 +83,7 @@ aa)
       n=$(( $(ls "$logs"/aa-"${names[$i]}"-*.txt 2>/dev/null | wc -l) + 1 ))
       [ "$n" -gt "$max" ] && continue
       ran=1
-      bt "$i" --gpubench --gpubench-json "$logs/aa-${names[$i]}-$n.json" > "$logs/aa-${names[$i]}-$n.txt" 2>&1
+      bt "$i" --gpubench --gpubench-json="$logs/aa-${names[$i]}-$n.json" > "$logs/aa-${names[$i]}-$n.txt" 2>&1
       echo "$(gpu): A/A ${names[$i]} $n: $(tail -n 1 "$logs/aa-${names[$i]}-$n.txt")"
     done
     [ "$ran" = 1 ] || break
@@ -98,7 +98,7 @@ detect)
     done_before=$(ls "$logs"/detect-"$slow"-*.txt 2>/dev/null | wc -l)  # a re-run adds sessions
     for i in $(seq $((done_before + 1)) $((done_before + n))); do
       in_time || break
-      GPUBENCH_USER_SLOWDOWN=$slow bt 1 -k "$filter" --gpubench --gpubench-json "$logs/detect-$slow-$i.json" > "$logs/detect-$slow-$i.txt" 2>&1
+      GPUBENCH_USER_SLOWDOWN=$slow bt 1 -k "$filter" --gpubench --gpubench-json="$logs/detect-$slow-$i.json" > "$logs/detect-$slow-$i.txt" 2>&1
       echo "$(gpu): $slow more work, session $i: $(tail -n 1 "$logs/detect-$slow-$i.txt")"
     done
     summarize "detect-$slow" "$logs"/detect-"$slow"-*.json
@@ -107,8 +107,8 @@ detect)
 config)
   # Save with 1024 elements per program, check with 128: the same kernel, another grid.
   # Its own baseline directory: the user suite's history stays as it is.
-  (cd "${suites[1]}" && pt --gpubench-dir "$baselines/config" -k block_size_config --gpubench-save --gpubench-sessions 3 > "$logs/config_save.txt" 2>&1
-   GPUBENCH_USER_BLOCK=128 pt --gpubench-dir "$baselines/config" -k block_size_config --gpubench > "$logs/config_check.txt" 2>&1)
+  (cd "${suites[1]}" && pt --gpubench-dir="$baselines/config" -k block_size_config --gpubench-save --gpubench-sessions 3 > "$logs/config_save.txt" 2>&1
+   GPUBENCH_USER_BLOCK=128 pt --gpubench-dir="$baselines/config" -k block_size_config --gpubench > "$logs/config_check.txt" 2>&1)
   grep -E "regressed|incomparable|kernels:|grid|passed|failed" "$logs/config_check.txt" | head -n 16 > "$out/config.txt"
   echo "$(gpu): config change: $(tail -n 1 "$logs/config_check.txt")"
   ;;
@@ -118,7 +118,7 @@ xdist|multi)
     for n in "$workers" 0; do
       SECONDS=0
       extra=(); [ "$n" = 0 ] || read -r -a extra <<< "${XDIST_ARGS:-}"
-      GPUBENCH_PHASE_CLOCK="$logs/$phase-n$n-$i.clock" bt 0 -n "$n" "${extra[@]}" --gpubench --gpubench-json "$logs/$phase-n$n-$i.json" > "$logs/$phase-n$n-$i.txt" 2>&1
+      GPUBENCH_PHASE_CLOCK="$logs/$phase-n$n-$i.clock" bt 0 -n "$n" "${extra[@]}" --gpubench --gpubench-json="$logs/$phase-n$n-$i.json" > "$logs/$phase-n$n-$i.txt" 2>&1
       echo "$(gpu): -n $n run $i: $SECONDS s, $(tail -n 1 "$logs/$phase-n$n-$i.txt")"
     done
   done
@@ -129,7 +129,7 @@ childcost)
   # starts them (GPUBENCH_CHILD_PROFILE=1 in the environment adds profiles to childclock.tgz).
   bt 0 --gpubench > "$logs/childcost-warm.txt" 2>&1
   ids=("test_add.py::test_add_torch[4096]" "test_gelu.py::test_gelu_compiled[1048576]")
-  args=(-q -p no:cacheprovider -p phase_clock --gpubench-dir "$baselines/example" --gpubench)
+  args=(-q -p no:cacheprovider -p phase_clock --gpubench-dir="$baselines/example" --gpubench)
   (cd "${suites[0]}" && GPUBENCH_CHILD_CLOCK_DIR="$logs/childclock" \
      python3 "$root/bench/child_cost.py" . "${ids[@]}" -- "${args[@]}") > "$logs/childcost.txt" 2>&1
   grep -v '^{' "$logs/childcost.txt" | tee "$out/childcost.txt"

@@ -36,11 +36,11 @@ for phase in "$@"; do
     cd "$root/example_suite" || exit 1
     pt -q > "$logs/example_plain.txt" 2>&1
     echo "example suite, correctness: $(last "$logs/example_plain.txt")"
-    pt -q --gpubench-save --gpubench-sessions 3 --gpubench-dir "$dir" > "$logs/example_save.txt" 2>&1
+    pt -q --gpubench-save --gpubench-sessions 3 --gpubench-dir="$dir" > "$logs/example_save.txt" 2>&1
     echo "example suite, 3 sessions saved ($SECONDS s): $(last "$logs/example_save.txt"); $(grep -c 'gpubench: session' "$logs/example_save.txt") fresh sessions; $(python3 -c "import json,glob; d=json.load(open(glob.glob('$dir/*.json')[0])); print(len(d['sessions']), 'sessions in the file')")"
-    pt -q --gpubench --gpubench-dir "$dir" --gpubench-json "$logs/example_aa.json" > "$logs/example_aa.txt" 2>&1
+    pt -q --gpubench --gpubench-dir="$dir" --gpubench-json="$logs/example_aa.json" > "$logs/example_aa.txt" 2>&1
     echo "example suite, A/A: $(last "$logs/example_aa.txt"); $(verdicts "$logs/example_aa.json")"
-    GPUBENCH_EXAMPLE_SLOWDOWN=gelu_triton pt -q --gpubench --gpubench-dir "$dir" --gpubench-json "$logs/example_slow.json" > "$logs/example_slow.txt" 2>&1
+    GPUBENCH_EXAMPLE_SLOWDOWN=gelu_triton pt -q --gpubench --gpubench-dir="$dir" --gpubench-json="$logs/example_slow.json" > "$logs/example_slow.txt" 2>&1
     echo "example suite, gelu_triton slowed: $(last "$logs/example_slow.txt"); $(verdicts "$logs/example_slow.json")"
     grep -E "^FAILED|confirming" "$logs/example_slow.txt" | head -n 8
     cd "$root" || exit 1
@@ -48,9 +48,9 @@ for phase in "$@"; do
   user)
     dir=$logs/user-baselines; rm -rf "$dir"
     cd "$root/bench/user_suite" || exit 1
-    pt -q --gpubench-save --gpubench-sessions 2 --gpubench-dir "$dir" --gpubench-json "$logs/user_save.json" > "$logs/user_save.txt" 2>&1
+    pt -q --gpubench-save --gpubench-sessions 2 --gpubench-dir="$dir" --gpubench-json="$logs/user_save.json" > "$logs/user_save.txt" 2>&1
     echo "user suite, 2 sessions saved ($SECONDS s): $(last "$logs/user_save.txt"); $(verdicts "$logs/user_save.json")"
-    pt -q --gpubench --gpubench-dir "$dir" --gpubench-json "$logs/user_aa.json" -W error > "$logs/user_aa.txt" 2>&1
+    pt -q --gpubench --gpubench-dir="$dir" --gpubench-json="$logs/user_aa.json" -W error > "$logs/user_aa.txt" 2>&1
     echo "user suite, A/A under -W error: $(last "$logs/user_aa.txt"); $(verdicts "$logs/user_aa.json")"
     grep -E "timed by (cupti|wall)" "$logs/user_aa.txt" | cut -c1-150
     cd "$root" || exit 1

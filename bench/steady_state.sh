@@ -50,7 +50,7 @@ EOF
     done_before=$(find "$logs" -maxdepth 1 -name "$suite-aa-*.txt" | wc -l)
     for i in $(seq $((done_before + 1)) $((done_before + count))); do
       if [ -n "$budget" ] && [ "$SECONDS" -ge "$budget" ]; then echo "$suite: budget spent after $((i - 1 - done_before)) A/A sessions"; break; fi
-      pt --gpubench --gpubench-dir="$logs/$suite-baselines" --gpubench-json "$logs/$suite-aa-$i.json" \
+      pt --gpubench --gpubench-dir="$logs/$suite-baselines" --gpubench-json="$logs/$suite-aa-$i.json" \
         > "$logs/$suite-aa-$i.txt" 2>&1
       echo "$suite A/A $i ($SECONDS s): $(last "$logs/$suite-aa-$i.txt")"
     done

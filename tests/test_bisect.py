@@ -48,7 +48,7 @@ IGNORED = "__pycache__/\n.gpubench/\n.pytest_cache/\ntimer-calls.log\n"
 # Two pairs: a +50% slowdown is regressed, nothing changed is same (one pair is unsure);
 # no further pairs for unsure tests, no re-runs with more.
 FAST = ("--pairs", "2", "--max-pairs", "2")
-AFTER = ("--", "-k", "test_sum", "--gpubench-confirm=0")
+AFTER = ("--", "-k", "test_sum")
 
 
 # --- the search, on fake steps ----------------------------------------------------------------

@@ -4,6 +4,7 @@ signals and pytest's options, end to end: tests/test_lifecycle.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -119,6 +120,15 @@ def test_the_users_addopts_reach_a_child_filtered_in_the_order_pytest_reads_them
     )
     assert args[:2] == ["-o", "addopts=-p xdist --timeout=9"]
     assert args[2:4] == ["-v", "t.py"]
+
+
+def test_a_child_gets_its_parents_rootdir_and_ini_file(tmp_path: Path) -> None:
+    """Found by pytest before it knows our options, they could differ in a child (a path
+    that exists once the parent saved); given, they cannot, and neither can the keys."""
+    ini = tmp_path / "pytest.ini"
+    found = launcher(tmp_path, rootdir=tmp_path, inifile=ini, writes=frozenset())
+    args = found.overrides(tmp_path / "f", "child-1")
+    assert args[1:4] == [f"--rootdir={tmp_path}", "-c", str(ini)]
 
 
 def test_a_child_writes_its_own_files_inside_its_folder(tmp_path: Path) -> None:
@@ -522,3 +532,27 @@ def test_a_child_hands_back_the_modules_it_imported_from_the_other_sides_tree(
     monkeypatch.setattr(subprocess, "Popen", FakePopen(document, 0, ""))
     [run] = launcher(tmp_path).confirming(["t.py::test_a"], 1, 1, lambda i, n: None)
     assert run.foreign == ("kernels (/repo/lib/kernels.py)",) and len(run.results) == 1
+
+
+def test_the_revisions_side_gets_the_rootdir_and_ini_file_at_their_places_in_its_checkout(
+    tmp_path: Path,
+) -> None:
+    from pytest_gpubench.run import ab
+    from pytest_gpubench.run.revision import Revision
+
+    repo, root = tmp_path / "repo", tmp_path / "checkout"
+    for top in (repo, root):
+        (top / "suite").mkdir(parents=True)
+        (top / "suite" / "pytest.ini").write_text("[pytest]\n")
+    (repo / "tox.ini").write_text("[pytest]\n")  # added since the revision
+    rev = Revision("HEAD", "0" * 40, repo, root)
+    head = launcher(repo / "suite", rootdir=repo / "suite", inifile=repo / "suite" / "pytest.ini")
+    sides = ab.sides(head, rev, tmp_path / "ab", tmp_path / "plugin", tmp_path / "baselines")
+    assert (sides.base.rootdir, sides.base.inifile) == (
+        root / "suite",
+        root / "suite" / "pytest.ini",
+    )
+    assert (sides.head.rootdir, sides.head.inifile) == (head.rootdir, head.inifile)
+    other = dataclasses.replace(head, rootdir=repo, inifile=repo / "tox.ini")
+    moved = ab.sides(other, rev, tmp_path / "ab", tmp_path / "plugin", tmp_path / "baselines")
+    assert (moved.base.rootdir, moved.base.inifile) == (root, None)

@@ -317,6 +317,42 @@ def test_recording_several_sessions_in_fresh_processes(
 
 
 @pytest.mark.slow
+def test_sessions_recorded_into_a_folder_elsewhere_keep_the_projects_rootdir_and_ini(
+    fake: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Each fresh process gets the parent's rootdir and ini file: the folder, which exists
+    once the first session is saved, moves neither, so the keys are the first session's."""
+    elsewhere = tmp_path_factory.mktemp("baselines")
+    fake.makepyfile(test_bench=BENCH)
+    fake.makeini("[pytest]\nmarkers =\n    project: a marker of the project's ini\n")
+    fake.makepyfile(test_marked="import pytest\n\n@pytest.mark.project\ndef test_m(): pass\n")
+    result = fake.runpytest(
+        f"--gpubench-dir={elsewhere}",
+        "--gpubench-save",
+        "--gpubench-sessions",
+        "2",
+        "--strict-markers",
+    )
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["gpubench: session 2/2: 2 tests recorded"])
+
+
+def test_a_path_of_ours_elsewhere_given_apart_from_its_option_is_one_line(
+    fake: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    elsewhere = tmp_path_factory.mktemp("baselines")
+    fake.makepyfile(test_bench=BENCH)
+    result = fake.runpytest("--gpubench", "--gpubench-dir", str(elsewhere))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"ERROR: write --gpubench-dir={elsewhere} (with '='): given apart, pytest takes *"]
+    )
+    assert "Traceback" not in result.stderr.str()
+    inside = fake.runpytest("--gpubench", "--gpubench-dir", "sub/baselines", NO_CONFIRM)
+    inside.assert_outcomes(passed=2)
+
+
+@pytest.mark.slow
 def test_recorded_sessions_are_appended_whatever_they_judge_and_confirm_nothing(
     history: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

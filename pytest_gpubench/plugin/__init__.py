@@ -21,7 +21,9 @@ starts (``--gpubench``), and the session's own modules only then.
 
 from __future__ import annotations
 
+import itertools
 import os
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -125,6 +127,22 @@ def pytest_configure(config: pytest.Config) -> None:
         manager.register(Controller(config, settings, session, collected, announce), CONTROLLER)
 
 
+def _refuse_paths_apart(config: pytest.Config) -> None:
+    """A path of ours outside the current directory given apart from its option
+    (``--gpubench-dir ../b``) is read by pytest as a test path while it looks for its rootdir
+    and ini file, before it knows our options: once the path exists, the rootdir moves up,
+    the ini file is missed and every test's key changes. Refused, naming the fix."""
+    args = [*shlex.split(os.environ.get("PYTEST_ADDOPTS", "")), *config.invocation_params.args]
+    here = Path(config.invocation_params.dir).resolve()
+    flags = {spec.flag for spec in OPTIONS if spec.metavar in ("DIR", "PATH")}
+    for flag, value in itertools.pairwise(args):
+        if flag in flags and not (here / value).resolve().is_relative_to(here):
+            raise pytest.UsageError(
+                f"write {flag}={value} (with '='): given apart, pytest takes {value} for a "
+                "test path while it looks for its rootdir and ini file"
+            )
+
+
 def _settings(config: pytest.Config, child: Path | None) -> Settings:
     """The session's settings from the command line and the ini file; a usage error names
     the option or key at fault."""
@@ -136,6 +154,7 @@ def _settings(config: pytest.Config, child: Path | None) -> Settings:
             value = str(invocation / value)  # command-line paths are relative to the cwd
         cli[spec.field] = value
     ini = {spec.field: config.getini(spec.ini) for spec in OPTIONS}
+    _refuse_paths_apart(config)
     try:
         settings = Settings.resolve(cli, ini, config.rootpath, child)
         if settings.enabled:
@@ -183,6 +202,8 @@ def _session(config: pytest.Config, settings: Settings) -> BenchSession:
         xdist=config.pluginmanager.hasplugin("xdist"),
         writes=frozenset(writes),
         addopts=tuple(config.getini("addopts")),
+        rootdir=config.rootpath,
+        inifile=config.inipath,
     )
 
     def make_timer(measure: MeasureSettings, device: Device, with_setup: bool) -> Timer:

@@ -79,7 +79,7 @@ def sides(
         ("PYTHONPATH", os.pathsep.join(paths)),
         (FOREIGN_VARIABLE, os.pathsep.join([*trees, str(revision.repo)])),
     ]
-    directory = ["--gpubench-dir", str(baselines)]
+    directory = [f"--gpubench-dir={baselines}"]
 
     def caches(side: str) -> list[tuple[str, str]]:
         return [(name, str(folder / side / sub)) for name, sub in CACHES]
@@ -93,6 +93,8 @@ def sides(
         base=dataclasses.replace(
             head,
             cwd=revision.counterpart(head.cwd),
+            rootdir=_there(head.rootdir, revision),
+            inifile=_there(head.inifile, revision),
             invocation=(*base_args, *directory),
             env=(*head.env, *base_env, *caches(BASE)),
         ),
@@ -107,6 +109,15 @@ def sides(
 
 # Options that narrow the selection from run to run.
 NARROWING = frozenset({"--lf", "--ff", "--sw", "--stepwise", "--failed-first", "--new-first"})
+
+
+def _there(path: Path | None, revision: Revision) -> Path | None:
+    """The same place in the checkout as ``path`` (a rootdir, an ini file) where it is in
+    the repository; None where the revision lacks it (pytest then finds its own)."""
+    if path is None or not _inside(path, revision):
+        return path
+    there = revision.counterpart(path)
+    return there if there.exists() else None
 
 
 def _inside(path: Path, revision: Revision) -> bool:

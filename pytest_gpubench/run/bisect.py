@@ -633,6 +633,9 @@ class StepRunner:
             "--gpubench",
             f"--gpubench-against={self.good.sha}",  # a sha: HEAD~3 would mean another commit there
             f"--gpubench-pairs={pairs}",
+            # Exactly those pairs: more, for a step still unsure, are the search's to ask
+            # (a bad step is decided by one test, whatever the others still need).
+            "--gpubench-confirm=0",
             f"--gpubench-json={report}",
             "-p",
             "no:cacheprovider",

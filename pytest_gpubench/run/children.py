@@ -197,6 +197,12 @@ class Launcher:
     # Variables a child gets on top of this process's (a side of a comparison: its paths and
     # compile caches, run/ab.py).
     env: tuple[tuple[str, str], ...] = ()
+    # This process's rootdir and ini file, given to a child: pytest finds them from the
+    # positional arguments before it knows a plugin's options, so `--gpubench-dir DIR` (DIR
+    # a path that exists once the first session is saved) would move a child's rootdir, and
+    # with it every test's key.
+    rootdir: Path | None = None
+    inifile: Path | None = None
 
     def confirming(
         self,
@@ -243,9 +249,14 @@ class Launcher:
         )
 
     def overrides(self, folder: Path, name: str) -> list[str]:
-        """Arguments that point the files of the child ``name`` into its folder (last on the
-        command line, they win over the user's ini and addopts)."""
+        """Arguments that point the files of the child ``name`` into its folder, and its
+        rootdir and ini file to this process's (last on the command line, they win over the
+        user's ini and addopts)."""
         args = [f"--basetemp={folder / f'{name}-tmp'}"]
+        if self.rootdir is not None:
+            args.append(f"--rootdir={self.rootdir}")
+        if self.inifile is not None:
+            args += ["-c", str(self.inifile)]
         if "cacheprovider" in self.writes:
             args += ["-o", f"cache_dir={folder / f'{name}-cache'}"]
         if "junitxml" in self.writes:
