@@ -72,14 +72,13 @@ bisect_repo() {
 case "${1:-}" in
 start)
   # Every device call copies the working tree over the last one: the plan runs from a copy
-  # of it, made here, its uncommitted changes dropped (a tree others edit meanwhile), with
-  # this script's own files, committed there (A/A compares HEAD with itself).
+  # of it, made here, as it is (the device's .git may hold an older HEAD than the files: its
+  # uncommitted changes are the tree's own), committed there (A/A compares HEAD with itself).
   seconds=$2; shift 2
   copy=/tmp/gpubench-ab-tree
   pkill -f "ab_checks.sh run"; pkill -f "pytest -q -p no:cacheprovider"; sleep 1; rm -rf "$copy" "$stage"; mkdir -p "$stage"
   cp -a "$root" "$copy" && cp "$root"/bench/ab_checks.sh "$root"/bench/ab_summary.py "$stage"/
-  cd "$copy" && git -c user.name=gpubench -c user.email=gpubench@localhost stash -u -q
-  cp "$stage"/ab_checks.sh "$stage"/ab_summary.py bench/
+  cd "$copy" || exit 1
   git add -A && git -c user.name=gpubench -c user.email=gpubench@localhost \
      commit -qm "the plan's tree" --no-verify > /dev/null 2>&1
   python3 -m pip install --no-build-isolation --no-deps -e "$copy" -q > "$logs/install.txt" 2>&1 || { cat "$logs/install.txt"; exit 1; }

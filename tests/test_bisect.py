@@ -530,30 +530,42 @@ def test_bad_not_slower_says_so_and_exits_1(repo: pytest.Pytester, temp: Path) -
     assert left_in(temp) == []
 
 
+def step_started(
+    repo: pytest.Pytester, temp: Path, monkeypatch: pytest.MonkeyPatch, output: int
+) -> tuple[subprocess.Popen[str], Path]:
+    """``gpubench bisect`` over two commits, once its first step's first timing process
+    started (one that takes its time); the file of the timing processes' pids."""
+    changes(repo, 2, slow_at=2)
+    pids = repo.path / "child-pids.txt"
+    monkeypatch.setenv("FAKE_CHILD_PIDS", str(pids))
+    monkeypatch.setenv("FAKE_CHILD_START_S", "60")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest_gpubench", "bisect", "HEAD~2", "HEAD", *FAST, *AFTER],
+        cwd=repo.path,
+        env={**os.environ, "TMPDIR": str(temp)},
+        stdout=output,
+        stderr=output,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not (pids.exists() and pids.read_text().strip()):
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            proc.wait()
+            pytest.fail("no step started")
+        time.sleep(0.2)
+    time.sleep(1.0)
+    return proc, pids
+
+
 @pytest.mark.slow
 @needs_git
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_ends_the_step_and_leaves_nothing_behind(
     repo: pytest.Pytester, temp: Path, monkeypatch: pytest.MonkeyPatch, sig: int
 ) -> None:
-    changes(repo, 2, slow_at=2)
-    pids = repo.path / "child-pids.txt"
-    monkeypatch.setenv("FAKE_CHILD_PIDS", str(pids))
-    monkeypatch.setenv("FAKE_CHILD_START_S", "60")  # a timing process that takes its time
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest_gpubench", "bisect", "HEAD~2", "HEAD", *FAST, *AFTER],
-        cwd=repo.path,
-        env={**os.environ, "TMPDIR": str(temp)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc, pids = step_started(repo, temp, monkeypatch, subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 120
-        while not (pids.exists() and pids.read_text().strip()):
-            assert time.monotonic() < deadline and proc.poll() is None, "no step started"
-            time.sleep(0.2)
-        time.sleep(1.0)
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=120)
     finally:
@@ -591,23 +603,8 @@ def test_kill_9_ends_the_steps_processes_and_the_next_run_removes_what_is_left(
     """Killed outright, bisect can end nothing: the kernel tells the step's pytest (SIGTERM),
     which ends its timing processes and removes its checkout of GOOD. The step's checkout
     and the bisection's folder, bisect's own, are removed by the next bisect."""
-    changes(repo, 2, slow_at=2)
-    pids = repo.path / "child-pids.txt"
-    monkeypatch.setenv("FAKE_CHILD_PIDS", str(pids))
-    monkeypatch.setenv("FAKE_CHILD_START_S", "60")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest_gpubench", "bisect", "HEAD~2", "HEAD", *FAST, *AFTER],
-        cwd=repo.path,
-        env={**os.environ, "TMPDIR": str(temp)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc, pids = step_started(repo, temp, monkeypatch, subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 120
-        while not (pids.exists() and pids.read_text().strip()):
-            assert time.monotonic() < deadline and proc.poll() is None, "no step started"
-            time.sleep(0.2)
-        time.sleep(1.0)
         step = _children_of(proc.pid)
         assert step, "the step's pytest is bisect's child"
     finally:
