@@ -136,6 +136,18 @@ def test_a_revisions_side_that_imports_the_working_trees_code_is_one_line(
     assert "nothing is judged" in line and "Traceback" not in text
 
 
+@pytest.mark.slow
+def test_a_path_inside_the_repository_given_apart_reaches_both_sides(
+    repo: pytest.Pytester,
+) -> None:
+    """Inside the user's directory, a path given apart from its option is accepted there;
+    the revision's side, in its checkout, runs with the same arguments."""
+    report = repo.path / "out.json"
+    result = repo.runpytest("--gpubench-against=HEAD", "--gpubench-json", str(report), *FAST)
+    result.assert_outcomes(passed=2)
+    assert "measured nothing" not in output(result) and report.exists()
+
+
 def test_an_unknown_revision_is_one_line_and_judges_nothing(repo: pytest.Pytester) -> None:
     result = repo.runpytest("--gpubench-against=nosuchbranch", *FAST)
     assert result.ret == USAGE_ERROR

@@ -350,6 +350,10 @@ def test_a_path_of_ours_elsewhere_given_apart_from_its_option_is_one_line(
     assert "Traceback" not in result.stderr.str()
     inside = fake.runpytest("--gpubench", "--gpubench-dir", "sub/baselines", NO_CONFIRM)
     inside.assert_outcomes(passed=2)
+    # A link in the current directory to a folder elsewhere: pytest places it where it is.
+    (fake.path / "linked").symlink_to(elsewhere, target_is_directory=True)
+    linked = fake.runpytest("--gpubench", "--gpubench-dir", "linked", NO_CONFIRM)
+    linked.assert_outcomes(passed=2)
 
 
 @pytest.mark.slow

@@ -335,6 +335,23 @@ def test_a_build_of_a_run_killed_outright_ends_with_its_children(
     assert _gone(int(shell.read_text())) and _gone(int(background.read_text()))
 
 
+def test_a_build_killed_by_a_signal_says_which(repo: Repo) -> None:
+    with pytest.raises(RevisionError, match=r"failed in v1 \(\w{7}\), killed by signal 9"):
+        with checkout("v1", repo.path, build="kill -9 $$"):
+            pass
+    assert nothing_left(repo)
+
+
+def test_a_build_keeps_sigint(repo: Repo, tmp_path: Path) -> None:
+    """A build step that stops its own processes with SIGINT still can (a shell's
+    background job would have SIGINT ignored)."""
+    seen = tmp_path / "sigint.txt"
+    code = f"import signal; open({str(seen)!r}, 'w').write(str(signal.getsignal(signal.SIGINT)))"
+    with checkout("v1", repo.path, build=f'{sys.executable} -c "{code}"'):
+        pass
+    assert seen.read_text() not in ("Handlers.SIG_IGN", "1")
+
+
 def test_a_checkout_has_its_submodules(repo: Repo, tmp_path: Path) -> None:
     add_submodule(repo, tmp_path)
     with checkout("HEAD", repo.path) as revision:

@@ -133,10 +133,11 @@ def _refuse_paths_apart(config: pytest.Config) -> None:
     and ini file, before it knows our options: once the path exists, the rootdir moves up,
     the ini file is missed and every test's key changes. Refused, naming the fix."""
     args = [*shlex.split(os.environ.get("PYTEST_ADDOPTS", "")), *config.invocation_params.args]
-    here = Path(config.invocation_params.dir).resolve()
+    # As pytest places paths: absolute, symlinks not followed.
+    here = Path(os.path.abspath(config.invocation_params.dir))
     flags = {spec.flag for spec in OPTIONS if spec.metavar in ("DIR", "PATH")}
     for flag, value in itertools.pairwise(args):
-        if flag in flags and not (here / value).resolve().is_relative_to(here):
+        if flag in flags and not Path(os.path.abspath(here / value)).is_relative_to(here):
             raise pytest.UsageError(
                 f"write {flag}={value} (with '='): given apart, pytest takes {value} for a "
                 "test path while it looks for its rootdir and ini file"
@@ -154,7 +155,10 @@ def _settings(config: pytest.Config, child: Path | None) -> Settings:
             value = str(invocation / value)  # command-line paths are relative to the cwd
         cli[spec.field] = value
     ini = {spec.field: config.getini(spec.ini) for spec in OPTIONS}
-    _refuse_paths_apart(config)
+    if child is None and not hasattr(config, "workerinput"):
+        # The user's process: ours get their parent's rootdir and ini file (and run
+        # elsewhere: a revision's checkout), xdist's workers their controller's.
+        _refuse_paths_apart(config)
     try:
         settings = Settings.resolve(cli, ini, config.rootpath, child)
         if settings.enabled:

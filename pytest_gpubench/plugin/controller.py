@@ -96,11 +96,12 @@ class Controller:
         try:
             with (
                 tempfile.TemporaryDirectory(prefix=AB_FOLDER) as folder,
+                # Owned before the checkout and build: swept if we are killed meanwhile.
+                contextlib.nullcontext(revision.own(Path(folder))),
                 revision.checkout(
                     ref, self.config.invocation_params.dir, build=self.settings.build, log=log
                 ) as rev,
             ):
-                revision.own(Path(folder))
                 tests = f"{len(items)} test{'s' if len(items) != 1 else ''}"
                 self.announce(
                     f"against {ref} ({rev.commit[:8]}): {tests}, timed in pairs of fresh "

@@ -24,6 +24,7 @@ import os
 import re
 import shlex
 import shutil
+import site
 import socket
 import subprocess
 import sys
@@ -506,11 +507,14 @@ def foreign_imports() -> tuple[str, ...]:
     trees = [Path(p).resolve() for p in os.environ.get(FOREIGN_VARIABLE, "").split(os.pathsep) if p]
     if not trees:
         return ()
-    # Also excepted: what is installed (a virtual environment inside the repository).
+    # Also excepted: what is installed (a virtual environment inside the repository): the
+    # install paths, and the environment's prefixes where they lie inside such a tree.
     installed = sysconfig.get_paths()
-    excepted = {Path(__file__).resolve().parents[1]} | {
-        Path(installed[k]).resolve() for k in ("purelib", "platlib", "stdlib", "platstdlib")
-    }
+    places = [installed[k] for k in ("purelib", "platlib", "stdlib", "platstdlib")]
+    places += [*site.getsitepackages(), site.getusersitepackages()]
+    prefixes = [Path(p).resolve() for p in (sys.prefix, sys.exec_prefix, sys.base_prefix)]
+    excepted = {Path(__file__).resolve().parents[1], *(Path(p).resolve() for p in places)}
+    excepted |= {p for p in prefixes if not any(t.is_relative_to(p) for t in trees)}
     found = []
     for name, module in sorted(sys.modules.items()):
         file = getattr(module, "__file__", None)

@@ -31,10 +31,22 @@ FOLDER_PREFIX = "gpubench-ref-"
 # In each checkout's folder: "<host>[/<pid namespace>] <pid>" of the run that made it (a later
 # run removes the folders of runs killed outright).
 OWNER = "owner"
-# The user's build command runs under a shell that takes its process group down with it on
-# SIGTERM (``dies_with_us`` sends one when we are killed outright, and then nobody can kill
-# the group): SIGTERM to that shell alone would leave the compilers running.
-BUILD_SHELL = 'trap "kill -KILL 0" TERM HUP; /bin/sh -c "$1" & wait $!'
+# The user's build command runs under a Python process that takes its process group down
+# with it on SIGTERM or SIGHUP (``dies_with_us`` sends SIGTERM when we are killed outright,
+# and then nobody can kill the group): SIGTERM to a shell alone would leave the compilers.
+# The command keeps SIGINT (a shell's background job would not); killed by a signal, the
+# runner dies by it too, so that its caller says which.
+BUILD_RUNNER = """
+import os, signal, subprocess, sys
+for s in (signal.SIGTERM, signal.SIGHUP):
+    signal.signal(s, lambda *_: os.killpg(0, signal.SIGKILL))
+code = subprocess.call(sys.argv[1], shell=True)
+if code < 0:
+    if -code != signal.SIGKILL:
+        signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+sys.exit(code)
+"""
 # prctl(2): the signal a process gets when the thread that started it ends.
 PR_SET_PDEATHSIG = 1
 # Variables that point git at a repository, index or work tree (set when pytest runs from a
@@ -287,7 +299,7 @@ def _build(revision: Revision, command: str, log: Path, keep_log: bool, timeout_
     try:
         with open(log, "wb") as out:  # a file, not a pipe: a background job cannot block us
             proc = subprocess.Popen(
-                ["/bin/sh", "-c", BUILD_SHELL, "gpubench-build", command],
+                [sys.executable, "-c", BUILD_RUNNER, command],
                 cwd=revision.root,
                 env=_environment(),
                 stdin=subprocess.DEVNULL,
