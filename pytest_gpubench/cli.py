@@ -41,6 +41,7 @@ from .report import baselines
 from .report import changes as history_changes
 from .report import summary as report
 from .run import ab
+from .run import bisect as bisection
 from .store import files as storage
 from .store.baseline import Baseline, BaselineEntry, Update, load
 
@@ -473,8 +474,6 @@ def run_plot(args: argparse.Namespace) -> int:
 def run_bisect(args: argparse.Namespace) -> int:
     import json
 
-    from .run import bisect  # git and processes: only this command needs them
-
     target = None if args.json is None else Path(args.json)
     if target is not None:
         storage.check_target(target, "bisect JSON file")  # before hours of steps, not after
@@ -483,8 +482,8 @@ def run_bisect(args: argparse.Namespace) -> int:
         print(f"gpubench bisect: {line}", file=sys.stderr, flush=True)
 
     try:
-        with bisect.interrupts():
-            found = bisect.bisect(
+        with bisection.interrupts():
+            found = bisection.bisect(
                 args.good,
                 args.bad,
                 Path.cwd(),
@@ -507,11 +506,11 @@ def run_bisect(args: argparse.Namespace) -> int:
     if found is None:
         print(f"nothing to bisect: GOOD {args.good!r} and BAD {args.bad!r} are one commit")
         return 1
-    print("\n".join(bisect.report_lines(found)))
+    print("\n".join(bisection.report_lines(found)))
     if target is not None:
-        document = bisect.report_json(found, args.pytest_args)
+        document = bisection.report_json(found, args.pytest_args)
         storage.write_atomic(target, json.dumps(document, indent=1) + "\n", "bisect JSON file")
-    return 0 if found.state is bisect.State.FOUND else 1
+    return 0 if found.state is bisection.State.FOUND else 1
 
 
 # --- the parser -----------------------------------------------------------------------------
@@ -726,16 +725,18 @@ def parser() -> argparse.ArgumentParser:
     bisect_parser.add_argument(
         "--pairs",
         type=_count(parse_pairs),
-        default=3,
+        default=bisection.DEFAULT_PAIRS,
         metavar="N",
-        help="Pairs of fresh processes per step before the first verdict (default: 3)",
+        help="Pairs of fresh processes per step before the first verdict (default: "
+        f"{bisection.DEFAULT_PAIRS})",
     )
     bisect_parser.add_argument(
         "--max-pairs",
         type=_count(parse_pairs),
-        default=12,
+        default=bisection.DEFAULT_MAX_PAIRS,
         metavar="N",
-        help="An unsure step runs again with twice the pairs, up to this many (default: 12)",
+        help="An unsure step runs again with twice the pairs, up to this many (default: "
+        f"{bisection.DEFAULT_MAX_PAIRS})",
     )
     bisect_parser.add_argument(
         "--threshold",

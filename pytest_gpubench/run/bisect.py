@@ -45,6 +45,7 @@ from .children import FOREIGN_VARIABLE, telling
 
 # --gpubench-pairs' own limit: more pairs than this the A/B run refuses.
 MAX_PAIRS = 20
+DEFAULT_PAIRS = 3
 DEFAULT_MAX_PAIRS = 12
 # How long a step's pytest gets to end its processes and remove its checkout of GOOD after
 # SIGTERM, before it is killed.
@@ -797,7 +798,7 @@ def bisect(
     cwd: Path,
     *,
     pytest_args: Sequence[str] = (),
-    pairs: int = 3,
+    pairs: int = DEFAULT_PAIRS,
     max_pairs: int = DEFAULT_MAX_PAIRS,
     threshold: float | None = None,
     build: str | None = None,

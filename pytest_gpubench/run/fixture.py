@@ -13,6 +13,7 @@ from ..core.records import RATIO_KEY
 from ..core.settings import MarkerSpec, check_work
 from ..store.files import plain_data_problem
 from ..timing.engine import Workload
+from .call import Call
 
 if TYPE_CHECKING:  # the session imports the statistics: a run without --gpubench never does
     from ..core.records import Measurement
@@ -151,6 +152,16 @@ class GpuBench:
         # whether the function is slow for its budget.
         result, first_call_s = self.session.first_call(workload)
         suffix = f"#{name}" if name is not None else ""
+        call = Call(
+            key=self.context.nodeid + suffix,
+            test=self.context.name + suffix,
+            spec=self.context.spec,
+            bytes=bytes,
+            flops=flops,
+            warmup=warmup,
+            rounds=rounds,
+            first_call_s=first_call_s,
+        )
         if reference is not None:
             against = dataclasses.replace(workload, fn=reference)
             try:
@@ -164,33 +175,11 @@ class GpuBench:
                     exc.add_note(note)
                 raise
             measured, ratio = self.session.measure_pair(
-                workload,
-                against,
-                key=self.context.nodeid + suffix,
-                test=self.context.name + suffix,
-                spec=self.context.spec,
-                bytes=bytes,
-                flops=flops,
-                warmup=warmup,
-                rounds=rounds,
-                first_call_s=first_call_s,
-                reference_first_call_s=reference_first_call_s,
+                workload, against, call, reference_first_call_s
             )
             self._measurements += [measured] if ratio is None else [measured, ratio]
             return result
-        self._measurements.append(
-            self.session.measure(
-                workload,
-                key=self.context.nodeid + suffix,
-                test=self.context.name + suffix,
-                spec=self.context.spec,
-                bytes=bytes,
-                flops=flops,
-                warmup=warmup,
-                rounds=rounds,
-                first_call_s=first_call_s,
-            )
-        )
+        self._measurements.append(self.session.measure(workload, call))
         return result
 
     def finish(self) -> tuple[str, tuple[Measurement, ...]]:

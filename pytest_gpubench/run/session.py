@@ -45,6 +45,7 @@ from ..timing.engine import (
 )
 from ..timing.gpus import DeviceLock
 from ..timing.timers import requested
+from .call import Call
 from .children import ChildRun, Launcher
 from .environment import Environment, TimerFactory
 
@@ -53,14 +54,27 @@ from .environment import Environment, TimerFactory
 PAIR_BUDGET = 2
 
 
-def _plan(settings: MeasureSettings, warmup: int | None, rounds: int | None) -> Plan:
+def _plan(settings: MeasureSettings, call: Call) -> Plan:
     return Plan(
         min_samples=settings.min_samples,
         max_samples=settings.max_samples,
         budget_s=settings.budget_s,
         precision=settings.precision,
-        warmup=warmup,
-        rounds=rounds,
+        warmup=call.warmup,
+        rounds=call.rounds,
+    )
+
+
+def _costs(
+    first_call_s: float, waited: float, started: float, prepared: float, sampled: float
+) -> Costs:
+    """A measurement's costs from its clock readings: asked for the lock, got it, timer
+    set up, last sample taken."""
+    return Costs(
+        first_call_s=first_call_s,
+        lock_wait_s=started - waited,
+        timer_setup_s=prepared - started,
+        sampling_s=sampled - prepared,
     )
 
 
@@ -144,32 +158,21 @@ class BenchSession:
         sync()
         return result, time.perf_counter() - started
 
-    def measure(
-        self,
-        workload: Workload,
-        *,
-        key: str,
-        test: str,
-        spec: MarkerSpec,
-        warmup: int | None = None,
-        rounds: int | None = None,
-        first_call_s: float = 0.0,
-        bytes: float | None = None,
-        flops: float | None = None,
-    ) -> Measurement:
+    def measure(self, workload: Workload, call: Call) -> Measurement:
         """Time ``workload`` under the device lock.
 
         The budget bounds the measurement, from the timer's calibration to the last sample,
         give or take one sample; ``first_call_s`` (the untimed first call's duration) tells
         timers when calibration calls would not fit in it."""
+        key, spec, first_call_s = call.key, call.spec, call.first_call_s
         settings = self._settings(spec.measure, key)
         # Before the clock starts: what may import torch or scipy for the first time.
         timer = self._timer_factory(settings, self.device, workload.setup is not None)
         self.env.clock_monitor()
-        plan = _plan(settings, warmup, rounds)
+        plan = _plan(settings, call)
         slow = first_call_s >= SLOW_SHARE * settings.budget_s
         readings: list[ClockReading | None] = []
-        bytes = bytes if bytes is not None else spec.bytes
+        bytes = call.work_bytes
         waited = time.perf_counter()
         with self.device_lock():
             started = time.perf_counter()
@@ -190,35 +193,22 @@ class BenchSession:
         return self._measurement(
             sampling,
             key=key,
-            test=test,
+            test=call.test,
             spec=spec,
             threshold=settings.threshold,
             readings=readings,
             bytes=bytes,
-            flops=flops if flops is not None else spec.flops,
+            flops=call.work_flops,
             peak_gbs=peak,
-            costs=Costs(
-                first_call_s=first_call_s,
-                lock_wait_s=started - waited,
-                timer_setup_s=prepared - started,
-                sampling_s=sampled - prepared,
-            ),
+            costs=_costs(first_call_s, waited, started, prepared, sampled),
         )
 
     def measure_pair(
         self,
         workload: Workload,
         reference: Workload,
-        *,
-        key: str,
-        test: str,
-        spec: MarkerSpec,
-        warmup: int | None = None,
-        rounds: int | None = None,
-        first_call_s: float = 0.0,
+        call: Call,
         reference_first_call_s: float = 0.0,
-        bytes: float | None = None,
-        flops: float | None = None,
     ) -> tuple[Measurement, Measurement | None]:
         """Time ``workload`` and ``reference`` alternately, by one timer, under the device
         lock (``timing.engine.collect_pair``): ``workload``'s measurement, its key's as
@@ -229,6 +219,7 @@ class BenchSession:
 
         The pair's budget is twice a single measurement's (PAIR_BUDGET): each side gets about
         the time it would have alone. ``warmup`` and ``rounds`` count pairs."""
+        key, spec, first_call_s = call.key, call.spec, call.first_call_s
         ratio_key = key + RATIO_KEY
         settings = self._settings(spec.measure, key, ratio_key)
         has_setup = workload.setup is not None
@@ -242,9 +233,9 @@ class BenchSession:
         self.env.clock_monitor()
         budget_s = PAIR_BUDGET * settings.budget_s
         slow_s = SLOW_SHARE * settings.budget_s  # of its own share of the budget
-        plan = dataclasses.replace(_plan(settings, warmup, rounds), budget_s=budget_s)
+        plan = dataclasses.replace(_plan(settings, call), budget_s=budget_s)
         readings: list[ClockReading | None] = []
-        bytes = bytes if bytes is not None else spec.bytes
+        bytes = call.work_bytes
         waited = time.perf_counter()
         with self.device_lock():
             started = time.perf_counter()
@@ -280,17 +271,12 @@ class BenchSession:
         first = self._measurement(
             pair.first,
             key=key,
-            test=test,
+            test=call.test,
             bytes=bytes,
-            flops=flops if flops is not None else spec.flops,
+            flops=call.work_flops,
             peak_gbs=peak,
             # The pair's costs are the function's; the ratio's, its reference's first call.
-            costs=Costs(
-                first_call_s=first_call_s,
-                lock_wait_s=started - waited,
-                timer_setup_s=prepared - started,
-                sampling_s=sampled - prepared,
-            ),
+            costs=_costs(first_call_s, waited, started, prepared, sampled),
             spec=spec,
             threshold=settings.threshold,
             readings=readings,
@@ -308,7 +294,7 @@ class BenchSession:
                 caveat="; ".join(filter(None, [pair.first.caveat, pair.second.caveat])),
             ),
             key=ratio_key,
-            test=test + RATIO_KEY,
+            test=call.test + RATIO_KEY,
             spec=spec,
             threshold=settings.threshold,
             readings=readings,
