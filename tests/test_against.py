@@ -8,6 +8,7 @@ tree's)."""
 
 from __future__ import annotations
 
+import itertools
 import re
 import shutil
 from pathlib import Path
@@ -81,6 +82,60 @@ def test_tests_on_one_side_only_are_reported_not_failed(repo: pytest.Pytester) -
     text = output(result)
     assert "test_fresh" in text and " new " in text
     assert "test_old" in text and "removed" in text
+
+
+# What each fresh process does, in order, to the file $RELAY_LOG: "start" when its conftest
+# loads, "measure" as its first test starts (it then takes 1.5 s), "exit" as it ends; each
+# with its pid and side (the revision's side runs in its checkout).
+RELAY_EVENTS = """
+import os as _os, time as _time
+
+_SIDE = "head" if _os.getcwd() == {repo!r} else "base"
+_CHILD = bool(_os.environ.get("PYTEST_GPUBENCH_CHILD"))  # read before the plugin takes it
+_FIRST = []
+
+
+def _event(what):
+    if _CHILD and "RELAY_LOG" in _os.environ:
+        with open(_os.environ["RELAY_LOG"], "a") as log:
+            log.write(f"{{what}} {{_os.getpid()}} {{_SIDE}}\\n")
+
+
+_event("start")
+
+
+def pytest_runtest_call(item):
+    if not _FIRST:
+        _FIRST.append(1)
+        _event("measure")
+        if _CHILD:
+            _time.sleep(1.5)
+
+
+def pytest_unconfigure(config):
+    _event("exit")
+"""
+
+
+@pytest.mark.slow
+def test_the_sides_take_the_device_in_turn_each_starting_while_the_one_before_times(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """ABBA order on the device, and each process's start-up overlapping the one before it."""
+    conftest = repo.path / "conftest.py"
+    conftest.write_text(conftest.read_text() + RELAY_EVENTS.format(repo=str(repo.path)))
+    commit(repo.path, "events")
+    log = tmp_path / "events.log"
+    monkeypatch.setenv("RELAY_LOG", str(log))
+    result = repo.runpytest("--gpubench-against=HEAD", *FAST)
+    result.assert_outcomes(passed=2)
+    events = [line.split() for line in log.read_text().splitlines()]
+    measured = [(pid, side) for what, pid, side in events if what == "measure"]
+    assert [side for _, side in measured] == ["base", "head", "head", "base"], events
+    where = {(what, pid): n for n, (what, pid, _) in enumerate(events)}
+    for (before, _), (after, _) in itertools.pairwise(measured):
+        # the next one loaded its conftest while this one still held the device
+        assert where["start", after] < where["exit", before], events
 
 
 def in_lib(repo: pytest.Pytester, hook: str) -> None:

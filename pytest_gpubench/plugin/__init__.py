@@ -83,11 +83,12 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{MARKER}(threshold=, alpha=, timer=, budget_s=, min_samples=, max_samples=, "
         "precision=, group=, bytes=, flops=): per-test benchmark settings and work",
     )
-    from ..run.children import CHILD_VARIABLE, PARENT_VARIABLE
+    from ..run.children import CHILD_VARIABLE, PARENT_VARIABLE, TURN_VARIABLE
 
     # Taken out of the environment: processes the tests start are no children of ours.
     out = os.environ.pop(CHILD_VARIABLE, None)
     parent = os.environ.pop(PARENT_VARIABLE, "")
+    turn = os.environ.pop(TURN_VARIABLE, "")
     settings = _settings(config, Path(out) if out else None)
     session = _session(config, settings) if settings.enabled else None
     worker = hasattr(config, "workerinput")  # an xdist worker: its controller collects
@@ -118,6 +119,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 collected,
                 parent=int(parent) if parent.isdigit() else None,
                 hold_device=settings.confirming,  # its siblings start with it: one on the GPU
+                turn=turn,
             ),
             CHILD,
         )

@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..core.errors import GpubenchError
-from ..run.children import child_document, foreign_imports, read_request, watch_parent
+from ..run.children import (
+    child_document,
+    foreign_imports,
+    read_request,
+    watch_parent,
+)
 from ..store import files as storage
 from .collect import Collected
 
@@ -25,7 +30,9 @@ if TYPE_CHECKING:
 
 class Child:
     """``out``: the file its parent reads its results from; ``parent``: the pid it dies with;
-    ``hold_device``: it confirms a verdict, beside siblings that started with it."""
+    ``hold_device``: it confirms a verdict, beside siblings that started with it, or times a
+    side of a comparison; ``turn``: in a relay of processes, the file to make once it holds
+    the device (run.children.TURN_VARIABLE)."""
 
     def __init__(
         self,
@@ -35,11 +42,13 @@ class Child:
         *,
         parent: int | None,
         hold_device: bool,
+        turn: str = "",
     ) -> None:
         self.out = out
         self.session = session
         self.collected = collected
         self.hold_device = hold_device
+        self.turn = turn
         if parent is not None:
             watch_parent(parent, out.parent)
 
@@ -62,9 +71,11 @@ class Child:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
-        """A process confirming a verdict holds the device from its first test to its last.
-        Such processes start together (run.children.run_children): their start-up overlaps,
-        their GPU work (first calls, compiles, samples) does not."""
+        """A process confirming a verdict, or timing a side of a comparison, holds the
+        device from its first test to its last. Such processes start together
+        (run.children.run_children) or each while the one before it times (run.children.relay,
+        which also keeps their order): their start-up overlaps, their GPU work (first calls,
+        compiles, samples) does not."""
         held = False
         if self.session is not None and self.hold_device:
             try:
@@ -72,6 +83,9 @@ class Child:
                 held = True
             except GpubenchError:
                 pass  # each measurement still waits for the device itself
+            finally:
+                if self.turn:
+                    Path(self.turn).touch()  # the next in the relay may queue behind it
         try:
             return (yield)
         finally:

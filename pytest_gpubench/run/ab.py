@@ -5,9 +5,10 @@ recorded on and today; a revision measured now, on this GPU, carries none of it.
 revision's checkout (run/revision.py) is the base side, the working tree the head side. Both
 time the selected gpubench tests in fresh processes, one side after the other, base first in
 odd pairs and head first in even ones, each process holding the device from its first test
-to its last. The pairs are judged by judge/pairs.py through the gate; the tests still
-unsure after the first look get one batch of more pairs (pair_design), and only they run in
-them.
+to its last, each started as the one before it takes the device (run.children.relay:
+start-up overlaps, GPU work does not). The pairs are judged by judge/pairs.py through the
+gate; the tests still unsure after the first look get one batch of more pairs (pair_design),
+and only they run in them.
 
 The plugin that runs is the head's on both sides: the base side imports the revision's code
 (its checkout first on the path, before an editable install of the working tree) and the
@@ -19,6 +20,7 @@ is asked on both sides alike) and write nothing there.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import time
@@ -32,7 +34,7 @@ from ..core.records import Measurement, Paired, Result, Status, Verdict, Versus
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import MIN_JUDGED_SAMPLES, Gate
 from ..judge.pairs import PairDesign, judge_pairs
-from .children import EVERY_BENCHMARK, FOREIGN_VARIABLE, ChildRun, Launcher, Request
+from .children import EVERY_BENCHMARK, FOREIGN_VARIABLE, ChildRun, Launcher, Leg, Request, relay
 from .revision import Revision, code_paths
 
 BASE, HEAD = "base", "head"
@@ -182,6 +184,7 @@ def compare(
     started = time.perf_counter()
     design = pair_design(settings)
     name = f"{revision.ref} ({revision.commit[:8]})"
+    label = {BASE: f"the revision {name}", HEAD: "the working tree"}
     runs: dict[str, list[dict[str, Measurement]]] = {BASE: [], HEAD: []}
     failed: dict[str, set[str]] = {BASE: set(), HEAD: set()}  # keys whose test failed there
     base_runs: list[ChildRun] = []
@@ -194,21 +197,31 @@ def compare(
         count = design.first if done == 0 else design.next_batch(done)
         if count == 0:
             break
-        for i in range(done + 1, done + count + 1):
-            order = (BASE, HEAD) if i % 2 else (HEAD, BASE)
-            for side in order:
-                label = f"the revision {name}" if side == BASE else "the working tree"
-                tests = f"{len(wanted)} test{'s' if len(wanted) != 1 else ''}"
-                announce(f"pair {i}/{design.cap}: {label}, {tests}")
-                # The first look's pairs time every benchmark of each side's selection: a
-                # test on the revision's side only is reported (removed) too.
-                everything = i <= design.first and not sides_.narrow
-                request = EVERY_BENCHMARK if everything else Request(tuple(wanted))
-                run = sides_.of(side).measuring(request, device_index, f"{side}-{i}")
+        # The first look's pairs time every benchmark of each side's selection: a test on
+        # the revision's side only is reported (removed) too.
+        everything = done == 0 and not sides_.narrow
+        request = EVERY_BENCHMARK if everything else Request(tuple(wanted))
+        planned = [
+            (i, side)
+            for i in range(done + 1, done + count + 1)
+            for side in ((BASE, HEAD) if i % 2 else (HEAD, BASE))
+        ]
+        tests = f"{len(wanted)} test{'s' if len(wanted) != 1 else ''}"
+        legs = [
+            Leg(
+                sides_.of(side),
+                request,
+                f"{side}-{i}",
+                says=f"pair {i}/{design.cap}: {label[side]}, {tests}",
+            )
+            for i, side in planned
+        ]
+        with contextlib.closing(relay(legs, device_index, announce)) as measured:
+            for (i, side), run in zip(planned, measured, strict=True):
                 if run.foreign:
-                    raise GpubenchError(_foreign(run.foreign, label, revision))
+                    raise GpubenchError(_foreign(run.foreign, label[side], revision))
                 if run.error or run.trouble:
-                    errors.append(f"{label}, pair {i}: {run.error or run.trouble}")
+                    errors.append(f"{label[side]}, pair {i}: {run.error or run.trouble}")
                 runs[side].append(_measured(run))
                 if side == BASE:
                     base_runs.append(run)

@@ -32,7 +32,7 @@ import sysconfig
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,11 +47,16 @@ PARENT_VARIABLE = "PYTEST_GPUBENCH_PARENT"
 # Trees a side of a comparison must not import code from, os.pathsep-separated: the other
 # side's (run/ab.py). Measurements of the other side's code would make the two sides same.
 FOREIGN_VARIABLE = "PYTEST_GPUBENCH_NOT_FROM"
+# In a child of a relay (``relay``): the file it makes once it holds the device (the next
+# child starts then, and queues behind it).
+TURN_VARIABLE = "PYTEST_GPUBENCH_TURN"
 # A child runs one test, or the whole selection when recording a session: imports, compiles
 # and measurements included. Longer than this, it is stuck.
 CHILD_TIMEOUT_S = 1800.0
 # How often a child looks for its parent.
 LIFELINE_INTERVAL_S = 0.2
+# How often a relay's parent and its waiting child look for a turn's file.
+TURN_POLL_S = 0.02
 # The exit status of a child whose parent is gone.
 ORPHANED = 70
 # Folders of children: <prefix><host>-<parent pid>-<random>, in the temporary directory.
@@ -221,15 +226,14 @@ class Launcher:
         names = [f"child-{first + i}" for i in range(count)]
         return run_children(names, args, self, device_index, progress, Request(tuple(nodeids)))
 
-    def measuring(self, request: Request, device_index: int | None, name: str) -> ChildRun:
-        """One fresh process, ``name``, that times the tests of ``request`` holding the
+    def measuring_args(self) -> list[str]:
+        """The arguments of a fresh process that times the tests of a request holding the
         device from its first test to its last (a side of a comparison, run/ab.py)."""
         # A test the other side lacks, or a module it has not built, fails one file's
         # collection there, not the comparison.
         args = [*self._args(save=False, confirm=0, single=self.xdist)]
         args.append("--continue-on-collection-errors")
-        [run] = run_children([name], args, self, device_index, None, request)
-        return run
+        return args
 
     def recording(self, device_index: int | None, session: int) -> ChildRun:
         """One fresh process that times the user's selection as recorded session number
@@ -486,11 +490,85 @@ def run_children(
                 for proc, out in zip(started, outs, strict=True)
             ]
         finally:  # interrupted: no child goes on timing behind the user's back
-            running = [p for p in started if not isinstance(p, ChildRun) and p.poll() is None]
-            for proc in running:  # all of them first: a second Ctrl-C may cut the waits short
-                proc.kill()
-            for proc in running:
-                proc.wait()
+            _kill(started)
+
+
+@dataclass(frozen=True)
+class Leg:
+    """One fresh process of a relay: who starts it, what it times, its name, and what to
+    say as its turn on the device comes."""
+
+    launcher: Launcher
+    request: Request
+    name: str
+    says: str = ""
+
+
+def relay(
+    legs: Sequence[Leg],
+    device_index: int | None,
+    announce: Callable[[str], None] = lambda line: None,
+) -> Generator[ChildRun, None, None]:
+    """Fresh processes that time on the device one after another in the order of ``legs``,
+    each started once the one before it holds the device: its start-up (imports, conftest,
+    collection) and its predecessor's exit overlap the predecessor's measurements, its GPU
+    work follows theirs. What each measured, in order; each leg's line to ``announce`` as
+    its turn on the device comes (the one before it ended). Closing the generator early
+    (an error, Ctrl-C) kills the processes it started.
+
+    A child makes a file once it holds the device lock (TURN_VARIABLE); the next starts
+    then, so it can only queue behind it: the order is kept, and at most one child waits
+    for the device. A child that ends without making its file (it crashed, had nothing to
+    time) is followed once it ended."""
+    sweep_folders()
+    with tempfile.TemporaryDirectory(prefix=folder_prefix()) as directory:
+        folder = Path(directory)
+        outs = [folder / f"{leg.name}.json" for leg in legs]
+        turns = [folder / f"{leg.name}.turn" for leg in legs]
+        started: list[subprocess.Popen[bytes] | ChildRun] = []
+        since: list[float] = []  # when each could start timing: its start or its predecessor's end
+
+        def start(i: int) -> None:
+            leg = legs[i]
+            write_request(outs[i], leg.request)
+            args = [*leg.launcher.measuring_args(), *leg.launcher.overrides(folder, leg.name)]
+            env = (*leg.launcher.env, (TURN_VARIABLE, str(turns[i])))
+            started.append(start_child(args, leg.launcher.cwd, outs[i], device_index, env))
+            since.append(time.monotonic())
+
+        def ended(i: int) -> bool:
+            proc = started[i]
+            return isinstance(proc, ChildRun) or proc.poll() is not None
+
+        try:
+            for i in range(len(legs)):
+                if i == len(started):
+                    start(i)
+                if legs[i].says:
+                    announce(legs[i].says)
+                # The next starts once this one holds the device (or has ended).
+                while not ended(i):
+                    if i + 1 < len(legs) and len(started) == i + 1 and turns[i].exists():
+                        start(i + 1)  # it queues behind this one
+                    time.sleep(TURN_POLL_S)
+                    if time.monotonic() - since[i] > CHILD_TIMEOUT_S:
+                        break
+                left = max(0.0, since[i] + CHILD_TIMEOUT_S - time.monotonic())
+                run = finish_child(started[i], outs[i], left, CHILD_TIMEOUT_S)
+                if i + 1 < len(since):
+                    since[i + 1] = max(since[i + 1], time.monotonic())
+                yield run
+        finally:  # closed early, interrupted: no child goes on timing behind the user's back
+            _kill(started)
+
+
+def _kill(started: Sequence[subprocess.Popen[bytes] | ChildRun]) -> None:
+    """Kill the children still running, then wait for them."""
+    running = [p for p in started if not isinstance(p, ChildRun) and p.poll() is None]
+    for proc in running:  # all of them first: a second Ctrl-C may cut the waits short
+        proc.kill()
+    for proc in running:
+        proc.wait()
 
 
 def child_document(results: Sequence[tuple[Result, bool]], foreign: Sequence[str] = ()) -> str:
