@@ -36,7 +36,16 @@ def main(logs: Path) -> None:
         if not path.exists():
             print(f"| {name} | {seconds} | {rc} | - | no report | - | - |")
             continue
-        results = json.loads(path.read_text())["results"]
+        document = json.loads(path.read_text())
+        if kind == "bisect":
+            first = (document.get("first_bad") or {}).get("subject", "none")
+            cost = document.get("cost", {})
+            print(
+                f"| {name} | {seconds} | {rc} | {cost.get('pairs', '-')} "
+                f"| first bad: {first} | - | - |"
+            )
+            continue
+        results = document["results"]
         statuses = collections.Counter(r["status"] for r in results)
         planted = [r for r in results if kind == "slow" and PLANTED in r["key"]]
         others = [r for r in results if r not in planted]
