@@ -7,14 +7,21 @@ example suite does). For each ratio ``<test>#vs-reference`` with its function's 
 ``<test>`` (the same paired samples): the standard deviation between sessions of the log of
 the ratio's median, of the function's, and of the reference's (the function's over the
 ratio, session by session), the share of the two times' variance that the ratio cancels
-(1 - var(ratio) / (var(fn) + var(ref))), and the bound's sigma. Usage:
+(1 - var(ratio) / (var(fn) + var(ref))), and the bound's sigma.
 
-    python bench/ratio_spread.py BASELINE.json [--json OUT.json]
+With ``--pairs N``, A/A pairs of the ratios as a run against a revision would judge them
+(judge.pairs.decide_pairs, N pairs, no more, alpha 0.01 over the file's measurements): every
+block of 2N consecutive sessions, forward or backward in time, circularly, labelled base/head
+or the mirror (as bench/pair_resample.py does with times); the verdicts counted per timer.
+tests/test_pair_resample.py runs it on the recorded ratio sessions. Usage:
+
+    python bench/ratio_spread.py BASELINE.json [--json OUT.json] [--pairs N]
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import math
 import statistics
@@ -22,8 +29,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from pytest_gpubench.core.records import Versus
-from pytest_gpubench.judge.rule import ratio_prior
+from pytest_gpubench.judge import pairs
+from pytest_gpubench.judge.rule import corrected_alpha, ratio_prior
 
 SUFFIX = "#vs-reference"
 
@@ -77,12 +87,50 @@ def rows(benchmarks: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def ratio_pairs(
+    benchmarks: dict[str, dict[str, Any]], count: int, alpha: float = 0.01
+) -> collections.Counter[tuple[str, str]]:
+    """(timer, verdict) -> A/A runs of the ratios, each block of ``2 * count`` sessions."""
+    alpha1 = corrected_alpha(alpha, len(benchmarks), False)
+    design = pairs.PairDesign(first=count, batch=1, cap=count)
+    alternate = np.where(np.arange(count) % 2 == 0, 1.0, -1.0)
+    found: collections.Counter[tuple[str, str]] = collections.Counter()
+    for key, entry in sorted(benchmarks.items()):
+        if not key.endswith(SUFFIX):
+            continue
+        x = np.log(list(sessions(entry).values()))
+        v = entry["versus"]
+        versus = Versus(
+            v["fn_ms"], v["reference_ms"], v.get("fn_launches", 1), v.get("reference_launches", 1)
+        )
+        sigma0 = pairs.pair_sigma0(float(np.exp(np.median(x))), entry["timer"], 1, versus)
+        for start in range(len(x)):
+            for step in (1, -1):
+                for sign in (1.0, -1.0):
+                    block = x[(start + step * np.arange(2 * count)) % len(x)]
+                    d = sign * alternate * (block[1::2] - block[0::2])
+                    dec = pairs.decide_pairs(
+                        d[None, :], np.array([sigma0]), threshold=0.05, alpha1=alpha1, design=design
+                    )
+                    direction = int(dec.direction[0])
+                    verdict = {1: "regressed", -1: "improved"}.get(direction) or (
+                        "same" if dec.same[0] else "unsure"
+                    )
+                    found[entry["timer"], verdict] += 1
+    return found
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("baseline", type=Path)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--pairs", type=int, help="Also judge A/A pairs of N pairs")
     args = parser.parse_args()
-    found = rows(json.loads(args.baseline.read_text())["benchmarks"])
+    benchmarks = json.loads(args.baseline.read_text())["benchmarks"]
+    if args.pairs:
+        for (timer, verdict), runs in sorted(ratio_pairs(benchmarks, args.pairs).items()):
+            print(f"{timer}: {verdict} in {runs} A/A runs of {args.pairs} pairs")
+    found = rows(benchmarks)
     if not found:
         print("no ratio with 3 sessions or more in", args.baseline, file=sys.stderr)
         return 1

@@ -126,3 +126,30 @@ def test_verdict_md_shows_the_committed_run(pr, committed) -> None:
     )
     for line in lines:
         assert line in text, line
+
+
+RATIO_SESSIONS = ROOT / "bench" / "results" / "h100-2026-11-24e" / "ratio-sessions.tgz"
+
+
+def test_ratios_of_recorded_sessions_in_a_pairs_are_same_without_a_false_verdict() -> None:
+    """The example suite's 42 ratios to their reference, 10 sessions of one H100, judged as
+    A/A pairs at 3 pairs (every block): no false verdict, and nearly all same at the first
+    look (at scale 1 instead of the timer's, none of the 27 cupti-graph ratios was)."""
+    import tarfile
+
+    spec = importlib.util.spec_from_file_location(
+        "ratio_spread", ROOT / "bench" / "ratio_spread.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with tarfile.open(RATIO_SESSIONS) as archive:
+        member = archive.extractfile("example-baselines/sm90-nvidia-h100-80gb-hbm3.json")
+        assert member is not None
+        benchmarks = json.loads(member.read())["benchmarks"]
+    found = module.ratio_pairs(benchmarks, 3)
+    runs = sum(found.values())
+    assert runs == 42 * 40  # 10 sessions: 10 starts, two directions, two labellings
+    assert not [k for k in found if k[1] in ("regressed", "improved")], found
+    same = sum(n for (_, verdict), n in found.items() if verdict == "same")
+    assert same >= 0.95 * runs, found

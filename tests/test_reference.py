@@ -494,12 +494,20 @@ def test_a_ratio_of_unknown_times_gets_the_noisiest_prior() -> None:
     assert rule.prior_for(1.0, "cuda-graph:ratio").sigma == pytest.approx(0.078)
 
 
-def test_the_pair_prior_of_a_ratio_is_its_bound_at_scale_one() -> None:
+def test_the_pair_prior_of_a_ratio_is_its_bound_at_its_timers_scale() -> None:
     versus = Versus(fn_ms=0.05, reference_ms=0.04)
     sigma0 = pairs.pair_sigma0(1.25, "cuda-graph:ratio", versus=versus)
     bound = rule.ratio_prior(versus, "cuda-graph")
-    assert sigma0 == pytest.approx(pairs.prior_pair_spread(bound))
+    scale = pairs.PAIR_PRIOR_SCALE["cuda-graph"]
+    assert sigma0 == pytest.approx(scale * pairs.prior_pair_spread(bound))
     assert sigma0 < pairs.pair_sigma0(1.25, "cuda-graph:ratio")  # without it: the noisiest
+    # Kernel time in the replay: the ratio's bound is corrected as its two times' priors are.
+    short = Versus(fn_ms=0.001, reference_ms=0.001)
+    cupti = pairs.pair_sigma0(0.001, "cupti-graph:ratio", versus=short)
+    assert cupti == pytest.approx(
+        pairs.PAIR_PRIOR_SCALE["cupti-graph"]
+        * pairs.prior_pair_spread(rule.ratio_prior(short, "cupti-graph"))
+    )
 
 
 def test_a_ratio_measurement_round_trips_through_json() -> None:

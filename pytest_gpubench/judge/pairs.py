@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from ..core.records import Judgement, SessionSummary, Status, Versus, bar_of_change
+from ..core.records import RATIO_SUFFIX, Judgement, SessionSummary, Status, Versus, bar_of_change
 from .rule import NOT_GATED_BEYOND, Z_POWER, Prior, corrected_alpha, prior_for
 
 # A pair's spread expected before its own pairs say: the spread of the difference of two
@@ -41,8 +41,10 @@ from .rule import NOT_GATED_BEYOND, Z_POWER, Prior, corrected_alpha, prior_for
 # prior's own model; cupti-graph 0.095: its prior is the graph's by the call's kernel time,
 # which moves about ten times less between sessions); the weight 1 / (2 v), v the variance of
 # log(spread / prior) between tests beyond their sampling noise (tests differ by a factor of
-# about e). A timer not recorded in pairs gets the prior's own model (scale 1), and so does a
-# ratio to a reference (its prior, rule.ratio_prior, is already a bound).
+# about e). A timer not recorded in pairs gets the prior's own model (scale 1). A ratio to a
+# reference gets its timer's scale: its prior (rule.ratio_prior) bounds it by its two times'
+# priors, which the scale corrects; at scale 1 a 1 µs cupti-graph ratio's pair spread was 30%,
+# where 10 recorded ratio sessions (H100) moved under 2% (docs/verdict.md).
 PAIR_PRIOR_SCALE: dict[str, float] = {"cuda-graph": 0.93, "cupti": 0.88, "cupti-graph": 0.095}
 PAIR_PRIOR_WEIGHT = 0.5
 # "same": a change of the threshold is ruled out at this one-sided level each way.
@@ -178,7 +180,7 @@ def pair_sigma0(
     """The prior spread of one pair of a test of ``duration_ms`` timed by ``timer`` (of a
     ratio to a reference, comparing ``versus``)."""
     prior = prior_for(duration_ms, timer, launches, versus)
-    return PAIR_PRIOR_SCALE.get(timer, 1.0) * prior_pair_spread(prior)
+    return PAIR_PRIOR_SCALE.get(timer.removesuffix(RATIO_SUFFIX), 1.0) * prior_pair_spread(prior)
 
 
 def judge_pairs(
