@@ -9,9 +9,12 @@ session measures, different in every fresh process the plugin starts.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
+import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -244,3 +247,15 @@ def test_sum(gpubench):
 def test_join(gpubench):
     assert gpubench(",".join, ["a", "b"]) == "a,b"
 """
+
+
+def bench_module(name: str) -> ModuleType:
+    """A script of bench/ imported as the module ``name`` (registered, so its dataclasses
+    resolve their annotations)."""
+    path = Path(__file__).resolve().parent.parent / "bench" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

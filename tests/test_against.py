@@ -85,8 +85,9 @@ def test_tests_on_one_side_only_are_reported_not_failed(repo: pytest.Pytester) -
 
 
 # What each fresh process does, in order, to the file $RELAY_LOG: "start" when its conftest
-# loads, "measure" as its first test starts (it then takes 1.5 s), "exit" as it ends; each
-# with its pid and side (the revision's side runs in its checkout).
+# loads, "session" as its session starts (after the plugin's own start: the device pinned),
+# "measure" as its first test starts, "slept" 6 s later, "exit" as it ends; each with its
+# pid, side (the revision's side runs in its checkout) and time.
 RELAY_EVENTS = """
 import os as _os, time as _time
 
@@ -98,10 +99,14 @@ _FIRST = []
 def _event(what):
     if _CHILD and "RELAY_LOG" in _os.environ:
         with open(_os.environ["RELAY_LOG"], "a") as log:
-            log.write(f"{{what}} {{_os.getpid()}} {{_SIDE}}\\n")
+            log.write(f"{{what}} {{_os.getpid()}} {{_SIDE}} {{_time.time()}}\\n")
 
 
 _event("start")
+
+
+def pytest_sessionstart(session):
+    _event("session")
 
 
 def pytest_runtest_call(item):
@@ -109,7 +114,8 @@ def pytest_runtest_call(item):
         _FIRST.append(1)
         _event("measure")
         if _CHILD:
-            _time.sleep(1.5)
+            _time.sleep(6)
+            _event("slept")
 
 
 def pytest_unconfigure(config):
@@ -121,7 +127,8 @@ def pytest_unconfigure(config):
 def test_the_sides_take_the_device_in_turn_each_starting_while_the_one_before_times(
     repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """ABBA order on the device, and each process's start-up overlapping the one before it."""
+    """ABBA order on the device, each process's start-up overlapping the one before it, and
+    its session (the device pinned, collection) only once the one before it is done."""
     conftest = repo.path / "conftest.py"
     conftest.write_text(conftest.read_text() + RELAY_EVENTS.format(repo=str(repo.path)))
     commit(repo.path, "events")
@@ -130,12 +137,15 @@ def test_the_sides_take_the_device_in_turn_each_starting_while_the_one_before_ti
     result = repo.runpytest("--gpubench-against=HEAD", *FAST)
     result.assert_outcomes(passed=2)
     events = [line.split() for line in log.read_text().splitlines()]
-    measured = [(pid, side) for what, pid, side in events if what == "measure"]
+    measured = [(pid, side) for what, pid, side, _ in events if what == "measure"]
     assert [side for _, side in measured] == ["base", "head", "head", "base"], events
-    where = {(what, pid): n for n, (what, pid, _) in enumerate(events)}
+    where = {(what, pid): n for n, (what, pid, _, _) in enumerate(events)}
+    when = {(what, pid): float(t) for what, pid, _, t in events}
     for (before, _), (after, _) in itertools.pairwise(measured):
         # the next one loaded its conftest while this one still held the device
         assert where["start", after] < where["exit", before], events
+        # and started its session once this one's test was over (its start-up takes ~3 s)
+        assert when["session", after] >= when["slept", before], events
 
 
 def in_lib(repo: pytest.Pytester, hook: str) -> None:

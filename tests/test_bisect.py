@@ -60,10 +60,18 @@ def reading(
     ratio: float | None = 1.0,
     high: float | None = None,
     pairs: int = 3,
+    low: float | None = None,
 ) -> Reading:
     if high is None and ratio is not None:
         high = ratio * 1.01
-    return Reading(key, status, ratio, high, 0.05, pairs, f"{status.value} by the fake")
+    if low is None and ratio is not None:
+        low = ratio / 1.01
+    return Reading(key, status, ratio, high, 0.05, pairs, f"{status.value} by the fake", low)
+
+
+def unsure(pairs: int) -> Reading:
+    """Neither like GOOD nor like a BAD of 1.5: its interval spans the halfway point (1.22)."""
+    return reading(status=Status.UNSURE, ratio=1.2, low=1.05, high=1.4, pairs=pairs)
 
 
 def commits(count: int) -> list[Commit]:
@@ -146,7 +154,7 @@ def test_the_search_takes_at_most_log2_steps_after_bad(count: int) -> None:
 def test_an_unsure_step_runs_again_with_twice_the_pairs_then_stops_naming_the_range() -> None:
     def behaviour(position: int, pairs: int) -> dict[str, Reading]:
         if position == 7:  # the first midpoint of 16: never decided
-            return {SUM: reading(status=Status.UNSURE, ratio=1.03, pairs=pairs)}
+            return {SUM: unsure(pairs)}
         return slow_from(4)(position, pairs)
 
     found, steps = bisected(16, behaviour)
@@ -167,7 +175,7 @@ def test_an_unsure_step_runs_again_with_twice_the_pairs_then_stops_naming_the_ra
 def test_an_unsure_step_decided_by_more_pairs_goes_on() -> None:
     def behaviour(position: int, pairs: int) -> dict[str, Reading]:
         if position == 7 and pairs < 6:
-            return {SUM: reading(status=Status.UNSURE, ratio=1.03, pairs=pairs)}
+            return {SUM: unsure(pairs)}
         return slow_from(10)(position, pairs)
 
     found, steps = bisected(16, behaviour, max_pairs=20)
@@ -189,7 +197,7 @@ def test_a_test_not_measured_at_a_commit_stops_without_more_pairs() -> None:
 def test_the_range_left_by_an_unsure_step_is_what_the_good_and_bad_steps_left() -> None:
     def behaviour(position: int, pairs: int) -> dict[str, Reading]:
         if position == 5:
-            return {SUM: reading(status=Status.UNSURE, ratio=1.04, pairs=pairs)}
+            return {SUM: unsure(pairs)}
         return slow_from(5)(position, pairs)
 
     found, _ = bisected(16, behaviour, max_pairs=3)
@@ -270,19 +278,31 @@ def test_a_step_line_says_commit_subject_outcome_evidence_pairs_and_time() -> No
         (reading(status=Status.REGRESSED, ratio=1.2), Outcome.BAD, False),
         (reading(status=Status.SAME), Outcome.GOOD, False),
         (reading(status=Status.IMPROVED, ratio=0.8), Outcome.GOOD, False),
-        # other launches: good only when a slowdown of the threshold (5%) is ruled out
+        # its interval below halfway to BAD's 1.2 (1.095), whatever its own verdict
         (reading(status=Status.CHANGED, ratio=1.0, high=1.03), Outcome.GOOD, False),
-        (reading(status=Status.CHANGED, ratio=1.02, high=1.08), Outcome.UNSURE, True),
-        (reading(status=Status.CHANGED, ratio=None), Outcome.UNSURE, False),
-        (reading(status=Status.UNSURE, ratio=1.03), Outcome.UNSURE, True),
+        (reading(status=Status.UNSURE, ratio=1.05, high=1.09), Outcome.GOOD, False),
+        # above halfway: like BAD, though not regressed at the threshold
+        (reading(status=Status.UNSURE, ratio=1.15, low=1.1, high=1.3), Outcome.BAD, False),
+        # across halfway: more pairs may tell
+        (reading(status=Status.CHANGED, ratio=1.09, low=1.03, high=1.15), Outcome.UNSURE, True),
+        (reading(status=Status.UNSURE, ratio=1.1, low=1.0, high=1.2), Outcome.UNSURE, True),
         # no pair to judge (its test failed, another timer): more pairs would not tell
+        (reading(status=Status.CHANGED, ratio=None), Outcome.UNSURE, False),
         (reading(status=Status.UNSURE, ratio=None), Outcome.UNSURE, False),
         (reading(status=Status.REMOVED, ratio=None), Outcome.UNSURE, False),
     ],
 )
 def test_classify_one_followed_test(found: Reading, outcome: Outcome, more: bool) -> None:
-    verdict = classify({SUM: found}, {SUM})
+    verdict = classify({SUM: found}, {SUM: 1.2})
     assert (verdict.outcome, verdict.more_pairs) == (outcome, more)
+
+
+def test_a_slowdown_under_the_threshold_found_at_bad_is_found_where_it_is() -> None:
+    """BAD regressed by 4% (the gate fails some changes under its 5% threshold): a commit
+    that carries the 4% reads `same` at 5% but lies above halfway, so it is bad."""
+    carried = reading(status=Status.SAME, ratio=1.04, low=1.03, high=1.05)
+    assert classify({SUM: carried}, {SUM: 1.04}).outcome is Outcome.BAD
+    assert classify({SUM: reading(low=0.995, high=1.005)}, {SUM: 1.04}).outcome is Outcome.GOOD
 
 
 def test_classify_bad_counts_what_was_measured_on_both_sides() -> None:

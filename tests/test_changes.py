@@ -7,17 +7,15 @@ code (bench/results/sessions.json) judged as the histories they make.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import math
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
-from support import BENCH, NO_CONFIRM
+from support import BENCH, NO_CONFIRM, bench_module
 
 from pytest_gpubench import cli
 from pytest_gpubench.judge import changes
@@ -29,13 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def simulation() -> ModuleType:
-    path = ROOT / "bench" / "simulate_changes.py"
-    spec = importlib.util.spec_from_file_location("simulate_changes", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["simulate_changes"] = module
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("simulate_changes")
 
 
 def quiet(n: int, seed: int = 1) -> np.ndarray:

@@ -12,6 +12,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from support import bench_module
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -90,15 +91,7 @@ def table_from(text: str, marker: str) -> list[list[str]]:
 
 
 def _bench(name: str):
-    import importlib.util
-    import sys
-
-    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return bench_module(name)
 
 
 def test_the_prior_table_of_verdict_md_is_the_fit() -> None:

@@ -9,13 +9,12 @@ tables of docs/verdict.md ("The verdict against a revision") the committed run's
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
+from support import bench_module
 
 from pytest_gpubench.judge import pairs
 
@@ -25,14 +24,7 @@ RESULTS = ROOT / "bench" / "results" / "pair-resample.json"
 
 @pytest.fixture(scope="module")
 def pr():
-    spec = importlib.util.spec_from_file_location(
-        "pair_resample", ROOT / "bench" / "pair_resample.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["pair_resample"] = module
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("pair_resample")
 
 
 @pytest.fixture(scope="module")
@@ -137,12 +129,7 @@ def test_ratios_of_recorded_sessions_in_a_pairs_are_same_without_a_false_verdict
     look (at scale 1 instead of the timer's, none of the 27 cupti-graph ratios was)."""
     import tarfile
 
-    spec = importlib.util.spec_from_file_location(
-        "ratio_spread", ROOT / "bench" / "ratio_spread.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = bench_module("ratio_spread")
     with tarfile.open(RATIO_SESSIONS) as archive:
         member = archive.extractfile("example-baselines/sm90-nvidia-h100-80gb-hbm3.json")
         assert member is not None

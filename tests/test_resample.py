@@ -7,23 +7,17 @@ are in docs/verdict.md ("On recorded sessions": python bench/resample.py).
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from support import bench_module
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
 def resample():
-    spec = importlib.util.spec_from_file_location("resample", ROOT / "bench" / "resample.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["resample"] = module
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("resample")
 
 
 @pytest.fixture(scope="module")

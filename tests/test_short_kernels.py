@@ -3,28 +3,20 @@ between-session statistics and the table, and the CUPTI bookkeeping on synthetic
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support import bench_module
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
 def sk() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "short_kernels", ROOT / "bench" / "short_kernels.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["short_kernels"] = module
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("short_kernels")
 
 
 def test_spans_and_sums_per_call(sk: Any) -> None:

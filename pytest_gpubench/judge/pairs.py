@@ -180,7 +180,9 @@ def pair_sigma0(
     """The prior spread of one pair of a test of ``duration_ms`` timed by ``timer`` (of a
     ratio to a reference, comparing ``versus``)."""
     prior = prior_for(duration_ms, timer, launches, versus)
-    return PAIR_PRIOR_SCALE.get(timer.removesuffix(RATIO_SUFFIX), 1.0) * prior_pair_spread(prior)
+    # A ratio whose two times are unknown keeps its noisiest prior whole.
+    scaled = timer.removesuffix(RATIO_SUFFIX) if versus is not None else timer
+    return PAIR_PRIOR_SCALE.get(scaled, 1.0) * prior_pair_spread(prior)
 
 
 def judge_pairs(

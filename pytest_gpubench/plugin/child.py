@@ -49,6 +49,7 @@ class Child:
         self.collected = collected
         self.hold_device = hold_device
         self.turn = turn
+        self.held = False
         if parent is not None:
             watch_parent(parent, out.parent)
 
@@ -69,29 +70,43 @@ class Child:
             items[:] = [item for item in items if kept(item)]
             config.hook.pytest_deselected(items=deselected)
 
+    @pytest.hookimpl(tryfirst=True)  # before the measuring role's: it pins the device
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """A process of a relay (run.children.relay) takes the device before it touches it:
+        started while the one before it times, it may only run what needs no GPU (its
+        start-up and conftest files) until then; collection may create tensors."""
+        if self.turn:
+            self._hold()
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         """A process confirming a verdict, or timing a side of a comparison, holds the
-        device from its first test to its last. Such processes start together
-        (run.children.run_children) or each while the one before it times (run.children.relay,
-        which also keeps their order): their start-up overlaps, their GPU work (first calls,
-        compiles, samples) does not."""
-        held = False
-        if self.session is not None and self.hold_device:
-            try:
-                self.session.device_lock().acquire()
-                held = True
-            except GpubenchError:
-                pass  # each measurement still waits for the device itself
-            finally:
-                if self.turn:
-                    Path(self.turn).touch()  # the next in the relay may queue behind it
+        device from its first test to its last (a relay's, from its session's start). Such
+        processes start together (run.children.run_children) or each while the one before
+        it times (run.children.relay, which also keeps their order): their start-up
+        overlaps, their GPU work (first calls, compiles, samples) does not."""
+        if not self.held:
+            self._hold()
         try:
             return (yield)
         finally:
-            if held:
+            if self.held:
                 assert self.session is not None
                 self.session.device_lock().release()
+                self.held = False
+
+    def _hold(self) -> None:
+        """Take the device lock, waiting as long as it takes (its parent bounds the wait);
+        in a relay, then say so (the next process starts and queues behind this one)."""
+        if self.session is None or not self.hold_device:
+            return
+        try:
+            self.session.device_lock().acquire(wait_s=-1)
+            self.held = True
+        except GpubenchError:
+            return  # each measurement still waits for the device itself
+        if self.turn:
+            Path(self.turn).touch()
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR):

@@ -4,17 +4,25 @@ slower, by a binary search over the first-parent commits after GOOD up to BAD.
 Each step is the A/B run users know (run/ab.py): the candidate commit is checked out
 outside the user's tree (run/revision.py, built by ``--build``), and a fresh
 ``python -m pytest --gpubench --gpubench-against GOOD`` runs in that checkout, its code first
-on the path; its JSON report says what each measurement did against GOOD. A step is
+on the path; its JSON report says what each measurement did against GOOD.
 
-- bad: a test that regressed at BAD regressed here too;
-- good: each of them is ``same``, ``improved``, or ``changed`` with a slowdown of its
-  threshold ruled out;
+BAD itself is the first step: the tests it regressed are the ones followed (a test that
+regressed and recovered in between, but is fine at BAD, is no regression to hunt), each with
+its ratio to GOOD there. Every step compares with GOOD, never with the last good candidate:
+one reference for all. A later step is
+
+- bad: a followed test regressed here too, or its ratio's interval lies above halfway (the
+  geometric mean) between GOOD and BAD's ratio;
+- good: none is bad, and one's interval lies below that halfway point, the others' ratios
+  below it too (a noisy test's interval need not clear it where a steady one's does);
 - unsure: otherwise. It is run again with twice the pairs, up to a cap; still unsure, the
   search stops and names the commits the first bad one is among, instead of guessing.
 
-BAD itself is the first step: the tests it regressed are the ones followed (a test that
-regressed and recovered in between, but is fine at BAD, is no regression to hunt). Every
-step compares with GOOD, never with the last good candidate: one reference for all.
+Halfway, not the threshold: a commit is asked whether it is like GOOD or like BAD. Against
+the threshold, a slowdown found at BAD a little under it (the gate fails a change of the
+threshold with its target power, so some smaller ones too) read ``same`` at the commits that
+carry it, and the search answered a later commit; and a noisy test's 10% slowdown could not
+rule out 5% at unchanged commits, and the search stopped unsure (bench/bisect_resample.py).
 
 The search (:class:`Range`, :func:`classify`, :func:`search`) and the report
 (:func:`report_lines`, :func:`report_json`) are pure; :class:`StepRunner` runs the processes.
@@ -91,6 +99,7 @@ class Reading:
     threshold: float = 0.05
     pairs: int = 0
     reason: str = ""
+    ratio_low: float | None = None
 
     @classmethod
     def of(cls, result: Result) -> Reading:
@@ -103,6 +112,7 @@ class Reading:
             threshold=result.measurement.threshold,
             pairs=result.verdict.history_sessions,
             reason=result.verdict.reason,
+            ratio_low=None if judgement is None else judgement.ratio_low,
         )
 
     @property
@@ -126,10 +136,31 @@ class Reading:
             return Outcome.GOOD
         return Outcome.UNSURE
 
+    def against(self, bad_ratio: float) -> Outcome:
+        """A later step's reading of a test whose ratio was ``bad_ratio`` at BAD: bad when it
+        regressed, or its interval lies above halfway to BAD (the geometric mean of 1 and
+        ``bad_ratio``); good when it lies below; else unsure."""
+        if self.status is Status.REGRESSED:
+            return Outcome.BAD
+        if self.ratio is None or self.ratio_low is None or self.ratio_high is None:
+            return Outcome.UNSURE
+        halfway = math.sqrt(bad_ratio)
+        if self.ratio_low > halfway:
+            return Outcome.BAD
+        if self.ratio_high < halfway:
+            return Outcome.GOOD
+        return Outcome.UNSURE
+
+    def leans_good(self, bad_ratio: float) -> bool:
+        """Its ratio is below halfway to BAD's (what an unsure reading may say beside a good
+        one of the same step)."""
+        return self.ratio is not None and self.ratio < math.sqrt(bad_ratio)
+
     @property
     def more_pairs_may_decide(self) -> bool:
-        """Unsure on its pairs' statistics (not for want of a measurement on both sides)."""
-        return self.outcome is Outcome.UNSURE and self.ratio is not None
+        """Unsure on its pairs' statistics (not for want of a measurement on both sides):
+        asked of a reading a step found unsure."""
+        return self.ratio is not None
 
     def change(self, good: str) -> str:
         """``slower by 5.2% than GOOD`` (or why there is no change to tell)."""
@@ -143,6 +174,7 @@ class Reading:
             "key": self.key,
             "status": self.status.value,
             "ratio": self.ratio,
+            "ratio_low": self.ratio_low,
             "ratio_high": self.ratio_high,
             "threshold": self.threshold,
             "pairs": self.pairs,
@@ -161,9 +193,10 @@ class StepVerdict:
     why: str = ""
 
 
-def classify(readings: Mapping[str, Reading], followed: Collection[str] | None) -> StepVerdict:
+def classify(readings: Mapping[str, Reading], followed: Mapping[str, float] | None) -> StepVerdict:
     """The verdict of a step on its ``readings`` by key. ``followed``: the keys that
-    regressed at BAD (None at BAD's own step: every measurement on both sides counts)."""
+    regressed at BAD, with their ratios there (None at BAD's own step: every measurement on
+    both sides counts, by its own verdict)."""
     if followed is None:
         considered = [r for r in readings.values() if r.status not in (Status.NEW, Status.REMOVED)]
         if not considered:
@@ -175,10 +208,16 @@ def classify(readings: Mapping[str, Reading], followed: Collection[str] | None) 
             name = missing[0].rsplit("::", 1)[-1]
             return StepVerdict(Outcome.UNSURE, why=f"{name} was not measured at this commit")
         considered = [readings[key] for key in followed]
-    bad = [r for r in considered if r.outcome is Outcome.BAD]
+    outcome = {
+        r.key: r.outcome if followed is None else r.against(followed[r.key]) for r in considered
+    }
+    bad = [r for r in considered if outcome[r.key] is Outcome.BAD]
     if bad:
         return StepVerdict(Outcome.BAD, tuple(sorted(bad, key=_slowest)))
-    unsure = [r for r in considered if r.outcome is Outcome.UNSURE]
+    unsure = [r for r in considered if outcome[r.key] is Outcome.UNSURE]
+    good = [r for r in considered if outcome[r.key] is Outcome.GOOD]
+    if followed is not None and good and all(r.leans_good(followed[r.key]) for r in unsure):
+        return StepVerdict(Outcome.GOOD, tuple(sorted(good, key=_slowest)))
     if unsure:
         more = any(r.more_pairs_may_decide for r in unsure)
         return StepVerdict(Outcome.UNSURE, tuple(sorted(unsure, key=_slowest)), more_pairs=more)
@@ -321,7 +360,7 @@ def search(
     started = clock()
     steps: list[Step] = []
     known = Range(-1, len(commits) - 1)
-    followed: frozenset[str] | None = None  # the keys that regressed at BAD
+    followed: dict[str, float] | None = None  # the keys that regressed at BAD: their ratios
     state = State.FOUND
     position = len(commits) - 1
     while True:
@@ -341,7 +380,7 @@ def search(
             if verdict.outcome is not Outcome.BAD:
                 state = State.NOT_BAD
                 break
-            followed = frozenset(r.key for r in verdict.decisive)
+            followed = {r.key: r.ratio or 1.0 for r in verdict.decisive}
         elif verdict.outcome is Outcome.UNSURE:
             state = State.UNSURE
             break
@@ -367,7 +406,7 @@ def _steps_after(
     position: int,
     outcome: Outcome,
     again: int | None,
-    followed: frozenset[str] | None,
+    followed: Mapping[str, float] | None,
 ) -> int:
     """The steps the search expects after one that ended with ``outcome`` (``again``: it is
     run again; ``known``: the range before it)."""

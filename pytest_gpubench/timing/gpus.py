@@ -52,12 +52,13 @@ class DeviceLock:
         self.acquire()
         return self
 
-    def acquire(self) -> None:
-        """Take the lock (once more: each acquire needs its release)."""
+    def acquire(self, wait_s: float | None = None) -> None:
+        """Take the lock (once more: each acquire needs its release), waiting ``wait_s``
+        (None: the lock's timeout; -1: as long as it takes)."""
         from filelock import Timeout
 
         try:
-            self._lock.acquire(timeout=self.timeout_s)
+            self._lock.acquire(timeout=self.timeout_s if wait_s is None else wait_s)
         except Timeout:
             raise GpubenchError(
                 f"waited {self.timeout_s:g} s for the device lock {self.path}: another "
