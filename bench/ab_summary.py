@@ -1,23 +1,34 @@
 """Summarize the runs of bench/ab_checks.sh: per run its seconds, pairs and verdicts; false
 verdicts (regressed or improved where nothing changed); the planted slowdowns caught.
 
-    python bench/ab_summary.py LOGS_DIR
+    python bench/ab_summary.py LOGS_DIR               one plan's runs (ab_checks.sh poll)
+    python bench/ab_summary.py --tally [ARCHIVE...]   every run of the archives (default:
+                                                      the committed ones), against issue
+                                                      17's counts
 
 A/A runs (aa) and plain runs change nothing: any regressed or improved is false. Slow runs
 (slow) plant more work in the user suite's copy kernels (test_copy_blocks) on the working
-tree's side only: those must read regressed, the other tests are A/A.
+tree's side only: those must read regressed, the other tests are A/A. A bisect run's name
+says where its slow commit is (bisect-COMMITS-AT-FRACTION): its answer is right when it
+names that commit. An archive is a LOGS_DIR or its .tgz (bench/results/*/); the tally of
+the committed ones is bench/results/ab-tally.md (tests/test_docs.py keeps it current).
 """
 
 from __future__ import annotations
 
 import collections
 import csv
+import io
 import json
 import sys
+import tarfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 PLANTED = "test_copy_blocks"
 FALSE = {"regressed", "improved"}
+CLASSES = ("<5 us", "5-20 us", "20-100 us", ">=100 us")
 
 
 def duration_class(ms: float) -> str:
@@ -25,51 +36,100 @@ def duration_class(ms: float) -> str:
     return "<5 us" if us < 5 else "5-20 us" if us < 20 else "20-100 us" if us < 100 else ">=100 us"
 
 
-def main(logs: Path) -> None:
-    rows = list(csv.reader((logs / "runs.tsv").open(), delimiter="\t"))
+@dataclass(frozen=True)
+class Run:
+    """One step of a plan: its runs.tsv row and its report (None when it wrote none)."""
+
+    archive: str
+    name: str
+    kind: str
+    suite: str
+    frac: str
+    thr: str
+    seconds: str
+    rc: str
+    document: dict[str, Any] | None
+
+
+def read_archive(path: Path) -> tuple[list[Run], str]:
+    """The runs of one plan (a logs folder or its .tgz) and its GPU line ('' if unrecorded)."""
+    files: dict[str, str] = {}
+    if path.is_dir():
+        files = {p.name: p.read_text() for p in path.iterdir() if p.is_file()}
+    else:
+        with tarfile.open(path) as tar:
+            for member in tar.getmembers():
+                handle = tar.extractfile(member) if member.isfile() else None
+                if handle is not None:
+                    files[Path(member.name).name] = handle.read().decode()
+    rows = list(csv.reader(io.StringIO(files.get("runs.tsv", "")), delimiter="\t"))
+    runs = []
+    for name, kind, suite, frac, thr, seconds, rc in rows:
+        report = files.get(f"{name}.json")
+        document = json.loads(report) if report else None
+        runs.append(Run(str(path), name, kind, suite, frac, thr, seconds, rc, document))
+    return runs, files.get("gpu.txt", "").strip()
+
+
+def planted_of(run: Run) -> list[dict[str, Any]]:
+    assert run.document is not None
+    return [r for r in run.document["results"] if run.kind == "slow" and PLANTED in r["key"]]
+
+
+def false_of(run: Run) -> list[str]:
+    """Tests that changed verdict where nothing changed (the untouched tests of a slow run)."""
+    assert run.document is not None
+    planted = planted_of(run)
+    return [r["test"] for r in run.document["results"] if r not in planted and r["status"] in FALSE]
+
+
+def bisect_answer(run: Run) -> str:
+    """'right', 'wrong' or 'none': the first bad commit against the planted one."""
+    assert run.document is not None
+    first = (run.document.get("first_bad") or {}).get("subject")
+    if first is None:
+        return "none"
+    return "right" if first == f"change {run.frac}" else "wrong"
+
+
+def table(runs: list[Run]) -> None:
     print("| run | seconds | exit | pairs | verdicts | false | planted caught |")
     print("|---|---|---|---|---|---|---|")
     caught: dict[tuple[str, str, str], list[bool]] = collections.defaultdict(list)
     totals: collections.Counter[str] = collections.Counter()
-    for name, kind, _suite, frac, thr, seconds, rc in rows:
-        path = logs / f"{name}.json"
-        if not path.exists():
-            print(f"| {name} | {seconds} | {rc} | - | no report | - | - |")
+    for run in runs:
+        head = f"| {run.name} | {run.seconds} | {run.rc}"
+        if run.document is None:
+            print(f"{head} | - | no report | - | - |")
             continue
-        document = json.loads(path.read_text())
-        if kind == "bisect":
-            first = (document.get("first_bad") or {}).get("subject", "none")
-            cost = document.get("cost", {})
-            print(
-                f"| {name} | {seconds} | {rc} | {cost.get('pairs', '-')} "
-                f"| first bad: {first} | - | - |"
-            )
+        if run.kind == "bisect":
+            first = (run.document.get("first_bad") or {}).get("subject", "none")
+            cost = run.document.get("cost", {})
+            print(f"{head} | {cost.get('pairs', '-')} | first bad: {first} | - | - |")
             continue
-        results = document["results"]
+        results = run.document["results"]
         statuses = collections.Counter(r["status"] for r in results)
-        planted = [r for r in results if kind == "slow" and PLANTED in r["key"]]
-        others = [r for r in results if r not in planted]
-        false = [r["test"] for r in others if r["status"] in FALSE]
         pairs = (
             max((r.get("history_sessions", 0) for r in results), default=0)
-            if kind != "plain"
+            if run.kind != "plain"
             else "-"
         )
         got = []
-        for r in planted:
-            hit = r["status"] == "regressed"
-            caught[(frac, thr, duration_class(r["median_ms"]))].append(hit)
+        for r in planted_of(run):
+            caught[(run.frac, run.thr, duration_class(r["median_ms"]))].append(
+                r["status"] == "regressed"
+            )
             ratio = (r.get("judgement") or {}).get("ratio")
             got.append(
                 f"{r['test'].split('[')[-1].rstrip(']')}: {r['status']}"
                 + (f" {100 * (ratio - 1):+.1f}%" if ratio else "")
             )
-        totals[kind] += 1
-        totals[f"{kind}-false"] += bool(false)
+        false = false_of(run)
+        totals[run.kind] += 1
+        totals[f"{run.kind}-false"] += bool(false)
         verdicts = ", ".join(f"{k} {v}" for k, v in sorted(statuses.items()))
         print(
-            f"| {name} | {seconds} | {rc} | {pairs} | {verdicts} | {', '.join(false) or 0} "
-            f"| {'; '.join(got) or '-'} |"
+            f"{head} | {pairs} | {verdicts} | {', '.join(false) or 0} | {'; '.join(got) or '-'} |"
         )
     print()
     for kind in ("aa", "slow", "plain"):
@@ -82,5 +142,86 @@ def main(logs: Path) -> None:
         )
 
 
+# Issue 17's done-when counts, per row of the tally ('' where it sets none).
+TARGETS = {
+    "aa example": "10 runs, 0 false",
+    "aa user": "10 runs, 0 false",
+    ("0.03", "3%", "20-100 us"): "caught in >= 9 of 10",
+    ("0.03", "3%", ">=100 us"): "caught in >= 9 of 10",
+    ("0.05", "5%", "5-20 us"): "caught in 10 of 10",
+    ("0.05", "5%", "20-100 us"): "caught in 10 of 10",
+    ("0.05", "5%", ">=100 us"): "caught in 10 of 10",
+    ("bisect", "16", "0.05"): "right in 10 of 10",
+}
+
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def committed_archives() -> list[Path]:
+    """The plans' archives under bench/results (those with a runs.tsv), oldest folder first."""
+    found = []
+    for path in sorted(RESULTS.glob("*/*.tgz")):
+        with tarfile.open(path) as tar:
+            if any(Path(name).name == "runs.tsv" for name in tar.getnames()):
+                found.append(path)
+    return found
+
+
+def tally(archives: list[Path]) -> str:
+    """Every run of the archives, counted per check of issue 17 (Markdown)."""
+    out = ["| archive | GPU | runs |", "|---|---|---|"]
+    runs: list[Run] = []
+    for path in archives:
+        some, gpu = read_archive(path)
+        runs += some
+        gpu = ", ".join(gpu.split(", ")[:2]) or "(in its README)"
+        out.append(f"| {path.parent.name}/{path.name} | {gpu} | {len(some)} |")
+    out += ["", "| check | target | runs | result |", "|---|---|---|---|"]
+    done = [run for run in runs if run.document is not None]
+    for suite in ("example", "user"):
+        aa = [run for run in done if run.kind == "aa" and run.suite == suite]
+        false = sum(bool(false_of(run)) for run in aa)
+        out.append(
+            f"| A/A, {suite} suite | {TARGETS[f'aa {suite}']} | {len(aa)} "
+            f"| {false} with a false verdict |"
+        )
+    slow = [run for run in done if run.kind == "slow"]
+    false = sum(bool(false_of(run)) for run in slow)
+    out.append(
+        f"| the untouched tests of slowdown runs | 0 false | {len(slow)} "
+        f"| {false} with a false verdict |"
+    )
+    caught: dict[tuple[str, str, str], list[str]] = collections.defaultdict(list)
+    for run in slow:
+        for r in planted_of(run):
+            caught[(run.frac, run.thr, duration_class(r["median_ms"]))].append(r["status"])
+    for key in sorted(caught, key=lambda k: (k[0], CLASSES.index(k[2]))):
+        frac, thr, cls = key
+        statuses = caught[key]
+        missed = collections.Counter(s for s in statuses if s != "regressed")
+        rest = "".join(f", {n} {s}" for s, n in sorted(missed.items()))
+        out.append(
+            f"| +{float(frac):.0%} work at a {thr} threshold, {cls} copy "
+            f"| {TARGETS.get(key, '')} | {len(statuses)} "
+            f"| caught {statuses.count('regressed')}{rest} |"
+        )
+    answers: dict[tuple[str, str], list[str]] = collections.defaultdict(list)
+    for run in done:
+        if run.kind == "bisect":
+            answers[(run.suite, run.thr)].append(bisect_answer(run))
+    for (commits, frac), got in sorted(answers.items()):
+        counts = collections.Counter(got)
+        out.append(
+            f"| bisect, {commits} commits, one +{float(frac):.0%} work "
+            f"| {TARGETS.get(('bisect', commits, frac), '')} | {len(got)} "
+            f"| {counts['right']} right, {counts['wrong']} wrong, {counts['none']} no answer |"
+        )
+    return "\n".join(out) + "\n"
+
+
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    if sys.argv[1:2] == ["--tally"]:
+        print(tally([Path(p) for p in sys.argv[2:]] or committed_archives()), end="")
+    else:
+        table(read_archive(Path(sys.argv[1]))[0])

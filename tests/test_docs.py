@@ -224,3 +224,12 @@ def test_performance_md_holds_the_h100_tables_as_quality_py_prints_them() -> Non
     text = read("docs/performance.md")
     for block in tables:
         assert block in text, block.splitlines()[0]
+
+
+def test_the_ab_tally_counts_every_committed_plan() -> None:
+    """bench/results/ab-tally.md is what bench/ab_summary.py --tally prints over the
+    committed archives of bench/ab_checks.sh's plans."""
+    script = _bench("ab_summary")
+    archives = script.committed_archives()
+    assert len(archives) >= 7
+    assert script.tally(archives) in read("bench/results/ab-tally.md")
