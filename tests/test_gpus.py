@@ -20,8 +20,10 @@ from support import CUDA
 
 from pytest_gpubench.core.errors import GpubenchError
 from pytest_gpubench.timing.gpus import (
+    DEVICE_VARIABLE,
     DeviceLock,
     host_identity,
+    intended_device,
     lock_path,
     pinned_device,
     worker_index,
@@ -51,6 +53,24 @@ def test_workers_are_pinned_to_their_index_modulo_the_devices(
     worker: str | None, devices: int, device: int | None
 ) -> None:
     assert pinned_device(worker, devices) == device
+
+
+@pytest.mark.parametrize(
+    "environ, devices, device",
+    [
+        ({DEVICE_VARIABLE: "1"}, 2, 1),  # a fresh process: its parent's, not the current one
+        ({DEVICE_VARIABLE: "1", "PYTEST_XDIST_WORKER": "gw0"}, 2, 1),
+        ({DEVICE_VARIABLE: "3"}, 2, None),  # not visible here: the current one
+        ({DEVICE_VARIABLE: "x", "PYTEST_XDIST_WORKER": "gw3"}, 2, 1),
+        ({}, 2, None),
+    ],
+)
+def test_a_process_knows_its_device_before_it_is_pinned(
+    environ: dict[str, str], devices: int, device: int | None
+) -> None:
+    """A process of a relay takes its device's lock before it pins it (the lock is named
+    after the device it will time on, which may not be the current one)."""
+    assert intended_device(devices, environ) == device
 
 
 def test_the_lock_of_a_device_is_named_after_it_in_a_folder_every_user_may_use(

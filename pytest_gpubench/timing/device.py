@@ -30,7 +30,13 @@ def detect(use_cuda: bool) -> Device:
     if use_cuda:
         import torch
 
-        index = torch.cuda.current_device()
+        from .gpus import intended_device
+
+        # A process of a relay asks before it is pinned (it takes the device's lock first):
+        # the device it will time on, not the current one.
+        index = intended_device(torch.cuda.device_count())
+        if index is None:
+            index = torch.cuda.current_device()
         props = torch.cuda.get_device_properties(index)
         uuid = getattr(props, "uuid", None)
         uuid_text = f"GPU-{uuid}" if uuid is not None else None

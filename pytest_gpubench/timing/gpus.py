@@ -13,6 +13,7 @@ import os
 import re
 import socket
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..core.errors import GpubenchError
@@ -102,11 +103,18 @@ def pin_worker() -> int | None:
 
     if not torch.cuda.is_available():
         return None
-    inherited = os.environ.pop(DEVICE_VARIABLE, "")  # not for processes the tests start
-    if inherited.isdigit() and int(inherited) < torch.cuda.device_count():
-        index: int | None = int(inherited)
-    else:
-        index = pinned_device(os.environ.get("PYTEST_XDIST_WORKER"), torch.cuda.device_count())
+    index = intended_device(torch.cuda.device_count())
+    os.environ.pop(DEVICE_VARIABLE, None)  # not for processes the tests start
     if index is not None:
         torch.cuda.set_device(index)
     return index
+
+
+def intended_device(device_count: int, environ: Mapping[str, str] = os.environ) -> int | None:
+    """The index of the device this process is to time on (None: the current one): its
+    parent's, for a fresh process the plugin started; an xdist worker's own. Also asked
+    before the process is pinned: a process of a relay takes its device's lock first."""
+    inherited = environ.get(DEVICE_VARIABLE, "")
+    if inherited.isdigit() and int(inherited) < device_count:
+        return int(inherited)
+    return pinned_device(environ.get("PYTEST_XDIST_WORKER"), device_count)
