@@ -233,3 +233,11 @@ def test_the_ab_tally_counts_every_committed_plan() -> None:
     archives = script.committed_archives()
     assert len(archives) >= 7
     assert script.tally(archives) in read("bench/results/ab-tally.md")
+
+
+def test_the_bisect_table_of_verdict_md_is_the_recorded_run() -> None:
+    """docs/verdict.md, "Bisect on recorded sessions", is bench/results/bisect-resample.json
+    as bench/bisect_resample.py prints it."""
+    script = _bench("bisect_resample")
+    rows = json.loads((RESULTS / "bisect-resample.json").read_text(encoding="utf-8"))
+    assert "\n".join(script.lines(rows)) in read("docs/verdict.md")
