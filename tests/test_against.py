@@ -84,6 +84,42 @@ def test_tests_on_one_side_only_are_reported_not_failed(repo: pytest.Pytester) -
     assert "test_old" in text and "removed" in text
 
 
+@pytest.mark.slow
+def test_under_xdist_a_slower_commit_fails_its_test_in_a_worker(repo: pytest.Pytester) -> None:
+    """-n 2: the workers collect and run the tests, the controller times both sides once
+    they have collected; a worker's test takes its verdict, a marker's threshold holds."""
+    repo.makepyfile(
+        test_loose="""
+import pytest
+from kernels import work
+
+
+@pytest.mark.gpubench(threshold=0.5)
+def test_loose(gpubench):
+    assert gpubench(work, 100) == 4950
+"""
+    )
+    commit(repo.path, "a test with a loose threshold")
+    slower(repo, 1.3)
+    result = repo.runpytest_subprocess("-n", "2", "--gpubench-against=HEAD", *FAST)
+    result.assert_outcomes(passed=2, failed=1)
+    text = output(result)
+    assert "Traceback" not in text and "INTERNALERROR" not in text
+    assert re.search(r"FAILED test_bench.py::test_sum", text)
+    assert "slower by 30.0% than HEAD" in text and "1.300 ms" in text
+    assert "test_loose" in text and "2 pairs of fresh processes" in text
+    # the fresh processes' tests were timed there, none in a worker
+    assert re.search(r"test_loose .*same", text)
+
+
+@pytest.mark.slow
+def test_under_xdist_against_its_own_revision_nothing_fails(repo: pytest.Pytester) -> None:
+    result = repo.runpytest_subprocess("-n", "2", "--gpubench-against=HEAD", *FAST)
+    result.assert_outcomes(passed=2)
+    text = output(result)
+    assert "regressed" not in text and text.count(" same") >= 2
+
+
 # What each fresh process does, in order, to the file $RELAY_LOG: "start" when its conftest
 # loads, "session" as its session starts (after the plugin's own start: the device pinned),
 # "measure" as its first test starts, "slept" 6 s later, "exit" as it ends; each with its

@@ -310,8 +310,12 @@ def test_outside_a_git_repository_is_one_line(fake: pytest.Pytester) -> None:
 
 
 @pytest.mark.slow
-def test_a_run_leaves_nothing_behind(repo: pytest.Pytester, temp: Path) -> None:
-    result = repo.runpytest("--gpubench-against=HEAD", "--gpubench-build=true", *ONE)
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["alone", "xdist"])
+def test_a_run_leaves_nothing_behind(
+    repo: pytest.Pytester, temp: Path, xdist: tuple[str, ...]
+) -> None:
+    args = [*xdist, "--gpubench-against=HEAD", "--gpubench-build=true", *ONE]
+    result = repo.runpytest_subprocess(*args) if xdist else repo.runpytest(*args)
     result.assert_outcomes(passed=2)
     assert left_in(temp) == []  # no checkout, no caches, no build log, no children
     assert len(worktrees(repo.path)) == 1
@@ -328,13 +332,15 @@ def test_a_failed_build_leaves_its_log_only(repo: pytest.Pytester, temp: Path) -
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["alone", "xdist"])
 def test_ctrl_c_during_the_pairs_stops_and_cleans_up(
-    repo: pytest.Pytester, temp: Path, monkeypatch: pytest.MonkeyPatch
+    repo: pytest.Pytester, temp: Path, monkeypatch: pytest.MonkeyPatch, xdist: tuple[str, ...]
 ) -> None:
     pids = repo.path / "child-pids.txt"
     monkeypatch.setenv("FAKE_CHILD_PIDS", str(pids))
     monkeypatch.setenv("FAKE_CHILD_START_S", "30")  # a child that takes its time
-    proc, out = run_until(repo, ["--gpubench-against=HEAD", *TWO], pids, signal.SIGINT)
+    args = [*xdist, "--gpubench-against=HEAD", *TWO]
+    proc, out = run_until(repo, args, pids, signal.SIGINT)
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
     assert "KeyboardInterrupt" in out and "passed" not in out
     assert left_in(temp) == []
@@ -344,15 +350,6 @@ def test_ctrl_c_during_the_pairs_stops_and_cleans_up(
 
 
 # --- bugs ---------------------------------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_xdist_is_refused_in_one_line(repo: pytest.Pytester) -> None:
-    slower(repo)  # a +50% slowdown that must not pass unseen
-    result = repo.runpytest_subprocess("-n", "2", "--gpubench-against=HEAD", *TWO)
-    assert result.ret == USAGE_ERROR
-    text = output(result)
-    assert "without xdist's -n" in text and "Traceback" not in text
 
 
 @pytest.mark.slow

@@ -13,7 +13,10 @@ worker); no hook asks again:
   or an xdist controller): saves, records more sessions, writes the reports, prints the
   summary;
 - ``Child`` (child.py), in a fresh process the plugin started: runs the tests its parent
-  asked for, hands its results to its parent, and dies with it.
+  asked for, hands its results to its parent, and dies with it;
+- against a revision under pytest-xdist (distributed.py), ``DistributedComparison`` in the
+  controller (the comparison, once the workers have collected) and ``WorkerVerdicts`` in
+  each worker (its tests take their verdicts from it).
 
 Nothing heavy is imported at start-up: numpy, scipy and torch load when a gpubench run
 starts (``--gpubench``), and the session's own modules only then.
@@ -46,6 +49,7 @@ MEASURING = "gpubench-measuring"
 COLLECTED = "gpubench-collected"
 CONTROLLER = "gpubench-controller"
 CHILD = "gpubench-child"
+DISTRIBUTED = "gpubench-distributed"
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -105,7 +109,15 @@ def pytest_configure(config: pytest.Config) -> None:
     # An xdist worker, or a fresh process, times on the GPU it was given (gpus.pin_worker).
     pin = worker or settings.child is not None
     manager.register(Measuring(settings, session, announce, pin=pin), MEASURING)
+    against = settings.against is not None and session is not None
     if worker:
+        # The controller's folder (distributed.FOLDER_INPUT), when it compares.
+        folder = config.workerinput.get("gpubench_against_folder")  # type: ignore[attr-defined]
+        if against and folder and session is not None:
+            from .distributed import WorkerVerdicts
+
+            worker_id = str(config.workerinput.get("workerid", "gw"))  # type: ignore[attr-defined]
+            manager.register(WorkerVerdicts(Path(folder), worker_id, session), DISTRIBUTED)
         return
     collected = Collected()
     manager.register(collected, COLLECTED)
@@ -126,7 +138,14 @@ def pytest_configure(config: pytest.Config) -> None:
     else:
         from .controller import Controller
 
-        manager.register(Controller(config, settings, session, collected, announce), CONTROLLER)
+        controller = Controller(config, settings, session, collected, announce)
+        manager.register(controller, CONTROLLER)
+        distributed = manager.hasplugin("xdist") and config.getoption("dist", "no") != "no"
+        if against and distributed and not config.getoption("collectonly"):
+            from .distributed import DistributedComparison
+
+            # The workers collect and run the tests: the comparison waits for their collection.
+            manager.register(DistributedComparison(controller), DISTRIBUTED)
 
 
 def _refuse_paths_apart(config: pytest.Config) -> None:
@@ -168,14 +187,6 @@ def _settings(config: pytest.Config, child: Path | None) -> Settings:
                 storage.check_target(path, what)  # refuse now rather than after the run
     except GpubenchError as exc:
         raise pytest.UsageError(str(exc)) from None
-    workers = config.getoption("numprocesses", None)
-    if settings.against is not None and settings.child is None and workers not in (None, 0, "0"):
-        # The controller collects nothing: sharding the pairs across GPUs is issue 17's.
-        raise pytest.UsageError(
-            f"--gpubench-against {settings.against} times both sides in fresh processes on "
-            "one GPU: run it without xdist's -n (sharding the pairs across GPUs is not "
-            "supported yet)"
-        )
     narrowed = [f for f, on in (("--lf", "lf"), ("--sw", "stepwise")) if config.getoption(on, 0)]
     if settings.sessions > 1 and narrowed:
         raise pytest.UsageError(

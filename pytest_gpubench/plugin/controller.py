@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Callable, Collection, Generator, Iterable
+from collections.abc import Callable, Collection, Generator, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -74,20 +74,29 @@ class Controller:
         return (yield)
 
     def _compare(self, session: pytest.Session) -> None:
+        items = [i for i in session.items if MARKER in getattr(i, "fixturenames", ())]
+        specs = {i.nodeid: i.stash.get(SPEC_KEY, None) for i in items}
+        self.compare(
+            {
+                nodeid: spec.measure if isinstance(spec, MarkerSpec) else self.settings.measure
+                for nodeid, spec in specs.items()
+            }
+        )
+
+    def compare(self, measures: Mapping[str, MeasureSettings]) -> Mapping[str, Result]:
+        """Time the benchmarks ``measures`` names (node id: its measurement settings) on both
+        sides and keep their verdicts for the tests (none when there are none); exits the
+        session on an error, in one line."""
         assert self.session is not None and self.settings.against is not None
         from .. import __file__ as package_init
         from ..run import ab, revision
 
-        items = [i for i in session.items if MARKER in getattr(i, "fixturenames", ())]
-        if not items:
-            return
-        if self.session.launcher is None:
-            return
-        specs = {i.nodeid: i.stash.get(SPEC_KEY, None) for i in items}
+        if not measures or self.session.launcher is None:
+            return {}
+        items = list(measures)
 
         def measure_of(nodeid: str) -> MeasureSettings:
-            spec = specs.get(nodeid)
-            return spec.measure if isinstance(spec, MarkerSpec) else self.settings.measure
+            return measures.get(nodeid, self.settings.measure)
 
         ref = self.settings.against
         log = Path(tempfile.gettempdir()) / f"gpubench-build-{os.getpid()}.log"
@@ -108,7 +117,7 @@ class Controller:
                     "processes, one of each side"
                 )
                 found = ab.compare(
-                    [i.nodeid for i in items],
+                    items,
                     ab.sides(
                         self.session.launcher,
                         rev,
@@ -139,7 +148,7 @@ class Controller:
             log.unlink()  # built: its output is not needed
         self.session.comparison = found.results
         self.session.family = max(1, len(found.results))
-        tested = {i.nodeid for i in items}
+        tested = set(items)
         for key, result in found.results.items():
             if key.split("#")[0] not in tested:  # on the revision's side only
                 self.collected.add(result)
@@ -148,6 +157,7 @@ class Controller:
         self.lines.append(
             f"against {ref} ({rev.commit[:8]}): {pairs} of fresh processes in {found.cost_s:.0f} s"
         )
+        return found.results
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.session is None:
