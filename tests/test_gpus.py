@@ -23,6 +23,7 @@ from pytest_gpubench.timing.gpus import (
     DEVICE_VARIABLE,
     DeviceLock,
     host_identity,
+    inherited_device,
     intended_device,
     lock_path,
     pinned_device,
@@ -68,9 +69,26 @@ def test_workers_are_pinned_to_their_index_modulo_the_devices(
 def test_a_process_knows_its_device_before_it_is_pinned(
     environ: dict[str, str], devices: int, device: int | None
 ) -> None:
-    """A process of a relay takes its device's lock before it pins it (the lock is named
-    after the device it will time on, which may not be the current one)."""
+    """A process that pins itself times on its parent's device, else its worker's."""
     assert intended_device(devices, environ) == device
+
+
+@pytest.mark.parametrize(
+    "environ, device",
+    [
+        ({DEVICE_VARIABLE: "1"}, 1),  # a fresh process of a relay, before it is pinned
+        ({DEVICE_VARIABLE: "1", "PYTEST_XDIST_WORKER": "gw0"}, 1),
+        # a process a worker's test started: not pinned, it times on the current device
+        ({"PYTEST_XDIST_WORKER": "gw1"}, None),
+        ({DEVICE_VARIABLE: "3"}, None),
+    ],
+)
+def test_the_device_detected_is_the_parents_only_in_a_fresh_process(
+    environ: dict[str, str], device: int | None
+) -> None:
+    """The device a session detects (and locks) before it is pinned: a relay's process
+    takes its lock first, so it is named after the device it will time on."""
+    assert inherited_device(2, environ) == device
 
 
 def test_the_lock_of_a_device_is_named_after_it_in_a_folder_every_user_may_use(

@@ -192,10 +192,8 @@ class Judgement:
 
     status: Status
     ratio: float | None = None
-    # The interval at the verdict's level: the corrected one (it excludes 1 iff the
-    # statistical bound is cleared); for a paired ``same``, the equivalence bounds.
-    ratio_low: float | None = None
-    ratio_high: float | None = None
+    ratio_low: float | None = None  # interval at the corrected level: excludes 1 iff the
+    ratio_high: float | None = None  # statistical bound is cleared
     bar: float | None = None
     gateable: float | None = None
     noisy: bool = False

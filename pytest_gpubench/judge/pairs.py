@@ -235,10 +235,7 @@ def judge_pairs(
         status = Status.UNSURE
     bar = math.expm1(float(dec.bar[0]))
     gateable = float(dec.gateable[0])
-    # The interval the verdict rests on: for same, the bounds that put the change within the
-    # threshold both ways (one-sided SAME_LEVEL each); else the level this look spends on
-    # a change (at 3 pairs of a large family tens of percent wide, which no same rests on).
-    level = SAME_LEVEL if status is Status.SAME else alpha1 / design.looks
+    level = alpha1 / design.looks
     z = float(stats.t.ppf(1 - level, float(dec.df[0])))
     ratio = math.exp(d)
     verb = "slower" if d >= 0 else "faster"
@@ -255,8 +252,6 @@ def judge_pairs(
         )
     elif status is Status.UNSURE:
         reason += f"; unsure: {design.next_batch(n)} more pairs"
-    elif status is Status.SAME:
-        reason += f", within {threshold:.1%} both ways"
     else:
         reason += f", bar {bar_of_change(bar, ratio):.1%}"
     return Judgement(

@@ -30,11 +30,11 @@ def detect(use_cuda: bool) -> Device:
     if use_cuda:
         import torch
 
-        from .gpus import intended_device
+        from .gpus import inherited_device
 
         # A process of a relay asks before it is pinned (it takes the device's lock first):
         # the device it will time on, not the current one.
-        index = intended_device(torch.cuda.device_count())
+        index = inherited_device(torch.cuda.device_count())
         if index is None:
             index = torch.cuda.current_device()
         props = torch.cuda.get_device_properties(index)

@@ -111,10 +111,21 @@ def pin_worker() -> int | None:
 
 
 def intended_device(device_count: int, environ: Mapping[str, str] = os.environ) -> int | None:
-    """The index of the device this process is to time on (None: the current one): its
-    parent's, for a fresh process the plugin started; an xdist worker's own. Also asked
-    before the process is pinned: a process of a relay takes its device's lock first."""
+    """The index of the device a process that pins itself times on (None: the current
+    one): its parent's, for a fresh process the plugin started; an xdist worker's own."""
+    inherited = inherited_device(device_count, environ)
+    if inherited is not None:
+        return inherited
+    return pinned_device(environ.get("PYTEST_XDIST_WORKER"), device_count)
+
+
+def inherited_device(device_count: int, environ: Mapping[str, str] = os.environ) -> int | None:
+    """The device a fresh process the plugin started is to time on, its parent's; None in
+    any other process (the variable is gone once the process is pinned), or where the index
+    is not visible. Asked before the process is pinned: a process of a relay takes its
+    device's lock first. Not an xdist worker's index: a process a worker's test starts
+    inherits PYTEST_XDIST_WORKER and is not pinned."""
     inherited = environ.get(DEVICE_VARIABLE, "")
     if inherited.isdigit() and int(inherited) < device_count:
         return int(inherited)
-    return pinned_device(environ.get("PYTEST_XDIST_WORKER"), device_count)
+    return None
