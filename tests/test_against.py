@@ -113,11 +113,97 @@ def test_loose(gpubench):
 
 
 @pytest.mark.slow
+def test_under_xdist_loadgroup_a_grouped_test_still_takes_its_verdict(
+    repo: pytest.Pytester,
+) -> None:
+    """--dist loadgroup renames a grouped test in the workers (``id@group``); its verdict,
+    found under the id the fresh processes know, still reaches it."""
+    repo.makepyfile(
+        test_bench="""
+import pytest
+from kernels import work
+
+
+@pytest.mark.xdist_group("gpu")
+def test_sum(gpubench):
+    assert gpubench(work, 100) == 4950
+"""
+    )
+    commit(repo.path, "a grouped test")
+    slower(repo, 1.3)
+    args = ("-n", "2", "--dist", "loadgroup", "--gpubench-against=HEAD", *FAST)
+    result = repo.runpytest_subprocess(*args)
+    result.assert_outcomes(failed=1)
+    assert "test_sum@gpu" in output(result) and "slower by 30.0% than HEAD" in output(result)
+
+
+@pytest.mark.slow
+def test_under_xdist_a_collection_error_stops_before_anything_runs(
+    repo: pytest.Pytester,
+) -> None:
+    """As pytest does without xdist: no test runs, none passes untimed."""
+    slower(repo, 1.3)
+    repo.makepyfile(test_broken="import not_a_module\n")
+    result = repo.runpytest_subprocess("-n", "2", "--gpubench-against=HEAD", *FAST)
+    text = output(result)
+    assert result.ret == pytest.ExitCode.INTERRUPTED, text
+    assert "errors during collection" in text or "error during collection" in text
+    assert " passed" not in text and "pair 1/" not in text
+
+
+@pytest.mark.slow
 def test_under_xdist_against_its_own_revision_nothing_fails(repo: pytest.Pytester) -> None:
     result = repo.runpytest_subprocess("-n", "2", "--gpubench-against=HEAD", *FAST)
     result.assert_outcomes(passed=2)
     text = output(result)
     assert "regressed" not in text and text.count(" same") >= 2
+
+
+# What each fresh process timed, on which GPU and side, to the file $LANE_LOG (read at import:
+# the plugin takes its variables from the environment as it configures).
+LANE_EVENTS = """
+import os as _os
+
+_LANE = (_os.environ.get("PYTEST_GPUBENCH_CHILD"), _os.environ.get("PYTEST_GPUBENCH_DEVICE"))
+
+
+def pytest_collection_finish(session):
+    if _LANE[0] and "LANE_LOG" in _os.environ:
+        side = "head" if _os.getcwd() == {repo!r} else "base"
+        with open(_os.environ["LANE_LOG"], "a") as log:
+            log.write(" ".join([_LANE[1], side, *(i.nodeid for i in session.items)]) + "\\n")
+"""
+
+
+@pytest.mark.slow
+def test_under_xdist_with_two_gpus_each_times_its_share_in_its_own_pairs(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """-n 2 where two GPUs are visible: a relay of fresh processes on each, over half the
+    tests each, in alternating pairs of its own; the verdicts as on one GPU."""
+    from pytest_gpubench.timing import gpus
+
+    conftest = repo.path / "conftest.py"
+    conftest.write_text(conftest.read_text() + LANE_EVENTS.format(repo=str(repo.path)))
+    commit(repo.path, "lane events")
+    log = repo.path / "lanes.log"
+    monkeypatch.setenv("LANE_LOG", str(log))
+    monkeypatch.setattr(gpus, "visible_devices", lambda: 2)
+    slower(repo, 1.3)
+    # in this process (its GPUs faked): pytest-benchmark's warning under xdist is an error here
+    result = repo.runpytest("-p", "no:benchmark", "-n", "2", "--gpubench-against=HEAD", *FAST)
+    result.assert_outcomes(passed=1, failed=1)
+    text = output(result)
+    assert "slower by 30.0% than HEAD" in text and "FAILED test_bench.py::test_sum" in text
+    assert "GPU 0, pair 1/" in text and "GPU 1, pair 1/" in text
+    lanes: dict[str, list[tuple[str, ...]]] = {}
+    for line in log.read_text().splitlines():
+        device, side, *tests = line.split()
+        lanes.setdefault(device, []).append((side, *tests))
+    # the first GPU the first test, the second the other; base first in odd pairs
+    order = ["base", "head", "head", "base"]
+    assert lanes["0"] == [(side, "test_bench.py::test_sum") for side in order]
+    assert lanes["1"] == [(side, "test_bench.py::test_join") for side in order]
 
 
 # What each fresh process does, in order, to the file $RELAY_LOG: "start" when its conftest

@@ -140,7 +140,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
         controller = Controller(config, settings, session, collected, announce)
         manager.register(controller, CONTROLLER)
-        distributed = manager.hasplugin("xdist") and config.getoption("dist", "no") != "no"
+        distributed = (
+            manager.hasplugin("xdist")
+            and config.getoption("dist", "no") != "no"
+            and bool(config.getoption("tx", None))
+        )
         if against and distributed and not config.getoption("collectonly"):
             from .distributed import DistributedComparison
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Callable, Collection, Generator, Iterable, Mapping
+from collections.abc import Callable, Collection, Generator, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -83,10 +83,12 @@ class Controller:
             }
         )
 
-    def compare(self, measures: Mapping[str, MeasureSettings]) -> Mapping[str, Result]:
+    def compare(
+        self, measures: Mapping[str, MeasureSettings], devices: Sequence[int] = ()
+    ) -> Mapping[str, Result]:
         """Time the benchmarks ``measures`` names (node id: its measurement settings) on both
-        sides and keep their verdicts for the tests (none when there are none); exits the
-        session on an error, in one line."""
+        sides, on this process's GPU or spread over ``devices``, and keep their verdicts for
+        the tests (none when there are none); exits the session on an error, in one line."""
         assert self.session is not None and self.settings.against is not None
         from .. import __file__ as package_init
         from ..run import ab, revision
@@ -129,7 +131,7 @@ class Controller:
                     rev,
                     self.settings,
                     measure_of,
-                    self.session.device.index if self.session.device.kind == "cuda" else None,
+                    list(devices) or [self._device_index()],
                     self.announce,
                 )
         except GpubenchError as exc:
@@ -158,6 +160,10 @@ class Controller:
             f"against {ref} ({rev.commit[:8]}): {pairs} of fresh processes in {found.cost_s:.0f} s"
         )
         return found.results
+
+    def _device_index(self) -> int | None:
+        assert self.session is not None
+        return self.session.device.index if self.session.device.kind == "cuda" else None
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.session is None:

@@ -5,8 +5,10 @@ An xdist controller collects nothing: its workers collect and run the tests. Eac
 writes, as it collects, the measurement settings of its benchmarks (their markers') into a
 folder of the controller's; once every worker has collected, and before the scheduler hands
 out a test, the controller times both sides in fresh processes (run/ab.py, as without
-xdist) and writes every verdict into that folder; each worker's tests then run untimed and
-take their verdicts from there, so a regression fails its test in whichever worker runs it.
+xdist; with several GPUs, one relay of processes on each of as many as there are workers,
+each over its share of the tests) and writes every verdict into that folder; each worker's
+tests then run untimed and take their verdicts from there, so a regression fails its test in
+whichever worker runs it.
 """
 
 from __future__ import annotations
@@ -67,17 +69,40 @@ class DistributedComparison:
         session = self.session
         if session is not None and session.testsfailed:
             if not session.config.option.continue_on_collection_errors:
-                return  # pytest stops on the collection errors; nothing is timed
-        found = self.controller.compare(read_measures(self.folder))
-        storage.write_atomic(
-            self.folder / VERDICTS,
-            json.dumps({key: r.to_dict() for key, r in found.items()}, allow_nan=True),
-            "verdicts",
-        )
+                # As pytest stops without xdist; xdist would run the rest, none compared.
+                errors = session.testsfailed
+                raise session.Interrupted(
+                    f"{errors} error{'s' if errors != 1 else ''} during collection"
+                )
+        silent = sorted(n for n in self.nodes if not (self.folder / measures_file(n)).exists())
+        if silent:
+            pytest.exit(
+                f"gpubench: worker {silent[0]} did not say which benchmarks it collected "
+                f"(its folder {self.folder} unreachable?): nothing is timed",
+                returncode=pytest.ExitCode.INTERNAL_ERROR,
+            )
+        # As many GPUs as workers, where there are: one relay of processes on each.
+        from ..timing import gpus
+
+        lanes = min(len(self.nodes), gpus.visible_devices())
+        devices = list(range(lanes)) if lanes > 1 else []
+        found = self.controller.compare(read_measures(self.folder), devices)
+        try:
+            storage.write_atomic(
+                self.folder / VERDICTS,
+                json.dumps({key: r.to_dict() for key, r in found.items()}, allow_nan=True),
+                "verdicts",
+            )
+        except GpubenchError as exc:
+            pytest.exit(f"gpubench: {exc}", returncode=pytest.ExitCode.INTERNAL_ERROR)
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def measures_file(worker: str) -> str:
+    return f"measures-{worker}.json"
 
 
 def read_measures(folder: Path) -> dict[str, MeasureSettings]:
@@ -98,6 +123,8 @@ class WorkerVerdicts:
         self.folder = folder
         self.worker = worker
         self.session = session
+        # Node ids xdist's --dist loadgroup renamed (``id@group``), by the id they are timed by.
+        self.renamed: dict[str, str] = {}
 
     @pytest.hookimpl(tryfirst=True)  # before xdist's, which tells the controller
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -109,24 +136,49 @@ class WorkerVerdicts:
                 measure = resolve_markers(item, self.session.settings).measure
             except GpubenchError:
                 measure = self.session.settings.measure  # its test fails at its setup
-            measures[item.nodeid] = vars(measure)
+            measures[self._timed_as(item)] = vars(measure)
         try:
             storage.write_atomic(
-                self.folder / f"measures-{self.worker}.json", json.dumps(measures), "settings"
+                self.folder / measures_file(self.worker), json.dumps(measures), "settings"
             )
         except GpubenchError:
-            pass  # the controller then judges these tests by the session's settings
+            pass  # the controller stops the run, naming this worker
+
+    def _timed_as(self, item: pytest.Item) -> str:
+        """The node id a fresh process knows the test by: without the ``@group`` that
+        --dist loadgroup adds in the workers."""
+        group = item.get_closest_marker("xdist_group")
+        nodeid = item.nodeid
+        if group is not None and "@" in nodeid:
+            plain = nodeid.rsplit("@", 1)[0]
+            self.renamed[plain] = nodeid
+            return plain
+        return nodeid
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         if self.session.comparison is None:
-            self.session.comparison = read_verdicts(self.folder / VERDICTS)
+            found = read_verdicts(self.folder / VERDICTS)
+            if found is None:
+                if MARKER in getattr(item, "fixturenames", ()):
+                    pytest.fail(
+                        "gpubench: the comparison against the revision did not reach this "
+                        f"worker ({self.folder / VERDICTS} missing): not judged",
+                        pytrace=False,
+                    )
+                return
+            self.session.comparison = {self._renamed(key): r for key, r in found.items()}
+
+    def _renamed(self, key: str) -> str:
+        """A verdict's key as this worker knows its test (``id@group`` under loadgroup)."""
+        nodeid, sep, name = key.partition("#")
+        return self.renamed.get(nodeid, nodeid) + sep + name
 
 
-def read_verdicts(path: Path) -> Mapping[str, Result]:
-    """The comparison's verdicts by measurement key (none when it timed nothing)."""
+def read_verdicts(path: Path) -> Mapping[str, Result] | None:
+    """The comparison's verdicts by measurement key; None when there are none to read."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {}
+        return None
     return {key: Result.from_dict(entry) for key, entry in data.items()}

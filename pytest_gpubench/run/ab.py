@@ -20,7 +20,6 @@ is asked on both sides alike) and write nothing there.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import time
@@ -34,7 +33,7 @@ from ..core.records import Measurement, Paired, Result, Status, Verdict, Versus
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import MIN_JUDGED_SAMPLES, Gate
 from ..judge.pairs import PairDesign, judge_pairs
-from .children import EVERY_BENCHMARK, FOREIGN_VARIABLE, ChildRun, Launcher, Leg, Request, relay
+from .children import EVERY_BENCHMARK, FOREIGN_VARIABLE, ChildRun, Launcher, Leg, Request, relays
 from .revision import Revision, code_paths
 
 BASE, HEAD = "base", "head"
@@ -176,11 +175,13 @@ def compare(
     revision: Revision,
     settings: Settings,
     measure_of: Callable[[str], MeasureSettings],
-    device_index: int | None,
+    devices: Sequence[int | None],
     announce: Progress,
 ) -> Comparison:
     """Run the pairs over the tests ``nodeids`` and judge each measurement on them.
-    ``measure_of``: the measurement settings of a node id (its markers')."""
+    ``measure_of``: the measurement settings of a node id (its markers'); ``devices``: the
+    GPUs to time on, each with its own relay of processes over its share of the tests (in
+    order: the first GPU the first tests), the pairs of each alternating as on one."""
     started = time.perf_counter()
     design = pair_design(settings)
     name = f"{revision.ref} ({revision.commit[:8]})"
@@ -191,6 +192,7 @@ def compare(
     uncollected: dict[str, str] = {}  # files the revision's side could not collect: why
     errors: list[str] = []
     wanted = list(nodeids)
+    lane_of = {n: i * len(devices) // max(1, len(nodeids)) for i, n in enumerate(nodeids)}
     results: dict[str, Result] = {}
     while wanted:
         done = len(runs[HEAD])
@@ -198,35 +200,50 @@ def compare(
         if count == 0:
             break
         # The first look's pairs time every benchmark of each side's selection: a test on
-        # the revision's side only is reported (removed) too.
+        # the revision's side only is reported (removed) too (by the first GPU's relay).
         everything = done == 0 and not sides_.narrow
-        request = EVERY_BENCHMARK if everything else Request(tuple(wanted))
         planned = [
             (i, side)
             for i in range(done + 1, done + count + 1)
             for side in ((BASE, HEAD) if i % 2 else (HEAD, BASE))
         ]
-        tests = f"{len(wanted)} test{'s' if len(wanted) != 1 else ''}"
-        legs = [
-            Leg(
-                sides_.of(side),
-                request,
-                f"{side}-{i}",
-                says=f"pair {i}/{design.cap}: {label[side]}, {tests}",
-            )
-            for i, side in planned
-        ]
-        with contextlib.closing(relay(legs, device_index, announce)) as measured:
-            for (i, side), run in zip(planned, measured, strict=True):
+        lanes = []
+        for k, device in enumerate(devices):
+            mine = tuple(n for n in wanted if lane_of.get(n, 0) == k)
+            others = tuple(n for n in nodeids if lane_of.get(n, 0) != k)
+            if everything and k == 0:
+                request = dataclasses.replace(EVERY_BENCHMARK, excluded=others)
+            elif mine:
+                request = Request(mine)
+            else:
+                continue
+            tests = f"{len(mine)} test{'s' if len(mine) != 1 else ''}"
+            where = f"GPU {device}, " if len(devices) > 1 else ""
+            legs = [
+                Leg(
+                    sides_.of(side),
+                    request,
+                    f"{side}-{i}",
+                    says=f"{where}pair {i}/{design.cap}: {label[side]}, {tests}",
+                )
+                for i, side in planned
+            ]
+            lanes.append((legs, device))
+        measured = relays(lanes, announce)
+        for j, (i, side) in enumerate(planned):
+            merged: dict[str, Measurement] = {}
+            for lane in measured:
+                run = lane[j]
                 if run.foreign:
                     raise GpubenchError(_foreign(run.foreign, label[side], revision))
                 if run.error or run.trouble:
                     errors.append(f"{label[side]}, pair {i}: {run.error or run.trouble}")
-                runs[side].append(_measured(run))
+                merged.update(_measured(run))
                 if side == BASE:
                     base_runs.append(run)
                     uncollected.update(run.uncollected)
                 failed[side].update(r.key for r, passed in run.results if not passed)
+            runs[side].append(merged)
         if not any(runs[BASE]) and not any(runs[HEAD]):
             raise GpubenchError(
                 f"--gpubench-against {revision.ref}: no process of either side measured "

@@ -19,6 +19,7 @@ early (``child_args``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -36,6 +37,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.errors import GpubenchError
 from ..core.records import Result
 from ..timing.gpus import DEVICE_VARIABLE
 
@@ -284,15 +286,18 @@ class Launcher:
 
 @dataclass(frozen=True)
 class Request:
-    """What a parent asks a child to run of its collection: these node ids (None: all), and
-    of them only the tests using this fixture (None: all)."""
+    """What a parent asks a child to run of its collection: these node ids (None: all) but
+    the ``excluded``, and of them only the tests using this fixture (None: all)."""
 
     nodeids: tuple[str, ...] | None = None
     fixture: str | None = None
+    excluded: tuple[str, ...] = ()  # a relay of another GPU times these
 
     def keeps(self, nodeid: str, fixtures: Sequence[str]) -> bool:
-        return (self.nodeids is None or nodeid in self.nodeids) and (
-            self.fixture is None or self.fixture in fixtures
+        return (
+            (self.nodeids is None or nodeid in self.nodeids)
+            and nodeid not in self.excluded
+            and (self.fixture is None or self.fixture in fixtures)
         )
 
 
@@ -304,8 +309,11 @@ EVERY_BENCHMARK = Request(fixture="gpubench")
 def write_request(out: Path, request: Request) -> None:
     """Ask a child to run only part of its collection (it reads the request from its output
     file before overwriting it with its results)."""
-    data = {"nodeids": None if request.nodeids is None else list(request.nodeids)}
-    data["fixture"] = request.fixture  # type: ignore[assignment]
+    data = {
+        "nodeids": None if request.nodeids is None else list(request.nodeids),
+        "fixture": request.fixture,
+        "excluded": list(request.excluded),
+    }
     out.write_text(json.dumps(data), encoding="utf-8")
 
 
@@ -317,10 +325,11 @@ def read_request(out: Path) -> Request | None:
         return None
     if not isinstance(data, dict):
         return None
-    nodeids, fixture = data.get("nodeids"), data.get("fixture")
+    nodeids, fixture, excluded = data.get("nodeids"), data.get("fixture"), data.get("excluded")
     return Request(
         tuple(str(n) for n in nodeids) if isinstance(nodeids, list) else None,
         fixture if isinstance(fixture, str) else None,
+        tuple(str(n) for n in excluded) if isinstance(excluded, list) else (),
     )
 
 
@@ -508,6 +517,7 @@ def relay(
     legs: Sequence[Leg],
     device_index: int | None,
     announce: Callable[[str], None] = lambda line: None,
+    stop: threading.Event | None = None,
 ) -> Generator[ChildRun, None, None]:
     """Fresh processes that time on the device one after another in the order of ``legs``,
     each started once the one before it holds the device: its start-up (imports, conftest,
@@ -519,7 +529,8 @@ def relay(
     A child makes a file once it holds the device lock (TURN_VARIABLE); the next starts
     then, so it can only queue behind it: the order is kept, and at most one child waits
     for the device. A child that ends without making its file (it crashed, had nothing to
-    time) is followed once it ended."""
+    time) is followed once it ended. Once ``stop`` is set (from another thread: a relay of
+    another GPU failed, or Ctrl-C), it kills its processes and ends."""
     sweep_folders()
     with tempfile.TemporaryDirectory(prefix=folder_prefix()) as directory:
         folder = Path(directory)
@@ -548,6 +559,8 @@ def relay(
                     announce(legs[i].says)
                 # The next starts once this one holds the device (or has ended).
                 while not ended(i):
+                    if stop is not None and stop.is_set():
+                        return
                     if i + 1 < len(legs) and len(started) == i + 1 and turns[i].exists():
                         start(i + 1)  # it queues behind this one
                     time.sleep(TURN_POLL_S)
@@ -560,6 +573,51 @@ def relay(
                 yield run
         finally:  # closed early, interrupted: no child goes on timing behind the user's back
             _kill(started)
+
+
+def relays(
+    lanes: Sequence[tuple[Sequence[Leg], int | None]],
+    announce: Callable[[str], None] = lambda line: None,
+) -> list[list[ChildRun]]:
+    """A relay per GPU, at once (``lanes``: each relay's legs and its device's index): what
+    each leg measured, per lane. One lane runs in this thread; several in threads of their
+    own, all stopped (their processes killed) when one fails or this thread is interrupted."""
+    if len(lanes) == 1:
+        [(legs, device)] = lanes
+        with contextlib.closing(relay(legs, device, announce)) as measured:
+            return [list(measured)]
+    stop = threading.Event()
+    found: list[list[ChildRun]] = [[] for _ in lanes]
+    failed: list[BaseException] = []
+
+    def run(k: int) -> None:
+        legs, device = lanes[k]
+        try:
+            with contextlib.closing(relay(legs, device, announce, stop)) as measured:
+                for child in measured:
+                    found[k].append(child)
+        except BaseException as exc:  # raised again in the caller's thread
+            failed.append(exc)
+            stop.set()
+
+    threads = [
+        threading.Thread(target=run, args=(k,), name=f"gpubench-relay-{k}", daemon=True)
+        for k in range(len(lanes))
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        while any(thread.is_alive() for thread in threads):
+            time.sleep(TURN_POLL_S)
+    finally:  # interrupted: every relay kills its processes before this thread goes on
+        stop.set()
+        for thread in threads:
+            thread.join()
+    if failed:
+        raise failed[0]
+    if any(len(got) < len(legs) for got, (legs, _) in zip(found, lanes, strict=True)):
+        raise GpubenchError("a relay of fresh processes stopped before its last process")
+    return found
 
 
 def _kill(started: Sequence[subprocess.Popen[bytes] | ChildRun]) -> None:

@@ -129,3 +129,12 @@ def inherited_device(device_count: int, environ: Mapping[str, str] = os.environ)
     if inherited.isdigit() and int(inherited) < device_count:
         return int(inherited)
     return None
+
+
+def visible_devices() -> int:
+    """The GPUs this process sees (0 without torch or CUDA)."""
+    try:
+        import torch
+    except ImportError:
+        return 0
+    return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
