@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 import pytest_gpubench.timing.device
+import pytest_gpubench.timing.gpus
 from pytest_gpubench.core.kernels import Launch, fingerprint
 
 USAGE_ERROR = pytest.ExitCode.USAGE_ERROR
@@ -28,7 +29,7 @@ MARKDOWN_HEADER = (
     "| GB/s | % peak |"
 )
 # The fake timer works on any machine; what the plugin detects depends on this one.
-CUDA = pytest_gpubench.timing.device.cuda_available()
+CUDA = pytest_gpubench.timing.gpus.cuda_available()
 KIND = "cuda" if CUDA else "cpu"
 # The name the fake timer takes in the ``fake`` fixture: the rule's prior depends on the timer
 # name, and a 1 ms cuda-graph measurement has a tight one (rule.PRIOR_POINTS), so a history of

@@ -151,6 +151,48 @@ def test_under_xdist_a_collection_error_stops_before_anything_runs(
     assert " passed" not in text and "pair 1/" not in text
 
 
+# A test that worker gw1 collects twice and any other process once.
+APART = """
+import os
+
+import pytest
+
+
+@pytest.mark.parametrize("n", [1, 2] if os.environ.get("PYTEST_XDIST_WORKER") == "gw1" else [1])
+def test_apart(gpubench, n):
+    assert gpubench(abs, -n) == n
+"""
+
+
+@pytest.mark.slow
+def test_under_xdist_workers_that_collect_different_tests_time_nothing(
+    repo: pytest.Pytester,
+) -> None:
+    """xdist runs nothing when its workers' collections differ: nothing is timed either."""
+    repo.makepyfile(test_apart=APART)
+    result = repo.runpytest_subprocess("-n", "2", "--gpubench-against=HEAD", *FAST)
+    text = output(result)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, text
+    # xdist's own message, its workers in the order they collected
+    assert re.search(r"Different tests were collected between gw[01] and gw[01]", text)
+    assert "gpubench: workers gw0 and gw1 collected different tests: nothing is timed" in text
+    assert " passed" not in text and "pair 1/" not in text
+    assert "Traceback" not in text and "INTERNALERROR" not in text
+
+
+@pytest.mark.slow
+def test_under_xdist_dist_each_compares_workers_that_collect_different_tests(
+    repo: pytest.Pytester,
+) -> None:
+    """--dist each runs each worker's own collection: the comparison goes ahead."""
+    repo.makepyfile(test_apart=APART)
+    args = ("-n", "2", "--dist", "each", "--gpubench-against=HEAD", *FAST)
+    result = repo.runpytest_subprocess(*args)
+    text = output(result)
+    assert result.ret == pytest.ExitCode.OK, text
+    assert "pair 1/2" in text and "collected different tests" not in text
+
+
 @pytest.mark.slow
 def test_under_xdist_against_its_own_revision_nothing_fails(repo: pytest.Pytester) -> None:
     result = repo.runpytest_subprocess("-n", "2", "--gpubench-against=HEAD", *FAST)

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from support import KERNELS, TESTS, USAGE_ERROR, commit, git, output
 
+from pytest_gpubench.run import revision
+
 if shutil.which("git") is None:
     pytest.skip("git is not on PATH", allow_module_level=True)
 
@@ -347,6 +349,29 @@ def test_ctrl_c_during_the_pairs_stops_and_cleans_up(
     assert len(worktrees(repo.path)) == 1
     started = [int(p) for p in pids.read_text().split()]
     assert started and not any(alive(p) for p in started)
+
+
+@pytest.mark.slow
+def test_under_xdist_a_killed_controllers_folder_is_removed_by_the_next_run(
+    repo: pytest.Pytester, temp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGKILL leaves the controller's folder for its workers (nothing of ours runs then):
+    the next controller removes it; a live controller's stays."""
+    pids = repo.path / "child-pids.txt"
+    monkeypatch.setenv("FAKE_CHILD_PIDS", str(pids))
+    monkeypatch.setenv("FAKE_CHILD_START_S", "30")
+    args = ["-n", "2", "--gpubench-against=HEAD", *ONE]
+    run_until(repo, args, pids, signal.SIGKILL)
+    [killed] = temp.glob("gpubench-xdist-*")
+    live = temp / "gpubench-xdist-live"
+    live.mkdir()
+    revision.own(live)  # this process's: alive
+    monkeypatch.delenv("FAKE_CHILD_START_S")
+    result = repo.runpytest_subprocess(*args)
+    result.assert_outcomes(passed=2)
+    assert not killed.exists()
+    assert left_in(temp) == [live]  # and the killed run's checkout is gone too
+    assert len(worktrees(repo.path)) == 1
 
 
 # --- bugs ---------------------------------------------------------------------------------

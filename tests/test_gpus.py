@@ -27,6 +27,7 @@ from pytest_gpubench.timing.gpus import (
     intended_device,
     lock_path,
     pinned_device,
+    visible_devices,
     worker_index,
 )
 
@@ -89,6 +90,21 @@ def test_the_device_detected_is_the_parents_only_in_a_fresh_process(
     """The device a session detects (and locks) before it is pinned: a relay's process
     takes its lock first, so it is named after the device it will time on."""
     assert inherited_device(2, environ) == device
+
+
+def test_the_devices_visible_are_counted_where_the_one_cuda_probe_finds_cuda(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """visible_devices asks cuda_available, as the rest of the plugin does."""
+    import torch
+
+    from pytest_gpubench.timing import gpus
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 3)
+    monkeypatch.setattr(gpus, "cuda_available", lambda: False)
+    assert visible_devices() == 0
+    monkeypatch.setattr(gpus, "cuda_available", lambda: True)
+    assert visible_devices() == 3
 
 
 def test_the_lock_of_a_device_is_named_after_it_in_a_folder_every_user_may_use(

@@ -111,13 +111,14 @@ def pytest_configure(config: pytest.Config) -> None:
     manager.register(Measuring(settings, session, announce, pin=pin), MEASURING)
     against = settings.against is not None and session is not None
     if worker:
-        # The controller's folder (distributed.FOLDER_INPUT), when it compares.
-        folder = config.workerinput.get("gpubench_against_folder")  # type: ignore[attr-defined]
-        if against and folder and session is not None:
-            from .distributed import WorkerVerdicts
+        if against and session is not None:
+            from .distributed import FOLDER_INPUT, WorkerVerdicts
 
-            worker_id = str(config.workerinput.get("workerid", "gw"))  # type: ignore[attr-defined]
-            manager.register(WorkerVerdicts(Path(folder), worker_id, session), DISTRIBUTED)
+            workerinput = config.workerinput  # type: ignore[attr-defined]
+            folder = workerinput.get(FOLDER_INPUT)  # the controller's, when it compares
+            if folder:
+                worker_id = str(workerinput.get("workerid", "gw"))
+                manager.register(WorkerVerdicts(Path(folder), worker_id, session), DISTRIBUTED)
         return
     collected = Collected()
     manager.register(collected, COLLECTED)
@@ -206,7 +207,7 @@ def _session(config: pytest.Config, settings: Settings) -> BenchSession:
     with the user's plugins that write files pointed elsewhere."""
     from ..run.children import DEBUG_FILE, FILE_WRITING_PLUGINS, LOG_FILE, Launcher
     from ..run.session import BenchSession
-    from ..timing.device import cuda_available
+    from ..timing.gpus import cuda_available
 
     invocation = config.invocation_params
     writes = {n for n in FILE_WRITING_PLUGINS if config.pluginmanager.hasplugin(n)}
@@ -244,7 +245,7 @@ def _session(config: pytest.Config, settings: Settings) -> BenchSession:
 def gpubench(request: pytest.FixtureRequest) -> GpuBench:
     """Time a function: ``y = gpubench(fn, *args, **kwargs)``; see ``GpuBench``."""
     from ..run.fixture import GpuBench, TestContext
-    from ..timing.device import cuda_available
+    from ..timing.gpus import cuda_available
 
     measuring = request.config.pluginmanager.get_plugin(MEASURING)
     assert isinstance(measuring, Measuring)

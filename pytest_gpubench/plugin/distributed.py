@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,7 @@ import pytest
 from ..core.errors import GpubenchError
 from ..core.records import Result
 from ..core.settings import MeasureSettings
+from ..run import revision
 from ..store import files as storage
 from .measuring import MARKER, resolve_markers
 
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 
 # The key of the folder's path in each worker's ``workerinput``.
 FOLDER_INPUT = "gpubench_against_folder"
+# The controller's folder in the temporary directory: <prefix><random>, with an owner file.
+FOLDER_PREFIX = "gpubench-xdist-"
 VERDICTS = "verdicts.json"
 
 
@@ -43,9 +46,12 @@ class DistributedComparison:
 
     def __init__(self, controller: Controller) -> None:
         self.controller = controller
-        self.folder = Path(tempfile.mkdtemp(prefix="gpubench-xdist-"))
+        # Those of controllers killed outright (SIGKILL: no unconfigure) go first.
+        revision.sweep(Path(tempfile.gettempdir()), FOLDER_PREFIX)
+        self.folder = revision.own(Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX)))
         self.nodes: set[str] = set()
-        self.collected: set[str] = set()
+        # The node ids each worker collected, by worker.
+        self.collected: dict[str, list[str]] = {}
         self.done = False
         self.session: pytest.Session | None = None
 
@@ -62,8 +68,8 @@ class DistributedComparison:
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """Called before the scheduler hands out this collection's tests: once every worker
         has collected, the comparison runs here, the workers waiting."""
-        self.collected.add(node.gateway.id)
-        if self.done or not self.nodes <= self.collected:
+        self.collected[node.gateway.id] = list(ids)
+        if self.done or not self.nodes <= self.collected.keys():
             return
         self.done = True
         session = self.session
@@ -74,6 +80,13 @@ class DistributedComparison:
                 raise session.Interrupted(
                     f"{errors} error{'s' if errors != 1 else ''} during collection"
                 )
+        apart = differing(self.collected)
+        if apart is not None and session is not None and session.config.option.dist != "each":
+            # xdist then runs nothing (but under --dist each), in an error of its own.
+            self.controller.announce(
+                f"workers {apart[0]} and {apart[1]} collected different tests: nothing is timed"
+            )
+            return
         silent = sorted(n for n in self.nodes if not (self.folder / measures_file(n)).exists())
         if silent:
             pytest.exit(
@@ -99,6 +112,16 @@ class DistributedComparison:
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def differing(collected: Mapping[str, Sequence[str]]) -> tuple[str, str] | None:
+    """Two workers that collected different tests (xdist's own check: the same node ids in
+    the same order), or None where all collected the same."""
+    ordered = sorted(collected.items())
+    for worker, ids in ordered[1:]:
+        if ids != ordered[0][1]:
+            return ordered[0][0], worker
+    return None
 
 
 def measures_file(worker: str) -> str:

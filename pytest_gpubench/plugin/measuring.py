@@ -76,8 +76,7 @@ class Measuring:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if self.session is None:
             return
-        from ..timing.device import cuda_available
-        from ..timing.gpus import pin_worker
+        from ..timing.gpus import cuda_available, pin_worker
 
         if self.pin and cuda_available():
             pin_worker()  # before the device is detected: it is the pinned one

@@ -16,15 +16,6 @@ from .engine import Workload
 PEAK_COPY_BYTES = 1 << 28
 
 
-def cuda_available() -> bool:
-    """True when torch is importable and sees a usable CUDA device."""
-    try:
-        import torch
-    except ImportError:
-        return False
-    return bool(torch.cuda.is_available())
-
-
 def detect(use_cuda: bool) -> Device:
     versions = _versions()
     if use_cuda:

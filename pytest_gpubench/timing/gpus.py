@@ -131,10 +131,19 @@ def inherited_device(device_count: int, environ: Mapping[str, str] = os.environ)
     return None
 
 
-def visible_devices() -> int:
-    """The GPUs this process sees (0 without torch or CUDA)."""
+def cuda_available() -> bool:
+    """True when torch is importable and sees a usable CUDA device."""
     try:
         import torch
     except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def visible_devices() -> int:
+    """The GPUs this process sees (0 without torch or CUDA)."""
+    if not cuda_available():
         return 0
-    return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
+    import torch
+
+    return int(torch.cuda.device_count())
