@@ -192,15 +192,24 @@ def tally(archives: list[Path]) -> str:
         f"| the untouched tests of slowdown runs | 0 false | {len(slow)} "
         f"| {false} with a false verdict |"
     )
-    caught: dict[tuple[str, str, str], list[str]] = collections.defaultdict(list)
+    # Per check: each planted copy's verdict and the change its pairs read (None: no ratio).
+    caught: dict[tuple[str, str, str], list[tuple[str, float | None]]] = (
+        collections.defaultdict(list)
+    )
     for run in slow:
         for r in planted_of(run):
-            caught[(run.frac, run.thr, duration_class(r["median_ms"]))].append(r["status"])
+            ratio = (r.get("judgement") or {}).get("ratio")
+            caught[(run.frac, run.thr, duration_class(r["median_ms"]))].append(
+                (r["status"], ratio)
+            )
     for key in sorted(caught, key=lambda k: (k[0], CLASSES.index(k[2]))):
         frac, thr, cls = key
-        statuses = caught[key]
+        statuses = [status for status, _ in caught[key]]
         missed = collections.Counter(s for s in statuses if s != "regressed")
+        # What the missed copies' time grew by: planted work is not planted time.
+        grew = sorted(100 * (r - 1) for s, r in caught[key] if s != "regressed" and r)
         rest = "".join(f", {n} {s}" for s, n in sorted(missed.items()))
+        rest += f" (the pairs read {', '.join(f'{g:+.1f}%' for g in grew)})" if grew else ""
         out.append(
             f"| +{float(frac):.0%} work at a {thr} threshold, {cls} copy "
             f"| {TARGETS.get(key, '')} | {len(statuses)} "
