@@ -363,6 +363,24 @@ def test_a_revisions_side_that_imports_the_working_trees_code_is_one_line(
     [line] = [line for line in text.splitlines() if "code of the other side" in line]
     assert f"imported kernels ({repo.path.resolve() / 'lib' / 'kernels.py'})" in line
     assert "nothing is judged" in line and "Traceback" not in text
+    assert "pair 2/" not in text  # stopped at the revision's first process, not after the look
+
+
+@pytest.mark.slow
+def test_with_two_gpus_a_side_that_imports_the_other_sides_code_stops_both_relays(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check at each process holds on every GPU's relay: the first that finds it stops
+    them all, in one line, before a second pair."""
+    from pytest_gpubench.timing import gpus
+
+    in_lib(repo, IMPORT_HOOK)
+    monkeypatch.setattr(gpus, "visible_devices", lambda: 2)
+    result = repo.runpytest("-p", "no:benchmark", "-n", "2", "--gpubench-against=HEAD", *FAST)
+    assert result.ret == USAGE_ERROR
+    text = output(result)
+    assert [line for line in text.splitlines() if "code of the other side" in line]
+    assert "pair 2/" not in text and "Traceback" not in text
 
 
 @pytest.mark.slow

@@ -194,6 +194,12 @@ def compare(
     wanted = list(nodeids)
     lane_of = {n: i * len(devices) // max(1, len(nodeids)) for i, n in enumerate(nodeids)}
     results: dict[str, Result] = {}
+
+    def check(leg: Leg, run: ChildRun) -> None:
+        # At its first process (leg ``{side}-{pair}``): the look's others would time the same.
+        if run.foreign:
+            raise GpubenchError(_foreign(run.foreign, label[leg.name.rpartition("-")[0]], revision))
+
     while wanted:
         done = len(runs[HEAD])
         count = design.first if done == 0 else design.next_batch(done)
@@ -229,13 +235,11 @@ def compare(
                 for i, side in planned
             ]
             lanes.append((legs, device))
-        measured = relays(lanes, announce)
+        measured = relays(lanes, announce, check)
         for j, (i, side) in enumerate(planned):
             merged: dict[str, Measurement] = {}
             for lane in measured:
                 run = lane[j]
-                if run.foreign:
-                    raise GpubenchError(_foreign(run.foreign, label[side], revision))
                 if run.error or run.trouble:
                     errors.append(f"{label[side]}, pair {i}: {run.error or run.trouble}")
                 merged.update(_measured(run))
@@ -440,9 +444,17 @@ def paired_verdict(
         reason += "; other launches than the revision's: " + "; ".join(kernel_changes)
         if status in (Status.SAME, Status.UNSURE):
             status = Status.CHANGED
+    same = status is Status.SAME  # a same's bounds go with it: a changed one has none
+    judgement = dataclasses.replace(
+        judgement,
+        status=status,
+        reason=reason,
+        same_low=judgement.same_low if same else None,
+        same_high=judgement.same_high if same else None,
+    )
     return Verdict(
         status,
-        judgement=dataclasses.replace(judgement, status=status, reason=reason),
+        judgement=judgement,
         reason=reason,
         kernel_changes=kernel_changes,
         reference_ms=paired.base_median_ms,

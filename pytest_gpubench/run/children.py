@@ -578,14 +578,21 @@ def relay(
 def relays(
     lanes: Sequence[tuple[Sequence[Leg], int | None]],
     announce: Callable[[str], None] = lambda line: None,
+    check: Callable[[Leg, ChildRun], None] = lambda leg, run: None,
 ) -> list[list[ChildRun]]:
     """A relay per GPU, at once (``lanes``: each relay's legs and its device's index): what
     each leg measured, per lane. One lane runs in this thread; several in threads of their
-    own, all stopped (their processes killed) when one fails or this thread is interrupted."""
+    own, all stopped (their processes killed) when one fails or this thread is interrupted.
+    ``check`` sees each process as it ends: what it raises stops every relay and is raised
+    here (a run that cannot be judged stops at its first process, not after the look)."""
     if len(lanes) == 1:
         [(legs, device)] = lanes
+        got: list[ChildRun] = []
         with contextlib.closing(relay(legs, device, announce)) as measured:
-            return [list(measured)]
+            for leg, child in zip(legs, measured, strict=False):
+                check(leg, child)
+                got.append(child)
+        return [got]
     stop = threading.Event()
     found: list[list[ChildRun]] = [[] for _ in lanes]
     failed: list[BaseException] = []
@@ -594,7 +601,8 @@ def relays(
         legs, device = lanes[k]
         try:
             with contextlib.closing(relay(legs, device, announce, stop)) as measured:
-                for child in measured:
+                for leg, child in zip(legs, measured, strict=False):
+                    check(leg, child)
                     found[k].append(child)
         except BaseException as exc:  # raised again in the caller's thread
             failed.append(exc)
