@@ -32,6 +32,7 @@ from pytest_gpubench.core.records import (
 )
 from pytest_gpubench.core.settings import MeasureSettings
 from pytest_gpubench.judge.gate import Gate
+from pytest_gpubench.judge.pairs import SAME_LEVEL
 from pytest_gpubench.report import benchjson
 from pytest_gpubench.report import summary as report
 from pytest_gpubench.run import ab
@@ -46,6 +47,12 @@ DESIGN = ab.design_of(3, more=False)
 # Within-session noise of about 0.3% around a session's median.
 SPREAD = [(-1) ** i * 0.002 * (i % 5) for i in range(30)]
 PAIRED_HEADER = "| " + " | ".join(report.PAIRED_COLUMNS) + " |"
+LEGEND = "base: main (01234567); head: the working tree; change: head / base "
+CORRECTED = "[its interval, corrected for the tests and looks]"
+WITH_SAME = (
+    "[its interval, corrected for the tests and looks; for same: its 90% interval, within "
+    "the threshold]"
+)
 
 
 def records(side: str, medians: list[float]) -> tuple[SessionRecord, ...]:
@@ -157,9 +164,57 @@ def test_a_paired_table_shows_both_sides_and_names_the_revision() -> None:
     ]
     assert row[2] == "1.000 ms" and row[3] == "1.080 ms"
     assert table_row(lines, "test_same")[6] == "same"
-    assert lines[-1] == (
-        "base: main (01234567); head: the working tree; change: head / base [its interval]"
+    assert lines[-1] == LEGEND + WITH_SAME
+    assert report.table_lines([slow])[-1] == LEGEND + CORRECTED  # no same: no word of it
+
+
+def test_a_same_row_shows_the_bounds_it_rests_on() -> None:
+    """At 3 pairs of 96 tests the corrected interval of a same is tens of percent wide; its
+    row shows the 90% interval that puts it within the threshold, other rows the corrected
+    one, and the line under the table says which is which."""
+    same = paired_result(
+        "test_same", [0.2218, 0.2224, 0.2306], [0.2226, 0.2224, 0.2221], family=96
+    )  # an H100 A/A run's test, one pair 3.8% apart
+    slow = paired_result("test_slow", [1.0, 1.001, 0.999], [1.08, 1.081, 1.079], family=96)
+    j, k = same.verdict.judgement, slow.verdict.judgement
+    assert same.status is Status.SAME and j is not None and k is not None
+    assert j.same_low is not None and j.same_high is not None
+    assert j.ratio_low is not None and j.ratio_low < 0.7  # what the row showed before
+    assert 1 / 1.05 < j.same_low < j.same_high < 1.05
+    assert (k.same_low, k.same_high) == (None, None)
+    same_text = report.format_interval(j.ratio, j.same_low, j.same_high)
+    slow_text = report.format_interval(k.ratio, k.ratio_low, k.ratio_high)
+    assert same_text == "-1.1% [-4.1%, +1.9%]"
+    lines = report.table_lines([same, slow])
+    assert table_row(lines, "test_same")[4:7] == [same_text, "3", "same"]
+    assert table_row(lines, "test_slow")[4:7] == [slow_text, "3", "regressed"]
+    assert lines[-1] == LEGEND + WITH_SAME
+    assert f"{1 - 2 * SAME_LEVEL:.0%} interval" in WITH_SAME  # the rule's level, named
+    text = report.markdown([same, slow], DEVICE)
+    rows = {line.split(" | ")[0]: line.split(" | ") for line in text.splitlines()}
+    assert rows["| test_same"][4:7] == [same_text, "3", "same"]
+    assert rows["| test_slow"][4:7] == [slow_text, "3", "regressed"]
+    assert LEGEND + WITH_SAME in text.splitlines()
+
+
+def test_a_same_made_changed_by_other_launches_has_no_bounds() -> None:
+    same = unchanged()
+    assert same.verdict.paired is not None and same.verdict.judgement is not None
+    assert same.verdict.judgement.same_low is not None
+    changed = ab.paired_verdict(
+        same.verdict.paired,
+        timer="cuda-graph",
+        launches=1,
+        measure=MeasureSettings(threshold=0.05, alpha=0.01),
+        gate=Gate(confirm=0, family=2),
+        design=DESIGN,
+        kernel_changes=("gemm: another kernel",),
     )
+    assert changed.status is Status.CHANGED and changed.judgement is not None
+    assert (changed.judgement.same_low, changed.judgement.same_high) == (None, None)
+    row = table_row(report.table_lines([Result(same.measurement, changed)]), "test_same")
+    j = changed.judgement
+    assert row[4] == report.format_interval(j.ratio, j.ratio_low, j.ratio_high)
 
 
 def test_a_history_table_keeps_its_columns() -> None:
@@ -203,10 +258,36 @@ def test_the_json_report_holds_both_sides() -> None:
     assert against["head_median_ms"] == pytest.approx(head) == entry["median_ms"]
     assert against["ratio"] == pytest.approx(head / base, rel=2e-3)
     assert against["ratio_low"] < against["ratio"] < against["ratio_high"]
+    assert (against["same_low"], against["same_high"]) == (None, None)  # not a same
     assert against["verdict"] == entry["status"] == "regressed"
     back = Result.from_dict(entry).verdict.paired  # as the file keeps it: 6 digits
     assert back is not None and slow.verdict.paired is not None
     assert back.to_json() == json.loads(json.dumps(slow.verdict.paired.to_json()))
+
+
+def test_the_json_report_keeps_the_bounds_of_a_same_and_reads_files_without_them() -> None:
+    same = unchanged()
+    j = same.verdict.judgement
+    assert j is not None and j.same_low is not None and j.same_high is not None
+    document = json.loads(report.json_text(report.json_document([same], DEVICE, SETTINGS)))
+    [entry] = document["results"]
+    assert (entry["against"]["same_low"], entry["against"]["same_high"]) == (
+        j.same_low,
+        j.same_high,
+    )
+    back = Result.from_dict(entry)
+    assert back.verdict.judgement == j
+    assert report.table_lines([back]) == report.table_lines([same])
+    # A file written before the bounds were kept: it reads, and its same shows the
+    # corrected interval under the legend of that one.
+    del entry["judgement"]["same_low"], entry["judgement"]["same_high"]
+    old = Result.from_dict(entry)
+    assert old.verdict.judgement is not None and old.verdict.judgement.same_low is None
+    lines = report.table_lines([old])
+    assert table_row(lines, "test_same")[4] == report.format_interval(
+        j.ratio, j.ratio_low, j.ratio_high
+    )
+    assert lines[-1] == LEGEND + CORRECTED
 
 
 def test_a_history_run_has_no_against() -> None:
@@ -264,10 +345,19 @@ def test_compare_of_an_ab_file_judges_its_pairs_again(
     assert cells(lines[1]) == list(report.PAIRED_COLUMNS)
     assert table_row(lines, "test_slow")[6] == "regressed"
     assert table_row(lines, "test_small")[6] == "same"
+    # Judged again as the run judged it: a same shows its bounds, as the run's table did.
+    j = small.verdict.judgement
+    assert table_row(lines, "test_small")[4] == (
+        report.format_interval(j.ratio, j.same_low, j.same_high)
+    )
+    assert LEGEND + WITH_SAME in lines
 
     code, out, _ = run_cli(capsys, "compare", path, "--threshold", "2%")
     assert code == 1
-    assert table_row(out.splitlines(), "test_small")[6].startswith("regressed")
+    row = table_row(out.splitlines(), "test_small")
+    assert row[6].startswith("regressed")
+    assert row[4] == report.format_interval(j.ratio, j.ratio_low, j.ratio_high)
+    assert LEGEND + CORRECTED in out.splitlines()
 
     code, out, _ = run_cli(capsys, "compare", path, "--threshold", "10%")
     assert code == 0 and "regressed" not in out
@@ -402,22 +492,43 @@ def test_the_reports_of_a_run_against_a_revision_carry_both_sides(
         assert against["verdict"] == entries[test]["status"]
     assert entries["test_sum"]["status"] == "regressed"
 
-    # The terminal table: both medians, the change with its interval, the pairs.
+    # JSON: a same's bounds, within the threshold; none for the others.
+    for test in ("test_small", "test_join"):
+        a = entries[test]["against"]
+        assert a["verdict"] == "same"
+        assert 1 / 1.05 < a["same_low"] < a["ratio"] < a["same_high"] < 1.05
+        assert a["ratio_low"] < a["same_low"] and a["same_high"] < a["ratio_high"]
+        assert Result.from_dict(entries[test]).verdict.judgement.same_low == a["same_low"]
+    a = entries["test_sum"]["against"]
+    assert (a["same_low"], a["same_high"]) == (None, None)
+
+    # The terminal table: both medians, the change with its interval (a same's bounds for
+    # a same), the pairs; the line under it says which interval is which.
     lines = output(result).splitlines()
     [header] = [line for line in lines if line.startswith("test ")]
     assert cells(header) == list(report.PAIRED_COLUMNS)
+    changes = {}
     for test, entry in entries.items():
         a = entry["against"]
+        same = a["verdict"] == "same"
+        low, high = (a["same_low"], a["same_high"]) if same else (a["ratio_low"], a["ratio_high"])
+        changes[test] = report.format_interval(a["ratio"], low, high)
         assert table_row(lines, test)[1:7] == [
             FAKE_NAME,
             report.format_time(a["base_median_ms"]),
             report.format_time(a["head_median_ms"]),
-            report.format_interval(a["ratio"], a["ratio_low"], a["ratio_high"]),
+            changes[test],
             "2",
             a["verdict"],
         ]
+    assert changes["test_small"] != report.format_interval(
+        entries["test_small"]["against"]["ratio"],
+        entries["test_small"]["against"]["ratio_low"],
+        entries["test_small"]["against"]["ratio_high"],
+    )
     assert table_row(lines, "test_sum")[2:4] == ["1.000 ms", "1.080 ms"]
-    assert f"base: main ({sha[:8]}); head: the working tree; change: head / base" in output(result)
+    legend = LEGEND.replace("01234567", sha[:8]) + WITH_SAME
+    assert legend in lines
 
     # Markdown, and the same table in the job summary.
     for path in (repo.path / "ab.md", step_summary):
@@ -425,7 +536,10 @@ def test_the_reports_of_a_run_against_a_revision_carry_both_sides(
         assert PAIRED_HEADER in text.splitlines(), path
         [row] = [line for line in text.splitlines() if line.startswith("| test_sum |")]
         assert row.split(" | ")[2:4] == ["1.000 ms", "1.080 ms"]
-        assert row.split(" | ")[5:7] == ["2", "regressed"]
+        assert row.split(" | ")[4:7] == [changes["test_sum"], "2", "regressed"]
+        [row] = [line for line in text.splitlines() if line.startswith("| test_small |")]
+        assert row.split(" | ")[4:7] == [changes["test_small"], "2", "same"]
+        assert legend in text.splitlines(), path
 
     # pytest-benchmark's JSON: the head's stats, the base and the verdict in extra_info.
     bench = json.loads((repo.path / "bench.json").read_text(encoding="utf-8"))
@@ -443,6 +557,8 @@ def test_the_reports_of_a_run_against_a_revision_carry_both_sides(
             "ratio",
             "ratio_low",
             "ratio_high",
+            "same_low",
+            "same_high",
             "pairs",
             "verdict",
         )

@@ -6,17 +6,20 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
-from pytest_gpubench.core.records import SessionSummary, Status
+from pytest_gpubench.core.records import Judgement, SessionSummary, Status
 from pytest_gpubench.judge import rule
 from pytest_gpubench.judge.pairs import (
     PAIR_PRIOR_SCALE,
+    SAME_LEVEL,
     PairDesign,
     decide_pairs,
     judge_pairs,
     pair_sigma0,
     prior_pair_spread,
 )
+from pytest_gpubench.report.summary import format_interval
 
 DESIGN = PairDesign()
 
@@ -44,6 +47,67 @@ def test_identical_sides_are_the_same() -> None:
     assert j.against == "revision" and j.current_sessions == 3
     assert j.ratio_low is not None and j.ratio_high is not None
     assert j.ratio_low < 1 < j.ratio_high
+
+
+def test_a_same_keeps_the_bounds_it_rests_on_beside_the_corrected_interval() -> None:
+    """An H100 A/A run's test at 3 pairs of 96: its corrected interval is tens of percent
+    wide (bisect reads it); the same rests on d +- t_0.95(df) se, within 5% both ways."""
+    base = [0.2218, 0.2224, 0.2306]  # one pair 3.8% apart
+    head = [0.2226, 0.2224, 0.2221]
+    j = judge_pairs(
+        sessions(*base),
+        sessions(*head),
+        threshold=0.05,
+        alpha=0.01,
+        family=96,
+        timer="cuda-graph",
+    )
+    assert j.status is Status.SAME
+    diffs = np.log(head) - np.log(base)
+    dec = decide_pairs(
+        diffs[None, :],
+        np.array([pair_sigma0(0.2224, "cuda-graph")]),
+        threshold=0.05,
+        alpha1=rule.corrected_alpha(0.01, 96, False),
+        design=DESIGN,
+    )
+    d, se, df = float(diffs.mean()), float(dec.se[0]), float(dec.df[0])
+    assert j.ratio == pytest.approx(math.exp(d))
+    margin = stats.t.ppf(1 - SAME_LEVEL, df) * se  # the 90% interval: 5% each way
+    assert j.same_low == pytest.approx(math.exp(d - margin))
+    assert j.same_high == pytest.approx(math.exp(d + margin))
+    assert j.same_low is not None and j.same_high is not None
+    assert 1 / 1.05 < j.same_low < j.ratio < j.same_high < 1.05
+    # The corrected interval stays the regression test's, far wider.
+    level = rule.corrected_alpha(0.01, 96, False) / DESIGN.looks
+    z = stats.t.ppf(1 - level, df)
+    assert j.ratio_low == pytest.approx(math.exp(d - z * se))
+    assert j.ratio_high == pytest.approx(math.exp(d + z * se))
+    assert j.ratio_low is not None and j.ratio_high is not None
+    assert j.ratio_low < 0.7 and j.ratio_high > 1.5
+    # docs/verdict.md, "The verdict against a revision", cites both.
+    assert format_interval(j.ratio, j.ratio_low, j.ratio_high) == "-1.1% [-42.0%, +68.7%]"
+    assert format_interval(j.ratio, j.same_low, j.same_high) == "-1.1% [-4.1%, +1.9%]"
+    # Judgement.to_json keeps them; a record without them (an older file) reads as None.
+    data = j.to_json()
+    assert (data["same_low"], data["same_high"]) == (j.same_low, j.same_high)
+    del data["same_low"], data["same_high"]
+    old = Judgement.from_json(data)
+    assert (old.same_low, old.same_high) == (None, None) and old.ratio_low == j.ratio_low
+
+
+@pytest.mark.parametrize(
+    "head, status",
+    [
+        ([0.105, 0.1053, 0.1048], Status.REGRESSED),
+        ([0.100, 0.112, 0.093], Status.UNSURE),
+    ],
+)
+def test_other_verdicts_have_no_same_bounds(head: list[float], status: Status) -> None:
+    j = verdict([0.100, 0.1003, 0.0998], head)
+    assert j.status is status
+    assert (j.same_low, j.same_high) == (None, None)
+    assert j.ratio_low is not None and j.ratio_high is not None
 
 
 def test_a_slowdown_of_the_threshold_in_every_pair_regresses() -> None:

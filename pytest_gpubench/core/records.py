@@ -194,6 +194,11 @@ class Judgement:
     ratio: float | None = None
     ratio_low: float | None = None  # interval at the corrected level: excludes 1 iff the
     ratio_high: float | None = None  # statistical bound is cleared
+    # Against a revision, what a ``same`` rests on: the ratios at the pairs' 90% bounds
+    # (judge.pairs.SAME_LEVEL each way), within the threshold both ways; None for any other
+    # status. The reports show them for a same; bisect reads ratio_low/ratio_high only.
+    same_low: float | None = None
+    same_high: float | None = None
     bar: float | None = None
     gateable: float | None = None
     noisy: bool = False

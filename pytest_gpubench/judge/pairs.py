@@ -88,8 +88,10 @@ class PairDesign:
 class PairDecision:
     """Per row: the direction (1 regressed, -1 improved, 0 neither), ``same``, ``more``
     (unsure, and the cap allows more pairs), the location ``d`` and its ``se``, the spread
-    ``s`` of one pair, the prior's share of it, the one-sided chances, the bar (log scale)
-    and the gateable slowdown at the cap (a fraction)."""
+    ``s`` of one pair, the prior's share of it, the one-sided chances, the bar (log scale),
+    the gateable slowdown at the cap (a fraction) and ``same_margin``: the half-width (log
+    scale) of the interval ``same`` is read on, ``d`` plus or minus it within the threshold
+    both ways."""
 
     direction: np.ndarray
     same: np.ndarray
@@ -103,6 +105,7 @@ class PairDecision:
     p_down: np.ndarray
     bar: np.ndarray
     gateable: np.ndarray
+    same_margin: np.ndarray
 
 
 def decide_pairs(
@@ -136,8 +139,8 @@ def decide_pairs(
     effect = math.log1p(threshold)
     up = (p_up < level) & (d > effect - Z_POWER * se)
     down = (p_down < level) & (-d > effect - Z_POWER * se)
-    z_same = stats.t.ppf(1 - SAME_LEVEL, df)
-    same = ~up & ~down & (d + z_same * se < effect) & (d - z_same * se > -effect)
+    same_margin = stats.t.ppf(1 - SAME_LEVEL, df) * se
+    same = ~up & ~down & (d + same_margin < effect) & (d - same_margin > -effect)
     final = n >= design.cap
     # Fewer pairs than the first look's (a process that failed): more before any verdict.
     more = (~up & ~down & ~same & ~final) | (n < design.first)
@@ -160,6 +163,7 @@ def decide_pairs(
         p_down=p_down,
         bar=bar,
         gateable=gateable,
+        same_margin=same_margin,
     )
 
 
@@ -254,11 +258,16 @@ def judge_pairs(
         reason += f"; unsure: {design.next_batch(n)} more pairs"
     else:
         reason += f", bar {bar_of_change(bar, ratio):.1%}"
+    # A same is read on its own interval, narrower than the corrected one (which bisect reads).
+    same = status is Status.SAME
+    margin = float(dec.same_margin[0])
     return Judgement(
         status=status,
         ratio=ratio,
         ratio_low=math.exp(d - z * se),
         ratio_high=math.exp(d + z * se),
+        same_low=math.exp(d - margin) if same else None,
+        same_high=math.exp(d + margin) if same else None,
         bar=bar if gates else None,
         gateable=gateable if gates else None,
         noisy=gates and gateable > threshold,

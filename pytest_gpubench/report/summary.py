@@ -155,19 +155,42 @@ def row(result: Result) -> list[str]:
 def paired_row(result: Result) -> list[str]:
     """A row of a run against a revision (PAIRED_COLUMNS)."""
     m, v = result.measurement, result.verdict
-    p, j = v.paired, v.judgement
+    p = v.paired
     share = m.peak_share
     return [
         m.test,
         m.timer,
         format_value(p.base_median_ms if p else v.reference_ms, m.timer),
         format_value(p.head_median_ms if p else m.median_ms, m.timer),
-        format_interval(j.ratio, j.ratio_low, j.ratio_high) if j else "-",
+        paired_change(result),
         str(p.pairs) if p and p.pairs else "-",
         verdict_label(result),
         "-" if m.gbs is None else f"{m.gbs:.1f}",
         "L2" if m.above_peak else "-" if share is None else f"{share * 100:.0f}%",
     ]
+
+
+def same_bounds(result: Result) -> tuple[float, float] | None:
+    """The bounds a ``same`` against a revision rests on (its 90% interval, within the
+    threshold both ways); None for any other verdict, or a file written before they were
+    kept."""
+    j = result.verdict.judgement
+    if result.status is not Status.SAME or j is None:
+        return None
+    if j.same_low is None or j.same_high is None:
+        return None
+    return j.same_low, j.same_high
+
+
+def paired_change(result: Result) -> str:
+    """The change column against a revision: a same with the bounds it rests on, any other
+    verdict with its interval at the corrected level (which is tens of percent wide at 3
+    pairs of a large suite, and says nothing of why a test is the same)."""
+    j = result.verdict.judgement
+    if j is None:
+        return "-"
+    low, high = same_bounds(result) or (j.ratio_low, j.ratio_high)
+    return format_interval(j.ratio, low, high)
 
 
 def format_interval(ratio: float | None, low: float | None, high: float | None) -> str:
@@ -185,12 +208,25 @@ def paired_run(results: Iterable[Result]) -> Paired | None:
     return next((r.verdict.paired for r in results if r.verdict.paired is not None), None)
 
 
-def revision_line(paired: Paired) -> str:
-    """The line under a paired table: which side is which, what the change is."""
+def revision_line(paired: Paired, same: bool = False) -> str:
+    """The line under a paired table: which side is which, what the change and its interval
+    are; ``same``: some row shows a same's bounds (:func:`same_bounds`)."""
+    interval = "its interval, corrected for the tests and looks"
+    if same:
+        interval += "; for same: its 90% interval, within the threshold"
     return (
         f"base: {paired.revision} ({paired.commit[:8]}); head: the working tree; "
-        "change: head / base [its interval]"
+        f"change: head / base [{interval}]"
     )
+
+
+def legend(results: Iterable[Result]) -> str | None:
+    """The line under the table of a run against a revision (None: a history's run)."""
+    results = list(results)
+    paired = paired_run(results)
+    if paired is None:
+        return None
+    return revision_line(paired, any(same_bounds(r) is not None for r in results))
 
 
 def _previous_change(result: Result) -> str:
@@ -201,11 +237,11 @@ def _previous_change(result: Result) -> str:
 
 def table_lines(results: Sequence[Result]) -> list[str]:
     """The table; against a revision, its columns (PAIRED_COLUMNS) and the line naming it."""
-    paired = paired_run(results)
-    if paired is None:
+    line = legend(results)
+    if line is None:
         return aligned([list(COLUMNS)] + [row(r) for r in sort_results(results)])
     rows = [paired_row(r) for r in sort_results(results)]
-    return aligned([list(PAIRED_COLUMNS), *rows]) + [revision_line(paired)]
+    return aligned([list(PAIRED_COLUMNS), *rows]) + [line]
 
 
 def aligned(
@@ -332,14 +368,14 @@ def markdown(
     under the table (default: the verdict counts)."""
     header = f"### gpubench: {device.get('name', 'unknown device')}\n\n"
     ordered = sort_results(results)
-    paired = paired_run(results)
-    columns, cells = (COLUMNS, row) if paired is None else (PAIRED_COLUMNS, paired_row)
+    line = legend(results)
+    columns, cells = (COLUMNS, row) if line is None else (PAIRED_COLUMNS, paired_row)
     table = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     rows = ["| " + " | ".join(c.replace("|", "\\|") for c in cells(r)) + " |" for r in ordered]
     extra = [f"- {line}" for line in notes(ordered)]
     footer_text = "\n" + (footer if footer is not None else counts(results)) + "\n"
-    if paired is not None:
-        footer_text = f"\n{revision_line(paired)}\n" + footer_text
+    if line is not None:
+        footer_text = f"\n{line}\n" + footer_text
     body = header + "\n".join(table + rows) + "\n" + footer_text
     if extra:
         body += "\n" + "\n".join(extra) + "\n"
@@ -408,12 +444,14 @@ def json_document(
 
 def against_json(result: Result, sessions: bool = True) -> dict[str, Json] | None:
     """Both sides of a result judged against a revision: its record (with the sessions of
-    each side when ``sessions``), both medians, the ratio head / base with its interval, the
-    verdict; None for a result judged against its history."""
+    each side when ``sessions``), both medians, the ratio head / base with its interval, a
+    same's bounds (:func:`same_bounds`; null for other verdicts), the verdict; None for a
+    result judged against its history."""
     v = result.verdict
     if v.paired is None:
         return None
     j = v.judgement
+    same_low, same_high = same_bounds(result) or (None, None)
     data = v.paired.to_json()
     if not sessions:
         del data["base_sessions"], data["head_sessions"]
@@ -423,6 +461,8 @@ def against_json(result: Result, sessions: bool = True) -> dict[str, Json] | Non
         ratio=None if j is None else j.ratio,
         ratio_low=None if j is None else j.ratio_low,
         ratio_high=None if j is None else j.ratio_high,
+        same_low=same_low,
+        same_high=same_high,
         verdict=v.status.value,
     )
     return data
