@@ -193,15 +193,13 @@ def tally(archives: list[Path]) -> str:
         f"| {false} with a false verdict |"
     )
     # Per check: each planted copy's verdict and the change its pairs read (None: no ratio).
-    caught: dict[tuple[str, str, str], list[tuple[str, float | None]]] = (
-        collections.defaultdict(list)
+    caught: dict[tuple[str, str, str], list[tuple[str, float | None]]] = collections.defaultdict(
+        list
     )
     for run in slow:
         for r in planted_of(run):
             ratio = (r.get("judgement") or {}).get("ratio")
-            caught[(run.frac, run.thr, duration_class(r["median_ms"]))].append(
-                (r["status"], ratio)
-            )
+            caught[(run.frac, run.thr, duration_class(r["median_ms"]))].append((r["status"], ratio))
     for key in sorted(caught, key=lambda k: (k[0], CLASSES.index(k[2]))):
         frac, thr, cls = key
         statuses = [status for status, _ in caught[key]]
