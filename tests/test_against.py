@@ -380,6 +380,7 @@ def test_with_two_gpus_a_side_that_imports_the_other_sides_code_stops_both_relay
     assert result.ret == USAGE_ERROR
     text = output(result)
     assert [line for line in text.splitlines() if "code of the other side" in line]
+    assert "GPU 0, pair 1/" in text and "GPU 1, pair 1/" in text  # both relays ran
     assert "pair 2/" not in text and "Traceback" not in text
 
 

@@ -47,8 +47,15 @@ class DistributedComparison:
     def __init__(self, controller: Controller) -> None:
         self.controller = controller
         # Those of controllers killed outright (SIGKILL: no unconfigure) go first.
-        revision.sweep(Path(tempfile.gettempdir()), FOLDER_PREFIX)
-        self.folder = revision.own(Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX)))
+        base = Path(tempfile.gettempdir())
+        revision.sweep(base, FOLDER_PREFIX)
+        try:
+            self.folder = revision.own(Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX)))
+        except OSError as exc:
+            raise pytest.UsageError(
+                f"--gpubench-against under xdist: cannot create a folder in {base} "
+                f"({exc.strerror or exc}); set TMPDIR to a writable folder"
+            ) from None
         self.nodes: set[str] = set()
         # The node ids each worker collected, by worker.
         self.collected: dict[str, list[str]] = {}

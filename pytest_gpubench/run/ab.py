@@ -195,10 +195,12 @@ def compare(
     lane_of = {n: i * len(devices) // max(1, len(nodeids)) for i, n in enumerate(nodeids)}
     results: dict[str, Result] = {}
 
+    side_of: dict[str, str] = {}  # a leg's side, by the leg's name
+
     def check(leg: Leg, run: ChildRun) -> None:
-        # At its first process (leg ``{side}-{pair}``): the look's others would time the same.
+        # At its first process: the look's others would time the same.
         if run.foreign:
-            raise GpubenchError(_foreign(run.foreign, label[leg.name.rpartition("-")[0]], revision))
+            raise GpubenchError(_foreign(run.foreign, label[side_of[leg.name]], revision))
 
     while wanted:
         done = len(runs[HEAD])
@@ -213,6 +215,7 @@ def compare(
             for i in range(done + 1, done + count + 1)
             for side in ((BASE, HEAD) if i % 2 else (HEAD, BASE))
         ]
+        side_of.update((f"{side}-{i}", side) for i, side in planned)
         lanes = []
         for k, device in enumerate(devices):
             mine = tuple(n for n in wanted if lane_of.get(n, 0) == k)
@@ -229,7 +232,7 @@ def compare(
                 Leg(
                     sides_.of(side),
                     request,
-                    f"{side}-{i}",
+                    f"{side}-{i}",  # side_of's key
                     says=f"{where}pair {i}/{design.cap}: {label[side]}, {tests}",
                 )
                 for i, side in planned

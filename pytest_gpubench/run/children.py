@@ -553,6 +553,8 @@ def relay(
 
         try:
             for i in range(len(legs)):
+                if stop is not None and stop.is_set():  # before starting or announcing another
+                    return
                 if i == len(started):
                     start(i)
                 if legs[i].says:
