@@ -20,6 +20,8 @@ import collections
 import csv
 import io
 import json
+import math
+import statistics
 import sys
 import tarfile
 from dataclasses import dataclass
@@ -74,6 +76,16 @@ def read_archive(path: Path) -> tuple[list[Run], str]:
 def planted_of(run: Run) -> list[dict[str, Any]]:
     assert run.document is not None
     return [r for r in run.document["results"] if run.kind == "slow" and PLANTED in r["key"]]
+
+
+def median_pair(result: dict[str, Any]) -> float | None:
+    """The median over a result's pairs of head / base - 1: what its time grew by, read past
+    a process in a slow excursion (which moves the rule's mean); None without pairs."""
+    against = result.get("against") or {}
+    base = [s["median_ms"] for s in against.get("base_sessions") or []]
+    head = [s["median_ms"] for s in against.get("head_sessions") or []]
+    logs = [math.log(h / b) for b, h in zip(base, head, strict=False)]
+    return math.expm1(statistics.median(logs)) if logs else None
 
 
 def false_of(run: Run) -> list[str]:
@@ -192,22 +204,28 @@ def tally(archives: list[Path]) -> str:
         f"| the untouched tests of slowdown runs | 0 false | {len(slow)} "
         f"| {false} with a false verdict |"
     )
-    # Per check: each planted copy's verdict and the change its pairs read (None: no ratio).
-    caught: dict[tuple[str, str, str], list[tuple[str, float | None]]] = collections.defaultdict(
-        list
+    # Per check: each planted copy's verdict, the change the rule read (the pairs' mean) and
+    # the median pair (None: no pairs).
+    caught: dict[tuple[str, str, str], list[tuple[str, float | None, float | None]]] = (
+        collections.defaultdict(list)
     )
     for run in slow:
         for r in planted_of(run):
             ratio = (r.get("judgement") or {}).get("ratio")
-            caught[(run.frac, run.thr, duration_class(r["median_ms"]))].append((r["status"], ratio))
+            key = (run.frac, run.thr, duration_class(r["median_ms"]))
+            caught[key].append((r["status"], ratio, median_pair(r)))
     for key in sorted(caught, key=lambda k: (k[0], CLASSES.index(k[2]))):
         frac, thr, cls = key
-        statuses = [status for status, _ in caught[key]]
+        statuses = [status for status, _, _ in caught[key]]
         missed = collections.Counter(s for s in statuses if s != "regressed")
         # What the missed copies' time grew by: planted work is not planted time.
-        grew = sorted(100 * (r - 1) for s, r in caught[key] if s != "regressed" and r)
+        grew = [
+            f"{100 * (r - 1):+.1f}%" + (f" (median {100 * m:+.1f}%)" if m is not None else "")
+            for s, r, m in sorted(caught[key], key=lambda c: c[1] or 0)
+            if s != "regressed" and r
+        ]
         rest = "".join(f", {n} {s}" for s, n in sorted(missed.items()))
-        rest += f" (the pairs read {', '.join(f'{g:+.1f}%' for g in grew)})" if grew else ""
+        rest += f"; the pairs read {', '.join(grew)}" if grew else ""
         out.append(
             f"| +{float(frac):.0%} work at a {thr} threshold, {cls} copy "
             f"| {TARGETS.get(key, '')} | {len(statuses)} "
