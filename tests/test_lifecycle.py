@@ -67,7 +67,9 @@ class Parent:
         self.log = pytester.path / "parent.log"
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+                # faulthandler: a parent that hangs is made to say where (signal_once)
+                [sys.executable, "-X", "faulthandler", "-m", "pytest", "-p", "no:cacheprovider"]
+                + list(args),
                 cwd=pytester.path,
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -87,7 +89,12 @@ class Parent:
         )
         assert running and self.proc.poll() is None, self.output()
         os.kill(self.proc.pid, sig)
-        self.proc.wait(timeout=120)
+        try:
+            self.proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.kill(self.proc.pid, signal.SIGABRT)  # its threads' stacks into its log
+            self.proc.wait(timeout=30)
+            raise AssertionError(f"no exit 120 s after {sig!r}:\n{self.output()}") from None
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
