@@ -298,6 +298,23 @@ def test_confirming_children_start_together(
     assert all("measured nothing" in run.error for run in runs)
 
 
+@pytest.mark.timeout(60)
+def test_children_are_killed_and_reaped_though_an_interrupt_left_popens_lock_taken(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Ctrl-C that lands inside Popen.wait(timeout) between its lock's acquire and its
+    try leaves the lock taken (a CI run hung there): the kill still ends and reaps."""
+    monkeypatch.setattr(children, "KILLED_WAIT_S", 0.5)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    assert proc._waitpid_lock.acquire(False)  # as the interrupted wait left it
+    started = time.monotonic()
+    children._kill([proc])
+    assert time.monotonic() - started < 30
+    assert proc.returncode == -9  # killed, and Popen knows it
+    with pytest.raises(ProcessLookupError):  # reaped: no zombie left under its pid
+        os.kill(proc.pid, 0)
+
+
 def test_an_interrupted_parent_kills_the_children_it_started(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

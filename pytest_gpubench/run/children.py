@@ -55,6 +55,8 @@ TURN_VARIABLE = "PYTEST_GPUBENCH_TURN"
 # A child runs one test, or the whole selection when recording a session: imports, compiles
 # and measurements included. Longer than this, it is stuck.
 CHILD_TIMEOUT_S = 1800.0
+# How long a killed child may take to be reaped by Popen before we reap it ourselves.
+KILLED_WAIT_S = 5.0
 # How often a child looks for its parent.
 LIFELINE_INTERVAL_S = 0.2
 # How often a relay's parent and its waiting child look for a turn's file.
@@ -636,7 +638,14 @@ def _kill(started: Sequence[subprocess.Popen[bytes] | ChildRun]) -> None:
     for proc in running:  # all of them first: a second Ctrl-C may cut the waits short
         proc.kill()
     for proc in running:
-        proc.wait()
+        try:
+            proc.wait(timeout=KILLED_WAIT_S)
+        except subprocess.TimeoutExpired:
+            # A Ctrl-C inside Popen.wait(timeout) can leave its lock taken (CPython: between
+            # its acquire and its try); an untimed wait would then wait forever: reap it here.
+            with contextlib.suppress(ChildProcessError):
+                _, status = os.waitpid(proc.pid, 0)
+                proc.returncode = os.waitstatus_to_exitcode(status)
 
 
 def child_document(results: Sequence[tuple[Result, bool]], foreign: Sequence[str] = ()) -> str:
