@@ -10,7 +10,9 @@
 #   bash bench/ab_checks.sh poll SECONDS       wait up to SECONDS, print progress and the
 #                                              summary, copy logs to $OUT
 # Steps: aa:SUITE (one run against HEAD), slow:SUITE:FRACTION:THRESHOLD (the copies' work grows
-# by FRACTION in whole blocks in the working tree only, judged at THRESHOLD), plain:SUITE (one
+# by FRACTION in whole blocks in the working tree only, judged at THRESHOLD),
+# slowtime:SUITE:TARGET:THRESHOLD (as slow, each copy's fraction sized so that its time grows
+# by TARGET: bench/calibrate_slowdown.py, its ratios in NN-STEP.calibration.json), plain:SUITE (one
 # plain --gpubench run against the suite's committed baselines), sessions:SUITE:N (N sessions,
 # fresh processes, recorded into $LOGS/SUITE-baselines: the spread between sessions of times
 # and of ratios to a reference), bisect:COMMITS:SLOW_AT:FRACTION (a generated repository of
@@ -29,13 +31,19 @@ knob=bench/user_suite/test_user.py
 run_step() {
   local step=$1 n kind suite frac thr dir args=() started rc
   IFS=: read -r kind suite frac thr <<< "$step"
-  n=$(printf %02d $(( $(ls "$logs"/*.json 2>/dev/null | wc -l) + 1 )))
+  n=$(printf %02d $(( $(cat "$logs/runs.tsv" 2>/dev/null | wc -l) + 1 )))
   dir=$(suite_dir "$suite")
   local name="$n-$kind-$suite${frac:+-$frac}${thr:+-${thr%\%}pct}"
   case $kind in
     aa) args=(--gpubench-against HEAD) ;;
     slow)
       sed -i "s/knob(\"SLOWDOWN\", 0.0)/knob(\"SLOWDOWN\", $frac)/" "$root/$knob"
+      args=(--gpubench-against HEAD --gpubench-threshold "$thr") ;;
+    slowtime)
+      planted=$(cd "$root" && python3 bench/calibrate_slowdown.py "$frac" --json "$logs/$name.calibration.json" 2> "$logs/$name.calibration.txt")
+      echo "$(date -u +%T) $name: planted fractions $planted"
+      [ -n "$planted" ] || { echo "$(date -u +%T) $name: calibration failed: $(tail -n 3 "$logs/$name.calibration.txt")"; return; }
+      sed -i "s/^PLANTED: dict\[int, float\] = {}/PLANTED: dict[int, float] = $planted/" "$root/$knob"
       args=(--gpubench-against HEAD --gpubench-threshold "$thr") ;;
     plain) args=() ;;
     sessions) args=(--gpubench-save --gpubench-sessions "$frac" --gpubench-dir="$logs/$suite-baselines") ;;
@@ -50,7 +58,7 @@ run_step() {
        --gpubench-json="$logs/$name.json") > "$logs/$name.txt" 2>&1
   fi
   rc=$?
-  [ "$kind" = slow ] && (cd "$root" && git checkout -q -- "$knob")
+  case $kind in slow*) (cd "$root" && git checkout -q -- "$knob") ;; esac
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$kind" "$suite" "${frac:-0}" "${thr:-}" "$(( $(date +%s) - started ))" "$rc" >> "$logs/runs.tsv"
   echo "$(date -u +%T) $name: $(( $(date +%s) - started )) s, exit $rc: $(tail -n 1 "$logs/$name.txt")"
 }

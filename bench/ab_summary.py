@@ -7,8 +7,11 @@ verdicts (regressed or improved where nothing changed); the planted slowdowns ca
                                                       17's counts
 
 A/A runs (aa) and plain runs change nothing: any regressed or improved is false. Slow runs
-(slow) plant more work in the user suite's copy kernels (test_copy_blocks) on the working
-tree's side only: those must read regressed, the other tests are A/A. A bisect run's name
+plant more work in the user suite's copy kernels (test_copy_blocks) on the working tree's
+side only: those must read regressed, the other tests are A/A. A slow run adds a fraction of
+blocks (work); a slowtime run adds to each copy the fraction that made its time grow by the
+target in a calibration on the same GPU just before (bench/calibrate_slowdown.py): issue
+17's slowdowns are in time. A bisect run's name
 says where its slow commit is (bisect-COMMITS-AT-FRACTION): its answer is right when it
 names that commit. An archive is a LOGS_DIR or its .tgz (bench/results/*/); the tally of
 the committed ones is bench/results/ab-tally.md (tests/test_docs.py keeps it current).
@@ -29,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 PLANTED = "test_copy_blocks"
+SLOW = ("slow", "slowtime")  # the kinds that plant a slowdown: work, or work sized in time
 FALSE = {"regressed", "improved"}
 CLASSES = ("<5 us", "5-20 us", "20-100 us", ">=100 us")
 
@@ -51,6 +55,7 @@ class Run:
     seconds: str
     rc: str
     document: dict[str, Any] | None
+    calibration: dict[str, Any] | None = None  # a slowtime run's (calibrate_slowdown.py)
 
 
 def read_archive(path: Path) -> tuple[list[Run], str]:
@@ -69,13 +74,39 @@ def read_archive(path: Path) -> tuple[list[Run], str]:
     for name, kind, suite, frac, thr, seconds, rc in rows:
         report = files.get(f"{name}.json")
         document = json.loads(report) if report else None
-        runs.append(Run(str(path), name, kind, suite, frac, thr, seconds, rc, document))
+        calibration = files.get(f"{name}.calibration.json")
+        runs.append(
+            Run(
+                str(path),
+                name,
+                kind,
+                suite,
+                frac,
+                thr,
+                seconds,
+                rc,
+                document,
+                json.loads(calibration) if calibration else None,
+            )
+        )
     return runs, files.get("gpu.txt", "").strip()
 
 
 def planted_of(run: Run) -> list[dict[str, Any]]:
     assert run.document is not None
-    return [r for r in run.document["results"] if run.kind == "slow" and PLANTED in r["key"]]
+    planting = run.kind in SLOW
+    return [r for r in run.document["results"] if planting and PLANTED in r["key"]]
+
+
+def planted_text(run: Run) -> str:
+    """A slowtime run's fraction of blocks per copy, with the ratio it measured."""
+    if run.calibration is None:
+        return ""
+    ratios = run.calibration["ratios"]
+    return ", ".join(
+        f"{n}: +{f:.2%} blocks ({100 * (ratios[n][str(f)] - 1):+.1f}%)"
+        for n, f in run.calibration["picked"].items()
+    )
 
 
 def median_pair(result: dict[str, Any]) -> float | None:
@@ -128,7 +159,7 @@ def table(runs: list[Run]) -> None:
         )
         got = []
         for r in planted_of(run):
-            caught[(run.frac, run.thr, duration_class(r["median_ms"]))].append(
+            caught[(run.kind, run.frac, run.thr, duration_class(r["median_ms"]))].append(
                 r["status"] == "regressed"
             )
             ratio = (r.get("judgement") or {}).get("ratio")
@@ -140,29 +171,34 @@ def table(runs: list[Run]) -> None:
         totals[run.kind] += 1
         totals[f"{run.kind}-false"] += bool(false)
         verdicts = ", ".join(f"{k} {v}" for k, v in sorted(statuses.items()))
+        planted = f" (planted {planted_text(run)})" if run.calibration else ""
         print(
-            f"{head} | {pairs} | {verdicts} | {', '.join(false) or 0} | {'; '.join(got) or '-'} |"
+            f"{head} | {pairs} | {verdicts} | {', '.join(false) or 0} "
+            f"| {'; '.join(got) or '-'}{planted} |"
         )
     print()
-    for kind in ("aa", "slow", "plain"):
+    for kind in ("aa", *SLOW, "plain"):
         if totals[kind]:
             print(f"{kind}: {totals[kind]} runs, {totals[f'{kind}-false']} with a false verdict")
-    for (frac, thr, cls), hits in sorted(caught.items()):
+    for (kind, frac, thr, cls), hits in sorted(caught.items()):
         print(
-            f"+{float(frac):.0%} more work at threshold {thr}, {cls}: "
+            f"+{float(frac):.0%} {SIZED[kind]} at threshold {thr}, {cls}: "
             f"caught {sum(hits)} of {len(hits)}"
         )
 
 
-# Issue 17's done-when counts, per row of the tally ('' where it sets none).
+# What a slow run's fraction is of.
+SIZED = {"slow": "work", "slowtime": "time"}
+# Issue 17's done-when counts, per row of the tally ('' where it sets none): its slowdowns are
+# in time (slowtime runs).
 TARGETS = {
     "aa example": "10 runs, 0 false",
     "aa user": "10 runs, 0 false",
-    ("0.03", "3%", "20-100 us"): "caught in >= 9 of 10",
-    ("0.03", "3%", ">=100 us"): "caught in >= 9 of 10",
-    ("0.05", "5%", "5-20 us"): "caught in 10 of 10",
-    ("0.05", "5%", "20-100 us"): "caught in 10 of 10",
-    ("0.05", "5%", ">=100 us"): "caught in 10 of 10",
+    ("slowtime", "0.03", "3%", "20-100 us"): "caught in >= 9 of 10",
+    ("slowtime", "0.03", "3%", ">=100 us"): "caught in >= 9 of 10",
+    ("slowtime", "0.05", "5%", "5-20 us"): "caught in 10 of 10",
+    ("slowtime", "0.05", "5%", "20-100 us"): "caught in 10 of 10",
+    ("slowtime", "0.05", "5%", ">=100 us"): "caught in 10 of 10",
     ("bisect", "16", "0.05"): "right in 10 of 10",
 }
 
@@ -198,7 +234,7 @@ def tally(archives: list[Path]) -> str:
             f"| A/A, {suite} suite | {TARGETS[f'aa {suite}']} | {len(aa)} "
             f"| {false} with a false verdict |"
         )
-    slow = [run for run in done if run.kind == "slow"]
+    slow = [run for run in done if run.kind in SLOW]
     false = sum(bool(false_of(run)) for run in slow)
     out.append(
         f"| the untouched tests of slowdown runs | 0 false | {len(slow)} "
@@ -206,16 +242,16 @@ def tally(archives: list[Path]) -> str:
     )
     # Per check: each planted copy's verdict, the change the rule read (the pairs' mean) and
     # the median pair (None: no pairs).
-    caught: dict[tuple[str, str, str], list[tuple[str, float | None, float | None]]] = (
+    caught: dict[tuple[str, str, str, str], list[tuple[str, float | None, float | None]]] = (
         collections.defaultdict(list)
     )
     for run in slow:
         for r in planted_of(run):
             ratio = (r.get("judgement") or {}).get("ratio")
-            key = (run.frac, run.thr, duration_class(r["median_ms"]))
+            key = (run.kind, run.frac, run.thr, duration_class(r["median_ms"]))
             caught[key].append((r["status"], ratio, median_pair(r)))
-    for key in sorted(caught, key=lambda k: (k[0], CLASSES.index(k[2]))):
-        frac, thr, cls = key
+    for key in sorted(caught, key=lambda k: (k[0], k[1], CLASSES.index(k[3]))):
+        kind, frac, thr, cls = key
         statuses = [status for status, _, _ in caught[key]]
         missed = collections.Counter(s for s in statuses if s != "regressed")
         # What the missed copies' time grew by: planted work is not planted time.
@@ -227,7 +263,7 @@ def tally(archives: list[Path]) -> str:
         rest = "".join(f", {n} {s}" for s, n in sorted(missed.items()))
         rest += f"; the pairs read {', '.join(grew)}" if grew else ""
         out.append(
-            f"| +{float(frac):.0%} work at a {thr} threshold, {cls} copy "
+            f"| +{float(frac):.0%} {SIZED[kind]} at a {thr} threshold, {cls} copy "
             f"| {TARGETS.get(key, '')} | {len(statuses)} "
             f"| caught {statuses.count('regressed')}{rest} |"
         )
