@@ -1,0 +1,105 @@
+"""The GPU A/B checks' scripts on CPU: the calibration that sizes a planted slowdown in time
+(bench/calibrate_slowdown.py), the step that plants it (bench/ab_checks.sh) and the tally of
+its runs (bench/ab_summary.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from support import bench_module
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_calibration_picks_the_smallest_fraction_reaching_the_target() -> None:
+    calibrate = bench_module("calibrate_slowdown")
+    ratios = {0.01: 1.004, 0.02: 1.031, 0.03: 1.029, 0.04: 1.05}
+    assert calibrate.pick(ratios, 0.03) == (0.02, True)
+    assert calibrate.pick(ratios, 0.05) == (0.04, True)
+    # None reaches it: the largest, and said so.
+    assert calibrate.pick(ratios, 0.08) == (0.04, False)
+
+
+def test_the_calibration_reads_the_ratios_of_its_report() -> None:
+    calibrate = bench_module("calibrate_slowdown")
+    report = {
+        "results": [
+            {"key": "calibrate_copy.py::test_grown_copy[4194304-0.0225]", "median_ms": 0.0071},
+            {
+                "key": "calibrate_copy.py::test_grown_copy[4194304-0.0225]#vs-reference",
+                "test": "test_grown_copy[4194304-0.0225]#vs-reference",
+                "median_ms": 1.04,
+            },
+            {
+                "key": "calibrate_copy.py::test_grown_copy[16777216-0.03]#vs-reference",
+                "test": "test_grown_copy[16777216-0.03]#vs-reference",
+                "median_ms": 1.028,
+            },
+        ]
+    }
+    assert calibrate.ratios_of(report) == {4194304: {0.0225: 1.04}, 16777216: {0.03: 1.028}}
+
+
+def test_the_slowtime_step_plants_into_the_line_the_copy_reads() -> None:
+    """ab_checks.sh's sed pattern matches test_user.py's PLANTED line: a renamed line would
+    plant nothing and the run would read as a miss."""
+    script = (ROOT / "bench" / "ab_checks.sh").read_text()
+    pattern = re.search(r'sed -i "s/(\^PLANTED[^/]*)/', script)
+    assert pattern is not None
+    regex = pattern.group(1).replace("\\\\", "\\")
+    source = (ROOT / "bench" / "user_suite" / "test_user.py").read_text()
+    line = next(x for x in source.splitlines() if x.startswith("PLANTED"))
+    assert re.match(regex, line), (regex, line)
+    assert "PLANTED.get(n, " in source
+
+
+def _result(key: str, status: str, ratio: float, ms: float) -> dict:
+    return {
+        "key": f"test_user.py::{key}",
+        "test": key,
+        "status": status,
+        "median_ms": ms,
+        "judgement": {"ratio": ratio},
+        "against": {
+            "base_sessions": [{"median_ms": ms}, {"median_ms": ms}],
+            "head_sessions": [{"median_ms": ms * ratio}, {"median_ms": ms * 1.05}],
+        },
+    }
+
+
+def test_the_tally_counts_slowdowns_sized_in_time_on_the_issues_rows(tmp_path: Path) -> None:
+    summary = bench_module("ab_summary")
+    name = "01-slowtime-user-0.03-3pct"
+    (tmp_path / "runs.tsv").write_text(f"{name}\tslowtime\tuser\t0.03\t3%\t200\t1\n")
+    results = [
+        _result("test_copy_blocks[16777216]", "regressed", 1.033, 0.047),
+        _result("test_copy_blocks[67108864]", "changed", 1.028, 0.181),
+        _result("test_sdpa", "improved", 0.95, 0.059),  # untouched: a false verdict
+    ]
+    (tmp_path / f"{name}.json").write_text(json.dumps({"results": results}))
+    (tmp_path / f"{name}.calibration.json").write_text(
+        json.dumps(
+            {
+                "target": 0.03,
+                "picked": {"16777216": 0.0375, "67108864": 0.03},
+                "ratios": {"16777216": {"0.0375": 1.036}, "67108864": {"0.03": 1.03}},
+            }
+        )
+    )
+    (run,), _ = summary.read_archive(tmp_path)
+    assert (
+        summary.planted_text(run)
+        == "16777216: +3.75% blocks (+3.6%), 67108864: +3.00% blocks (+3.0%)"
+    )
+    text = summary.tally([tmp_path])
+    assert "| the untouched tests of slowdown runs | 0 false | 1 | 1 with a false verdict |" in text
+    assert (
+        "| +3% time at a 3% threshold, 20-100 us copy | caught in >= 9 of 10 | 1 | caught 1 |"
+        in text
+    )
+    row = next(x for x in text.splitlines() if x.startswith("| +3% time at a 3% threshold, >=100"))
+    assert (
+        "caught in >= 9 of 10 | 1 | caught 0, 1 changed; the pairs read +2.8% (median +3.9%)" in row
+    )
