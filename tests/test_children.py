@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_gpubench.core.records import Measurement, Result, SessionInfo, Status, Verdict
-from pytest_gpubench.run import children
+from pytest_gpubench.run import children, owner
 from pytest_gpubench.run.children import (
     EVERY_BENCHMARK,
     FOLDER_PREFIX,
@@ -29,7 +29,6 @@ from pytest_gpubench.run.children import (
     child_document,
     collection_errors,
     folder_prefix,
-    host,
     read_request,
     sweep_folders,
     write_request,
@@ -340,13 +339,16 @@ def test_old_folders_of_gone_parents_on_this_host_are_swept_and_others_kept(
 ) -> None:
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], check=True,
                           capture_output=True, text=True)  # fmt: skip
-    here = f"{FOLDER_PREFIX}{host()}-"
+    here = f"{FOLDER_PREFIX}{owner.identity()}-"
     dead = tmp_path / f"{here}{int(gone.stdout)}-abc"
     young = tmp_path / f"{here}{int(gone.stdout)}-young"
     alive = tmp_path / f"{here}{os.getpid()}-abc"
     elsewhere = tmp_path / f"{FOLDER_PREFIX}another-host-{int(gone.stdout)}-abc"
+    # the same host name, another machine, boot or pid namespace (a shared TMPDIR)
+    name = owner.identity().split("-")[0]
+    namesake = tmp_path / f"{FOLDER_PREFIX}{name}-0123456789ab-{int(gone.stdout)}-abc"
     unrelated = tmp_path / "gpubench-child-notapid"
-    for folder in (dead, young, alive, elsewhere, unrelated):
+    for folder in (dead, young, alive, elsewhere, namesake, unrelated):
         (folder / "child-0.log").parent.mkdir()
         (folder / "child-0.log").write_text("x")
         if folder is not young:
@@ -356,6 +358,7 @@ def test_old_folders_of_gone_parents_on_this_host_are_swept_and_others_kept(
     assert not dead.exists()
     # a parent that is gone here may be alive in another PID namespace: only old folders go
     assert young.exists() and alive.exists() and elsewhere.exists() and unrelated.exists()
+    assert namesake.exists() or owner.identity() == name  # a system with no ids: the name
 
 
 def test_a_child_removes_only_a_folder_of_ours_when_its_parent_is_gone(tmp_path: Path) -> None:
@@ -573,3 +576,22 @@ def test_the_revisions_side_gets_the_rootdir_and_ini_file_at_their_places_in_its
     other = dataclasses.replace(head, rootdir=repo, inifile=repo / "tox.ini")
     moved = ab.sides(other, rev, tmp_path / "ab", tmp_path / "plugin", tmp_path / "baselines")
     assert (moved.base.rootdir, moved.base.inifile) == (root, None)
+
+
+def test_an_owner_is_its_machine_boot_and_pid_namespace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two machines of one host name (a TMPDIR shared over NFS) or one machine after a
+    reboot never look alike: a pid read on one means nothing on the other."""
+    machine, boot = tmp_path / "machine-id", tmp_path / "boot_id"
+    monkeypatch.setattr(owner, "_SOURCES", (machine, boot))
+    monkeypatch.setattr(owner.socket, "gethostname", lambda: "gpu.node_1")
+    machine.write_text("a1\n")
+    boot.write_text("b1\n")
+    first = owner.identity()
+    assert first.startswith("gpu-node-1-") and first == owner.identity()
+    boot.write_text("b2\n")
+    rebooted = owner.identity()
+    machine.write_text("a2\n")
+    assert len({first, rebooted, owner.identity()}) == 3
+    assert all(c.isalnum() or c == "-" for c in first)

@@ -19,7 +19,7 @@ from types import FrameType
 import pytest
 from support import git
 
-from pytest_gpubench.run import revision as revisions
+from pytest_gpubench.run.owner import identity
 from pytest_gpubench.run.revision import RevisionError, checkout, merge_base, resolve
 
 if shutil.which("git") is None:
@@ -421,8 +421,11 @@ def test_a_checkout_of_a_killed_run_is_removed_by_the_next(repo: Repo, tmp_path:
     assert left.is_dir()
     temp = Path(tempfile.gettempdir())
     others = {
-        "live": f"{revisions._host()} {os.getpid()}\n",  # this process: alive
+        "live": f"{identity()} {os.getpid()}\n",  # this process: alive
         "elsewhere": "another-host 1\n",
+        # the same host name on another machine or boot (a shared TMPDIR): its pid means
+        # nothing here
+        "namesake": f"{identity().split('-')[0]}-0123456789ab {child.pid}\n",
         "unowned": None,
     }
     for name, owner in others.items():

@@ -26,7 +26,6 @@ import re
 import shlex
 import shutil
 import site
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -40,6 +39,7 @@ from pathlib import Path
 from ..core.errors import GpubenchError
 from ..core.records import Result
 from ..timing.gpus import DEVICE_VARIABLE
+from .owner import alive, identity
 
 # Where a fresh process the plugin starts writes what it measured: an environment variable,
 # not an option, since a path among the arguments would move pytest's rootdir and ini file.
@@ -717,28 +717,24 @@ def watch_parent_from_environment() -> None:
 
 
 def folder_prefix() -> str:
-    """The start of this process's folders' names: the prefix, this host, this pid."""
-    return f"{FOLDER_PREFIX}{host()}-{os.getpid()}-"
-
-
-def host() -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", socket.gethostname()).strip("-") or "host"
+    """The start of this process's folders' names: the prefix, this machine, boot and pid
+    namespace (run.owner), this pid."""
+    return f"{FOLDER_PREFIX}{identity()}-{os.getpid()}-"
 
 
 def sweep_folders(directory: Path | None = None, min_age_s: float = STALE_AFTER_S) -> None:
     """Remove the folders of children whose parent is gone (one that could not clean up:
-    its children were frozen, or killed with it). Only this host's, and only old ones: a
-    process of another PID namespace (a container sharing the temporary directory) may have
-    the pid of one that is gone here."""
+    its children were frozen, or killed with it). Only this machine's, boot's and pid
+    namespace's (run.owner), and only old ones."""
     root = Path(directory or tempfile.gettempdir())
-    pattern = re.compile(re.escape(f"{FOLDER_PREFIX}{host()}-") + r"(\d+)-")
+    pattern = re.compile(re.escape(f"{FOLDER_PREFIX}{identity()}-") + r"(\d+)-")
     try:
         names = os.listdir(root)
     except OSError:
         return
     for name in names:
         match = pattern.match(name)
-        if not match or _alive(int(match.group(1))):
+        if not match or alive(int(match.group(1))):
             continue
         try:
             age_s = time.time() - os.stat(root / name).st_mtime
@@ -746,13 +742,3 @@ def sweep_folders(directory: Path | None = None, min_age_s: float = STALE_AFTER_
             continue
         if age_s >= min_age_s:
             shutil.rmtree(root / name, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # another user's process: alive, not ours to judge
-    return True

@@ -15,7 +15,6 @@ import ctypes.util
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,12 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import GpubenchError
+from .owner import alive, identity
 
 # git's quick calls (rev-parse, merge-base, the cleanup): longer than this, git hangs.
 GIT_TIMEOUT_S = 120.0
 FOLDER_PREFIX = "gpubench-ref-"
-# In each checkout's folder: "<host>[/<pid namespace>] <pid>" of the run that made it (a later
-# run removes the folders of runs killed outright).
+# In each checkout's folder: "<owner.identity()> <pid>" of the run that made it (a later run
+# of the same machine, boot and pid namespace removes the folders of runs killed outright).
 OWNER = "owner"
 # The user's build command runs under a Python process that takes its process group down
 # with it on SIGTERM or SIGHUP (``dies_with_us`` sends SIGTERM when we are killed outright,
@@ -235,21 +235,22 @@ def _new_folder(repo: Path) -> Path:
 
 def own(folder: Path) -> Path:
     """``folder``, marked as this process's: :func:`sweep` removes it once we are gone."""
-    (folder / OWNER).write_text(f"{_host()} {os.getpid()}\n")
+    (folder / OWNER).write_text(f"{identity()} {os.getpid()}\n")
     return folder
 
 
 def sweep(base: Path, prefix: str, repo: Path | None = None) -> None:
     """Remove the folders ``prefix*`` in ``base`` of runs killed outright (SIGKILL, a lost
-    machine): those whose owner process (:func:`own`), on this host, is gone, and the
-    records of their checkouts in ``repo``. Another host's (a shared TMPDIR) or a live run's
-    stay; so does a folder without an owner file (an older release's). Never raises."""
-    host = _host()
+    machine): those whose owner process (:func:`own`), of this machine, boot and pid
+    namespace (run.owner), is gone, and the records of their checkouts in ``repo``. Another
+    identity's (a shared TMPDIR, a reboot, a container) or a live run's stay; so does a
+    folder without an owner file. Never raises."""
+    host = identity()
     gone: list[Path] = []
     for folder in base.glob(prefix + "*"):
         try:
             owner_host, pid = (folder / OWNER).read_text().split()
-            if owner_host != host or _alive(int(pid)):
+            if owner_host != host or alive(int(pid)):
                 continue
         except (OSError, ValueError):
             continue
@@ -260,26 +261,6 @@ def sweep(base: Path, prefix: str, repo: Path | None = None) -> None:
     listed = _quietly(repo, ["worktree", "list", "--porcelain"])
     if listed is not None and any(f"worktree {tree}\n" in listed.stdout for tree in gone):
         _quietly(repo, ["worktree", "prune"])  # their records, in this repository
-
-
-def _host() -> str:
-    """This host, and its process namespace where there is one: containers sharing a host
-    name and a temporary directory number their processes apart."""
-    try:
-        namespace = os.readlink("/proc/self/ns/pid")  # pid:[4026531836]
-    except OSError:
-        namespace = ""
-    return socket.gethostname() + (f"/{namespace[5:-1]}" if namespace.startswith("pid:[") else "")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True
 
 
 def _submodules(revision: Revision, timeout_s: float) -> None:
