@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 
 from pytest_gpubench.core.records import Measurement, Result, SessionInfo, Status, Verdict
+from pytest_gpubench.plugin.child import Child
+from pytest_gpubench.plugin.collect import Collected
 from pytest_gpubench.run import children, owner
 from pytest_gpubench.run.children import (
     EVERY_BENCHMARK,
@@ -207,6 +209,7 @@ class FakePopen:
 
     def wait(self, timeout: float | None = None) -> int:
         if self.hangs and not self.killed:
+            time.sleep(min(timeout or 0.0, 0.01))
             raise subprocess.TimeoutExpired("pytest", timeout or 0.0)
         return self.returncode
 
@@ -266,10 +269,63 @@ def test_a_child_that_measured_nothing_says_why(
 
 
 def test_a_child_that_hangs_is_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(children, "CHILD_TIMEOUT_S", 0.2)
     hung = FakePopen(None, -9, "", hangs=True)
     monkeypatch.setattr(subprocess, "Popen", hung)
     run = launcher(tmp_path).recording(None, 2)
-    assert (run.results, run.error, hung.killed) == ((), "a fresh process ran over 1800 s", 1)
+    stopped = (
+        "a fresh process showed no progress for 0.2 s (no test started or ended) and was stopped"
+    )
+    assert (run.results, run.error, hung.killed) == ((), stopped, 1)
+
+
+def test_a_child_that_makes_progress_runs_past_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A whole selection of a large suite may take longer than one test ever should: the
+    limit counts from the child's last sign (a test started or ended), not its start."""
+    monkeypatch.setattr(children, "CHILD_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(children, "BEAT_POLL_S", 0.05)
+
+    class Busy(FakePopen):
+        """Touches its beat file every 0.05 s (as the child role does per test) and ends
+        after 1 s, three limits."""
+
+        def __call__(self, command: list[str], **kwargs: Any) -> FakePopen:
+            self.out = Path(kwargs["env"]["PYTEST_GPUBENCH_CHILD"])
+            self.ends = time.monotonic() + 1.0
+            return super().__call__(command, **kwargs)
+
+        def wait(self, timeout: float | None = None) -> int:
+            until = self.ends if timeout is None else min(self.ends, time.monotonic() + timeout)
+            while time.monotonic() < until:
+                children.beat_of(self.out).touch()
+                time.sleep(0.05)
+            if time.monotonic() < self.ends:
+                raise subprocess.TimeoutExpired("pytest", timeout or 0.0)
+            return self.returncode
+
+    busy = Busy(child_document([(measured(), True)]), 0, "")
+    monkeypatch.setattr(subprocess, "Popen", busy)
+    run = launcher(tmp_path).recording(None, 2)
+    assert run.error == "" and len(run.results) == 1 and busy.killed == 0
+
+
+def test_a_child_signs_its_progress_as_tests_start_and_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "child-0.json"
+    monkeypatch.setenv("PYTEST_GPUBENCH_CHILD", str(out))
+    role = Child(out, None, Collected(), parent=None, hold_device=False)
+    for hook in (
+        lambda: role.pytest_runtest_logstart("t.py::test_a", None),
+        lambda: role.pytest_runtest_logfinish("t.py::test_a", None),
+    ):
+        children.beat_of(out).unlink(missing_ok=True)
+        hook()
+        assert children.beat_of(out).exists()
+    monkeypatch.setenv("PYTEST_GPUBENCH_CHILD", str(tmp_path / "gone" / "child-0.json"))
+    children.beat()  # a folder removed under it: no error
 
 
 def test_confirming_children_start_together(

@@ -16,6 +16,7 @@ import pytest
 
 from ..core.errors import GpubenchError
 from ..run.children import (
+    beat,
     child_document,
     foreign_imports,
     read_request,
@@ -69,6 +70,16 @@ class Child:
         if deselected:
             items[:] = [item for item in items if kept(item)]
             config.hook.pytest_deselected(items=deselected)
+
+    # Signs of progress for its parent (run.children.CHILD_TIMEOUT_S bounds a quiet child).
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        beat()
+
+    def pytest_runtest_logstart(self, nodeid: str, location: object) -> None:
+        beat()
+
+    def pytest_runtest_logfinish(self, nodeid: str, location: object) -> None:
+        beat()
 
     @pytest.hookimpl(tryfirst=True)  # before the measuring role's: it pins the device
     def pytest_sessionstart(self, session: pytest.Session) -> None:

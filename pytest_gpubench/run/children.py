@@ -52,9 +52,14 @@ FOREIGN_VARIABLE = "PYTEST_GPUBENCH_NOT_FROM"
 # In a child of a relay (``relay``): the file it makes once it holds the device (the next
 # child starts then, and queues behind it).
 TURN_VARIABLE = "PYTEST_GPUBENCH_TURN"
-# A child runs one test, or the whole selection when recording a session: imports, compiles
-# and measurements included. Longer than this, it is stuck.
+# A child runs one test, or the whole selection when recording a session or timing a side of
+# a comparison, for as long as it makes progress: it touches its beat file (beat_of) as each
+# file is collected and each test starts and ends. Quiet for this long since it could start
+# (its predecessor on the device ended), it is stuck: one test's imports, compiles and
+# measurements take less.
 CHILD_TIMEOUT_S = 1800.0
+# How often a parent looks at a child's beat while it waits for it.
+BEAT_POLL_S = 5.0
 # How long a killed child may take to be reaped by Popen before we reap it ourselves.
 KILLED_WAIT_S = 5.0
 # How often a child looks for its parent.
@@ -378,22 +383,61 @@ def start_child(
         return ChildRun(error=f"cannot start a fresh process: {exc.strerror or exc}")
 
 
+def beat_of(out: Path) -> Path:
+    """The file a child writing to ``out`` touches as it makes progress."""
+    return out.with_suffix(".beat")
+
+
+def beat() -> None:
+    """In a child: a sign of progress for its parent (a file collected, a test started or
+    ended). Never raises."""
+    out = os.environ.get(CHILD_VARIABLE)
+    if out:
+        with contextlib.suppress(OSError):
+            beat_of(Path(out)).touch()
+
+
+def _last_sign(since: float, beats: Sequence[Path]) -> float:
+    """The latest of ``since`` and the beats' touches (time.time())."""
+    latest = since
+    for path in beats:
+        with contextlib.suppress(OSError):
+            latest = max(latest, path.stat().st_mtime)
+    return latest
+
+
+def _stuck(proc: subprocess.Popen[bytes], since: float, beats: Sequence[Path]) -> bool:
+    """Wait for ``proc`` to end (False) or to show no sign for CHILD_TIMEOUT_S (True)."""
+    while True:
+        left = _last_sign(since, beats) + CHILD_TIMEOUT_S - time.time()
+        if left <= 0:
+            return True
+        try:
+            proc.wait(timeout=min(left, BEAT_POLL_S))
+            return False
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def finish_child(
     proc: subprocess.Popen[bytes] | ChildRun,
     out: Path,
-    timeout_s: float = CHILD_TIMEOUT_S,
-    limit_s: float | None = None,
+    since: float | None = None,
+    beats: Sequence[Path] = (),
 ) -> ChildRun:
-    """Wait for a started child (at most ``timeout_s``; ``limit_s``: the limit to name, when
-    the wait is what is left of a longer one) and read what it measured from ``out``."""
+    """Wait for a started child until it ends, or is stuck: no sign of progress for
+    CHILD_TIMEOUT_S since ``since`` (time.time(), when it could start: now by default) or the
+    latest touch of ``beats`` (its own beat file by default; a batch's, whose children take
+    the device in turns). Then read what it measured from ``out``."""
     if isinstance(proc, ChildRun):
         return proc  # it did not start
-    try:
-        proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
+    if _stuck(proc, time.time() if since is None else since, tuple(beats) or (beat_of(out),)):
         proc.kill()
         proc.wait()
-        return ChildRun(error=f"a fresh process ran over {limit_s or timeout_s:g} s")
+        return ChildRun(
+            error=f"a fresh process showed no progress for {CHILD_TIMEOUT_S:g} s "
+            "(no test started or ended) and was stopped"
+        )
     try:
         document = json.loads(out.read_text(encoding="utf-8"))
         results = tuple(
@@ -493,11 +537,11 @@ def run_children(
                 started.append(
                     start_child(child_args, launcher.cwd, out, device_index, launcher.env)
                 )
-            # Each waits for those before it on the device: the last may take them all.
-            limit = CHILD_TIMEOUT_S * len(names)
-            deadline = time.monotonic() + limit
+            # They take the device in turns, in any order: one that waits for it is not
+            # stuck while another makes progress.
+            beats = [beat_of(out) for out in outs]
             return [
-                finish_child(proc, out, max(0.0, deadline - time.monotonic()), limit)
+                finish_child(proc, out, beats=beats)
                 for proc, out in zip(started, outs, strict=True)
             ]
         finally:  # interrupted: no child goes on timing behind the user's back
@@ -539,7 +583,8 @@ def relay(
         outs = [folder / f"{leg.name}.json" for leg in legs]
         turns = [folder / f"{leg.name}.turn" for leg in legs]
         started: list[subprocess.Popen[bytes] | ChildRun] = []
-        since: list[float] = []  # when each could start timing: its start or its predecessor's end
+        since: list[float] = []  # when each could start timing (time.time()): its start or
+        # its predecessor's end
 
         def start(i: int) -> None:
             leg = legs[i]
@@ -547,7 +592,7 @@ def relay(
             args = [*leg.launcher.measuring_args(), *leg.launcher.overrides(folder, leg.name)]
             env = (*leg.launcher.env, (TURN_VARIABLE, str(turns[i])))
             started.append(start_child(args, leg.launcher.cwd, outs[i], device_index, env))
-            since.append(time.monotonic())
+            since.append(time.time())
 
         def ended(i: int) -> bool:
             proc = started[i]
@@ -568,12 +613,11 @@ def relay(
                     if i + 1 < len(legs) and len(started) == i + 1 and turns[i].exists():
                         start(i + 1)  # it queues behind this one
                     time.sleep(TURN_POLL_S)
-                    if time.monotonic() - since[i] > CHILD_TIMEOUT_S:
+                    if time.time() - _last_sign(since[i], (beat_of(outs[i]),)) > CHILD_TIMEOUT_S:
                         break
-                left = max(0.0, since[i] + CHILD_TIMEOUT_S - time.monotonic())
-                run = finish_child(started[i], outs[i], left, CHILD_TIMEOUT_S)
+                run = finish_child(started[i], outs[i], since[i])
                 if i + 1 < len(since):
-                    since[i + 1] = max(since[i + 1], time.monotonic())
+                    since[i + 1] = max(since[i + 1], time.time())
                 yield run
         finally:  # closed early, interrupted: no child goes on timing behind the user's back
             _kill(started)
