@@ -42,8 +42,14 @@ run_step() {
     slowtime)
       planted=$(cd "$root" && python3 bench/calibrate_slowdown.py "$frac" --json "$logs/$name.calibration.json" 2> "$logs/$name.calibration.txt")
       echo "$(date -u +%T) $name: planted fractions $planted"
-      [ -n "$planted" ] || { echo "$(date -u +%T) $name: calibration failed: $(tail -n 3 "$logs/$name.calibration.txt")"; return; }
       sed -i "s/^PLANTED: dict\[int, float\] = {}/PLANTED: dict[int, float] = $planted/" "$root/$knob"
+      if [ -z "$planted" ] || ! grep -q '^PLANTED: dict\[int, float\] = {[0-9]' "$root/$knob"; then
+        # Nothing planted: a row that says so (no report), never a run of an unplanted copy.
+        (cd "$root" && git checkout -q -- "$knob")
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$kind" "$suite" "$frac" "$thr" 0 calibration-failed >> "$logs/runs.tsv"
+        echo "$(date -u +%T) $name: calibration failed: $(tail -n 3 "$logs/$name.calibration.txt")"
+        return
+      fi
       args=(--gpubench-against HEAD --gpubench-threshold "$thr") ;;
     plain) args=() ;;
     sessions) args=(--gpubench-save --gpubench-sessions "$frac" --gpubench-dir="$logs/$suite-baselines") ;;

@@ -274,7 +274,8 @@ def test_a_child_that_hangs_is_stopped(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setattr(subprocess, "Popen", hung)
     run = launcher(tmp_path).recording(None, 2)
     stopped = (
-        "a fresh process showed no progress for 0.2 s (no test started or ended) and was stopped"
+        "a fresh process showed no progress for 0.2 s (no file collected, no test started or "
+        "ended) and was stopped"
     )
     assert (run.results, run.error, hung.killed) == ((), stopped, 1)
 
@@ -305,6 +306,9 @@ def test_a_child_that_makes_progress_runs_past_the_limit(
                 raise subprocess.TimeoutExpired("pytest", timeout or 0.0)
             return self.returncode
 
+        def poll(self) -> int | None:
+            return None if time.monotonic() < self.ends else self.returncode
+
     busy = Busy(child_document([(measured(), True)]), 0, "")
     monkeypatch.setattr(subprocess, "Popen", busy)
     run = launcher(tmp_path).recording(None, 2)
@@ -315,7 +319,6 @@ def test_a_child_signs_its_progress_as_tests_start_and_end(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "child-0.json"
-    monkeypatch.setenv("PYTEST_GPUBENCH_CHILD", str(out))
     role = Child(out, None, Collected(), parent=None, hold_device=False)
     for hook in (
         lambda: role.pytest_runtest_logstart("t.py::test_a", None),
@@ -324,8 +327,7 @@ def test_a_child_signs_its_progress_as_tests_start_and_end(
         children.beat_of(out).unlink(missing_ok=True)
         hook()
         assert children.beat_of(out).exists()
-    monkeypatch.setenv("PYTEST_GPUBENCH_CHILD", str(tmp_path / "gone" / "child-0.json"))
-    children.beat()  # a folder removed under it: no error
+    children.beat(tmp_path / "gone" / "child-0.json")  # a folder removed under it: no error
 
 
 def test_confirming_children_start_together(
@@ -341,10 +343,11 @@ def test_confirming_children_start_together(
             self.returncode = 0
 
         def wait(self, timeout: float | None = None) -> int:
-            events.append(f"end {self.name}")
-            return 0
+            return self.poll()
 
         def poll(self) -> int:
+            if f"end {self.name}" not in events:
+                events.append(f"end {self.name}")
             return 0
 
     monkeypatch.setattr(subprocess, "Popen", Child)
@@ -651,3 +654,19 @@ def test_an_owner_is_its_machine_boot_and_pid_namespace(
     machine.write_text("a2\n")
     assert len({first, rebooted, owner.identity()}) == 3
     assert all(c.isalnum() or c == "-" for c in first)
+
+
+@pytest.mark.slow
+def test_a_real_child_touches_its_beat_file(tmp_path: Path) -> None:
+    """The child role signs its progress in a real process (the variable naming its file is
+    taken out of its environment at start, so the role itself must know the file)."""
+    (tmp_path / "test_x.py").write_text("def test_x():\n    assert True\n")
+    out = tmp_path / "child-0.json"
+    env = {**os.environ, "PYTEST_GPUBENCH_CHILD": str(out)}
+    env.pop("PYTEST_ADDOPTS", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_x.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert out.exists() and children.beat_of(out).exists()

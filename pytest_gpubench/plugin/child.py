@@ -73,13 +73,13 @@ class Child:
 
     # Signs of progress for its parent (run.children.CHILD_TIMEOUT_S bounds a quiet child).
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        beat()
+        beat(self.out)
 
     def pytest_runtest_logstart(self, nodeid: str, location: object) -> None:
-        beat()
+        beat(self.out)
 
     def pytest_runtest_logfinish(self, nodeid: str, location: object) -> None:
-        beat()
+        beat(self.out)
 
     @pytest.hookimpl(tryfirst=True)  # before the measuring role's: it pins the device
     def pytest_sessionstart(self, session: pytest.Session) -> None:

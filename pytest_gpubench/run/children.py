@@ -70,8 +70,8 @@ TURN_POLL_S = 0.02
 ORPHANED = 70
 # Folders of children: <prefix><host>-<parent pid>-<random>, in the temporary directory.
 FOLDER_PREFIX = "gpubench-child-"
-# A folder whose parent is gone is swept once it is this old (its children run at most
-# CHILD_TIMEOUT_S each, a confirmation's batch together).
+# A folder whose parent is gone is swept once it is this old: a margin, as the parent's end is
+# read from a pid (run.owner), and its children end with it.
 STALE_AFTER_S = 4 * 3600.0
 # Variables of the parent's xdist worker that would make the child think it is one.
 WORKER_VARIABLES = (
@@ -388,55 +388,76 @@ def beat_of(out: Path) -> Path:
     return out.with_suffix(".beat")
 
 
-def beat() -> None:
-    """In a child: a sign of progress for its parent (a file collected, a test started or
-    ended). Never raises."""
-    out = os.environ.get(CHILD_VARIABLE)
-    if out:
-        with contextlib.suppress(OSError):
-            beat_of(Path(out)).touch()
+def beat(out: Path) -> None:
+    """In a child writing to ``out``: a sign of progress for its parent (a file collected, a
+    test started or ended). Never raises."""
+    with contextlib.suppress(OSError):
+        beat_of(out).touch()
 
 
-def _last_sign(since: float, beats: Sequence[Path]) -> float:
-    """The latest of ``since`` and the beats' touches (time.time())."""
-    latest = since
-    for path in beats:
-        with contextlib.suppress(OSError):
-            latest = max(latest, path.stat().st_mtime)
-    return latest
+class Signs:
+    """When a child (or a batch of children) last showed progress, on this process's
+    monotonic clock: ``since`` (when it could start timing), renewed when its predecessor
+    on the device ends and whenever one of ``beats`` changes. A file's time is compared only
+    with itself: a suspended machine, a clock step or a TMPDIR on another machine's clock
+    moves no limit."""
+
+    def __init__(self, beats: Sequence[Path], since: float | None = None) -> None:
+        self.beats = tuple(beats)
+        self.last = time.monotonic() if since is None else since
+        self._seen = {path: _mtime_ns(path) for path in self.beats}
+
+    def renew(self) -> None:
+        self.last = max(self.last, time.monotonic())
+
+    def latest(self) -> float:
+        """The monotonic time of the last sign (a changed beat counts from when seen)."""
+        for path in self.beats:
+            mtime = _mtime_ns(path)
+            if mtime != self._seen[path]:
+                self._seen[path] = mtime
+                self.renew()
+        return self.last
+
+    def quiet_s(self) -> float:
+        return time.monotonic() - self.latest()
 
 
-def _stuck(proc: subprocess.Popen[bytes], since: float, beats: Sequence[Path]) -> bool:
+def _mtime_ns(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
+
+
+def _stuck(proc: subprocess.Popen[bytes], signs: Signs) -> bool:
     """Wait for ``proc`` to end (False) or to show no sign for CHILD_TIMEOUT_S (True)."""
-    while True:
-        left = _last_sign(since, beats) + CHILD_TIMEOUT_S - time.time()
+    while proc.poll() is None:
+        left = CHILD_TIMEOUT_S - signs.quiet_s()
         if left <= 0:
-            return True
+            return proc.poll() is None  # one that ended meanwhile is not stuck
         try:
             proc.wait(timeout=min(left, BEAT_POLL_S))
-            return False
         except subprocess.TimeoutExpired:
             continue
+    return False
 
 
 def finish_child(
-    proc: subprocess.Popen[bytes] | ChildRun,
-    out: Path,
-    since: float | None = None,
-    beats: Sequence[Path] = (),
+    proc: subprocess.Popen[bytes] | ChildRun, out: Path, signs: Signs | None = None
 ) -> ChildRun:
     """Wait for a started child until it ends, or is stuck: no sign of progress for
-    CHILD_TIMEOUT_S since ``since`` (time.time(), when it could start: now by default) or the
-    latest touch of ``beats`` (its own beat file by default; a batch's, whose children take
-    the device in turns). Then read what it measured from ``out``."""
+    CHILD_TIMEOUT_S (``signs``: by default its own beat file's since now; a batch's, whose
+    children take the device in turns, or a relay's leg's, since its predecessor ended).
+    Then read what it measured from ``out``."""
     if isinstance(proc, ChildRun):
         return proc  # it did not start
-    if _stuck(proc, time.time() if since is None else since, tuple(beats) or (beat_of(out),)):
+    if _stuck(proc, signs or Signs((beat_of(out),))):
         proc.kill()
         proc.wait()
         return ChildRun(
             error=f"a fresh process showed no progress for {CHILD_TIMEOUT_S:g} s "
-            "(no test started or ended) and was stopped"
+            "(no file collected, no test started or ended) and was stopped"
         )
     try:
         document = json.loads(out.read_text(encoding="utf-8"))
@@ -539,11 +560,12 @@ def run_children(
                 )
             # They take the device in turns, in any order: one that waits for it is not
             # stuck while another makes progress.
-            beats = [beat_of(out) for out in outs]
-            return [
-                finish_child(proc, out, beats=beats)
-                for proc, out in zip(started, outs, strict=True)
-            ]
+            signs = Signs([beat_of(out) for out in outs])
+            runs = []
+            for proc, out in zip(started, outs, strict=True):
+                signs.renew()  # the one before it ended: its turn may have come
+                runs.append(finish_child(proc, out, signs))
+            return runs
         finally:  # interrupted: no child goes on timing behind the user's back
             _kill(started)
 
@@ -583,8 +605,8 @@ def relay(
         outs = [folder / f"{leg.name}.json" for leg in legs]
         turns = [folder / f"{leg.name}.turn" for leg in legs]
         started: list[subprocess.Popen[bytes] | ChildRun] = []
-        since: list[float] = []  # when each could start timing (time.time()): its start or
-        # its predecessor's end
+        signs: list[Signs] = []  # each one's progress since it could start timing: its start
+        # or its predecessor's end
 
         def start(i: int) -> None:
             leg = legs[i]
@@ -592,7 +614,7 @@ def relay(
             args = [*leg.launcher.measuring_args(), *leg.launcher.overrides(folder, leg.name)]
             env = (*leg.launcher.env, (TURN_VARIABLE, str(turns[i])))
             started.append(start_child(args, leg.launcher.cwd, outs[i], device_index, env))
-            since.append(time.time())
+            signs.append(Signs((beat_of(outs[i]),)))
 
         def ended(i: int) -> bool:
             proc = started[i]
@@ -613,11 +635,11 @@ def relay(
                     if i + 1 < len(legs) and len(started) == i + 1 and turns[i].exists():
                         start(i + 1)  # it queues behind this one
                     time.sleep(TURN_POLL_S)
-                    if time.time() - _last_sign(since[i], (beat_of(outs[i]),)) > CHILD_TIMEOUT_S:
+                    if signs[i].quiet_s() > CHILD_TIMEOUT_S:
                         break
-                run = finish_child(started[i], outs[i], since[i])
-                if i + 1 < len(since):
-                    since[i + 1] = max(since[i + 1], time.time())
+                run = finish_child(started[i], outs[i], signs[i])
+                if i + 1 < len(signs):
+                    signs[i + 1].renew()
                 yield run
         finally:  # closed early, interrupted: no child goes on timing behind the user's back
             _kill(started)

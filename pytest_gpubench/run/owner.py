@@ -1,13 +1,14 @@
 """Who made a temporary folder, so that a later run can remove the folders of runs killed
-outright (SIGKILL, a lost machine) and only those.
+outright (SIGKILL, the OOM killer) and only those.
 
 A pid says whether a process lives only on the machine, boot and pid namespace it was read
 in: two machines of one host name sharing a temporary folder (NFS), the same machine after a
 reboot, or two containers sharing a host's temporary folder would each read another's live
 pid as dead. :func:`identity` tells them apart (the host name, /etc/machine-id, the kernel's
 boot id and the pid namespace), and a folder of another identity is always kept: a leaked
-folder costs disk, a removed live one a run. Where the system has none of these (not Linux)
-the host name alone is what it was before.
+folder costs disk, a removed live one a run. So folders of an earlier boot stay (a reboot
+clears most temporary folders), as do those an earlier release named. Where the system has
+none of these (not Linux), the host name alone tells owners apart.
 """
 
 from __future__ import annotations

@@ -240,8 +240,8 @@ def own(folder: Path) -> Path:
 
 
 def sweep(base: Path, prefix: str, repo: Path | None = None) -> None:
-    """Remove the folders ``prefix*`` in ``base`` of runs killed outright (SIGKILL, a lost
-    machine): those whose owner process (:func:`own`), of this machine, boot and pid
+    """Remove the folders ``prefix*`` in ``base`` of runs killed outright (SIGKILL, the OOM
+    killer): those whose owner process (:func:`own`), of this machine, boot and pid
     namespace (run.owner), is gone, and the records of their checkouts in ``repo``. Another
     identity's (a shared TMPDIR, a reboot, a container) or a live run's stay; so does a
     folder without an owner file. Never raises."""
