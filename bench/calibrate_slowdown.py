@@ -55,19 +55,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "calibration.json"
         env = {**os.environ, "GPUBENCH_USER_FRACTIONS": ",".join(map(str, fractions))}
+        gpubench = ["--gpubench", f"--gpubench-json={out}", f"--gpubench-dir={tmp}/baselines"]
+        pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
         proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                "--gpubench",
-                f"--gpubench-json={out}",
-                f"--gpubench-dir={tmp}/baselines",
-                "calibrate_copy.py",
-            ],
+            [*pytest, *gpubench, "calibrate_copy.py"],
             cwd=SUITE,
             env=env,
             capture_output=True,
