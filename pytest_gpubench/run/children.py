@@ -397,14 +397,14 @@ def beat(out: Path) -> None:
 
 class Signs:
     """When a child (or a batch of children) last showed progress, on this process's
-    monotonic clock: ``since`` (when it could start timing), renewed when its predecessor
-    on the device ends and whenever one of ``beats`` changes. A file's time is compared only
-    with itself: a suspended machine, a clock step or a TMPDIR on another machine's clock
-    moves no limit."""
+    monotonic clock: when it was made (the child could start timing), renewed when its
+    predecessor on the device ends and whenever one of ``beats`` changes. A file's time is
+    compared only with itself: a suspended machine, a clock step or a TMPDIR on another
+    machine's clock moves no limit."""
 
-    def __init__(self, beats: Sequence[Path], since: float | None = None) -> None:
+    def __init__(self, beats: Sequence[Path]) -> None:
         self.beats = tuple(beats)
-        self.last = time.monotonic() if since is None else since
+        self.last = time.monotonic()
         self._seen = {path: _mtime_ns(path) for path in self.beats}
 
     def renew(self) -> None:
