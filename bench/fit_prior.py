@@ -34,10 +34,26 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "results" / "sessions.json"
 sys.path.insert(0, str(ROOT))
 
+from pytest_gpubench.core.records import RATIO_SUFFIX  # noqa: E402
+
 MIN_SESSIONS = 12
 EXCURSION_Z = 3.0  # the same constant as judge.rule.EXCURSION_Z (checked by tests)
-# Class edges, microseconds per launch.
-EDGES_US = (1.6, 3.0, 6.0, 15.0, 40.0, 100.0)
+# Class edges, microseconds (per launch for PER_LAUNCH timers), per family of timers: the
+# graph's time per call (launch gaps included) and the kernel time (CUPTI: ``cupti``,
+# ``cupti-graph``), which moves less between sessions (recorded on H100s, 2026-11-24).
+FAMILIES = {
+    "graph": (("cuda-graph",), (1.6, 3.0, 6.0, 15.0, 40.0, 100.0)),
+    "kernel": (("cupti", "cupti-graph"), (1.6, 3.0, 6.0, 40.0)),
+}
+# A class is the median of at least this many tests.
+MIN_CLASS_TESTS = 8
+# Tests of a class differ in their spread by at least this variance of log(sigma) (sd 0.41:
+# a factor 1.5), whatever a handful of them shows: the prior is worth at most 1 / (2 * this)
+# = 3 variance sessions (0.7 of a 20-session history's weight).
+MIN_BETWEEN = 1 / 6
+# The floor's shift between batches of fresh processes on one machine (a history, then A/A
+# sessions hours later) is read where the floor is tight enough to show it: from this long.
+CONTEXT_FROM_US = 20.0
 # Floor of sigma: timestamps and medians are kept to 6 digits; nothing is steadier than this.
 MIN_SIGMA = 2e-4
 PER_LAUNCH = ("cuda-graph", "cuda-event", "cuda-event-cold")
@@ -57,7 +73,8 @@ def per_test(data: dict) -> list[dict]:
     for gpu, machine in data["machines"].items():
         for key, t in machine["tests"].items():
             ss = [s for s in t["sessions"] if s["role"] in ("first", "history")]
-            if len(ss) < MIN_SESSIONS:
+            # A ratio to a reference is no time: its prior is rule.ratio_prior's bound.
+            if len(ss) < MIN_SESSIONS or t["timer"].endswith(RATIO_SUFFIX):
                 continue
             x = np.log([s["median_ms"] for s in ss])
             m, sigma = lower_sigma(x)
@@ -82,13 +99,29 @@ def per_test(data: dict) -> list[dict]:
     return rows
 
 
-def classes(rows: list[dict]) -> list[dict]:
-    out = []
-    edges = (0.0, *EDGES_US, math.inf)
+def groups(rows: list[dict], edges_us: tuple[float, ...]) -> list[list[dict]]:
+    """Rows by class of duration, a class of fewer than MIN_CLASS_TESTS tests joined to the
+    next longer one (the longest to the one before): a median of a handful of tests is one
+    odd test's (a 10 us class of five, three of them bimodal, read 2% where its neighbours
+    read 0.1-0.2%)."""
+    edges = (0.0, *edges_us, math.inf)
+    out: list[list[dict]] = []
+    pending: list[dict] = []
     for lo, hi in zip(edges, edges[1:], strict=False):
-        sel = [r for r in rows if lo <= r["us"] < hi]
-        if not sel:
-            continue
+        pending += [r for r in rows if lo <= r["us"] < hi]
+        if len(pending) >= MIN_CLASS_TESTS:
+            out.append(pending)
+            pending = []
+    if pending and out:
+        out[-1] += pending
+    elif pending:
+        out.append(pending)
+    return out
+
+
+def classes(rows: list[dict], edges_us: tuple[float, ...]) -> list[dict]:
+    out = []
+    for sel in groups(rows, edges_us):
         sig = np.array([r["sigma"] for r in sel])
         ks = np.array([r["k"] for r in sel])
         log_s = np.log(sig)
@@ -97,7 +130,7 @@ def classes(rows: list[dict]) -> list[dict]:
         # variance estimate of k/2 df), measured by simulation in tests/test_resample.py.
         spread = (1.4826 * float(np.median(np.abs(log_s - np.median(log_s))))) ** 2
         noise = float(np.mean((1.1 / np.sqrt(ks / 2)) ** 2))
-        between = max(spread - noise, 0.02)
+        between = max(spread - noise, MIN_BETWEEN)
         # A variance estimate of nu df has var(log sigma) = 1 / (2 nu): the prior is worth the
         # nu that matches the between-test spread.
         nu0 = 1 / (2 * between)
@@ -129,33 +162,71 @@ def classes(rows: list[dict]) -> list[dict]:
     return out
 
 
-def fit(path: Path = DATA) -> list[dict]:
-    return classes(per_test(json.loads(path.read_text())))
+def context_offsets(data: dict) -> np.ndarray:
+    """Per test from CONTEXT_FROM_US with a history and A/A sessions on one machine, the shift
+    of its floor (the lower half's median) from the history's sessions to the A/A run's."""
+
+    def floor(x: np.ndarray) -> float:
+        return float(np.median(np.sort(x)[: max(1, len(x) // 2)]))
+
+    out = []
+    for machine in data["machines"].values():
+        for t in machine["tests"].values():
+            if t["timer"].endswith(RATIO_SUFFIX):
+                continue
+            h = np.log([s["median_ms"] for s in t["sessions"] if s["role"] == "history"])
+            f = np.log([s["median_ms"] for s in t["sessions"] if s["role"] == "first"])
+            if len(h) >= 10 and len(f) >= 3 and math.exp(np.median(h)) * 1000 >= CONTEXT_FROM_US:
+                out.append(floor(f) - floor(h))
+    return np.array(out)
+
+
+def context_sd(data: dict, z_power: float) -> tuple[float, int]:
+    """The sd that, at the verdict's power quantile, covers the 1% lowest shifts: a slowdown
+    of the threshold measured in a context that runs that much faster is still caught."""
+    offsets = context_offsets(data)
+    return float(-np.percentile(offsets, 1)) / z_power, len(offsets)
+
+
+def fit(path: Path = DATA) -> dict[str, list[dict]]:
+    rows = per_test(json.loads(path.read_text()))
+    return {
+        family: classes([r for r in rows if r["timer"] in timers], edges)
+        for family, (timers, edges) in FAMILIES.items()
+    }
 
 
 def main() -> None:
-    table = fit()
-    print(
-        "| us/launch | tests | sessions | sigma | nu0 | slow rate | weight | size | "
-        "fast rate | weight | size |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for c in table:
+    from statistics import NormalDist
+
+    data = json.loads(DATA.read_text())
+    tables = fit()
+    for family, table in tables.items():
+        print(f"{family} ({', '.join(FAMILIES[family][0])}):")
         print(
-            f"| {c['us']:.3g} | {c['tests']} | {c['sessions']} | {c['sigma']:.2%} | "
-            f"{c['nu0']:.1f} | {c['slow_rate']:.1%} | {c['slow_weight']:.0f} | "
-            f"{c['slow_size']:.1%} | {c['fast_rate']:.1%} | {c['fast_weight']:.0f} | "
-            f"{c['fast_size']:.1%} |"
+            "| us/launch | tests | sessions | sigma | nu0 | slow rate | weight | size | "
+            "fast rate | weight | size |"
         )
-    print()
-    print("PRIOR_POINTS = (")
-    for c in table:
-        print(
-            f"    Prior({c['us'] / 1000:.3g}, sigma={c['sigma']:.2g}, nu0={c['nu0']:.2g}, "
-            f"slow=({c['slow_rate']:.2g}, {c['slow_weight']:.2g}, {c['slow_size']:.2g}), "
-            f"fast=({c['fast_rate']:.2g}, {c['fast_weight']:.2g}, {c['fast_size']:.2g})),"
-        )
-    print(")")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        for c in table:
+            print(
+                f"| {c['us']:.3g} | {c['tests']} | {c['sessions']} | {c['sigma']:.2%} | "
+                f"{c['nu0']:.1f} | {c['slow_rate']:.1%} | {c['slow_weight']:.0f} | "
+                f"{c['slow_size']:.1%} | {c['fast_rate']:.1%} | {c['fast_weight']:.0f} | "
+                f"{c['fast_size']:.1%} |"
+            )
+        print()
+    for family, table in tables.items():
+        print(f"{family.upper()}_POINTS = (")
+        for c in table:
+            print(
+                f"    Prior({c['us'] / 1000:.3g}, sigma={c['sigma']:.2g}, nu0={c['nu0']:.2g}, "
+                f"slow=({c['slow_rate']:.2g}, {c['slow_weight']:.2g}, {c['slow_size']:.2g}), "
+                f"fast=({c['fast_rate']:.2g}, {c['fast_weight']:.2g}, {c['fast_size']:.2g})),"
+            )
+        print(")")
+    sd, tests = context_sd(data, NormalDist().inv_cdf(0.99))
+    print(f"CONTEXT_SD = {sd:.2g}  # {tests} tests from {CONTEXT_FROM_US:g} us")
 
 
 if __name__ == "__main__":

@@ -3,9 +3,10 @@ prior would have said of measurements already taken on a GPU.
 
     python bench/rejudge.py BASELINE.json REPORT.json [REPORT.json ...]
 
-REPORT files come from ``pytest --gpubench --gpubench-json``; each result's first session
-and its confirmations are judged against BASELINE's entry of the same key, as the plugin
-does (judge.gate.Gate), with the family size of the report.
+REPORT files come from ``pytest --gpubench --gpubench-json``; each result's first session,
+then its recorded confirmations batch by batch while the gate asks for more, are judged
+against BASELINE's entry of the same key, as the plugin does (judge.gate.Gate), with the
+family size of the report.
 """
 
 from __future__ import annotations
@@ -36,16 +37,26 @@ def main() -> None:
         for r in results:
             entry = base.entries.get(r.key)
             settings = MeasureSettings(threshold=r.measurement.threshold)
-            alone = dataclasses.replace(r.measurement, sessions=r.measurement.sessions[:1])
-            first = gate.judge(alone, entry, settings)
-            final = gate.verdict(
-                r.measurement if gate.needs_confirmation(first) else alone, entry, settings
+            recorded = r.measurement.confirmations
+            # Sessions as the gate asks for them: the first, then batches of the recorded
+            # confirmations while it wants more; a batch it wants that was never recorded
+            # (the rule of the run asked for fewer) is counted apart, not judged.
+            taken = 0
+            result = gate.judge(
+                dataclasses.replace(r.measurement, confirmations=()), entry, settings
             )
-            found[final.status.value] += 1
-            if final.status.value not in ("ok", "new") or r.status.value != final.status.value:
+            while gate.needs_confirmation(result) and taken < len(recorded):
+                taken = min(len(recorded), taken + gate.design.batch)
+                measured = dataclasses.replace(r.measurement, confirmations=recorded[:taken])
+                result = gate.judge(measured, entry, settings)
+            status = result.verdict.status.value
+            if gate.needs_confirmation(result):
+                status = f"{status}, wants sessions not recorded"
+            found[status] += 1
+            if status not in ("ok", "new") or r.status.value != status:
                 print(
-                    f"{path.name}: {r.test}: was {r.status.value}, now {final.status.value}: "
-                    f"{final.reason}"
+                    f"{path.name}: {r.test}: was {r.status.value}, now {status}: "
+                    f"{result.verdict.reason}"
                 )
         totals.update(found)
         print(f"{path.name}: {dict(found)}")

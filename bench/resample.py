@@ -64,6 +64,7 @@ class Machine:
     confirms: dict[tuple[int, int], list[float]]
     priors: list[rule.Prior]
     duration_us: np.ndarray  # per launch where the timer times launch gaps
+    gpu_name: str = ""
 
 
 def load(path: Path = DATA) -> list[Machine]:
@@ -98,7 +99,16 @@ def load(path: Path = DATA) -> list[Machine]:
                 per = launches if t["timer"] in rule.PER_LAUNCH_TIMERS else 1
                 durations.append(median_ms * 1000 / per)
             machines.append(
-                Machine(gpu, suite, [k for k, _ in tests], x, confirms, priors, np.array(durations))
+                Machine(
+                    gpu,
+                    suite,
+                    [k for k, _ in tests],
+                    x,
+                    confirms,
+                    priors,
+                    np.array(durations),
+                    m["gpu_name"] or "",
+                )
             )
     return machines
 
@@ -119,6 +129,7 @@ class Outcome:
     failed_runs: int  # runs with any test failing (regressed)
     flagged: np.ndarray  # per row: regressed
     not_gated: np.ndarray  # per row
+    gateable: np.ndarray  # per row: the smallest slowdown the test says it catches
     duration_us: np.ndarray  # per row
     confirmations: float  # fresh-process sessions per run
 
@@ -196,6 +207,7 @@ def simulate(machines: list[Machine], config: Config, runs: int, seed: int = SEE
     n = np.ones(len(cur), dtype=int)
     direction = np.zeros(len(cur), dtype=int)
     gated = np.zeros(len(cur), dtype=bool)
+    gateable = np.full(len(cur), np.nan)
     confirmations = 0
     while len(rows):
         sub = rule.PriorArrays(
@@ -215,6 +227,8 @@ def simulate(machines: list[Machine], config: Config, runs: int, seed: int = SEE
         )
         direction[rows] = dec.direction
         gated[rows] = dec.gated
+        first = np.isnan(gateable[rows])
+        gateable[rows[first]] = dec.gateable[first]
         more = dec.more
         rows = rows[more]
         if not len(rows):
@@ -234,6 +248,7 @@ def simulate(machines: list[Machine], config: Config, runs: int, seed: int = SEE
         failed_runs=int(failed.sum()),
         flagged=direction == 1,
         not_gated=~gated,
+        gateable=gateable,
         duration_us=np.array(dur_list),
         confirmations=confirmations / runs,
     )

@@ -39,7 +39,9 @@ RESULTS = ROOT / "bench" / "results"
 OUT = RESULTS / "sessions.json"
 sys.path.insert(0, str(ROOT))
 
-REPORT = re.compile(r"(?:^|/)(?:aa-(example|user)-\d+|(example|user)_(?:aa|save))\.json$")
+REPORT = re.compile(
+    r"(?:^|/)(?:aa-(?:example|user)-\d+|(?:example|user)-aa-\d+|(?:example|user)_(?:aa|save))\.json$"
+)
 BASELINE = re.compile(r"(?:^|/)(example|user)-baselines/[^/]+\.json$|(?:^|/)sm\d+-[^/]+\.json$")
 
 
@@ -76,9 +78,11 @@ def gather() -> dict[str, Any]:
     machines: dict[str, dict[str, Any]] = {}
 
     def test_entry(gpu: str, suite: str, key: str, timer: str) -> dict[str, Any]:
+        # Per timer: sessions of two timers are two series, never one (a release moved short
+        # calls from the graph's time to their kernel time between recordings).
         m = machines.setdefault(gpu, {"gpu_name": None, "tests": {}})
         return m["tests"].setdefault(
-            f"{suite}::{key}",
+            (f"{suite}::{key}", timer),
             {"timer": timer, "launches": None, "device_ms": None, "sessions": {}},
         )
 
@@ -130,6 +134,9 @@ def gather() -> dict[str, Any]:
                     gpu = info.get("machine")
                     if not gpu:
                         continue
+                    name = (doc.get("device") or {}).get("name")
+                    machine = machines.setdefault(gpu, {"gpu_name": name, "tests": {}})
+                    machine["gpu_name"] = machine["gpu_name"] or name
                     t = test_entry(gpu, suite, key, entry["timer"])
                     if entry.get("kernels") and t["launches"] is None:
                         t["launches"] = sum(k.get("count", 1) for k in entry["kernels"])
@@ -148,8 +155,12 @@ def gather() -> dict[str, Any]:
     out: dict[str, Any] = {}
     for gpu in sorted(machines):
         tests = {}
-        for key in sorted(machines[gpu]["tests"]):
-            t = machines[gpu]["tests"][key]
+        series = machines[gpu]["tests"]
+        for key, timer in sorted(series):
+            t = series[key, timer]
+            # A test timed by one timer keeps its name; one timed by several, a name per timer.
+            if sum(k == key for k, _ in series) > 1:
+                key = f"{key}@{timer}"
             sessions = sorted(
                 ({"id": sid, **s} for sid, s in t["sessions"].items()),
                 key=lambda s: (s["date"], s["id"]),

@@ -32,7 +32,7 @@ MARKDOWN_HEADER = (
 CUDA = pytest_gpubench.timing.gpus.cuda_available()
 KIND = "cuda" if CUDA else "cpu"
 # The name the fake timer takes in the ``fake`` fixture: the rule's prior depends on the timer
-# name, and a 1 ms cuda-graph measurement has a tight one (rule.PRIOR_POINTS), so a history of
+# name, and a 1 ms cuda-graph measurement has a tight one (rule.GRAPH_POINTS), so a history of
 # three sessions (record_history) gates 5%. An unknown name ("fake") gets the noisiest table
 # (7.8%): such a test is "not gated" with a short history.
 FAKE_NAME = "cuda-graph"

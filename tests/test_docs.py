@@ -117,7 +117,7 @@ def test_method_md_cites_the_prior_instead_of_restating_it() -> None:
     text = read("docs/method.md")
     bullet = text[text.index("shrunk toward a prior") :]
     bullet = bullet[: bullet.index("\n- ")]
-    assert "PRIOR_POINTS" in bullet and "verdict.md" in bullet
+    assert "GRAPH_POINTS" in bullet and "verdict.md" in bullet
     assert "%" not in bullet
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import sys
 from pathlib import Path
@@ -141,14 +142,19 @@ def test_the_prior_table_is_what_the_fit_of_the_recorded_sessions_gives() -> Non
     sys.modules["fit_prior"] = fit_prior
     spec.loader.exec_module(fit_prior)
     assert fit_prior.EXCURSION_Z == rule.EXCURSION_Z and fit_prior.MIN_SIGMA == rule.MIN_SIGMA
-    table = fit_prior.fit()
-    assert len(table) == len(rule.PRIOR_POINTS)
-    for fitted, held in zip(table, rule.PRIOR_POINTS, strict=True):
+    tables = fit_prior.fit()
+    assert set(tables) == {"graph", "kernel"}  # the kernel time's table is fitted, not used
+    table = tables["graph"]
+    assert len(table) == len(rule.GRAPH_POINTS)
+    for fitted, held in zip(table, rule.GRAPH_POINTS, strict=True):
         assert held.duration_ms == pytest.approx(fitted["us"] / 1000, rel=0.01)
         assert held.sigma == pytest.approx(fitted["sigma"], rel=0.05)  # 2 digits
         assert held.nu0 == pytest.approx(fitted["nu0"], rel=0.05)
         assert held.slow[0] == pytest.approx(fitted["slow_rate"], rel=0.05)
         assert held.slow[2] == pytest.approx(fitted["slow_size"], rel=0.05)
+    data = json.loads(fit_prior.DATA.read_text())
+    context, tests = fit_prior.context_sd(data, rule.Z_POWER)
+    assert tests >= 50 and rule.CONTEXT_SD == pytest.approx(context, rel=0.05)
 
 
 def test_the_lower_half_spread_weight_matches_a_simulation() -> None:
@@ -163,7 +169,7 @@ def test_the_lower_half_spread_weight_matches_a_simulation() -> None:
 
 
 def test_prior_interpolates_in_log_duration_and_holds_beyond_the_table() -> None:
-    points = rule.PRIOR_POINTS
+    points = rule.GRAPH_POINTS
     for p in points:
         assert prior_for(p.duration_ms, "cuda-graph").sigma == pytest.approx(p.sigma)
     assert prior_for(points[0].duration_ms / 100, "cuda-graph").sigma == pytest.approx(

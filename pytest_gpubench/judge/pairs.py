@@ -37,16 +37,17 @@ from .rule import NOT_GATED_BEYOND, Z_POWER, Prior, corrected_alpha, prior_for
 # excursions included (:func:`prior_pair_spread`), times the timer's scale, worth
 # PAIR_PRIOR_WEIGHT pairs. Fitted by bench/pair_resample.py to the pairs of consecutive
 # sessions of 266 recorded tests (four H200s, four H100s): a scale is the median over a
-# timer's tests of their pairs' spread over the prior's (graph time 0.93 and cupti 0.88: the
-# prior's own model; cupti-graph 0.095: its prior is the graph's by the call's kernel time,
-# which moves about ten times less between sessions); the weight 1 / (2 v), v the variance of
+# timer's tests of their pairs' spread over the prior's (graph time 0.73: consecutive
+# sessions move less than a history's spread, which includes its shifts between batches;
+# cupti 0.2 and cupti-graph 0.08: their prior is the graph's by the call's kernel time, which
+# moves several times less between sessions); the weight 1 / (2 v), v the variance of
 # log(spread / prior) between tests beyond their sampling noise (tests differ by a factor of
 # about e). A timer not recorded in pairs gets the prior's own model (scale 1). A ratio to a
 # reference gets its timer's scale: its prior (rule.ratio_prior) bounds it by its two times'
 # priors, which the scale corrects; at scale 1 a 1 µs cupti-graph ratio's pair spread was 30%,
 # where 10 recorded ratio sessions (H100) moved under 2% (docs/verdict.md).
-PAIR_PRIOR_SCALE: dict[str, float] = {"cuda-graph": 0.93, "cupti": 0.88, "cupti-graph": 0.095}
-PAIR_PRIOR_WEIGHT = 0.5
+PAIR_PRIOR_SCALE: dict[str, float] = {"cuda-graph": 0.73, "cupti": 0.2, "cupti-graph": 0.08}
+PAIR_PRIOR_WEIGHT = 0.6
 # "same": a change of the threshold is ruled out at this one-sided level each way.
 SAME_LEVEL = 0.05
 # The smallest pair spread believed (log scale): below it, pairs that agree to the last digit
