@@ -45,8 +45,10 @@ FAMILIES = {
     "graph": (("cuda-graph",), (1.6, 3.0, 6.0, 15.0, 40.0, 100.0)),
     "kernel": (("cupti", "cupti-graph"), (1.6, 3.0, 6.0, 40.0)),
 }
-# A class is the median of at least this many tests.
+# A class is the median of at least this many tests; the longest, which holds for every
+# longer kernel too, of at least MIN_END_TESTS (its tests move unlike the 40-100 us ones).
 MIN_CLASS_TESTS = 8
+MIN_END_TESTS = 4
 # Tests of a class differ in their spread by at least this variance of log(sigma) (sd 0.41:
 # a factor 1.5), whatever a handful of them shows: the prior is worth at most 1 / (2 * this)
 # = 3 variance sessions (0.7 of a 20-session history's weight).
@@ -101,9 +103,9 @@ def per_test(data: dict) -> list[dict]:
 
 def groups(rows: list[dict], edges_us: tuple[float, ...]) -> list[list[dict]]:
     """Rows by class of duration, a class of fewer than MIN_CLASS_TESTS tests joined to the
-    next longer one (the longest to the one before): a median of a handful of tests is one
-    odd test's (a 10 us class of five, three of them bimodal, read 2% where its neighbours
-    read 0.1-0.2%)."""
+    next longer one (the longest, under MIN_END_TESTS, to the one before): a median of a
+    handful of tests is one odd test's (a 10 us class of five, three of them bimodal, read
+    2% where its neighbours read 0.1-0.2%)."""
     edges = (0.0, *edges_us, math.inf)
     out: list[list[dict]] = []
     pending: list[dict] = []
@@ -112,7 +114,7 @@ def groups(rows: list[dict], edges_us: tuple[float, ...]) -> list[list[dict]]:
         if len(pending) >= MIN_CLASS_TESTS:
             out.append(pending)
             pending = []
-    if pending and out:
+    if pending and out and len(pending) < MIN_END_TESTS:
         out[-1] += pending
     elif pending:
         out.append(pending)

@@ -229,7 +229,9 @@ def fit_prior(histories: list[History]) -> PriorFit:
         d = h.x[:, 1:k:2] - h.x[:, 0:k:2]
         square = np.maximum(np.mean(d**2, axis=1), pairs.MIN_PAIR_SIGMA**2)
         for i, timer in enumerate(h.timers):
-            prior = rule.prior_for(float(h.median_ms[i]), timer, h.launches[i])
+            prior = rule.prior_for(
+                float(h.median_ms[i]), timer, h.launches[i], graph=pairs.PAIR_BASIS
+            )
             spread = math.sqrt(square[i]) / pairs.prior_pair_spread(prior)
             ratios.setdefault(timer, []).append(math.log(spread))
             sampling.append(float(np.var(d[i] ** 2) / (4 * d.shape[1] * square[i] ** 2)))

@@ -11,6 +11,7 @@ from scipy import stats
 from pytest_gpubench.core.records import Judgement, SessionSummary, Status
 from pytest_gpubench.judge import rule
 from pytest_gpubench.judge.pairs import (
+    PAIR_BASIS,
     PAIR_PRIOR_SCALE,
     SAME_LEVEL,
     PairDesign,
@@ -174,7 +175,7 @@ def test_the_location_is_the_mean_of_the_pairs() -> None:
 
 
 def test_the_prior_spread_of_a_pair_counts_the_excursions() -> None:
-    prior = rule.prior_for(0.0339, "cuda-graph")
+    prior = rule.prior_for(0.0339, "cuda-graph", graph=PAIR_BASIS)
     floor_only = math.sqrt(2) * prior.sigma
     assert prior_pair_spread(prior) > 5 * floor_only  # slow excursions: 7.7% of 1.3%
     assert pair_sigma0(0.0339, "cuda-graph") == pytest.approx(

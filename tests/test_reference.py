@@ -497,7 +497,7 @@ def test_a_ratio_of_unknown_times_gets_the_noisiest_prior() -> None:
 def test_the_pair_prior_of_a_ratio_is_its_bound_at_its_timers_scale() -> None:
     versus = Versus(fn_ms=0.05, reference_ms=0.04)
     sigma0 = pairs.pair_sigma0(1.25, "cuda-graph:ratio", versus=versus)
-    bound = rule.ratio_prior(versus, "cuda-graph")
+    bound = rule.ratio_prior(versus, "cuda-graph", pairs.PAIR_BASIS)
     scale = pairs.PAIR_PRIOR_SCALE["cuda-graph"]
     assert sigma0 == pytest.approx(scale * pairs.prior_pair_spread(bound))
     assert sigma0 < pairs.pair_sigma0(1.25, "cuda-graph:ratio")  # without it: the noisiest
@@ -506,7 +506,7 @@ def test_the_pair_prior_of_a_ratio_is_its_bound_at_its_timers_scale() -> None:
     cupti = pairs.pair_sigma0(0.001, "cupti-graph:ratio", versus=short)
     assert cupti == pytest.approx(
         pairs.PAIR_PRIOR_SCALE["cupti-graph"]
-        * pairs.prior_pair_spread(rule.ratio_prior(short, "cupti-graph"))
+        * pairs.prior_pair_spread(rule.ratio_prior(short, "cupti-graph", pairs.PAIR_BASIS))
     )
     # Without its two times (an old report): the noisiest prior, whole.
     assert pairs.pair_sigma0(0.001, "cupti-graph:ratio") > 3 * cupti

@@ -37,17 +37,29 @@ from .rule import NOT_GATED_BEYOND, Z_POWER, Prior, corrected_alpha, prior_for
 # excursions included (:func:`prior_pair_spread`), times the timer's scale, worth
 # PAIR_PRIOR_WEIGHT pairs. Fitted by bench/pair_resample.py to the pairs of consecutive
 # sessions of 266 recorded tests (four H200s, four H100s): a scale is the median over a
-# timer's tests of their pairs' spread over the prior's (graph time 0.73: consecutive
-# sessions move less than a history's spread, which includes its shifts between batches;
-# cupti 0.2 and cupti-graph 0.08: their prior is the graph's by the call's kernel time, which
-# moves several times less between sessions); the weight 1 / (2 v), v the variance of
+# timer's tests of their pairs' spread over the prior's (graph time 0.93 and cupti 0.88: the
+# prior's own model; cupti-graph 0.095: its prior is the graph's by the call's kernel time,
+# which moves about ten times less between sessions); the weight 1 / (2 v), v the variance of
 # log(spread / prior) between tests beyond their sampling noise (tests differ by a factor of
 # about e). A timer not recorded in pairs gets the prior's own model (scale 1). A ratio to a
 # reference gets its timer's scale: its prior (rule.ratio_prior) bounds it by its two times'
 # priors, which the scale corrects; at scale 1 a 1 µs cupti-graph ratio's pair spread was 30%,
 # where 10 recorded ratio sessions (H100) moved under 2% (docs/verdict.md).
-PAIR_PRIOR_SCALE: dict[str, float] = {"cuda-graph": 0.73, "cupti": 0.2, "cupti-graph": 0.08}
-PAIR_PRIOR_WEIGHT = 0.6
+PAIR_PRIOR_SCALE: dict[str, float] = {"cuda-graph": 0.93, "cupti": 0.88, "cupti-graph": 0.095}
+PAIR_PRIOR_WEIGHT = 0.5
+# The history prior the scales were fitted against: the graph's table fitted to four H200s
+# (release 0.3's rule, before issue 16 refitted the history's to fourteen GPUs). A pair's
+# spread is its own data's, this table only its shape over durations; the A/B runs on H100s
+# (docs/performance.md) ran with it.
+PAIR_BASIS: tuple[Prior, ...] = (
+    Prior(0.00121, sigma=0.015, nu0=0.4, slow=(0.19, 50, 0.13), fast=(0.0071, 23, 0.17)),
+    Prior(0.00235, sigma=0.0056, nu0=0.24, slow=(0.23, 31, 0.071), fast=(0.031, 17, 0.012)),
+    Prior(0.004, sigma=0.002, nu0=0.42, slow=(0.2, 26, 0.056), fast=(0.006, 50, 0.014)),
+    Prior(0.00992, sigma=0.0016, nu0=0.8, slow=(0.05, 8.3, 0.0093), fast=(0.013, 50, 0.0054)),
+    Prior(0.0339, sigma=0.00076, nu0=0.64, slow=(0.077, 10, 0.013), fast=(0.027, 28, 0.0049)),
+    Prior(0.0531, sigma=0.00068, nu0=2.6, slow=(0.13, 15, 0.011), fast=(0.0054, 29, 0.0014)),
+    Prior(0.221, sigma=0.00072, nu0=0.43, slow=(0.075, 4.2, 0.0035), fast=(0.062, 14, 0.0046)),
+)
 # "same": a change of the threshold is ruled out at this one-sided level each way.
 SAME_LEVEL = 0.05
 # The smallest pair spread believed (log scale): below it, pairs that agree to the last digit
@@ -184,7 +196,7 @@ def pair_sigma0(
 ) -> float:
     """The prior spread of one pair of a test of ``duration_ms`` timed by ``timer`` (of a
     ratio to a reference, comparing ``versus``)."""
-    prior = prior_for(duration_ms, timer, launches, versus)
+    prior = prior_for(duration_ms, timer, launches, versus, graph=PAIR_BASIS)
     # A ratio whose two times are unknown keeps its noisiest prior whole.
     scaled = timer.removesuffix(RATIO_SUFFIX) if versus is not None else timer
     return PAIR_PRIOR_SCALE.get(scaled, 1.0) * prior_pair_spread(prior)
