@@ -6,9 +6,11 @@ prints the tables of docs/verdict.md ("On recorded sessions"); tests/test_resamp
 the same code, fewer runs, in CI and asserts the bounds of issue 16.
 
 Data: bench/results/sessions.json (bench/sessions_data.py), the sessions of unchanged code
-recorded on H200s: per machine, 16-20 sessions of each test, each a fresh process running
-the whole suite. Sessions are never simulated: every number judged is a recorded session
-median (times a slowdown where power is measured).
+recorded on H200s and H100s: per GPU and suite whose tests share 16 sessions or more (the
+example suite on two H200s and two H100s, the user suite on two H200s), 16-27 sessions of
+each test, each a fresh process running the whole suite. Sessions are never simulated:
+every number judged is a recorded session median (times a slowdown where power is
+measured).
 
 One replicate run of a suite on one machine:
 
@@ -22,9 +24,9 @@ One replicate run of a suite on one machine:
 - with gross outliers, any session (history, current, confirmation) is, with 1% chance,
   multiplied or divided by a factor uniform in [1.3, 3].
 
-A 54-test run is the example suite on one of its two machines; a 500-test run joins
-independent replicates of the example (54 tests) and user (13 tests) suites on all four
-machines until 500 tests, judged as one family. Power: every current and confirmation
+A 54-test run is the example suite on one of its four GPUs in turn; a 500-test run joins
+independent replicates of the example (54 tests) and user (13 tests) suites on all six
+until 500 tests, judged as one family. Power: every current and confirmation
 session of a test slowed by the same factor.
 """
 
