@@ -401,6 +401,14 @@ def _sizes_beyond(seen: np.ndarray, size0: np.ndarray, y: np.ndarray) -> np.ndar
     return np.asarray((above + SIZE_WEIGHT * prior) / (count + SIZE_WEIGHT))
 
 
+def _change_se(f: Fit, n: np.ndarray) -> np.ndarray:
+    """Error of the change read from ``n`` current sessions (their median from three on, their
+    mean below) against the history's median, plus the floor's shift between batches."""
+    factor = np.where(n >= 3, math.pi / 2, 1.0)
+    floor = f.sigma**2 * (factor / n + (math.pi / 2) / np.maximum(f.k, 1))
+    return np.asarray(np.sqrt(floor + CONTEXT_SD**2))
+
+
 def survival(f: Fit, y: np.ndarray, spread: np.ndarray) -> np.ndarray:
     """P(an unchanged session lands at or above ``y``), y relative to ``m``, per element."""
     floor = 1 - f.slow_rate - f.fast_rate
@@ -496,8 +504,7 @@ def decide(
         p_down = np.prod(np.where(present, s_down, 1.0), axis=-1)
         d = np.where(n >= 3, np.nanmedian(np.where(present, y, np.nan), axis=-1), 0.0)
         d = np.where(n < 3, np.nansum(np.where(present, y, 0.0), axis=-1) / n, d)
-    factor = np.where(n >= 3, math.pi / 2, 1.0)
-    se = np.sqrt(f.sigma**2 * (factor / n + (math.pi / 2) / np.maximum(f.k, 1)) + CONTEXT_SD**2)
+    se = _change_se(f, n)
     effect = math.log1p(threshold)
     final = (design.cap == 0) | (n > 1)
     up = final & (p_up < level) & (d > effect - Z_POWER * se)
@@ -514,12 +521,9 @@ def decide(
     # will be confirmed is shown the bar of the first confirmed look (as many sessions, all
     # at that change).
     n_bar = np.where((n == 1) & (design.cap > 0), min(1 + design.batch, n_cap), n)
-    se_bar = np.sqrt(
-        f.sigma**2
-        * (np.where(n_bar >= 3, math.pi / 2, 1.0) / n_bar + (math.pi / 2) / np.maximum(f.k, 1))
-        + CONTEXT_SD**2
+    bar = np.maximum(
+        _bound(f, n_bar, level, spread, up=True), effect - Z_POWER * _change_se(f, n_bar)
     )
-    bar = np.maximum(_bound(f, n_bar, level, spread, up=True), effect - Z_POWER * se_bar)
     # A first session may itself be in a fast (slow) excursion: the screen's effect bound
     # leaves room for one, three times the fitted mean size, so that a slowdown of the threshold
     # measured in a fast session is still confirmed.
