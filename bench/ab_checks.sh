@@ -18,6 +18,11 @@
 # and of ratios to a reference), bisect:COMMITS:SLOW_AT:FRACTION (a generated repository of
 # the user suite with COMMITS commits after its first, the SLOW_AT-th making the copies'
 # work grow by FRACTION; gpubench bisect over them, its copy tests). SUITE: example or user.
+# With two GPUs (issue 20): aa:SUITE:WORKERS is the A/A run under pytest-xdist -n WORKERS;
+# xdist:SUITE:WORKERS:CACHE a plain --gpubench run with -n WORKERS (0: none) against the
+# sessions a sessions:SUITE:N step recorded, its test phase clocked (bench/phase_clock.py),
+# CACHE warm (the user's compile caches) or cold (empty ones of its own); bench/two_gpus.py
+# compares them.
 # Each run's report is $LOGS/NN-STEP.json, its output .txt; runs.tsv lists them with seconds.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,9 +38,18 @@ run_step() {
   IFS=: read -r kind suite frac thr <<< "$step"
   n=$(printf %02d $(( $(cat "$logs/runs.tsv" 2>/dev/null | wc -l) + 1 )))
   dir=$(suite_dir "$suite")
-  local name="$n-$kind-$suite${frac:+-$frac}${thr:+-${thr%\%}pct}"
+  local name="$n-$kind-$suite${frac:+-$frac}${thr:+-${thr%\%}}"
+  case $thr in *%) name+=pct ;; esac
   case $kind in
-    aa) args=(--gpubench-against HEAD) ;;
+    aa) args=(--gpubench-against HEAD); [ -z "$frac" ] || args+=(-n "$frac") ;;
+    xdist)
+      # A plain run against the suite's recorded sessions, -n $frac, the test phase clocked;
+      # cold: in compile caches of its own, empty (the workers share them, as by default).
+      args=(--gpubench-dir="$logs/$suite-baselines" -n "$frac" -p phase_clock)
+      export GPUBENCH_PHASE_CLOCK="$logs/$name.clock" PYTHONPATH="$root/bench"
+      if [ "$thr" = cold ]; then
+        export TRITON_CACHE_DIR="$logs/$name.caches/triton" TORCHINDUCTOR_CACHE_DIR="$logs/$name.caches/inductor"
+      fi ;;
     slow)
       sed -i "s/knob(\"SLOWDOWN\", 0.0)/knob(\"SLOWDOWN\", $frac)/" "$root/$knob"
       args=(--gpubench-against HEAD --gpubench-threshold "$thr") ;;
@@ -65,6 +79,8 @@ run_step() {
   fi
   rc=$?
   case $kind in slow*) (cd "$root" && git checkout -q -- "$knob") ;; esac
+  unset GPUBENCH_PHASE_CLOCK TRITON_CACHE_DIR TORCHINDUCTOR_CACHE_DIR
+  rm -rf "$logs/$name.caches"
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$kind" "$suite" "${frac:-0}" "${thr:-}" "$(( $(date +%s) - started ))" "$rc" >> "$logs/runs.tsv"
   echo "$(date -u +%T) $name: $(( $(date +%s) - started )) s, exit $rc: $(tail -n 1 "$logs/$name.txt")"
 }
@@ -91,7 +107,7 @@ start)
   seconds=$2; shift 2
   copy=/tmp/gpubench-ab-tree
   pkill -f "ab_checks.sh run"; pkill -f "pytest -q -p no:cacheprovider"; sleep 1; rm -rf "$copy" "$stage"; mkdir -p "$stage"
-  cp -a "$root" "$copy" && cp "$root"/bench/ab_checks.sh "$root"/bench/ab_summary.py "$stage"/
+  cp -a "$root" "$copy" && cp "$root"/bench/{ab_checks.sh,ab_summary.py,two_gpus.py,xdist_compare.py} "$stage"/
   cd "$copy" || exit 1
   git add -A && git -c user.name=gpubench -c user.email=gpubench@localhost \
      commit -qm "the plan's tree" --no-verify > /dev/null 2>&1
@@ -115,7 +131,10 @@ poll)
   mkdir -p "${OUT:-$root/device-out}"
   cat "$stage/plan.log"
   python3 "$stage/ab_summary.py" "$logs" > "$logs/summary.md" 2>&1
-  (cd "$logs" && tar czf "${OUT:-$root/device-out}/ab-logs.tgz" --exclude=stage ./*.json ./*.txt ./*.tsv ./*.md 2>/dev/null)
+  if cut -f2 "$logs/runs.tsv" 2>/dev/null | grep -qx xdist; then  # issue 20's runs
+    python3 "$stage/two_gpus.py" "$logs" >> "$logs/summary.md" 2>&1
+  fi
+  (cd "$logs" && tar czf "${OUT:-$root/device-out}/ab-logs.tgz" --exclude=stage ./*.json ./*.txt ./*.tsv ./*.md ./*.clock ./*-baselines 2>/dev/null)
   [ -e "$stage/done" ] && echo "plan done" || echo "plan still running"
   cat "$logs/summary.md"
   ;;

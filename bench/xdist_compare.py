@@ -17,10 +17,15 @@ from pathlib import Path
 
 
 def run(logs: Path, phase: str, n: int | str, i: int) -> dict:
-    stem = logs / f"{phase}-n{n}-{i}"
-    data = json.loads(stem.with_suffix(".json").read_text())
-    clock = stem.with_suffix(".clock")
-    text = stem.with_suffix(".txt").read_text()
+    return read_run(logs / f"{phase}-n{n}-{i}", n)
+
+
+def read_run(stem: Path, n: int | str) -> dict:
+    """One run's report (``stem``.json), output (.txt) and test-phase clock (.clock), of a
+    run with ``n`` xdist workers (0: none)."""
+    data = json.loads(Path(f"{stem}.json").read_text())
+    clock = Path(f"{stem}.clock")
+    text = Path(f"{stem}.txt").read_text()
     wall = re.findall(r" in ([0-9.]+)s", text)
     costs: dict[str, dict[str, float]] = {}  # per GPU: seconds per step, summed over tests
     for r in data["results"]:

@@ -103,3 +103,44 @@ def test_the_tally_counts_slowdowns_sized_in_time_on_the_issues_rows(tmp_path: P
     assert (
         "caught in >= 9 of 10 | 1 | caught 0, 1 changed; the pairs read +2.8% (median +3.9%)" in row
     )
+
+
+
+def _paired(key: str, starts: list[tuple[str, str, str]], status: str = "same") -> dict:
+    """An A/B result whose pairs' processes are ``starts``: (side, second it started, GPU),
+    base and head alternating in pair order. A process's session id is its start: the tests
+    one process timed share it."""
+    infos = {s: {"date": f"2026-11-27T10:00:{s}+00:00", "machine": gpu} for _, s, gpu in starts}
+    return {
+        "key": key,
+        "status": status,
+        "against": {
+            "pairs": len(starts) // 2,
+            "base_sessions": [{"session": s} for side, s, _ in starts if side == "B"],
+            "head_sessions": [{"session": s} for side, s, _ in starts if side == "H"],
+        },
+        "session_infos": infos,
+    }
+
+
+def test_the_two_gpu_summary_reads_each_gpus_sides_in_the_order_they_started() -> None:
+    bench_module("xdist_compare")
+    two = bench_module("two_gpus")
+    assert two.expected_order(4) == "BHHBBHHB"
+    gpu0 = [("B", "01", "GPU-0"), ("H", "05", "GPU-0"), ("H", "09", "GPU-0"), ("B", "13", "GPU-0")]
+    gpu1 = [("B", "02", "GPU-1"), ("H", "06", "GPU-1"), ("H", "10", "GPU-1"), ("B", "14", "GPU-1")]
+    document = {
+        "results": [
+            _paired("t.py::a", gpu0),
+            _paired("t.py::b", gpu0),  # the same processes as a's
+            _paired("t.py::c", gpu1),
+            # base on one GPU, head on the other: the design forbids it, the summary names it
+            _paired("t.py::d", [("B", "03", "GPU-0"), ("H", "07", "GPU-1")]),
+        ]
+    }
+    order, split = two.sides_by_gpu(document)
+    assert split == ["t.py::d"]
+    assert order == {"GPU-0": "BBHHB", "GPU-1": "BHHHB"}  # d's processes break the pattern
+    document["results"].pop()
+    assert two.sides_by_gpu(document) == ({"GPU-0": "BHHB", "GPU-1": "BHHB"}, [])
+    assert two.differing({"a": "same", "b": "same"}, {"a": "same", "b": "regressed"}) == ["b"]

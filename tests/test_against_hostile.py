@@ -270,6 +270,10 @@ def test_the_reports_carry_both_medians_and_the_pairs(repo: pytest.Pytester) -> 
     assert summed["median_ms"] == pytest.approx(1.5, rel=1e-3)  # the working tree's
     assert summed["history_sessions"] == 2  # the pairs
     assert summed["judgement"]["ratio_low"] < 1.5 < summed["judgement"]["ratio_high"]
+    # every session of both sides says where and when it ran (one GPU per test's pairs)
+    against = summed["against"]
+    sessions = [r["session"] for r in against["base_sessions"] + against["head_sessions"]]
+    assert len(set(sessions)) == 4 and set(sessions) <= set(summed["session_infos"])
     markdown = (repo.path / "r.md").read_text()
     assert "| test_sum | cuda-graph | 1.000 ms | 1.500 ms |" in markdown  # base, then head
 

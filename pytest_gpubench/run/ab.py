@@ -409,7 +409,11 @@ def _judged(
         baseline_binary=b_first.binary,
         versus=h_first.versus,
     )
-    return Result(h_first.with_confirmations(h for _, h in pairs[1:]), verdict)
+    # Every session's facts, the revision's too: which GPU ran each side, and when.
+    infos = {k: v for b, _ in pairs for k, v in b.session_infos.items()}
+    measured = h_first.with_confirmations(h for _, h in pairs[1:])
+    measured = dataclasses.replace(measured, session_infos={**infos, **measured.session_infos})
+    return Result(measured, verdict)
 
 
 def paired_verdict(

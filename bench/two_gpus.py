@@ -1,0 +1,160 @@
+"""Summarize issue 20's runs of bench/ab_checks.sh on a machine with two GPUs.
+
+    python bench/two_gpus.py LOGS_DIR_OR_ARCHIVE
+
+Plain runs (``xdist:SUITE:WORKERS:CACHE`` steps): each run with workers against the serial
+run of the same cache state that follows it (warm runs in order: the k-th -n 2 with the k-th
+-n 0): whether their verdicts are the same, the test phase, the timing on the busiest GPU
+(lock wait, timer set-up and sampling summed over its tests: the two GPUs time at once) and
+the first calls (compiling), with pytest's wall time.
+
+A/B runs (``aa`` steps, with and without -n): their verdicts against each other, their wall
+time, and from the JSON where each side ran: every test's sessions, base and head, on one
+GPU, and on each GPU the processes in the order they started (``B``: base, ``H``: head),
+which the A/B design makes ``BHHB`` for each two pairs.
+"""
+
+from __future__ import annotations
+
+import collections
+import csv
+import io
+import json
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from xdist_compare import read_run
+
+
+def rows_of(logs: Path) -> list[dict[str, str]]:
+    text = (logs / "runs.tsv").read_text()
+    fields = ("name", "kind", "suite", "frac", "thr", "seconds", "rc")
+    return [dict(zip(fields, r, strict=False)) for r in csv.reader(io.StringIO(text), delimiter="\t")]
+
+
+def expected_order(pairs: int) -> str:
+    """The sides of ``pairs`` pairs in the order a relay starts them: base first in odd pairs."""
+    return "".join("BH" if i % 2 else "HB" for i in range(1, pairs + 1))
+
+
+def sides_by_gpu(document: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """Each GPU's sessions in the order they started, as a string of sides; and the tests
+    whose sessions ran on more than one GPU, or whose sessions' GPU is unknown."""
+    started: dict[str, dict[str, tuple[str, str]]] = collections.defaultdict(dict)
+    split: list[str] = []
+    for r in document["results"]:
+        against = r.get("against") or {}
+        infos = r.get("session_infos") or {}
+        gpus = set()
+        for side, key in (("B", "base_sessions"), ("H", "head_sessions")):
+            for s in against.get(key, []):
+                info = infos.get(s["session"])
+                gpu = info.get("machine") if info else None
+                gpus.add(gpu)
+                if gpu is not None:
+                    started[gpu][s["session"]] = (info["date"], side)
+        if len(gpus) != 1 or None in gpus:
+            split.append(r["key"])
+    order = {
+        gpu: "".join(side for _, side in sorted(sessions.values()))
+        for gpu, sessions in started.items()
+    }
+    return order, split
+
+
+def verdicts(document: dict[str, Any]) -> dict[str, str]:
+    return {r["key"]: r["status"] for r in document["results"]}
+
+
+def differing(a: dict[str, str], b: dict[str, str]) -> list[str]:
+    return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+
+
+def plain_runs(logs: Path, rows: list[dict[str, str]]) -> None:
+    runs = [r for r in rows if r["kind"] == "xdist"]
+    print("## Plain runs: -n W against -n 0\n")
+    print(
+        "| runs | caches | verdicts | not ok | test phase | timing, busiest GPU | "
+        "first calls, summed per GPU | pytest wall | GPUs |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for cache in ("cold", "warm"):
+        xdist = [r for r in runs if r["thr"] == cache and r["frac"] != "0"]
+        serial = [r for r in runs if r["thr"] == cache and r["frac"] == "0"]
+        for a_row, b_row in zip(xdist, serial, strict=False):
+            try:
+                a, b = read_run(logs / a_row["name"], a_row["frac"]), read_run(logs / b_row["name"], 0)
+            except (OSError, ValueError, KeyError) as exc:
+                print(f"| {a_row['name']} / {b_row['name']} | {cache} | unreadable: {exc} |")
+                continue
+            diff = differing(a["verdicts"], b["verdicts"])
+            first = [
+                "/".join(f"{steps.get('first_call_s', 0.0):.1f}" for _, steps in sorted(x["costs"].items()))
+                for x in (a, b)
+            ]
+            ratio = (
+                f" ({a['phase_s'] / b['phase_s']:.2f})" if a["phase_s"] and b["phase_s"] else ""
+            )
+            timing = f"{a['measuring_s']} vs {b['measuring_s']} s" + (
+                f" (**{a['measuring_s'] / b['measuring_s']:.2f}**)" if b["measuring_s"] else ""
+            )
+            print(
+                f"| {a_row['name']} / {b_row['name']} | {cache} | "
+                f"{'same' if not diff else 'differ: ' + ', '.join(diff[:3])} | "
+                f"{sum(v != 'ok' for v in a['verdicts'].values())} / "
+                f"{sum(v != 'ok' for v in b['verdicts'].values())} | "
+                f"{a['phase_s']} vs {b['phase_s']} s{ratio} | {timing} | "
+                f"{first[0]} vs {first[1]} s | {a['wall_s']} vs {b['wall_s']} s | "
+                f"{len(a['gpus'])} / {len(b['gpus'])} |"
+            )
+
+
+def ab_runs(logs: Path, rows: list[dict[str, str]]) -> None:
+    runs = [r for r in rows if r["kind"] == "aa"]
+    print("\n## A/B runs against HEAD: with and without -n\n")
+    print("| run | workers | wall | pairs | verdicts | not same | tests on one GPU | each GPU's processes in order |")
+    print("|---|---|---|---|---|---|---|---|")
+    found: dict[str, dict[str, str]] = {}
+    for row in runs:
+        path = logs / f"{row['name']}.json"
+        if not path.exists():
+            print(f"| {row['name']} | {row['frac'] or 0} | {row['seconds']} s | no report (exit {row['rc']}) |")
+            continue
+        document = json.loads(path.read_text())
+        found[row["name"]] = verdicts(document)
+        order, split = sides_by_gpu(document)
+        pairs = max((r.get("against", {}) or {}).get("pairs", 0) for r in document["results"])
+        shown = "; ".join(
+            f"{gpu[:12]}…: {sides} ({'as designed' if sides == expected_order(len(sides) // 2) else 'NOT as designed'})"
+            for gpu, sides in sorted(order.items())
+        )
+        print(
+            f"| {row['name']} | {row['frac'] or 0} | {row['seconds']} s | {pairs} | "
+            f"{dict(collections.Counter(found[row['name']].values()))} | "
+            f"{sum(v != 'same' for v in found[row['name']].values())} | "
+            f"{len(document['results']) - len(split)} of {len(document['results'])} | {shown} |"
+        )
+    names = list(found)
+    for a, b in zip(names, names[1:], strict=False):
+        diff = differing(found[a], found[b])
+        print(f"\n{a} against {b}: verdicts {'the same' if not diff else 'differ on ' + ', '.join(diff)}")
+
+
+def main() -> None:
+    source = Path(sys.argv[1])
+    with tempfile.TemporaryDirectory() as tmp:
+        logs = source
+        if source.is_file():
+            with tarfile.open(source) as archive:
+                archive.extractall(tmp, filter="data")
+            logs = Path(tmp)
+        rows = rows_of(logs)
+        plain_runs(logs, rows)
+        ab_runs(logs, rows)
+
+
+if __name__ == "__main__":
+    main()
