@@ -20,6 +20,7 @@ import collections
 import csv
 import io
 import json
+import statistics
 import sys
 import tarfile
 import tempfile
@@ -73,14 +74,20 @@ def differing(a: dict[str, str], b: dict[str, str]) -> list[str]:
     return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
 
 
+def per_gpu(path: Path) -> dict[str, int]:
+    """Measurements a run took on each GPU."""
+    results = json.loads(path.read_text())["results"]
+    return dict(collections.Counter(str(r.get("gpu")).split(" ")[0] for r in results))
+
+
 def plain_runs(logs: Path, rows: list[dict[str, str]]) -> None:
     runs = [r for r in rows if r["kind"] == "xdist"]
     print("## Plain runs: -n W against -n 0\n")
     print(
-        "| runs | caches | verdicts | not ok | test phase | timing, busiest GPU | "
-        "first calls, summed per GPU | pytest wall | GPUs |"
+        "| runs | caches | verdicts | not ok | confirmed | measurements per GPU | test phase | "
+        "timing, busiest GPU | first calls, summed per GPU | pytest wall |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for cache in ("cold", "warm"):
         xdist = [r for r in runs if r["thr"] == cache and r["frac"] != "0"]
         serial = [r for r in runs if r["thr"] == cache and r["frac"] == "0"]
@@ -91,6 +98,9 @@ def plain_runs(logs: Path, rows: list[dict[str, str]]) -> None:
                 print(f"| {a_row['name']} / {b_row['name']} | {cache} | unreadable: {exc} |")
                 continue
             diff = differing(a["verdicts"], b["verdicts"])
+            shares = "/".join(
+                str(n) for _, n in sorted(per_gpu(logs / f"{a_row['name']}.json").items())
+            )
             first = [
                 "/".join(f"{steps.get('first_call_s', 0.0):.1f}" for _, steps in sorted(x["costs"].items()))
                 for x in (a, b)
@@ -106,10 +116,34 @@ def plain_runs(logs: Path, rows: list[dict[str, str]]) -> None:
                 f"{'same' if not diff else 'differ: ' + ', '.join(diff[:3])} | "
                 f"{sum(v != 'ok' for v in a['verdicts'].values())} / "
                 f"{sum(v != 'ok' for v in b['verdicts'].values())} | "
+                f"{a['confirmed']} / {b['confirmed']} | {shares} | "
                 f"{a['phase_s']} vs {b['phase_s']} s{ratio} | {timing} | "
-                f"{first[0]} vs {first[1]} s | {a['wall_s']} vs {b['wall_s']} s | "
-                f"{len(a['gpus'])} / {len(b['gpus'])} |"
+                f"{first[0]} vs {first[1]} s | {a['wall_s']} vs {b['wall_s']} s |"
             )
+
+
+def offsets(logs: Path, rows: list[dict[str, str]]) -> None:
+    """Each warm plain run's times against the recorded history's (the median of the
+    tests' ratios to their reference), by GPU and duration: what timing on both GPUs at
+    once, or on the GPU the history was not recorded on, shifts. Tests of another binary
+    (changed) and ratios to a reference are left out."""
+    ratios: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
+    for row in rows:
+        if row["kind"] != "xdist" or row["thr"] != "warm":
+            continue
+        for r in json.loads((logs / f"{row['name']}.json").read_text())["results"]:
+            if r["status"] == "changed" or ":ratio" in r["timer"] or not r.get("reference_ms"):
+                continue
+            where = f"-n {row['frac']}, {str(r.get('gpu')).split(' ')[0]}"
+            size = ">= 20 us" if r["median_ms"] >= 0.02 else "< 20 us"
+            ratios[(where, size)].append(r["median_ms"] / r["reference_ms"])
+    print("\n## Warm runs against the history: median time / history's, by GPU\n")
+    print("| run, GPU | tests | < 20 us | >= 20 us |")
+    print("|---|---|---|---|")
+    for where in sorted({w for w, _ in ratios}):
+        cells = [ratios.get((where, size), []) for size in ("< 20 us", ">= 20 us")]
+        shown = [f"{statistics.median(c):.4f} ({len(c)})" if c else "-" for c in cells]
+        print(f"| {where} | {sum(map(len, cells))} | {shown[0]} | {shown[1]} |")
 
 
 def ab_runs(logs: Path, rows: list[dict[str, str]]) -> None:
@@ -153,6 +187,7 @@ def main() -> None:
             logs = Path(tmp)
         rows = rows_of(logs)
         plain_runs(logs, rows)
+        offsets(logs, rows)
         ab_runs(logs, rows)
 
 

@@ -248,6 +248,61 @@ def test_under_xdist_with_two_gpus_each_times_its_share_in_its_own_pairs(
     assert lanes["1"] == [(side, "test_bench.py::test_join") for side in order]
 
 
+@pytest.mark.slow
+def test_under_xdist_with_two_gpus_a_later_look_splits_its_pairs_between_them(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tests still unsure after the first look take their next pairs in blocks, one per
+    GPU, each with every unsure test: fewer processes than a share of the tests in every
+    pair; each GPU goes on alternating base and head; a test's pairs come from both."""
+    from pytest_gpubench.timing import gpus
+
+    conftest = repo.path / "conftest.py"
+    conftest.write_text(conftest.read_text() + LANE_EVENTS.format(repo=str(repo.path)))
+    commit(repo.path, "lane events")
+    log = repo.path / "lanes.log"
+    monkeypatch.setenv("LANE_LOG", str(log))
+    monkeypatch.setattr(gpus, "visible_devices", lambda: 2)
+    slower(repo, 1.3)
+    # one pair judges nothing: both tests are unsure, and take 7 more
+    result = repo.runpytest(
+        "-p", "no:benchmark", "-n", "2", "--gpubench-against=HEAD", "--gpubench-pairs=1"
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    text = output(result)
+    assert "GPU 0, pair 5/8" in text and "GPU 1, pair 6/8" in text and "pair 8/8" in text
+    lanes: dict[str, list[tuple[str, ...]]] = {}
+    for line in log.read_text().splitlines():
+        device, side, *tests = line.split()
+        lanes.setdefault(device, []).append((side, *tests))
+    both = ("test_bench.py::test_join", "test_bench.py::test_sum")
+    # the first look: each GPU its test; then GPU 0 pairs 2-5, GPU 1 pairs 6-8, both tests
+    assert lanes["0"][:2] == [("base", "test_bench.py::test_sum"), ("head", "test_bench.py::test_sum")]
+    assert lanes["1"][:2] == [("base", "test_bench.py::test_join"), ("head", "test_bench.py::test_join")]
+    assert [(side, *sorted(tests)) for side, *tests in lanes["0"][2:]] == [
+        (side, *both) for side in ["head", "base", "base", "head"] * 2
+    ]
+    assert [(side, *sorted(tests)) for side, *tests in lanes["1"][2:]] == [
+        (side, *both) for side in ["head", "base", "base", "head", "head", "base"]
+    ]
+    assert "over 8 pairs" in text
+
+
+def test_pair_blocks_keep_each_gpus_sides_alternating() -> None:
+    from pytest_gpubench.run.ab import pair_blocks
+
+    assert pair_blocks(range(4, 11), 2) == [range(4, 8), range(8, 11)]
+    assert pair_blocks(range(4, 11), 4) == [range(4, 6), range(6, 8), range(8, 10), range(10, 11)]
+    assert pair_blocks(range(2, 3), 2) == [range(2, 2), range(2, 3)]
+    assert pair_blocks(range(3, 10), 1) == [range(3, 10)]
+    # every block but the last starts a pair of the same parity as the look's first
+    for lanes in (2, 3, 4):
+        for count in range(1, 12):
+            blocks = pair_blocks(range(4, 4 + count), lanes)
+            assert [i for b in blocks for i in b] == list(range(4, 4 + count))
+            assert all(len(b) % 2 == 0 for b in blocks[:-1])
+
+
 # What each fresh process does, in order, to the file $RELAY_LOG: "start" when its conftest
 # loads, "session" as its session starts (after the plugin's own start: the device pinned),
 # "measure" as its first test starts, "slept" 6 s later, "exit" as it ends; each with its

@@ -5,8 +5,9 @@ An xdist controller collects nothing: its workers collect and run the tests. Eac
 writes, as it collects, the measurement settings of its benchmarks (their markers') into a
 folder of the controller's; once every worker has collected, and before the scheduler hands
 out a test, the controller times both sides in fresh processes (run/ab.py, as without
-xdist; with several GPUs, one relay of processes on each of as many as there are workers,
-each over its share of the tests) and writes every verdict into that folder; each worker's
+xdist; with several GPUs, one relay of processes on each of as many as there are workers:
+each over its share of the tests in the first look, its block of the pairs in a later one)
+and writes every verdict into that folder; each worker's
 tests then run untimed and take their verdicts from there, so a regression fails its test in
 whichever worker runs it.
 """

@@ -180,8 +180,10 @@ def compare(
 ) -> Comparison:
     """Run the pairs over the tests ``nodeids`` and judge each measurement on them.
     ``measure_of``: the measurement settings of a node id (its markers'); ``devices``: the
-    GPUs to time on, each with its own relay of processes over its share of the tests (in
-    order: the first GPU the first tests), the pairs of each alternating as on one."""
+    GPUs to time on, each with its own relay of processes at once: in the first look over its
+    share of the tests (in order: the first GPU the first tests), every pair; in a later look
+    over every test still unsure, its block of the pairs (:func:`pair_blocks`). Each pair's
+    two processes run on one GPU, and each GPU alternates base and head as one would."""
     started = time.perf_counter()
     design = pair_design(settings)
     name = f"{revision.ref} ({revision.commit[:8]})"
@@ -210,22 +212,27 @@ def compare(
         # The first look's pairs time every benchmark of each side's selection: a test on
         # the revision's side only is reported (removed) too (by the first GPU's relay).
         everything = done == 0 and not sides_.narrow
+        blocks = pair_blocks(range(done + 1, done + count + 1), max(1, len(devices)))
         planned = [
             (i, side)
             for i in range(done + 1, done + count + 1)
             for side in ((BASE, HEAD) if i % 2 else (HEAD, BASE))
         ]
         side_of.update((f"{side}-{i}", side) for i, side in planned)
-        lanes = []
+        lanes: list[tuple[list[Leg], int | None]] = []
         for k, device in enumerate(devices):
-            mine = tuple(n for n in wanted if lane_of.get(n, 0) == k)
-            others = tuple(n for n in nodeids if lane_of.get(n, 0) != k)
-            if everything and k == 0:
-                request = dataclasses.replace(EVERY_BENCHMARK, excluded=others)
-            elif mine:
-                request = Request(mine)
-            else:
-                continue
+            if done == 0:  # the first look: each GPU its share of the tests, every pair
+                mine = tuple(n for n in wanted if lane_of.get(n, 0) == k)
+                others = tuple(n for n in nodeids if lane_of.get(n, 0) != k)
+                request = (
+                    dataclasses.replace(EVERY_BENCHMARK, excluded=others)
+                    if everything and k == 0
+                    else Request(mine)
+                )
+                share = planned if (mine or (everything and k == 0)) else []
+            else:  # later looks: each GPU its block of the pairs, every test still unsure
+                mine, request = tuple(wanted), Request(tuple(wanted))
+                share = [(i, side) for i, side in planned if i in blocks[k]]
             tests = f"{len(mine)} test{'s' if len(mine) != 1 else ''}"
             where = f"GPU {device}, " if len(devices) > 1 else ""
             legs = [
@@ -235,14 +242,18 @@ def compare(
                     f"{side}-{i}",  # side_of's key
                     says=f"{where}pair {i}/{design.cap}: {label[side]}, {tests}",
                 )
-                for i, side in planned
+                for i, side in share
             ]
-            lanes.append((legs, device))
+            if legs:
+                lanes.append((legs, device))
         measured = relays(lanes, announce, check)
-        for j, (i, side) in enumerate(planned):
+        ran: dict[str, list[ChildRun]] = {}  # each leg's processes (one per GPU that ran it)
+        for (legs, _), got in zip(lanes, measured, strict=True):
+            for leg, run in zip(legs, got, strict=True):
+                ran.setdefault(leg.name, []).append(run)
+        for i, side in planned:
             merged: dict[str, Measurement] = {}
-            for lane in measured:
-                run = lane[j]
+            for run in ran.get(f"{side}-{i}", []):
                 if run.error or run.trouble:
                     errors.append(f"{label[side]}, pair {i}: {run.error or run.trouble}")
                 merged.update(_measured(run))
@@ -283,6 +294,25 @@ def compare(
         wanted = [n for n in nodeids if n in more]
     lines = tuple(dict.fromkeys(errors))
     return Comparison(results, len(runs[HEAD]), lines, time.perf_counter() - started)
+
+
+def pair_blocks(pairs: Sequence[int], lanes: int) -> list[range]:
+    """``pairs`` in contiguous blocks, one per GPU, as even as whole pairs of pairs allow:
+    each GPU that runs a later look runs all of its tests in fewer processes than a share of
+    the tests in every pair would take (a process's start-up, not its tests, is most of its
+    cost), and a block of an even count keeps the next one's order (base first in odd pairs)
+    alternating base and head on its GPU. The odd block, if any, is the last."""
+    sizes = [0] * lanes
+    for unit in range(len(pairs) // 2):
+        sizes[unit % lanes] += 2
+    if len(pairs) % 2:
+        sizes[sizes.index(min(sizes))] += 1
+    sizes.sort(key=lambda n: n % 2)  # stable: the even blocks first, in lane order
+    blocks, start = [], pairs[0] if pairs else 0
+    for n in sizes:
+        blocks.append(range(start, start + n))
+        start += n
+    return blocks
 
 
 def _foreign(modules: Sequence[str], label: str, revision: Revision) -> str:
