@@ -9,9 +9,10 @@ run of the same cache state that follows it (warm runs in order: the k-th -n 2 w
 the first calls (compiling), with pytest's wall time.
 
 A/B runs (``aa`` steps, with and without -n): their verdicts against each other, their wall
-time, and from the JSON where each side ran: every test's sessions, base and head, on one
-GPU, and on each GPU the processes in the order they started (``B``: base, ``H``: head),
-which the A/B design makes ``BHHB`` for each two pairs.
+time, and from the JSON where each side ran: each pair's two sessions, base and head, on
+one GPU, and on each GPU the processes in the order they started (``B``: base, ``H``: head),
+which the A/B design makes ``BHHB`` for each two pairs (in a later look, each GPU
+runs its block of the pairs).
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ from xdist_compare import read_run
 def rows_of(logs: Path) -> list[dict[str, str]]:
     text = (logs / "runs.tsv").read_text()
     fields = ("name", "kind", "suite", "frac", "thr", "seconds", "rc")
-    return [dict(zip(fields, r, strict=False)) for r in csv.reader(io.StringIO(text), delimiter="\t")]
+    return [
+        dict(zip(fields, r, strict=False)) for r in csv.reader(io.StringIO(text), delimiter="\t")
+    ]
 
 
 def expected_order(pairs: int) -> str:
@@ -43,21 +46,25 @@ def expected_order(pairs: int) -> str:
 
 def sides_by_gpu(document: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
     """Each GPU's sessions in the order they started, as a string of sides; and the tests
-    whose sessions ran on more than one GPU, or whose sessions' GPU is unknown."""
+    with a pair whose two sessions ran on different GPUs, or on a GPU not recorded."""
     started: dict[str, dict[str, tuple[str, str]]] = collections.defaultdict(dict)
     split: list[str] = []
     for r in document["results"]:
         against = r.get("against") or {}
         infos = r.get("session_infos") or {}
-        gpus = set()
-        for side, key in (("B", "base_sessions"), ("H", "head_sessions")):
-            for s in against.get(key, []):
-                info = infos.get(s["session"])
-                gpu = info.get("machine") if info else None
-                gpus.add(gpu)
-                if gpu is not None:
-                    started[gpu][s["session"]] = (info["date"], side)
-        if len(gpus) != 1 or None in gpus:
+
+        def gpu(record: dict[str, Any], side: str, infos: dict[str, Any] = infos) -> str | None:
+            info = infos.get(record["session"])
+            if info is None or info.get("machine") is None:
+                return None
+            started[info["machine"]][record["session"]] = (info["date"], side)
+            return str(info["machine"])
+
+        pairs = zip(
+            against.get("base_sessions", []), against.get("head_sessions", []), strict=False
+        )
+        where = [(gpu(b, "B"), gpu(h, "H")) for b, h in pairs]
+        if any(b is None or b != h for b, h in where):
             split.append(r["key"])
     order = {
         gpu: "".join(side for _, side in sorted(sessions.values()))
@@ -93,7 +100,10 @@ def plain_runs(logs: Path, rows: list[dict[str, str]]) -> None:
         serial = [r for r in runs if r["thr"] == cache and r["frac"] == "0"]
         for a_row, b_row in zip(xdist, serial, strict=False):
             try:
-                a, b = read_run(logs / a_row["name"], a_row["frac"]), read_run(logs / b_row["name"], 0)
+                a, b = (
+                    read_run(logs / a_row["name"], a_row["frac"]),
+                    read_run(logs / b_row["name"], 0),
+                )
             except (OSError, ValueError, KeyError) as exc:
                 print(f"| {a_row['name']} / {b_row['name']} | {cache} | unreadable: {exc} |")
                 continue
@@ -102,12 +112,13 @@ def plain_runs(logs: Path, rows: list[dict[str, str]]) -> None:
                 str(n) for _, n in sorted(per_gpu(logs / f"{a_row['name']}.json").items())
             )
             first = [
-                "/".join(f"{steps.get('first_call_s', 0.0):.1f}" for _, steps in sorted(x["costs"].items()))
+                "/".join(
+                    f"{steps.get('first_call_s', 0.0):.1f}"
+                    for _, steps in sorted(x["costs"].items())
+                )
                 for x in (a, b)
             ]
-            ratio = (
-                f" ({a['phase_s'] / b['phase_s']:.2f})" if a["phase_s"] and b["phase_s"] else ""
-            )
+            ratio = f" ({a['phase_s'] / b['phase_s']:.2f})" if a["phase_s"] and b["phase_s"] else ""
             timing = f"{a['measuring_s']} vs {b['measuring_s']} s" + (
                 f" (**{a['measuring_s'] / b['measuring_s']:.2f}**)" if b["measuring_s"] else ""
             )
@@ -149,20 +160,27 @@ def offsets(logs: Path, rows: list[dict[str, str]]) -> None:
 def ab_runs(logs: Path, rows: list[dict[str, str]]) -> None:
     runs = [r for r in rows if r["kind"] == "aa"]
     print("\n## A/B runs against HEAD: with and without -n\n")
-    print("| run | workers | wall | pairs | verdicts | not same | tests on one GPU | each GPU's processes in order |")
+    print(
+        "| run | workers | wall | pairs | verdicts | not same | "
+        "tests with each pair on one GPU | each GPU's processes in order |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     found: dict[str, dict[str, str]] = {}
     for row in runs:
         path = logs / f"{row['name']}.json"
         if not path.exists():
-            print(f"| {row['name']} | {row['frac'] or 0} | {row['seconds']} s | no report (exit {row['rc']}) |")
+            print(
+                f"| {row['name']} | {row['frac'] or 0} | {row['seconds']} s | "
+                f"no report (exit {row['rc']}) |"
+            )
             continue
         document = json.loads(path.read_text())
         found[row["name"]] = verdicts(document)
         order, split = sides_by_gpu(document)
         pairs = max((r.get("against", {}) or {}).get("pairs", 0) for r in document["results"])
+        designed = {gpu: sides == expected_order(len(sides) // 2) for gpu, sides in order.items()}
         shown = "; ".join(
-            f"{gpu[:12]}…: {sides} ({'as designed' if sides == expected_order(len(sides) // 2) else 'NOT as designed'})"
+            f"{gpu[:12]}…: {sides} ({'as designed' if designed[gpu] else 'NOT as designed'})"
             for gpu, sides in sorted(order.items())
         )
         print(
@@ -174,7 +192,8 @@ def ab_runs(logs: Path, rows: list[dict[str, str]]) -> None:
     names = list(found)
     for a, b in zip(names, names[1:], strict=False):
         diff = differing(found[a], found[b])
-        print(f"\n{a} against {b}: verdicts {'the same' if not diff else 'differ on ' + ', '.join(diff)}")
+        said = "the same" if not diff else "differ on " + ", ".join(diff)
+        print(f"\n{a} against {b}: verdicts {said}")
 
 
 def main() -> None:

@@ -105,7 +105,6 @@ def test_the_tally_counts_slowdowns_sized_in_time_on_the_issues_rows(tmp_path: P
     )
 
 
-
 def _paired(key: str, starts: list[tuple[str, str, str]], status: str = "same") -> dict:
     """An A/B result whose pairs' processes are ``starts``: (side, second it started, GPU),
     base and head alternating in pair order. A process's session id is its start: the tests

@@ -277,8 +277,14 @@ def test_under_xdist_with_two_gpus_a_later_look_splits_its_pairs_between_them(
         lanes.setdefault(device, []).append((side, *tests))
     both = ("test_bench.py::test_join", "test_bench.py::test_sum")
     # the first look: each GPU its test; then GPU 0 pairs 2-5, GPU 1 pairs 6-8, both tests
-    assert lanes["0"][:2] == [("base", "test_bench.py::test_sum"), ("head", "test_bench.py::test_sum")]
-    assert lanes["1"][:2] == [("base", "test_bench.py::test_join"), ("head", "test_bench.py::test_join")]
+    assert lanes["0"][:2] == [
+        ("base", "test_bench.py::test_sum"),
+        ("head", "test_bench.py::test_sum"),
+    ]
+    assert lanes["1"][:2] == [
+        ("base", "test_bench.py::test_join"),
+        ("head", "test_bench.py::test_join"),
+    ]
     assert [(side, *sorted(tests)) for side, *tests in lanes["0"][2:]] == [
         (side, *both) for side in ["head", "base", "base", "head"] * 2
     ]

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tarfile
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from support import bench_module
@@ -243,3 +244,15 @@ def test_the_bisect_table_of_verdict_md_is_the_recorded_run() -> None:
     script = _bench("bisect_resample")
     rows = json.loads((RESULTS / "bisect-resample.json").read_text(encoding="utf-8"))
     assert "\n".join(script.lines(rows)) in read("docs/verdict.md")
+
+
+def test_the_two_gpu_tables_are_what_the_script_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    """bench/results/h100x2-2026-11-27's tables (and docs/performance.md's, cited from
+    there) are what bench/two_gpus.py prints over that plan's archive."""
+    _bench("xdist_compare")
+    script = _bench("two_gpus")
+    folder = RESULTS / "h100x2-2026-11-27"
+    with mock.patch.object(sys, "argv", ["two_gpus.py", str(folder / "plan.tgz")]):
+        script.main()
+    printed = capsys.readouterr().out
+    assert "96 of 96" in printed and printed in read("bench/results/h100x2-2026-11-27/README.md")
