@@ -180,7 +180,14 @@ DAMAGED = [
         json.dumps({"schema": "pytest-gpubench/3", "sessions": {}, "benchmarks": {}}),
         f"has schema 'pytest-gpubench/3', expected {SCHEMA!r}",
     ),
-    ("[1, 2]", f"has schema 'list', expected {SCHEMA!r}"),
+    ("[1, 2]", "is an array, not a JSON object"),
+    # a bare value read as a document crashed every reader (issue 19)
+    ("5", "is the bare value 5, not a JSON object"),
+    ("null", "is the bare value null, not a JSON object"),
+    ("true", "is the bare value true, not a JSON object"),
+    ('"text"', 'is the bare value "text", not a JSON object'),
+    # one of two values would be dropped unsaid
+    ('{"schema": "a", "schema": "b"}', "is not valid JSON (the key 'schema' appears twice"),
     (json.dumps({"schema": SCHEMA, "sessions": {}}), "lacks a 'benchmarks' object"),
     (
         json.dumps({"schema": SCHEMA, "sessions": {}, "benchmarks": []}),

@@ -764,6 +764,11 @@ DAMAGED = {
     "corrupt": ("{{{", "is not valid JSON (Expecting property name * at line 1)"),
     "truncated": ('{\n  "schema": "pytest-gpubench/2",\n  "benchm', "is not valid JSON (*)"),
     "empty": ("", "is not valid JSON (Expecting value at line 1)"),
+    "bare-value": ("null", "is the bare value null, not a JSON object"),
+    "duplicate-key": (
+        '{"schema": "pytest-gpubench/2", "schema": "pytest-gpubench/2"}',
+        "is not valid JSON (the key 'schema' appears twice in one object)",
+    ),
     "foreign": (
         json.dumps({"machine_info": {}, "benchmarks": [], "version": "5.1.0"}),
         "has schema None, expected 'pytest-gpubench/2'",

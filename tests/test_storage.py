@@ -80,6 +80,7 @@ def test_read_text_under_a_file_names_the_file(tmp_path: Path) -> None:
         ('{"a": -Infinity}', "is not valid JSON (-Infinity is not a JSON number)"),
         ("[" * 100_000 + "]" * 100_000, "is nested too deeply to be read as JSON"),
         ("[" * 65 + "]" * 65, "is nested deeper than 64 levels"),
+        ('{"a": {"b": 1, "b": 2}}', "is not valid JSON (the key 'b' appears twice in one object)"),
     ],
 )
 def test_parse_json_is_strict_and_one_line(text: str, problem: str) -> None:
@@ -90,6 +91,15 @@ def test_parse_json_is_strict_and_one_line(text: str, problem: str) -> None:
 
 def test_parse_json_accepts_the_deepest_allowed_nesting() -> None:
     assert storage.parse_json("[" * 64 + "]" * 64, "x") is not None
+
+
+@pytest.mark.parametrize(
+    "text, value", [("5", 5), ("null", None), ('"\\ud83d\\ude00"', "\U0001f600")]
+)
+def test_parse_json_reads_bare_values_and_paired_surrogates(text: str, value: object) -> None:
+    """A bare value is JSON (its reader says it is not the document it wants); a surrogate
+    pair is one character."""
+    assert storage.parse_json(text, "x") == value
 
 
 # --- writing --------------------------------------------------------------------------------

@@ -371,9 +371,11 @@ def load(path: Path) -> Baseline:
 
 
 def _from_document(path: Path, data: Json) -> Baseline:
-    if not isinstance(data, dict) or data.get("schema") not in (SCHEMA, SCHEMA_V1):
-        found = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise ValueError(f"has schema {found!r}, expected {SCHEMA!r}")
+    if not isinstance(data, dict):
+        what = "an array" if isinstance(data, list) else f"the bare value {json.dumps(data)[:40]}"
+        raise ValueError(f"is {what}, not a JSON object")
+    if data.get("schema") not in (SCHEMA, SCHEMA_V1):
+        raise ValueError(f"has schema {data.get('schema')!r}, expected {SCHEMA!r}")
     if "benchmarks" not in data:
         raise ValueError("lacks a 'benchmarks' object")
     if not isinstance(data["benchmarks"], dict):

@@ -73,13 +73,23 @@ def read_text(path: Path, what: str, max_bytes: int) -> str | None:
 
 
 def parse_json(text: str, where: str) -> Any:
-    """Strict JSON (no NaN or Infinity, bounded nesting); errors name ``where``."""
+    """Strict JSON (no NaN or Infinity, no duplicate keys, bounded nesting); errors name
+    ``where``. Unpaired surrogates are kept: undecodable bytes of a file name make them."""
 
     def refuse(constant: str) -> Any:
         raise ValueError(f"{constant} is not a JSON number")
 
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        # Two values for one key: the reader would keep one and drop the other unsaid.
+        found: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in found:
+                raise ValueError(f"the key {key[:80]!r} appears twice in one object")
+            found[key] = value
+        return found
+
     try:
-        data = json.loads(text, parse_constant=refuse)
+        data = json.loads(text, parse_constant=refuse, object_pairs_hook=unique)
     except json.JSONDecodeError as exc:
         raise StorageError(f"{where} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
     except ValueError as exc:
@@ -97,6 +107,8 @@ def _depth(value: Any) -> int:
     while stack:
         item, level = stack.pop()
         deepest = max(deepest, level)
+        if not isinstance(item, dict | list):
+            continue  # a bare value (the document itself): nothing nested
         children = item.values() if isinstance(item, dict) else item
         if isinstance(item, list) and CONTAINERS.isdisjoint(map(type, item)):
             continue  # a list of plain values (samples): checked at C speed
