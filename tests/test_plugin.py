@@ -1436,3 +1436,32 @@ def test_no_more_sessions_are_recorded_when_the_first_saved_nothing(
     result.stdout.no_fnmatch_line("*recording session*")
     result.stdout.no_fnmatch_line("*session 2/3*")
     assert timer_calls(fake) == []
+
+
+def test_declared_flops_show_as_tflops_in_every_report(fake: pytest.Pytester) -> None:
+    """Issue 18: flops given to the fixture or the marker show as TFLOP/s in the terminal
+    table, the Markdown report and the JSON report."""
+    fake.makepyfile(
+        test_bench="""
+        import pytest
+
+        def test_a(gpubench):
+            gpubench(abs, -1, flops=2e9)
+
+        @pytest.mark.gpubench(flops=1e6)
+        def test_b(gpubench):
+            gpubench(abs, -1)
+
+        def test_c(gpubench):
+            gpubench(abs, -1)
+        """
+    )
+    result = fake.runpytest("--gpubench", "--gpubench-json=r.json", "--gpubench-markdown=r.md")
+    result.assert_outcomes(passed=3)
+    text = output(result)
+    [header] = [line for line in text.splitlines() if line.startswith("test ")]
+    assert header.split()[-1] == "TFLOP/s"
+    document = json.loads((fake.path / "r.json").read_text())
+    tflops = {r["test"]: r["tflops"] for r in document["results"]}
+    assert tflops["test_c"] is None and tflops["test_a"] == pytest.approx(2e3 * tflops["test_b"])
+    assert "| TFLOP/s |" in (fake.path / "r.md").read_text()

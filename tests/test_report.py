@@ -428,6 +428,22 @@ def test_bandwidth_and_share_of_peak() -> None:
     assert report.row(bare)[-2:] == ["-", "-"]
 
 
+def test_declared_flops_show_as_tflops_in_the_table_markdown_and_json() -> None:
+    """A TFLOP/s column where any test declares its flops (issue 18), "-" for the others;
+    none where no test does."""
+    flops = result(samples=(0.5, 0.5, 0.5), flops=1e9)  # 1 GFLOP in 0.5 ms: 2 TFLOP/s
+    plain = result(samples=(1.0, 1.0, 1.0))
+    header, rule, *rows = report.table_lines([flops, plain])
+    assert header.split()[-1] == "TFLOP/s" and len(rule.split()) == len(report.COLUMNS) + 1
+    assert sorted(r.split()[-1] for r in rows) == ["-", "2"]
+    text = report.markdown([flops, plain], {"name": "GPU"})
+    assert "| % peak | TFLOP/s |" in text and " | 2 |" in text
+    document = report.json_document([flops], {"name": "GPU"}, {})
+    assert document["results"][0]["tflops"] == pytest.approx(2.0)
+    assert "TFLOP/s" not in report.table_lines([plain])[0]
+    assert "TFLOP/s" not in report.markdown([plain], {"name": "GPU"})
+
+
 def test_bandwidth_above_the_measured_peak_is_no_share_of_it() -> None:
     """1 M floats added on an H200 read 5074 GB/s against a 4229 GB/s copy peak: the data
     stayed in L2. The table says so instead of printing 120% of peak."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from ..core.device import Fingerprint
 from ..core.jsondata import Json
@@ -235,13 +235,26 @@ def _previous_change(result: Result) -> str:
     return "-" if ratio is None else f"({format_change(ratio)})"
 
 
+def layout(results: Sequence[Result]) -> tuple[list[str], Callable[[Result], list[str]]]:
+    """The table's columns and a row's cells: against a revision its own (PAIRED_COLUMNS);
+    a TFLOP/s column where any test declares the flops of a call."""
+    columns, cells = (COLUMNS, row) if legend(results) is None else (PAIRED_COLUMNS, paired_row)
+    if all(r.measurement.tflops is None for r in results):
+        return list(columns), cells
+
+    def with_tflops(result: Result) -> list[str]:
+        tflops = result.measurement.tflops
+        return [*cells(result), "-" if tflops is None else f"{tflops:.3g}"]
+
+    return [*columns, "TFLOP/s"], with_tflops
+
+
 def table_lines(results: Sequence[Result]) -> list[str]:
     """The table; against a revision, its columns (PAIRED_COLUMNS) and the line naming it."""
+    columns, cells = layout(results)
+    lines = aligned([columns, *(cells(r) for r in sort_results(results))])
     line = legend(results)
-    if line is None:
-        return aligned([list(COLUMNS)] + [row(r) for r in sort_results(results)])
-    rows = [paired_row(r) for r in sort_results(results)]
-    return aligned([list(PAIRED_COLUMNS), *rows]) + [line]
+    return lines if line is None else [*lines, line]
 
 
 def aligned(
@@ -369,7 +382,7 @@ def markdown(
     header = f"### gpubench: {device.get('name', 'unknown device')}\n\n"
     ordered = sort_results(results)
     line = legend(results)
-    columns, cells = (COLUMNS, row) if line is None else (PAIRED_COLUMNS, paired_row)
+    columns, cells = layout(results)
     table = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     rows = ["| " + " | ".join(c.replace("|", "\\|") for c in cells(r)) + " |" for r in ordered]
     extra = [f"- {line}" for line in notes(ordered)]
