@@ -546,3 +546,47 @@ def test_a_flagged_verdict_whose_confirmation_did_not_run_stays_unconfirmed() ->
     assert unconfirmed.verdict.judgement == first.verdict.judgement  # what it measured stays
     settled = flagged(1.0, sessions=3)
     assert gate.unconfirmed(settled, "interrupted") is settled  # nothing was left to confirm
+
+
+# --- the physical floor (issue 18) ------------------------------------------------------------
+
+
+def floored(median_ms: float, bytes: float, cache_bytes: int | None = 50 << 20) -> Measurement:
+    """A call of ``bytes`` at ``median_ms`` on a device whose copies ran 3000 GB/s from
+    memory and 9000 GB/s from a cache of ``cache_bytes``."""
+    return dataclasses.replace(
+        measurement(current(median_ms)),
+        bytes=bytes,
+        peak_gbs=3000.0,
+        cached_gbs=9000.0,
+        cache_bytes=cache_bytes,
+    )
+
+
+def test_the_floor_is_the_cache_rate_where_the_bytes_fit_and_memory_for_the_rest() -> None:
+    # 9 MB fit the cache: 9e6 bytes at 9000 GB/s take 1 µs
+    assert floored(1.0, 9e6).floor_ms == pytest.approx(1e-3)
+    # 300 MB do not: what the 50 MiB cache cannot hold comes from memory at 3000 GB/s
+    assert floored(1.0, 3e8).floor_ms == pytest.approx((3e8 - (50 << 20)) / 3e9)
+    # no cache size known (a CPU): the faster rate for all of it
+    assert floored(1.0, 3e8, cache_bytes=None).floor_ms == pytest.approx(3e8 / 9e9)
+    assert dataclasses.replace(floored(1.0, 9e6), peak_gbs=None).floor_ms is None
+    assert dataclasses.replace(floored(1.0, 9e6), bytes=None).floor_ms is None
+
+
+def test_a_call_faster_than_its_bytes_allow_is_impossible_fails_and_is_never_saved() -> None:
+    gate = Gate(accepting=True)
+    floor_ms = floored(1.0, 3e8).floor_ms
+    assert floor_ms is not None
+    # within the margin (a kernel may beat a plain copy): judged as any other
+    assert gate.verdict(floored(floor_ms / 2.9, 3e8), None, MeasureSettings()).status is Status.NEW
+    verdict = gate.verdict(floored(floor_ms / 3.1, 3e8), baseline(1.0), MeasureSettings())
+    assert verdict.status is Status.IMPOSSIBLE and gate.fails(verdict)
+    assert "over 3x the fastest this device's copies allow" in verdict.reason
+    assert "9000 GB/s measured, what exceeds its 50 MiB cache at 3000 GB/s" in verdict.reason
+    result = Result(floored(floor_ms / 3.1, 3e8), verdict)
+    assert (
+        gate.unsaved(result, passed=True)
+        == "t: not saved: impossible (its number is not a time of its work)"
+    )
+    assert not gate.accepts(result, MeasureSettings(accept=True))

@@ -1465,3 +1465,33 @@ def test_declared_flops_show_as_tflops_in_every_report(fake: pytest.Pytester) ->
     tflops = {r["test"]: r["tflops"] for r in document["results"]}
     assert tflops["test_c"] is None and tflops["test_a"] == pytest.approx(2e3 * tflops["test_b"])
     assert "| TFLOP/s |" in (fake.path / "r.md").read_text()
+
+
+def test_a_call_faster_than_its_declared_bytes_allow_fails_as_impossible(
+    fake: pytest.Pytester,
+) -> None:
+    """Issue 18: bytes= far beyond what this machine's measured copies move in the call's
+    time fails the test as impossible, in a run and in a save, which does not write it; the
+    other tests are judged and saved as ever."""
+    fake.makepyfile(
+        test_bench="""
+        def test_cached(gpubench):
+            gpubench(abs, -1, bytes=1e15)
+
+        def test_honest(gpubench):
+            gpubench(abs, -1, bytes=1000)
+        """
+    )
+    for args in (("--gpubench",), ("--gpubench-save",)):
+        result = fake.runpytest(*args, "--gpubench-json=r.json")
+        result.assert_outcomes(passed=1, failed=1)
+        text = output(result)
+        assert "FAILED test_bench.py::test_cached" in text and "Traceback" not in text
+        assert "impossible" in text and "over 3x the fastest this device's copies allow" in text
+        statuses = {
+            r["test"]: r["status"]
+            for r in json.loads((fake.path / "r.json").read_text())["results"]
+        }
+        assert statuses["test_cached"] == "impossible" and statuses["test_honest"] != "impossible"
+    stored = json.loads(next((fake.path / ".gpubench").glob("*.json")).read_text())
+    assert list(stored["benchmarks"]) == ["test_bench.py::test_honest"]

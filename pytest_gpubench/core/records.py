@@ -54,6 +54,9 @@ class Status(str, enum.Enum):
     ``SAME``, ``UNSURE`` and ``REMOVED`` are the verdicts against a revision measured in the
     same job (``--gpubench-against``)."""
 
+    # Faster than the device can move the declared bytes: skipped work, a cached result, or
+    # broken timing. Fails its test in every run; never saved.
+    IMPOSSIBLE = "impossible"
     REGRESSED = "regressed"
     IMPROVED = "improved"
     CHANGED = "changed"  # another binary (launches) than the baseline's: not judged on time
@@ -358,6 +361,16 @@ class Costs:
 
 
 @dataclass(frozen=True)
+class CopyRates:
+    """A device's copy bandwidths (GB/s of bytes read and written) as measured in a session:
+    from memory, and of a copy that stays in a cache of ``cache_bytes`` (None: not known)."""
+
+    peak_gbs: float
+    cached_gbs: float | None = None
+    cache_bytes: int | None = None
+
+
+@dataclass(frozen=True)
 class Measurement:
     """One measurement of one run: what was timed, how, and in which sessions.
 
@@ -382,6 +395,9 @@ class Measurement:
     bytes: float | None = None
     flops: float | None = None
     peak_gbs: float | None = None
+    # A copy that stays in the device's cache (of cache_bytes): the fastest declared bytes go.
+    cached_gbs: float | None = None
+    cache_bytes: int | None = None
     extra_info: Mapping[str, Json] = field(default_factory=dict)
     date: str = ""
     git_commit: str | None = None
@@ -440,6 +456,19 @@ class Measurement:
         return gbs is not None and bool(self.peak_gbs) and gbs > (self.peak_gbs or 0)
 
     @property
+    def floor_ms(self) -> float | None:
+        """The least time a call can move its declared bytes in at the copy rates measured on
+        its device: all of them at the faster of the memory's and the cache's, and what the
+        cache cannot hold at the memory's. None where the bytes or the rates are unknown."""
+        if self.bytes is None or not self.peak_gbs:
+            return None
+        fastest = max(self.peak_gbs, self.cached_gbs or 0.0)
+        floor = self.bytes / (fastest * 1e6)
+        if self.cache_bytes:
+            floor = max(floor, (self.bytes - self.cache_bytes) / (self.peak_gbs * 1e6))
+        return floor
+
+    @property
     def peak_share(self) -> float | None:
         """GB/s as a share of the device's measured copy bandwidth; absent above it (data that
         stays in L2 between calls is not bound by DRAM: no share of that peak)."""
@@ -496,6 +525,8 @@ class Measurement:
             "bytes": self.bytes,
             "flops": self.flops,
             "peak_gbs": self.peak_gbs,
+            "cached_gbs": self.cached_gbs,
+            "cache_bytes": self.cache_bytes,
             "extra_info": dict(self.extra_info),
             "date": self.date,
             "git_commit": self.git_commit,
@@ -538,6 +569,8 @@ class Measurement:
             bytes=data.get("bytes"),
             flops=data.get("flops"),
             peak_gbs=data.get("peak_gbs"),
+            cached_gbs=data.get("cached_gbs"),
+            cache_bytes=data.get("cache_bytes"),
             extra_info=dict(data.get("extra_info") or {}),
             date=data.get("date") or "",
             git_commit=data.get("git_commit"),

@@ -93,3 +93,8 @@ def session_summary(samples_ms: Sequence[float]) -> tuple[float, int, float]:
         raise ValueError("a session summary needs a sequence of positive samples (ms)")
     median_ms, se_log = summarize_samples(data)
     return float(median_ms), len(data), float(se_log)
+
+
+def time_text(ms: float) -> str:
+    """A time for a line of text (the report's tables format their own)."""
+    return f"{ms * 1e3:.3g} µs" if ms < 0.1 else f"{ms:.3g} ms" if ms < 1e3 else f"{ms / 1e3:.3g} s"

@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 
 from ..core.kernels import binary_changes, diff, launch_count, same_work
 from ..core.records import Measurement, Result, Status, Verdict
+from ..core.samples import time_text
 from ..core.settings import MeasureSettings, Settings
 from ..store.baseline import BaselineEntry, Update
 from .rule import Design, judge
@@ -47,6 +48,11 @@ MIN_SAVED_SAMPLES = 2
 OTHER_WORK = frozenset({Status.INCOMPARABLE, Status.CHANGED})
 # Verdicts that say the code changed: a save takes them into the history only when accepted.
 CHANGES = frozenset({Status.REGRESSED, Status.IMPROVED}) | OTHER_WORK
+# A call is impossible when it took less than 1/FLOOR_MARGIN of the least time its declared
+# bytes allow at the copy rates measured on its device (Measurement.floor_ms). The margin
+# covers kernels that beat a plain copy (reads only, better access patterns); the exploits it
+# is for (skipped work, a result computed before, a broken timer) beat it by orders.
+FLOOR_MARGIN = 3.0
 # How to accept a change: in a save's failure, and in its lines of what it left out.
 HOW_TO_ACCEPT = (
     "accept it with --gpubench-save --gpubench-accept (or @pytest.mark.gpubench(accept=True) "
@@ -116,9 +122,36 @@ class Gate:
             and not self.needs_confirmation(result)
         )
 
+    def impossible(self, measurement: Measurement) -> Verdict | None:
+        """The verdict on a call faster than its declared bytes allow (None: possible, or
+        not known): whatever its history or revision says, its number is not a time of that
+        work."""
+        floor = measurement.floor_ms
+        median = measurement.median_ms
+        if floor is None or measurement.bytes is None or median * FLOOR_MARGIN >= floor:
+            return None
+        fastest = max(measurement.peak_gbs or 0.0, measurement.cached_gbs or 0.0)
+        rates = f"{fastest:.0f} GB/s measured"
+        if measurement.cache_bytes and measurement.bytes > measurement.cache_bytes:
+            rates += (
+                f", what exceeds its {measurement.cache_bytes / 2**20:.0f} MiB cache at "
+                f"{measurement.peak_gbs or 0:.0f} GB/s"
+            )
+        reason = (
+            f"{time_text(median)} per call for its declared {measurement.bytes:.4g} bytes is "
+            f"{measurement.gbs or 0:.4g} GB/s, over {FLOOR_MARGIN:g}x the fastest this device's "
+            f"copies allow (they take {time_text(floor)}: {rates}): the call skipped work, "
+            "returned a result computed before, or its timing is broken; or bytes= says more "
+            "than it moves"
+        )
+        return Verdict(Status.IMPOSSIBLE, reason=reason, family=self.family)
+
     def verdict(
         self, measurement: Measurement, entry: BaselineEntry | None, settings: MeasureSettings
     ) -> Verdict:
+        impossible = self.impossible(measurement)
+        if impossible is not None:
+            return impossible
         base = Verdict(
             Status.NEW,
             reason="no baseline",
@@ -221,7 +254,7 @@ class Gate:
             self.enforcing
             and not verdict.accepted
             and (
-                verdict.status is Status.REGRESSED
+                verdict.status in (Status.REGRESSED, Status.IMPOSSIBLE)
                 or (verdict.status is Status.IMPROVED and self.fail_on_improvement)
                 or (verdict.status is Status.INCOMPARABLE and not self.allow_incomparable)
                 or (
@@ -254,6 +287,8 @@ class Gate:
         if not passed:
             return ""
         test, verdict = result.test, result.verdict
+        if verdict.status is Status.IMPOSSIBLE:
+            return f"{test}: not saved: impossible (its number is not a time of its work)"
         if verdict.status in CHANGES and not verdict.accepted:
             return f"{test}: not saved: {verdict.status.value}; {HOW_TO_ACCEPT}"
         if verdict.status is Status.UNCONFIRMED:

@@ -135,7 +135,6 @@ def sort_results(results: Sequence[Result]) -> list[Result]:
 def row(result: Result) -> list[str]:
     m, v = result.measurement, result.verdict
     j = v.judgement
-    share = m.peak_share
     return [
         m.test,
         m.timer,
@@ -148,15 +147,23 @@ def row(result: Result) -> list[str]:
         format_share(max(j.gateable, m.threshold) if j and j.gateable else None),
         verdict_label(result),
         "-" if m.gbs is None else f"{m.gbs:.1f}",
-        "L2" if m.above_peak else "-" if share is None else f"{share * 100:.0f}%",
+        peak_cell(result),
     ]
+
+
+def peak_cell(result: Result) -> str:
+    """The % peak column: the share of the measured copy bandwidth, ``L2`` above it (data
+    that stays in the cache), ``-`` where unknown or impossible."""
+    m, share = result.measurement, result.measurement.peak_share
+    if result.status is Status.IMPOSSIBLE or (share is None and not m.above_peak):
+        return "-"
+    return "L2" if m.above_peak else f"{(share or 0) * 100:.0f}%"
 
 
 def paired_row(result: Result) -> list[str]:
     """A row of a run against a revision (PAIRED_COLUMNS)."""
     m, v = result.measurement, result.verdict
     p = v.paired
-    share = m.peak_share
     return [
         m.test,
         m.timer,
@@ -166,7 +173,7 @@ def paired_row(result: Result) -> list[str]:
         str(p.pairs) if p and p.pairs else "-",
         verdict_label(result),
         "-" if m.gbs is None else f"{m.gbs:.1f}",
-        "L2" if m.above_peak else "-" if share is None else f"{share * 100:.0f}%",
+        peak_cell(result),
     ]
 
 
@@ -299,7 +306,7 @@ def notes(results: Sequence[Result]) -> list[str]:
                 f"{format_time(m.device_ms)} of {format_time(m.summary.median_ms)} per call: "
                 f"{describe(m.kernels)})"
             )
-        if m.above_peak:
+        if m.above_peak and v.status is not Status.IMPOSSIBLE:
             lines.append(
                 f"{m.test}: {m.gbs or 0:.0f} GB/s is above the measured copy bandwidth "
                 f"({m.peak_gbs or 0:.0f} GB/s): its data stays in L2 between calls, so no "

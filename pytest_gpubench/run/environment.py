@@ -14,11 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..core.device import VERSION_FIELDS, Device, Fingerprint
-from ..core.records import SessionInfo
+from ..core.records import CopyRates, SessionInfo
 from ..core.settings import MeasureSettings
 from ..timing.clocks import ClockMonitor, ClockReading
-from ..timing.device import copy_workload, detect
-from ..timing.engine import Plan, Timer, collect
+from ..timing.device import cached_copy_bytes, copy_workload, detect
+from ..timing.engine import Plan, Timer, Workload, collect
 from ..timing.gpus import host_identity
 
 # The timer of one measurement: from its settings, the device, and whether it has a setup.
@@ -42,6 +42,7 @@ class Environment:
         self._device: Device | None = None
         self._clocks: ClockMonitor | None = None
         self._peak_gbs: float | None = None
+        self._cached_gbs: float | None = None
         self._git_commit: str | None = None
         self._git_known = False
         self._session_info: SessionInfo | None = None
@@ -120,13 +121,27 @@ class Environment:
         """Measured copy bandwidth of this device (bytes read + written), once per session,
         with the session's default settings."""
         if self._peak_gbs is None:
-            workload, moved = copy_workload(self.device.kind)
-            timer = self._timer_factory(self.measure, self.device, False)
-            sampler = timer.sampler(workload)
-            try:
-                sampling = collect(sampler, Plan(min_samples=5, max_samples=30, budget_s=0.5))
-            finally:
-                sampler.close()
-            median_ms = sorted(sampling.samples_ms)[len(sampling.samples_ms) // 2]
-            self._peak_gbs = moved / (median_ms * 1e6)
+            self._peak_gbs = self._copy_gbs(*copy_workload(self.device.kind))
         return self._peak_gbs
+
+    def copy_rates(self) -> CopyRates:
+        """The copy bandwidths a call's declared bytes are held to: from memory (the yardstick
+        of % of peak) and from the cache (a copy that fits the GPU's L2: the fastest data
+        that stays there between calls can move), each measured once per session."""
+        cache_bytes = self.device.fingerprint.get("l2_cache_bytes")
+        cache = int(cache_bytes) if isinstance(cache_bytes, int | float) and cache_bytes else None
+        if self._cached_gbs is None:
+            self._cached_gbs = self._copy_gbs(
+                *copy_workload(self.device.kind, cached_copy_bytes(cache))
+            )
+        return CopyRates(self.peak_gbs(), self._cached_gbs, cache)
+
+    def _copy_gbs(self, workload: Workload, moved: int) -> float:
+        timer = self._timer_factory(self.measure, self.device, False)
+        sampler = timer.sampler(workload)
+        try:
+            sampling = collect(sampler, Plan(min_samples=5, max_samples=30, budget_s=0.5))
+        finally:
+            sampler.close()
+        median_ms = sorted(sampling.samples_ms)[len(sampling.samples_ms) // 2]
+        return moved / (median_ms * 1e6)

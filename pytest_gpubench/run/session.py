@@ -20,6 +20,7 @@ from ..core.kernels import launch_count
 from ..core.records import (
     RATIO_KEY,
     RATIO_SUFFIX,
+    CopyRates,
     Costs,
     Measurement,
     Result,
@@ -27,7 +28,7 @@ from ..core.records import (
     Status,
     Versus,
 )
-from ..core.samples import sample_problem
+from ..core.samples import sample_problem, time_text
 from ..core.settings import MarkerSpec, MeasureSettings, Settings
 from ..judge.gate import Gate
 from ..store import baseline as store
@@ -76,11 +77,6 @@ def _costs(
         timer_setup_s=prepared - started,
         sampling_s=sampled - prepared,
     )
-
-
-def _time_text(ms: float) -> str:
-    """A time for a note (report.summary formats the table; run does not import it)."""
-    return f"{ms * 1e3:.3g} µs" if ms < 0.1 else f"{ms:.3g} ms"
 
 
 @dataclass(frozen=True)
@@ -189,7 +185,7 @@ class BenchSession:
                 sampler.close()
             sampled = time.perf_counter()
             # A confirmation's samples are all its parent uses: no copy-bandwidth probe there.
-            peak = self.env.peak_gbs() if bytes and not self.settings.confirming else None
+            rates = self.env.copy_rates() if bytes and not self.settings.confirming else None
         return self._measurement(
             sampling,
             key=key,
@@ -199,7 +195,7 @@ class BenchSession:
             readings=readings,
             bytes=bytes,
             flops=call.work_flops,
-            peak_gbs=peak,
+            rates=rates,
             costs=_costs(first_call_s, waited, started, prepared, sampled),
         )
 
@@ -257,13 +253,13 @@ class BenchSession:
                 a.close()
                 b.close()
             sampled = time.perf_counter()
-            peak = self.env.peak_gbs() if bytes and not self.settings.confirming else None
+            rates = self.env.copy_rates() if bytes and not self.settings.confirming else None
         reference_ms = statistics.median(pair.second.samples_ms)
         problem = ""
         if pair.first.timer != pair.second.timer:
             problem = (
                 f"the reference was timed by {pair.second.timer} "
-                f"({_time_text(reference_ms)}), this function by {pair.first.timer}: a ratio "
+                f"({time_text(reference_ms)}), this function by {pair.first.timer}: a ratio "
                 "of two timers' numbers is not measured"
             )
         elif any(sample_problem(r) for r in pair.ratios):
@@ -274,7 +270,7 @@ class BenchSession:
             test=call.test,
             bytes=bytes,
             flops=call.work_flops,
-            peak_gbs=peak,
+            rates=rates,
             # The pair's costs are the function's; the ratio's, its reference's first call.
             costs=_costs(first_call_s, waited, started, prepared, sampled),
             spec=spec,
@@ -336,7 +332,7 @@ class BenchSession:
         costs: Costs,
         bytes: float | None = None,
         flops: float | None = None,
-        peak_gbs: float | None = None,
+        rates: CopyRates | None = None,
     ) -> Measurement:
         clocks = [r for r in readings if r is not None]
         profile = sampling.profile
@@ -355,7 +351,9 @@ class BenchSession:
             clocks_mhz=tuple(r.sm_mhz for r in clocks),
             bytes=bytes,
             flops=flops,
-            peak_gbs=peak_gbs,
+            peak_gbs=rates.peak_gbs if rates else None,
+            cached_gbs=rates.cached_gbs if rates else None,
+            cache_bytes=rates.cache_bytes if rates else None,
             date=self.env.date,
             git_commit=self.env.git_commit(),
             gpu=self.env.gpu,

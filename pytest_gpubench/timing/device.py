@@ -14,6 +14,15 @@ from .engine import Workload
 
 # Bytes copied to measure the device's copy bandwidth, the yardstick of "% of peak".
 PEAK_COPY_BYTES = 1 << 28
+# Bytes of each buffer of the copy that stays in the cache: a quarter of the GPU's L2 (its
+# source and destination then fill half of it), or this on a CPU (whose cache is not known).
+CPU_CACHED_COPY_BYTES = 1 << 18
+
+
+def cached_copy_bytes(cache_bytes: int | None) -> int:
+    """Bytes of each buffer of a copy whose source and destination stay in a cache of
+    ``cache_bytes`` (None: a CPU's, not known) between calls."""
+    return cache_bytes // 4 if cache_bytes else CPU_CACHED_COPY_BYTES
 
 
 def detect(use_cuda: bool) -> Device:
@@ -80,9 +89,9 @@ def synchronizer(kind: str) -> Callable[[], None]:
     return torch.cuda.synchronize
 
 
-def copy_workload(kind: str) -> tuple[Workload, int]:
-    """A copy of a buffer far beyond any cache, and the bytes it moves (read + written)."""
-    nbytes = PEAK_COPY_BYTES
+def copy_workload(kind: str, nbytes: int = PEAK_COPY_BYTES) -> tuple[Workload, int]:
+    """A copy of ``nbytes`` (by default a buffer far beyond any cache), and the bytes it moves
+    (read + written)."""
     if kind == "cuda":
         import torch
 
@@ -90,6 +99,7 @@ def copy_workload(kind: str) -> tuple[Workload, int]:
         return Workload(torch.empty_like(src).copy_, (src,)), 2 * nbytes
     import numpy as np
 
-    nbytes //= 4  # a CPU copy of 256 MiB would cost seconds
+    if nbytes == PEAK_COPY_BYTES:
+        nbytes //= 4  # a CPU copy of 256 MiB would cost seconds
     data = np.random.default_rng(0).integers(0, 255, nbytes, dtype=np.uint8)
     return Workload(np.copyto, (np.empty_like(data), data)), 2 * nbytes
