@@ -122,6 +122,20 @@ def test_write_atomic_through_a_link_writes_its_target(tmp_path: Path) -> None:
     assert names(tmp_path / "real") == ["a.json"]
 
 
+def test_a_link_to_nothing_is_refused_before_anything_is_created(tmp_path: Path) -> None:
+    """A baseline file that is a dangling link: the lock library would create the target's
+    directories and the save would write there, outside the project (issue 19)."""
+    link = tmp_path / "a.json"
+    link.symlink_to(tmp_path / "outside" / "deep" / "target.json")
+    message = "it is a link to .*target.json, which does not exist; remove the link"
+    with pytest.raises(StorageError, match=message):
+        with storage.lock(link, WHAT, 1.0):
+            pass
+    with pytest.raises(StorageError, match=message):
+        storage.write_atomic(link, "new", WHAT)
+    assert not (tmp_path / "outside").exists() and names(tmp_path) == ["a.json"]
+
+
 def test_write_atomic_creates_no_directory(tmp_path: Path) -> None:
     path = tmp_path / "missing" / "a.json"
     with pytest.raises(StorageError) as info:

@@ -152,9 +152,20 @@ def _repr(value: Any) -> str:
         return f"<{type(value).__name__}>"
 
 
+def _check_dangling(path: Path, what: str) -> None:
+    """Refuse a link whose target does not exist: writing it, or its lock, would create a
+    file (and the lock library its directories) wherever the link points."""
+    if os.path.islink(path) and not os.path.exists(path):
+        raise StorageError(
+            f"cannot write {what} {path}: it is a link to {os.readlink(path)}, which does not "
+            "exist; remove the link or create its target"
+        )
+
+
 def check_target(path: Path, what: str) -> None:
     """Refuse a path that ``write_atomic`` could not write: a directory, something that is not
-    a regular file, or a file in a directory that does not exist."""
+    a regular file, a link to nothing, or a file in a directory that does not exist."""
+    _check_dangling(path, what)
     target = Path(os.path.realpath(path))  # writing through a link writes its target
     try:
         info = os.stat(target)
@@ -245,6 +256,7 @@ def lock(path: Path, what: str, timeout_s: float) -> Iterator[None]:
     """Hold the inter-process lock of ``path`` (a lock file next to it) while the block runs."""
     import filelock  # only a save needs it
 
+    _check_dangling(path, what)
     lock_file = lock_path(path)
     try:
         held = filelock.FileLock(lock_file, timeout=timeout_s)
