@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import json
+import re
+import socket
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -131,6 +133,9 @@ def test_save_writes_the_baseline_of_this_device(fake: pytest.Pytester) -> None:
     info = data["sessions"][session]
     assert info["date"] and info["machine"]
     assert info["versions"]["python"] == data["device"]["python"]
+    # a committed file says which sessions ran on one host, never the host's name (issue 19)
+    assert re.fullmatch("host-[0-9a-f]{12}", info["machine"])
+    assert info["machine"] != f"host-{socket.gethostname()}"
     report = json.loads((fake.path / "out.json").read_text())
     assert report["session"]["id"] == session
     [measured] = [r for r in report["results"] if r["key"] == "test_bench.py::test_sum"]
