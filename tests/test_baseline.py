@@ -7,6 +7,7 @@ tests/test_history.py; this file covers reading, validating and writing files.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 import os
 import stat
@@ -153,6 +154,24 @@ def test_a_valid_file_loads(path: Path) -> None:
     # the reference time is the geometric mean of the history's session medians
     assert entry.median_ms == pytest.approx(2**0.5)
     assert base.latest_versions() == INFO2.versions  # of the latest session by date
+
+
+def test_a_session_dated_in_the_future_or_undated_is_never_the_latest() -> None:
+    """Issue 19: a session dated years ahead (a clock gone wrong, a hand edit) would rule the
+    versions every later session is compared with, forever."""
+    now = datetime.datetime(2026, 11, 27, tzinfo=datetime.timezone.utc)
+    future = SessionInfo("2031-01-01T00:00:00+00:00", versions={"torch": "9.9"})
+    garbage = SessionInfo("not a date", versions={"torch": "0.1"})
+    naive = SessionInfo("2026-01-03T00:00:00", versions={"torch": "2.14.0"})  # read as UTC
+    base = Baseline(Path("x.json"), sessions={"f": future, "g": garbage, S1: INFO, S2: INFO2})
+    assert base.latest_versions(now) == INFO2.versions
+    base.sessions["n"] = naive
+    assert base.latest_versions(now) == naive.versions
+    # a few hours ahead is a clock's skew, not a date gone wrong
+    skewed = SessionInfo("2026-11-27T05:00:00+00:00", versions={"torch": "2.15.0"})
+    base.sessions["s"] = skewed
+    assert base.latest_versions(now) == skewed.versions
+    assert Baseline(Path("x.json"), sessions={"f": future}).latest_versions(now) == {}
 
 
 def test_a_file_without_device_loads_with_an_empty_fingerprint(path: Path) -> None:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime
 import json
 import math
 import os
@@ -341,11 +342,35 @@ class Baseline:
     exists: bool = False
     schema: str = SCHEMA
 
-    def latest_versions(self) -> Mapping[str, str | None]:
-        """Software versions of the most recent session in the file."""
-        if not self.sessions:
+    def latest_versions(
+        self, now: datetime.datetime | None = None
+    ) -> Mapping[str, str | None]:
+        """Software versions of the most recent session in the file. A session dated after
+        ``now`` (and a day of clock skew) or not dated in ISO 8601 is not a candidate: it
+        would be the most recent forever."""
+        limit = (now or datetime.datetime.now(datetime.timezone.utc)) + CLOCK_SKEW
+        dated = []
+        for info in self.sessions.values():
+            when = _instant(info.date)
+            if when is not None and when <= limit:
+                dated.append((when, info))
+        if not dated:
             return {}
-        return max(self.sessions.values(), key=lambda s: s.date).versions
+        return max(dated, key=lambda pair: pair[0])[1].versions
+
+
+# How far in the future a session's date may be and still count as a date (clocks differ).
+CLOCK_SKEW = datetime.timedelta(days=1)
+
+
+def _instant(date: str) -> datetime.datetime | None:
+    """An ISO 8601 date as an aware instant (a date without an offset is UTC); None if it
+    is not one."""
+    try:
+        when = datetime.datetime.fromisoformat(date)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=datetime.timezone.utc)
 
 
 def path_for(directory: Path, device_key: str) -> Path:
