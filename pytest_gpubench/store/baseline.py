@@ -342,9 +342,7 @@ class Baseline:
     exists: bool = False
     schema: str = SCHEMA
 
-    def latest_versions(
-        self, now: datetime.datetime | None = None
-    ) -> Mapping[str, str | None]:
+    def latest_versions(self, now: datetime.datetime | None = None) -> Mapping[str, str | None]:
         """Software versions of the most recent session in the file. A session dated after
         ``now`` (and a day of clock skew) or not dated in ISO 8601 is not a candidate: it
         would be the most recent forever."""
