@@ -120,6 +120,10 @@ def read_results(path: Path) -> ResultFile:
     return ResultFile(path, data.get("device", {}), data.get("settings", {}), results, against)
 
 
+# The reason of a HEAD result whose BASE was impossible: new, with nothing to judge against.
+IMPOSSIBLE_BASE = "impossible in "
+
+
 def _result_problem(item: Json) -> str:
     """What keeps one entry of a result file from being judged, or ''."""
     if not isinstance(item, dict):
@@ -137,6 +141,10 @@ def _result_problem(item: Json) -> str:
     threshold = item.get("threshold")
     if not (is_number(threshold) and 0 < threshold < 1):
         return f"has a 'threshold' of {threshold!r:.40}, not a fraction in (0, 1)"
+    for name in ("bytes", "flops", "peak_gbs", "cached_gbs", "cache_bytes"):
+        value = item.get(name)
+        if value is not None and not (is_number(value) and 0 < value < math.inf):
+            return f"has a {name!r} of {value!r:.40}, not a positive number"
     return ""
 
 
@@ -239,14 +247,22 @@ def compare(
     judged = []
     for key, result in head.results.items():
         measurement = result.measurement
-        entry = entry_of(base.results[key].measurement) if key in base.results else None
+        before = base.results.get(key)
+        # An impossible BASE is no time of its work: nothing to judge HEAD against.
+        valid = before is not None and before.status is not Status.IMPOSSIBLE
+        entry = entry_of(before.measurement) if before is not None and valid else None
         measure = MeasureSettings(threshold=threshold or measurement.threshold, alpha=alpha)
         try:
             verdict = gate.verdict(measurement, entry, measure)
         except ValueError as exc:  # a value the rule refuses (the files were checked)
             raise GpubenchError(f"cannot judge {key}: {exc}") from None
-        if entry is None:
-            verdict = dataclasses.replace(verdict, reason=f"not in {base.path}")
+        if entry is None and verdict.status is not Status.IMPOSSIBLE:
+            why = (
+                f"not in {base.path}"
+                if before is None
+                else f"{IMPOSSIBLE_BASE}{base.path}: no time of its work to compare with"
+            )
+            verdict = dataclasses.replace(verdict, reason=why)
         measurement = dataclasses.replace(measurement, threshold=measure.threshold)
         judged.append(Result(measurement, verdict))
     notes = []
@@ -348,8 +364,13 @@ def comparison_markdown(comparison: Comparison, head: ResultFile) -> str:
 
 
 def _key_lines(comparison: Comparison) -> list[str]:
-    added = [r.test for r in report.sort_results(comparison.results) if r.status is Status.NEW]
-    lines = [f"added (in HEAD only): {test}" for test in added]
+    lines = [
+        f"{r.test}: new: {r.verdict.reason}"
+        if r.verdict.reason.startswith(IMPOSSIBLE_BASE)
+        else f"added (in HEAD only): {r.test}"
+        for r in report.sort_results(comparison.results)
+        if r.status is Status.NEW
+    ]
     lines += [f"removed (in BASE only): {r.test}" for r in comparison.removed]
     return lines
 

@@ -107,6 +107,45 @@ def test_compare_known_regression_fails(tmp_path: Path, capsys: pytest.CaptureFi
     assert "a: regressed: slower by 20.0%" in out
 
 
+def test_compare_judges_the_physical_floor_and_never_against_an_impossible_base(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 18: a BASE measurement that was impossible is no time of its work (a fix of the
+    skipped work is not a regression of it); a HEAD measurement that is impossible fails;
+    one whose file lacks the cache's copy rate (written before it was measured) is not held
+    to the memory's rate alone."""
+
+    def declared(result: Result, bytes: float, cached: float | None = 9000.0) -> Result:
+        m = dataclasses.replace(result.measurement, bytes=bytes, peak_gbs=3000.0, cached_gbs=cached)
+        return dataclasses.replace(result, measurement=m)
+
+    skipped = declared(make_result("a", 0.001, sessions=3), 1e9)  # 1e6 GB/s
+    fixed = declared(make_result("a", 1.0), 1e9)
+    old = declared(make_result("b", 0.001, sessions=3), 1e7, cached=None)  # 1e4 GB/s: L2
+    base = write_results(
+        tmp_path / "base.json",
+        dataclasses.replace(skipped, verdict=Verdict(Status.IMPOSSIBLE)),
+        old,
+    )
+    head = write_results(tmp_path / "head.json", fixed, old)
+    code, out, err = run(capsys, "compare", base, head)
+    assert code == 0, out + err
+    assert "new" in row(out, "a") and "a: new: impossible in" in out
+    assert "impossible" not in row(out, "b")
+    code, out, err = run(capsys, "compare", head, write_results(tmp_path / "h2.json", skipped, old))
+    assert code == 1 and "impossible" in row(out, "a"), out + err
+
+
+def test_compare_refuses_a_work_field_that_is_not_a_number(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_results(tmp_path / "r.json", make_result("a", 1.0))
+    text = Path(path).read_text().replace('"cache_bytes": null', '"cache_bytes": "x"')
+    Path(path).write_text(text)
+    line = one_line_error(capsys, "compare", path, path)
+    assert "has a 'cache_bytes' of 'x', not a positive number" in line
+
+
 def test_compare_unchanged_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     base = write_results(
         tmp_path / "base.json", make_result("a", 1.0, sessions=3), make_result("b", 1.0, sessions=3)

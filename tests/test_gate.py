@@ -571,6 +571,9 @@ def test_the_floor_is_the_cache_rate_where_the_bytes_fit_and_memory_for_the_rest
     # no cache size known (a CPU): the faster rate for all of it
     assert floored(1.0, 3e8, cache_bytes=None).floor_ms == pytest.approx(3e8 / 9e9)
     assert dataclasses.replace(floored(1.0, 9e6), peak_gbs=None).floor_ms is None
+    # a file written before the cache's rate was measured: no floor (its L2 data would read
+    # as impossible against the memory's rate alone)
+    assert dataclasses.replace(floored(1.0, 9e6), cached_gbs=None).floor_ms is None
     assert dataclasses.replace(floored(1.0, 9e6), bytes=None).floor_ms is None
 
 
@@ -590,3 +593,5 @@ def test_a_call_faster_than_its_bytes_allow_is_impossible_fails_and_is_never_sav
         == "t: not saved: impossible (its number is not a time of its work)"
     )
     assert not gate.accepts(result, MeasureSettings(accept=True))
+    # nor appended as a session recorded in a fresh process (--gpubench-sessions)
+    assert "a recorded session not saved: " in (gate.unrecorded(result, passed=True) or "")

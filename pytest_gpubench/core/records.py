@@ -459,8 +459,10 @@ class Measurement:
     def floor_ms(self) -> float | None:
         """The least time a call can move its declared bytes in at the copy rates measured on
         its device: all of them at the faster of the memory's and the cache's, and what the
-        cache cannot hold at the memory's. None where the bytes or the rates are unknown."""
-        if self.bytes is None or not self.peak_gbs:
+        cache cannot hold at the memory's. None where the bytes or either rate is unknown
+        (a file written before the cache's rate was measured: data that stayed in the cache
+        would read as impossible against the memory's rate alone)."""
+        if self.bytes is None or not self.peak_gbs or not self.cached_gbs:
             return None
         fastest = max(self.peak_gbs, self.cached_gbs or 0.0)
         floor = self.bytes / (fastest * 1e6)

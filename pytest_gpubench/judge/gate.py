@@ -306,7 +306,7 @@ class Gate:
             return (
                 f"{test}: a recorded session not saved: its test did not pass in the fresh process"
             )
-        if result.status in OTHER_WORK:
+        if result.status in OTHER_WORK or result.status is Status.IMPOSSIBLE:
             return f"{test}: a recorded session not saved: {result.verdict.reason}"
         return _too_few_to_save(result.measurement)
 
