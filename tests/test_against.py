@@ -217,12 +217,9 @@ def pytest_collection_finish(session):
 """
 
 
-@pytest.mark.slow
-def test_under_xdist_with_two_gpus_each_times_its_share_in_its_own_pairs(
-    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """-n 2 where two GPUs are visible: a relay of fresh processes on each, over half the
-    tests each, in alternating pairs of its own; the verdicts as on one GPU."""
+def two_gpus_logged(repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Two GPUs faked in this process, and each fresh process writing what it timed, on
+    which GPU and side (LANE_EVENTS, committed) to the log returned."""
     from pytest_gpubench.timing import gpus
 
     conftest = repo.path / "conftest.py"
@@ -231,6 +228,25 @@ def test_under_xdist_with_two_gpus_each_times_its_share_in_its_own_pairs(
     log = repo.path / "lanes.log"
     monkeypatch.setenv("LANE_LOG", str(log))
     monkeypatch.setattr(gpus, "visible_devices", lambda: 2)
+    return log
+
+
+def lanes_of(log: Path) -> dict[str, list[tuple[str, ...]]]:
+    """Each GPU's processes in the order they ran: (side, test ids...)."""
+    lanes: dict[str, list[tuple[str, ...]]] = {}
+    for line in log.read_text().splitlines():
+        device, side, *tests = line.split()
+        lanes.setdefault(device, []).append((side, *tests))
+    return lanes
+
+
+@pytest.mark.slow
+def test_under_xdist_with_two_gpus_each_times_its_share_in_its_own_pairs(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """-n 2 where two GPUs are visible: a relay of fresh processes on each, over half the
+    tests each, in alternating pairs of its own; the verdicts as on one GPU."""
+    log = two_gpus_logged(repo, monkeypatch)
     slower(repo, 1.3)
     # in this process (its GPUs faked): pytest-benchmark's warning under xdist is an error here
     result = repo.runpytest("-p", "no:benchmark", "-n", "2", "--gpubench-against=HEAD", *FAST)
@@ -238,10 +254,7 @@ def test_under_xdist_with_two_gpus_each_times_its_share_in_its_own_pairs(
     text = output(result)
     assert "slower by 30.0% than HEAD" in text and "FAILED test_bench.py::test_sum" in text
     assert "GPU 0, pair 1/" in text and "GPU 1, pair 1/" in text
-    lanes: dict[str, list[tuple[str, ...]]] = {}
-    for line in log.read_text().splitlines():
-        device, side, *tests = line.split()
-        lanes.setdefault(device, []).append((side, *tests))
+    lanes = lanes_of(log)
     # the first GPU the first test, the second the other; base first in odd pairs
     order = ["base", "head", "head", "base"]
     assert lanes["0"] == [(side, "test_bench.py::test_sum") for side in order]
@@ -255,14 +268,7 @@ def test_under_xdist_with_two_gpus_a_later_look_splits_its_pairs_between_them(
     """The tests still unsure after the first look take their next pairs in blocks, one per
     GPU, each with every unsure test: fewer processes than a share of the tests in every
     pair; each GPU goes on alternating base and head; a test's pairs come from both."""
-    from pytest_gpubench.timing import gpus
-
-    conftest = repo.path / "conftest.py"
-    conftest.write_text(conftest.read_text() + LANE_EVENTS.format(repo=str(repo.path)))
-    commit(repo.path, "lane events")
-    log = repo.path / "lanes.log"
-    monkeypatch.setenv("LANE_LOG", str(log))
-    monkeypatch.setattr(gpus, "visible_devices", lambda: 2)
+    log = two_gpus_logged(repo, monkeypatch)
     slower(repo, 1.3)
     # one pair judges nothing: both tests are unsure, and take 7 more
     result = repo.runpytest(
@@ -271,10 +277,7 @@ def test_under_xdist_with_two_gpus_a_later_look_splits_its_pairs_between_them(
     result.assert_outcomes(passed=1, failed=1)
     text = output(result)
     assert "GPU 0, pair 5/8" in text and "GPU 1, pair 6/8" in text and "pair 8/8" in text
-    lanes: dict[str, list[tuple[str, ...]]] = {}
-    for line in log.read_text().splitlines():
-        device, side, *tests = line.split()
-        lanes.setdefault(device, []).append((side, *tests))
+    lanes = lanes_of(log)
     both = ("test_bench.py::test_join", "test_bench.py::test_sum")
     # the first look: each GPU its test; then GPU 0 pairs 2-5, GPU 1 pairs 6-8, both tests
     assert lanes["0"][:2] == [
