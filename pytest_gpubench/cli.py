@@ -44,6 +44,7 @@ from .run import ab
 from .run import bisect as bisection
 from .store import files as storage
 from .store.baseline import Baseline, BaselineEntry, Update, load
+from .store.merge import merge_files
 
 RESULT_FILE = "result file"
 # A result file holds the samples of each test of one run; far larger is no result file.
@@ -561,6 +562,11 @@ class _Parser(argparse.ArgumentParser):
         return parsed, extra
 
 
+def run_merge(args: argparse.Namespace) -> int:
+    merge_files(Path(args.ancestor), Path(args.current), Path(args.other))
+    return 0
+
+
 def _percent(text: str) -> float:
     try:
         return parse_fraction_or_percent(text)
@@ -634,6 +640,13 @@ PLOT_DESCRIPTION = (
     "Draw baseline files with matplotlib (pip install 'pytest-gpubench[plot]'): per test the "
     "session medians with the gate band of a next session, and the % of peak copy bandwidth "
     "per group where the device's peak was measured."
+)
+MERGE_DESCRIPTION = (
+    "Write into CURRENT the sessions that OTHER saved since ANCESTOR, as a save of them "
+    "would have: two saves of one baseline file on two branches keep both. Refused (exit "
+    "status 2, CURRENT untouched) when OTHER is not ANCESTOR plus saved sessions. As a git "
+    'merge driver: git config merge.gpubench.driver "gpubench merge-baselines %O %A %B", '
+    'and ".gpubench/*.json merge=gpubench" in .gitattributes (docs/ci.md).'
 )
 
 
@@ -780,6 +793,16 @@ def parser() -> argparse.ArgumentParser:
         "--json", metavar="FILE", help="Write the steps and the answer to this JSON file"
     )
     bisect_parser.set_defaults(run=run_bisect, pytest_args=[])
+
+    merge_parser = commands.add_parser(
+        "merge-baselines",
+        help="Merge two saves of one baseline file into CURRENT (a git merge driver)",
+        description=MERGE_DESCRIPTION,
+    )
+    merge_parser.add_argument("ancestor", metavar="ANCESTOR", help="The common ancestor's file")
+    merge_parser.add_argument("current", metavar="CURRENT", help="One side's file, merged into")
+    merge_parser.add_argument("other", metavar="OTHER", help="The other side's file")
+    merge_parser.set_defaults(run=run_merge)
     return main_parser
 
 

@@ -531,22 +531,35 @@ def save(
         entries = dict(current.entries)
         for update in updates:
             entries[update.key] = update.apply(entries.get(update.key))
-        used = {
-            r.session for e in entries.values() for b in e.binaries for r in b.anchor + b.history
-        }
-        table = {k: v for k, v in {**current.sessions, **sessions}.items() if k in used}
-        document = {
-            "schema": SCHEMA,
-            "device": device,
-            "sessions": {k: v.to_json() for k, v in table.items()},
-            "benchmarks": {k: e.to_json() for k, e in entries.items()},
-        }
+        table = used_sessions({**current.sessions, **sessions}, entries)
         storage.remove_stale_temporaries(path)
-        storage.write_atomic(path, dumps(document), WHAT)
+        storage.write_atomic(path, dumps(document(device, table, entries)), WHAT)
         _ignore_temporaries(path.parent)
     baseline.device, baseline.sessions, baseline.entries = dict(device), table, entries
     baseline.exists, baseline.schema = True, SCHEMA
     return True
+
+
+def used_sessions(
+    sessions: Mapping[str, SessionInfo], entries: Mapping[str, BaselineEntry]
+) -> dict[str, SessionInfo]:
+    """The sessions of the table that ``entries`` refer to (others rolled out)."""
+    used = {r.session for e in entries.values() for b in e.binaries for r in b.anchor + b.history}
+    return {k: v for k, v in sessions.items() if k in used}
+
+
+def document(
+    device: Mapping[str, Json],
+    sessions: Mapping[str, SessionInfo],
+    entries: Mapping[str, BaselineEntry],
+) -> dict[str, Json]:
+    """The JSON document of a baseline file (its sessions: those ``entries`` refer to)."""
+    return {
+        "schema": SCHEMA,
+        "device": dict(device),
+        "sessions": {k: v.to_json() for k, v in used_sessions(sessions, entries).items()},
+        "benchmarks": {k: e.to_json() for k, e in entries.items()},
+    }
 
 
 _ENCODER = json.JSONEncoder(allow_nan=False)  # one encoder: json.dumps builds one per call
