@@ -146,6 +146,9 @@ def _result_problem(item: Json) -> str:
         value = item.get(name)
         if value is not None and not (is_number(value) and 0 < value < math.inf):
             return f"has a {name!r} of {value!r:.40}, not a positive number"
+    peak = item.get("peak_bytes")
+    if peak is not None and not whole(0)(peak):
+        return f"has a 'peak_bytes' of {peak!r:.40}, not a count of bytes"
     return ""
 
 

@@ -93,7 +93,10 @@ class FakeTimer:
     (and FAKE_SHIFT_SEED). FAKE_SCALE applies to every test, FAKE_SCALES to the tests it names
     (a change in their code); FAKE_PARENT_SCALES only in the user's own process, not in the
     plugin's children: a shift confined to one process. Each sample also sleeps FAKE_SLEEP_S
-    for real (a slow function, for the budget); FAKE_KERNELS says what a call launches."""
+    for real (a slow function, for the budget); FAKE_KERNELS says what a call launches;
+    FAKE_PEAK_BYTES, a JSON object {test name: bytes}, what one call of the tests it names
+    holds at its peak (the others: the device's allocator, none on a CPU), or the function's
+    own ``fake_peak_bytes``."""
 
     def __init__(self):
         self.name = os.environ.get("FAKE_NAME", "fake")
@@ -115,7 +118,16 @@ class FakeTimer:
             time.sleep(sleep_s)
             return base_ms * scale * math.exp(rng.gauss(0.0, noise))
 
-        return Sampler(timer=self.name, sample=sample, calls_per_sample=1, profile=profile())
+        name = os.environ.get("PYTEST_CURRENT_TEST", "").split("::")[-1].split(" ")[0]
+        peak = json.loads(os.environ.get("FAKE_PEAK_BYTES") or "{}").get(name)
+        peak = getattr(workload.fn, "fake_peak_bytes", peak)  # in the code: a commit's change
+        return Sampler(
+            timer=self.name,
+            sample=sample,
+            calls_per_sample=1,
+            profile=profile(),
+            peak_bytes=None if peak is None else (lambda: peak),
+        )
 
 
 def profile():

@@ -423,7 +423,13 @@ def changed(status: Status, sessions: int = 3) -> Result:
 
 @pytest.mark.parametrize("status", list(Status))
 def test_a_save_accepts_a_final_change_only_when_told(status: Status) -> None:
-    is_change = status in (Status.REGRESSED, Status.IMPROVED, Status.INCOMPARABLE, Status.CHANGED)
+    is_change = status in (
+        Status.REGRESSED,
+        Status.IMPROVED,
+        Status.MORE_MEMORY,
+        Status.INCOMPARABLE,
+        Status.CHANGED,
+    )
     result = changed(status)
     assert Gate(accepting=True).accepts(result, ACCEPT) is is_change
     assert not Gate(accepting=True).accepts(result, SETTINGS)  # not told to accept
@@ -595,3 +601,80 @@ def test_a_call_faster_than_its_bytes_allow_is_impossible_fails_and_is_never_sav
     assert not gate.accepts(result, MeasureSettings(accept=True))
     # nor appended as a session recorded in a fresh process (--gpubench-sessions)
     assert "a recorded session not saved: " in (gate.unrecorded(result, passed=True) or "")
+
+
+# --- peak memory (issue 18) -------------------------------------------------------------------
+
+MiB = 1 << 20
+
+
+def with_peaks(entry: BaselineEntry, *peaks: int | None) -> BaselineEntry:
+    """``entry`` with its history's sessions holding ``peaks`` (the latest last)."""
+    history = tuple(
+        dataclasses.replace(r, peak_bytes=p) for r, p in zip(entry.history, peaks, strict=True)
+    )
+    return dataclasses.replace(entry, history=history)
+
+
+def judged_memory(peak: int | None, *peaks: int | None, **settings: Any) -> Verdict:
+    entry = with_peaks(baseline(*(1.0,) * len(peaks)), *peaks)
+    m = dataclasses.replace(measurement(current(1.0)), peak_bytes=peak)
+    return Gate(family=2).verdict(m, entry, dataclasses.replace(SETTINGS, **settings))
+
+
+def test_a_call_that_holds_more_memory_fails_whatever_its_time_says() -> None:
+    v = judged_memory(80 * MiB, 16 * MiB, 16 * MiB, 16 * MiB)
+    assert v.status is Status.MORE_MEMORY
+    assert Gate().fails(v)
+    assert v.reason.startswith("peak memory 80 MiB per call, was 16 MiB: +64 MiB (+400.0%)")
+    assert "its time: ok" in v.reason  # the time's verdict is kept beside it
+    # Exact: more sessions of time would change nothing, so none are asked for.
+    assert not Gate().needs_confirmation(Result(measurement(current(1.0)), v))
+
+
+@pytest.mark.parametrize(
+    ("peak", "failing"),
+    [
+        (16 * MiB + MiB, False),  # +1 MiB: the slack
+        (int(16 * MiB * 1.05), False),  # +5%: the threshold
+        (int(16 * MiB * 1.07), True),  # over both
+        (15 * MiB, False),  # less memory never fails
+    ],
+)
+def test_memory_fails_only_past_both_its_threshold_and_its_slack(peak: int, failing: bool) -> None:
+    assert (judged_memory(peak, 16 * MiB).status is Status.MORE_MEMORY) is failing
+
+
+def test_small_calls_grow_by_the_slack_and_the_options_move_both_bounds() -> None:
+    assert judged_memory(900_000, 1000).status is not Status.MORE_MEMORY  # +90000%, under 1 MiB
+    assert judged_memory(900_000, 1000, memory_slack=0).status is Status.MORE_MEMORY
+    assert judged_memory(40 * MiB, 16 * MiB, memory_threshold=2.0).status is not Status.MORE_MEMORY
+    assert judged_memory(10**12, 1, memory_threshold=float("inf")).status is not Status.MORE_MEMORY
+
+
+def test_the_reference_is_the_most_recent_sessions_largest_peak() -> None:
+    # A process that held more (an autotuner's other workspace) never flags the next...
+    assert judged_memory(20 * MiB, 16 * MiB, 20 * MiB, 16 * MiB).status is not Status.MORE_MEMORY
+    # ...and a lower peak is the reference once the higher one rolls out (5 sessions).
+    rolled = (20 * MiB, 16 * MiB, 16 * MiB, 16 * MiB, 16 * MiB, 16 * MiB)
+    assert judged_memory(20 * MiB, *rolled).status is Status.MORE_MEMORY
+    # Sessions that do not know it (a file of an older version, a CPU) judge nothing.
+    assert judged_memory(80 * MiB, None, None).status is not Status.MORE_MEMORY
+    assert judged_memory(None, 16 * MiB).status is not Status.MORE_MEMORY
+
+
+def test_a_slower_call_that_also_holds_more_stays_regressed_and_says_both() -> None:
+    entry = with_peaks(baseline(1.0, 1.0, 1.0), 16 * MiB, 16 * MiB, 16 * MiB)
+    m = dataclasses.replace(measurement(current(1.5, 1.5, 1.5)), peak_bytes=80 * MiB)
+    v = Gate(family=2).verdict(m, entry, SETTINGS)
+    assert v.status is Status.REGRESSED
+    assert "and peak memory 80 MiB" in v.reason
+
+
+def test_an_accepted_memory_growth_is_saved_without_restarting_the_times() -> None:
+    v = judged_memory(80 * MiB, 16 * MiB)
+    saving = Gate(accepting=True)
+    assert saving.unsaved(Result(measurement(current(1.0)), v)) is not None  # not accepted
+    accepted = dataclasses.replace(v, accepted=True)
+    assert not saving.starts_epoch(accepted)
+    assert not saving.fails(accepted)

@@ -58,6 +58,8 @@ class Status(str, enum.Enum):
     # broken timing. Fails its test in every run; never saved.
     IMPOSSIBLE = "impossible"
     REGRESSED = "regressed"
+    # A call's peak GPU memory grew past its thresholds (judge.gate): exact, so never confirmed.
+    MORE_MEMORY = "more memory"
     IMPROVED = "improved"
     CHANGED = "changed"  # another binary (launches) than the baseline's: not judged on time
     INCOMPARABLE = "incomparable"
@@ -139,13 +141,20 @@ class SessionRecord:
     n: int
     se_log: float | None  # within-session standard error of log(median); None: unknown
     calls_per_sample: int = 1
+    peak_bytes: int | None = None  # what one call held at its peak (None: not known)
 
     @classmethod
-    def of(cls, session: str, samples_ms: Iterable[float], calls_per_sample: int) -> SessionRecord:
+    def of(
+        cls,
+        session: str,
+        samples_ms: Iterable[float],
+        calls_per_sample: int,
+        peak_bytes: int | None = None,
+    ) -> SessionRecord:
         """The record of a session's samples."""
         s = SessionSummary.from_samples(samples_ms)
         se = s.se_log if math.isfinite(s.se_log) else None
-        return cls(session, s.median_ms, s.n, se, calls_per_sample)
+        return cls(session, s.median_ms, s.n, se, calls_per_sample, peak_bytes)
 
     @property
     def summary(self) -> SessionSummary:
@@ -154,13 +163,16 @@ class SessionRecord:
         )
 
     def to_json(self) -> dict[str, Json]:
-        return {
+        data: dict[str, Json] = {
             "session": self.session,
             "median_ms": rounded(self.median_ms),
             "n": self.n,
             "se_log": None if self.se_log is None else rounded(self.se_log),
             "calls_per_sample": self.calls_per_sample,
         }
+        if self.peak_bytes is not None:  # only where known: files of CPU runs stay as they were
+            data["peak_bytes"] = self.peak_bytes
+        return data
 
     @classmethod
     def from_json(cls, data: Json) -> SessionRecord:
@@ -175,7 +187,11 @@ class SessionRecord:
         se = data.get("se_log")
         if se is not None and not at_least(0)(se):
             raise ValueError(f"has a session 'se_log' of {se!r:.40}, not a number >= 0")
-        return cls(data["session"], float(median), n, None if se is None else float(se), calls)
+        peak = data.get("peak_bytes")
+        if peak is not None and not whole(0)(peak):
+            raise ValueError(f"has a session 'peak_bytes' of {peak!r:.40}, not a count >= 0")
+        se_log = None if se is None else float(se)
+        return cls(data["session"], float(median), n, se_log, calls, peak)
 
 
 # --- the statistics of one verdict ----------------------------------------------------------
@@ -398,6 +414,9 @@ class Measurement:
     # A copy that stays in the device's cache (of cache_bytes): the fastest declared bytes go.
     cached_gbs: float | None = None
     cache_bytes: int | None = None
+    # Bytes one call held at its peak above what was held before it: the device allocator's
+    # exact count (timing.device.peak_bytes); None where not known (a CPU).
+    peak_bytes: int | None = None
     extra_info: Mapping[str, Json] = field(default_factory=dict)
     date: str = ""
     git_commit: str | None = None
@@ -421,7 +440,9 @@ class Measurement:
     @functools.cached_property
     def record(self) -> SessionRecord:
         """The summary of the session that took ``samples_ms``, as a baseline stores it."""
-        return SessionRecord.of(self.session, self.samples_ms, self.calls_per_sample)
+        return SessionRecord.of(
+            self.session, self.samples_ms, self.calls_per_sample, self.peak_bytes
+        )
 
     @property
     def sessions(self) -> tuple[SessionRecord, ...]:
@@ -529,6 +550,7 @@ class Measurement:
             "peak_gbs": self.peak_gbs,
             "cached_gbs": self.cached_gbs,
             "cache_bytes": self.cache_bytes,
+            "peak_bytes": self.peak_bytes,
             "extra_info": dict(self.extra_info),
             "date": self.date,
             "git_commit": self.git_commit,
@@ -573,6 +595,7 @@ class Measurement:
             peak_gbs=data.get("peak_gbs"),
             cached_gbs=data.get("cached_gbs"),
             cache_bytes=data.get("cache_bytes"),
+            peak_bytes=data.get("peak_bytes"),
             extra_info=dict(data.get("extra_info") or {}),
             date=data.get("date") or "",
             git_commit=data.get("git_commit"),

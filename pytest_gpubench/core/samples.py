@@ -98,3 +98,11 @@ def session_summary(samples_ms: Sequence[float]) -> tuple[float, int, float]:
 def time_text(ms: float) -> str:
     """A time for a line of text (the report's tables format their own)."""
     return f"{ms * 1e3:.3g} µs" if ms < 0.1 else f"{ms:.3g} ms" if ms < 1e3 else f"{ms / 1e3:.3g} s"
+
+
+def bytes_text(n: float) -> str:
+    """A size for a line of text: bytes, or KiB, MiB, GiB to three significant figures."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n:.0f} B"

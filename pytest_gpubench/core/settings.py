@@ -44,6 +44,41 @@ def parse_fraction_or_percent(text: object) -> float:
     return value
 
 
+def parse_memory_threshold(text: object) -> float:
+    """'10%' -> 0.1, any percentage from 0%; 'off' -> infinity (peak memory never fails)."""
+    raw = str(text).strip()
+    if raw.lower() == "off":
+        return math.inf
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise ValueError("expected a percentage such as 10%, or off") from None
+    if not raw.endswith("%") and value >= 1:
+        raise ValueError("expected a percentage such as 10% (a bare number must be a fraction < 1)")
+    if not 0 <= value < math.inf:
+        raise ValueError("expected a percentage of 0% or more such as 10%, or off")
+    return value
+
+
+# Units of a size in bytes, as --gpubench-memory-slack takes them.
+BYTE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9}
+BYTE_UNITS.update({"kib": 2**10, "mib": 2**20, "gib": 2**30})
+
+
+def parse_bytes(text: object) -> int:
+    """'64MiB' -> 67108864, '1 GB' -> 10**9, 4096 -> 4096: a size in bytes, 0 or more."""
+    raw = str(text).strip().lower().replace(" ", "")
+    number = raw.rstrip("kmgib")
+    unit = raw[len(number) :]
+    try:
+        value = float(number) * BYTE_UNITS[unit]
+    except (ValueError, KeyError):
+        raise ValueError("expected a size such as 1MiB, 64MiB or 4096 (bytes)") from None
+    if not 0 <= value < math.inf:
+        raise ValueError("expected a size of 0 bytes or more such as 1MiB")
+    return int(value)
+
+
 def parse_alpha(text: object) -> float:
     try:
         value = float(str(text))
@@ -221,6 +256,24 @@ OPTIONS: tuple[OptionSpec, ...] = (
         metavar="PERCENT",
     ),
     OptionSpec(
+        "memory_threshold",
+        "Smallest growth of a call's peak GPU memory that fails its test, such as 10% "
+        "(default 5%; it must also exceed --gpubench-memory-slack); off: never",
+        parse_memory_threshold,
+        0.05,
+        in_marker=True,
+        metavar="PERCENT",
+    ),
+    OptionSpec(
+        "memory_slack",
+        "Growth of a call's peak GPU memory that never fails, however large a share, such as "
+        "1MiB (default)",
+        parse_bytes,
+        1 << 20,
+        in_marker=True,
+        metavar="SIZE",
+    ),
+    OptionSpec(
         "alpha",
         "Significance level before the correction for the number of measurements judged "
         "(default 0.01)",
@@ -373,6 +426,9 @@ class MeasureSettings:
     marker may change these for its test."""
 
     threshold: float = 0.05
+    # Peak memory fails when it grew by more than both (settings.OPTIONS): inf, never.
+    memory_threshold: float = 0.05
+    memory_slack: int = 1 << 20
     alpha: float = 0.01
     timer: str = "auto"
     budget_s: float = 1.0

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 
 from ..core.kernels import binary_changes, diff, launch_count, same_work
 from ..core.records import Measurement, Result, Status, Verdict
-from ..core.samples import time_text
+from ..core.samples import bytes_text, time_text
 from ..core.settings import MeasureSettings, Settings
 from ..store.baseline import BaselineEntry, Update
 from .rule import Design, judge
@@ -47,7 +47,7 @@ MIN_SAVED_SAMPLES = 2
 # store.baseline.Update.apply).
 OTHER_WORK = frozenset({Status.INCOMPARABLE, Status.CHANGED})
 # Verdicts that say the code changed: a save takes them into the history only when accepted.
-CHANGES = frozenset({Status.REGRESSED, Status.IMPROVED}) | OTHER_WORK
+CHANGES = frozenset({Status.REGRESSED, Status.IMPROVED, Status.MORE_MEMORY}) | OTHER_WORK
 # A call is impossible when it took less than 1/FLOOR_MARGIN of the least time its declared
 # bytes allow at the copy rates measured on its device (Measurement.floor_ms). The margin
 # covers kernels that beat a plain copy (reads only, better access patterns); the exploits it
@@ -152,6 +152,15 @@ class Gate:
         impossible = self.impossible(measurement)
         if impossible is not None:
             return impossible
+        verdict = self._time_verdict(measurement, entry, settings)
+        if entry is None or verdict.status is Status.INCOMPARABLE:
+            return verdict
+        binary = entry.binary_for(measurement.kernels) or entry.binary
+        return with_memory(verdict, measurement.peak_bytes, binary.peak_bytes, settings)
+
+    def _time_verdict(
+        self, measurement: Measurement, entry: BaselineEntry | None, settings: MeasureSettings
+    ) -> Verdict:
         base = Verdict(
             Status.NEW,
             reason="no baseline",
@@ -218,6 +227,8 @@ class Gate:
         judgement = result.verdict.judgement
         if self.confirm == 0 or judgement is None or not judgement.needs_confirmation:
             return False
+        if result.status is Status.MORE_MEMORY:  # fails as it is: more sessions change nothing
+            return False
         return self.next_batch(result) > 0
 
     def next_batch(self, result: Result) -> int:
@@ -254,7 +265,7 @@ class Gate:
             self.enforcing
             and not verdict.accepted
             and (
-                verdict.status in (Status.REGRESSED, Status.IMPOSSIBLE)
+                verdict.status in (Status.REGRESSED, Status.IMPOSSIBLE, Status.MORE_MEMORY)
                 or (verdict.status is Status.IMPROVED and self.fail_on_improvement)
                 or (verdict.status is Status.INCOMPARABLE and not self.allow_incomparable)
                 or (
@@ -275,8 +286,9 @@ class Gate:
         return f"not saved: the baseline keeps its history; {HOW_TO_ACCEPT}"
 
     def starts_epoch(self, verdict: Verdict) -> bool:
-        """Whether saving this verdict starts the history over: an accepted change."""
-        return verdict.accepted and verdict.status in CHANGES
+        """Whether saving this verdict starts the history over: an accepted change of time
+        or binary (an accepted peak memory leaves the times' history as it is)."""
+        return verdict.accepted and verdict.status in CHANGES - {Status.MORE_MEMORY}
 
     def unsaved(self, result: Result, passed: bool = True) -> str | None:
         """Why a save leaves the run's session of a result out: None when it is saved; ''
@@ -356,6 +368,43 @@ def another_binary(measurement: Measurement, entry: BaselineEntry, base: Verdict
         baseline_binary=previous.fingerprint,
         previous_ratio=ratio,
         same_kernels=same_work(previous.kernels, measurement.kernels),
+    )
+
+
+def with_memory(
+    verdict: Verdict, current: int | None, reference: int | None, settings: MeasureSettings
+) -> Verdict:
+    """``verdict`` judged on peak memory too (:func:`memory_growth`): ``more memory`` where
+    the call grew past its bounds, whatever its time says, which it keeps in its reason
+    (exact, where time is a sample); a regressed verdict stays one and says both."""
+    growth = memory_growth(current, reference, settings)
+    if not growth:
+        return verdict
+    if verdict.status is Status.REGRESSED:
+        return replace(verdict, reason=f"{verdict.reason}; and {growth}")
+    return replace(
+        verdict,
+        status=Status.MORE_MEMORY,
+        reason=f"{growth}; its time: {verdict.status.value}, {verdict.reason}",
+    )
+
+
+def memory_growth(current: int | None, reference: int | None, settings: MeasureSettings) -> str:
+    """What fails in a call's peak memory against its reference (both in bytes): '' when
+    either is unknown or it grew by no more than the larger of ``memory_threshold`` of the
+    reference and ``memory_slack``."""
+    if current is None or reference is None:
+        return ""
+    grown = current - reference
+    if grown <= max(settings.memory_slack, settings.memory_threshold * reference):
+        return ""
+    share = f" ({grown / reference:+.1%})" if reference else ""
+    return (
+        f"peak memory {bytes_text(current)} per call, was {bytes_text(reference)}: "
+        f"+{bytes_text(grown)}{share}, over both --gpubench-memory-threshold "
+        f"({settings.memory_threshold:.0%}) and --gpubench-memory-slack "
+        f"({bytes_text(settings.memory_slack)}); accept it with --gpubench-save "
+        "--gpubench-accept"
     )
 
 

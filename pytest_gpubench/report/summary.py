@@ -11,6 +11,7 @@ from ..core.device import Fingerprint
 from ..core.jsondata import Json
 from ..core.kernels import describe
 from ..core.records import Measurement, Paired, Result, Status, is_ratio
+from ..core.samples import bytes_text
 from ..core.settings import MeasureSettings
 
 COLUMNS = (
@@ -94,7 +95,7 @@ def failure_message(result: Result) -> str:
     m, v = result.measurement, result.verdict
     j = v.judgement
     head = f"{m.test} {v.status.value}"
-    if v.status in (Status.INCOMPARABLE, Status.CHANGED) or j is None:
+    if v.status in (Status.INCOMPARABLE, Status.CHANGED, Status.MORE_MEMORY) or j is None:
         text = f"{head}: {v.reason}"
     else:
         text = (
@@ -244,16 +245,25 @@ def _previous_change(result: Result) -> str:
 
 def layout(results: Sequence[Result]) -> tuple[list[str], Callable[[Result], list[str]]]:
     """The table's columns and a row's cells: against a revision its own (PAIRED_COLUMNS);
-    a TFLOP/s column where any test declares the flops of a call."""
+    a TFLOP/s column where any test declares the flops of a call, a peak memory column where
+    any call's is known (a GPU's)."""
     columns, cells = (COLUMNS, row) if legend(results) is None else (PAIRED_COLUMNS, paired_row)
-    if all(r.measurement.tflops is None for r in results):
+    extra: list[tuple[str, Callable[[Measurement], str]]] = []
+    if any(r.measurement.tflops is not None for r in results):
+        extra.append(("TFLOP/s", lambda m: "-" if m.tflops is None else f"{m.tflops:.3g}"))
+    if any(r.measurement.peak_bytes is not None for r in results):
+        extra.append(("peak mem", lambda m: _memory_cell(m.peak_bytes)))
+    if not extra:
         return list(columns), cells
 
-    def with_tflops(result: Result) -> list[str]:
-        tflops = result.measurement.tflops
-        return [*cells(result), "-" if tflops is None else f"{tflops:.3g}"]
+    def with_extra(result: Result) -> list[str]:
+        return [*cells(result), *(cell(result.measurement) for _, cell in extra)]
 
-    return [*columns, "TFLOP/s"], with_tflops
+    return [*columns, *(name for name, _ in extra)], with_extra
+
+
+def _memory_cell(peak_bytes: int | None) -> str:
+    return "-" if peak_bytes is None else bytes_text(peak_bytes)
 
 
 def table_lines(results: Sequence[Result]) -> list[str]:

@@ -31,7 +31,7 @@ from ..core.errors import GpubenchError
 from ..core.kernels import binary_changes, launch_count, same_work
 from ..core.records import Measurement, Paired, Result, Status, Verdict, Versus
 from ..core.settings import MeasureSettings, Settings
-from ..judge.gate import MIN_JUDGED_SAMPLES, Gate
+from ..judge.gate import MIN_JUDGED_SAMPLES, Gate, with_memory
 from ..judge.pairs import PairDesign, judge_pairs
 from .children import EVERY_BENCHMARK, FOREIGN_VARIABLE, ChildRun, Launcher, Leg, Request, relays
 from .revision import Revision, code_paths
@@ -489,7 +489,7 @@ def paired_verdict(
         same_low=judgement.same_low if same else None,
         same_high=judgement.same_high if same else None,
     )
-    return Verdict(
+    verdict = Verdict(
         status,
         judgement=judgement,
         reason=reason,
@@ -501,3 +501,11 @@ def paired_verdict(
         same_kernels=same_kernels,
         paired=paired,
     )
+    # Peak memory: the least the head's processes held against the most the revision's did.
+    heads, bases = (
+        [r.peak_bytes for r in records[: paired.pairs] if r.peak_bytes is not None]
+        for records in (paired.head_sessions, paired.base_sessions)
+    )
+    if not heads or not bases:
+        return verdict
+    return with_memory(verdict, min(heads), max(bases), measure)

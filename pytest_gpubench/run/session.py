@@ -33,10 +33,11 @@ from ..core.settings import MarkerSpec, MeasureSettings, Settings
 from ..judge.gate import Gate
 from ..store import baseline as store
 from ..timing.clocks import ClockReading
-from ..timing.device import synchronizer
+from ..timing.device import peak_bytes, synchronizer
 from ..timing.engine import (
     SLOW_SHARE,
     Plan,
+    Sampler,
     Sampling,
     Timer,
     Workload,
@@ -183,6 +184,7 @@ class BenchSession:
                 readings.append(self.env.read_clocks())
             finally:
                 sampler.close()
+            peak = self._peak_bytes(sampler, workload)
             sampled = time.perf_counter()
             # A confirmation's samples are all its parent uses: no copy-bandwidth probe there.
             rates = self.env.copy_rates() if bytes and not self.settings.confirming else None
@@ -196,8 +198,16 @@ class BenchSession:
             bytes=bytes,
             flops=call.work_flops,
             rates=rates,
+            peak_bytes=peak,
             costs=_costs(first_call_s, waited, started, prepared, sampled),
         )
+
+    def _peak_bytes(self, sampler: Sampler, workload: Workload) -> int | None:
+        """What one call of ``workload`` holds at its peak: the timer's own reading where it
+        has one (a plugin's), else the device allocator's, after sampling (warm)."""
+        if sampler.peak_bytes is not None:
+            return sampler.peak_bytes()
+        return peak_bytes(self.device.kind, workload.prepare())
 
     def measure_pair(
         self,
@@ -252,6 +262,7 @@ class BenchSession:
             finally:
                 a.close()
                 b.close()
+            peak = self._peak_bytes(a, workload)
             sampled = time.perf_counter()
             rates = self.env.copy_rates() if bytes and not self.settings.confirming else None
         reference_ms = statistics.median(pair.second.samples_ms)
@@ -271,6 +282,7 @@ class BenchSession:
             bytes=bytes,
             flops=call.work_flops,
             rates=rates,
+            peak_bytes=peak,
             # The pair's costs are the function's; the ratio's, its reference's first call.
             costs=_costs(first_call_s, waited, started, prepared, sampled),
             spec=spec,
@@ -333,6 +345,7 @@ class BenchSession:
         bytes: float | None = None,
         flops: float | None = None,
         rates: CopyRates | None = None,
+        peak_bytes: int | None = None,
     ) -> Measurement:
         clocks = [r for r in readings if r is not None]
         profile = sampling.profile
@@ -354,6 +367,7 @@ class BenchSession:
             peak_gbs=rates.peak_gbs if rates else None,
             cached_gbs=rates.cached_gbs if rates else None,
             cache_bytes=rates.cache_bytes if rates else None,
+            peak_bytes=peak_bytes,
             date=self.env.date,
             git_commit=self.env.git_commit(),
             gpu=self.env.gpu,

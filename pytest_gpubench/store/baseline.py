@@ -79,6 +79,8 @@ HISTORY_SESSIONS = 20
 # Binaries an entry keeps (issue 16): a binary per machine of a pool that compiles
 # differently, and the ones a change under review just replaced.
 MAX_BINARIES = 4
+# The latest sessions whose largest peak memory is a binary's reference (Binary.peak_bytes).
+MEMORY_SESSIONS = 5
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,15 @@ class Binary:
     def median_ms(self) -> float:
         """The reference time: geometric mean of the history's session medians."""
         return math.exp(math.fsum(math.log(r.median_ms) for r in self.history) / len(self.history))
+
+    @property
+    def peak_bytes(self) -> int | None:
+        """The reference peak memory of a call: the most its latest sessions that know it held
+        (MEMORY_SESSIONS: a process that held more, an autotuner's other workspace, never
+        flags the next; a lower peak is the reference once those sessions roll out); None
+        when no session knows it."""
+        peaks = [r.peak_bytes for r in self.history if r.peak_bytes is not None]
+        return max(peaks[-MEMORY_SESSIONS:]) if peaks else None
 
     def runs(self, launches: Sequence[Launch]) -> bool:
         """Whether a call that launched ``launches`` ran this binary: the same launches, or

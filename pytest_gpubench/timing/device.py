@@ -89,6 +89,24 @@ def synchronizer(kind: str) -> Callable[[], None]:
     return torch.cuda.synchronize
 
 
+def peak_bytes(kind: str, call: Callable[[], object]) -> int | None:
+    """The bytes one call of ``call`` holds at its peak, above what was held before it: the
+    caching allocator's exact count (its peak statistic reset, one synchronized call; its
+    result counts while the call holds it). None on a CPU, which keeps no such count."""
+    if kind != "cuda":
+        return None
+    import torch
+
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    result = call()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - before
+    del result
+    return max(0, int(peak))
+
+
 def copy_workload(kind: str, nbytes: int = PEAK_COPY_BYTES) -> tuple[Workload, int]:
     """A copy of ``nbytes`` (by default a buffer far beyond any cache), and the bytes it moves
     (read + written)."""

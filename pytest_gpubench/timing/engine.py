@@ -92,6 +92,9 @@ class Sampler:
     taken: tuple[float, ...] = ()
     # What made these samples unreliable, read once they are taken ('' when nothing did).
     caveat: Callable[[], str] = lambda: ""
+    # The bytes one call holds at its peak above what was held before it (None: not known),
+    # read once after sampling; None here: the device's allocator is read (timing.device).
+    peak_bytes: Callable[[], int | None] | None = None
 
 
 class Timer(Protocol):

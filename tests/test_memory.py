@@ -1,0 +1,129 @@
+"""Peak GPU memory gated (issue 18), through the plugin on generated test files: the fake
+timer reports what a call holds at its peak (FAKE_PEAK_BYTES), as the device's allocator
+would; the decisions themselves are unit-tested in tests/test_gate.py."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support import NO_CONFIRM, TESTS, commit, git, output, read_baseline, record_history
+
+MiB = 1 << 20
+
+SUITE = """
+def test_sum(gpubench):
+    gpubench(sum, range(100))
+
+def test_join(gpubench):
+    gpubench("".join, ["a"] * 100)
+"""
+
+
+def peaks(monkeypatch: pytest.MonkeyPatch, **by_test: int) -> None:
+    monkeypatch.setenv("FAKE_PEAK_BYTES", json.dumps(by_test))
+
+
+def test_a_call_holding_64_mib_more_fails_on_memory_and_a_save_keeps_the_history(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake.makepyfile(test_bench=SUITE)
+    peaks(monkeypatch, test_sum=16 * MiB, test_join=4 * MiB)
+    record_history(fake)
+    stored = read_baseline(fake)["benchmarks"]["test_bench.py::test_sum"]["history"]
+    assert [r["peak_bytes"] for r in stored] == [16 * MiB] * 3
+
+    # Unchanged: A/A runs pass on memory, every time (the allocator's count is exact).
+    for _ in range(3):
+        result = fake.runpytest("--gpubench", NO_CONFIRM, "--gpubench-json=r.json")
+        result.assert_outcomes(passed=2)
+    [header] = [line for line in output(result).splitlines() if line.startswith("test ")]
+    assert header.split()[-2:] == ["peak", "mem"]
+    document = json.loads((fake.path / "r.json").read_text())
+    assert {r["test"]: r["peak_bytes"] for r in document["results"]} == {
+        "test_sum": 16 * MiB,
+        "test_join": 4 * MiB,
+    }
+
+    # An extra 64 MiB temporary: its test fails on memory, its time unchanged.
+    peaks(monkeypatch, test_sum=80 * MiB, test_join=4 * MiB)
+    result = fake.runpytest("--gpubench", NO_CONFIRM)
+    result.assert_outcomes(passed=1, failed=1)
+    text = output(result)
+    assert "test_sum more memory: peak memory 80 MiB per call, was 16 MiB: +64 MiB" in text
+    assert "Traceback" not in text
+
+    # A save does not take it without accept (the history stays); with accept it does.
+    before = read_baseline(fake)
+    result = fake.runpytest("--gpubench-save", NO_CONFIRM)
+    result.assert_outcomes(passed=1, failed=1)
+    after = read_baseline(fake)
+    assert (
+        after["benchmarks"]["test_bench.py::test_sum"]
+        == before["benchmarks"]["test_bench.py::test_sum"]
+    )
+    result = fake.runpytest("--gpubench-save", "--gpubench-accept", NO_CONFIRM)
+    result.assert_outcomes(passed=2)
+    history = read_baseline(fake)["benchmarks"]["test_bench.py::test_sum"]["history"]
+    assert [r["peak_bytes"] for r in history] == [16 * MiB] * 3 + [80 * MiB]  # same epoch
+    fake.runpytest("--gpubench", NO_CONFIRM).assert_outcomes(passed=2)
+
+
+def test_memory_thresholds_come_from_options_and_markers_and_bad_ones_are_one_line(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake.makepyfile(
+        test_bench="""
+        import pytest
+
+        def test_sum(gpubench):
+            gpubench(sum, range(100))
+
+        @pytest.mark.gpubench(memory_threshold="off")
+        def test_join(gpubench):
+            gpubench("".join, ["a"] * 100)
+        """
+    )
+    peaks(monkeypatch, test_sum=16 * MiB, test_join=16 * MiB)
+    record_history(fake)
+    peaks(monkeypatch, test_sum=24 * MiB, test_join=1024 * MiB)
+    fake.runpytest("--gpubench", NO_CONFIRM).assert_outcomes(passed=1, failed=1)
+    fake.runpytest("--gpubench", NO_CONFIRM, "--gpubench-memory-threshold=60%").assert_outcomes(
+        passed=2
+    )
+    fake.runpytest("--gpubench", NO_CONFIRM, "--gpubench-memory-slack=10MiB").assert_outcomes(
+        passed=2
+    )
+    for bad in ("--gpubench-memory-slack=lots", "--gpubench-memory-threshold=-5%"):
+        result = fake.runpytest("--gpubench", bad)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert "Traceback" not in output(result) and "INTERNALERROR" not in output(result)
+
+
+def test_a_cpu_run_knows_no_peak_memory_and_shows_no_column(fake: pytest.Pytester) -> None:
+    fake.makepyfile(test_bench=SUITE)
+    record_history(fake)
+    result = fake.runpytest("--gpubench", NO_CONFIRM, "--gpubench-json=r.json")
+    result.assert_outcomes(passed=2)
+    assert "peak mem" not in output(result)
+    history = read_baseline(fake)["benchmarks"]["test_bench.py::test_sum"]["history"]
+    assert all("peak_bytes" not in r for r in history)  # CPU files stay as they were
+
+
+@pytest.mark.slow
+def test_against_a_revision_a_commit_that_holds_64_mib_more_fails_on_memory(
+    fake: pytest.Pytester,
+) -> None:
+    """The least the working tree's processes held against the most the revision's did:
+    unchanged code passes, an extra 64 MiB fails, in the same job."""
+    kernels = "def work(n):\n    return sum(range(n))\n\n\nwork.fake_peak_bytes = {peak}\n"
+    fake.makepyfile(kernels=kernels.format(peak=16 * MiB), test_bench=TESTS)
+    fake.path.joinpath(".gitignore").write_text("__pycache__/\n.gpubench/\ntimer-calls.log\n")
+    git(fake.path, "init", "-q", "-b", "main")
+    commit(fake.path, "kernels and their tests")
+    fast = ("--gpubench-pairs=2", "--gpubench-confirm=0")
+    fake.runpytest("--gpubench-against=HEAD", *fast).assert_outcomes(passed=2)
+    fake.makepyfile(kernels=kernels.format(peak=80 * MiB))
+    result = fake.runpytest("--gpubench-against=HEAD", *fast)
+    result.assert_outcomes(passed=1, failed=1)
+    assert "more memory: peak memory 80 MiB per call, was 16 MiB" in output(result)
