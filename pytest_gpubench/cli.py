@@ -329,6 +329,7 @@ def compare_pairs(
                     same_kernels=verdict.same_kernels,
                     baseline_binary=verdict.baseline_binary,
                     versus=m.versus,
+                    reference_kernels=verdict.reference_kernels,
                 )
             except ValueError as exc:  # a value the rule refuses
                 raise GpubenchError(f"cannot judge {key}: {exc}") from None

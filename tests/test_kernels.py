@@ -237,3 +237,33 @@ def test_describe_configs_says_how_the_main_launches_ran() -> None:
     assert describe_configs(launches, limit=1) == (
         "softmax_warp_forward grid (256,1,1) block (32,4,1) 48 registers 0 B shared; 2 more"
     )
+
+
+def test_kernel_deltas_attribute_each_calls_time_by_share_largest_change_first() -> None:
+    """Issue 18: which kernel got slower, from what each side launched."""
+    from pytest_gpubench.core.kernels import kernel_deltas
+
+    old = (
+        Launch("gemm", grid=(64, 1, 1), block=(128, 1, 1), registers=32, share=0.75),
+        Launch("bias", grid=(8, 1, 1), share=0.25),
+    )
+    new = (
+        Launch("gemm", grid=(128, 1, 1), block=(128, 1, 1), registers=32, share=0.8),
+        Launch("bias", grid=(8, 1, 1), share=0.1),
+        Launch("copy", kind="memcpy", share=0.1),
+    )
+    deltas = kernel_deltas(old, 0.1, new, 0.2)
+    assert [d.name for d in deltas] == ["gemm", "copy", "bias"]
+    gemm = deltas[0]
+    assert gemm.ms == pytest.approx((0.075, 0.16)) and gemm.change_ms == pytest.approx(0.085)
+    assert gemm.config == (
+        "grid (64,1,1) block (128,1,1) 32 regs",
+        "grid (128,1,1) block (128,1,1) 32 regs",
+    )
+    assert deltas[1].count == (0, 1) and deltas[1].config == ("-", "memcpy")
+    assert kernel_deltas((), 0.1, new, 0.2) == [] and kernel_deltas(old, 0.1, (), 0.2) == []
+    # One kernel launched in two configurations: its launches and shares summed.
+    [twice] = kernel_deltas(
+        (Launch("k", share=1.0),), 1.0, (Launch("k", share=0.5), Launch("k", share=0.5)), 2.0
+    )
+    assert twice.count == (1, 2) and twice.ms == pytest.approx((1.0, 2.0))

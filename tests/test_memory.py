@@ -7,7 +7,16 @@ from __future__ import annotations
 import json
 
 import pytest
-from support import NO_CONFIRM, TESTS, commit, git, output, read_baseline, record_history
+from support import (
+    NO_CONFIRM,
+    TESTS,
+    commit,
+    git,
+    kernels,
+    output,
+    read_baseline,
+    record_history,
+)
 
 MiB = 1 << 20
 
@@ -127,3 +136,38 @@ def test_against_a_revision_a_commit_that_holds_64_mib_more_fails_on_memory(
     result = fake.runpytest("--gpubench-against=HEAD", *fast)
     result.assert_outcomes(passed=1, failed=1)
     assert "more memory: peak memory 80 MiB per call, was 16 MiB" in output(result)
+
+
+def test_a_regression_names_the_kernel_that_got_slower_in_its_failure_and_summary(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 18: the failure, the JUnit text and the Markdown summary carry a per-kernel
+    table of the reference's call against this one."""
+    fake.makepyfile(test_bench=SUITE)
+    monkeypatch.setenv(
+        "FAKE_KERNELS",
+        kernels(
+            {"name": "gemm_kernel", "grid": [64, 1, 1], "block": [128, 1, 1], "share": 0.75},
+            {"name": "bias_kernel", "grid": [8, 1, 1], "block": [64, 1, 1], "share": 0.25},
+        ),
+    )
+    record_history(fake)
+    monkeypatch.setenv("FAKE_SCALES", json.dumps({"test_sum": 1.2}))
+    result = fake.runpytest(
+        "--gpubench", NO_CONFIRM, "--junitxml=j.xml", "--gpubench-markdown=r.md"
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_sum regressed: 1.000 ms -> 1.200 ms*",
+            "*per kernel (time per call: its share of the device time times the call's time):",
+            "*kernel * launches * before * after * change * configuration",
+            "*gemm_kernel * 1 * 0.750 ms * 0.900 ms * +150 µs * grid (64,1,1) block (128,1,1)",
+            "*bias_kernel * 1 * 0.250 ms * 0.300 ms * +50 µs * grid (8,1,1) block (64,1,1)",
+        ]
+    )
+    assert "gemm_kernel" in (fake.path / "j.xml").read_text()
+    markdown = (fake.path / "r.md").read_text()
+    assert "<details><summary>test_sum: per kernel" in markdown and "gemm_kernel" in markdown
+    # Nothing of the kind for a test that passed.
+    assert "test_join: per kernel" not in markdown

@@ -361,3 +361,77 @@ def _int(value: Json, what: str) -> int:
 
 def _opt_int(value: Json, what: str) -> int | None:
     return None if value is None else _int(value, what)
+
+
+@dataclass(frozen=True)
+class KernelDelta:
+    """One kernel (copy, memset) of two calls: launches per call and time per call on each
+    side (0 where it did not run there), and its configuration on each (``_config_text``)."""
+
+    name: str
+    count: tuple[int, int]
+    ms: tuple[float, float]
+    config: tuple[str, str]
+
+    @property
+    def change_ms(self) -> float:
+        return self.ms[1] - self.ms[0]
+
+
+def kernel_deltas(
+    old: Sequence[Launch], old_ms: float, new: Sequence[Launch], new_ms: float
+) -> list[KernelDelta]:
+    """Per kernel, what two calls spent on it: its share of each call's device time times
+    that call's time per call (``old_ms``, ``new_ms``), the largest change first. Empty when
+    either side's launches are not recorded."""
+    if not old or not new:
+        return []
+    sides = [_summed(old), _summed(new)]
+    deltas = []
+    for key in sorted(sides[0].keys() | sides[1].keys()):
+        a, b = (side.get(key) for side in sides)
+        name = (a or b or Launch("")).name
+        deltas.append(
+            KernelDelta(
+                name,
+                (a.count if a else 0, b.count if b else 0),
+                (a.share * old_ms if a else 0.0, b.share * new_ms if b else 0.0),
+                (_config_text(a), _config_text(b)),
+            )
+        )
+    return sorted(deltas, key=lambda d: (-abs(d.change_ms), d.name))
+
+
+def _summed(launches: Sequence[Launch]) -> dict[str, Launch]:
+    """One launch per kernel: counts and shares summed, the longest configuration kept."""
+    merged: dict[str, Launch] = {}
+    for launch in launches:
+        kept = merged.get(launch.identity)
+        if kept is None:
+            merged[launch.identity] = launch
+            continue
+        main = kept if kept.share >= launch.share else launch
+        merged[launch.identity] = Launch(
+            **{
+                **main.__dict__,
+                "count": kept.count + launch.count,
+                "share": kept.share + launch.share,
+            }
+        )
+    return merged
+
+
+def _config_text(launch: Launch | None) -> str:
+    """``grid (64,1,1) block (128,1,1) 32 regs``; '-' where it did not run."""
+    if launch is None:
+        return "-"
+    parts = [
+        f"{label} {_fmt(value)}"
+        for label, value in (("grid", launch.grid), ("block", launch.block))
+        if value is not None
+    ]
+    if launch.registers is not None:
+        parts.append(f"{launch.registers} regs")
+    if launch.shared_memory:
+        parts.append(f"{launch.shared_memory} B smem")
+    return " ".join(parts) or launch.kind

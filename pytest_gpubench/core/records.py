@@ -701,6 +701,9 @@ class Verdict:
     same_kernels: bool = False
     accepted: bool = False  # a save takes this change into the history: a new epoch
     paired: Paired | None = None  # against a revision: both sides' sessions
+    # What the reference's call launched (the binary judged against, the previous one of a
+    # changed binary, the revision's): the per-kernel table of a failure compares them.
+    reference_kernels: tuple[Launch, ...] = ()
 
     @property
     def noisy(self) -> bool:
@@ -720,6 +723,7 @@ class Verdict:
             "same_kernels": self.same_kernels,
             "accepted": self.accepted,
             "against": None if self.paired is None else self.paired.to_json(),
+            "reference_kernels": [k.to_dict() for k in self.reference_kernels],
         }
 
     @classmethod
@@ -738,6 +742,9 @@ class Verdict:
             same_kernels=data.get("same_kernels") is True,
             accepted=data.get("accepted") is True,
             paired=None if data.get("against") is None else Paired.from_json(data["against"]),
+            reference_kernels=tuple(
+                Launch.from_dict(k) for k in data.get("reference_kernels") or ()
+            ),
         )
 
 

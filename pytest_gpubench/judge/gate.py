@@ -189,6 +189,7 @@ class Gate:
             reference_ms=binary.median_ms,
             history_sessions=len(binary.history),
             baseline_binary=binary.fingerprint,
+            reference_kernels=binary.kernels,
         )
         first = measurement.record
         if first.n < MIN_JUDGED_SAMPLES:
@@ -368,6 +369,7 @@ def another_binary(measurement: Measurement, entry: BaselineEntry, base: Verdict
         baseline_binary=previous.fingerprint,
         previous_ratio=ratio,
         same_kernels=same_work(previous.kernels, measurement.kernels),
+        reference_kernels=previous.kernels,
     )
 
 

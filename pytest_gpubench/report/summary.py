@@ -9,7 +9,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from ..core.device import Fingerprint
 from ..core.jsondata import Json
-from ..core.kernels import describe
+from ..core.kernels import describe, kernel_deltas, short
 from ..core.records import Measurement, Paired, Result, Status, is_ratio
 from ..core.samples import bytes_text
 from ..core.settings import MeasureSettings
@@ -44,6 +44,9 @@ PAIRED_COLUMNS = (
 LEFT_ALIGNED = 2  # the first columns are text
 # GitHub refuses a job summary over 1 MiB; stay well under it.
 STEP_SUMMARY_BYTES = 900_000
+# A failure's per-kernel table: for these verdicts, at most this many kernels.
+KERNEL_TABLE_STATUSES = frozenset({Status.REGRESSED, Status.IMPROVED, Status.CHANGED})
+KERNEL_ROWS = 8
 # A graph replay whose kernels fill less than this share of it is mostly launch gaps.
 GAPS_NOTED = 0.2
 
@@ -110,9 +113,37 @@ def failure_message(result: Result) -> str:
             text += "; refresh the baseline with --gpubench-save --gpubench-accept"
     if v.kernel_changes and v.status not in (Status.INCOMPARABLE, Status.CHANGED):
         text += "\n  kernels: " + "; ".join(v.kernel_changes)
+    table = kernel_table(result)
+    if table:
+        text += "\n  " + "\n  ".join(table)
     if m.timer != "cuda-graph":
         text += f"\n  timed by {m.timer}" + (f": {m.note}" if m.note else "")
     return text
+
+
+def kernel_table(result: Result) -> list[str]:
+    """Per kernel, the reference's call against this one, the largest change first (at most
+    KERNEL_ROWS): for a regressed, improved or changed verdict where both sides' launches
+    are known; empty otherwise."""
+    m, v = result.measurement, result.verdict
+    if v.status not in KERNEL_TABLE_STATUSES or v.reference_ms is None:
+        return []
+    deltas = kernel_deltas(v.reference_kernels, v.reference_ms, m.kernels, m.median_ms)
+    if not deltas:
+        return []
+    rows = [["kernel", "launches", "before", "after", "change", "configuration"]]
+    for d in deltas[:KERNEL_ROWS]:
+        configs = d.config[0] if d.config[0] == d.config[1] else " -> ".join(d.config)
+        counts = str(d.count[0]) if d.count[0] == d.count[1] else f"{d.count[0]} -> {d.count[1]}"
+        change = f"{d.change_ms * 1e3:+.3g} µs"
+        rows.append([short(d.name, 40), counts, *map(format_time, d.ms), change, configs])
+    lines = [
+        "per kernel (time per call: its share of the device time times the call's time):",
+        *aligned(rows, left=1, last_left=True),
+    ]
+    if len(deltas) > KERNEL_ROWS:
+        lines.append(f"{len(deltas) - KERNEL_ROWS} more kernels in the JSON report's kernels")
+    return lines
 
 
 def _sessions(result: Result) -> str:
@@ -403,6 +434,14 @@ def markdown(
     table = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     rows = ["| " + " | ".join(c.replace("|", "\\|") for c in cells(r)) + " |" for r in ordered]
     extra = [f"- {line}" for line in notes(ordered)]
+    for r in ordered:  # a failure's per-kernel table, folded
+        table = kernel_table(r)
+        if table:
+            extra.append(
+                f"<details><summary>{r.test}: {table[0]}</summary>\n\n```\n"
+                + "\n".join(table[1:])
+                + "\n```\n</details>"
+            )
     footer_text = "\n" + (footer if footer is not None else counts(results)) + "\n"
     if line is not None:
         footer_text = f"\n{line}\n" + footer_text

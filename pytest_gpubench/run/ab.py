@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import GpubenchError
-from ..core.kernels import binary_changes, launch_count, same_work
+from ..core.kernels import Launch, binary_changes, launch_count, same_work
 from ..core.records import Measurement, Paired, Result, Status, Verdict, Versus
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import MIN_JUDGED_SAMPLES, Gate, with_memory
@@ -438,6 +438,7 @@ def _judged(
         same_kernels=bool(changes) and same_work(b_first.kernels, h_first.kernels),
         baseline_binary=b_first.binary,
         versus=h_first.versus,
+        reference_kernels=b_first.kernels,
     )
     # Every session's facts, the revision's too: which GPU ran each side, and when.
     infos = {k: v for b, _ in pairs for k, v in b.session_infos.items()}
@@ -458,6 +459,7 @@ def paired_verdict(
     same_kernels: bool = False,
     baseline_binary: str = "",
     versus: Versus | None = None,
+    reference_kernels: tuple[Launch, ...] = (),
 ) -> Verdict:
     """The verdict on ``paired``'s pairs (at least one) by the pair rule; other launches
     than the revision's (``kernel_changes``) make a same or unsure test ``changed``. The run
@@ -500,6 +502,7 @@ def paired_verdict(
         baseline_binary=baseline_binary,
         same_kernels=same_kernels,
         paired=paired,
+        reference_kernels=reference_kernels,
     )
     # Peak memory: the least the head's processes held against the most the revision's did.
     heads, bases = (
