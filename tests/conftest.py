@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import importlib
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from support import BENCH, FAKE_CONFTEST, FAKE_NAME, NO_CONFIRM
@@ -28,6 +29,20 @@ for _name in (
         importlib.import_module(_name)
     except ImportError:
         pass
+
+
+def _trace_once() -> None:
+    """A profiler trace, taken once here for the same reason: what a failure's trace imports
+    (torch's profiler and the operators it registers, which cannot register twice)."""
+    import tempfile
+
+    from pytest_gpubench.timing.device import trace
+
+    with tempfile.TemporaryDirectory() as directory:
+        trace("cpu", lambda: None, Path(directory) / "trace.json")
+
+
+_trace_once()
 
 
 @pytest.fixture(scope="module", autouse=True)

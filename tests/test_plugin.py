@@ -596,7 +596,7 @@ def test_unknown_marker_keyword_is_an_error_of_its_test(fake: pytest.Pytester) -
         assert_marker_error(
             result,
             "test_bench.py::test_a: unknown keyword 'treshold' in @pytest.mark.gpubench; "
-            "expected one of accept, threshold, alpha, *",
+            "expected one of accept, threshold, memory_threshold, *",
             passed=1,
         )
     # the test that errored was not measured; the other one was

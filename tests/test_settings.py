@@ -22,8 +22,8 @@ from pytest_gpubench.core.settings import (
 
 ROOT = Path("/project")
 ALLOWED = (
-    "accept, threshold, alpha, timer, budget_s, min_samples, max_samples, precision, group, "
-    "bytes, flops"
+    "accept, threshold, memory_threshold, memory_slack, alpha, timer, budget_s, min_samples, "
+    "max_samples, precision, group, bytes, flops"
 )
 
 
@@ -46,7 +46,7 @@ def config_error(cli: dict[str, object] | None = None, ini: dict[str, object] | 
 
 
 def test_defaults() -> None:
-    assert resolve() == Settings(dir=ROOT / ".gpubench")
+    assert resolve() == Settings(dir=ROOT / ".gpubench", evidence=ROOT / "gpubench-evidence")
     settings = resolve()
     assert (settings.enabled, settings.save, settings.fail_on_improvement) == (False,) * 3
     assert settings.allow_incomparable is False

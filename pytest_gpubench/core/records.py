@@ -430,6 +430,9 @@ class Measurement:
     # What each session of the measurement shares, by session id.
     session_infos: Mapping[str, SessionInfo] = field(default_factory=dict)
     costs: Costs | None = None  # where the measurement's time went (JSON report only)
+    # A profiler trace of one call (Chrome/Perfetto JSON), where one was kept: the evidence
+    # of a failure, or every measurement's with --gpubench-profile.
+    trace: str | None = None
     # A ratio to a reference function (timer ending in RATIO_SUFFIX): what it compares.
     versus: Versus | None = None
 
@@ -562,6 +565,7 @@ class Measurement:
             "confirmations": [r.to_json() for r in self.confirmations],
             "session_infos": {k: v.to_json() for k, v in self.session_infos.items()},
             "costs": None if self.costs is None else self.costs.to_json(),
+            "trace": self.trace,
             "versus": None if self.versus is None else self.versus.to_json(),
         }
 
@@ -608,6 +612,7 @@ class Measurement:
                 k: SessionInfo.from_json(v) for k, v in data.get("session_infos", {}).items()
             },
             costs=Costs(**costs) if isinstance(costs, dict) else None,
+            trace=data.get("trace") if isinstance(data.get("trace"), str) else None,
             versus=None if data.get("versus") is None else Versus.from_json(data["versus"]),
         )
 

@@ -407,6 +407,22 @@ OPTIONS: tuple[OptionSpec, ...] = (
         metavar="PATH",
     ),
     OptionSpec(
+        "evidence",
+        "Directory of the evidence of failed tests (a profiler trace of one call, Chrome/"
+        "Perfetto JSON), for a CI artifact (default: gpubench-evidence under the rootdir)",
+        parse_path,
+        Path("gpubench-evidence"),
+        metavar="DIR",
+    ),
+    OptionSpec(
+        "profile",
+        "Keep a profiler trace of one call of every measurement in the evidence directory, "
+        "not only of those that fail",
+        parse_bool,
+        False,
+        is_flag=True,
+    ),
+    OptionSpec(
         "benchmark_json",
         "Write the results in pytest-benchmark's JSON format to this file (for "
         "github-action-benchmark, Bencher and pytest-benchmark compare)",
@@ -478,6 +494,8 @@ class Settings:
     json: Path | None = None
     markdown: Path | None = None
     benchmark_json: Path | None = None
+    evidence: Path = Path("gpubench-evidence")
+    profile: bool = False  # keep every measurement's trace, not only those that fail
     child: Path | None = None
     measure: MeasureSettings = MeasureSettings()
 
@@ -506,13 +524,14 @@ class Settings:
         session = {k: v for k, v in values.items() if k not in MEASURE_FIELDS}
         settings = cls(**session, child=child, measure=measure)
         directory = settings.dir if settings.dir.is_absolute() else rootdir / settings.dir
+        evidence = rootdir / settings.evidence  # an absolute path stays as it is
         enabled = (
             settings.enabled
             or settings.save
             or settings.child is not None
             or settings.against is not None
         )
-        settings = dataclasses.replace(settings, dir=directory, enabled=enabled)
+        settings = dataclasses.replace(settings, dir=directory, evidence=evidence, enabled=enabled)
         if child is not None:  # a side of a comparison measures; its parent compares
             settings = dataclasses.replace(settings, against=None, build=None)
         if settings.sessions > 1 and not settings.save:

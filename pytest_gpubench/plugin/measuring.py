@@ -161,6 +161,7 @@ class Measuring:
                 # flagged verdicts stay unconfirmed.
                 results = tuple(gate.unconfirmed(r, "interrupted") for r in results)
                 item.session.shouldstop = f"interrupted while confirming {item.nodeid}"
+        results = self.session.kept_evidence(results)
         item.stash[RESULTS_KEY] = results
         if problem:
             return [problem]

@@ -116,6 +116,8 @@ def failure_message(result: Result) -> str:
     table = kernel_table(result)
     if table:
         text += "\n  " + "\n  ".join(table)
+    if m.trace:
+        text += f"\n  evidence: a profiler trace of one call, {m.trace}"
     if m.timer != "cuda-graph":
         text += f"\n  timed by {m.timer}" + (f": {m.note}" if m.note else "")
     return text
@@ -435,11 +437,11 @@ def markdown(
     rows = ["| " + " | ".join(c.replace("|", "\\|") for c in cells(r)) + " |" for r in ordered]
     extra = [f"- {line}" for line in notes(ordered)]
     for r in ordered:  # a failure's per-kernel table, folded
-        table = kernel_table(r)
-        if table:
+        kernel_lines = kernel_table(r)
+        if kernel_lines:
             extra.append(
-                f"<details><summary>{r.test}: {table[0]}</summary>\n\n```\n"
-                + "\n".join(table[1:])
+                f"<details><summary>{r.test}: {kernel_lines[0]}</summary>\n\n```\n"
+                + "\n".join(kernel_lines[1:])
                 + "\n```\n</details>"
             )
     footer_text = "\n" + (footer if footer is not None else counts(results)) + "\n"

@@ -9,6 +9,7 @@ values in, records out; the pytest layer builds one of these per process.
 from __future__ import annotations
 
 import dataclasses
+import re
 import statistics
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -33,7 +34,7 @@ from ..core.settings import MarkerSpec, MeasureSettings, Settings
 from ..judge.gate import Gate
 from ..store import baseline as store
 from ..timing.clocks import ClockReading
-from ..timing.device import peak_bytes, synchronizer
+from ..timing.device import peak_bytes, synchronizer, trace
 from ..timing.engine import (
     SLOW_SHARE,
     Plan,
@@ -188,7 +189,7 @@ class BenchSession:
             sampled = time.perf_counter()
             # A confirmation's samples are all its parent uses: no copy-bandwidth probe there.
             rates = self.env.copy_rates() if bytes and not self.settings.confirming else None
-        return self._measurement(
+        measured = self._measurement(
             sampling,
             key=key,
             test=call.test,
@@ -201,13 +202,49 @@ class BenchSession:
             peak_bytes=peak,
             costs=_costs(first_call_s, waited, started, prepared, sampled),
         )
+        return self._traced(workload, measured, settings)
+
+    def _traced(
+        self, workload: Workload, measurement: Measurement, settings: MeasureSettings
+    ) -> Measurement:
+        """``measurement`` with a profiler trace of one call in the evidence directory where
+        its first look flags or fails it (it may fail: the workload is gone by the final
+        verdict, :meth:`kept_evidence`), or every measurement's is asked for; never in a
+        fresh process, whose parent judges."""
+        if self.settings.child is not None:
+            return measurement
+        if not self.settings.profile:
+            result = self.judge(measurement, settings)
+            if not (self.gate.needs_confirmation(result) or self.gate.fails(result.verdict)):
+                return measurement
+        name = re.sub(r"[^\w.-]+", "_", measurement.key).strip("_")[:150]
+        path = self.settings.evidence / f"{name}.trace.json"
+        with self.device_lock():
+            trace(self.device.kind, workload.prepare(), path)
+        return dataclasses.replace(measurement, trace=str(path))
+
+    def kept_evidence(self, results: Sequence[Result]) -> tuple[Result, ...]:
+        """``results`` with the traces of those that do not fail removed (their files too),
+        unless every measurement's is asked for (--gpubench-profile)."""
+        if self.settings.profile:
+            return tuple(results)
+        kept = []
+        for r in results:
+            path = r.measurement.trace
+            if path is not None and not self.gate.fails(r.verdict):
+                Path(path).unlink(missing_ok=True)
+                r = dataclasses.replace(
+                    r, measurement=dataclasses.replace(r.measurement, trace=None)
+                )
+            kept.append(r)
+        return tuple(kept)
 
     def _peak_bytes(self, sampler: Sampler, workload: Workload) -> int | None:
         """What one call of ``workload`` holds at its peak: the timer's own reading where it
         has one (a plugin's), else the device allocator's, after sampling (warm)."""
         if sampler.peak_bytes is not None:
             return sampler.peak_bytes()
-        return peak_bytes(self.device.kind, workload.prepare())
+        return peak_bytes(self.device.kind, workload)
 
     def measure_pair(
         self,

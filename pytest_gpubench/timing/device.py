@@ -89,14 +89,16 @@ def synchronizer(kind: str) -> Callable[[], None]:
     return torch.cuda.synchronize
 
 
-def peak_bytes(kind: str, call: Callable[[], object]) -> int | None:
-    """The bytes one call of ``call`` holds at its peak, above what was held before it: the
-    caching allocator's exact count (its peak statistic reset, one synchronized call; its
-    result counts while the call holds it). None on a CPU, which keeps no such count."""
+def peak_bytes(kind: str, workload: Workload) -> int | None:
+    """The bytes one call of ``workload`` holds at its peak, above what was held before it:
+    the caching allocator's exact count (its peak statistic reset, one synchronized call; its
+    result counts while the call holds it). None on a CPU, which keeps no such count (and
+    runs no call for it)."""
     if kind != "cuda":
         return None
     import torch
 
+    call = workload.prepare()
     torch.cuda.synchronize()
     before = torch.cuda.memory_allocated()
     torch.cuda.reset_peak_memory_stats()
@@ -105,6 +107,23 @@ def peak_bytes(kind: str, call: Callable[[], object]) -> int | None:
     peak = torch.cuda.max_memory_allocated() - before
     del result
     return max(0, int(peak))
+
+
+def trace(kind: str, call: Callable[[], object], path: Path) -> None:
+    """Write a ``torch.profiler`` trace of one synchronized call of ``call`` to ``path``
+    (Chrome/Perfetto JSON: the host's operators, and the device's kernels on a GPU)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU]
+    if kind == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    sync = synchronizer(kind)
+    sync()
+    with profile(activities=activities) as profiler:
+        call()
+        sync()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    profiler.export_chrome_trace(str(path))
 
 
 def copy_workload(kind: str, nbytes: int = PEAK_COPY_BYTES) -> tuple[Workload, int]:

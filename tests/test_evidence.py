@@ -1,6 +1,7 @@
-"""Peak GPU memory gated (issue 18), through the plugin on generated test files: the fake
-timer reports what a call holds at its peak (FAKE_PEAK_BYTES), as the device's allocator
-would; the decisions themselves are unit-tested in tests/test_gate.py."""
+"""Why it got slower, and more than time (issue 18), through the plugin on generated test
+files: peak GPU memory gated (the fake timer reports what a call holds at its peak,
+FAKE_PEAK_BYTES, as the device's allocator would; the decisions are unit-tested in
+tests/test_gate.py), a failure's per-kernel table, and its profiler trace."""
 
 from __future__ import annotations
 
@@ -171,3 +172,37 @@ def test_a_regression_names_the_kernel_that_got_slower_in_its_failure_and_summar
     assert "<details><summary>test_sum: per kernel" in markdown and "gemm_kernel" in markdown
     # Nothing of the kind for a test that passed.
     assert "test_join: per kernel" not in markdown
+
+
+def test_a_failure_leaves_a_trace_of_one_call_in_the_evidence_directory_and_a_pass_none(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake.makepyfile(test_bench=SUITE)
+    record_history(fake)
+    monkeypatch.setenv("FAKE_SCALES", json.dumps({"test_sum": 1.2}))
+    result = fake.runpytest("--gpubench", NO_CONFIRM, "--gpubench-json=r.json")
+    result.assert_outcomes(passed=1, failed=1)
+    evidence = fake.path / "gpubench-evidence"
+    [trace] = evidence.iterdir()
+    assert trace.name == "test_bench.py_test_sum.trace.json"
+    assert json.loads(trace.read_text())["traceEvents"]  # Chrome/Perfetto JSON, with events
+    assert f"evidence: a profiler trace of one call, {trace}" in output(result)
+    stored = {
+        r["test"]: r["trace"] for r in json.loads((fake.path / "r.json").read_text())["results"]
+    }
+    assert stored == {"test_sum": str(trace), "test_join": None}
+
+    # A run where nothing fails leaves nothing (a flagged test that passes keeps no trace)...
+    trace.unlink()
+    monkeypatch.delenv("FAKE_SCALES")
+    fake.runpytest("--gpubench", NO_CONFIRM).assert_outcomes(passed=2)
+    assert not list(evidence.iterdir())
+    # ...unless every trace is asked for, into the directory named.
+    result = fake.runpytest(
+        "--gpubench", NO_CONFIRM, "--gpubench-profile", "--gpubench-evidence=ev"
+    )
+    result.assert_outcomes(passed=2)
+    assert sorted(p.name for p in (fake.path / "ev").iterdir()) == [
+        "test_bench.py_test_join.trace.json",
+        "test_bench.py_test_sum.trace.json",
+    ]
