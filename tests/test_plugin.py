@@ -1078,6 +1078,22 @@ def test_the_summary_is_appended_to_the_github_step_summary(
     assert summary.read_text(encoding="utf-8") == text
 
 
+def test_the_step_summary_starts_on_a_line_of_its_own(
+    saved: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 19: an earlier step that wrote no final newline had our heading glued to its
+    last line ("## earlier step### gpubench: ...")."""
+    summary = saved.path / "step-summary.md"
+    summary.write_text("## earlier step", encoding="utf-8")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    saved.runpytest("--gpubench").assert_outcomes(passed=2)
+    text = summary.read_text(encoding="utf-8")
+    assert text.startswith("## earlier step\n### gpubench: ")
+    summary.write_text("", encoding="utf-8")  # an empty file gets no blank first line
+    saved.runpytest("--gpubench").assert_outcomes(passed=2)
+    assert summary.read_text(encoding="utf-8").startswith("### gpubench: ")
+
+
 def test_json_output_is_standard_json(fake: pytest.Pytester) -> None:
     fake.makepyfile(
         test_bench="""
