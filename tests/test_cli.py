@@ -234,7 +234,7 @@ def test_compare_added_and_removed(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "new" in row(out, "fresh")
     assert "added (in HEAD only): fresh" in out
     assert "removed (in BASE only): gone" in out
-    assert out.splitlines()[-1].endswith("over 1 measurement); 1 removed")
+    assert out.splitlines()[-1].endswith("over 1 measurement in both files); 1 removed")
 
 
 def test_compare_markdown(tmp_path: Path, capsys: pytest.CaptureFixture[str]):

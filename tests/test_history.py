@@ -472,7 +472,9 @@ def test_the_family_counts_named_measurements(fake: pytest.Pytester) -> None:
     )
     first = record_history(fake)[0]
     # before a baseline, the measurements of a test are not known at collection
-    first.stdout.fnmatch_lines(["gpubench: 4 new (threshold 5%, alpha 0.01 over 2 measurements)"])
+    first.stdout.fnmatch_lines(
+        ["gpubench: 4 new (threshold 5%, alpha 0.01 over 2 measurements known at collection)"]
+    )
     result = fake.runpytest("--gpubench", "--gpubench-json=out.json")
     result.stdout.fnmatch_lines(["gpubench: 4 ok (threshold 5%, alpha 0.01 over 4 measurements)"])
     assert {r["family"] for r in json.loads((fake.path / "out.json").read_text())["results"]} == {4}

@@ -105,6 +105,24 @@ def test_without_a_baseline_tests_are_new_and_pass(fake: pytest.Pytester) -> Non
     assert timer_calls(fake) == [f"auto {KIND} False"] * 2
 
 
+def test_the_footer_counts_only_what_was_measured(fake: pytest.Pytester) -> None:
+    """Issue 19: a collected test that skips before it measures is in the family alpha is
+    divided over, not among the measurements: "2 new (... over 3 measurements)" had said
+    three were measured."""
+    fake.makepyfile(
+        test_bench=BENCH
+        + """
+def test_needs_a_gpu(gpubench):
+    pytest.skip("no GPU")
+"""
+    )
+    result = fake.runpytest("--gpubench")
+    result.assert_outcomes(passed=2, skipped=1)
+    result.stdout.fnmatch_lines(
+        ["gpubench: 2 new (threshold 5%, alpha 0.01 over 3 measurements known at collection)"]
+    )
+
+
 def test_save_writes_the_baseline_of_this_device(fake: pytest.Pytester) -> None:
     fake.makepyfile(test_bench=BENCH)
     result = fake.runpytest("--gpubench-save", "--gpubench-json=out.json")

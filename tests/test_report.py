@@ -640,7 +640,7 @@ def test_summary_noise_is_infinite_for_a_zero_median() -> None:
 
 def test_footer_without_measurements() -> None:
     assert report.footer([], MeasureSettings(), 1) == (
-        "gpubench: no measurements (threshold 5%, alpha 0.01 over 1 measurement)"
+        "gpubench: no measurements (threshold 5%, alpha 0.01)"
     )
 
 
@@ -659,7 +659,23 @@ def test_footer_counts_verdicts_and_gives_the_levels_and_the_family() -> None:
 def test_footer_takes_the_family_from_the_results() -> None:
     # An xdist controller collects no tests: the family travels with each result.
     results = [result("a", family=54), result("b", family=54)]
-    assert report.footer(results, MeasureSettings(), 1).endswith("over 54 measurements)")
+    assert report.footer(results, MeasureSettings(), 1).endswith(
+        "over 54 measurements known at collection)"
+    )
+
+
+def test_footer_says_what_its_family_counts_where_it_is_not_the_results() -> None:
+    """Issue 19: "alpha 0.01 over 18 measurements" where 10 were measured (the family counts
+    the collected tests, some of which skipped before measuring)."""
+    results = [result(f"t{i}", family=18) for i in range(10)]
+    assert report.footer(results, MeasureSettings(), 18) == (
+        "gpubench: 10 new (threshold 5%, alpha 0.01 over 18 measurements known at collection)"
+    )
+    assert report.footer(results, MeasureSettings(), 10, "in both files").endswith(
+        "over 18 measurements in both files)"
+    )
+    same = [result(f"t{i}", family=10) for i in range(10)]
+    assert report.footer(same, MeasureSettings(), 10).endswith("over 10 measurements)")
 
 
 # --- what extra_info may hold ---------------------------------------------------------------

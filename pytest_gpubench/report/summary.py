@@ -366,15 +366,26 @@ def _plural(n: int, noun: str) -> str:
     return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
-def footer(results: Sequence[Result], measure: MeasureSettings, family: int) -> str:
+def footer(
+    results: Sequence[Result],
+    measure: MeasureSettings,
+    family: int,
+    counted: str = "known at collection",
+) -> str:
     """Counts per verdict and the levels they were judged at (the family travels with each
-    result: an xdist controller collects no tests)."""
+    result: an xdist controller collects no tests). The family is what alpha is divided
+    over; where it is not the number of results, ``counted`` says what it counts (a run's:
+    each collected test's measurements known to the baseline, at least one, whether or not
+    the test then measured them: 10 results of 18 collected tests are not "over 18
+    measurements")."""
+    levels = f"threshold {measure.threshold * 100:g}%, alpha {measure.alpha:g}"
+    if not results:  # nothing judged: no family to tell (a run's is at least 1)
+        return f"gpubench: no measurements ({levels})"
     family = max([family, *(r.verdict.family for r in results)])
-    levels = (
-        f"threshold {measure.threshold * 100:g}%, alpha {measure.alpha:g} over {family} measurement"
-    )
-    levels += "s" if family != 1 else ""
-    return f"gpubench: {counts(results) or 'no measurements'} ({levels})"
+    levels += f" over {_plural(family, 'measurement')}"
+    if family != len(results):
+        levels += f" {counted}"
+    return f"gpubench: {counts(results)} ({levels})"
 
 
 def markdown(
