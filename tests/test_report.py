@@ -461,6 +461,17 @@ def test_bandwidth_above_the_measured_peak_is_no_share_of_it() -> None:
     )
 
 
+def test_a_bandwidth_above_the_peak_never_prints_as_the_peak() -> None:
+    """Issue 19: "5 GB/s is above the measured copy bandwidth (5 GB/s)"."""
+    r = result(samples=(1.0, 1.0, 1.0), bytes=5.4e6, peak_gbs=5.1)
+    [line] = [n for n in report.notes([r]) if "GB/s" in n]
+    assert "5.4 GB/s is above the measured copy bandwidth (5.1 GB/s)" in line
+    close = result(samples=(1.0, 1.0, 1.0), bytes=5.0004e6, peak_gbs=5.0001)
+    [line] = [n for n in report.notes([close]) if "GB/s" in n]
+    assert "5.0004 GB/s is above the measured copy bandwidth (5.0001 GB/s)" in line
+    assert report.distinct_rates(5074.2, 4229.0) == ("5074", "4229")  # no decimals needed
+
+
 def test_bandwidth_of_a_confirmed_result_uses_the_median_of_its_sessions() -> None:
     r = result(samples=(1.0, 1.0, 1.0), bytes=2e9, confirmations=(record(2.0), record(2.0)))
     assert r.measurement.median_ms == 2.0

@@ -71,6 +71,16 @@ def format_median(m: Measurement) -> str:
     return f"{text} ({format_time(m.versus.fn_ms)} vs {format_time(m.versus.reference_ms)})"
 
 
+def distinct_rates(high: float, low: float) -> tuple[str, str]:
+    """Two rates (GB/s) with the fewest decimals, none for most, that print them apart: one
+    said to be above the other must not read the same (5.4 is above 5.1, not 5 above 5)."""
+    for decimals in range(16):
+        texts = f"{high:.{decimals}f}", f"{low:.{decimals}f}"
+        if texts[0] != texts[1]:
+            return texts
+    return repr(high), repr(low)
+
+
 def format_change(ratio: float | None) -> str:
     return "-" if ratio is None else f"{(ratio - 1) * 100:+.1f}%"
 
@@ -307,10 +317,10 @@ def notes(results: Sequence[Result]) -> list[str]:
                 f"{describe(m.kernels)})"
             )
         if m.above_peak and v.status is not Status.IMPOSSIBLE:
+            gbs, peak = distinct_rates(m.gbs or 0, m.peak_gbs or 0)
             lines.append(
-                f"{m.test}: {m.gbs or 0:.0f} GB/s is above the measured copy bandwidth "
-                f"({m.peak_gbs or 0:.0f} GB/s): its data stays in L2 between calls, so no "
-                "% of peak"
+                f"{m.test}: {gbs} GB/s is above the measured copy bandwidth ({peak} GB/s): "
+                "its data stays in L2 between calls, so no % of peak"
             )
         if v.status not in (Status.OK, Status.NEW, Status.SAME) or v.noisy:
             lines.append(f"{m.test}: {v.status.value}: {v.reason}")
