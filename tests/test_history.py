@@ -158,10 +158,10 @@ def test_a_slowdown_of_the_threshold_fails_after_confirmation_and_a_disturbed_pr
     assert result.stdout.str().count("gpubench: confirming") == 2  # each test as it runs
     result.stdout.fnmatch_lines(
         [
-            "test_sum regressed: 1.000 ms -> 1.0* ms (+*%; bar *%, 3 sessions against the "
+            "test_sum regressed: 1.00 ms -> 1.0* ms (+*%; bar *%, 3 sessions against the "
             "history of 5, threshold 5%)",
-            f"test_sum *{FAKE_NAME} *1.0* ms * 1.000 ms * 5 * +*% * regressed *",
-            f"test_join *{FAKE_NAME} *1.000 ms * 1.000 ms * 5 * ok *",
+            f"test_sum *{FAKE_NAME} *1.0* ms * 1.00 ms * 5 * +*% * regressed *",
+            f"test_join *{FAKE_NAME} *1.00 ms * 1.00 ms * 5 * ok *",
             "test_sum: confirmed in 2 fresh processes (medians 1.0* ms, 1.0* ms)",
             "test_join: confirmed in 2 fresh processes (medians *)",
             "gpubench: 1 regressed, 1 ok (threshold 5%, alpha 0.01 over 2 measurements)",
@@ -238,12 +238,12 @@ def test_a_save_fails_a_confirmed_regression_and_takes_it_only_when_told(
     path = baseline_file(history)
     result.stdout.fnmatch_lines(
         [
-            "test_sum regressed: 1.000 ms -> 1.0* ms (+*%; bar *%, 3 sessions against the "
+            "test_sum regressed: 1.00 ms -> 1.0* ms (+*%; bar *%, 3 sessions against the "
             "history of 5, threshold 5%)",
             "  not saved: the baseline keeps its history; accept it with --gpubench-save "
             "--gpubench-accept (or @pytest.mark.gpubench(accept=True) on the test)",
-            f"test_sum *{FAKE_NAME} *1.0* ms * 1.000 ms * 5 * +*% * regressed *",
-            f"test_join *{FAKE_NAME} *1.000 ms * 1.000 ms * 5 * ok *",
+            f"test_sum *{FAKE_NAME} *1.0* ms * 1.00 ms * 5 * +*% * regressed *",
+            f"test_join *{FAKE_NAME} *1.00 ms * 1.00 ms * 5 * ok *",
             "test_sum: confirmed in 2 fresh processes (medians 1.0* ms, 1.0* ms)",
             f"baseline written: 1 test, 1 session ({path})",
         ]
@@ -433,7 +433,7 @@ def test_a_schema_1_baseline_is_judged_as_one_session_and_rewritten_as_schema_2(
     result = fake.runpytest("--gpubench")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
-        [f"test_sum *{FAKE_NAME} *1.000 ms * 1.000 ms * 1 * not gated *", f"{note} as schema 2"]
+        [f"test_sum *{FAKE_NAME} *1.00 ms * 1.00 ms * 1 * not gated *", f"{note} as schema 2"]
     )
     monkeypatch.setenv("FAKE_SCALE", "1.2")
     slower = fake.runpytest("--gpubench", NO_CONFIRM)

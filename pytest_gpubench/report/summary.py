@@ -11,6 +11,7 @@ from ..core.device import Fingerprint
 from ..core.jsondata import Json
 from ..core.kernels import describe
 from ..core.records import Measurement, Paired, Result, Status, is_ratio
+from ..core.samples import time_text
 from ..core.settings import MeasureSettings
 
 COLUMNS = (
@@ -48,11 +49,9 @@ GAPS_NOTED = 0.2
 
 
 def format_time(ms: float | None) -> str:
-    if ms is None:
-        return "-"
-    if ms < 0.1:
-        return f"{ms * 1e3:.3g} µs"
-    return f"{ms:.3f} ms"
+    """A time in a table or a note (``-`` where there is none), in the one format of
+    :func:`time_text`."""
+    return "-" if ms is None else time_text(ms)
 
 
 def format_value(value: float | None, timer: str) -> str:
@@ -64,7 +63,7 @@ def format_value(value: float | None, timer: str) -> str:
 
 def format_median(m: Measurement) -> str:
     """The median column: a time; a ratio to a reference with the two medians of its first
-    session it compares, ``0.832x (4.1 µs vs 4.93 µs)``."""
+    session it compares, ``0.832x (4.10 µs vs 4.93 µs)``."""
     text = format_value(m.median_ms, m.timer)
     if m.versus is None:
         return text
@@ -99,7 +98,7 @@ def verdict_label(result: Result) -> str:
 
 
 def failure_message(result: Result) -> str:
-    """E.g. ``gelu regressed: 0.512 ms -> 0.561 ms (+9.6%; bar 3.1%, 3 sessions against a
+    """E.g. ``gelu regressed: 512 µs -> 561 µs (+9.6%; bar 3.1%, 3 sessions against a
     history of 5, threshold 5%)``, then what changed in the kernels, and how to accept it."""
     m, v = result.measurement, result.verdict
     j = v.judgement
