@@ -216,6 +216,7 @@ class Comparison:
     threshold: float  # the default threshold, for the footer
     alpha: float
     notes: list[str]
+    family_of: str = "in both files"  # what the family counts, for the footer
 
     @property
     def failed(self) -> bool:
@@ -335,7 +336,7 @@ def compare_pairs(
                 raise GpubenchError(f"cannot judge {key}: {exc}") from None
         judged.append(Result(dataclasses.replace(m, threshold=measure.threshold), verdict))
     default = threshold or _setting(run, "threshold", DEFAULT_THRESHOLD)
-    return Comparison(judged, [], gate, default, alpha, [])
+    return Comparison(judged, [], gate, default, alpha, [], "of either side")
 
 
 def entry_of(measurement: Measurement) -> BaselineEntry:
@@ -382,7 +383,7 @@ def _key_lines(comparison: Comparison) -> list[str]:
 
 def _footer(comparison: Comparison) -> str:
     measure = MeasureSettings(threshold=comparison.threshold, alpha=comparison.alpha)
-    text = report.footer(comparison.results, measure, comparison.gate.family)
+    text = report.footer(comparison.results, measure, comparison.gate.family, comparison.family_of)
     if comparison.removed:
         text += f"; {len(comparison.removed)} removed"
     return text

@@ -275,7 +275,7 @@ def test_the_reports_carry_both_medians_and_the_pairs(repo: pytest.Pytester) -> 
     sessions = [r["session"] for r in against["base_sessions"] + against["head_sessions"]]
     assert len(set(sessions)) == 4 and set(sessions) <= set(summed["session_infos"])
     markdown = (repo.path / "r.md").read_text()
-    assert "| test_sum | cuda-graph | 1.000 ms | 1.500 ms |" in markdown  # base, then head
+    assert "| test_sum | cuda-graph | 1.00 ms | 1.50 ms |" in markdown  # base, then head
 
 
 @pytest.mark.slow

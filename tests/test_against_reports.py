@@ -162,7 +162,7 @@ def test_a_paired_table_shows_both_sides_and_names_the_revision() -> None:
         "3",
         "regressed",
     ]
-    assert row[2] == "1.000 ms" and row[3] == "1.080 ms"
+    assert row[2] == "1.00 ms" and row[3] == "1.08 ms"
     assert table_row(lines, "test_same")[6] == "same"
     assert lines[-1] == LEGEND + WITH_SAME
     assert report.table_lines([slow])[-1] == LEGEND + CORRECTED  # no same: no word of it
@@ -230,7 +230,7 @@ def test_paired_rows_of_one_side_show_what_that_side_measured() -> None:
     only_base = Paired("main", SHA, slow.verdict.paired.base_sessions, ())
     removed = Result(slow.measurement, Verdict(Status.REMOVED, paired=only_base))
     row = table_row(report.table_lines([removed]), "test_slow")
-    assert row[2:7] == ["1.000 ms", "-", "-", "-", "removed"]
+    assert row[2:7] == ["1.00 ms", "-", "-", "-", "removed"]
 
 
 def test_markdown_of_a_paired_run_has_the_paired_columns() -> None:
@@ -239,7 +239,7 @@ def test_markdown_of_a_paired_run_has_the_paired_columns() -> None:
     assert PAIRED_HEADER in lines
     assert "| spread |" not in text
     [row] = [line for line in lines if line.startswith("| test_slow |")]
-    assert row.split(" | ")[2:7] == ["1.000 ms", "1.080 ms", row.split(" | ")[4], "3", "regressed"]
+    assert row.split(" | ")[2:7] == ["1.00 ms", "1.08 ms", row.split(" | ")[4], "3", "regressed"]
     assert "base: main (01234567); head: the working tree" in text
 
 
@@ -526,7 +526,7 @@ def test_the_reports_of_a_run_against_a_revision_carry_both_sides(
         entries["test_small"]["against"]["ratio_low"],
         entries["test_small"]["against"]["ratio_high"],
     )
-    assert table_row(lines, "test_sum")[2:4] == ["1.000 ms", "1.080 ms"]
+    assert table_row(lines, "test_sum")[2:4] == ["1.00 ms", "1.08 ms"]
     legend = LEGEND.replace("01234567", sha[:8]) + WITH_SAME
     assert legend in lines
 
@@ -535,7 +535,7 @@ def test_the_reports_of_a_run_against_a_revision_carry_both_sides(
         text = path.read_text(encoding="utf-8")
         assert PAIRED_HEADER in text.splitlines(), path
         [row] = [line for line in text.splitlines() if line.startswith("| test_sum |")]
-        assert row.split(" | ")[2:4] == ["1.000 ms", "1.080 ms"]
+        assert row.split(" | ")[2:4] == ["1.00 ms", "1.08 ms"]
         assert row.split(" | ")[4:7] == [changes["test_sum"], "2", "regressed"]
         [row] = [line for line in text.splitlines() if line.startswith("| test_small |")]
         assert row.split(" | ")[4:7] == [changes["test_small"], "2", "same"]

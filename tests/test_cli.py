@@ -234,7 +234,7 @@ def test_compare_added_and_removed(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "new" in row(out, "fresh")
     assert "added (in HEAD only): fresh" in out
     assert "removed (in BASE only): gone" in out
-    assert out.splitlines()[-1].endswith("over 1 measurement); 1 removed")
+    assert out.splitlines()[-1].endswith("over 1 measurement in both files); 1 removed")
 
 
 def test_compare_markdown(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
@@ -269,7 +269,7 @@ def test_compare_judges_confirmations_as_sessions(
     head = write_results(tmp_path / "head.json", make_result("a", 1.0))
     code, out, _ = run(capsys, "compare", base, head)
     assert code == 0
-    assert row(out, "a").split()[8] == "3"  # sessions: BASE's three (after two "1.000 ms")
+    assert row(out, "a").split()[8] == "3"  # sessions: BASE's three (after two "1.00 ms")
 
 
 def test_compare_of_plugin_result_files(
@@ -345,14 +345,14 @@ def test_show_lists_history_spread_and_gate(
     )
     assert lines[1].split() == list(baselines.SHOW_COLUMNS)
     copy = row(out, "tests/test_k.py::test_copy").split()
-    assert copy[1:5] == ["cuda-graph", "8", "5", "1.000"]
+    assert copy[1:5] == ["cuda-graph", "8", "5", "1.00"]
     assert copy[7] == "5.0%"  # a quiet 1 ms kernel gates the threshold
     host = row(out, "tests/test_k.py::test_host").split()
     assert host[1:4] == ["wall", "3", "3"] and host[-1] == "noisy"
     assert float(host[-2].rstrip("%")) > 5
     assert "binaries (what one call launches), the latest saved first:" in lines
     assert (
-        f"  tests/test_k.py::test_copy  {fingerprint((COPY,))}, 8 sessions, 1.000 ms: "
+        f"  tests/test_k.py::test_copy  {fingerprint((COPY,))}, 8 sessions, 1.00 ms: "
         "1 launch (copy_kernel 100%)"
     ) in lines
 
@@ -380,18 +380,18 @@ def test_show_lists_the_binaries_of_a_test_the_latest_first(
     code, out, _ = run(capsys, "show", str(path))
     assert code == 0
     gelu = out.splitlines().index(
-        f"  tests/test_k.py::test_gelu  {fingerprint((narrow,))}, 1 session, 1.120 ms: "
+        f"  tests/test_k.py::test_gelu  {fingerprint((narrow,))}, 1 session, 1.12 ms: "
         "k grid (16384,1,1) block (128,1,1) 26 registers"
     )
     assert out.splitlines()[gelu + 1] == (
         f"  {' ' * len('tests/test_k.py::test_gelu')}  {fingerprint((wide,))}, 1 session, "
-        "1.000 ms: k grid (32768,1,1) block (256,1,1) 16 registers"
+        "1.00 ms: k grid (32768,1,1) block (256,1,1) 16 registers"
     )
     assert row(out, "tests/test_k.py::test_gelu").split()[1:5] == [
         "cuda-graph",
         "1",
         "1",
-        "1.120",
+        "1.12",
     ]  # the table is of the latest binary
 
 

@@ -184,7 +184,7 @@ def test_a_replay_too_fast_to_be_work_is_refused() -> None:
     choice = choose(has_setup=False, slow=False, probe=FakeProbe(ms_per_call=1e-6))
     assert (choice.timer, choice.note) == (
         "cupti",
-        "not captured: a replay took 0.001 µs: too fast to be work",
+        "not captured: a replay took 1.00 ns: too fast to be work",
     )
 
 

@@ -20,6 +20,7 @@ import dataclasses
 import json
 import logging
 import math
+import os
 import re
 import statistics
 import xml.etree.ElementTree as ET
@@ -157,10 +158,10 @@ def test_a_slowdown_of_the_threshold_fails_after_confirmation_and_a_disturbed_pr
     assert result.stdout.str().count("gpubench: confirming") == 2  # each test as it runs
     result.stdout.fnmatch_lines(
         [
-            "test_sum regressed: 1.000 ms -> 1.0* ms (+*%; bar *%, 3 sessions against the "
+            "test_sum regressed: 1.00 ms -> 1.0* ms (+*%; bar *%, 3 sessions against the "
             "history of 5, threshold 5%)",
-            f"test_sum *{FAKE_NAME} *1.0* ms * 1.000 ms * 5 * +*% * regressed *",
-            f"test_join *{FAKE_NAME} *1.000 ms * 1.000 ms * 5 * ok *",
+            f"test_sum *{FAKE_NAME} *1.0* ms * 1.00 ms * 5 * +*% * regressed *",
+            f"test_join *{FAKE_NAME} *1.00 ms * 1.00 ms * 5 * ok *",
             "test_sum: confirmed in 2 fresh processes (medians 1.0* ms, 1.0* ms)",
             "test_join: confirmed in 2 fresh processes (medians *)",
             "gpubench: 1 regressed, 1 ok (threshold 5%, alpha 0.01 over 2 measurements)",
@@ -237,12 +238,12 @@ def test_a_save_fails_a_confirmed_regression_and_takes_it_only_when_told(
     path = baseline_file(history)
     result.stdout.fnmatch_lines(
         [
-            "test_sum regressed: 1.000 ms -> 1.0* ms (+*%; bar *%, 3 sessions against the "
+            "test_sum regressed: 1.00 ms -> 1.0* ms (+*%; bar *%, 3 sessions against the "
             "history of 5, threshold 5%)",
             "  not saved: the baseline keeps its history; accept it with --gpubench-save "
             "--gpubench-accept (or @pytest.mark.gpubench(accept=True) on the test)",
-            f"test_sum *{FAKE_NAME} *1.0* ms * 1.000 ms * 5 * +*% * regressed *",
-            f"test_join *{FAKE_NAME} *1.000 ms * 1.000 ms * 5 * ok *",
+            f"test_sum *{FAKE_NAME} *1.0* ms * 1.00 ms * 5 * +*% * regressed *",
+            f"test_join *{FAKE_NAME} *1.00 ms * 1.00 ms * 5 * ok *",
             "test_sum: confirmed in 2 fresh processes (medians 1.0* ms, 1.0* ms)",
             f"baseline written: 1 test, 1 session ({path})",
         ]
@@ -432,7 +433,7 @@ def test_a_schema_1_baseline_is_judged_as_one_session_and_rewritten_as_schema_2(
     result = fake.runpytest("--gpubench")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
-        [f"test_sum *{FAKE_NAME} *1.000 ms * 1.000 ms * 1 * not gated *", f"{note} as schema 2"]
+        [f"test_sum *{FAKE_NAME} *1.00 ms * 1.00 ms * 1 * not gated *", f"{note} as schema 2"]
     )
     monkeypatch.setenv("FAKE_SCALE", "1.2")
     slower = fake.runpytest("--gpubench", NO_CONFIRM)
@@ -471,7 +472,9 @@ def test_the_family_counts_named_measurements(fake: pytest.Pytester) -> None:
     )
     first = record_history(fake)[0]
     # before a baseline, the measurements of a test are not known at collection
-    first.stdout.fnmatch_lines(["gpubench: 4 new (threshold 5%, alpha 0.01 over 2 measurements)"])
+    first.stdout.fnmatch_lines(
+        ["gpubench: 4 new (threshold 5%, alpha 0.01 over 2 measurements known at collection)"]
+    )
     result = fake.runpytest("--gpubench", "--gpubench-json=out.json")
     result.stdout.fnmatch_lines(["gpubench: 4 ok (threshold 5%, alpha 0.01 over 4 measurements)"])
     assert {r["family"] for r in json.loads((fake.path / "out.json").read_text())["results"]} == {4}
@@ -699,27 +702,34 @@ def test_the_benchmark_json_loads_with_pytest_benchmarks_own_loader(
     assert raw["options"] == {"timer": FAKE_NAME, "threshold": 0.05}
     data = raw["stats"]["data"]
     assert raw["stats"]["median"] == pytest.approx(statistics.median(data))
-    assert raw["stats"]["ops"] == pytest.approx(1 / statistics.median(data))  # 1 / median
+    assert raw["stats"]["ops"] == pytest.approx(1 / statistics.mean(data))  # as documented
     assert 0.9e-3 < raw["stats"]["median"] < 1.1e-3  # seconds
+    assert raw["extra_info"]["gpubench"]["median_s"] == raw["stats"]["median"]  # one session
+    cpu = document["machine_info"]["cpu"]  # py-cpuinfo's keys, from the standard library
+    assert cpu["count"] >= 1 and cpu["bits"] in (32, 64) and cpu["arch_string_raw"]
+
+
+# The fields that pytest-benchmark computes from its data alone (outliers: of the quartiles).
+STATS_OF_DATA = ("min", "max", "mean", "stddev", "rounds", "median", "total", "ops")
 
 
 def test_benchmark_stats_agree_with_pytest_benchmarks_for_the_same_data() -> None:
     stats = pytest.importorskip("pytest_benchmark.stats")
     samples_ms = [1.0, 1.3, 0.9, 1.1, 5.0, 1.05, 0.95, 1.2, 0.99, 1.01, 1.02]
-    ours = benchjson.stats(samples_ms, statistics.median(samples_ms))
+    ours = benchjson.stats(samples_ms)
     theirs = stats.Stats()
     for value in samples_ms:
         theirs.update(value / 1e3)
-    for field in ("min", "max", "mean", "stddev", "rounds", "median", "total", "stddev_outliers"):
+    for field in STATS_OF_DATA:
         assert ours[field] == pytest.approx(getattr(theirs, field)), field
     assert ours["data"] == sorted(s / 1e3 for s in samples_ms)
-    assert ours["ops"] == pytest.approx(1 / theirs.median)  # documented: 1 / median
+    assert ours["ops"] == pytest.approx(1 / theirs.mean)  # documented: 1 / mean
 
 
 def test_benchmark_quartiles_agree_with_pytest_benchmarks() -> None:
     stats = pytest.importorskip("pytest_benchmark.stats")
     samples_ms = [1.0, 1.3, 0.9, 1.1, 5.0, 1.05, 0.95, 1.2, 0.99, 1.01, 1.02]
-    ours = benchjson.stats(samples_ms, statistics.median(samples_ms))
+    ours = benchjson.stats(samples_ms)
     theirs = stats.Stats()
     for value in samples_ms:
         theirs.update(value / 1e3)
@@ -773,6 +783,52 @@ def test_a_benchmark_entry_names_the_test_its_parameters_and_our_verdict() -> No
     assert stats["data"] == [1e-3, 2e-3, 3e-3]
     assert stats["ops"] == pytest.approx(500.0)
     assert benchjson.entry(gemm(test="test_plain", key="t.py::test_plain"))["param"] is None
+
+
+def test_after_confirmations_every_stat_is_of_the_data_and_the_runs_time_is_named() -> None:
+    """Issue 19: confirmed in fresh processes, ``stats.median`` was the run's time (the
+    median of its sessions' medians, 1.641 ms) while its ``data`` (this session's samples)
+    had a median of 2.103 ms, and ``ops`` was 1 / that median, not pytest-benchmark's
+    1 / mean. Now every field is of ``data``; the run's time is ``median_s``."""
+    stats = pytest.importorskip("pytest_benchmark.stats")
+    confirmed = Measurement(
+        key="t.py::test_k",
+        test="test_k",
+        timer="cuda-graph",
+        samples_ms=(2.2, 2.0, 2.103, 2.5, 2.05),
+        warmup=6,
+        calls_per_sample=1,
+        threshold=0.05,
+        session="s",
+        confirmations=(SessionRecord("c1", 1.641, 5, 0.01), SessionRecord("c2", 1.6, 5, 0.01)),
+    )
+    assert confirmed.median_ms == 1.641
+    bench = benchjson.entry(Result(confirmed, Verdict(Status.REGRESSED)))
+    values = bench["stats"]
+    theirs = stats.Stats()
+    for value in values["data"]:
+        theirs.update(value)
+    for field in STATS_OF_DATA:
+        assert values[field] == pytest.approx(getattr(theirs, field)), field
+    assert values["median"] == pytest.approx(2.103e-3)
+    assert values["ops"] == pytest.approx(1 / statistics.mean(values["data"]))
+    ours = bench["extra_info"]["gpubench"]
+    assert ours["median_s"] == pytest.approx(1.641e-3) and ours["sessions"] == 3
+
+
+def test_the_cpu_is_described_in_py_cpuinfos_keys_without_py_cpuinfo(tmp_path: Path) -> None:
+    proc = tmp_path / "cpuinfo"
+    proc.write_text(
+        "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) @ 2.50GHz\n"
+        "\nprocessor\t: 1\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) @ 2.50GHz\n"
+    )
+    cpu = benchjson.cpu_info(str(proc))
+    assert cpu["brand_raw"] == "Intel(R) Xeon(R) @ 2.50GHz"
+    assert cpu["vendor_id_raw"] == "GenuineIntel"
+    assert cpu["count"] == os.cpu_count() and cpu["bits"] in (32, 64)
+    # Without /proc/cpuinfo (macOS, Windows): what platform gives, and no invented keys.
+    bare = benchjson.cpu_info(str(tmp_path / "absent"))
+    assert "vendor_id_raw" not in bare and bare["count"] == os.cpu_count()
 
 
 def test_a_named_measurement_of_a_parametrized_test_has_the_tests_parameters() -> None:

@@ -105,6 +105,24 @@ def test_without_a_baseline_tests_are_new_and_pass(fake: pytest.Pytester) -> Non
     assert timer_calls(fake) == [f"auto {KIND} False"] * 2
 
 
+def test_the_footer_counts_only_what_was_measured(fake: pytest.Pytester) -> None:
+    """Issue 19: a collected test that skips before it measures is in the family alpha is
+    divided over, not among the measurements: "2 new (... over 3 measurements)" had said
+    three were measured."""
+    fake.makepyfile(
+        test_bench=BENCH
+        + """
+def test_needs_a_gpu(gpubench):
+    pytest.skip("no GPU")
+"""
+    )
+    result = fake.runpytest("--gpubench")
+    result.assert_outcomes(passed=2, skipped=1)
+    result.stdout.fnmatch_lines(
+        ["gpubench: 2 new (threshold 5%, alpha 0.01 over 3 measurements known at collection)"]
+    )
+
+
 def test_save_writes_the_baseline_of_this_device(fake: pytest.Pytester) -> None:
     fake.makepyfile(test_bench=BENCH)
     result = fake.runpytest("--gpubench-save", "--gpubench-json=out.json")
@@ -183,8 +201,8 @@ def test_a_a_run_passes(saved: pytest.Pytester) -> None:
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [
-            f"test_join *{FAKE_NAME} *1.000 ms * 1.000 ms * 3 * ok *",
-            f"test_sum *{FAKE_NAME} *1.000 ms * 1.000 ms * 3 * ok *",
+            f"test_join *{FAKE_NAME} *1.00 ms * 1.00 ms * 3 * ok *",
+            f"test_sum *{FAKE_NAME} *1.00 ms * 1.00 ms * 3 * ok *",
             "gpubench: 2 ok (threshold 5%, alpha 0.01 over 2 measurements)",
         ]
     )
@@ -202,9 +220,9 @@ def test_twenty_percent_slower_fails_as_regressed(
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         [
-            "test_sum regressed: 1.000 ms -> 1.200 ms (+20.0%; bar *%, 1 session against the "
+            "test_sum regressed: 1.00 ms -> 1.20 ms (+20.0%; bar *%, 1 session against the "
             "history of 3, threshold 5%)",
-            "test_join regressed: 1.000 ms -> 1.200 ms (+20.0%; bar *%, 1 session against the "
+            "test_join regressed: 1.00 ms -> 1.20 ms (+20.0%; bar *%, 1 session against the "
             "history of 3, threshold 5%)",
             "gpubench: 2 regressed (threshold 5%, alpha 0.01 over 2 measurements)",
         ]
@@ -237,7 +255,7 @@ def test_twenty_percent_faster_passes_as_improved(
             "gpubench: confirming test_sum in 2 fresh processes (2 at once)",
             "test_sum *-20.0%* improved *",
             "test_sum: improved: faster by 20.0% vs history of 3 sessions, bar *%",
-            "test_sum: confirmed in 2 fresh processes (medians 0.800 ms, 0.800 ms)",
+            "test_sum: confirmed in 2 fresh processes (medians 800 µs, 800 µs)",
             "gpubench: 1 improved, 1 ok (*)",
         ]
     )
@@ -253,7 +271,7 @@ def test_improved_fails_with_fail_on_improvement(
     result.stdout.fnmatch_lines(
         [
             # noisy at alpha / 2 (improvements fail too): "; noisy: can gate >= 6%"
-            "test_sum improved: 1.000 ms -> 0.800 ms (-20.0%; bar *%, 1 session against the "
+            "test_sum improved: 1.00 ms -> 800 µs (-20.0%; bar *%, 1 session against the "
             "history of 3, threshold 5%*); refresh the baseline with --gpubench-save "
             "--gpubench-accept"
         ]
@@ -292,7 +310,7 @@ def test_an_unknown_timer_is_judged_against_the_conservative_prior(
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [
-            "test_join *my-timer *1.200 ms * 5.2% *1.000 ms * 3 * +20.0% * - * not gated *",
+            "test_join *my-timer *1.20 ms * 5.2% *1.00 ms * 3 * +20.0% * - * not gated *",
             "test_join: not gated: slower by 20.0% vs history of 3 sessions; *could not catch a "
             "slowdown under 50%; no history of up to 50 sessions like these would gate 5%",
         ]
@@ -318,7 +336,7 @@ def test_a_save_over_a_regression_fails_it_and_keeps_its_history(
     alone.assert_outcomes(failed=1, deselected=1)
     alone.stdout.fnmatch_lines(
         [
-            "test_sum regressed: 1.000 ms -> 1.200 ms (+20.0%; *)",
+            "test_sum regressed: 1.00 ms -> 1.20 ms (+20.0%; *)",
             f"  not saved: the baseline keeps its history; {HOW_TO_ACCEPT}",
             f"baseline unchanged: {path}",
         ]
@@ -473,7 +491,7 @@ def test_a_baseline_of_another_timer_is_incomparable_and_fails(saved: pytest.Pyt
     result.stdout.fnmatch_lines(
         [
             f"test_sum incomparable: {reason}",
-            f"test_sum *{FAKE_NAME} * 1.000 ms * - * 1.000 ms * 3 * - * - * incomparable *",
+            f"test_sum *{FAKE_NAME} * 1.00 ms * - * 1.00 ms * 3 * - * - * incomparable *",
             f"test_sum: incomparable: {reason}",
             "gpubench: 1 incomparable, 1 ok (*)",
         ]
@@ -1078,6 +1096,22 @@ def test_the_summary_is_appended_to_the_github_step_summary(
     assert summary.read_text(encoding="utf-8") == text
 
 
+def test_the_step_summary_starts_on_a_line_of_its_own(
+    saved: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 19: an earlier step that wrote no final newline had our heading glued to its
+    last line ("## earlier step### gpubench: ...")."""
+    summary = saved.path / "step-summary.md"
+    summary.write_text("## earlier step", encoding="utf-8")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    saved.runpytest("--gpubench").assert_outcomes(passed=2)
+    text = summary.read_text(encoding="utf-8")
+    assert text.startswith("## earlier step\n### gpubench: ")
+    summary.write_text("", encoding="utf-8")  # an empty file gets no blank first line
+    saved.runpytest("--gpubench").assert_outcomes(passed=2)
+    assert summary.read_text(encoding="utf-8").startswith("### gpubench: ")
+
+
 def test_json_output_is_standard_json(fake: pytest.Pytester) -> None:
     fake.makepyfile(
         test_bench="""
@@ -1190,7 +1224,7 @@ def test_xdist_workers_judge_against_the_baseline(
     monkeypatch.setenv("FAKE_SCALE", "1.2")
     slower = saved.runpytest_subprocess("-p", "xdist", "-n", "2", "--gpubench", NO_CONFIRM)
     assert slower.ret == pytest.ExitCode.TESTS_FAILED
-    slower.stdout.fnmatch_lines(["test_sum regressed: 1.000 ms -> 1.200 ms (+20.0%*"])
+    slower.stdout.fnmatch_lines(["test_sum regressed: 1.00 ms -> 1.20 ms (+20.0%*"])
     # the controller collects no tests: the family travels with the workers' results
     slower.stdout.fnmatch_lines(
         ["gpubench: 2 regressed (threshold 5%, alpha 0.01 over 2 measurements)"]
@@ -1263,7 +1297,7 @@ def test_the_kernels_of_a_call_are_stored_and_other_registers_are_another_binary
     result.stdout.fnmatch_lines(
         [
             f"test_sum changed: {reason}",
-            f"test_sum *{FAKE_NAME} * 1.450 ms * - * 1.000 ms * 1 * (+45.0%) * - * changed *",
+            f"test_sum *{FAKE_NAME} * 1.45 ms * - * 1.00 ms * 1 * (+45.0%) * - * changed *",
             f"test_sum: changed: {reason}",
             "gpubench: 1 changed (*)",
         ]
@@ -1370,7 +1404,7 @@ def test_launch_gaps_of_a_graph_replay_are_noted(
     result.assert_outcomes(passed=1, deselected=1)
     result.stdout.fnmatch_lines(
         [
-            "test_sum: launch gaps are 50% of the graph time (kernels 0.500 ms of 1.000 ms per "
+            "test_sum: launch gaps are 50% of the graph time (kernels 500 µs of 1.00 ms per "
             "call: 1 launch (triton_per_fused_softmax_0 100%))"
         ]
     )

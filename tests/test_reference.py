@@ -147,8 +147,8 @@ def test_the_ratio_is_a_measurement_of_its_own(fake: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
-            "test_sum  *  cuda-graph  *0.800 ms * new *",
-            "test_sum#vs-reference  *cuda-graph:ratio  *0.800x (0.800 ms vs 1.000 ms) * new *",
+            "test_sum  *  cuda-graph  *800 µs * new *",
+            "test_sum#vs-reference  *cuda-graph:ratio  *0.800x (800 µs vs 1.00 ms) * new *",
             "gpubench: 2 new (*)",
         ]
     )
@@ -186,8 +186,8 @@ def test_the_ratio_is_saved_and_judged_against_its_own_history(fake: pytest.Pyte
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
-            "test_sum  * 0.800 ms * 0.800 ms * 3 * +0.0% * 5.0% * ok *",
-            "test_sum#vs-reference * 0.800x (0.800 ms vs 1.000 ms) * 0.800x * 3 * +0.0% * ok *",
+            "test_sum  * 800 µs * 800 µs * 3 * +0.0% * 5.0% * ok *",
+            "test_sum#vs-reference * 0.800x (800 µs vs 1.00 ms) * 0.800x * 3 * +0.0% * ok *",
             "gpubench: 2 ok (threshold 5%, alpha 0.01 over 2 measurements)",
         ]
     )
@@ -201,8 +201,8 @@ def test_a_slower_function_regresses_its_time_and_its_ratio(fake: pytest.Pyteste
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "test_sum regressed: 0.800 ms -> 0.960 ms (+20.0%; *",
-            "test_sum#vs-reference regressed: 0.800x -> 0.960x (0.960 ms vs 1.000 ms) (+20.0%; *",
+            "test_sum regressed: 800 µs -> 960 µs (+20.0%; *",
+            "test_sum#vs-reference regressed: 0.800x -> 0.960x (960 µs vs 1.00 ms) (+20.0%; *",
             "gpubench: 2 regressed (*)",
         ]
     )
@@ -220,9 +220,9 @@ def test_a_slower_machine_moves_the_time_and_not_the_ratio(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "test_sum regressed: 0.800 ms -> 0.960 ms (+20.0%; *",
-            "test_sum  * 0.960 ms * 0.800 ms * 3 * +20.0% * regressed *",
-            "test_sum#vs-reference * 0.800x (0.960 ms vs 1.200 ms) * 0.800x * 3 * +0.0% * ok *",
+            "test_sum regressed: 800 µs -> 960 µs (+20.0%; *",
+            "test_sum  * 960 µs * 800 µs * 3 * +20.0% * regressed *",
+            "test_sum#vs-reference * 0.800x (960 µs vs 1.20 ms) * 0.800x * 3 * +0.0% * ok *",
         ]
     )
     result.stdout.no_fnmatch_line("test_sum#vs-reference regressed*")
@@ -253,8 +253,8 @@ def test_sum(gpubench):
     # Each measurement and each ratio is one of the family: alpha is shared four ways.
     result.stdout.fnmatch_lines(
         [
-            "test_sum#a#vs-reference * 2.00x (2.000 ms vs 1.000 ms) *",
-            "test_sum#b#vs-reference * 0.500x (1.000 ms vs 2.000 ms) *",
+            "test_sum#a#vs-reference * 2.00x (2.00 ms vs 1.00 ms) *",
+            "test_sum#b#vs-reference * 0.500x (1.00 ms vs 2.00 ms) *",
             "gpubench: 4 ok (threshold 5%, alpha 0.01 over 4 measurements)",
         ]
     )
@@ -359,7 +359,8 @@ def test_two_functions_no_timer_times_alike_get_no_ratio(pytester: pytest.Pytest
     result.stdout.fnmatch_lines(
         [
             "test_sum: timed by wall: no ratio to its reference: the reference was timed by "
-            "cupti (1 ms), this function by wall: a ratio of two timers' numbers is not measured",
+            "cupti (1.00 ms), this function by wall: a ratio of two timers' numbers is not "
+            "measured",
             "gpubench: 1 new (*)",
         ]
     )

@@ -21,6 +21,7 @@ from pytest_gpubench.core.records import (
     Verdict,
     summarize,
 )
+from pytest_gpubench.core.samples import time_text
 from pytest_gpubench.core.settings import MeasureSettings
 from pytest_gpubench.report import summary as report
 from pytest_gpubench.store.files import plain_data_problem
@@ -117,9 +118,32 @@ def record(median_ms: float, session: str = "child-session") -> SessionRecord:
 
 @pytest.mark.parametrize(
     "ms, text",
-    [(None, "-"), (0.512, "0.512 ms"), (12.0, "12.000 ms"), (0.1, "0.100 ms"), (0.0512, "51.2 µs")],
+    [(None, "-"), (0.512, "512 µs"), (12.0, "12.0 ms"), (0.1, "100 µs"), (0.0512, "51.2 µs")],
 )
 def test_format_time(ms: float | None, text: str) -> None:
+    assert report.format_time(ms) == text
+
+
+@pytest.mark.parametrize(
+    "ms, text",
+    [
+        (19.919, "19.9 ms"),  # issue 19: 19.919 ms, 0.106 ms and 17 µs in one table
+        (0.106, "106 µs"),
+        (0.017, "17.0 µs"),
+        (0.032, "32.0 µs"),
+        (1.0, "1.00 ms"),
+        (0.99992, "1.00 ms"),  # rounded up into the next unit: not "1.00e+03 µs"
+        (0.9994, "999 µs"),
+        (5e-4, "500 ns"),
+        (1e-6, "1.00 ns"),
+        (1234.5, "1.23 s"),
+        (1e6, "1000 s"),  # past the largest unit: no exponent
+    ],
+)
+def test_one_time_format_for_tables_and_messages(ms: float, text: str) -> None:
+    """Three significant figures in the unit of the time's size, wherever a time is shown:
+    the tables (format_time) and the messages (time_text) print the same."""
+    assert time_text(ms) == text
     assert report.format_time(ms) == text
 
 
@@ -146,7 +170,7 @@ def test_failure_message_of_a_regression() -> None:
     r = result(judgement=regressed(), reference_ms=0.512)
     assert r.measurement.summary.median_ms == pytest.approx(0.561)
     assert report.failure_message(r) == (
-        "test_x regressed: 0.512 ms -> 0.561 ms (+9.6%; bar 4.1%, 1 session against the "
+        "test_x regressed: 512 µs -> 561 µs (+9.6%; bar 4.1%, 1 session against the "
         "history of 5, threshold 5%)"
     )
 
@@ -159,7 +183,7 @@ def test_failure_message_of_a_confirmed_regression_gives_the_median_of_its_sessi
     )
     assert r.measurement.median_ms == pytest.approx(0.531)  # of 0.561, 0.53 and 0.531
     assert report.failure_message(r) == (
-        "test_x regressed: 0.500 ms -> 0.531 ms (+6.0%; bar 4.1%, 3 sessions against the "
+        "test_x regressed: 500 µs -> 531 µs (+6.0%; bar 4.1%, 3 sessions against the "
         "history of 5, threshold 5%)"
     )
 
@@ -168,7 +192,7 @@ def test_failure_message_of_an_improvement_says_how_to_refresh() -> None:
     r = result(samples=(0.4, 0.41, 0.39), judgement=improved(), reference_ms=0.5, threshold=0.075)
     assert report.failure_message(r) == (
         # the bar on the change's scale: a ratio under 1 / 1.041 saves more than 3.9%
-        "test_x improved: 0.500 ms -> 0.400 ms (-20.0%; bar 3.9%, 1 session against the "
+        "test_x improved: 500 µs -> 400 µs (-20.0%; bar 3.9%, 1 session against the "
         "history of 5, threshold 7.5%); refresh the baseline with --gpubench-save "
         "--gpubench-accept"
     )
@@ -177,7 +201,7 @@ def test_failure_message_of_an_improvement_says_how_to_refresh() -> None:
 def test_failure_message_in_microseconds() -> None:
     r = result(samples=(0.05, 0.06, 0.055), judgement=regressed(1.1), reference_ms=0.05)
     assert report.failure_message(r) == (
-        "test_x regressed: 50 µs -> 55 µs (+10.0%; bar 4.1%, 1 session against the history of "
+        "test_x regressed: 50.0 µs -> 55.0 µs (+10.0%; bar 4.1%, 1 session against the history of "
         "5, threshold 5%)"
     )
 
@@ -186,7 +210,7 @@ def test_failure_message_of_a_noisy_test_says_what_it_can_gate() -> None:
     j = regressed(1.3, bar=0.12, gateable=0.186, noisy=True)
     r = result(samples=(0.65, 0.65, 0.65), judgement=j, reference_ms=0.5)
     assert report.failure_message(r) == (
-        "test_x regressed: 0.500 ms -> 0.650 ms (+30.0%; bar 12.0%, 1 session against the "
+        "test_x regressed: 500 µs -> 650 µs (+30.0%; bar 12.0%, 1 session against the "
         "history of 5, threshold 5%; noisy: can gate >= 19%)"
     )
 
@@ -194,7 +218,7 @@ def test_failure_message_of_a_noisy_test_says_what_it_can_gate() -> None:
 def test_failure_message_against_the_anchor_names_the_epoch() -> None:
     r = result(judgement=regressed(against="anchor"), reference_ms=0.512)
     assert report.failure_message(r) == (
-        "test_x regressed: 0.512 ms -> 0.561 ms (+9.6%; bar 4.1%, 1 session against the anchor "
+        "test_x regressed: 512 µs -> 561 µs (+9.6%; bar 4.1%, 1 session against the anchor "
         "of its epoch, threshold 5%)"
     )
 
@@ -208,7 +232,7 @@ def test_failure_message_lists_kernel_changes_and_the_timer_that_judged() -> Non
         kernel_changes=("k grid (64,1,1) -> (32,1,1)", "1 kernel added: k2"),
     )
     assert report.failure_message(r).splitlines() == [
-        "test_x regressed: 0.512 ms -> 0.561 ms (+9.6%; bar 4.1%, 1 session against the "
+        "test_x regressed: 512 µs -> 561 µs (+9.6%; bar 4.1%, 1 session against the "
         "history of 5, threshold 5%)",
         "  kernels: k grid (64,1,1) -> (32,1,1); 1 kernel added: k2",
         "  timed by cuda-event: graph capture failed (RuntimeError: sync)",
@@ -306,12 +330,12 @@ def test_table_lines() -> None:
     assert slow.startswith("test_slow   cuda-graph")
     # median, noise (IQR / median), spread (tau), baseline, sessions, change, gate
     assert slow.split()[2:] == [
-        "0.561",
-        "ms",
+        "561",
+        "µs",
         "5.3%",
         "0.4%",
-        "0.512",
-        "ms",
+        "512",
+        "µs",
         "5",
         "+9.6%",
         "5.0%",
@@ -320,7 +344,7 @@ def test_table_lines() -> None:
         "-",
     ]
     noisy = next(line for line in lines if line.startswith("test_noisy"))
-    assert noisy.split()[5:] == ["3.0%", "0.550", "ms", "5", "+2.0%", "18.6%", "ok", "(noisy)"] + [
+    assert noisy.split()[5:] == ["3.0%", "550", "µs", "5", "+2.0%", "18.6%", "ok", "(noisy)"] + [
         "-",
         "-",
     ]
@@ -365,7 +389,7 @@ def test_notes_explain_what_a_reader_must_know() -> None:
         "test_event: timed by cuda-graph: graph capture failed (RuntimeError: sync)",
         "test_hot: measured while throttled (hw-thermal, sw-thermal)",
         "test_confirmed: kernels: k grid (64,1,1) -> (32,1,1)",
-        "test_confirmed: confirmed in 2 fresh processes (medians 0.560 ms, 0.561 ms)",
+        "test_confirmed: confirmed in 2 fresh processes (medians 560 µs, 561 µs)",
         "test_noisy: ok: slower by 2.0% vs history of 5 session(s), bar 12.0%; noisy: can gate "
         ">= 19%",
     ]
@@ -378,7 +402,7 @@ def test_notes_name_the_launch_gaps_of_a_graph_mostly_idle() -> None:
     assert busy.measurement.launch_gap_share == pytest.approx(0.1)
     assert report.notes([busy]) == []
     assert report.notes([idle]) == [
-        "test_x: launch gaps are 50% of the graph time (kernels 0.500 ms of 1.000 ms per call: "
+        "test_x: launch gaps are 50% of the graph time (kernels 500 µs of 1.00 ms per call: "
         "2 launches (k 75%, copy 25%))"
     ]
     # only a graph replay has launch gaps in its time
@@ -394,7 +418,7 @@ def test_the_kernel_time_of_a_graph_replay_is_reported_with_the_graph_time_besid
     )
     assert gated.measurement.launch_gap_share == pytest.approx(1 / 3)
     assert report.notes([gated]) == [
-        "test_x: launch gaps are 33% of the graph time per call (1.5 µs): its kernel time is "
+        "test_x: launch gaps are 33% of the graph time per call (1.50 µs): its kernel time is "
         "the number (1 launch (k 100%))"
     ]
     data = gated.to_dict()
@@ -461,6 +485,17 @@ def test_bandwidth_above_the_measured_peak_is_no_share_of_it() -> None:
     )
 
 
+def test_a_bandwidth_above_the_peak_never_prints_as_the_peak() -> None:
+    """Issue 19: "5 GB/s is above the measured copy bandwidth (5 GB/s)"."""
+    r = result(samples=(1.0, 1.0, 1.0), bytes=5.4e6, peak_gbs=5.1)
+    [line] = [n for n in report.notes([r]) if "GB/s" in n]
+    assert "5.4 GB/s is above the measured copy bandwidth (5.1 GB/s)" in line
+    close = result(samples=(1.0, 1.0, 1.0), bytes=5.0004e6, peak_gbs=5.0001)
+    [line] = [n for n in report.notes([close]) if "GB/s" in n]
+    assert "5.0004 GB/s is above the measured copy bandwidth (5.0001 GB/s)" in line
+    assert report.distinct_rates(5074.2, 4229.0) == ("5074", "4229")  # no decimals needed
+
+
 def test_bandwidth_of_a_confirmed_result_uses_the_median_of_its_sessions() -> None:
     r = result(samples=(1.0, 1.0, 1.0), bytes=2e9, confirmations=(record(2.0), record(2.0)))
     assert r.measurement.median_ms == 2.0
@@ -478,7 +513,7 @@ def test_markdown() -> None:
     assert lines[2] == HEADER
     assert lines[3] == "|---|---|---|---|---|---|---|---|---|---|---|---|"
     assert lines[4] == (
-        "| test_slow | cuda-graph | 0.561 ms | 5.3% | 0.4% | 0.512 ms | 5 | +9.6% | 5.0% "
+        "| test_slow | cuda-graph | 561 µs | 5.3% | 0.4% | 512 µs | 5 | +9.6% | 5.0% "
         "| regressed | - | - |"
     )
     assert "1 regressed, 1 improved, 1 incomparable, 1 unstable, 1 new, 2 ok" in lines
@@ -641,7 +676,7 @@ def test_summary_noise_is_infinite_for_a_zero_median() -> None:
 
 def test_footer_without_measurements() -> None:
     assert report.footer([], MeasureSettings(), 1) == (
-        "gpubench: no measurements (threshold 5%, alpha 0.01 over 1 measurement)"
+        "gpubench: no measurements (threshold 5%, alpha 0.01)"
     )
 
 
@@ -660,7 +695,23 @@ def test_footer_counts_verdicts_and_gives_the_levels_and_the_family() -> None:
 def test_footer_takes_the_family_from_the_results() -> None:
     # An xdist controller collects no tests: the family travels with each result.
     results = [result("a", family=54), result("b", family=54)]
-    assert report.footer(results, MeasureSettings(), 1).endswith("over 54 measurements)")
+    assert report.footer(results, MeasureSettings(), 1).endswith(
+        "over 54 measurements known at collection)"
+    )
+
+
+def test_footer_says_what_its_family_counts_where_it_is_not_the_results() -> None:
+    """Issue 19: "alpha 0.01 over 18 measurements" where 10 were measured (the family counts
+    the collected tests, some of which skipped before measuring)."""
+    results = [result(f"t{i}", family=18) for i in range(10)]
+    assert report.footer(results, MeasureSettings(), 18) == (
+        "gpubench: 10 new (threshold 5%, alpha 0.01 over 18 measurements known at collection)"
+    )
+    assert report.footer(results, MeasureSettings(), 10, "in both files").endswith(
+        "over 18 measurements in both files)"
+    )
+    same = [result(f"t{i}", family=10) for i in range(10)]
+    assert report.footer(same, MeasureSettings(), 10).endswith("over 10 measurements)")
 
 
 # --- what extra_info may hold ---------------------------------------------------------------

@@ -523,7 +523,7 @@ def test_9_a_slow_function_with_enough_samples_in_its_budget_is_judged(
         "--gpubench", "--gpubench-budget-s=0.2", NO_CONFIRM, "--gpubench-json=out.json"
     )
     result.assert_outcomes(passed=1, failed=2)
-    result.stdout.fnmatch_lines(["test_sum regressed: 1.000 ms -> 1.500 ms (+50.0%; *)"])
+    result.stdout.fnmatch_lines(["test_sum regressed: 1.00 ms -> 1.50 ms (+50.0%; *)"])
     for measured in json.loads((saved.path / "out.json").read_text())["results"]:
         samples = len(measured["samples_ms"])
         assert 3 <= samples and measured["warmup"] + samples <= 5

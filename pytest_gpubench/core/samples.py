@@ -95,9 +95,30 @@ def session_summary(samples_ms: Sequence[float]) -> tuple[float, int, float]:
     return float(median_ms), len(data), float(se_log)
 
 
+# The units a time is shown in, by size in ms: the largest in which it is at least 1.
+TIME_UNITS = (("ns", 1e-6), ("µs", 1e-3), ("ms", 1.0), ("s", 1e3))
+
+
+def time_unit(ms: float) -> tuple[str, float]:
+    """The unit of TIME_UNITS a time is shown in, and its size in ms."""
+    unit, scale = TIME_UNITS[0]
+    for name, size in TIME_UNITS:
+        if abs(float(f"{ms / size:.3g}")) >= 1:  # as rounded: 999.7 µs is 1.00 ms
+            unit, scale = name, size
+    return unit, scale
+
+
 def time_text(ms: float) -> str:
-    """A time for a line of text (the report's tables format their own)."""
-    return f"{ms * 1e3:.3g} µs" if ms < 0.1 else f"{ms:.3g} ms" if ms < 1e3 else f"{ms / 1e3:.3g} s"
+    """A time as every table and message shows it: three significant figures, trailing
+    zeros kept, in the largest unit of ns, µs, ms and s in which it is at least 1
+    (``19.9 ms``, ``106 µs``, ``17.0 µs``, ``1.00 ms``): one precision whatever the size."""
+    if not math.isfinite(ms) or ms == 0:
+        return f"{ms:g} ms"
+    unit, scale = time_unit(ms)
+    value = ms / scale
+    if abs(value) >= 999.5:  # past the largest unit
+        return f"{value:.0f} {unit}"
+    return f"{f'{value:#.3g}'.rstrip('.')} {unit}"  # 106 µs, not "106. µs"
 
 
 def bytes_text(n: float) -> str:

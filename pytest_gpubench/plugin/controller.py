@@ -304,7 +304,9 @@ class Controller:
             write(f"no baseline yet at {baseline.path}{hint}")
         for line in self.errors:
             write(f"ERROR: {line}", red=True)
-        write(summary.footer(results, self.settings.measure, self.session.family))
+        # The family of a run against a revision: every measurement of either side.
+        counted = "known at collection" if self.settings.against is None else "of either side"
+        write(summary.footer(results, self.settings.measure, self.session.family, counted))
 
 
 def _terminate_as_interrupt() -> Callable[[], None]:

@@ -2,8 +2,11 @@
 
 github-action-benchmark, Bencher and ``pytest-benchmark compare`` read ``benchmarks[]`` with
 ``fullname`` and ``stats`` (seconds), and top-level ``machine_info`` and ``commit_info``.
-``ops`` is 1 / median (not 1 / mean), so trackers follow the robust statistic; our verdict,
-the timer and the kernels of a call ride in ``extra_info``.
+Every field of ``stats`` is pytest-benchmark's statistic of ``stats.data`` (``ops`` is
+rounds / total, 1 / mean, as it documents); ``data`` are the samples of the session that
+timed the test. A run confirmed in fresh processes is timed by the median of its sessions'
+medians, which is not a statistic of ``data``: it rides in ``extra_info.gpubench.median_s``
+with our verdict, the timer and the kernels of a call.
 """
 
 from __future__ import annotations
@@ -11,9 +14,11 @@ from __future__ import annotations
 import bisect
 import datetime
 import math
+import os
 import platform
 import socket
 import statistics
+import struct
 from collections.abc import Sequence
 
 from ..core.device import Fingerprint
@@ -57,10 +62,9 @@ def quartiles(data: Sequence[float]) -> tuple[float, float]:
     return 0.75 * data[k] + 0.25 * data[k + 1], 0.25 * data[3 * k + 1] + 0.75 * data[3 * k + 2]
 
 
-def stats(samples_ms: Sequence[float], median_ms: float) -> dict[str, Json]:
-    """pytest-benchmark's statistics of samples (ms in, seconds out, its definitions); the
-    median and ``ops`` are this run's time (the median of its sessions when confirmed in
-    fresh processes), so trackers follow the robust statistic."""
+def stats(samples_ms: Sequence[float]) -> dict[str, Json]:
+    """pytest-benchmark's statistics of samples (ms in, seconds out, its definitions), every
+    one of them of the ``data`` it writes beside them."""
     data = sorted(s / 1e3 for s in samples_ms)
     n = len(data)
     q1, q3 = quartiles(data)
@@ -71,14 +75,14 @@ def stats(samples_ms: Sequence[float], median_ms: float) -> dict[str, Json]:
     iqr_outliers = sum(1 for x in data if x < low or x > high)
     stddev_outliers = sum(1 for x in data if x < mean - stddev or x > mean + stddev)
     above = bisect.bisect_right(data, high)
-    median = median_ms / 1e3
+    total = math.fsum(data)
     return {
         "min": data[0],
         "max": data[-1],
         "mean": mean,
         "stddev": stddev,
         "rounds": n,
-        "median": median,
+        "median": statistics.median(data),
         "iqr": iqr,
         "q1": q1,
         "q3": q3,
@@ -87,8 +91,8 @@ def stats(samples_ms: Sequence[float], median_ms: float) -> dict[str, Json]:
         "outliers": f"{stddev_outliers};{iqr_outliers}",
         "ld15iqr": data[0] if n == 1 else data[bisect.bisect_left(data, low)],
         "hd15iqr": data[-1] if n == 1 or above == n else data[above],
-        "ops": 1 / median if median > 0 else math.inf,
-        "total": math.fsum(data),
+        "ops": n / total if total > 0 else 0.0,  # pytest-benchmark's: rounds / total
+        "total": total,
         "data": data,
     }
 
@@ -96,7 +100,7 @@ def stats(samples_ms: Sequence[float], median_ms: float) -> dict[str, Json]:
 def entry(result: Result) -> dict[str, Json]:
     m, v = result.measurement, result.verdict
     judgement = v.judgement
-    values = stats(m.samples_ms, m.median_ms)
+    values = stats(m.samples_ms)
     values["iterations"] = m.calls_per_sample
     extra = dict(m.extra_info)
     extra["gpubench"] = {
@@ -104,6 +108,8 @@ def entry(result: Result) -> dict[str, Json]:
         "change": None if judgement is None else judgement.change,
         "gateable": None if judgement is None else judgement.gateable,
         "timer": m.timer,
+        # The run's time (the median of its sessions' medians): what the verdict judged.
+        "median_s": m.median_ms / 1e3,
         "sessions": len(m.sessions),
         "baseline_sessions": v.history_sessions,
         "gpu": m.gpu,
@@ -134,6 +140,56 @@ def entry(result: Result) -> dict[str, Json]:
     }
 
 
+# py-cpuinfo's names of the architectures that platform.machine() spells otherwise.
+CPU_ARCHES = {
+    "x86_64": "X86_64",
+    "amd64": "X86_64",
+    "i386": "X86_32",
+    "i486": "X86_32",
+    "i586": "X86_32",
+    "i686": "X86_32",
+    "x86": "X86_32",
+    "aarch64": "ARM_8",
+    "arm64": "ARM_8",
+    "armv7l": "ARM_7",
+    "ppc64": "PPC_64",
+    "ppc64le": "PPC_64",
+    "s390x": "S390X",
+    "riscv64": "RISCV_64",
+}
+
+
+def cpu_info(proc_cpuinfo: str = "/proc/cpuinfo") -> dict[str, Json]:
+    """The host's CPU in py-cpuinfo's keys, as pytest-benchmark writes it, from what the
+    standard library gives (py-cpuinfo is no dependency of ours): brand, vendor,
+    architecture, bits and count; a key it cannot learn is left out."""
+    fields: dict[str, str] = {}
+    try:
+        with open(proc_cpuinfo, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                name, sep, value = line.partition(":")
+                if sep and name.strip() and name.strip() not in fields:
+                    fields[name.strip()] = value.strip()
+    except OSError:
+        pass  # not Linux: platform.processor() is what there is
+    info: dict[str, Json] = {}
+    brand = fields.get("model name") or platform.processor()
+    if brand:
+        info["brand_raw"] = brand
+    if fields.get("vendor_id"):
+        info["vendor_id_raw"] = fields["vendor_id"]
+    machine = platform.machine()
+    if machine:
+        info["arch_string_raw"] = machine
+        if machine.lower() in CPU_ARCHES:
+            info["arch"] = CPU_ARCHES[machine.lower()]
+    info["bits"] = struct.calcsize("P") * 8
+    count = os.cpu_count()
+    if count:
+        info["count"] = count
+    return info
+
+
 def document(
     results: Sequence[Result], fingerprint: Fingerprint, commit: str | None, project: str
 ) -> dict[str, Json]:
@@ -149,7 +205,7 @@ def document(
         "python_build": list(platform.python_build()),
         "release": uname.release,
         "system": uname.system,
-        "cpu": {},
+        "cpu": cpu_info(),
         "gpu": dict(fingerprint),
     }
     commit_info = {

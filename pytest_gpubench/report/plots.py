@@ -26,6 +26,7 @@ from matplotlib.ticker import MaxNLocator
 
 from ..core.errors import GpubenchError
 from ..core.records import SessionRecord, is_ratio
+from ..core.samples import time_unit
 from ..store import files as storage
 from ..store.baseline import Baseline
 from .baselines import SHOW_NOTE, EntryView, show_rows
@@ -77,7 +78,8 @@ def _history_panel(ax: Axes, view: EntryView, baseline: Baseline) -> None:
     if is_ratio(entry.timer):  # a ratio to a reference function: no unit of time
         scale, unit = 1.0, "x, to the reference"
     else:
-        scale, unit = (1e3, "µs") if entry.median_ms < 0.1 else (1.0, "ms")
+        unit, size = time_unit(entry.median_ms)  # the reference's unit, as tables show it
+        scale = 1 / size
     low, high = view.band
     ax.axhspan(low * scale, high * scale, color="tab:green", alpha=0.15, lw=0, label="gate band")
     ax.axhline(entry.median_ms * scale, color="tab:green", lw=1, label="reference")

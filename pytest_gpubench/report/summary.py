@@ -11,7 +11,7 @@ from ..core.device import Fingerprint
 from ..core.jsondata import Json
 from ..core.kernels import describe, kernel_deltas, short
 from ..core.records import Measurement, Paired, Result, Status, is_ratio
-from ..core.samples import bytes_text
+from ..core.samples import bytes_text, time_text
 from ..core.settings import MeasureSettings
 
 COLUMNS = (
@@ -52,11 +52,9 @@ GAPS_NOTED = 0.2
 
 
 def format_time(ms: float | None) -> str:
-    if ms is None:
-        return "-"
-    if ms < 0.1:
-        return f"{ms * 1e3:.3g} µs"
-    return f"{ms:.3f} ms"
+    """A time in a table or a note (``-`` where there is none), in the one format of
+    :func:`time_text`."""
+    return "-" if ms is None else time_text(ms)
 
 
 def format_value(value: float | None, timer: str) -> str:
@@ -68,11 +66,21 @@ def format_value(value: float | None, timer: str) -> str:
 
 def format_median(m: Measurement) -> str:
     """The median column: a time; a ratio to a reference with the two medians of its first
-    session it compares, ``0.832x (4.1 µs vs 4.93 µs)``."""
+    session it compares, ``0.832x (4.10 µs vs 4.93 µs)``."""
     text = format_value(m.median_ms, m.timer)
     if m.versus is None:
         return text
     return f"{text} ({format_time(m.versus.fn_ms)} vs {format_time(m.versus.reference_ms)})"
+
+
+def distinct_rates(high: float, low: float) -> tuple[str, str]:
+    """Two rates (GB/s) with the fewest decimals, none for most, that print them apart: one
+    said to be above the other must not read the same (5.4 is above 5.1, not 5 above 5)."""
+    for decimals in range(16):
+        texts = f"{high:.{decimals}f}", f"{low:.{decimals}f}"
+        if texts[0] != texts[1]:
+            return texts
+    return repr(high), repr(low)
 
 
 def format_change(ratio: float | None) -> str:
@@ -93,7 +101,7 @@ def verdict_label(result: Result) -> str:
 
 
 def failure_message(result: Result) -> str:
-    """E.g. ``gelu regressed: 0.512 ms -> 0.561 ms (+9.6%; bar 3.1%, 3 sessions against a
+    """E.g. ``gelu regressed: 512 µs -> 561 µs (+9.6%; bar 3.1%, 3 sessions against a
     history of 5, threshold 5%)``, then what changed in the kernels, and how to accept it."""
     m, v = result.measurement, result.verdict
     j = v.judgement
@@ -350,10 +358,10 @@ def notes(results: Sequence[Result]) -> list[str]:
                 f"{describe(m.kernels)})"
             )
         if m.above_peak and v.status is not Status.IMPOSSIBLE:
+            gbs, peak = distinct_rates(m.gbs or 0, m.peak_gbs or 0)
             lines.append(
-                f"{m.test}: {m.gbs or 0:.0f} GB/s is above the measured copy bandwidth "
-                f"({m.peak_gbs or 0:.0f} GB/s): its data stays in L2 between calls, so no "
-                "% of peak"
+                f"{m.test}: {gbs} GB/s is above the measured copy bandwidth ({peak} GB/s): "
+                "its data stays in L2 between calls, so no % of peak"
             )
         if v.status not in (Status.OK, Status.NEW, Status.SAME) or v.noisy:
             lines.append(f"{m.test}: {v.status.value}: {v.reason}")
@@ -409,15 +417,26 @@ def _plural(n: int, noun: str) -> str:
     return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
-def footer(results: Sequence[Result], measure: MeasureSettings, family: int) -> str:
+def footer(
+    results: Sequence[Result],
+    measure: MeasureSettings,
+    family: int,
+    counted: str = "known at collection",
+) -> str:
     """Counts per verdict and the levels they were judged at (the family travels with each
-    result: an xdist controller collects no tests)."""
+    result: an xdist controller collects no tests). The family is what alpha is divided
+    over; where it is not the number of results, ``counted`` says what it counts (a run's:
+    each collected test's measurements known to the baseline, at least one, whether or not
+    the test then measured them: 10 results of 18 collected tests are not "over 18
+    measurements")."""
+    levels = f"threshold {measure.threshold * 100:g}%, alpha {measure.alpha:g}"
+    if not results:  # nothing judged: no family to tell (a run's is at least 1)
+        return f"gpubench: no measurements ({levels})"
     family = max([family, *(r.verdict.family for r in results)])
-    levels = (
-        f"threshold {measure.threshold * 100:g}%, alpha {measure.alpha:g} over {family} measurement"
-    )
-    levels += "s" if family != 1 else ""
-    return f"gpubench: {counts(results) or 'no measurements'} ({levels})"
+    levels += f" over {_plural(family, 'measurement')}"
+    if family != len(results):
+        levels += f" {counted}"
+    return f"gpubench: {counts(results)} ({levels})"
 
 
 def markdown(

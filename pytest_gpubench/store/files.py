@@ -208,9 +208,26 @@ def write_atomic(path: Path, text: str, what: str) -> None:
             Path(temporary).unlink(missing_ok=True)  # gone after the rename; else ours to remove
 
 
+def ends_a_line(path: Path) -> bool:
+    """Whether the file at ``path`` is empty or ends with a newline; true as well where it
+    cannot be read (absent, or writable only): nothing to end then, or nothing to know."""
+    try:
+        with open(path, "rb") as handle:
+            if handle.seek(0, os.SEEK_END) == 0:
+                return True
+            handle.seek(-1, os.SEEK_END)
+            return handle.read(1) == b"\n"
+    except OSError:
+        return True
+
+
 def append_text(path: Path, text: str, what: str) -> None:
-    """Append ``text`` to a file others append to as well (a CI job's summary)."""
+    """Append ``text`` to a file others append to as well (a CI job's summary), on a line
+    of its own: after a newline where the file ends without one (an earlier step's last
+    line would otherwise run into our first)."""
     check_target(path, what)
+    if not ends_a_line(path):
+        text = "\n" + text
     try:
         with open(path, "a", encoding="utf-8") as handle:
             handle.write(text)

@@ -33,6 +33,7 @@ import torch
 
 from ..core.errors import GpubenchError
 from ..core.kernels import Launch, from_trace, short
+from ..core.samples import time_text
 from .engine import Profile, Sampler, Timer, Workload
 from .fallback import choose, guarded_capture
 from .wall import WallTimer
@@ -351,7 +352,7 @@ class CuptiTimer:
             gaps = (
                 "kernel time only: host work and launch gaps, "
                 f"{max(0.0, 1 - profile.device_ms / wall_ms):.0%} of a call's "
-                f"{wall_ms * 1e3:.3g} µs wall time, are not in the number"
+                f"{time_text(wall_ms)} wall time, are not in the number"
             )
         return Sampler(
             timer=self.name,

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from ..core.kernels import Launch, replay_problem
+from ..core.samples import time_text
 from .engine import Profile
 
 # A graph replay lasts about this long: long enough that the replay's fixed cost is small,
@@ -179,7 +180,7 @@ def validated_graph(probe: Probe, eager: Profile, slow: bool) -> GraphPlan:
     estimate_ms = min([first_ms] + [one.replay_ms() for _ in range(2)])
     if estimate_ms < MIN_REPLAY_MS_PER_CALL:
         one.reset()
-        raise CaptureError(f"a replay took {estimate_ms * 1e3:.3f} µs: too fast to be work")
+        raise CaptureError(f"a replay took {time_text(estimate_ms)}: too fast to be work")
     calls = graph_calls(estimate_ms)
     if calls == 1:
         return GraphPlan(one, 1)
