@@ -160,11 +160,11 @@ def test_a_regression_names_the_kernel_that_got_slower_in_its_failure_and_summar
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*test_sum regressed: 1.000 ms -> 1.200 ms*",
+            "*test_sum regressed: 1.00 ms -> 1.20 ms*",
             "*per kernel (time per call: its share of the device time times the call's time):",
             "*kernel * launches * before * after * change * configuration",
-            "*gemm_kernel * 1 * 0.750 ms * 0.900 ms * +150 µs * grid (64,1,1) block (128,1,1)",
-            "*bias_kernel * 1 * 0.250 ms * 0.300 ms * +50 µs * grid (8,1,1) block (64,1,1)",
+            "*gemm_kernel * 1 * 750 µs * 900 µs * +150 µs * grid (64,1,1) block (128,1,1)",
+            "*bias_kernel * 1 * 250 µs * 300 µs * +50.0 µs * grid (8,1,1) block (64,1,1)",
         ]
     )
     assert "gemm_kernel" in (fake.path / "j.xml").read_text()

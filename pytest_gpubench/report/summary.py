@@ -145,7 +145,7 @@ def kernel_table(result: Result) -> list[str]:
     for d in deltas[:KERNEL_ROWS]:
         configs = d.config[0] if d.config[0] == d.config[1] else " -> ".join(d.config)
         counts = str(d.count[0]) if d.count[0] == d.count[1] else f"{d.count[0]} -> {d.count[1]}"
-        change = f"{d.change_ms * 1e3:+.3g} µs"
+        change = ("+" if d.change_ms >= 0 else "-") + time_text(abs(d.change_ms))
         rows.append([short(d.name, 40), counts, *map(format_time, d.ms), change, configs])
     lines = [
         "per kernel (time per call: its share of the device time times the call's time):",
