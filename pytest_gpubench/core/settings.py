@@ -30,15 +30,22 @@ BENCHMARK_REPORT = "pytest-benchmark JSON report"
 TIMERS = ("auto", "cuda-graph", "cupti-graph", "cupti", "cuda-event", "cuda-event-cold", "wall")
 
 
-def parse_fraction_or_percent(text: object) -> float:
-    """'5%' -> 0.05; 0.05 -> 0.05. A bare number of 1 or more is ambiguous and refused."""
-    raw = str(text).strip()
+def _percent(raw: str, example: str) -> float:
+    """'5%' -> 0.05; a bare number as it is, if under 1 (a bare 5 is ambiguous)."""
     try:
         value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
     except ValueError:
-        raise ValueError("expected a percentage such as 5%") from None
+        raise ValueError(f"expected a percentage such as {example}") from None
     if not raw.endswith("%") and value >= 1:
-        raise ValueError("expected a percentage such as 5% (a bare number must be a fraction < 1)")
+        raise ValueError(
+            f"expected a percentage such as {example} (a bare number must be a fraction < 1)"
+        )
+    return value
+
+
+def parse_fraction_or_percent(text: object) -> float:
+    """'5%' -> 0.05; 0.05 -> 0.05. A bare number of 1 or more is ambiguous and refused."""
+    value = _percent(str(text).strip(), "5%")
     if not 0 < value < 1:
         raise ValueError("expected a percentage between 0% and 100% such as 5%")
     return value
@@ -49,12 +56,7 @@ def parse_memory_threshold(text: object) -> float:
     raw = str(text).strip()
     if raw.lower() == "off":
         return math.inf
-    try:
-        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
-    except ValueError:
-        raise ValueError("expected a percentage such as 10%, or off") from None
-    if not raw.endswith("%") and value >= 1:
-        raise ValueError("expected a percentage such as 10% (a bare number must be a fraction < 1)")
+    value = _percent(raw, "10%, or off")
     if not 0 <= value < math.inf:
         raise ValueError("expected a percentage of 0% or more such as 10%, or off")
     return value
