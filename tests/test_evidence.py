@@ -206,3 +206,17 @@ def test_a_failure_leaves_a_trace_of_one_call_in_the_evidence_directory_and_a_pa
         "test_bench.py_test_join.trace.json",
         "test_bench.py_test_sum.trace.json",
     ]
+
+
+def test_a_trace_that_cannot_be_written_fails_nothing_and_says_why(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake.makepyfile(test_bench=SUITE)
+    record_history(fake)
+    (fake.path / "taken").write_text("a file where the evidence directory would go")
+    monkeypatch.setenv("FAKE_SCALES", json.dumps({"test_sum": 1.2}))
+    result = fake.runpytest("--gpubench", NO_CONFIRM, "--gpubench-evidence=taken")
+    result.assert_outcomes(passed=1, failed=1)  # the regression's own failure, no error
+    text = output(result)
+    assert "test_sum regressed" in text and "no trace of one call: FileExistsError" in text
+    assert "Traceback" not in text
