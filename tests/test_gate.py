@@ -678,3 +678,31 @@ def test_an_accepted_memory_growth_is_saved_without_restarting_the_times() -> No
     accepted = dataclasses.replace(v, accepted=True)
     assert not saving.starts_epoch(accepted)
     assert not saving.fails(accepted)
+
+
+def test_memory_off_never_fails_even_against_a_reference_of_nothing() -> None:
+    """Review: inf * 0 is nan, and max(slack, nan) was the slack: off failed at 1 MiB."""
+    assert judged_memory(8 * MiB, 0).status is Status.MORE_MEMORY  # gated: 8 MiB over nothing
+    assert judged_memory(8 * MiB, 0, memory_threshold=float("inf")).status is not (
+        Status.MORE_MEMORY
+    )
+
+
+def test_a_flagged_regression_that_also_holds_more_fails_on_memory_at_once() -> None:
+    """A flagged first session is not final (its confirmation may not run, and unconfirmed
+    fails nothing); the memory is exact: it fails now, without confirmation."""
+    entry = with_peaks(baseline(1.0, 1.0, 1.0, 1.0, 1.0), *(16 * MiB,) * 5)
+    m = dataclasses.replace(measurement(current(1.08)), peak_bytes=80 * MiB)
+    gate = Gate(family=2)
+    v = gate.verdict(m, entry, SETTINGS)
+    assert v.status is Status.MORE_MEMORY and gate.fails(v)
+    assert not gate.needs_confirmation(Result(m, v))
+    assert gate.unconfirmed(Result(m, v), "crashed").status is Status.MORE_MEMORY
+
+
+def test_accepted_memory_restarts_the_times_only_where_the_time_changed_too() -> None:
+    saving = Gate(accepting=True)
+    same_time = Verdict(Status.MORE_MEMORY, Judgement(Status.OK), accepted=True)
+    faster = Verdict(Status.MORE_MEMORY, Judgement(Status.IMPROVED), accepted=True)
+    assert not saving.starts_epoch(same_time)
+    assert saving.starts_epoch(faster)

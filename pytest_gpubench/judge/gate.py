@@ -27,6 +27,7 @@ binary for information; a session with too few samples to tell its own median is
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
@@ -289,7 +290,12 @@ class Gate:
     def starts_epoch(self, verdict: Verdict) -> bool:
         """Whether saving this verdict starts the history over: an accepted change of time
         or binary (an accepted peak memory leaves the times' history as it is)."""
-        return verdict.accepted and verdict.status in CHANGES - {Status.MORE_MEMORY}
+        if not verdict.accepted:
+            return False
+        if verdict.status is Status.MORE_MEMORY:  # its time may be a change too
+            judgement = verdict.judgement
+            return judgement is not None and judgement.status in CHANGES
+        return verdict.status in CHANGES
 
     def unsaved(self, result: Result, passed: bool = True) -> str | None:
         """Why a save leaves the run's session of a result out: None when it is saved; ''
@@ -382,7 +388,9 @@ def with_memory(
     growth = memory_growth(current, reference, settings)
     if not growth:
         return verdict
-    if verdict.status is Status.REGRESSED:
+    judgement = verdict.judgement
+    if verdict.status is Status.REGRESSED and not (judgement and judgement.needs_confirmation):
+        # A final regression says both; a flagged one is not yet final, the memory is.
         return replace(verdict, reason=f"{verdict.reason}; and {growth}")
     return replace(
         verdict,
@@ -395,7 +403,7 @@ def memory_growth(current: int | None, reference: int | None, settings: MeasureS
     """What fails in a call's peak memory against its reference (both in bytes): '' when
     either is unknown or it grew by no more than the larger of ``memory_threshold`` of the
     reference and ``memory_slack``."""
-    if current is None or reference is None:
+    if current is None or reference is None or math.isinf(settings.memory_threshold):
         return ""
     grown = current - reference
     if grown <= max(settings.memory_slack, settings.memory_threshold * reference):
@@ -403,8 +411,8 @@ def memory_growth(current: int | None, reference: int | None, settings: MeasureS
     share = f" ({grown / reference:+.1%})" if reference else ""
     return (
         f"peak memory {bytes_text(current)} per call, was {bytes_text(reference)}: "
-        f"+{bytes_text(grown)}{share}, over both --gpubench-memory-threshold "
-        f"({settings.memory_threshold:.0%}) and --gpubench-memory-slack "
+        f"+{bytes_text(grown)}{share}, over both its memory threshold "
+        f"({settings.memory_threshold * 100:g}%) and its memory slack "
         f"({bytes_text(settings.memory_slack)}); accept it with --gpubench-save "
         "--gpubench-accept"
     )

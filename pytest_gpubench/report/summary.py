@@ -136,8 +136,8 @@ def kernel_table(result: Result) -> list[str]:
     KERNEL_ROWS): for a regressed, improved or changed verdict where both sides' launches
     are known; empty otherwise."""
     m, v = result.measurement, result.verdict
-    if v.status not in KERNEL_TABLE_STATUSES or v.reference_ms is None:
-        return []
+    if v.status not in KERNEL_TABLE_STATUSES or v.reference_ms is None or is_ratio(m.timer):
+        return []  # a ratio's numbers are no times to share out
     deltas = kernel_deltas(v.reference_kernels, v.reference_ms, m.kernels, m.median_ms)
     if not deltas:
         return []

@@ -9,6 +9,7 @@ values in, records out; the pytest layer builds one of these per process.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 import statistics
 import time
@@ -217,8 +218,10 @@ class BenchSession:
             result = self.judge(measurement, settings)
             if not (self.gate.needs_confirmation(result) or self.gate.fails(result.verdict)):
                 return measurement
-        name = re.sub(r"[^\w.-]+", "_", measurement.key).strip("_")[:150]
-        path = self.settings.evidence / f"{name}.trace.json"
+        # Readable, and unique: two keys may read alike once cut and cleaned.
+        name = re.sub(r"[^\w.-]+", "_", measurement.key).strip("_")[:120]
+        digest = hashlib.sha256(measurement.key.encode()).hexdigest()[:10]
+        path = self.settings.evidence / f"{name}-{digest}.trace.json"
         try:
             with self.device_lock():
                 trace(self.device.kind, workload.prepare(), path)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import platform
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -100,11 +101,17 @@ def peak_bytes(kind: str, workload: Workload) -> int | None:
 
     call = workload.prepare()
     torch.cuda.synchronize()
-    before = torch.cuda.memory_allocated()
+    # The bytes asked for, not the blocks handed out: a cached block up to 1 MiB larger than
+    # a request is handed out whole, so blocks would depend on what ran before.
+    stats = torch.cuda.memory_stats()
+    counter = (
+        "requested_bytes.all" if "requested_bytes.all.current" in stats else "allocated_bytes.all"
+    )
+    before = stats.get(f"{counter}.current", 0)
     torch.cuda.reset_peak_memory_stats()
     result = call()
     torch.cuda.synchronize()
-    peak = torch.cuda.max_memory_allocated() - before
+    peak = torch.cuda.memory_stats().get(f"{counter}.peak", 0) - before
     del result
     return max(0, int(peak))
 
@@ -119,9 +126,11 @@ def trace(kind: str, call: Callable[[], object], path: Path) -> None:
         activities.append(ProfilerActivity.CUDA)
     sync = synchronizer(kind)
     sync()
-    with profile(activities=activities) as profiler:
-        call()
-        sync()
+    with warnings.catch_warnings():  # the profiler's notices: errors under -W error
+        warnings.simplefilter("ignore")
+        with profile(activities=activities) as profiler:
+            call()
+            sync()
     path.parent.mkdir(parents=True, exist_ok=True)
     profiler.export_chrome_trace(str(path))
 
