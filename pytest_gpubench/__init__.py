@@ -8,6 +8,7 @@ The public API, for conftest files and plugins (docs/extending.md):
 - ``MeasureSettings``, ``Settings``, ``MarkerSpec``: settings of a measurement and a session;
 - ``Device``: the device a session times on;
 - ``Launch``: one kernel (or copy, memset) of what a call launches;
+- ``Energy``: a call's energy, which a ``Sampler`` may read itself;
 - ``Measurement``, ``Verdict``, ``Result``, ``Status``, ``Judgement``, ``SessionSummary``:
   the frozen records of a run.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 from .core.device import Device
 from .core.kernels import Launch
 from .core.records import (
+    Energy,
     Judgement,
     Measurement,
     Result,
@@ -33,6 +35,7 @@ from .timing.engine import Profile, Sampler, Timer, Workload
 
 __all__ = [
     "Device",
+    "Energy",
     "GpuBench",
     "Judgement",
     "Launch",

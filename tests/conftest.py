@@ -90,6 +90,7 @@ def fake(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.P
         "FAKE_KERNELS",
         "FAKE_DEVICE_MS",
         "FAKE_PEAK_BYTES",
+        "FAKE_ENERGY",
         "FAKE_CHILD_PIDS",
         "FAKE_CHILD_START_S",
         "FAKE_CHILD_IMPORT_S",

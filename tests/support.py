@@ -49,7 +49,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpubench import Launch, Profile, Sampler
+from pytest_gpubench import Energy, Launch, Profile, Sampler
 
 LOG = Path(__file__).with_name("timer-calls.log")
 if os.environ.get("PYTEST_GPUBENCH_CHILD"):  # imported by a fresh process the plugin started
@@ -96,7 +96,8 @@ class FakeTimer:
     for real (a slow function, for the budget); FAKE_KERNELS says what a call launches;
     FAKE_PEAK_BYTES, a JSON object {test name: bytes}, what one call of the tests it names
     holds at its peak (the others: the device's allocator, none on a CPU), or the function's
-    own ``fake_peak_bytes``."""
+    own ``fake_peak_bytes``; FAKE_ENERGY, a JSON object {test name: watts}, the power a call
+    of the tests it names draws (its energy per call: watts x time per call)."""
 
     def __init__(self):
         self.name = os.environ.get("FAKE_NAME", "fake")
@@ -121,13 +122,21 @@ class FakeTimer:
         name = os.environ.get("PYTEST_CURRENT_TEST", "").split("::")[-1].split(" ")[0]
         peak = json.loads(os.environ.get("FAKE_PEAK_BYTES") or "{}").get(name)
         peak = getattr(workload.fn, "fake_peak_bytes", peak)  # in the code: a commit's change
+        watts = json.loads(os.environ.get("FAKE_ENERGY") or "{}").get(name)
         return Sampler(
             timer=self.name,
             sample=sample,
             calls_per_sample=1,
             profile=profile(),
             peak_bytes=None if peak is None else (lambda: peak),
+            energy=None if watts is None else (lambda per_call_s: fake_energy(watts, per_call_s)),
         )
+
+
+def fake_energy(watts, per_call_s):
+    """What NVML's counter would read over a window of calls drawing ``watts``."""
+    calls = max(1, math.ceil(0.1 / per_call_s))
+    return Energy(watts * per_call_s, watts, calls, calls * per_call_s, watts, "fake")
 
 
 def profile():

@@ -325,6 +325,59 @@ class Versus:
         return cls(values[0], values[1], counts[0], counts[1])
 
 
+@dataclass(frozen=True)
+class Energy:
+    """What one call costs in energy, informational (never judged): NVML's total-energy
+    counter read around a window of back-to-back calls (``timing.energy``), and the mean of
+    the power readings taken during it, which cross-checks the counter (power x time)."""
+
+    joules_per_call: float
+    watts: float  # the counter's energy over the window's time
+    calls: int
+    window_s: float
+    # The mean power read during the window, and how it was read ("instant", or NVML's
+    # "average" over its own 1 s); None where the GPU gave no reading.
+    sampled_watts: float | None = None
+    power_source: str = ""
+
+    @property
+    def agreement(self) -> float | None:
+        """The counter's mean power over the sampled one: 1.0 where both agree."""
+        if not self.sampled_watts:
+            return None
+        return self.watts / self.sampled_watts
+
+    def to_json(self) -> dict[str, Json]:
+        return {
+            "joules_per_call": rounded(self.joules_per_call),
+            "watts": rounded(self.watts),
+            "calls": self.calls,
+            "window_s": rounded(self.window_s),
+            "sampled_watts": None if self.sampled_watts is None else rounded(self.sampled_watts),
+            "power_source": self.power_source,
+        }
+
+    @classmethod
+    def from_json(cls, data: Json) -> Energy:
+        """Raises ValueError saying what is wrong."""
+        if not isinstance(data, dict):
+            raise ValueError("has an 'energy' that is not an object")
+        numbers: list[float] = []
+        for name in ("joules_per_call", "watts", "window_s", "sampled_watts"):
+            value = data.get(name)
+            if name == "sampled_watts" and value is None:
+                continue
+            if not is_number(value) or not at_least(0.0)(value):
+                raise ValueError(f"has an 'energy' {name!r} of {value!r:.40}, not a number >= 0")
+            numbers.append(float(value))
+        calls, source = data.get("calls"), data.get("power_source", "")
+        if not isinstance(calls, int) or not whole(1)(calls):
+            raise ValueError(f"has an 'energy' 'calls' of {calls!r:.40}, not a count")
+        sampled = numbers[3] if len(numbers) > 3 else None
+        text = source if isinstance(source, str) else ""
+        return cls(numbers[0], numbers[1], calls, numbers[2], sampled, text)
+
+
 # --- one measurement ------------------------------------------------------------------------
 
 
@@ -435,6 +488,8 @@ class Measurement:
     trace: str | None = None
     # A ratio to a reference function (timer ending in RATIO_SUFFIX): what it compares.
     versus: Versus | None = None
+    # Energy per call (--gpubench-energy, where the GPU reports it): informational.
+    energy: Energy | None = None
 
     @functools.cached_property
     def summary(self) -> Summary:
@@ -567,6 +622,7 @@ class Measurement:
             "costs": None if self.costs is None else self.costs.to_json(),
             "trace": self.trace,
             "versus": None if self.versus is None else self.versus.to_json(),
+            "energy": None if self.energy is None else self.energy.to_json(),
         }
 
     @classmethod
@@ -614,6 +670,7 @@ class Measurement:
             costs=Costs(**costs) if isinstance(costs, dict) else None,
             trace=data.get("trace") if isinstance(data.get("trace"), str) else None,
             versus=None if data.get("versus") is None else Versus.from_json(data["versus"]),
+            energy=None if data.get("energy") is None else Energy.from_json(data["energy"]),
         )
 
 

@@ -127,3 +127,11 @@ def bytes_text(n: float) -> str:
         if abs(n) >= size:
             return f"{n / size:.3g} {unit}"
     return f"{n:.0f} B"
+
+
+def energy_text(joules: float) -> str:
+    """Energy for a line of text, to three significant figures: J, mJ, µJ or nJ."""
+    for unit, size in (("J", 1.0), ("mJ", 1e-3), ("µJ", 1e-6)):
+        if abs(joules) >= size:
+            return f"{f'{joules / size:#.3g}'.rstrip('.')} {unit}"
+    return f"{f'{joules / 1e-9:#.3g}'.rstrip('.')} nJ"

@@ -425,6 +425,14 @@ OPTIONS: tuple[OptionSpec, ...] = (
         is_flag=True,
     ),
     OptionSpec(
+        "energy",
+        "Measure the energy of a call (NVML's energy counter over at least 0.1 s of calls, "
+        "where the GPU reports it): shown, never judged",
+        parse_bool,
+        False,
+        is_flag=True,
+    ),
+    OptionSpec(
         "benchmark_json",
         "Write the results in pytest-benchmark's JSON format to this file (for "
         "github-action-benchmark, Bencher and pytest-benchmark compare)",
@@ -498,6 +506,7 @@ class Settings:
     benchmark_json: Path | None = None
     evidence: Path = Path("gpubench-evidence")
     profile: bool = False  # keep every measurement's trace, not only those that fail
+    energy: bool = False  # measure each call's energy (timing.energy), informational
     child: Path | None = None
     measure: MeasureSettings = MeasureSettings()
 

@@ -11,7 +11,7 @@ from ..core.device import Fingerprint
 from ..core.jsondata import Json
 from ..core.kernels import describe, kernel_deltas, short
 from ..core.records import Measurement, Paired, Result, Status, is_ratio
-from ..core.samples import bytes_text, time_text
+from ..core.samples import bytes_text, energy_text, time_text
 from ..core.settings import MeasureSettings
 
 COLUMNS = (
@@ -294,6 +294,8 @@ def layout(results: Sequence[Result]) -> tuple[list[str], Callable[[Result], lis
         extra.append(("TFLOP/s", lambda m: "-" if m.tflops is None else f"{m.tflops:.3g}"))
     if any(r.measurement.peak_bytes is not None for r in results):
         extra.append(("peak mem", lambda m: _memory_cell(m.peak_bytes)))
+    if any(r.measurement.energy is not None for r in results):
+        extra.append(("energy/call", _energy_cell))
     if not extra:
         return list(columns), cells
 
@@ -305,6 +307,13 @@ def layout(results: Sequence[Result]) -> tuple[list[str], Callable[[Result], lis
 
 def _memory_cell(peak_bytes: int | None) -> str:
     return "-" if peak_bytes is None else bytes_text(peak_bytes)
+
+
+def _energy_cell(m: Measurement) -> str:
+    """Energy per call and the mean power over its window: ``1.23 mJ, 312 W``."""
+    if m.energy is None:
+        return "-"
+    return f"{energy_text(m.energy.joules_per_call)}, {m.energy.watts:.0f} W"
 
 
 def table_lines(results: Sequence[Result]) -> list[str]:

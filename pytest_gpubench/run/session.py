@@ -24,6 +24,7 @@ from ..core.records import (
     RATIO_SUFFIX,
     CopyRates,
     Costs,
+    Energy,
     Measurement,
     Result,
     SessionInfo,
@@ -36,6 +37,7 @@ from ..judge.gate import Gate
 from ..store import baseline as store
 from ..timing.clocks import ClockReading
 from ..timing.device import peak_bytes, synchronizer, trace
+from ..timing.energy import measure_energy
 from ..timing.engine import (
     SLOW_SHARE,
     Plan,
@@ -187,6 +189,7 @@ class BenchSession:
             finally:
                 sampler.close()
             peak = self._peak_bytes(sampler, workload)
+            energy = self._energy(sampler, workload, sampling.samples_ms)
             sampled = time.perf_counter()
             # A confirmation's samples are all its parent uses: no copy-bandwidth probe there.
             rates = self.env.copy_rates() if bytes and not self.settings.confirming else None
@@ -201,6 +204,7 @@ class BenchSession:
             flops=call.work_flops,
             rates=rates,
             peak_bytes=peak,
+            energy=energy,
             costs=_costs(first_call_s, waited, started, prepared, sampled),
         )
         return self._traced(workload, measured, settings)
@@ -251,6 +255,25 @@ class BenchSession:
         if sampler.peak_bytes is not None:
             return sampler.peak_bytes()
         return peak_bytes(self.device.kind, workload)
+
+    def _energy(
+        self, sampler: Sampler, workload: Workload, samples_ms: Sequence[float]
+    ) -> Energy | None:
+        """Energy per call where asked for (--gpubench-energy): the timer's own reading (a
+        plugin's), else NVML's counter over a window of calls, after sampling (warm). None in
+        a fresh process (its parent's measurement has it), on a CPU, and for a workload with a
+        per-sample setup, whose setup would run inside the window."""
+        if not self.settings.energy or self.settings.child is not None or not samples_ms:
+            return None
+        per_call_s = statistics.median(samples_ms) / 1e3
+        if sampler.energy is not None:
+            return sampler.energy(per_call_s)
+        monitor = self.env.clock_monitor()
+        if monitor is None or workload.setup is not None:
+            return None
+        return measure_energy(
+            workload.prepare(), synchronizer(self.device.kind), monitor, per_call_s
+        )
 
     def measure_pair(
         self,
@@ -306,6 +329,7 @@ class BenchSession:
                 a.close()
                 b.close()
             peak = self._peak_bytes(a, workload)
+            energy = self._energy(a, workload, pair.first.samples_ms)
             sampled = time.perf_counter()
             rates = self.env.copy_rates() if bytes and not self.settings.confirming else None
         reference_ms = statistics.median(pair.second.samples_ms)
@@ -326,6 +350,7 @@ class BenchSession:
             flops=call.work_flops,
             rates=rates,
             peak_bytes=peak,
+            energy=energy,
             # The pair's costs are the function's; the ratio's, its reference's first call.
             costs=_costs(first_call_s, waited, started, prepared, sampled),
             spec=spec,
@@ -389,6 +414,7 @@ class BenchSession:
         flops: float | None = None,
         rates: CopyRates | None = None,
         peak_bytes: int | None = None,
+        energy: Energy | None = None,
     ) -> Measurement:
         clocks = [r for r in readings if r is not None]
         profile = sampling.profile
@@ -411,6 +437,7 @@ class BenchSession:
             cached_gbs=rates.cached_gbs if rates else None,
             cache_bytes=rates.cache_bytes if rates else None,
             peak_bytes=peak_bytes,
+            energy=energy,
             date=self.env.date,
             git_commit=self.env.git_commit(),
             gpu=self.env.gpu,

@@ -75,6 +75,34 @@ class ClockMonitor:
         except Exception:
             return None
 
+    def energy_joules(self) -> float | None:
+        """The GPU's total energy since the driver loaded (Volta and newer), in joules."""
+        if self._nvml is None:
+            return None
+        try:
+            return float(self._nvml.nvmlDeviceGetTotalEnergyConsumption(self._handle)) / 1e3
+        except Exception:
+            return None
+
+    def power_watts(self) -> tuple[float, str] | None:
+        """The board's power draw and how it was read: "instant" where the driver gives it,
+        else "average" (on Ampere and newer NVML's power usage is a mean over 1 s)."""
+        if self._nvml is None:
+            return None
+        nvml = self._nvml
+        field = getattr(nvml, "NVML_FI_DEV_POWER_INSTANT", None)
+        if field is not None:
+            try:
+                (value,) = nvml.nvmlDeviceGetFieldValues(self._handle, [field])
+                if getattr(value, "nvmlReturn", 1) == 0:
+                    return float(value.value.uiVal) / 1e3, "instant"
+            except Exception:
+                pass
+        try:
+            return float(nvml.nvmlDeviceGetPowerUsage(self._handle)) / 1e3, "average"
+        except Exception:
+            return None
+
     def static_info(self) -> dict[str, str | int]:
         """Driver version and peak clocks for the device fingerprint."""
         if self._nvml is None:

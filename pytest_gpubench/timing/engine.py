@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from ..core.errors import GpubenchError
 from ..core.kernels import Launch
+from ..core.records import Energy
 from ..core.samples import sample_problem
 from ..judge.stats import median_halfwidth
 
@@ -95,6 +96,9 @@ class Sampler:
     # The bytes one call holds at its peak above what was held before it (None: not known),
     # read once after sampling; None here: the device's allocator is read (timing.device).
     peak_bytes: Callable[[], int | None] | None = None
+    # Energy per call, given the time per call in seconds (None: not known), read once after
+    # sampling where asked for; None here: NVML's counter is read (timing.energy).
+    energy: Callable[[float], Energy | None] | None = None
 
 
 class Timer(Protocol):
