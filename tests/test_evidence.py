@@ -11,6 +11,7 @@ import pytest
 from support import (
     NO_CONFIRM,
     TESTS,
+    bench_module,
     commit,
     git,
     kernels,
@@ -219,3 +220,24 @@ def test_a_trace_that_cannot_be_written_fails_nothing_and_says_why(
     text = output(result)
     assert "test_sum regressed" in text and "no trace of one call: FileExistsError" in text
     assert "Traceback" not in text
+
+
+def test_the_gpu_checks_table_reads_each_runs_report(tmp_path) -> None:
+    """bench/evidence_checks.py's table (its GPU runs are issue 18's record): what each
+    check looks for, from the reports of its runs."""
+    checks = bench_module("evidence_checks")
+    energy = {"joules_per_call": 1.4e-3, "watts": 690.0, "window_s": 0.1, "calls": 60}
+    reports = {
+        "01-aa": [{"test": "test_matmul_energy", "status": "ok", "passed": True,
+                   "energy": {**energy, "sampled_watts": 700.0, "power_source": "instant"}}],
+        "02-temp": [{"test": "test_temporary", "status": "more memory", "passed": False,
+                     "peak_bytes": 3 * 64 * MiB, "reason": "peak memory 192 MiB"}],
+        "03-cached": [{"test": "test_cached", "status": "impossible", "passed": False,
+                       "reason": "faster than the device can move its bytes"}],
+    }  # fmt: skip
+    for name, results in reports.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps({"results": results}))
+    rows = checks.summary(tmp_path)
+    assert "1.4 mJ/call, 690 W counter vs 700 W instant (0.986)" in rows[2]
+    assert "| 1 |" in rows[3] and "peak 201326592 B; peak memory 192 MiB" in rows[3]
+    assert "test_cached impossible" in rows[4]

@@ -1,0 +1,126 @@
+"""Issue 18's GPU checks on bench/evidence_suite, each run a fresh pytest:
+
+    python bench/evidence_checks.py OUT [--runs 10] [--steps history,aa,temp,blocks,cached]
+
+- history: 3 sessions recorded in fresh processes (--gpubench-sessions 3) into OUT/baselines;
+- aa: RUNS unchanged runs against it, energy on (--gpubench-energy): no failure, memory
+  included; the matmul's energy per call against the power sampled during its window;
+- temp: RUNS runs of the call that also holds a 64 MiB temporary: `more memory` each time;
+- blocks: one run of the kernel launching twice the blocks: it fails, with the per-kernel
+  table in its failure and its trace in the evidence directory;
+- cached: one run of the function returning a cached output: `impossible`.
+
+Each run's report is OUT/NN-STEP.json, its output .txt; the table printed last is what
+``python bench/evidence_checks.py --summary OUT`` prints from them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+SUITE = Path(__file__).resolve().parent / "evidence_suite"
+KNOBS = {"temp": ("TEMP", "test_temporary"), "blocks": ("BLOCKS", "test_blocks")}
+KNOBS["cached"] = ("CACHED", "test_cached")
+KNOB_VALUES = {"temp": "1", "blocks": "2", "cached": "1"}
+
+
+def run(out: Path, name: str, args: list[str], env: dict[str, str]) -> None:
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=SUITE,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    (out / f"{name}.txt").write_text(done.stdout + done.stderr)
+    seconds = time.monotonic() - started
+    print(f"{name}: exit {done.returncode}, {seconds:.0f} s", flush=True)
+
+
+def plan(out: Path, runs: int, steps: list[str]) -> None:
+    base = [f"--gpubench-dir={out / 'baselines'}", f"--gpubench-evidence={out / 'evidence'}"]
+    n = len(list(out.glob("*.txt")))
+    for step in steps:
+        if step == "history":
+            n += 1
+            run(out, f"{n:02d}-history", ["--gpubench-save", "--gpubench-sessions=3", *base], {})
+            continue
+        count = runs if step in ("aa", "temp") else 1
+        for _ in range(count):
+            n += 1
+            name = f"{n:02d}-{step}"
+            args = ["--gpubench", *base, f"--gpubench-json={out / (name + '.json')}"]
+            env: dict[str, str] = {}
+            if step == "aa":
+                args.append("--gpubench-energy")
+            else:
+                knob, test = KNOBS[step]
+                env[f"GPUBENCH_CHECK_{knob}"] = KNOB_VALUES[step]
+                args += ["-k", test]
+            run(out, name, args, env)
+
+
+def summary(out: Path) -> list[str]:
+    """One row per run: each test's status, and what the check looks for."""
+    lines = ["| run | verdicts | failed | what the check looks for |", "|---|---|---|---|"]
+    for report in sorted(out.glob("*.json")):
+        document: dict[str, Any] = json.loads(report.read_text())
+        results = document.get("results", [])
+        step = report.stem.split("-", 1)[1]
+        statuses = ", ".join(f"{r['test']} {r['status']}" for r in results)
+        failed = sum(1 for r in results if not r.get("passed", True))
+        text = report.with_suffix(".txt").read_text() if report.with_suffix(".txt").exists() else ""
+        lines.append(f"| {report.stem} | {statuses} | {failed} | {look(step, results, text)} |")
+    return lines
+
+
+def look(step: str, results: list[dict[str, Any]], text: str) -> str:
+    by_test = {r["test"]: r for r in results}
+    if step == "aa":
+        found = []
+        for r in results:
+            e = r.get("energy")
+            if e and e.get("sampled_watts"):
+                agree = e["watts"] / e["sampled_watts"]
+                found.append(
+                    f"{r['test']}: {e['joules_per_call'] * 1e3:.3g} mJ/call, {e['watts']:.0f} W "
+                    f"counter vs {e['sampled_watts']:.0f} W {e['power_source']} ({agree:.3f})"
+                )
+        return "; ".join(found) or "no energy"
+    r = by_test.get(KNOBS[step][1], {})
+    if step == "temp":
+        return f"peak {r.get('peak_bytes')} B; {r.get('reason', '')}"[:200]
+    if step == "blocks":
+        trace = r.get("trace")
+        kept = trace is not None and Path(trace).exists()
+        table = (
+            "kernel table in the failure" if "kernel" in text and "_scale_kernel" in text else ""
+        )
+        return f"trace {'kept' if kept else 'none'}; {table}; {r.get('reason', '')}"[:200]
+    return str(r.get("reason", ""))[:200]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--steps", default="history,aa,temp,blocks,cached")
+    parser.add_argument("--summary", action="store_true", help="only print the table")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    if not args.summary:
+        plan(args.out, args.runs, args.steps.split(","))
+    print("\n".join(summary(args.out)))
+
+
+if __name__ == "__main__":
+    main()
