@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from pathlib import Path
 
 import pytest
 from support import (
@@ -208,6 +209,31 @@ def test_a_slower_function_regresses_its_time_and_its_ratio(fake: pytest.Pyteste
     )
     found = report(fake)
     assert found[RATIO]["judgement"]["ratio"] == pytest.approx(1.2, rel=1e-4)  # type: ignore[index]
+
+
+def test_a_failing_ratio_keeps_a_trace_of_the_function_and_of_its_reference(
+    fake: pytest.Pytester,
+) -> None:
+    """Issue 18: the evidence of a ratio's failure is both sides' call, side by side."""
+    bench(fake)
+    record_history(fake)
+    bench(fake, factor=0.96)
+    result = fake.runpytest("--gpubench", NO_CONFIRM, "--gpubench-json=out.json")
+    result.assert_outcomes(failed=1)
+    found = report(fake)
+    ratio, time = found[RATIO], found[SUM]
+    assert isinstance(ratio["trace"], str) and isinstance(ratio["reference_trace"], str)
+    assert ratio["reference_trace"].endswith(".reference.trace.json")
+    assert isinstance(time["trace"], str) and time["reference_trace"] is None
+    for path in (ratio["trace"], ratio["reference_trace"], time["trace"]):
+        assert json.loads(Path(path).read_text())["traceEvents"]
+    assert f"evidence: the reference's, {ratio['reference_trace']}" in output(result)
+
+    # Unchanged: a pass leaves none (a flagged ratio that passes keeps neither).
+    shutil.rmtree(fake.path / "gpubench-evidence")
+    bench(fake)
+    fake.runpytest("--gpubench", NO_CONFIRM).assert_outcomes(passed=1)
+    assert not list((fake.path / "gpubench-evidence").glob("*"))
 
 
 def test_a_slower_machine_moves_the_time_and_not_the_ratio(

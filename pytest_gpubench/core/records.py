@@ -486,6 +486,8 @@ class Measurement:
     # A profiler trace of one call (Chrome/Perfetto JSON), where one was kept: the evidence
     # of a failure, or every measurement's with --gpubench-profile.
     trace: str | None = None
+    # A ratio's: the reference function's trace of one call beside it (``trace``: the function's).
+    reference_trace: str | None = None
     # A ratio to a reference function (timer ending in RATIO_SUFFIX): what it compares.
     versus: Versus | None = None
     # Energy per call (--gpubench-energy, where the GPU reports it): informational.
@@ -621,6 +623,7 @@ class Measurement:
             "session_infos": {k: v.to_json() for k, v in self.session_infos.items()},
             "costs": None if self.costs is None else self.costs.to_json(),
             "trace": self.trace,
+            "reference_trace": self.reference_trace,
             "versus": None if self.versus is None else self.versus.to_json(),
             "energy": None if self.energy is None else self.energy.to_json(),
         }
@@ -669,6 +672,9 @@ class Measurement:
             },
             costs=Costs(**costs) if isinstance(costs, dict) else None,
             trace=data.get("trace") if isinstance(data.get("trace"), str) else None,
+            reference_trace=(
+                data["reference_trace"] if isinstance(data.get("reference_trace"), str) else None
+            ),
             versus=None if data.get("versus") is None else Versus.from_json(data["versus"]),
             energy=None if data.get("energy") is None else Energy.from_json(data["energy"]),
         )

@@ -126,6 +126,8 @@ def failure_message(result: Result) -> str:
         text += "\n  " + "\n  ".join(table)
     if m.trace:
         text += f"\n  evidence: a profiler trace of one call, {m.trace}"
+    if m.reference_trace:
+        text += f"\n  evidence: the reference's, {m.reference_trace}"
     if m.timer != "cuda-graph":
         text += f"\n  timed by {m.timer}" + (f": {m.note}" if m.note else "")
     return text

@@ -8,6 +8,7 @@ values in, records out; the pytest layer builds one of these per process.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import re
@@ -210,12 +211,17 @@ class BenchSession:
         return self._traced(workload, measured, settings)
 
     def _traced(
-        self, workload: Workload, measurement: Measurement, settings: MeasureSettings
+        self,
+        workload: Workload,
+        measurement: Measurement,
+        settings: MeasureSettings,
+        reference: Workload | None = None,
     ) -> Measurement:
         """``measurement`` with a profiler trace of one call in the evidence directory where
         its first look flags or fails it (it may fail: the workload is gone by the final
         verdict, :meth:`kept_evidence`), or every measurement's is asked for; never in a
-        fresh process, whose parent judges."""
+        fresh process, whose parent judges. A ratio's (``reference`` given) has one of the
+        reference's call beside it."""
         if self.settings.child is not None:
             return measurement
         if not self.settings.profile:
@@ -226,12 +232,21 @@ class BenchSession:
         name = re.sub(r"[^\w.-]+", "_", measurement.key).strip("_")[:120]
         digest = hashlib.sha256(measurement.key.encode()).hexdigest()[:10]
         path = self.settings.evidence / f"{name}-{digest}.trace.json"
+        other = (
+            None if reference is None else path.with_name(f"{name}-{digest}.reference.trace.json")
+        )
         try:
             with self.device_lock():
                 trace(self.device.kind, workload.prepare(), path)
+                if reference is not None and other is not None:
+                    trace(self.device.kind, reference.prepare(), other)
         except Exception as exc:  # evidence never fails a test by itself: say why there is none
+            with contextlib.suppress(OSError):  # half the evidence is none
+                path.unlink(missing_ok=True)
             return measurement.noted(f"no trace of one call: {type(exc).__name__}: {exc}"[:300])
-        return dataclasses.replace(measurement, trace=str(path))
+        return dataclasses.replace(
+            measurement, trace=str(path), reference_trace=None if other is None else str(other)
+        )
 
     def kept_evidence(self, results: Sequence[Result]) -> tuple[Result, ...]:
         """``results`` with the traces of those that do not fail removed (their files too),
@@ -240,12 +255,12 @@ class BenchSession:
             return tuple(results)
         kept = []
         for r in results:
-            path = r.measurement.trace
-            if path is not None and not self.gate.fails(r.verdict):
-                Path(path).unlink(missing_ok=True)
-                r = dataclasses.replace(
-                    r, measurement=dataclasses.replace(r.measurement, trace=None)
-                )
+            paths = [p for p in (r.measurement.trace, r.measurement.reference_trace) if p]
+            if paths and not self.gate.fails(r.verdict):
+                for path in paths:
+                    Path(path).unlink(missing_ok=True)
+                measurement = dataclasses.replace(r.measurement, trace=None, reference_trace=None)
+                r = dataclasses.replace(r, measurement=measurement)
             kept.append(r)
         return tuple(kept)
 
@@ -357,6 +372,7 @@ class BenchSession:
             threshold=settings.threshold,
             readings=readings,
         )
+        first = self._traced(workload, first, settings)
         if problem:
             return first.noted(f"no ratio to its reference: {problem}"), None
         ratio = self._measurement(
@@ -384,7 +400,8 @@ class BenchSession:
             launch_count(launches[1]),
         )
         # The ratio's binary is the pair's: either side running other kernels changes it.
-        return first, dataclasses.replace(ratio, kernels=launches[0] + launches[1], versus=versus)
+        ratio = dataclasses.replace(ratio, kernels=launches[0] + launches[1], versus=versus)
+        return first, self._traced(workload, ratio, settings, reference=reference)
 
     def _settings(self, settings: MeasureSettings, *keys: str) -> MeasureSettings:
         """The measurement settings with the timer to ask for: ``auto`` keeps the graph timer
