@@ -135,7 +135,7 @@ class FakeTimer:
 
 def fake_energy(watts, per_call_s):
     """What NVML's counter would read over a window of calls drawing ``watts``."""
-    calls = max(1, math.ceil(0.1 / per_call_s))
+    calls = max(1, math.ceil(1.0 / per_call_s))
     return Energy(watts * per_call_s, watts, calls, calls * per_call_s, watts, "fake")
 
 

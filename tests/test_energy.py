@@ -5,9 +5,10 @@ column and JSON through the fake timer (FAKE_ENERGY)."""
 from __future__ import annotations
 
 import json
+import math
 import sys
+import time
 import types
-from typing import Any
 
 import pytest
 from support import NO_CONFIRM, output
@@ -18,65 +19,70 @@ from pytest_gpubench.timing import energy
 from pytest_gpubench.timing.clocks import ClockMonitor
 
 
-class Meter:
-    """A GPU whose counter grows by ``joules_per_call`` per call, read after a sync."""
+def polls(ticks: int, joules_per_tick: float, tick_s: float = 0.1, per_tick: int = 50):
+    """Polls of a counter that moves every ``tick_s`` by ``joules_per_tick``, polled
+    ``per_tick`` times a tick, with a power reading of 700 W."""
+    step = tick_s / per_tick
+    return [
+        energy.Poll(i * step, 5000.0 + (i // per_tick) * joules_per_tick, 700.0, "instant")
+        for i in range(ticks * per_tick + 1)
+    ]
 
-    def __init__(self, joules_per_call: float, watts: float | None = 300.0) -> None:
-        self.joules_per_call, self.watts = joules_per_call, watts
-        self.calls = 0
-        self.start = 1000.0
+
+def test_the_power_is_the_counters_energy_between_its_updates_inside_the_window() -> None:
+    # 71.2 J every 100 ms: 712 W, over 10 ticks; 500 calls in the second from 0.05 s.
+    found = energy.energy_of(polls(12, 71.2), 0.05, 1.05, 500)
+    assert found is not None
+    assert found.watts == pytest.approx(712.0)
+    assert found.joules_per_call == pytest.approx(712.0 * 1.0 / 500)
+    assert (found.calls, found.window_s) == (500, pytest.approx(1.0))
+    assert found.sampled_watts == pytest.approx(700.0) and found.power_source == "instant"
+    assert found.agreement == pytest.approx(712 / 700)
+
+
+def test_no_number_from_a_counter_that_moves_too_seldom_or_not_at_all() -> None:
+    assert energy.energy_of(polls(12, 71.2), 0.05, 0.25, 100) is None  # 2 updates inside
+    assert energy.energy_of(polls(12, 0.0), 0.05, 1.05, 500) is None  # never moves
+    unread = [p._replace(joules=None) for p in polls(12, 71.2)]
+    assert energy.energy_of(unread, 0.05, 1.05, 500) is None
+    no_power = [p._replace(watts=None, source="") for p in polls(12, 71.2)]
+    found = energy.energy_of(no_power, 0.05, 1.05, 500)
+    assert found is not None and found.sampled_watts is None and found.agreement is None
+
+
+class Meter:
+    """A GPU drawing 300 W whose counter moves every 10 ms (the host's clock)."""
+
+    def __init__(self, readable: bool = True) -> None:
+        self.readable = readable
+        self.started = time.perf_counter()
 
     def energy_joules(self) -> float | None:
-        return self.start + self.calls * self.joules_per_call
+        if not self.readable:
+            return None
+        return 300.0 * math.floor((time.perf_counter() - self.started) / 0.01) * 0.01
 
     def power_watts(self) -> tuple[float, str] | None:
-        return None if self.watts is None else (self.watts, "instant")
+        return 300.0, "average"
 
 
-def clock_of(step_s: float) -> Any:
-    ticks = iter(range(1000))
-    return lambda: next(ticks) * step_s
-
-
-def test_the_window_fills_a_tenth_of_a_second_and_gives_the_energy_of_one_call() -> None:
-    meter = Meter(joules_per_call=0.25)
-
-    def call() -> None:
-        meter.calls += 1
-
-    found = energy.measure_energy(call, lambda: None, meter, per_call_s=1e-3, clock=clock_of(0.1))
-    assert found is not None
-    assert meter.calls == found.calls == 100  # 0.1 s of 1 ms calls
-    assert found.joules_per_call == pytest.approx(0.25)
-    assert found.watts == pytest.approx(250.0)  # 25 J over the clock's 0.1 s
-    assert found.sampled_watts == pytest.approx(300.0) and found.power_source == "instant"
-    assert found.agreement == pytest.approx(250 / 300)
+def test_a_window_of_calls_reads_the_meter_meanwhile() -> None:
+    calls = []
+    found = energy.measure_energy(
+        lambda: calls.append(time.sleep(0.001)), lambda: None, Meter(), 0.001, window_s=0.2
+    )
+    assert found is not None and found.calls == len(calls) and 1 <= found.calls <= 200
+    assert found.watts == pytest.approx(300.0, rel=0.25)  # the polls' lag, on a busy host
+    assert found.sampled_watts == 300.0 and found.power_source == "average"
+    assert energy.measure_energy(lambda: None, lambda: None, Meter(False), 0.001) is None
 
 
 @pytest.mark.parametrize(
     ("per_call_s", "calls"),
-    [(1.0, 1), (0.03, 4), (1e-9, energy.MAX_CALLS), (0.0, 1), (float("nan"), 1)],
+    [(1.0, 1), (0.3, 4), (1e-9, energy.MAX_CALLS), (0.0, 1), (float("nan"), 1)],
 )
 def test_window_calls(per_call_s: float, calls: int) -> None:
     assert energy.window_calls(per_call_s) == calls
-
-
-def test_no_number_where_the_counter_is_not_read_or_does_not_move() -> None:
-    still = Meter(joules_per_call=0.0)
-    assert energy.measure_energy(lambda: None, lambda: None, still, 1e-3) is None
-
-    class Unread(Meter):
-        def energy_joules(self) -> float | None:
-            return None
-
-    assert energy.measure_energy(lambda: None, lambda: None, Unread(1.0), 1e-3) is None
-    no_power = Meter(joules_per_call=0.5, watts=None)
-
-    def call() -> None:
-        no_power.calls += 1
-
-    found = energy.measure_energy(call, lambda: None, no_power, 0.05, clock=clock_of(0.1))
-    assert found is not None and found.sampled_watts is None and found.agreement is None
 
 
 def test_the_record_round_trips_and_refuses_what_is_no_energy() -> None:

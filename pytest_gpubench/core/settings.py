@@ -426,7 +426,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "energy",
-        "Measure the energy of a call (NVML's energy counter over at least 0.1 s of calls, "
+        "Measure the energy of a call (NVML's energy counter over about 1 s of calls, "
         "where the GPU reports it): shown, never judged",
         parse_bool,
         False,

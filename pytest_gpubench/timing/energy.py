@@ -1,10 +1,13 @@
 """Energy per call from NVML's total-energy counter, informational (``--gpubench-energy``).
 
-The counter is read around a window of back-to-back calls long enough for its resolution
-(``WINDOW_S`` at least), synchronized at both ends; meanwhile a thread reads the board's
-power, whose mean times the window's time cross-checks the counter. A window that is too
-short for the counter to move, or a counter that goes backwards, gives no reading: never a
-number that was not measured.
+On an H100 the counter, and the power readings, move once every 100 ms (bench/energy_probe.py):
+a window of 100 ms reads 560-980 W for a steady 712 W. So back-to-back calls fill about
+``WINDOW_S`` while a thread polls the counter and the power; the mean power is the counter's
+energy between its first and its last update inside the window over the time between them,
+and a call's energy is that power times the window's time per call. The mean of the power
+readings over the same span cross-checks it. Fewer than ``MIN_UPDATES`` updates inside the
+window (a GPU without the counter, a window cut short) give no reading: never a number that
+was not measured.
 """
 
 from __future__ import annotations
@@ -12,17 +15,19 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import NamedTuple, Protocol
 
 from ..core.records import Energy
 
-# At least this long a window: the counter's updates are milliseconds apart.
-WINDOW_S = 0.1
-# Power read this often during the window (the thread sleeps between reads).
-POWER_PERIOD_S = 0.005
-# Calls in one window at most, however short a call: its launches must stay cheap.
-MAX_CALLS = 100_000
+# Back-to-back calls fill this long a window: ten of the counter's updates on an H100.
+WINDOW_S = 1.0
+# The counter must move at least this often inside the window for a reading.
+MIN_UPDATES = 3
+# The thread polls this often: an update's time is known to within it.
+POLL_S = 0.002
+# Calls in one window at most, however short a call.
+MAX_CALLS = 1_000_000
 
 
 class PowerMeter(Protocol):
@@ -33,11 +38,46 @@ class PowerMeter(Protocol):
     def power_watts(self) -> tuple[float, str] | None: ...
 
 
+class Poll(NamedTuple):
+    """One poll of the meter: when, the counter (J), the power (W) and how it was read."""
+
+    at: float
+    joules: float | None
+    watts: float | None
+    source: str
+
+
 def window_calls(per_call_s: float, window_s: float = WINDOW_S) -> int:
     """How many back-to-back calls of ``per_call_s`` fill ``window_s``."""
     if not per_call_s > 0 or not math.isfinite(per_call_s):
         return 1
     return max(1, min(MAX_CALLS, math.ceil(window_s / per_call_s)))
+
+
+def energy_of(polls: Sequence[Poll], start: float, end: float, calls: int) -> Energy | None:
+    """The energy of one of ``calls`` back-to-back calls run from ``start`` to ``end``, from
+    the polls of the meter meanwhile: the counter's first and last update inside the window
+    bound the span its energy is read over. None with fewer than MIN_UPDATES updates."""
+    inside = [p for p in polls if start <= p.at <= end and p.joules is not None]
+    updates = [b for a, b in zip(inside, inside[1:], strict=False) if b.joules != a.joules]
+    if len(updates) < MIN_UPDATES:
+        return None
+    first, last = updates[0], updates[-1]
+    assert first.joules is not None and last.joules is not None  # inside: read
+    span = last.at - first.at
+    if not last.joules > first.joules or not span > 0:
+        return None
+    watts = (last.joules - first.joules) / span
+    powers = [p for p in polls if first.at <= p.at <= last.at and p.watts is not None]
+    sampled = sum(p.watts for p in powers if p.watts is not None) / len(powers) if powers else None
+    return Energy(
+        joules_per_call=watts * (end - start) / calls,
+        watts=watts,
+        calls=calls,
+        window_s=end - start,
+        sampled_watts=sampled,
+        power_source=powers[-1].source if powers else "",
+    )
 
 
 def measure_energy(
@@ -48,44 +88,36 @@ def measure_energy(
     window_s: float = WINDOW_S,
     clock: Callable[[], float] = time.perf_counter,
 ) -> Energy | None:
-    """Energy of one call of ``call`` over a window of back-to-back calls, or None where the
-    meter reads nothing, or its counter does not move over the window."""
-    calls = window_calls(per_call_s, window_s)
-    sync()
-    before = meter.energy_joules()
-    if before is None:
+    """Energy of one call of ``call`` over a window of back-to-back calls (``energy_of``),
+    or None where the meter's counter does not move often enough in it."""
+    if meter.energy_joules() is None:
         return None
-    powers: list[tuple[float, str]] = []
+    target = window_calls(per_call_s, window_s)
+    polls: list[Poll] = []
     done = threading.Event()
 
-    def read_power() -> None:
+    def poll() -> None:
         while not done.is_set():
-            reading = meter.power_watts()
-            if reading is not None:
-                powers.append(reading)
-            done.wait(POWER_PERIOD_S)
+            joules = meter.energy_joules()
+            power = meter.power_watts()
+            watts, source = power if power is not None else (None, "")
+            polls.append(Poll(clock(), joules, watts, source))
+            done.wait(POLL_S)
 
-    reader = threading.Thread(target=read_power, name="gpubench-power", daemon=True)
-    started = clock()
-    reader.start()
+    poller = threading.Thread(target=poll, name="gpubench-energy", daemon=True)
+    sync()
+    poller.start()
+    calls = 0
+    start = clock()
     try:
-        for _ in range(calls):
+        # Until the calls fill the window, or the host has launched for as long (a call
+        # bound by its launches never fills it by count).
+        while calls < target and clock() - start < window_s:
             call()
+            calls += 1
         sync()
     finally:
-        elapsed = clock() - started
+        end = clock()
         done.set()
-        reader.join()
-    after = meter.energy_joules()
-    if after is None or not after > before or not elapsed > 0:
-        return None
-    joules = after - before
-    sampled = sum(w for w, _ in powers) / len(powers) if powers else None
-    return Energy(
-        joules_per_call=joules / calls,
-        watts=joules / elapsed,
-        calls=calls,
-        window_s=elapsed,
-        sampled_watts=sampled,
-        power_source=powers[-1][1] if powers else "",
-    )
+        poller.join()
+    return energy_of(polls, start, end, calls)
