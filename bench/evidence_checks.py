@@ -1,16 +1,21 @@
 """Issue 18's GPU checks on bench/evidence_suite, each run a fresh pytest:
 
-    python bench/evidence_checks.py OUT [--runs 10] [--steps history,aa,temp,blocks,cached]
+    python bench/evidence_checks.py OUT [--runs 10] [--steps STEP,...]
 
 - history: 3 sessions recorded in fresh processes (--gpubench-sessions 3) into OUT/baselines;
 - aa: RUNS unchanged runs against it, energy on (--gpubench-energy): no failure, memory
   included; the matmul's energy per call against the power sampled during its window;
 - temp: RUNS runs of the call that also holds a 64 MiB temporary: `more memory` each time;
-- blocks: one run of the kernel launching twice the blocks: it fails, with the per-kernel
-  table in its failure and its trace in the evidence directory;
+- blocks: one run of the kernel launching twice the blocks against the stored history, with
+  --gpubench-changed=fail (by default another binary than the history's is reported and
+  passes: its time is not judged across binaries): it fails, with the per-kernel table in its
+  failure and its trace in the evidence directory;
+- blocks-ab: the same change made in the working tree of a git copy of the suite, judged
+  against HEAD (--gpubench-against, no stored history): `regressed`;
 - cached: one run of the function returning a cached output: `impossible`.
 
-Each run's report is OUT/NN-STEP.json, its output .txt; the table printed last is what
+Steps (default all, in this order): history,aa,temp,blocks,blocks-ab,cached. Each run's
+report is OUT/NN-STEP.json, its output .txt; the table printed last is what
 ``python bench/evidence_checks.py --summary OUT`` prints from them.
 """
 
@@ -19,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -28,14 +34,15 @@ from typing import Any
 SUITE = Path(__file__).resolve().parent / "evidence_suite"
 KNOBS = {"temp": ("TEMP", "test_temporary"), "blocks": ("BLOCKS", "test_blocks")}
 KNOBS["cached"] = ("CACHED", "test_cached")
+KNOBS["blocks-ab"] = KNOBS["blocks"]
 KNOB_VALUES = {"temp": "1", "blocks": "2", "cached": "1"}
 
 
-def run(out: Path, name: str, args: list[str], env: dict[str, str]) -> None:
+def run(out: Path, name: str, args: list[str], env: dict[str, str], cwd: Path = SUITE) -> None:
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-        cwd=SUITE,
+        cwd=cwd,
         env={**os.environ, **env},
         capture_output=True,
         text=True,
@@ -62,11 +69,31 @@ def plan(out: Path, runs: int, steps: list[str]) -> None:
             env: dict[str, str] = {}
             if step == "aa":
                 args.append("--gpubench-energy")
+            elif step == "blocks-ab":
+                args = [*args, "--gpubench-against=HEAD", "-k", "test_blocks"]
+                run(out, name, args, {}, cwd=changed_copy(out))
+                continue
             else:
                 knob, test = KNOBS[step]
                 env[f"GPUBENCH_CHECK_{knob}"] = KNOB_VALUES[step]
                 args += ["-k", test]
+                if step == "blocks":
+                    args.append("--gpubench-changed=fail")
             run(out, name, args, env)
+
+
+def changed_copy(out: Path) -> Path:
+    """A git repository of the suite whose working tree launches twice the blocks."""
+    repo = out / "blocks-repo"
+    shutil.rmtree(repo, ignore_errors=True)
+    shutil.copytree(SUITE, repo, ignore=shutil.ignore_patterns("__pycache__", ".gpubench"))
+    who = ["-c", "user.name=gpubench", "-c", "user.email=gpubench@localhost"]
+    for command in (["init", "-q"], ["add", "-A"], [*who, "commit", "-qm", "the suite"]):
+        subprocess.run(["git", *command], cwd=repo, check=True, timeout=60)
+    test = repo / "test_evidence.py"
+    text = test.read_text()
+    test.write_text(text.replace('factor = int(knob("BLOCKS") or 1)', "factor = 2"))
+    return repo
 
 
 def summary(out: Path) -> list[str]:
@@ -99,12 +126,10 @@ def look(step: str, results: list[dict[str, Any]], text: str) -> str:
     r = by_test.get(KNOBS[step][1], {})
     if step == "temp":
         return f"peak {r.get('peak_bytes')} B; {r.get('reason', '')}"[:200]
-    if step == "blocks":
+    if step.startswith("blocks"):
         trace = r.get("trace")
         kept = trace is not None and Path(trace).exists()
-        table = (
-            "kernel table in the failure" if "kernel" in text and "_scale_kernel" in text else ""
-        )
+        table = "kernel table in the failure" if "per kernel (time per call" in text else "no table"
         return f"trace {'kept' if kept else 'none'}; {table}; {r.get('reason', '')}"[:200]
     return str(r.get("reason", ""))[:200]
 
@@ -113,7 +138,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--steps", default="history,aa,temp,blocks,cached")
+    parser.add_argument("--steps", default="history,aa,temp,blocks,blocks-ab,cached")
     parser.add_argument("--summary", action="store_true", help="only print the table")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
