@@ -423,3 +423,28 @@ def test_only_under_xdist(fake: pytest.Pytester) -> None:
     result.assert_outcomes(passed=2, skipped=1)
     result.stdout.fnmatch_lines(["gpubench: 2 new *"])
     assert not (fake.path / ".gpubench").exists()
+
+
+@pytest.mark.slow
+def test_a_regression_of_a_benchmark_test_is_confirmed_in_fresh_processes(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fresh processes rerun the test with the user's options: the fixture is theirs too."""
+    fake.makepyfile(
+        test_a="""
+        def test_sum(benchmark):
+            assert benchmark(sum, range(10)) == 45
+
+        def test_join(benchmark):
+            benchmark.pedantic(",".join, args=(["a", "b"],), rounds=20)
+        """
+    )
+    for seed in ("1", "3", "4"):
+        monkeypatch.setenv("FAKE_SEED", seed)
+        run(fake, "--gpubench-save", NO_CONFIRM).assert_outcomes(passed=2)
+    monkeypatch.setenv("FAKE_SEED", "2")
+    monkeypatch.setenv("FAKE_SCALES", json.dumps({"test_sum": 1.3}))
+    result = run(fake, "--gpubench", "--gpubench-confirm=2")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["test_sum: confirmed in 2 fresh processes *"])
+    assert sum(" child" in line for line in timer_calls(fake)) == 2
