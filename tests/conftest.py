@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 from support import BENCH, FAKE_CONFTEST, FAKE_NAME, NO_CONFIRM
 
+# Suites that tests run through pytester, not tests of this project (data/*/README.md).
+collect_ignore = ["data"]
+
 # pytester's in-process runs restore sys.modules afterwards, so what one run imports the next
 # imports again: torch cannot be imported twice in one process, and the others are slow to.
 # Import them once, here, with the plugin modules loaded lazily.

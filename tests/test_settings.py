@@ -175,6 +175,32 @@ def test_save_implies_enabled() -> None:
     assert resolve(ini={"save": True}).enabled
 
 
+def test_disable_turns_timing_off_whatever_enables_it() -> None:
+    assert not resolve({"enabled": True, "disable": True}).enabled
+    assert not resolve({"enabled": True}, {"disable": "true"}).enabled
+    assert resolve({"enabled": True}).enabled
+
+
+@pytest.mark.parametrize(
+    ("values", "culprit"),
+    [({"save": True}, "--gpubench-save"), ({"against": "main"}, "--gpubench-against main")],
+)
+def test_disable_with_a_run_that_measures_is_refused(
+    values: dict[str, object], culprit: str
+) -> None:
+    assert config_error({**values, "disable": True}) == (
+        f"--gpubench-disable runs each function once, untimed, and {culprit} measures: "
+        "leave out one of the two"
+    )
+
+
+def test_only_and_skip_together_are_refused() -> None:
+    assert config_error({"only": True}, {"skip": "true"}) == (
+        "--gpubench-only runs only the tests that benchmark and --gpubench-skip skips them: "
+        "give one of the two"
+    )
+
+
 def test_relative_dir_is_under_the_rootdir_and_absolute_dir_is_kept() -> None:
     assert resolve(ini={"dir": "perf/baselines"}).dir == ROOT / "perf" / "baselines"
     assert resolve({"dir": "/abs/dir"}, {"dir": "rel"}).dir == Path("/abs/dir")

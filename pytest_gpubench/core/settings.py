@@ -433,6 +433,38 @@ OPTIONS: tuple[OptionSpec, ...] = (
         is_flag=True,
     ),
     OptionSpec(
+        "only",
+        "Run only the tests that use the gpubench fixture (or the benchmark fixture of "
+        "--gpubench-benchmark-fixture); skip the rest",
+        parse_bool,
+        False,
+        is_flag=True,
+    ),
+    OptionSpec(
+        "skip",
+        "Skip the tests that use the gpubench fixture (or the benchmark fixture of "
+        "--gpubench-benchmark-fixture)",
+        parse_bool,
+        False,
+        is_flag=True,
+    ),
+    OptionSpec(
+        "disable",
+        "Run each benchmarked function once, untimed, as without --gpubench, even where "
+        "--gpubench is given (pytest-benchmark's --benchmark-disable)",
+        parse_bool,
+        False,
+        is_flag=True,
+    ),
+    OptionSpec(
+        "benchmark_fixture",
+        "Provide pytest-benchmark's benchmark fixture, timed by gpubench, for suites written "
+        "for pytest-benchmark (with pytest-benchmark itself not active: -p no:benchmark)",
+        parse_bool,
+        False,
+        is_flag=True,
+    ),
+    OptionSpec(
         "benchmark_json",
         "Write the results in pytest-benchmark's JSON format to this file (for "
         "github-action-benchmark, Bencher and pytest-benchmark compare)",
@@ -444,6 +476,22 @@ OPTIONS: tuple[OptionSpec, ...] = (
 
 # Marker keywords that describe the test rather than change how it is measured.
 ANNOTATION_KEYS = ("group", "bytes", "flops")
+
+# The keywords of pytest-benchmark's @pytest.mark.benchmark, as its plugin checks them: with
+# --gpubench-benchmark-fixture, group= names the test's group and the others are accepted
+# and not used (gpubench's own settings decide how it samples: docs/guide.md).
+BENCHMARK_MARKER_KEYS = (
+    "max_time",
+    "min_rounds",
+    "min_time",
+    "timer",
+    "group",
+    "disable_gc",
+    "warmup",
+    "warmup_iterations",
+    "calibration_precision",
+    "cprofile",
+)
 
 
 @dataclass(frozen=True)
@@ -507,6 +555,10 @@ class Settings:
     evidence: Path = Path("gpubench-evidence")
     profile: bool = False  # keep every measurement's trace, not only those that fail
     energy: bool = False  # measure each call's energy (timing.energy), informational
+    only: bool = False  # run only the tests that benchmark, skip the rest
+    skip: bool = False  # skip the tests that benchmark
+    disable: bool = False  # benchmarked functions run once, untimed, whatever enables timing
+    benchmark_fixture: bool = False  # provide pytest-benchmark's benchmark fixture
     child: Path | None = None
     measure: MeasureSettings = MeasureSettings()
 
@@ -536,7 +588,24 @@ class Settings:
         settings = cls(**session, child=child, measure=measure)
         directory = settings.dir if settings.dir.is_absolute() else rootdir / settings.dir
         evidence = rootdir / settings.evidence  # an absolute path stays as it is
-        enabled = (
+        if settings.only and settings.skip:
+            raise ConfigError(
+                "--gpubench-only runs only the tests that benchmark and --gpubench-skip skips "
+                "them: give one of the two"
+            )
+        measuring = (
+            "--gpubench-save"
+            if settings.save
+            else f"--gpubench-against {settings.against}"
+            if settings.against is not None
+            else None
+        )
+        if settings.disable and measuring is not None:
+            raise ConfigError(
+                f"--gpubench-disable runs each function once, untimed, and {measuring} "
+                "measures: leave out one of the two"
+            )
+        enabled = not settings.disable and (
             settings.enabled
             or settings.save
             or settings.child is not None

@@ -50,6 +50,8 @@ COLLECTED = "gpubench-collected"
 CONTROLLER = "gpubench-controller"
 CHILD = "gpubench-child"
 DISTRIBUTED = "gpubench-distributed"
+BENCHMARK = "gpubench-benchmark-fixture"
+SELECTION = "gpubench-selection"
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -88,6 +90,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "precision=, group=, bytes=, flops=): per-test benchmark settings and work",
     )
     from ..run.children import CHILD_VARIABLE, PARENT_VARIABLE, TURN_VARIABLE
+    from . import benchmark
 
     # Taken out of the environment: processes the tests start are no children of ours.
     out = os.environ.pop(CHILD_VARIABLE, None)
@@ -106,6 +109,20 @@ def pytest_configure(config: pytest.Config) -> None:
             reporter.write_line(f"gpubench: {line}")
 
     manager = config.pluginmanager
+    if not benchmark.benchmark_plugin_active(config):
+        # A suite written for pytest-benchmark collects under --strict-markers without it.
+        config.addinivalue_line(
+            "markers",
+            f"{benchmark.BENCHMARK_MARKER}(group=, ...): pytest-benchmark's marker; with "
+            "--gpubench-benchmark-fixture its group= is the test's group (pytest-gpubench)",
+        )
+    if settings.benchmark_fixture:
+        benchmark.refuse_beside_pytest_benchmark(config)
+        manager.register(benchmark, BENCHMARK)
+    if settings.only or settings.skip:
+        from .selection import Selection
+
+        manager.register(Selection(only=settings.only), SELECTION)
     # An xdist worker, or a fresh process, times on the GPU it was given (gpus.pin_worker).
     pin = worker or settings.child is not None
     manager.register(Measuring(settings, session, announce, pin=pin), MEASURING)

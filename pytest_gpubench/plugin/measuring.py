@@ -13,6 +13,7 @@ charged to pytest-timeout's timer of the test (``timeout_paused``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING
 
@@ -50,7 +51,14 @@ def resolve_markers(item: pytest.Item, settings: Settings) -> MarkerSpec:
             )
         for key, value in marker.kwargs.items():
             keywords.setdefault(key, value)
-    return check_marker_keywords(keywords, item.nodeid, settings)
+    spec = check_marker_keywords(keywords, item.nodeid, settings)
+    if settings.benchmark_fixture:  # pytest-benchmark's marker names the group too
+        from .benchmark import marker_group
+
+        group = marker_group(item)
+        if spec.group is None and group is not None:
+            spec = dataclasses.replace(spec, group=group)
+    return spec
 
 
 class Measuring:

@@ -93,6 +93,8 @@ class GpuBench:
         warmup: int | None = None,
         rounds: int | None = None,
         *,
+        warmup_rounds: int | None = None,
+        iterations: int = 1,
         name: str | None = None,
         bytes: float | None = None,
         flops: float | None = None,
@@ -102,19 +104,40 @@ class GpuBench:
         ``(args, kwargs)`` for fresh inputs; ``warmup`` and ``rounds`` fix the number of
         warmup samples and of timed samples instead of the adaptive rules. ``reference``: as
         for a call; it gets the same arguments (``setup`` runs before each of its samples
-        too), and ``warmup`` and ``rounds`` count pairs of samples."""
-        for label, value in (("warmup", warmup), ("rounds", rounds)):
-            if value is not None and (
-                isinstance(value, bool)
-                or not isinstance(value, int)
-                or value < (0 if label == "warmup" else 2)
-            ):
+        too), and ``warmup`` and ``rounds`` count pairs of samples.
+
+        ``kwargs`` reaches ``fn`` whole: a function that takes ``name``, ``bytes``, ``flops``
+        or ``reference`` itself gets them there. ``warmup_rounds`` is pytest-benchmark's name
+        for ``warmup`` (give one of the two). ``iterations``, pytest-benchmark's calls per
+        round, is checked (a whole number of at least 1, and 1 with ``setup``) and not
+        used: the timer takes as many back-to-back calls per sample as its clock needs (the
+        results' ``calls_per_sample``)."""
+        if warmup_rounds is not None:
+            if warmup is not None:
                 raise GpubenchError(
-                    f"invalid gpubench.pedantic {label}={value!r}: expected a whole number"
-                    f"{' of at least 2' if label == 'rounds' else ' of at least 0'}"
+                    f"gpubench.pedantic got warmup={warmup!r} and warmup_rounds="
+                    f"{warmup_rounds!r}, two names of one count: give one of the two"
+                )
+            warmup = warmup_rounds
+        for label, value in (("warmup", warmup), ("rounds", rounds), ("iterations", iterations)):
+            least = {"warmup": 0, "rounds": 2, "iterations": 1}[label]
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < least
+            ):
+                shown = (
+                    "warmup_rounds" if label == "warmup" and warmup_rounds is not None else label
+                )
+                raise GpubenchError(
+                    f"invalid gpubench.pedantic {shown}={value!r}: expected a whole number "
+                    f"of at least {least}"
                 )
         if setup is not None and not callable(setup):
             raise TypeError(f"gpubench.pedantic setup must be callable, got {setup!r}")
+        if iterations > 1 and setup is not None:
+            raise GpubenchError(
+                f"gpubench.pedantic iterations={iterations} with setup: setup gives each call "
+                "fresh arguments, so a round holds one call; leave iterations out"
+            )
         workload = Workload(fn, tuple(args), dict(kwargs or {}), setup)
         return self._run(workload, name, bytes, flops, warmup, rounds, reference)
 
