@@ -44,18 +44,25 @@ def main() -> None:
         rows.append((time.perf_counter() - started, energy, instant, average))
     torch.cuda.synchronize()
     for name, col in (("energy mJ", 1), ("instant W", 2), ("average W", 3)):
-        changes = [(rows[i][0], rows[i][col] - rows[i - 1][col]) for i in range(1, len(rows))
-                   if rows[i][col] != rows[i - 1][col]]
+        changes = [
+            (rows[i][0], rows[i][col] - rows[i - 1][col])
+            for i in range(1, len(rows))
+            if rows[i][col] != rows[i - 1][col]
+        ]
         gaps = [changes[i][0] - changes[i - 1][0] for i in range(1, len(changes))]
-        print(f"{name}: {len(rows)} polls, {len(changes)} changes; gap ms median "
-              f"{1e3 * statistics.median(gaps) if gaps else float('nan'):.2f}, min "
-              f"{1e3 * min(gaps) if gaps else float('nan'):.2f}, max "
-              f"{1e3 * max(gaps) if gaps else float('nan'):.2f}")
+        print(
+            f"{name}: {len(rows)} polls, {len(changes)} changes; gap ms median "
+            f"{1e3 * statistics.median(gaps) if gaps else float('nan'):.2f}, min "
+            f"{1e3 * min(gaps) if gaps else float('nan'):.2f}, max "
+            f"{1e3 * max(gaps) if gaps else float('nan'):.2f}"
+        )
     e0, e1 = rows[0][1], rows[-1][1]
     t = rows[-1][0] - rows[0][0]
-    print(f"counter: {(e1 - e0) / 1e3 / t:.1f} W over {t:.2f} s; instant mean "
-          f"{statistics.fmean(r[2] for r in rows):.1f} W; average mean "
-          f"{statistics.fmean(r[3] for r in rows):.1f} W; matmuls {launched}")
+    print(
+        f"counter: {(e1 - e0) / 1e3 / t:.1f} W over {t:.2f} s; instant mean "
+        f"{statistics.fmean(r[2] for r in rows):.1f} W; average mean "
+        f"{statistics.fmean(r[3] for r in rows):.1f} W; matmuls {launched}"
+    )
     # the counter's power over each 100 ms window, edge to edge
     edges = [rows[0]] + [rows[i] for i in range(1, len(rows)) if rows[i][1] != rows[i - 1][1]]
     windows = []
@@ -64,7 +71,9 @@ def main() -> None:
         if edges[j][0] - edges[i][0] >= 0.1:
             windows.append((edges[j][1] - edges[i][1]) / 1e3 / (edges[j][0] - edges[i][0]))
             i = j
-    print("counter W per >=100 ms window, edge to edge:", " ".join(f"{w:.0f}" for w in windows[:30]))
+    print(
+        "counter W per >=100 ms window, edge to edge:", " ".join(f"{w:.0f}" for w in windows[:30])
+    )
 
 
 if __name__ == "__main__":
