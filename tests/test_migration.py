@@ -352,16 +352,28 @@ def test_skip_skips_the_benchmarks(fake: pytest.Pytester) -> None:
     assert timer_calls(fake) == []
 
 
-def test_only_and_skip_together_are_a_usage_error(fake: pytest.Pytester) -> None:
-    fake.makepyfile(test_a=MIXED)
-    result = run(fake, "--gpubench-only", "--gpubench-skip")
-    assert result.ret == USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        [
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ("--gpubench-only", "--gpubench-skip"),
             "ERROR: --gpubench-only runs only the tests that benchmark and --gpubench-skip "
-            "skips them: give one of the two"
-        ]
-    )
+            "skips them: give one of the two",
+        ),
+        (
+            ("--gpubench-save", "--gpubench-disable"),
+            "ERROR: --gpubench-disable runs each function once, untimed, and --gpubench-save "
+            "measures: leave out one of the two",
+        ),
+    ],
+)
+def test_flags_that_contradict_each_other_are_a_usage_error(
+    fake: pytest.Pytester, flags: tuple[str, ...], message: str
+) -> None:
+    fake.makepyfile(test_a=MIXED)
+    result = run(fake, *flags)
+    assert result.ret == USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
     no_traceback(result)
 
 
@@ -374,18 +386,6 @@ def test_disable_runs_each_function_once_even_with_gpubench(fake: pytest.Pyteste
     fake.makeini("[pytest]\ngpubench_disable = true\n")
     run(fake, "--gpubench").assert_outcomes(passed=3)
     assert timer_calls(fake) == []
-
-
-def test_disable_with_save_is_a_usage_error(fake: pytest.Pytester) -> None:
-    fake.makepyfile(test_a=MIXED)
-    result = run(fake, "--gpubench-save", "--gpubench-disable")
-    assert result.ret == USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        [
-            "ERROR: --gpubench-disable runs each function once, untimed, and --gpubench-save "
-            "measures: leave out one of the two"
-        ]
-    )
 
 
 def test_only_and_skip_keep_the_meaning_of_x_and_lf(fake: pytest.Pytester) -> None:
