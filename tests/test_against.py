@@ -48,6 +48,7 @@ def test_against_its_own_revision_nothing_fails(repo: pytest.Pytester) -> None:
     assert "against HEAD (" in text and "2 pairs of fresh processes" in text
     assert text.count(" same ") >= 2 or "2 same" in text
     assert "regressed" not in text
+    assert "evidence" not in text  # nothing failed: no process more for evidence
 
 
 @pytest.mark.slow
@@ -61,6 +62,15 @@ def test_a_slower_commit_fails_its_test_and_names_both_medians(repo: pytest.Pyte
     assert "slower by 8.0% than HEAD~1" in text
     # the revision's median and the working tree's: 1.00 ms against 1.08 ms
     assert "1.00 ms" in text and "1.08 ms" in text
+    # Issue 18: the evidence of both sides, from one more fresh process of each, named in
+    # the failure; none of the test that passed.
+    evidence = repo.path / "gpubench-evidence"
+    [base] = (evidence / "base").iterdir()
+    [head] = (evidence / "head").iterdir()
+    assert base.name.startswith("test_bench.py_test_sum-") and base.name == head.name
+    assert f"evidence: a profiler trace of one call, {head}" in text
+    assert f"evidence: the revision's, {base}" in text
+    assert "a profiler trace of one call of 1 failing test" in text
 
 
 @pytest.mark.slow

@@ -62,6 +62,8 @@ class Child:
         request = read_request(self.out)
         if request is None:
             return
+        if request.evidence is not None and self.session is not None:
+            self.session.trace_into = Path(request.evidence)
 
         def kept(item: pytest.Item) -> bool:
             return request.keeps(item.nodeid, getattr(item, "fixturenames", ()))

@@ -127,7 +127,8 @@ def failure_message(result: Result) -> str:
     if m.trace:
         text += f"\n  evidence: a profiler trace of one call, {m.trace}"
     if m.reference_trace:
-        text += f"\n  evidence: the reference's, {m.reference_trace}"
+        whose = "the revision's" if v.paired is not None else "the reference's"
+        text += f"\n  evidence: {whose}, {m.reference_trace}"
     if m.timer != "cuda-graph":
         text += f"\n  timed by {m.timer}" + (f": {m.note}" if m.note else "")
     return text

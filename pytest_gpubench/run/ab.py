@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -292,8 +292,60 @@ def compare(
             if r.verdict.judgement is not None and r.verdict.judgement.needs_confirmation
         }
         wanted = [n for n in nodeids if n in more]
+    failed_keys = {key for key, r in results.items() if Gate.of(settings).fails(r.verdict)}
+    if failed_keys:
+        results = _with_evidence(results, failed_keys, sides_, settings, devices, label, announce)
     lines = tuple(dict.fromkeys(errors))
     return Comparison(results, len(runs[HEAD]), lines, time.perf_counter() - started)
+
+
+def _with_evidence(
+    results: dict[str, Result],
+    failed_keys: Collection[str],
+    sides_: Sides,
+    settings: Settings,
+    devices: Sequence[int | None],
+    label: Mapping[str, str],
+    announce: Progress,
+) -> dict[str, Result]:
+    """``results`` with a profiler trace of one call of each side of the measurements
+    ``failed_keys`` (the working tree's as ``trace``, the revision's as
+    ``reference_trace``): one more fresh process of each side, on the first GPU, into the
+    evidence directory (a folder per side). Evidence never fails a test: where it cannot be
+    taken, the measurement's note says why."""
+    failing = sorted({key.split("#")[0] for key in failed_keys})
+    folders = {side: settings.evidence / side for side in (BASE, HEAD)}
+    tests = f"{len(failing)} failing test{'s' if len(failing) != 1 else ''}"
+    legs = [
+        Leg(
+            sides_.of(side),
+            Request(tuple(failing), evidence=str(folders[side])),
+            f"{side}-evidence",
+            says=f"evidence: a profiler trace of one call of {tests}, {label[side]}",
+        )
+        for side in (BASE, HEAD)
+    ]
+    try:
+        [ran] = relays([(legs, devices[0] if devices else None)], announce)
+    except GpubenchError as exc:
+        ran, problem = [], str(exc)
+    else:
+        problem = "; ".join(r.error for r in ran if r.error)
+    traces = {
+        side: {key: m.trace for key, m in _measured(run).items() if m.trace}
+        for side, run in zip((BASE, HEAD), ran, strict=False)
+    }
+    found = dict(results)
+    for key, result in results.items():
+        if key not in failed_keys:
+            continue
+        head, base = traces.get(HEAD, {}).get(key), traces.get(BASE, {}).get(key)
+        measurement = dataclasses.replace(result.measurement, trace=head, reference_trace=base)
+        if head is None or base is None:
+            why = problem or "a side measured it in no trace"
+            measurement = measurement.noted(f"no trace of each side's call: {why}"[:300])
+        found[key] = dataclasses.replace(result, measurement=measurement)
+    return found
 
 
 def pair_blocks(pairs: Sequence[int], lanes: int) -> list[range]:

@@ -299,6 +299,9 @@ class Request:
     nodeids: tuple[str, ...] | None = None
     fixture: str | None = None
     excluded: tuple[str, ...] = ()  # a relay of another GPU times these
+    # A profiler trace of one call of every measurement into this folder (the evidence of a
+    # failure against a revision, run/ab.py), else none.
+    evidence: str | None = None
 
     def keeps(self, nodeid: str, fixtures: Sequence[str]) -> bool:
         return (
@@ -320,6 +323,7 @@ def write_request(out: Path, request: Request) -> None:
         "nodeids": None if request.nodeids is None else list(request.nodeids),
         "fixture": request.fixture,
         "excluded": list(request.excluded),
+        "evidence": request.evidence,
     }
     out.write_text(json.dumps(data), encoding="utf-8")
 
@@ -333,10 +337,12 @@ def read_request(out: Path) -> Request | None:
     if not isinstance(data, dict):
         return None
     nodeids, fixture, excluded = data.get("nodeids"), data.get("fixture"), data.get("excluded")
+    evidence = data.get("evidence")
     return Request(
         tuple(str(n) for n in nodeids) if isinstance(nodeids, list) else None,
         fixture if isinstance(fixture, str) else None,
         tuple(str(n) for n in excluded) if isinstance(excluded, list) else (),
+        evidence if isinstance(evidence, str) else None,
     )
 
 

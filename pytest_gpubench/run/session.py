@@ -113,6 +113,9 @@ class BenchSession:
         # Against a revision (run/ab.py): each measurement key's result, found before the
         # tests run; the tests then run untimed, and take their verdicts from here.
         self.comparison: Mapping[str, Result] | None = None
+        # In a fresh process its parent asked for evidence: every measurement's trace goes
+        # into this folder (run/ab.py, a failure against a revision).
+        self.trace_into: Path | None = None
         self._timer_factory = timer_factory
         self._baseline: store.Baseline | None = None
         self._lock: DeviceLock | None = None
@@ -219,19 +222,23 @@ class BenchSession:
     ) -> Measurement:
         """``measurement`` with a profiler trace of one call in the evidence directory where
         its first look flags or fails it (it may fail: the workload is gone by the final
-        verdict, :meth:`kept_evidence`), or every measurement's is asked for; never in a
-        fresh process, whose parent judges. A ratio's (``reference`` given) has one of the
+        verdict, :meth:`kept_evidence`), or every measurement's is asked for. In a fresh
+        process, whose parent judges, only where its parent asked for the evidence
+        (``trace_into``: every measurement's). A ratio's (``reference`` given) has one of the
         reference's call beside it."""
+        folder = self.settings.evidence
         if self.settings.child is not None:
-            return measurement
-        if not self.settings.profile:
+            if self.trace_into is None:
+                return measurement
+            folder = self.trace_into
+        elif not self.settings.profile:
             result = self.judge(measurement, settings)
             if not (self.gate.needs_confirmation(result) or self.gate.fails(result.verdict)):
                 return measurement
         # Readable, and unique: two keys may read alike once cut and cleaned.
         name = re.sub(r"[^\w.-]+", "_", measurement.key).strip("_")[:120]
         digest = hashlib.sha256(measurement.key.encode()).hexdigest()[:10]
-        path = self.settings.evidence / f"{name}-{digest}.trace.json"
+        path = folder / f"{name}-{digest}.trace.json"
         other = (
             None if reference is None else path.with_name(f"{name}-{digest}.reference.trace.json")
         )
@@ -250,8 +257,9 @@ class BenchSession:
 
     def kept_evidence(self, results: Sequence[Result]) -> tuple[Result, ...]:
         """``results`` with the traces of those that do not fail removed (their files too),
-        unless every measurement's is asked for (--gpubench-profile)."""
-        if self.settings.profile:
+        unless every measurement's is asked for (--gpubench-profile, or a parent's request
+        for the evidence: its parent judges)."""
+        if self.settings.profile or self.trace_into is not None:
             return tuple(results)
         kept = []
         for r in results:
