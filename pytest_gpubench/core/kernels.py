@@ -326,17 +326,21 @@ def short(name: str, limit: int = 60) -> str:
     return result if len(result) <= limit else result[: limit - 3] + "..."
 
 
-def _by_name(launches: Sequence[Launch]) -> dict[str, Launch]:
-    """One launch per name (the longest-running configuration), counts summed."""
+def _by_name(launches: Sequence[Launch], shares: bool = False) -> dict[str, Launch]:
+    """One launch per kernel (the longest-running configuration kept), counts summed, and
+    with ``shares`` their shares of the device time too."""
     merged: dict[str, Launch] = {}
     for launch in launches:
         key = launch.identity
         kept = merged.get(key)
         if kept is None:
             merged[key] = launch
-        else:
-            main = kept if kept.share >= launch.share else launch
-            merged[key] = Launch(**{**main.__dict__, "count": kept.count + launch.count})
+            continue
+        main = kept if kept.share >= launch.share else launch
+        summed: dict[str, float] = {"count": kept.count + launch.count}
+        if shares:
+            summed["share"] = kept.share + launch.share
+        merged[key] = Launch(**{**main.__dict__, **summed})
     return merged
 
 
@@ -386,7 +390,7 @@ def kernel_deltas(
     either side's launches are not recorded."""
     if not old or not new:
         return []
-    sides = [_summed(old), _summed(new)]
+    sides = [_by_name(old, shares=True), _by_name(new, shares=True)]
     deltas = []
     for key in sorted(sides[0].keys() | sides[1].keys()):
         a, b = (side.get(key) for side in sides)
@@ -400,25 +404,6 @@ def kernel_deltas(
             )
         )
     return sorted(deltas, key=lambda d: (-abs(d.change_ms), d.name))
-
-
-def _summed(launches: Sequence[Launch]) -> dict[str, Launch]:
-    """One launch per kernel: counts and shares summed, the longest configuration kept."""
-    merged: dict[str, Launch] = {}
-    for launch in launches:
-        kept = merged.get(launch.identity)
-        if kept is None:
-            merged[launch.identity] = launch
-            continue
-        main = kept if kept.share >= launch.share else launch
-        merged[launch.identity] = Launch(
-            **{
-                **main.__dict__,
-                "count": kept.count + launch.count,
-                "share": kept.share + launch.share,
-            }
-        )
-    return merged
 
 
 def _config_text(launch: Launch | None) -> str:
