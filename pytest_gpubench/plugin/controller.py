@@ -52,6 +52,7 @@ class Controller:
         self.accepted: list[str] = []  # the changes a save accepted, one line each
         self.not_saved: list[str] = []  # why results were left out of a save
         self.errors: list[str] = []  # files that could not be written, one line each
+        self.refused = False  # the run stopped at a usage error
         self.lines: list[str] = []  # what fresh processes did, for the summary
         # Change points of the histories with this run's session (report/changes.py).
         self.change_notes: list[str] = []  # the flagged ones, for under the table
@@ -166,7 +167,10 @@ class Controller:
         return self.session.device.index if self.session.device.kind == "cuda" else None
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.session is None:
+        # A usage error (a damaged baseline, found once the tests were collected) was said
+        # in one line: nothing to save, write or summarize.
+        self.refused = exitstatus == pytest.ExitCode.USAGE_ERROR
+        if self.session is None or self.refused:
             return
         if self.collected.results:  # read before a save adds this run's sessions
             from ..report import changes
@@ -184,7 +188,8 @@ class Controller:
                     lost = "no further session written"
                     self._record_sessions()
             lost = "report files not written"
-            self._write_reports()
+            if self.collected.results or self.settings.reports or self.session.env.probed:
+                self._write_reports()  # none asked of a run without gpubench tests: no probe
         except KeyboardInterrupt:
             # The writes are atomic: what is on disk is whole, old or new.
             self.errors.append(f"interrupted: {lost}")
@@ -260,12 +265,17 @@ class Controller:
         )
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if self.session is None:
+        if self.session is None or self.refused:
             return
         from ..report import summary
 
         write = terminalreporter.write_line
         results = self.collected.results
+        if not results and not self.session.env.probed and not self.errors:
+            # No gpubench test ran: the device was never detected, and is not for a title.
+            terminalreporter.write_sep("=", "gpubench")
+            write(summary.footer(results, self.settings.measure, self.session.family))
+            return
         device = self.session.device
         terminalreporter.write_sep("=", f"gpubench: {device.name} ({device.key})")
         for line in summary.table_lines(results) + summary.notes(results) if results else []:

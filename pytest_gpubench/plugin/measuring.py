@@ -80,8 +80,18 @@ class Measuring:
 
         if self.pin and cuda_available():
             pin_worker()  # before the device is detected: it is the pinned one
+        config = session.config
+        if self.pin or config.getoption("dist", "no") != "no":
+            # Under xdist the controller collects no test: the baseline is read now.
+            self._check_baseline()
+        # Otherwise once the tests are collected, and only when one of them is a gpubench
+        # test: a run without any detects no device and imports neither torch nor scipy.
+
+    def _check_baseline(self) -> None:
+        """Read (and check) the baseline before any test: a damaged one is a usage error."""
+        assert self.session is not None
         try:
-            self.session.baseline  # noqa: B018 - read (and check) the baseline before any test
+            self.session.baseline  # noqa: B018
         except GpubenchError as exc:
             raise pytest.UsageError(str(exc)) from None
 
@@ -92,15 +102,16 @@ class Measuring:
                 item.stash[SPEC_KEY] = resolve_markers(item, self.settings)
             except GpubenchError as exc:
                 item.stash[SPEC_KEY] = str(exc)  # fails the test at setup: xdist carries it
-        if self.session is not None:
+        benchmarks = [i for i in session.items if MARKER in getattr(i, "fixturenames", ())]
+        if self.session is not None and benchmarks:
+            self._check_baseline()
             keys = self.session.baseline.entries.keys()
             family = 0
-            for item in session.items:
-                if MARKER in getattr(item, "fixturenames", ()):
-                    # Its key and those of its named measurements and ratios to references.
-                    nodeid = item.nodeid
-                    own = sum(1 for k in keys if k == nodeid or k.startswith(nodeid + "#"))
-                    family += max(1, own)
+            for item in benchmarks:
+                # Its key and those of its named measurements and ratios to references.
+                nodeid = item.nodeid
+                own = sum(1 for k in keys if k == nodeid or k.startswith(nodeid + "#"))
+                family += max(1, own)
             self.session.family = max(1, family)
 
     @pytest.hookimpl(tryfirst=True)

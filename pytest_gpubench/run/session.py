@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core.device import Device, version_changes
 from ..core.kernels import launch_count
@@ -32,7 +33,6 @@ from ..core.records import (
 )
 from ..core.samples import sample_problem, time_text
 from ..core.settings import MarkerSpec, MeasureSettings, Settings
-from ..judge.gate import Gate
 from ..store import baseline as store
 from ..timing.clocks import ClockReading
 from ..timing.device import peak_bytes, synchronizer, trace
@@ -52,6 +52,9 @@ from ..timing.timers import requested
 from .call import Call
 from .children import ChildRun, Launcher
 from .environment import Environment, TimerFactory
+
+if TYPE_CHECKING:
+    from ..judge.gate import Gate
 
 # A function timed beside a reference (measure_pair) gets this many single budgets: each side
 # about the time it would have alone.
@@ -120,6 +123,9 @@ class BenchSession:
 
     @property
     def gate(self) -> Gate:
+        # Imported here: the gate loads scipy, which a run without gpubench tests never needs.
+        from ..judge.gate import Gate
+
         return Gate.of(self.settings, self.family)
 
     @property
