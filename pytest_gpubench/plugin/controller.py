@@ -274,6 +274,9 @@ class Controller:
         if not results and not self.session.env.probed and not self.errors:
             # No gpubench test ran: the device was never detected, and is not for a title.
             terminalreporter.write_sep("=", "gpubench")
+            skipped = summary.skipped_line(self.collected.skipped)
+            if skipped:
+                write(skipped, yellow=True)
             write(summary.footer(results, self.settings.measure, self.session.family))
             return
         device = self.session.device
@@ -298,6 +301,9 @@ class Controller:
             write(line, yellow=True)
         for line in self.lines:
             write(f"gpubench: {line}")
+        skipped = summary.skipped_line(self.collected.skipped)
+        if skipped:
+            write(skipped, yellow=True)
         baseline = self.session.baseline
         if self.saved:
             write(summary.written_line(self.written, baseline.path))

@@ -21,7 +21,7 @@ import pytest
 from ..core.errors import GpubenchError
 from ..core.records import Result
 from ..core.settings import MarkerSpec, Settings, check_marker_keywords
-from .collect import REPORT_ATTRIBUTE
+from .collect import REPORT_ATTRIBUTE, SKIPPED_ATTRIBUTE
 
 if TYPE_CHECKING:
     from ..run.fixture import GpuBench
@@ -200,6 +200,8 @@ class Measuring:
         results = item.stash.get(RESULTS_KEY, ())
         if call.when == "call" and results:
             setattr(report, REPORT_ATTRIBUTE, results)
+        if report.skipped and not hasattr(report, "wasxfail") and _is_benchmark(item):
+            setattr(report, SKIPPED_ATTRIBUTE, skip_reason(report))
         return report
 
     @pytest.hookimpl(wrapper=True)
@@ -211,7 +213,23 @@ class Measuring:
         results = getattr(report, REPORT_ATTRIBUTE, None)
         if isinstance(data, dict) and results:
             data[REPORT_ATTRIBUTE] = [r.to_dict() for r in results]
+        skipped = getattr(report, SKIPPED_ATTRIBUTE, None)
+        if isinstance(data, dict) and isinstance(skipped, str):
+            data[SKIPPED_ATTRIBUTE] = skipped
         return data
+
+
+def _is_benchmark(item: pytest.Item) -> bool:
+    """A test that uses the fixture or carries the marker: what a gpubench run times."""
+    fixtures = getattr(item, "fixturenames", ())
+    return MARKER in fixtures or item.get_closest_marker(MARKER) is not None
+
+
+def skip_reason(report: pytest.TestReport) -> str:
+    """Why a test skipped, as ``-rs`` says it, without pytest's ``Skipped:`` prefix."""
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return reason.removeprefix("Skipped: ").strip() or "no reason given"
 
 
 @contextlib.contextmanager

@@ -407,6 +407,18 @@ def recorded(n: int, keys: Collection[str]) -> str:
     return f"{n} of {_plural(len(keys), noun)} recorded"
 
 
+def skipped_line(reasons: Mapping[str, str], width: int = 60) -> str | None:
+    """One line for the gpubench tests that skipped, so were not timed (``reasons``: why
+    each skipped, by node id), counted per reason, most first; None when none skipped:
+    ``gpubench: 3 tests not timed (skipped): needs a GPU (2); no triton (1)``."""
+    if not reasons:
+        return None
+    shorten = (lambda r: r if len(r) <= width else r[: width - 3] + "...")  # noqa: E731
+    found = Counter(shorten(" ".join(r.split())) for r in reasons.values())
+    parts = [f"{reason} ({n})" for reason, n in found.most_common()]
+    return f"gpubench: {_plural(len(reasons), 'test')} not timed (skipped): " + "; ".join(parts)
+
+
 def _noun(keys: Iterable[str]) -> str:
     """The name of what a save counts: tests, or measurements when a test records several
     named ones (keys ``node id#name``)."""
