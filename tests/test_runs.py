@@ -36,12 +36,13 @@ def test_a_gpubench_run_without_gpubench_tests_imports_nothing_heavy(
 ) -> None:
     pytester.makeconftest(LOADED_CONFTEST)
     pytester.makepyfile("def test_plain():\n    pass\n\n\ndef test_other():\n    pass\n")
-    result = pytester.runpytest_subprocess(
-        "--gpubench", "-p", "no:cacheprovider", "-p", "no:xdist"
-    )
+    result = pytester.runpytest_subprocess("--gpubench", "-p", "no:cacheprovider", "-p", "no:xdist")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
-        ["gpubench: no measurements (*)", "loaded: torch=False triton=False scipy=False numpy=False"]
+        [
+            "gpubench: no measurements (*)",
+            "loaded: torch=False triton=False scipy=False numpy=False",
+        ]
     )
 
 
@@ -88,3 +89,65 @@ def test_skip_reasons_are_not_summarized_without_timing(fake: pytest.Pytester) -
     result = fake.runpytest()
     result.assert_outcomes(passed=1, skipped=4)
     assert "not timed" not in result.stdout.str()
+
+
+# --- group= groups the table --------------------------------------------------------------------
+
+GROUPED = """
+import pytest
+
+
+@pytest.mark.gpubench(group="reduce")
+def test_sum(gpubench):
+    gpubench(sum, [1, 2, 3])
+
+
+def test_join(gpubench):
+    gpubench("".join, ["a", "b"])
+
+
+@pytest.mark.gpubench(group="reduce")
+def test_max(gpubench):
+    gpubench(max, [1, 2, 3])
+
+
+@pytest.mark.gpubench(group="copy")
+def test_copy(gpubench):
+    gpubench(list, [1, 2, 3])
+"""
+
+
+def table_rows(text: str) -> list[str]:
+    """The lines of the table: from its header to the line before the footer."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("test "))
+    end = next(i for i, line in enumerate(lines) if line.startswith(("gpubench: ", "no baseline")))
+    return [line.split()[0] if line.startswith("test_") else line for line in lines[start:end]]
+
+
+def test_group_heads_its_tests_in_the_table(fake: pytest.Pytester) -> None:
+    fake.makepyfile(test_bench=GROUPED)
+    markdown = fake.path / "summary.md"
+    result = fake.runpytest("--gpubench", NO_CONFIRM, f"--gpubench-markdown={markdown}")
+    result.assert_outcomes(passed=4)
+    rows = table_rows(result.stdout.str())
+    assert rows[2:] == [
+        "group 'copy': 1 test",
+        "test_copy",
+        "group 'reduce': 2 tests",
+        "test_max",
+        "test_sum",
+        "no group: 1 test",
+        "test_join",
+    ]
+    text = markdown.read_text()
+    assert text.index("**group 'copy': 1 test**") < text.index("| test_copy")
+    assert text.index("| test_copy") < text.index("**group 'reduce': 2 tests**")
+    assert text.index("**no group: 1 test**") < text.index("| test_join")
+
+
+def test_without_groups_the_table_has_no_headings(fake: pytest.Pytester) -> None:
+    fake.makepyfile(test_bench=GROUPED.replace('group="reduce"', "").replace('group="copy"', ""))
+    result = fake.runpytest("--gpubench", NO_CONFIRM)
+    result.assert_outcomes(passed=4)
+    assert table_rows(result.stdout.str())[2:] == ["test_copy", "test_join", "test_max", "test_sum"]
