@@ -138,6 +138,16 @@ def parse_sessions(text: object) -> int:
     return value
 
 
+def parse_keep_runs(text: object) -> int:
+    try:
+        value = int(str(text))
+    except ValueError:
+        raise ValueError("expected a whole number of runs such as 20 (0: keep none)") from None
+    if not 0 <= value <= 10000:
+        raise ValueError("expected a whole number of runs from 0 to 10000 such as 20")
+    return value
+
+
 def parse_revision(text: object) -> str:
     value = str(text).strip()
     if not value or value.startswith("-") or any(c.isspace() or ord(c) < 32 for c in value):
@@ -248,6 +258,14 @@ OPTIONS: tuple[OptionSpec, ...] = (
         parse_path,
         None,
         metavar="DIR",
+    ),
+    OptionSpec(
+        "keep_runs",
+        "Keep the result files of this many latest runs in the runs folder of the baseline "
+        "directory, for gpubench compare last~1 last (default 20; 0: keep none)",
+        parse_keep_runs,
+        20,
+        metavar="N",
     ),
     OptionSpec(
         "threshold",
@@ -485,6 +503,7 @@ class Settings:
     enabled: bool = False
     save: bool = False
     dir: Path = Path(".gpubench")
+    keep_runs: int = 20  # the runs kept under dir/runs (store/runs.py)
     confirm: int = 6
     sessions: int = 1
     fail_on_improvement: bool = False

@@ -26,6 +26,7 @@ from .collect import Collected
 from .measuring import MARKER, SPEC_KEY
 
 if TYPE_CHECKING:
+    from ..report.files import RunInfo
     from ..run.session import BenchSession, Saved
 
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
@@ -53,6 +54,8 @@ class Controller:
         self.not_saved: list[str] = []  # why results were left out of a save
         self.errors: list[str] = []  # files that could not be written, one line each
         self.refused = False  # the run stopped at a usage error
+        self.stored_run: Path | None = None  # this run's result file under the baselines
+        self.warnings: list[str] = []  # what was not written and fails nothing
         self.lines: list[str] = []  # what fresh processes did, for the summary
         # Change points of the histories with this run's session (report/changes.py).
         self.change_notes: list[str] = []  # the flagged ones, for under the table
@@ -189,7 +192,9 @@ class Controller:
                     self._record_sessions()
             lost = "report files not written"
             if self.collected.results or self.settings.reports or self.session.env.probed:
-                self._write_reports()  # none asked of a run without gpubench tests: no probe
+                # None asked of a run without gpubench tests: no probe. An interrupted run
+                # writes the reports asked for, and stores no run.
+                self._write_reports(store=not interrupted)
         except KeyboardInterrupt:
             # The writes are atomic: what is on disk is whole, old or new.
             self.errors.append(f"interrupted: {lost}")
@@ -243,11 +248,13 @@ class Controller:
                 return  # the next would fail as this one did (its error is under the table)
             self.lines.append(f"session {i}/{total}: {recorded(len(saved.keys), keys)}")
 
-    def _write_reports(self) -> None:
+    def _write_reports(self, store: bool) -> None:
         assert self.session is not None
-        from ..report.files import RunInfo, write_reports
+        from ..report.files import write_reports
 
         env = self.session.env
+        from ..report.files import RunInfo
+
         info = RunInfo(
             device=env.fingerprint(),
             settings=settings_dict(self.settings),
@@ -263,6 +270,26 @@ class Controller:
             self.settings.reports,
             Path(summary) if summary else None,
         )
+        if store and self.collected.results and self.settings.keep_runs > 0:
+            self._store_run(info, env.session_id)
+
+    def _store_run(self, info: RunInfo, session_id: str) -> None:
+        """Keep this run's result file under the baseline directory (store/runs.py), for
+        ``gpubench compare last~1 last``; one that cannot be stored is a warning, not a
+        failure: the run asked for no file."""
+        from ..report.files import json_report
+        from ..store import runs
+
+        try:
+            name = runs.file_name(session_id, info.commit)
+            self.stored_run = runs.save(
+                self.settings.dir,
+                name,
+                json_report(self.collected.outcomes, info),
+                self.settings.keep_runs,
+            )
+        except GpubenchError as exc:
+            self.warnings.append(f"run not stored: {exc}")
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.session is None or self.refused:
@@ -318,6 +345,10 @@ class Controller:
         elif self.settings.against is None:  # against a revision, none is needed
             hint = "" if self.settings.save else ": run with --gpubench-save"
             write(f"no baseline yet at {baseline.path}{hint}")
+        if self.stored_run is not None:
+            write(f"run stored: {self.stored_run} (gpubench runs lists the stored runs)")
+        for line in self.warnings:
+            write(f"gpubench: {line}", yellow=True)
         for line in self.errors:
             write(f"ERROR: {line}", red=True)
         # The family of a run against a revision: every measurement of either side.
