@@ -34,6 +34,7 @@ from ..core.records import (
 from ..core.samples import sample_problem, time_text
 from ..core.settings import MarkerSpec, MeasureSettings, Settings
 from ..store import baseline as store
+from ..store.runs import ignore_all
 from ..timing.clocks import ClockReading
 from ..timing.device import peak_bytes, synchronizer, trace
 from ..timing.engine import (
@@ -228,9 +229,12 @@ class BenchSession:
         name = re.sub(r"[^\w.-]+", "_", measurement.key).strip("_")[:120]
         digest = hashlib.sha256(measurement.key.encode()).hexdigest()[:10]
         path = self.settings.evidence / f"{name}-{digest}.trace.json"
+        created = not self.settings.evidence.exists()
         try:
             with self.device_lock():
                 trace(self.device.kind, workload.prepare(), path)
+            if created:  # ours: never committed by accident (a folder the user had is theirs)
+                ignore_all(self.settings.evidence)
         except Exception as exc:  # evidence never fails a test by itself: say why there is none
             return measurement.noted(f"no trace of one call: {type(exc).__name__}: {exc}"[:300])
         return dataclasses.replace(measurement, trace=str(path))
