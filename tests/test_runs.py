@@ -305,3 +305,13 @@ def test_without_stored_runs_compare_and_runs_say_how_to_get_them(
     assert cli.main(["runs"]) == 2
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith("gpubench: error: no stored runs in .gpubench/runs: ")
+
+
+# --- pytest --help ----------------------------------------------------------------------------
+
+
+def test_help_says_what_the_numbers_mean(pytester: pytest.Pytester) -> None:
+    text = " ".join(pytester.runpytest("--help").stdout.str().split())
+    assert "Significance level of the whole run: the chance it may take of failing a test" in text
+    assert "such as 64MiB, or 4096 for bytes (default 1MiB)" in text  # not "1MiB (default)"
+    assert "for gpubench compare last~1 last (default 20; 0: keep none)" in text

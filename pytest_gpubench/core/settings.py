@@ -287,7 +287,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "memory_slack",
         "Growth of a call's peak GPU memory that never fails, however large a share, such as "
-        "1MiB (default)",
+        "64MiB, or 4096 for bytes (default 1MiB)",
         parse_bytes,
         1 << 20,
         in_marker=True,
@@ -295,8 +295,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "alpha",
-        "Significance level before the correction for the number of measurements judged "
-        "(default 0.01)",
+        "Significance level of the whole run: the chance it may take of failing a test whose "
+        "code did not change, divided among the measurements judged (default 0.01)",
         parse_alpha,
         0.01,
         in_marker=True,
@@ -406,8 +406,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "pairs",
         "With --gpubench-against: pairs of fresh processes (one per side) before the first "
-        "verdict; the tests still unsure get 7 more (none with --gpubench-confirm 0) "
-        "(default 3)",
+        "verdict (default 3); the tests still unsure get 7 more, none with --gpubench-confirm 0",
         parse_pairs,
         3,
         metavar="N",
