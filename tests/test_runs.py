@@ -315,3 +315,32 @@ def test_help_says_what_the_numbers_mean(pytester: pytest.Pytester) -> None:
     assert "Significance level of the whole run: the chance it may take of failing a test" in text
     assert "such as 64MiB, or 4096 for bytes (default 1MiB)" in text  # not "1MiB (default)"
     assert "for gpubench compare last~1 last (default 20; 0: keep none)" in text
+
+
+def test_a_save_after_a_stored_run_still_ignores_its_temporaries(fake: pytest.Pytester) -> None:
+    fake.makepyfile(test_bench=BENCH)
+    fake.runpytest("--gpubench", NO_CONFIRM).assert_outcomes(passed=2)
+    fake.runpytest("--gpubench-save", NO_CONFIRM).assert_outcomes(passed=2)
+    ignore = fake.path / ".gpubench" / ".gitignore"
+    assert "*.lock" in ignore.read_text().splitlines()
+
+
+def test_a_run_file_is_named_by_its_session_and_commit() -> None:
+    from pytest_gpubench.store import runs
+
+    session = "20261127T233000Z-1a2b3c"
+    assert runs.file_name(session, "0123ABCDef" + "0" * 30) == f"{session}-0123abcd.json"
+    assert runs.file_name(session, None) == f"{session}.json"
+    with pytest.raises(ValueError):
+        runs.file_name("../x", None)  # a name never leaves the folder
+
+
+def test_stored_runs_ignore_other_files(tmp_path: Path) -> None:
+    from pytest_gpubench.store import runs
+
+    folder = runs.folder(tmp_path)
+    folder.mkdir()
+    for name in ("20261127T233000Z-1a2b3c.json", "notes.json", ".gitignore"):
+        (folder / name).write_text("{}")
+    assert [p.name for p in runs.stored(tmp_path)] == ["20261127T233000Z-1a2b3c.json"]
+    assert runs.resolve(tmp_path, "last") == folder / "20261127T233000Z-1a2b3c.json"
