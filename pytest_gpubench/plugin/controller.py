@@ -23,7 +23,7 @@ from ..core.jsondata import Json
 from ..core.records import Result
 from ..core.settings import MarkerSpec, MeasureSettings, Settings
 from .collect import Collected
-from .measuring import MARKER, SPEC_KEY
+from .measuring import MARKER, REFUSED_KEY, SPEC_KEY
 
 if TYPE_CHECKING:
     from ..report.files import RunInfo
@@ -170,9 +170,9 @@ class Controller:
         return self.session.device.index if self.session.device.kind == "cuda" else None
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        # A usage error (a damaged baseline, found once the tests were collected) was said
-        # in one line: nothing to save, write or summarize.
-        self.refused = exitstatus == pytest.ExitCode.USAGE_ERROR
+        # A damaged baseline, found once the tests were collected, was said in one line (a
+        # usage error): nothing to save, write or summarize.
+        self.refused = session.config.stash.get(REFUSED_KEY, False)
         if self.session is None or self.refused:
             return
         if self.collected.results:  # read before a save adds this run's sessions

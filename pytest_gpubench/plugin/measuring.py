@@ -34,6 +34,9 @@ OUTCOMES = (Exception, pytest.fail.Exception, pytest.skip.Exception, pytest.xfai
 BENCH_KEY: pytest.StashKey[GpuBench] = pytest.StashKey()
 # A test's markers, resolved once at collection: its settings, or why they are invalid.
 SPEC_KEY: pytest.StashKey[MarkerSpec | str] = pytest.StashKey()
+# Set when the run stopped at a damaged baseline (a usage error, said in one line): the
+# controller then saves, writes and summarizes nothing.
+REFUSED_KEY: pytest.StashKey[bool] = pytest.StashKey()
 # The results of a test's call phase, for its report.
 RESULTS_KEY: pytest.StashKey[tuple[Result, ...]] = pytest.StashKey()
 
@@ -83,16 +86,17 @@ class Measuring:
         config = session.config
         if self.pin or config.getoption("dist", "no") != "no":
             # Under xdist the controller collects no test: the baseline is read now.
-            self._check_baseline()
+            self._check_baseline(config)
         # Otherwise once the tests are collected, and only when one of them is a gpubench
         # test: a run without any detects no device and imports neither torch nor scipy.
 
-    def _check_baseline(self) -> None:
+    def _check_baseline(self, config: pytest.Config) -> None:
         """Read (and check) the baseline before any test: a damaged one is a usage error."""
         assert self.session is not None
         try:
             self.session.baseline  # noqa: B018
         except GpubenchError as exc:
+            config.stash[REFUSED_KEY] = True
             raise pytest.UsageError(str(exc)) from None
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -104,7 +108,7 @@ class Measuring:
                 item.stash[SPEC_KEY] = str(exc)  # fails the test at setup: xdist carries it
         benchmarks = [i for i in session.items if MARKER in getattr(i, "fixturenames", ())]
         if self.session is not None and benchmarks:
-            self._check_baseline()
+            self._check_baseline(session.config)
             keys = self.session.baseline.entries.keys()
             family = 0
             for item in benchmarks:
