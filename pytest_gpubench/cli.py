@@ -1,5 +1,8 @@
 """The ``gpubench`` command: judge two result files, list and draw baselines.
 
+``gpubench runs`` lists the runs the plugin stored (store/runs.py); compare takes their
+names (``last``, ``last~1``, the start of an id) where it takes files.
+
 ``gpubench compare BASE.json HEAD.json`` reads two files of ``pytest --gpubench-json`` and
 judges HEAD against BASE with the plugin's own gate (judge.gate); ``gpubench compare AB.json``
 judges again the pairs of a file of ``pytest --gpubench-against`` (run.ab); ``gpubench show`` lists
@@ -43,6 +46,7 @@ from .report import summary as report
 from .run import ab
 from .run import bisect as bisection
 from .store import files as storage
+from .store import runs as stored_runs
 from .store.baseline import Baseline, BaselineEntry, Update, load
 from .store.merge import merge_files
 
@@ -392,9 +396,43 @@ def _footer(comparison: Comparison) -> str:
 # --- commands -------------------------------------------------------------------------------
 
 
+def result_path(name: str, directory: Path) -> Path:
+    """The result file ``name`` means: a file, else a run stored under ``directory``
+    (``last``, ``last~N``, or the start of its id; store/runs.py)."""
+    path = Path(name)
+    if path.exists() or os.path.lexists(path):
+        return path
+    return stored_runs.resolve(directory, name)
+
+
+def run_runs(args: argparse.Namespace) -> int:
+    """``gpubench runs``: the stored runs, newest first, with the names compare takes."""
+    directory = Path(args.dir)
+    found = stored_runs.stored(directory)
+    if not found:
+        raise GpubenchError(
+            f"no stored runs in {stored_runs.folder(directory)}: each pytest --gpubench run "
+            "stores its results there (--gpubench-keep-runs); point --dir at the baseline "
+            "directory"
+        )
+    rows = [["name", "id", "tests", "device"]]
+    for back, path in enumerate(reversed(found)):
+        try:
+            run = read_results(path)
+            tests, device = str(len(run.results)), run.device_name
+        except GpubenchError:
+            tests, device = "-", "unreadable"
+        rows.append([f"last~{back}" if back else "last", path.stem, tests, device])
+    print("\n".join(report.aligned(rows, left=2, last_left=True)))
+    return 0
+
+
 def run_compare(args: argparse.Namespace) -> int:
+    directory = Path(args.dir)
+    args.base = str(result_path(args.base, directory))
     if args.head is None:
         return _compare_pairs(args)
+    args.head = str(result_path(args.head, directory))
     base, head = read_results(Path(args.base)), read_results(Path(args.head))
     both = [f for f in (base, head) if f.against is not None]
     if len(both) == 2:
@@ -621,6 +659,12 @@ COMPARE_DESCRIPTION = (
     "interval, the pairs, the verdict. "
     "Exit status 1 when a verdict fails, 2 on an error."
 )
+RUNS_DESCRIPTION = (
+    "List the runs stored under the baseline directory (each pytest --gpubench run with "
+    "results stores its result file in DIR/runs, the newest --gpubench-keep-runs kept), "
+    "newest first: the name compare takes (last, last~1, ...), the run's id (its UTC time, "
+    "a random part and its commit), its results and device."
+)
 SHOW_DESCRIPTION = (
     "List the tests of baseline files: timer, sessions in the history and the anchor, "
     "reference median, the between-session spread the rule uses and the smallest slowdown "
@@ -664,6 +708,15 @@ def _add_paths(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dir",
+        metavar="DIR",
+        default=str(DEFAULT_DIR),
+        help=f"Baseline directory whose runs folder holds the stored runs (default: {DEFAULT_DIR})",
+    )
+
+
 def _add_levels(parser: argparse.ArgumentParser, defaults: bool) -> None:
     threshold_default = DEFAULT_THRESHOLD if defaults else None
     alpha_default = DEFAULT_ALPHA if defaults else None
@@ -703,9 +756,13 @@ def parser() -> argparse.ArgumentParser:
     compare_parser.add_argument(
         "base",
         metavar="BASE.json",
-        help="Result file of the base, or alone the file of an A/B run (--gpubench-against)",
+        help="Result file of the base, or alone the file of an A/B run (--gpubench-against); "
+        "or a stored run: last, last~N (N runs before the last) or the start of its id",
     )
-    compare_parser.add_argument("head", metavar="HEAD.json", nargs="?", help="Result file to judge")
+    compare_parser.add_argument(
+        "head", metavar="HEAD.json", nargs="?", help="Result file to judge, or a stored run"
+    )
+    _add_dir(compare_parser)
     _add_levels(compare_parser, defaults=False)
     compare_parser.add_argument(
         "--fail-on-improvement", action="store_true", help="Fail significant improvements too"
@@ -727,6 +784,14 @@ def parser() -> argparse.ArgumentParser:
         "--markdown", action="store_true", help="Print GitHub-flavoured Markdown"
     )
     compare_parser.set_defaults(run=run_compare)
+
+    runs_parser = commands.add_parser(
+        "runs",
+        help="List the stored runs, newest first, with the names compare takes",
+        description=RUNS_DESCRIPTION,
+    )
+    _add_dir(runs_parser)
+    runs_parser.set_defaults(run=run_runs)
 
     show_parser = commands.add_parser(
         "show", help="List the tests of baseline files", description=SHOW_DESCRIPTION

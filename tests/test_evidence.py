@@ -184,7 +184,9 @@ def test_a_failure_leaves_a_trace_of_one_call_in_the_evidence_directory_and_a_pa
     result = fake.runpytest("--gpubench", NO_CONFIRM, "--gpubench-json=r.json")
     result.assert_outcomes(passed=1, failed=1)
     evidence = fake.path / "gpubench-evidence"
-    [trace] = evidence.iterdir()
+    [trace] = [p for p in evidence.iterdir() if p.name != ".gitignore"]
+    # Issue 19: a folder the run created ignores itself, as pytest's .pytest_cache does.
+    assert (evidence / ".gitignore").read_text().splitlines()[-1] == "*"
     assert trace.name.startswith("test_bench.py_test_sum-")
     assert trace.name.endswith(".trace.json")
     assert json.loads(trace.read_text())["traceEvents"]  # Chrome/Perfetto JSON, with events
@@ -198,13 +200,13 @@ def test_a_failure_leaves_a_trace_of_one_call_in_the_evidence_directory_and_a_pa
     trace.unlink()
     monkeypatch.delenv("FAKE_SCALES")
     fake.runpytest("--gpubench", NO_CONFIRM).assert_outcomes(passed=2)
-    assert not list(evidence.iterdir())
+    assert [p.name for p in evidence.iterdir()] == [".gitignore"]
     # ...unless every trace is asked for, into the directory named.
     result = fake.runpytest(
         "--gpubench", NO_CONFIRM, "--gpubench-profile", "--gpubench-evidence=ev"
     )
     result.assert_outcomes(passed=2)
-    names = sorted(p.name.split("-")[0] for p in (fake.path / "ev").iterdir())
+    names = sorted(p.name.split("-")[0] for p in (fake.path / "ev").glob("*.json"))
     assert names == ["test_bench.py_test_join", "test_bench.py_test_sum"]
 
 

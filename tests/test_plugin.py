@@ -101,7 +101,8 @@ def test_without_a_baseline_tests_are_new_and_pass(fake: pytest.Pytester) -> Non
             "gpubench: 2 new (threshold 5%, alpha 0.01 over 2 measurements)",
         ]
     )
-    assert not (fake.path / ".gpubench").exists()
+    # no baseline without a save: the run's results only, stored (issue 19)
+    assert [p.name for p in (fake.path / ".gpubench").iterdir()] == ["runs"]
     assert timer_calls(fake) == [f"auto {KIND} False"] * 2
 
 
@@ -160,11 +161,12 @@ def test_save_writes_the_baseline_of_this_device(fake: pytest.Pytester) -> None:
     assert measured["warmup"] >= 6 and measured["calls_per_sample"] == 1
     text = path.read_text(encoding="utf-8")
     assert '"samples_ms": [' in text and text.count("\n") < 60  # samples on one line
-    # no temporary file left; the lock file and a .gitignore for both
+    # no temporary file left; the lock file and a .gitignore for both; the stored runs
     assert sorted(p.name for p in path.parent.iterdir()) == [
         ".gitignore",
         path.name,
         f"{path.name}.lock",
+        "runs",
     ]
 
 

@@ -138,6 +138,16 @@ def parse_sessions(text: object) -> int:
     return value
 
 
+def parse_keep_runs(text: object) -> int:
+    try:
+        value = int(str(text))
+    except ValueError:
+        raise ValueError("expected a whole number of runs such as 20 (0: keep none)") from None
+    if not 0 <= value <= 10000:
+        raise ValueError("expected a whole number of runs from 0 to 10000 such as 20")
+    return value
+
+
 def parse_revision(text: object) -> str:
     value = str(text).strip()
     if not value or value.startswith("-") or any(c.isspace() or ord(c) < 32 for c in value):
@@ -250,6 +260,14 @@ OPTIONS: tuple[OptionSpec, ...] = (
         metavar="DIR",
     ),
     OptionSpec(
+        "keep_runs",
+        "Keep the result files of this many latest runs in the runs folder of the baseline "
+        "directory, for gpubench compare last~1 last (default 20; 0: keep none)",
+        parse_keep_runs,
+        20,
+        metavar="N",
+    ),
+    OptionSpec(
         "threshold",
         "Smallest slowdown that fails a test, such as 5% (default 5%)",
         parse_fraction_or_percent,
@@ -269,7 +287,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "memory_slack",
         "Growth of a call's peak GPU memory that never fails, however large a share, such as "
-        "1MiB (default)",
+        "64MiB, or 4096 for bytes (default 1MiB)",
         parse_bytes,
         1 << 20,
         in_marker=True,
@@ -277,8 +295,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "alpha",
-        "Significance level before the correction for the number of measurements judged "
-        "(default 0.01)",
+        "Significance level of the whole run: the chance it may take of failing a test whose "
+        "code did not change, divided among the measurements judged (default 0.01)",
         parse_alpha,
         0.01,
         in_marker=True,
@@ -388,8 +406,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "pairs",
         "With --gpubench-against: pairs of fresh processes (one per side) before the first "
-        "verdict; the tests still unsure get 7 more (none with --gpubench-confirm 0) "
-        "(default 3)",
+        "verdict (default 3); the tests still unsure get 7 more, none with --gpubench-confirm 0",
         parse_pairs,
         3,
         metavar="N",
@@ -541,6 +558,7 @@ class Settings:
     enabled: bool = False
     save: bool = False
     dir: Path = Path(".gpubench")
+    keep_runs: int = 20  # the runs kept under dir/runs (store/runs.py)
     confirm: int = 6
     sessions: int = 1
     fail_on_improvement: bool = False

@@ -10,6 +10,8 @@ from ..core.records import Result
 
 # Results ride on the call report (through xdist too: see the serialization hooks).
 REPORT_ATTRIBUTE = "gpubench"
+# Set on the report of a gpubench test that skipped (so was not timed), with its reason.
+SKIPPED_ATTRIBUTE = "gpubench_skipped"
 
 
 class Collected:
@@ -19,6 +21,7 @@ class Collected:
 
     def __init__(self) -> None:
         self._by_key: dict[str, tuple[Result, bool]] = {}
+        self.skipped: dict[str, str] = {}  # why each gpubench test skipped, by node id
 
     @property
     def outcomes(self) -> list[tuple[Result, bool]]:
@@ -33,6 +36,9 @@ class Collected:
         self._by_key[result.key] = (result, passed)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        reason = getattr(report, SKIPPED_ATTRIBUTE, None)
+        if report.skipped and isinstance(reason, str):
+            self.skipped[report.nodeid] = reason
         results = getattr(report, REPORT_ATTRIBUTE, None)
         # pytest-rerunfailures sets an outcome pytest's types do not know
         if report.when != "call" or not results or str(report.outcome) == "rerun":

@@ -23,9 +23,10 @@ from ..core.jsondata import Json
 from ..core.records import Result
 from ..core.settings import MarkerSpec, MeasureSettings, Settings
 from .collect import Collected
-from .measuring import MARKER, SPEC_KEY
+from .measuring import MARKER, REFUSED_KEY, SPEC_KEY
 
 if TYPE_CHECKING:
+    from ..report.files import RunInfo
     from ..run.session import BenchSession, Saved
 
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
@@ -52,6 +53,9 @@ class Controller:
         self.accepted: list[str] = []  # the changes a save accepted, one line each
         self.not_saved: list[str] = []  # why results were left out of a save
         self.errors: list[str] = []  # files that could not be written, one line each
+        self.refused = False  # the run stopped at a usage error
+        self.stored_run: Path | None = None  # this run's result file under the baselines
+        self.warnings: list[str] = []  # what was not written and fails nothing
         self.lines: list[str] = []  # what fresh processes did, for the summary
         # Change points of the histories with this run's session (report/changes.py).
         self.change_notes: list[str] = []  # the flagged ones, for under the table
@@ -166,7 +170,10 @@ class Controller:
         return self.session.device.index if self.session.device.kind == "cuda" else None
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.session is None:
+        # A damaged baseline, found once the tests were collected, was said in one line (a
+        # usage error): nothing to save, write or summarize.
+        self.refused = session.config.stash.get(REFUSED_KEY, False)
+        if self.session is None or self.refused:
             return
         if self.collected.results:  # read before a save adds this run's sessions
             from ..report import changes
@@ -184,7 +191,10 @@ class Controller:
                     lost = "no further session written"
                     self._record_sessions()
             lost = "report files not written"
-            self._write_reports()
+            if self.collected.results or self.settings.reports or self.session.env.probed:
+                # None asked of a run without gpubench tests: no probe. An interrupted run
+                # writes the reports asked for, and stores no run.
+                self._write_reports(store=not interrupted)
         except KeyboardInterrupt:
             # The writes are atomic: what is on disk is whole, old or new.
             self.errors.append(f"interrupted: {lost}")
@@ -238,11 +248,13 @@ class Controller:
                 return  # the next would fail as this one did (its error is under the table)
             self.lines.append(f"session {i}/{total}: {recorded(len(saved.keys), keys)}")
 
-    def _write_reports(self) -> None:
+    def _write_reports(self, store: bool) -> None:
         assert self.session is not None
-        from ..report.files import RunInfo, write_reports
+        from ..report.files import write_reports
 
         env = self.session.env
+        from ..report.files import RunInfo
+
         info = RunInfo(
             device=env.fingerprint(),
             settings=settings_dict(self.settings),
@@ -258,14 +270,42 @@ class Controller:
             self.settings.reports,
             Path(summary) if summary else None,
         )
+        if store and self.collected.results and self.settings.keep_runs > 0:
+            self._store_run(info, env.session_id)
+
+    def _store_run(self, info: RunInfo, session_id: str) -> None:
+        """Keep this run's result file under the baseline directory (store/runs.py), for
+        ``gpubench compare last~1 last``; one that cannot be stored is a warning, not a
+        failure: the run asked for no file."""
+        from ..report.files import json_report
+        from ..store import runs
+
+        try:
+            name = runs.file_name(session_id, info.commit)
+            self.stored_run = runs.save(
+                self.settings.dir,
+                name,
+                json_report(self.collected.outcomes, info),
+                self.settings.keep_runs,
+            )
+        except GpubenchError as exc:
+            self.warnings.append(f"run not stored: {exc}")
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if self.session is None:
+        if self.session is None or self.refused:
             return
         from ..report import summary
 
         write = terminalreporter.write_line
         results = self.collected.results
+        if not results and not self.session.env.probed and not self.errors:
+            # No gpubench test ran: the device was never detected, and is not for a title.
+            terminalreporter.write_sep("=", "gpubench")
+            skipped = summary.skipped_line(self.collected.skipped)
+            if skipped:
+                write(skipped, yellow=True)
+            write(summary.footer(results, self.settings.measure, self.session.family))
+            return
         device = self.session.device
         terminalreporter.write_sep("=", f"gpubench: {device.name} ({device.key})")
         for line in summary.table_lines(results) + summary.notes(results) if results else []:
@@ -288,6 +328,9 @@ class Controller:
             write(line, yellow=True)
         for line in self.lines:
             write(f"gpubench: {line}")
+        skipped = summary.skipped_line(self.collected.skipped)
+        if skipped:
+            write(skipped, yellow=True)
         baseline = self.session.baseline
         if self.saved:
             write(summary.written_line(self.written, baseline.path))
@@ -302,6 +345,10 @@ class Controller:
         elif self.settings.against is None:  # against a revision, none is needed
             hint = "" if self.settings.save else ": run with --gpubench-save"
             write(f"no baseline yet at {baseline.path}{hint}")
+        if self.stored_run is not None:
+            write(f"run stored: {self.stored_run} (gpubench runs lists the stored runs)")
+        for line in self.warnings:
+            write(f"gpubench: {line}", yellow=True)
         for line in self.errors:
             write(f"ERROR: {line}", red=True)
         # The family of a run against a revision: every measurement of either side.

@@ -22,7 +22,7 @@ import pytest
 from ..core.errors import GpubenchError
 from ..core.records import Result
 from ..core.settings import MarkerSpec, Settings, check_marker_keywords
-from .collect import REPORT_ATTRIBUTE
+from .collect import REPORT_ATTRIBUTE, SKIPPED_ATTRIBUTE
 
 if TYPE_CHECKING:
     from ..run.fixture import GpuBench
@@ -35,6 +35,9 @@ OUTCOMES = (Exception, pytest.fail.Exception, pytest.skip.Exception, pytest.xfai
 BENCH_KEY: pytest.StashKey[GpuBench] = pytest.StashKey()
 # A test's markers, resolved once at collection: its settings, or why they are invalid.
 SPEC_KEY: pytest.StashKey[MarkerSpec | str] = pytest.StashKey()
+# Set when the run stopped at a damaged baseline (a usage error, said in one line): the
+# controller then saves, writes and summarizes nothing.
+REFUSED_KEY: pytest.StashKey[bool] = pytest.StashKey()
 # The results of a test's call phase, for its report.
 RESULTS_KEY: pytest.StashKey[tuple[Result, ...]] = pytest.StashKey()
 
@@ -88,9 +91,20 @@ class Measuring:
 
         if self.pin and cuda_available():
             pin_worker()  # before the device is detected: it is the pinned one
+        config = session.config
+        if self.pin or config.getoption("dist", "no") != "no":
+            # Under xdist the controller collects no test: the baseline is read now.
+            self._check_baseline(config)
+        # Otherwise once the tests are collected, and only when one of them is a gpubench
+        # test: a run without any detects no device and imports neither torch nor scipy.
+
+    def _check_baseline(self, config: pytest.Config) -> None:
+        """Read (and check) the baseline before any test: a damaged one is a usage error."""
+        assert self.session is not None
         try:
-            self.session.baseline  # noqa: B018 - read (and check) the baseline before any test
+            self.session.baseline  # noqa: B018
         except GpubenchError as exc:
+            config.stash[REFUSED_KEY] = True
             raise pytest.UsageError(str(exc)) from None
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -100,15 +114,16 @@ class Measuring:
                 item.stash[SPEC_KEY] = resolve_markers(item, self.settings)
             except GpubenchError as exc:
                 item.stash[SPEC_KEY] = str(exc)  # fails the test at setup: xdist carries it
-        if self.session is not None:
+        benchmarks = [i for i in session.items if MARKER in getattr(i, "fixturenames", ())]
+        if self.session is not None and benchmarks:
+            self._check_baseline(session.config)
             keys = self.session.baseline.entries.keys()
             family = 0
-            for item in session.items:
-                if MARKER in getattr(item, "fixturenames", ()):
-                    # Its key and those of its named measurements and ratios to references.
-                    nodeid = item.nodeid
-                    own = sum(1 for k in keys if k == nodeid or k.startswith(nodeid + "#"))
-                    family += max(1, own)
+            for item in benchmarks:
+                # Its key and those of its named measurements and ratios to references.
+                nodeid = item.nodeid
+                own = sum(1 for k in keys if k == nodeid or k.startswith(nodeid + "#"))
+                family += max(1, own)
             self.session.family = max(1, family)
 
     @pytest.hookimpl(tryfirst=True)
@@ -197,6 +212,8 @@ class Measuring:
         results = item.stash.get(RESULTS_KEY, ())
         if call.when == "call" and results:
             setattr(report, REPORT_ATTRIBUTE, results)
+        if report.skipped and not hasattr(report, "wasxfail") and _is_benchmark(item):
+            setattr(report, SKIPPED_ATTRIBUTE, skip_reason(report))
         return report
 
     @pytest.hookimpl(wrapper=True)
@@ -208,7 +225,23 @@ class Measuring:
         results = getattr(report, REPORT_ATTRIBUTE, None)
         if isinstance(data, dict) and results:
             data[REPORT_ATTRIBUTE] = [r.to_dict() for r in results]
+        skipped = getattr(report, SKIPPED_ATTRIBUTE, None)
+        if isinstance(data, dict) and isinstance(skipped, str):
+            data[SKIPPED_ATTRIBUTE] = skipped
         return data
+
+
+def _is_benchmark(item: pytest.Item) -> bool:
+    """A test that uses the fixture or carries the marker: what a gpubench run times."""
+    fixtures = getattr(item, "fixturenames", ())
+    return MARKER in fixtures or item.get_closest_marker(MARKER) is not None
+
+
+def skip_reason(report: pytest.TestReport) -> str:
+    """Why a test skipped, as ``-rs`` says it, without pytest's ``Skipped:`` prefix."""
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return reason.removeprefix("Skipped: ").strip() or "no reason given"
 
 
 @contextlib.contextmanager

@@ -30,6 +30,17 @@ class RunInfo:
     changes: Mapping[str, Json] = field(default_factory=dict)
 
 
+def json_report(outcomes: Sequence[tuple[Result, bool]], info: RunInfo) -> str:
+    """The JSON report (``--gpubench-json``), also the file of a stored run."""
+    results = [result for result, _ in outcomes]
+    passed = {result.key: ok for result, ok in outcomes}
+    return summary.json_text(
+        summary.json_document(
+            results, info.device, info.settings, info.session, passed, info.changes
+        )
+    )
+
+
 def write_reports(
     outcomes: Sequence[tuple[Result, bool]],
     info: RunInfo,
@@ -40,13 +51,8 @@ def write_reports(
     to ``step_summary`` (GitHub's job summary) when given; return one line per file that
     could not be written. ``outcomes``: each result with whether its test passed."""
     results = [result for result, _ in outcomes]
-    passed = {result.key: ok for result, ok in outcomes}
     writers: dict[str, Callable[[], str]] = {
-        JSON_REPORT: lambda: summary.json_text(
-            summary.json_document(
-                results, info.device, info.settings, info.session, passed, info.changes
-            )
-        ),
+        JSON_REPORT: lambda: json_report(outcomes, info),
         MARKDOWN_REPORT: lambda: summary.markdown(results, info.device),
         BENCHMARK_REPORT: lambda: benchjson.dumps(results, info.device, info.commit, info.project),
     }

@@ -319,10 +319,40 @@ def _energy_cell(m: Measurement) -> str:
     return f"{energy_text(m.energy.joules_per_call)}, {m.energy.watts:.0f} W"
 
 
+def grouped(results: Sequence[Result]) -> list[tuple[str | None, list[Result]]]:
+    """The results by their marker's ``group=``, each group regressions first; the group
+    with the worst verdict first, then by name, tests of no group (None) after the named.
+    One group, None, when no test names a group: the table is as without groups."""
+    groups: dict[str | None, list[Result]] = {}
+    for r in sort_results(results):
+        groups.setdefault(r.measurement.group, []).append(r)
+    return sorted(groups.items(), key=lambda g: (g[1][0].status.rank, g[0] is None, g[0] or ""))
+
+
+def group_heading(group: str | None, members: Sequence[Result]) -> str:
+    """The line above a group's rows, as pytest-benchmark heads its groups."""
+    name = f"group {group!r}" if group is not None else "no group"
+    return f"{name}: {_plural(len(members), 'test')}"
+
+
+def _titled(groups: Sequence[tuple[str | None, Sequence[Result]]]) -> bool:
+    """Whether the table heads its groups: when a test names one."""
+    return any(group is not None for group, _ in groups)
+
+
 def table_lines(results: Sequence[Result]) -> list[str]:
-    """The table; against a revision, its columns (PAIRED_COLUMNS) and the line naming it."""
+    """The table, its rows under a heading per ``group=`` when a test names one; against a
+    revision, its columns (PAIRED_COLUMNS) and the line naming it."""
     columns, cells = layout(results)
-    lines = aligned([columns, *(cells(r) for r in sort_results(results))])
+    groups = grouped(results)
+    ordered = [r for _, members in groups for r in members]
+    lines = aligned([columns, *(cells(r) for r in ordered)])
+    if _titled(groups):
+        head, rows = lines[:2], lines[2:]
+        lines = head
+        for group, members in groups:
+            lines += [group_heading(group, members), *rows[: len(members)]]
+            rows = rows[len(members) :]
     line = legend(results)
     return lines if line is None else [*lines, line]
 
@@ -419,6 +449,18 @@ def recorded(n: int, keys: Collection[str]) -> str:
     return f"{n} of {_plural(len(keys), noun)} recorded"
 
 
+def skipped_line(reasons: Mapping[str, str], width: int = 60) -> str | None:
+    """One line for the gpubench tests that skipped, so were not timed (``reasons``: why
+    each skipped, by node id), counted per reason, most first; None when none skipped:
+    ``gpubench: 3 tests not timed (skipped): needs a GPU (2); no triton (1)``."""
+    if not reasons:
+        return None
+    shorten = lambda r: r if len(r) <= width else r[: width - 3] + "..."  # noqa: E731
+    found = Counter(shorten(" ".join(r.split())) for r in reasons.values())
+    parts = [f"{reason} ({n})" for reason, n in found.most_common()]
+    return f"gpubench: {_plural(len(reasons), 'test')} not timed (skipped): " + "; ".join(parts)
+
+
 def _noun(keys: Iterable[str]) -> str:
     """The name of what a save counts: tests, or measurements when a test records several
     named ones (keys ``node id#name``)."""
@@ -461,11 +503,18 @@ def markdown(
     with a note when given (GitHub's job summary takes at most 1 MiB). ``footer``: the line
     under the table (default: the verdict counts)."""
     header = f"### gpubench: {device.get('name', 'unknown device')}\n\n"
-    ordered = sort_results(results)
+    groups = grouped(results)
+    ordered = [r for _, members in groups for r in members]
     line = legend(results)
     columns, cells = layout(results)
     table = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    rows = ["| " + " | ".join(c.replace("|", "\\|") for c in cells(r)) + " |" for r in ordered]
+    titled = _titled(groups)
+    rows = []
+    for group, members in groups:
+        if titled:  # a row heading the group's rows, as in the terminal
+            heading = group_heading(group, members).replace("|", "\\|")
+            rows.append(f"| **{heading}** |" + " |" * (len(columns) - 1))
+        rows += ["| " + " | ".join(c.replace("|", "\\|") for c in cells(r)) + " |" for r in members]
     extra = [f"- {line}" for line in notes(ordered)]
     for r in ordered:  # a failure's per-kernel table, folded
         kernel_lines = kernel_table(r)

@@ -20,6 +20,7 @@ is asked on both sides alike) and write nothing there.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import time
@@ -33,6 +34,7 @@ from ..core.records import Measurement, Paired, Result, Status, Verdict, Versus
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import MIN_JUDGED_SAMPLES, Gate, with_memory
 from ..judge.pairs import PairDesign, judge_pairs
+from ..store.runs import ignore_all
 from .children import EVERY_BENCHMARK, FOREIGN_VARIABLE, ChildRun, Launcher, Leg, Request, relays
 from .revision import Revision, code_paths
 
@@ -315,6 +317,10 @@ def _with_evidence(
     taken, the measurement's note says why."""
     failing = sorted({key.split("#")[0] for key in failed_keys})
     folders = {side: settings.evidence / side for side in (BASE, HEAD)}
+    if not settings.evidence.exists():  # ours, not the user's: never committed by accident
+        with contextlib.suppress(OSError):  # the traces' own error says what is wrong
+            settings.evidence.mkdir(parents=True)
+            ignore_all(settings.evidence)
     tests = f"{len(failing)} failing test{'s' if len(failing) != 1 else ''}"
     legs = [
         Leg(

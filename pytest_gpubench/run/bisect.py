@@ -677,6 +677,7 @@ class StepRunner:
             # (a bad step is decided by one test, whatever the others still need).
             "--gpubench-confirm=0",
             f"--gpubench-json={report}",
+            "--gpubench-keep-runs=0",  # a step's run is the search's, read from its report
             "-p",
             "no:cacheprovider",
         ]

@@ -52,6 +52,11 @@ class Environment:
         self.session_id = now.strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(3)
 
     @property
+    def probed(self) -> bool:
+        """Whether the device was detected: a run with no gpubench test never detects it."""
+        return self._device is not None
+
+    @property
     def device(self) -> Device:
         if self._device is None:
             self._device = detect(self._use_cuda())

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core.device import Device, version_changes
 from ..core.kernels import launch_count
@@ -34,8 +35,8 @@ from ..core.records import (
 )
 from ..core.samples import sample_problem, time_text
 from ..core.settings import MarkerSpec, MeasureSettings, Settings
-from ..judge.gate import Gate
 from ..store import baseline as store
+from ..store.runs import ignore_all
 from ..timing.clocks import ClockReading
 from ..timing.device import peak_bytes, synchronizer, trace
 from ..timing.energy import measure_energy
@@ -55,6 +56,9 @@ from ..timing.timers import requested
 from .call import Call
 from .children import ChildRun, Launcher
 from .environment import Environment, TimerFactory
+
+if TYPE_CHECKING:
+    from ..judge.gate import Gate
 
 # A function timed beside a reference (measure_pair) gets this many single budgets: each side
 # about the time it would have alone.
@@ -126,6 +130,9 @@ class BenchSession:
 
     @property
     def gate(self) -> Gate:
+        # Imported here: the gate loads scipy, which a run without gpubench tests never needs.
+        from ..judge.gate import Gate
+
         return Gate.of(self.settings, self.family)
 
     @property
@@ -242,11 +249,16 @@ class BenchSession:
         other = (
             None if reference is None else path.with_name(f"{name}-{digest}.reference.trace.json")
         )
+        created = not folder.exists()
         try:
             with self.device_lock():
                 trace(self.device.kind, workload.prepare(), path)
                 if reference is not None and other is not None:
                     trace(self.device.kind, reference.prepare(), other)
+            if created and folder == self.settings.evidence:
+                ignore_all(
+                    folder
+                )  # ours: never committed by accident (a folder the user had is theirs)
         except Exception as exc:  # evidence never fails a test by itself: say why there is none
             with contextlib.suppress(OSError):  # half the evidence is none
                 path.unlink(missing_ok=True)

@@ -58,6 +58,7 @@ from ..core.records import (
 )
 from ..core.samples import MAX_SAMPLE_MS, MIN_SAMPLE_MS, sample_problem
 from . import files as storage
+from .runs import RUNS
 
 SCHEMA = "pytest-gpubench/2"
 SCHEMA_V1 = "pytest-gpubench/1"
@@ -634,5 +635,6 @@ def _ignore_temporaries(directory: Path) -> None:
     ignore = directory / ".gitignore"
     with contextlib.suppress(OSError, StorageError):
         names = os.listdir(directory)
-        if not os.path.lexists(ignore) and all(n.endswith((".json", ".lock")) for n in names):
+        ours = (".json", ".lock")
+        if not os.path.lexists(ignore) and all(n.endswith(ours) or n == RUNS for n in names):
             storage.write_atomic(ignore, GITIGNORE, "ignore file")
