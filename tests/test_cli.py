@@ -27,6 +27,7 @@ from pytest_gpubench.core.records import (
     Status,
     Verdict,
 )
+from pytest_gpubench.core.samples import time_unit
 from pytest_gpubench.report import baselines
 from pytest_gpubench.report import summary as report
 from pytest_gpubench.store import baseline as store
@@ -593,3 +594,33 @@ def test_plot_draws_a_ratio_to_its_reference_without_a_unit_of_time(
     [image] = (tmp_path / "out").iterdir()
     svg = image.read_text(encoding="utf-8")
     assert "to the reference" in svg and "(ms)" not in svg and "µs)" not in svg
+
+
+def test_plot_panels_show_the_band_edges_dates_and_commits_and_count_what_they_draw(
+    tmp_path: Path,
+):
+    """Release 0.2 cut the y axis at the data (the band's edges never showed), labelled the
+    x axis with a bare session index, and counted sessions of the file the panels did not
+    draw in the title."""
+    matplotlib = pytest.importorskip("matplotlib")
+    from pytest_gpubench.report import plots
+
+    base = store.load(make_baseline(tmp_path))
+    base.sessions["20251231T000000Z-000000"] = SessionInfo("2025-12-31T00:00:00+00:00", "old")
+    views = baselines.survey(base, 0.05, 0.01)
+    with matplotlib.rc_context(plots.STYLE):
+        [figure] = plots.history_figures(plots.Section(base, views, baselines.file_header(base)))
+    # Fixed margins: a layout engine measured every label again per image format (slow).
+    assert figure.get_layout_engine() is None
+    title = figure.get_suptitle()
+    assert "NVIDIA H100 80GB HBM3: 8 sessions drawn, 2026-01-01 to 2026-01-08, 2 tests" in title
+    copy, host = figure.axes[:2]
+    for ax, view in ((copy, views[0]), (host, views[1])):
+        _, size = time_unit(view.entry.median_ms)
+        low, high = (edge / size for edge in view.band)
+        bottom, top = ax.get_ylim()
+        margin = 0.05 * (high - low)
+        assert bottom < low - margin and top > high + margin, (view.key, ax.get_ylim())
+    labels = [t.get_text() for t in copy.get_xticklabels()]
+    assert labels == ["01-01 00:00\nabc", "01-03 00:00\nabc", "01-06 00:00\nabc", "01-08 00:00\nabc"]
+    assert [t.get_text() for t in host.get_xticklabels()][0] == "01-06 00:00\nabc"
