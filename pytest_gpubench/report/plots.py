@@ -68,7 +68,7 @@ def history_figures(section: Section) -> list[Figure]:
         # again per image format (most of the 20 s a 54-test file took).
         figure.subplots_adjust(
             left=0.62 / width,
-            right=1 - 0.12 / width,
+            right=1 - 0.4 / width,
             bottom=0.62 / height,
             top=1 - TITLE_HEIGHT / height,
             wspace=0.62 / (PANEL_WIDTH - 0.62),
