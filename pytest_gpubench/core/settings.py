@@ -425,6 +425,14 @@ OPTIONS: tuple[OptionSpec, ...] = (
         is_flag=True,
     ),
     OptionSpec(
+        "record_host",
+        "Record this host's name in each session saved to the baselines and as machine_info.node "
+        "of pytest-benchmark's JSON (by default neither holds it: baselines are committed)",
+        parse_bool,
+        False,
+        is_flag=True,
+    ),
+    OptionSpec(
         "benchmark_json",
         "Write the results in pytest-benchmark's JSON format to this file (for "
         "github-action-benchmark, Bencher and pytest-benchmark compare)",
@@ -498,6 +506,7 @@ class Settings:
     benchmark_json: Path | None = None
     evidence: Path = Path("gpubench-evidence")
     profile: bool = False  # keep every measurement's trace, not only those that fail
+    record_host: bool = False  # the host's name in saved sessions and pytest-benchmark's JSON
     child: Path | None = None
     measure: MeasureSettings = MeasureSettings()
 

@@ -28,6 +28,8 @@ class RunInfo:
     project: str  # the name of the project's root directory
     # Per result key, the change points of its history with this run (report/changes.py).
     changes: Mapping[str, Json] = field(default_factory=dict)
+    # pytest-benchmark's machine_info.node: the host's name only where asked, else a digest.
+    node: str = ""
 
 
 def write_reports(
@@ -48,7 +50,9 @@ def write_reports(
             )
         ),
         MARKDOWN_REPORT: lambda: summary.markdown(results, info.device),
-        BENCHMARK_REPORT: lambda: benchjson.dumps(results, info.device, info.commit, info.project),
+        BENCHMARK_REPORT: lambda: benchjson.dumps(
+            results, info.device, info.commit, info.project, info.node
+        ),
     }
     errors = []
     for path, what in targets:
