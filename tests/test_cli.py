@@ -18,12 +18,13 @@ from support import BENCH, NO_CONFIRM
 
 import pytest_gpubench.report
 from pytest_gpubench import cli
-from pytest_gpubench.core.kernels import Launch, fingerprint
+from pytest_gpubench.core.kernels import Launch, fingerprint, launch_count
 from pytest_gpubench.core.records import (
     Measurement,
     Result,
     SessionInfo,
     SessionRecord,
+    SessionSummary,
     Status,
     Verdict,
 )
@@ -622,5 +623,39 @@ def test_plot_panels_show_the_band_edges_dates_and_commits_and_count_what_they_d
         margin = 0.05 * (high - low)
         assert bottom < low - margin and top > high + margin, (view.key, ax.get_ylim())
     labels = [t.get_text() for t in copy.get_xticklabels()]
-    assert labels == ["01-01 00:00\nabc", "01-03 00:00\nabc", "01-06 00:00\nabc", "01-08 00:00\nabc"]
+    assert labels == [
+        "01-01 00:00\nabc",
+        "01-03 00:00\nabc",
+        "01-06 00:00\nabc",
+        "01-08 00:00\nabc",
+    ]
     assert [t.get_text() for t in host.get_xticklabels()][0] == "01-06 00:00\nabc"
+
+
+def test_show_judges_every_test_of_a_file_in_one_pass_per_history_length(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Release 0.2 ran the rule once per test: `gpubench show` of 10^5 tests took hours on a
+    CPU. The rule's arrays are row-wise: one pass per shape gives each test the verdict it
+    gets alone."""
+    from pytest_gpubench.judge import rule
+
+    base = store.load(make_baseline(tmp_path, tests=30))
+    calls = []
+    decide = rule.decide
+    monkeypatch.setattr(rule, "decide", lambda *a, **k: calls.append(len(a[0])) or decide(*a, **k))
+    views = baselines.survey(base, 0.05, 0.01)
+    assert calls == [31, 1]  # 31 tests of 8 sessions, the wall test of 3
+    for view in views:
+        entry = view.entry
+        latest = entry.history[-1]
+        alone = rule.judge(
+            [r.summary for r in entry.history],
+            [SessionSummary(entry.median_ms, latest.n, latest.summary.se_log)],
+            threshold=0.05,
+            alpha=0.01,
+            family=len(views),
+            timer=entry.timer,
+            launches=launch_count(entry.kernels),
+        )
+        assert view.judgement == alone, view.key
