@@ -30,6 +30,7 @@ from pytest_gpubench.core.records import (
 )
 from pytest_gpubench.core.samples import time_unit
 from pytest_gpubench.report import baselines
+from pytest_gpubench.report import changes as history_changes
 from pytest_gpubench.report import summary as report
 from pytest_gpubench.store import baseline as store
 from pytest_gpubench.store.baseline import BaselineEntry
@@ -659,3 +660,19 @@ def test_show_judges_every_test_of_a_file_in_one_pass_per_history_length(
             launches=launch_count(entry.kernels),
         )
         assert view.judgement == alone, view.key
+
+
+def test_show_looks_for_creep_only_in_histories_whose_p_values_could_flag_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The permutation p-values of every history of one length come in one pass; only a
+    history under the level goes on to the full search (one search per test had taken
+    minutes for 10^5 tests)."""
+    base = store.load(make_baseline(tmp_path, tests=30))
+    searched = []
+    detect = history_changes.detect
+    monkeypatch.setattr(
+        history_changes, "detect", lambda x, **k: searched.append(len(x)) or detect(x, **k)
+    )
+    assert history_changes.show_lines(base, 0.05) == []
+    assert searched == []  # 31 steady histories, and one too short to tell a change
