@@ -22,7 +22,7 @@ from typing import TypeGuard
 
 from .jsondata import Json
 from .kernels import Launch, fingerprint
-from .samples import sample_problem, session_summary
+from .samples import MAX_SAMPLE_MS, MIN_SAMPLE_MS, sample_problem, session_summary
 
 # Significant digits kept per sample and per summary in files: far below any noise level.
 SAMPLE_DIGITS = 6
@@ -216,6 +216,27 @@ class SessionRecord:
 
     @classmethod
     def from_json(cls, data: Json) -> SessionRecord:
+        if type(data) is dict:  # a file of 10^5 tests holds millions: the usual record, fast
+            session, median, n = data.get("session"), data.get("median_ms"), data.get("n")
+            se, calls = data.get("se_log"), data.get("calls_per_sample", 1)
+            peak = data.get("peak_bytes")
+            if (
+                type(session) is str
+                and type(median) is float
+                and MIN_SAMPLE_MS <= median <= MAX_SAMPLE_MS
+                and type(n) is int
+                and n >= 1
+                and type(calls) is int
+                and calls >= 1
+                and (se is None or (type(se) is float and 0 <= se < math.inf))
+                and (peak is None or (type(peak) is int and peak >= 0))
+            ):
+                return cls(session, median, n, se, calls, peak, unknown_keys(data, cls.KNOWN))
+        return cls._checked(data)
+
+    @classmethod
+    def _checked(cls, data: Json) -> SessionRecord:
+        """Any record, every field checked, naming what is wrong."""
         if not isinstance(data, dict) or not isinstance(data.get("session"), str):
             raise ValueError("has a session record that is not an object with a 'session'")
         median = data.get("median_ms")
