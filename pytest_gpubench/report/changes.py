@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 from ..core.records import Result, SessionRecord
 from ..judge.changes import ALPHA, MIN_SESSIONS, Changes, detect, min_change_for, p_values
 from ..store.baseline import Baseline
@@ -96,6 +98,6 @@ def _candidates(baseline: Baseline) -> list[str]:
     found = []
     for keys in by_length.values():
         logs = [[math.log(r.median_ms) for r in baseline.entries[k].history] for k in keys]
-        p_step, p_rise = p_values(logs)
+        p_step, p_rise = p_values(np.array(logs))
         found += [k for k, a, b in zip(keys, p_step, p_rise, strict=True) if min(a, b) <= ALPHA]
     return found

@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import matplotlib
 from matplotlib.axes import Axes
@@ -242,7 +242,7 @@ def _share(view: EntryView, peak_gbs: float) -> float:
     return float(entry.bytes or 0) / (entry.median_ms * 1e6) / peak_gbs
 
 
-def _figure(size: tuple[float, float], layout: str | None = None) -> Figure:
+def _figure(size: tuple[float, float], layout: Literal["constrained"] | None = None) -> Figure:
     figure = Figure(figsize=size, layout=layout)
     FigureCanvasAgg(figure)
     return figure
