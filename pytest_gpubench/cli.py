@@ -16,11 +16,13 @@ plugin; a failing verdict of ``compare`` exits 1. The pytest plugin never import
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import gc
 import math
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -494,7 +496,26 @@ def _compare_pairs(args: argparse.Namespace) -> int:
     return 1 if comparison.failed else 0
 
 
+@contextlib.contextmanager
+def _without_collector() -> Iterator[None]:
+    """No cyclic garbage collection while a command builds the records of big files: they
+    hold no cycles, and the collector walked all of them again and again (a file of 10^5
+    tests spent more than half of `gpubench show` there)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def run_show(args: argparse.Namespace) -> int:
+    with _without_collector():
+        return _show(args)
+
+
+def _show(args: argparse.Namespace) -> int:
     for i, path in enumerate(baseline_paths(args.paths)):
         baseline = read_baseline(path)
         if i:
@@ -513,11 +534,18 @@ def run_plot(args: argparse.Namespace) -> int:
             "gpubench plot writes nothing: give --out DIR, --html PAGE.html or both"
         )
     try:
-        from .report import plots
+        from .report import plots  # noqa: F401  (whether matplotlib is there)
     except ImportError as exc:
         if (exc.name or "").split(".")[0] != "matplotlib":
             raise
         raise GpubenchError(PLOT_HINT) from None
+    with _without_collector():
+        return _plot(args)
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from .report import plots  # imported by run_plot, which says how to install matplotlib
+
     files = [read_baseline(path) for path in baseline_paths(args.paths)]
     sections = [
         plots.Section(b, baselines.survey(b, args.threshold, args.alpha), baselines.file_header(b))

@@ -1033,3 +1033,49 @@ OTHERS_DAMAGED = [
 def test_damaged_binaries_are_refused_with_one_line(path: Path, entry: Any, problem: str) -> None:
     sessions = {S1: INFO.to_json(), S2: INFO2.to_json()}
     assert_refused(path, json.dumps(document(sessions, t=entry)), problem)
+
+
+# --- keys of a newer version (issue 19) -------------------------------------------------------
+
+
+def test_a_save_keeps_the_keys_a_newer_version_wrote_at_every_level(path: Path) -> None:
+    """A save by this version over a file with keys it does not know (top level, session,
+    entry, session record, another binary) writes each back where it was: release 0.2
+    dropped them unsaid."""
+    other = Binary((Launch("k_old", (1, 1, 1), (32, 1, 1)),), S1, (record(2.0),), (record(2.0),))
+    entry = stored(1.0, others=(other,)).to_json()
+    entry |= {"future_entry": {"a": [1, 2]}}
+    entry["history"][0] |= {"future_record": "r"}
+    entry["anchor"][0] |= {"future_record": "a"}
+    entry["others"][0] |= {"future_binary": 7}
+    entry["others"][0]["history"][0] |= {"future_record": "o"}
+    doc = document(
+        {S1: INFO.to_json() | {"future_session": True}},
+        **{"t.py::test_a": entry, "t.py::test_b": raw()},
+    )
+    doc |= {"future_top": {"x": None}}
+    write(path, dumps(doc))
+
+    assert saving(load(path), update("t.py::test_a", 1.0, S2), update("t.py::test_b", 1.0, S2))
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    assert saved["future_top"] == {"x": None}
+    assert saved["sessions"][S1]["future_session"] is True
+    assert "future_session" not in saved["sessions"][S2]
+    a = saved["benchmarks"]["t.py::test_a"]
+    assert a["future_entry"] == {"a": [1, 2]}
+    assert a["history"][0]["future_record"] == "r"
+    assert "future_record" not in a["history"][1]  # this run's session: none
+    assert a["anchor"][0]["future_record"] == "a"
+    assert a["others"][0]["future_binary"] == 7
+    assert a["others"][0]["history"][0]["future_record"] == "o"
+    assert "future_entry" not in saved["benchmarks"]["t.py::test_b"]
+
+
+def test_keys_a_newer_version_wrote_are_read_apart_and_known_keys_win() -> None:
+    data = record().to_json() | {"later": 1}
+    parsed = SessionRecord.from_json(data)
+    assert parsed == dataclasses.replace(record(), extra={"later": 1})
+    assert parsed.to_json() == data
+    assert SessionRecord.from_json(record().to_json()).extra == {}
+    clash = dataclasses.replace(record(), extra={"median_ms": 9.0})
+    assert clash.to_json()["median_ms"] == 1.0

@@ -18,16 +18,19 @@ from support import BENCH, NO_CONFIRM
 
 import pytest_gpubench.report
 from pytest_gpubench import cli
-from pytest_gpubench.core.kernels import Launch, fingerprint
+from pytest_gpubench.core.kernels import Launch, fingerprint, launch_count
 from pytest_gpubench.core.records import (
     Measurement,
     Result,
     SessionInfo,
     SessionRecord,
+    SessionSummary,
     Status,
     Verdict,
 )
+from pytest_gpubench.core.samples import time_unit
 from pytest_gpubench.report import baselines
+from pytest_gpubench.report import changes as history_changes
 from pytest_gpubench.report import summary as report
 from pytest_gpubench.store import baseline as store
 from pytest_gpubench.store.baseline import BaselineEntry
@@ -593,3 +596,83 @@ def test_plot_draws_a_ratio_to_its_reference_without_a_unit_of_time(
     [image] = (tmp_path / "out").iterdir()
     svg = image.read_text(encoding="utf-8")
     assert "to the reference" in svg and "(ms)" not in svg and "µs)" not in svg
+
+
+def test_plot_panels_show_the_band_edges_dates_and_commits_and_count_what_they_draw(
+    tmp_path: Path,
+):
+    """Release 0.2 cut the y axis at the data (the band's edges never showed), labelled the
+    x axis with a bare session index, and counted sessions of the file the panels did not
+    draw in the title."""
+    matplotlib = pytest.importorskip("matplotlib")
+    from pytest_gpubench.report import plots
+
+    base = store.load(make_baseline(tmp_path))
+    base.sessions["20251231T000000Z-000000"] = SessionInfo("2025-12-31T00:00:00+00:00", "old")
+    views = baselines.survey(base, 0.05, 0.01)
+    with matplotlib.rc_context(plots.STYLE):
+        [figure] = plots.history_figures(plots.Section(base, views, baselines.file_header(base)))
+    # Fixed margins: a layout engine measured every label again per image format (slow).
+    assert figure.get_layout_engine() is None
+    title = figure.get_suptitle()
+    assert "NVIDIA H100 80GB HBM3: 8 sessions drawn, 2026-01-01 to 2026-01-08, 2 tests" in title
+    copy, host = figure.axes[:2]
+    for ax, view in ((copy, views[0]), (host, views[1])):
+        _, size = time_unit(view.entry.median_ms)
+        low, high = (edge / size for edge in view.band)
+        bottom, top = ax.get_ylim()
+        margin = 0.05 * (high - low)
+        assert bottom < low - margin and top > high + margin, (view.key, ax.get_ylim())
+    labels = [t.get_text() for t in copy.get_xticklabels()]
+    assert labels == [
+        "01-01 00:00\nabc",
+        "01-03 00:00\nabc",
+        "01-06 00:00\nabc",
+        "01-08 00:00\nabc",
+    ]
+    assert [t.get_text() for t in host.get_xticklabels()][0] == "01-06 00:00\nabc"
+
+
+def test_show_judges_every_test_of_a_file_in_one_pass_per_history_length(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Release 0.2 ran the rule once per test: `gpubench show` of 10^5 tests took hours on a
+    CPU. The rule's arrays are row-wise: one pass per shape gives each test the verdict it
+    gets alone."""
+    from pytest_gpubench.judge import rule
+
+    base = store.load(make_baseline(tmp_path, tests=30))
+    calls = []
+    decide = rule.decide
+    monkeypatch.setattr(rule, "decide", lambda *a, **k: calls.append(len(a[0])) or decide(*a, **k))
+    views = baselines.survey(base, 0.05, 0.01)
+    assert calls == [31, 1]  # 31 tests of 8 sessions, the wall test of 3
+    for view in views:
+        entry = view.entry
+        latest = entry.history[-1]
+        alone = rule.judge(
+            [r.summary for r in entry.history],
+            [SessionSummary(entry.median_ms, latest.n, latest.summary.se_log)],
+            threshold=0.05,
+            alpha=0.01,
+            family=len(views),
+            timer=entry.timer,
+            launches=launch_count(entry.kernels),
+        )
+        assert view.judgement == alone, view.key
+
+
+def test_show_looks_for_creep_only_in_histories_whose_p_values_could_flag_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The permutation p-values of every history of one length come in one pass; only a
+    history under the level goes on to the full search (one search per test had taken
+    minutes for 10^5 tests)."""
+    base = store.load(make_baseline(tmp_path, tests=30))
+    searched = []
+    detect = history_changes.detect
+    monkeypatch.setattr(
+        history_changes, "detect", lambda x, **k: searched.append(len(x)) or detect(x, **k)
+    )
+    assert history_changes.show_lines(base, 0.05) == []
+    assert searched == []  # 31 steady histories, and one too short to tell a change

@@ -106,6 +106,29 @@ def test_without_a_baseline_tests_are_new_and_pass(fake: pytest.Pytester) -> Non
     assert timer_calls(fake) == [f"auto {KIND} False"] * 2
 
 
+def test_no_file_names_the_host_unless_asked(fake: pytest.Pytester) -> None:
+    """Issue 19: release 0.2 wrote the host's name into pytest-benchmark's JSON
+    (machine_info.node), beside baselines that are committed; --gpubench-record-host (or ini
+    gpubench_record_host) writes it into each saved session and that field on purpose."""
+    fake.makepyfile(test_bench=BENCH)
+    host = socket.gethostname()
+    files = ("--gpubench-json=out.json", "--gpubench-benchmark-json=bench.json")
+    fake.runpytest("--gpubench-save", *files).assert_outcomes(passed=2)
+    for name in (baseline_file(fake), fake.path / "out.json", fake.path / "bench.json"):
+        assert json.dumps(host) not in name.read_text(encoding="utf-8"), name  # as a value
+    node = json.loads((fake.path / "bench.json").read_text())["machine_info"]["node"]
+    assert re.fullmatch("host-[0-9a-f]{12}", node)
+    [before] = read_baseline(fake)["sessions"]
+
+    fake.makeini("[pytest]\ngpubench_record_host = true\n")
+    fake.runpytest("--gpubench-save", *files).assert_outcomes(passed=2)
+    sessions = read_baseline(fake)["sessions"]
+    [after] = set(sessions) - {before}
+    assert sessions[after]["host"] == host and "host" not in sessions[before]
+    assert json.loads((fake.path / "bench.json").read_text())["machine_info"]["node"] == host
+    assert json.loads((fake.path / "out.json").read_text())["session"]["host"] == host
+
+
 def test_the_footer_counts_only_what_was_measured(fake: pytest.Pytester) -> None:
     """Issue 19: a collected test that skips before it measures is in the family alpha is
     divided over, not among the measurements: "2 new (... over 3 measurements)" had said

@@ -15,7 +15,7 @@ from pytest_gpubench.core.kernels import Launch, launch_count
 from pytest_gpubench.core.records import SessionSummary, Status
 from pytest_gpubench.core.samples import median_factor
 from pytest_gpubench.judge import rule
-from pytest_gpubench.judge.rule import Design, judge, prior_for
+from pytest_gpubench.judge.rule import Design, judge, prior_for, priors_for
 
 ROOT = Path(__file__).resolve().parent.parent
 THRESHOLD, ALPHA, FAMILY = 0.05, 0.01, 54
@@ -250,3 +250,11 @@ def test_judge_never_returns_what_its_caller_decides() -> None:
     found = {verdict(hist, at(r, 0.5, n)).status for r in (0.8, 1.0, 1.2) for n in (1, 3)}
     found |= {verdict([], at(1.0, 0.5)).status, verdict(hist[:1], at(1.0, 0.5)).status}
     assert found == {Status.IMPROVED, Status.OK, Status.REGRESSED, Status.NEW, Status.NOT_GATED}
+
+
+@pytest.mark.parametrize("timer", ["cuda-graph", "cupti", "cuda-event", "wall", "unknown"])
+def test_priors_for_many_durations_are_the_priors_of_each(timer: str) -> None:
+    durations = [10.0**e for e in np.linspace(-5, 4, 60)] + [0.0]
+    launches = [1 + i % 4 for i in range(len(durations))]
+    expected = [prior_for(d, timer, n) for d, n in zip(durations, launches, strict=True)]
+    assert priors_for(durations, timer, launches) == expected

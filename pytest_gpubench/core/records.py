@@ -17,11 +17,12 @@ import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TypeGuard
 
 from .jsondata import Json
 from .kernels import Launch, fingerprint
-from .samples import sample_problem, session_summary
+from .samples import MAX_SAMPLE_MS, MIN_SAMPLE_MS, sample_problem, session_summary
 
 # Significant digits kept per sample and per summary in files: far below any noise level.
 SAMPLE_DIGITS = 6
@@ -30,6 +31,28 @@ SAMPLE_DIGITS = 6
 def rounded(value: float) -> float:
     """``value`` to SAMPLE_DIGITS significant digits."""
     return float(f"{value:.{SAMPLE_DIGITS}g}")
+
+
+# Keys of a stored object that this version does not know (a newer version wrote them): read
+# into a record's ``extra`` and written back by a save, so an older version loses nothing.
+NO_EXTRA: Mapping[str, Json] = MappingProxyType({})
+
+
+def no_extra() -> Mapping[str, Json]:
+    """The default ``extra`` of a record: one shared empty mapping, not a dict per record."""
+    return NO_EXTRA
+
+
+def unknown_keys(data: Mapping[str, Json], known: frozenset[str]) -> Mapping[str, Json]:
+    """The items of ``data`` whose keys are not ``known`` (read-only), NO_EXTRA if none."""
+    if data.keys() <= known:  # C speed: a file of 10^5 entries has millions of records
+        return NO_EXTRA
+    return MappingProxyType({k: v for k, v in data.items() if k not in known})
+
+
+def with_extra(data: dict[str, Json], extra: Mapping[str, Json]) -> dict[str, Json]:
+    """``data`` with the unknown keys ``extra`` kept beside it (a known key wins)."""
+    return {**extra, **data} if extra else data
 
 
 def is_number(value: object) -> TypeGuard[int | float]:
@@ -106,16 +129,23 @@ class SessionInfo:
 
     date: str
     commit: str | None = None
-    machine: str | None = None  # GPU UUID, or host for the CPU timer
+    machine: str | None = None  # GPU UUID, or a digest of the host for the CPU timer
     versions: Mapping[str, str | None] = field(default_factory=dict)
+    host: str | None = None  # the host's name: only where asked (--gpubench-record-host)
+    extra: Mapping[str, Json] = field(default_factory=no_extra)  # keys of a newer version
+
+    KNOWN = frozenset(("date", "commit", "machine", "versions", "host"))
 
     def to_json(self) -> dict[str, Json]:
-        return {
+        data: dict[str, Json] = {
             "date": self.date,
             "commit": self.commit,
             "machine": self.machine,
             "versions": dict(self.versions),
         }
+        if self.host is not None:
+            data["host"] = self.host
+        return with_extra(data, self.extra)
 
     @classmethod
     def from_json(cls, data: Json) -> SessionInfo:
@@ -126,10 +156,17 @@ class SessionInfo:
             v is None or isinstance(v, str) for v in versions.values()
         ):
             raise ValueError("has 'versions' that are not an object of strings")
-        for key in ("commit", "machine"):
+        for key in ("commit", "machine", "host"):
             if data.get(key) is not None and not isinstance(data[key], str):
                 raise ValueError(f"has a {key!r} that is not a string")
-        return cls(data["date"], data.get("commit"), data.get("machine"), versions)
+        return cls(
+            data["date"],
+            data.get("commit"),
+            data.get("machine"),
+            versions,
+            data.get("host"),
+            unknown_keys(data, cls.KNOWN),
+        )
 
 
 @dataclass(frozen=True)
@@ -142,6 +179,9 @@ class SessionRecord:
     se_log: float | None  # within-session standard error of log(median); None: unknown
     calls_per_sample: int = 1
     peak_bytes: int | None = None  # what one call held at its peak (None: not known)
+    extra: Mapping[str, Json] = field(default_factory=no_extra)  # keys of a newer version
+
+    KNOWN = frozenset(("session", "median_ms", "n", "se_log", "calls_per_sample", "peak_bytes"))
 
     @classmethod
     def of(
@@ -172,10 +212,31 @@ class SessionRecord:
         }
         if self.peak_bytes is not None:  # only where known: files of CPU runs stay as they were
             data["peak_bytes"] = self.peak_bytes
-        return data
+        return with_extra(data, self.extra)
 
     @classmethod
     def from_json(cls, data: Json) -> SessionRecord:
+        if type(data) is dict:  # a file of 10^5 tests holds millions: the usual record, fast
+            session, median, n = data.get("session"), data.get("median_ms"), data.get("n")
+            se, calls = data.get("se_log"), data.get("calls_per_sample", 1)
+            peak = data.get("peak_bytes")
+            if (
+                type(session) is str
+                and type(median) is float
+                and MIN_SAMPLE_MS <= median <= MAX_SAMPLE_MS
+                and type(n) is int
+                and n >= 1
+                and type(calls) is int
+                and calls >= 1
+                and (se is None or (type(se) is float and 0 <= se < math.inf))
+                and (peak is None or (type(peak) is int and peak >= 0))
+            ):
+                return cls(session, median, n, se, calls, peak, unknown_keys(data, cls.KNOWN))
+        return cls._checked(data)
+
+    @classmethod
+    def _checked(cls, data: Json) -> SessionRecord:
+        """Any record, every field checked, naming what is wrong."""
         if not isinstance(data, dict) or not isinstance(data.get("session"), str):
             raise ValueError("has a session record that is not an object with a 'session'")
         median = data.get("median_ms")
@@ -191,7 +252,8 @@ class SessionRecord:
         if peak is not None and not whole(0)(peak):
             raise ValueError(f"has a session 'peak_bytes' of {peak!r:.40}, not a count >= 0")
         se_log = None if se is None else float(se)
-        return cls(data["session"], float(median), n, se_log, calls, peak)
+        extra = unknown_keys(data, cls.KNOWN)
+        return cls(data["session"], float(median), n, se_log, calls, peak, extra)
 
 
 # --- the statistics of one verdict ----------------------------------------------------------

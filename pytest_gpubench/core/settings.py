@@ -482,6 +482,14 @@ OPTIONS: tuple[OptionSpec, ...] = (
         is_flag=True,
     ),
     OptionSpec(
+        "record_host",
+        "Record this host's name in each session saved to the baselines and as machine_info.node "
+        "of pytest-benchmark's JSON (by default neither holds it: baselines are committed)",
+        parse_bool,
+        False,
+        is_flag=True,
+    ),
+    OptionSpec(
         "benchmark_json",
         "Write the results in pytest-benchmark's JSON format to this file (for "
         "github-action-benchmark, Bencher and pytest-benchmark compare)",
@@ -577,6 +585,7 @@ class Settings:
     skip: bool = False  # skip the tests that benchmark
     disable: bool = False  # benchmarked functions run once, untimed, whatever enables timing
     benchmark_fixture: bool = False  # provide pytest-benchmark's benchmark fixture
+    record_host: bool = False  # the host's name in saved sessions and pytest-benchmark's JSON
     child: Path | None = None
     measure: MeasureSettings = MeasureSettings()
 

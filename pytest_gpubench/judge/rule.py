@@ -214,6 +214,43 @@ def prior_for(
     )
 
 
+def priors_for(durations_ms: Sequence[float], timer: str, launches: Sequence[int]) -> list[Prior]:
+    """:func:`prior_for` of each duration with its launches, one timer and no ratio: the same
+    numbers (the same logs and interpolations, element by element), a few array calls for
+    all of them instead of a dozen per prior (``gpubench show`` of 10^5 tests)."""
+    durations = [
+        d / max(1, n) if timer in PER_LAUNCH_TIMERS else d
+        for d, n in zip(durations_ms, launches, strict=True)
+    ]
+    scale = TIMER_SCALE.get(timer)
+    points = GRAPH_POINTS if scale is not None else OWN_TABLES.get(timer)
+    if points is None:
+        points, scale = OWN_TABLES[_FALLBACK_TIMER], 1.0
+    scale = scale or 1.0
+    at = np.array([math.log(max(d, 1e-9)) for d in durations])
+    xs = [math.log(p.duration_ms) for p in points]
+
+    def interp(values: list[float], log: bool = False) -> list[float]:
+        if log:
+            return [math.exp(float(v)) for v in np.interp(at, xs, np.log(values))]
+        return [float(v) for v in np.interp(at, xs, values)]
+
+    def side(name: str) -> list[tuple[float, float, float]]:
+        sides = [getattr(p, name) for p in points]
+        rate = interp([s[0] for s in sides])
+        weight = interp([s[1] for s in sides])
+        size = interp([max(s[2], 1e-6) for s in sides], log=True)
+        return [(r, w, scale * z) for r, w, z in zip(rate, weight, size, strict=True)]
+
+    sigma = interp([p.sigma for p in points], log=True)
+    nu0 = interp([p.nu0 for p in points])
+    slow, fast = side("slow"), side("fast")
+    return [
+        Prior(d, sigma=scale * s, nu0=n, slow=sl, fast=f)
+        for d, s, n, sl, f in zip(durations, sigma, nu0, slow, fast, strict=True)
+    ]
+
+
 def ratio_prior(versus: Versus, timer: str, graph: tuple[Prior, ...] = GRAPH_POINTS) -> Prior:
     """The prior of the ratio of two functions timed alternately by ``timer``: a bound
     (RATIO_SPREAD) from the larger of their own priors, until ratio sessions fit one."""
@@ -613,6 +650,18 @@ def sessions_to_gate(
     return int(lengths[np.argmax(enough)]) if enough.any() else None
 
 
+@dataclass(frozen=True)
+class Case:
+    """One measurement for :func:`judge_many`: its history, its current sessions, and what
+    picks its prior."""
+
+    history: Sequence[SessionSummary]
+    current: Sequence[SessionSummary]
+    timer: str
+    launches: int = 1
+    versus: Versus | None = None
+
+
 def judge(
     history: Sequence[SessionSummary],
     current: Sequence[SessionSummary],
@@ -634,35 +683,105 @@ def judge(
     ratio to a reference, ``versus``.
     ``needs_confirmation`` asks the gate for ``design.next_batch`` more sessions.
     """
+    [judgement] = judge_many(
+        [Case(history, current, timer, launches, versus)],
+        threshold=threshold,
+        alpha=alpha,
+        family=family,
+        fail_on_improvement=fail_on_improvement,
+        design=design,
+    )
+    return judgement
+
+
+def judge_many(
+    cases: Sequence[Case],
+    *,
+    threshold: float,
+    alpha: float,
+    family: int,
+    fail_on_improvement: bool = False,
+    design: Design = Design(),
+) -> list[Judgement]:
+    """:func:`judge` of each case, in order, with one :func:`decide` per shape (sessions of
+    history, current sessions) instead of one per case: the rule's arrays are row-wise, so a
+    row's verdict is the same either way, and ``gpubench show`` of 10^5 tests makes a few
+    passes, not 10^5 (a test not gated still asks :func:`sessions_to_gate` on its own)."""
     if not threshold > 0:
         raise ValueError(f"invalid threshold {threshold!r}: expected a fraction > 0 such as 0.05")
     if not 0 < alpha < 1:
         raise ValueError(f"invalid alpha {alpha!r}: expected a level in (0, 1) such as 0.01")
     if family < 1:
         raise ValueError(f"invalid family {family!r}: expected the number of measurements >= 1")
-    if not current:
+    if any(not case.current for case in cases):
         raise ValueError("judge needs at least one current session")
-    k, n_c = len(history), len(current)
-    if k == 0:
-        return Judgement(Status.NEW, current_sessions=n_c, reason="no baseline")
-    h, _ = _row(history)
-    c, c_se = _row(current)
-    prior = prior_for(math.exp(float(np.median(h))), timer, launches, versus)
     alpha1 = corrected_alpha(alpha, family, fail_on_improvement)
-    dec = decide(
-        h, c, c_se, PriorArrays.of([prior]), threshold=threshold, alpha1=alpha1, design=design
-    )
+    z = float(stats.norm.ppf(1 - alpha1 / design.looks))
+    judgements: list[Judgement | None] = [None] * len(cases)
+    shapes: dict[tuple[int, int], list[int]] = {}
+    for i, case in enumerate(cases):
+        if not case.history:
+            judgements[i] = Judgement(
+                Status.NEW, current_sessions=len(case.current), reason="no baseline"
+            )
+        else:
+            shapes.setdefault((len(case.history), len(case.current)), []).append(i)
+    for indices in shapes.values():
+        rows = [_row(cases[i].history) for i in indices]
+        currents = [_row(cases[i].current) for i in indices]
+        h = np.concatenate([x for x, _ in rows])
+        c = np.concatenate([x for x, _ in currents])
+        c_se = np.concatenate([se for _, se in currents])
+        medians = [math.exp(float(m)) for m in np.median(h, axis=-1)]  # each row's own
+        priors: list[Prior | None] = [None] * len(indices)
+        plain: dict[str, list[int]] = {}  # rows of one timer without a ratio: all at once
+        for row, (i, median) in enumerate(zip(indices, medians, strict=True)):
+            case = cases[i]
+            if case.versus is not None and is_ratio(case.timer):
+                priors[row] = prior_for(median, case.timer, case.launches, case.versus)
+            else:
+                plain.setdefault(case.timer, []).append(row)
+        for timer, rows_of in plain.items():
+            found = priors_for(
+                [medians[r] for r in rows_of], timer, [cases[indices[r]].launches for r in rows_of]
+            )
+            for r, prior in zip(rows_of, found, strict=True):
+                priors[r] = prior
+        known = [p for p in priors if p is not None]
+        dec = decide(
+            h, c, c_se, PriorArrays.of(known), threshold=threshold, alpha1=alpha1, design=design
+        )
+        for row, (i, prior) in enumerate(zip(indices, known, strict=True)):
+            judgements[i] = _judgement(
+                cases[i], dec, row, prior, threshold=threshold, alpha1=alpha1, design=design, z=z
+            )
+    return [j for j in judgements if j is not None]
+
+
+def _judgement(
+    case: Case,
+    dec: Decision,
+    row: int,
+    prior: Prior,
+    *,
+    threshold: float,
+    alpha1: float,
+    design: Design,
+    z: float,
+) -> Judgement:
+    """The verdict of one row of ``dec`` (``z``: the quantile of its interval)."""
+    history = case.history
+    k, n_c = len(history), len(case.current)
     f = dec.fit
-    d, se = float(dec.d[0]), float(dec.se[0])
-    gateable = float(dec.gateable[0])
-    gated = bool(dec.gated[0])
-    direction = int(dec.direction[0])
+    d, se = float(dec.d[row]), float(dec.se[row])
+    gateable = float(dec.gateable[row])
+    gated = bool(dec.gated[row])
+    direction = int(dec.direction[row])
     status = {1: Status.REGRESSED, -1: Status.IMPROVED, 0: Status.OK}[direction]
-    bar = math.expm1(float(dec.bar[0]))
+    bar = math.expm1(float(dec.bar[row]))
     verb = "slower" if d >= 0 else "faster"
     ref = f"history of {k} session{'s' if k != 1 else ''}"
-    z = float(stats.norm.ppf(1 - alpha1 / design.looks))
-    share = float(f.prior_share[0])
+    share = float(f.prior_share[row])
     reason = f"{verb} by {abs(math.expm1(d)):.1%} vs {ref}"
     to_gate = None
     if not gated:
@@ -695,15 +814,15 @@ def judge(
         bar=bar if gated else None,
         gateable=gateable if gated else None,
         noisy=gated and gateable > threshold,
-        tau=float(f.sigma[0]),
+        tau=float(f.sigma[row]),
         prior_share=share,
-        needs_confirmation=bool(dec.more[0]),
+        needs_confirmation=bool(dec.more[row]),
         against="history",
         history_sessions=k,
         current_sessions=n_c,
         reason=reason,
         gated=gated,
-        p_value=float(dec.p_up[0] if d >= 0 else dec.p_down[0]),
-        excursions=float(f.slow_rate[0]),
+        p_value=float(dec.p_up[row] if d >= 0 else dec.p_down[row]),
+        excursions=float(f.slow_rate[row]),
         sessions_to_gate=to_gate,
     )

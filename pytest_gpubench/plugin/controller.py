@@ -262,6 +262,7 @@ class Controller:
             commit=env.git_commit(),
             project=env.rootdir.name,
             changes=self.change_json,
+            node=env.node,
         )
         summary = os.environ.get(STEP_SUMMARY)
         self.errors += write_reports(

@@ -16,7 +16,6 @@ import datetime
 import math
 import os
 import platform
-import socket
 import statistics
 import struct
 from collections.abc import Sequence
@@ -191,11 +190,17 @@ def cpu_info(proc_cpuinfo: str = "/proc/cpuinfo") -> dict[str, Json]:
 
 
 def document(
-    results: Sequence[Result], fingerprint: Fingerprint, commit: str | None, project: str
+    results: Sequence[Result],
+    fingerprint: Fingerprint,
+    commit: str | None,
+    project: str,
+    node: str = "",
 ) -> dict[str, Json]:
+    """``node``: machine_info's host, the name only where the user asked for it (its files
+    may be kept or published: ``--gpubench-record-host``)."""
     uname = platform.uname()
     machine_info = {
-        "node": socket.gethostname(),
+        "node": node,
         "processor": uname.processor,
         "machine": uname.machine,
         "python_compiler": platform.python_compiler(),
@@ -229,6 +234,10 @@ def document(
 
 
 def dumps(
-    results: Sequence[Result], fingerprint: Fingerprint, commit: str | None, project: str
+    results: Sequence[Result],
+    fingerprint: Fingerprint,
+    commit: str | None,
+    project: str,
+    node: str = "",
 ) -> str:
-    return json_text(document(results, fingerprint, commit, project))
+    return json_text(document(results, fingerprint, commit, project, node))

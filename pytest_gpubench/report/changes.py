@@ -10,8 +10,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 from ..core.records import Result, SessionRecord
-from ..judge.changes import Changes, detect, min_change_for
+from ..judge.changes import ALPHA, MIN_SESSIONS, Changes, detect, min_change_for, p_values
 from ..store.baseline import Baseline
 
 SHOW_HEADING = "creep or step toward slower in the history (docs/verdict.md):"
@@ -78,6 +80,24 @@ def saved_lines(results: Sequence[Result], baseline: Baseline) -> list[str]:
 def show_lines(baseline: Baseline, threshold: float) -> list[str]:
     """``gpubench show``: each entry whose latest binary's history is flagged, under a
     heading; none when none is."""
-    changes = {k: of_sessions(e.history, threshold) for k, e in baseline.entries.items()}
+    changes = {
+        k: of_sessions(baseline.entries[k].history, threshold) for k in _candidates(baseline)
+    }
     lines = flagged_lines(changes, {})
     return [SHOW_HEADING, *(f"  {line}" for line in lines)] if lines else []
+
+
+def _candidates(baseline: Baseline) -> list[str]:
+    """The keys whose history may be flagged: the permutation p-values of every history of
+    one length at once, and only those under ``ALPHA`` (steps or rise) go on to ``detect``,
+    which flags nothing else. One history at a time, 10^5 tests took minutes."""
+    by_length: dict[int, list[str]] = {}
+    for key, entry in baseline.entries.items():
+        if len(entry.history) >= MIN_SESSIONS:
+            by_length.setdefault(len(entry.history), []).append(key)
+    found = []
+    for keys in by_length.values():
+        logs = [[math.log(r.median_ms) for r in baseline.entries[k].history] for k in keys]
+        p_step, p_rise = p_values(np.array(logs))
+        found += [k for k, a, b in zip(keys, p_step, p_rise, strict=True) if min(a, b) <= ALPHA]
+    return found

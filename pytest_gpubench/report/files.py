@@ -28,6 +28,8 @@ class RunInfo:
     project: str  # the name of the project's root directory
     # Per result key, the change points of its history with this run (report/changes.py).
     changes: Mapping[str, Json] = field(default_factory=dict)
+    # pytest-benchmark's machine_info.node: the host's name only where asked, else a digest.
+    node: str = ""
 
 
 def json_report(outcomes: Sequence[tuple[Result, bool]], info: RunInfo) -> str:
@@ -54,7 +56,9 @@ def write_reports(
     writers: dict[str, Callable[[], str]] = {
         JSON_REPORT: lambda: json_report(outcomes, info),
         MARKDOWN_REPORT: lambda: summary.markdown(results, info.device),
-        BENCHMARK_REPORT: lambda: benchjson.dumps(results, info.device, info.commit, info.project),
+        BENCHMARK_REPORT: lambda: benchjson.dumps(
+            results, info.device, info.commit, info.project, info.node
+        ),
     }
     errors = []
     for path, what in targets:

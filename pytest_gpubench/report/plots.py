@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import matplotlib
 from matplotlib.axes import Axes
@@ -38,8 +38,9 @@ if TYPE_CHECKING:  # matplotlib.typing is 3.8's; the plots need 3.6
 PANELS = 12
 COLUMNS = 3
 TITLE_CHARS = 48
-# The rc settings of every figure: text drawn as paths, so an inline SVG needs no fonts.
-STYLE: dict[RcKeyType, object] = {"svg.fonttype": "path", "font.size": 8, "axes.titlesize": 8}
+# The rc settings of every figure. SVG text stays text (a browser draws it in its sans-serif):
+# drawn as paths, each glyph had cost more than the rest of the figure.
+STYLE: dict[RcKeyType, object] = {"svg.fonttype": "none", "font.size": 8, "axes.titlesize": 8}
 
 
 @dataclass(frozen=True)
@@ -56,20 +57,57 @@ def history_figures(section: Section) -> list[Figure]:
     figure."""
     views = section.views
     chunks = [views[i : i + PANELS] for i in range(0, len(views), PANELS)]
+    header = drawn_header(section)
     figures = []
     for number, chunk in enumerate(chunks, start=1):
         columns = min(COLUMNS, len(chunk))
         rows = math.ceil(len(chunk) / columns)
-        figure = _figure((4.2 * columns, 2.7 * rows + 0.5))
+        width, height = PANEL_WIDTH * columns, PANEL_HEIGHT * rows + TITLE_HEIGHT
+        figure = _figure((width, height))
+        # Fixed margins, in inches: a layout engine measured every label of every panel
+        # again per image format (most of the 20 s a 54-test file took).
+        figure.subplots_adjust(
+            left=0.62 / width,
+            right=1 - 0.4 / width,
+            bottom=0.62 / height,
+            top=1 - TITLE_HEIGHT / height,
+            wspace=0.62 / (PANEL_WIDTH - 0.62),
+            hspace=0.95 / (PANEL_HEIGHT - 0.95),
+        )
         axes = list(figure.subplots(rows, columns, squeeze=False).flat)
         for ax, view in zip(axes, chunk, strict=False):
             _history_panel(ax, view, section.baseline)
         for ax in axes[len(chunk) :]:
             ax.set_visible(False)
         part = f" ({number}/{len(chunks)})" if len(chunks) > 1 else ""
-        figure.suptitle(f"{section.header}: session history and gate band{part}")
+        figure.suptitle(f"{header}: session history and gate band{part}", y=1 - 0.08 / height)
         figures.append(figure)
     return figures
+
+
+# The size of one history panel and of the figure's title, in inches.
+PANEL_WIDTH = 4.2
+PANEL_HEIGHT = 2.9
+TITLE_HEIGHT = 0.45
+# Sessions labelled on a panel's x axis (its date and commit): more overlap.
+X_LABELS = 4
+# Room above and below what a panel draws (band edges, sessions), as a share of its span.
+Y_MARGIN = 0.12
+
+
+def drawn_header(section: Section) -> str:
+    """``NVIDIA H100: 12 sessions drawn, 2026-01-02 to 2026-03-04, 8 tests``: the sessions
+    the panels show (each test's latest binary), not the file's others."""
+    baseline = section.baseline
+    drawn = {r.session for v in section.views for r in v.entry.anchor + v.entry.history}
+    name = baseline.device.get("name") or "unknown device"
+    dates = sorted(i.date[:10] for k, i in baseline.sessions.items() if k in drawn)
+    span = f", {dates[0]} to {dates[-1]}" if dates else ""
+    tests = len(section.views)
+    return (
+        f"{name}: {len(drawn)} session{'s' if len(drawn) != 1 else ''} drawn{span}, "
+        f"{tests} test{'s' if tests != 1 else ''}"
+    )
 
 
 def _history_panel(ax: Axes, view: EntryView, baseline: Baseline) -> None:
@@ -83,15 +121,14 @@ def _history_panel(ax: Axes, view: EntryView, baseline: Baseline) -> None:
     low, high = view.band
     ax.axhspan(low * scale, high * scale, color="tab:green", alpha=0.15, lw=0, label="gate band")
     ax.axhline(entry.median_ms * scale, color="tab:green", lw=1, label="reference")
-    x = list(range(1, len(records) + 1))
-    ax.plot(x, [r.median_ms * scale for r in records], "o-", ms=3, lw=1, label="session median")
+    x = list(range(len(records)))
+    y = [r.median_ms * scale for r in records]
+    ax.plot(x, y, "o-", ms=3, lw=1, label="session median")
     anchor = {r.session for r in entry.anchor}
-    marked = [
-        (i, r.median_ms * scale) for i, r in zip(x, records, strict=True) if r.session in anchor
-    ]
+    marked = [(i, v) for i, v, r in zip(x, y, records, strict=True) if r.session in anchor]
     ax.plot(
         [i for i, _ in marked],
-        [y for _, y in marked],
+        [v for _, v in marked],
         "s",
         ms=7,
         mfc="none",
@@ -100,14 +137,41 @@ def _history_panel(ax: Axes, view: EntryView, baseline: Baseline) -> None:
     )
     title = _short(view.key)
     ax.set_title(title + (" (noisy)" if view.judgement.noisy else ""))
-    ax.set_xlabel(f"session ({entry.timer}; gate {view.gate:.1%})")
+    ax.set_xlabel(f"session: date, commit ({entry.timer}; gate {view.gate:.1%})")
     ax.set_ylabel(f"median ({unit})")
-    ax.set_xlim(0.5, len(records) + 0.5)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+    ax.set_xlim(-0.5, len(records) - 0.5)
+    ticks = _labelled(len(records))
+    ax.set_xticks(ticks, [_session_label(records[i], baseline) for i in ticks])
+    ax.set_ylim(*_y_limits([low * scale, high * scale, *y]))
+    ax.yaxis.set_major_locator(MaxNLocator(5))
     ax.tick_params(labelsize=7)
     spec = ax.get_subplotspec()
     if spec is not None and spec.is_first_col() and spec.is_first_row():
-        ax.legend(fontsize=6, loc="best")
+        ax.legend(fontsize=6, loc="upper left")
+
+
+def _y_limits(values: Sequence[float]) -> tuple[float, float]:
+    """Limits that hold ``values`` (the band's edges among them) with Y_MARGIN to spare:
+    matplotlib's own limits had cut the band at the data, so its edges never showed."""
+    low, high = min(values), max(values)
+    span = high - low or abs(high) * 0.1 or 1.0
+    return low - Y_MARGIN * span, high + Y_MARGIN * span
+
+
+def _labelled(count: int) -> list[int]:
+    """The sessions to label on the x axis: the first, the last, and evenly between."""
+    if count <= X_LABELS:
+        return list(range(count))
+    return sorted({round(i * (count - 1) / (X_LABELS - 1)) for i in range(X_LABELS)})
+
+
+def _session_label(record: SessionRecord, baseline: Baseline) -> str:
+    """``01-24 05:10`` over the short commit (``-`` where none was recorded)."""
+    info = baseline.sessions.get(record.session)
+    if info is None:
+        return record.session[:13]
+    when = info.date[5:16].replace("T", " ")
+    return f"{when}\n{(info.commit or '-')[:7]}"
 
 
 def _in_time_order(records: Sequence[SessionRecord], baseline: Baseline) -> list[SessionRecord]:
@@ -139,7 +203,7 @@ def peak_figure(section: Section) -> tuple[Figure | None, str]:
     if not views:
         return None, f"no % of peak chart for {baseline.path}: no test declares bytes="
     groups = list(dict.fromkeys(v.entry.group or "(no group)" for v in views))
-    figure = _figure((8.0, 1.4 + 0.28 * len(views) + 0.2 * len(groups)))
+    figure = _figure((8.0, 1.4 + 0.28 * len(views) + 0.2 * len(groups)), "constrained")
     ax = figure.subplots()
     colors = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
     y, position, previous = [], 0.0, None
@@ -168,7 +232,8 @@ def peak_figure(section: Section) -> tuple[Figure | None, str]:
     ax.set_xlim(0, max(110.0, max(shares) * 1.15))
     ax.set_xlabel(f"% of peak copy bandwidth ({float(peak):g} GB/s), at the reference median")
     ax.legend(title="group", fontsize=7, loc="lower right")
-    figure.suptitle(f"{section.header}: share of peak copy bandwidth")
+    name = baseline.device.get("name") or "unknown device"
+    figure.suptitle(f"{name}: share of peak copy bandwidth, {len(views)} tests that declare bytes")
     return figure, ""
 
 
@@ -177,8 +242,8 @@ def _share(view: EntryView, peak_gbs: float) -> float:
     return float(entry.bytes or 0) / (entry.median_ms * 1e6) / peak_gbs
 
 
-def _figure(size: tuple[float, float]) -> Figure:
-    figure = Figure(figsize=size, layout="constrained")
+def _figure(size: tuple[float, float], layout: Literal["constrained"] | None = None) -> Figure:
+    figure = Figure(figsize=size, layout=layout)
     FigureCanvasAgg(figure)
     return figure
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import secrets
+import socket
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -34,8 +35,10 @@ class Environment:
         measure: MeasureSettings,
         timer_factory: TimerFactory,
         use_cuda: Callable[[], bool],
+        record_host: bool = False,
     ) -> None:
         self.rootdir = rootdir
+        self.record_host = record_host  # the host's name in the files (--gpubench-record-host)
         self.measure = measure  # the session's defaults: what session-wide probes use
         self._timer_factory = timer_factory
         self._use_cuda = use_cuda
@@ -68,6 +71,12 @@ class Environment:
         return self.device.uuid or host_identity()
 
     @property
+    def node(self) -> str:
+        """This host in pytest-benchmark's ``machine_info.node``: its name only where asked
+        (--gpubench-record-host), else the digest the CPU timer's baselines use."""
+        return socket.gethostname() if self.record_host else host_identity()
+
+    @property
     def gpu(self) -> str | None:
         """Which GPU a result came from: ``cuda:<index> <uuid>``."""
         if self.device.kind != "cuda":
@@ -91,7 +100,10 @@ class Environment:
                 key: None if fingerprint.get(key) is None else str(fingerprint[key])
                 for key in VERSION_FIELDS
             }
-            self._session_info = SessionInfo(self.date, self.git_commit(), self.machine, versions)
+            host = socket.gethostname() if self.record_host else None
+            self._session_info = SessionInfo(
+                self.date, self.git_commit(), self.machine, versions, host
+            )
         return self._session_info
 
     def git_commit(self) -> str | None:

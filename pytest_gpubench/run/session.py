@@ -111,7 +111,9 @@ class BenchSession:
         launcher: Launcher | None = None,
     ) -> None:
         self.settings = settings
-        self.env = Environment(rootdir, settings.measure, timer_factory, use_cuda)
+        self.env = Environment(
+            rootdir, settings.measure, timer_factory, use_cuda, settings.record_host
+        )
         self.launcher = launcher
         self.family = 1  # measurements judged in this run: set once the tests are collected
         # Against a revision (run/ab.py): each measurement key's result, found before the

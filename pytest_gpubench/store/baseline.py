@@ -47,14 +47,18 @@ from ..core.errors import BaselineError, StorageError
 from ..core.jsondata import Json
 from ..core.kernels import Launch, fingerprint, same_binary
 from ..core.records import (
+    NO_EXTRA,
     Measurement,
     SessionInfo,
     SessionRecord,
     Versus,
     at_least,
     is_number,
+    no_extra,
     rounded,
+    unknown_keys,
     whole,
+    with_extra,
 )
 from ..core.samples import MAX_SAMPLE_MS, MIN_SAMPLE_MS, sample_problem
 from . import files as storage
@@ -92,6 +96,10 @@ class Binary:
     epoch: str  # the session that started the epoch
     anchor: tuple[SessionRecord, ...]  # the epoch's first sessions
     history: tuple[SessionRecord, ...]  # the latest sessions of the epoch, oldest first
+    # Keys of a newer version, of a binary in ``others`` (the latest binary's are its entry's).
+    extra: Mapping[str, Json] = field(default_factory=no_extra)
+
+    KNOWN = frozenset(("epoch", "anchor", "history", "kernels", "binary"))
 
     @property
     def fingerprint(self) -> str:
@@ -143,7 +151,7 @@ class Binary:
         }
         if self.kernels:
             data["binary"] = self.fingerprint  # for a reader: derived, not read back
-        return data
+        return with_extra(data, self.extra)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Json], sessions: Mapping[str, SessionInfo]) -> Binary:
@@ -170,7 +178,13 @@ class Binary:
                 raise ValueError(f"has a kernel entry {i} that is malformed: {exc}") from None
         if not isinstance(data.get("binary", ""), str):
             raise ValueError(f"has a 'binary' of {data['binary']!r:.60}, not a string")
-        return cls(tuple(kernels), data["epoch"], records["anchor"], records["history"])
+        return cls(
+            tuple(kernels),
+            data["epoch"],
+            records["anchor"],
+            records["history"],
+            unknown_keys(data, cls.KNOWN),
+        )
 
 
 @dataclass(frozen=True)
@@ -192,6 +206,12 @@ class BaselineEntry:
     note: str | None = None
     others: tuple[Binary, ...] = ()  # its other binaries, the most recently saved first
     versus: Versus | None = None  # a ratio to a reference: what its latest session compared
+    # Keys of a newer version (beside its own, those of its latest binary): written back.
+    extra: Mapping[str, Json] = field(default_factory=no_extra)
+
+    KNOWN = Binary.KNOWN | frozenset(
+        ("timer", "samples_ms", "others", "group", "bytes", "flops", "extra_info", "note", "versus")
+    )
 
     @property
     def median_ms(self) -> float:
@@ -214,7 +234,8 @@ class BaselineEntry:
         return _ran(self.binaries, launches)
 
     def with_binaries(self, binaries: Sequence[Binary]) -> BaselineEntry:
-        """This entry with ``binaries`` (the latest first; those past MAX_BINARIES dropped)."""
+        """This entry with ``binaries`` (the latest first; those past MAX_BINARIES dropped).
+        The unknown keys of a binary that becomes the latest join the entry's."""
         latest, *others = binaries[:MAX_BINARIES]
         return dataclasses.replace(
             self,
@@ -223,6 +244,7 @@ class BaselineEntry:
             anchor=latest.anchor,
             history=latest.history,
             others=tuple(others),
+            extra={**self.extra, **latest.extra} if latest.extra else self.extra,
         )
 
     def extended(self, records: Sequence[SessionRecord]) -> BaselineEntry:
@@ -246,7 +268,7 @@ class BaselineEntry:
             "versus": None if self.versus is None else self.versus.to_json(),
         }
         data.update({k: v for k, v in optional.items() if v is not None})
-        return data
+        return with_extra(data, self.extra)
 
     @classmethod
     def from_json(cls, data: Json, sessions: Mapping[str, SessionInfo]) -> BaselineEntry:
@@ -288,6 +310,7 @@ class BaselineEntry:
             note=data.get("note"),
             others=tuple(others),
             versus=None if data.get("versus") is None else Versus.from_json(data["versus"]),
+            extra=unknown_keys(data, cls.KNOWN),
         )
 
 
@@ -331,8 +354,11 @@ class Update:
         starts that binary over; another timer starts the entry over."""
         launches = self.latest.kernels
         started = Binary.started(launches, self.records)
-        if current is None or current.timer != self.latest.timer:
-            return self.latest.with_binaries([started])
+        latest = self.latest
+        if current is not None and current.extra:  # a newer version's keys: kept
+            latest = dataclasses.replace(latest, extra={**current.extra, **latest.extra})
+        if current is None or current.timer != latest.timer:
+            return latest.with_binaries([started])
         binaries = current.binaries
         ran = _ran(binaries, launches)
         others = [b for b in binaries if b is not ran]
@@ -342,7 +368,7 @@ class Update:
             saved = Binary.started(launches or ran.kernels, self.records)
         else:  # its latest launches, unless this timer could not record them
             saved = dataclasses.replace(ran.extended(self.records), kernels=launches or ran.kernels)
-        return self.latest.with_binaries([saved, *others])
+        return latest.with_binaries([saved, *others])
 
 
 @dataclass
@@ -353,6 +379,8 @@ class Baseline:
     entries: dict[str, BaselineEntry] = field(default_factory=dict)
     exists: bool = False
     schema: str = SCHEMA
+    # Top-level keys of a newer version: written back by a save.
+    extra: Mapping[str, Json] = field(default_factory=no_extra)
 
     def latest_versions(self, now: datetime.datetime | None = None) -> Mapping[str, str | None]:
         """Software versions of the most recent session in the file. A session dated after
@@ -435,7 +463,12 @@ def _from_document(path: Path, data: Json) -> Baseline:
             entries[key] = BaselineEntry.from_json(entry, sessions)
         except ValueError as exc:
             raise ValueError(f"has an entry {key!r:.200} that {exc}") from None
-    return Baseline(path, device, sessions, entries, exists=True)
+    extra = unknown_keys(data, TOP_LEVEL)
+    return Baseline(path, device, sessions, entries, exists=True, extra=extra)
+
+
+# The top-level keys of a schema 2 file; others are a newer version's, kept by a save.
+TOP_LEVEL = frozenset(("schema", "device", "sessions", "benchmarks"))
 
 
 def _from_schema_1(path: Path, device: dict[str, Json], raw: dict[str, Json]) -> Baseline:
@@ -543,11 +576,14 @@ def save(
         entries = dict(current.entries)
         for update in updates:
             entries[update.key] = update.apply(entries.get(update.key))
-        table = used_sessions({**current.sessions, **sessions}, entries)
+        # A session the file has already is the file's (with any keys of a newer version).
+        table = used_sessions({**sessions, **current.sessions}, entries)
         storage.remove_stale_temporaries(path)
-        storage.write_atomic(path, dumps(document(device, table, entries)), WHAT)
+        text = dumps(document(device, table, entries, current.extra))
+        storage.write_atomic(path, text, WHAT)
         _ignore_temporaries(path.parent)
     baseline.device, baseline.sessions, baseline.entries = dict(device), table, entries
+    baseline.extra = current.extra
     baseline.exists, baseline.schema = True, SCHEMA
     return True
 
@@ -564,14 +600,17 @@ def document(
     device: Mapping[str, Json],
     sessions: Mapping[str, SessionInfo],
     entries: Mapping[str, BaselineEntry],
+    extra: Mapping[str, Json] = NO_EXTRA,
 ) -> dict[str, Json]:
-    """The JSON document of a baseline file (its sessions: those ``entries`` refer to)."""
-    return {
+    """The JSON document of a baseline file (its sessions: those ``entries`` refer to;
+    ``extra``: the top-level keys of a newer version, kept)."""
+    data: dict[str, Json] = {
         "schema": SCHEMA,
         "device": dict(device),
         "sessions": {k: v.to_json() for k, v in used_sessions(sessions, entries).items()},
         "benchmarks": {k: e.to_json() for k, e in entries.items()},
     }
+    return with_extra(data, extra)
 
 
 _ENCODER = json.JSONEncoder(allow_nan=False)  # one encoder: json.dumps builds one per call

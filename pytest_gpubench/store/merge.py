@@ -57,7 +57,8 @@ def merge(ancestor: Baseline, current: Baseline, other: Baseline) -> str:
     sessions = {**current.sessions, **new}
     entries = _applied(current.entries, updates)
     device = other.device if updates else current.device
-    return dumps(document(device, sessions, entries))
+    extra = {**other.extra, **current.extra}  # a newer version's top-level keys: kept
+    return dumps(document(device, sessions, entries, extra))
 
 
 def merge_files(ancestor: Path, current: Path, other: Path) -> None:
