@@ -267,7 +267,9 @@ def test_under_xdist_with_two_gpus_each_times_its_share_in_its_own_pairs(
     lanes = lanes_of(log)
     # the first GPU the first test, the second the other; base first in odd pairs
     order = ["base", "head", "head", "base"]
-    assert lanes["0"] == [(side, "test_bench.py::test_sum") for side in order]
+    # then on the first GPU, one process of each side traces the failing test (evidence)
+    evidence = [("base", "test_bench.py::test_sum"), ("head", "test_bench.py::test_sum")]
+    assert lanes["0"] == [(side, "test_bench.py::test_sum") for side in order] + evidence
     assert lanes["1"] == [(side, "test_bench.py::test_join") for side in order]
 
 
@@ -298,8 +300,13 @@ def test_under_xdist_with_two_gpus_a_later_look_splits_its_pairs_between_them(
         ("base", "test_bench.py::test_join"),
         ("head", "test_bench.py::test_join"),
     ]
-    assert [(side, *sorted(tests)) for side, *tests in lanes["0"][2:]] == [
+    assert [(side, *sorted(tests)) for side, *tests in lanes["0"][2:-2]] == [
         (side, *both) for side in ["head", "base", "base", "head"] * 2
+    ]
+    # the failing test's evidence, one process of each side on the first GPU
+    assert lanes["0"][-2:] == [
+        ("base", "test_bench.py::test_sum"),
+        ("head", "test_bench.py::test_sum"),
     ]
     assert [(side, *sorted(tests)) for side, *tests in lanes["1"][2:]] == [
         (side, *both) for side in ["head", "base", "base", "head", "head", "base"]

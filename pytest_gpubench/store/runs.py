@@ -72,7 +72,15 @@ def stored(directory: Path) -> list[Path]:
         names = os.listdir(runs)
     except OSError:
         return []
-    return [runs / n for n in sorted(names) if NAME.fullmatch(n)]
+    found = [runs / n for n in names if NAME.fullmatch(n)]
+
+    def written(path: Path) -> tuple[str, int, str]:
+        # The second in the name, then when it was written: two runs of one second.
+        with contextlib.suppress(OSError):
+            return path.name[:16], path.stat().st_mtime_ns, path.name
+        return path.name[:16], 0, path.name
+
+    return sorted(found, key=written)
 
 
 def resolve(directory: Path, name: str) -> Path:
