@@ -108,44 +108,52 @@ def parse_positive_float(text: object) -> float:
     return value
 
 
-def parse_count(text: object) -> int:
+def _whole(text: object, low: int, high: int | None, unreadable: str, outside: str) -> int:
+    """A whole number from ``low`` to ``high`` (None: no bound); ValueError with
+    ``unreadable`` or ``outside``, the option's own words."""
     try:
         value = int(str(text))
     except ValueError:
-        raise ValueError("expected a whole number such as 10") from None
-    if value < 2:
-        raise ValueError("expected a whole number of at least 2")
+        raise ValueError(unreadable) from None
+    if value < low or (high is not None and value > high):
+        raise ValueError(outside)
     return value
+
+
+def parse_count(text: object) -> int:
+    return _whole(
+        text, 2, None, "expected a whole number such as 10", "expected a whole number of at least 2"
+    )
 
 
 def parse_confirmations(text: object) -> int:
-    try:
-        value = int(str(text))
-    except ValueError:
-        raise ValueError("expected a whole number such as 2 (0 turns confirmation off)") from None
-    if not 0 <= value <= 20:
-        raise ValueError("expected a whole number from 0 to 20 such as 2")
-    return value
+    return _whole(
+        text,
+        0,
+        20,
+        "expected a whole number such as 2 (0 turns confirmation off)",
+        "expected a whole number from 0 to 20 such as 2",
+    )
 
 
 def parse_sessions(text: object) -> int:
-    try:
-        value = int(str(text))
-    except ValueError:
-        raise ValueError("expected a whole number of sessions such as 5") from None
-    if not 1 <= value <= 50:
-        raise ValueError("expected a whole number of sessions from 1 to 50 such as 5")
-    return value
+    return _whole(
+        text,
+        1,
+        50,
+        "expected a whole number of sessions such as 5",
+        "expected a whole number of sessions from 1 to 50 such as 5",
+    )
 
 
 def parse_keep_runs(text: object) -> int:
-    try:
-        value = int(str(text))
-    except ValueError:
-        raise ValueError("expected a whole number of runs such as 20 (0: keep none)") from None
-    if not 0 <= value <= 10000:
-        raise ValueError("expected a whole number of runs from 0 to 10000 such as 20")
-    return value
+    return _whole(
+        text,
+        0,
+        10000,
+        "expected a whole number of runs such as 20 (0: keep none)",
+        "expected a whole number of runs from 0 to 10000 such as 20",
+    )
 
 
 def parse_revision(text: object) -> str:
