@@ -182,48 +182,25 @@ def prior_for(
     against)."""
     if versus is not None and is_ratio(timer):
         return ratio_prior(versus, timer.removesuffix(RATIO_SUFFIX), graph)
-    if timer in PER_LAUNCH_TIMERS:
-        duration_ms /= max(1, launches)
-    scale = TIMER_SCALE.get(timer)
-    points = graph if scale is not None else OWN_TABLES.get(timer)
-    if points is None:
-        points, scale = OWN_TABLES[_FALLBACK_TIMER], 1.0
-    scale = scale or 1.0
-    at = math.log(max(duration_ms, 1e-9))
-    xs = [math.log(p.duration_ms) for p in points]
-
-    def interp(values: list[float], log: bool = False) -> float:
-        if log:
-            return math.exp(float(np.interp(at, xs, np.log(values))))
-        return float(np.interp(at, xs, values))
-
-    def side(name: str) -> tuple[float, float, float]:
-        sides = [getattr(p, name) for p in points]
-        return (
-            interp([s[0] for s in sides]),
-            interp([s[1] for s in sides]),
-            scale * interp([max(s[2], 1e-6) for s in sides], log=True),
-        )
-
-    return Prior(
-        duration_ms,
-        sigma=scale * interp([p.sigma for p in points], log=True),
-        nu0=interp([p.nu0 for p in points]),
-        slow=side("slow"),
-        fast=side("fast"),
-    )
+    [prior] = priors_for([duration_ms], timer, [launches], graph)
+    return prior
 
 
-def priors_for(durations_ms: Sequence[float], timer: str, launches: Sequence[int]) -> list[Prior]:
-    """:func:`prior_for` of each duration with its launches, one timer and no ratio: the same
-    numbers (the same logs and interpolations, element by element), a few array calls for
-    all of them instead of a dozen per prior (``gpubench show`` of 10^5 tests)."""
+def priors_for(
+    durations_ms: Sequence[float],
+    timer: str,
+    launches: Sequence[int],
+    graph: tuple[Prior, ...] = GRAPH_POINTS,
+) -> list[Prior]:
+    """:func:`prior_for` of each duration with its launches, one timer and no ratio: a few
+    array calls for all of them instead of a dozen per prior (``gpubench show`` of 10^5
+    tests)."""
     durations = [
         d / max(1, n) if timer in PER_LAUNCH_TIMERS else d
         for d, n in zip(durations_ms, launches, strict=True)
     ]
     scale = TIMER_SCALE.get(timer)
-    points = GRAPH_POINTS if scale is not None else OWN_TABLES.get(timer)
+    points = graph if scale is not None else OWN_TABLES.get(timer)
     if points is None:
         points, scale = OWN_TABLES[_FALLBACK_TIMER], 1.0
     scale = scale or 1.0

@@ -294,7 +294,8 @@ def compare(
             if r.verdict.judgement is not None and r.verdict.judgement.needs_confirmation
         }
         wanted = [n for n in nodeids if n in more]
-    failed_keys = {key for key, r in results.items() if Gate.of(settings).fails(r.verdict)}
+    fails = Gate.of(settings).fails  # whether a verdict fails: not the family's to say
+    failed_keys = {key for key, r in results.items() if fails(r.verdict)}
     if failed_keys:
         results = _with_evidence(results, failed_keys, sides_, settings, devices, label, announce)
     lines = tuple(dict.fromkeys(errors))
