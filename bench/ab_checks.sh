@@ -24,9 +24,14 @@
 # CACHE warm (the user's compile caches) or cold (empty ones of its own); bench/two_gpus.py
 # compares them.
 # Each run's report is $LOGS/NN-STEP.json, its output .txt; runs.tsv lists them with seconds.
+# GPU=N (start and poll) runs a plan on GPU N only, beside other plans on other GPUs of the
+# host: its own logs, tree copy and bisect repository, the installed package the first plan's
+# (the trees are the same).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
-logs=${LOGS:-/tmp/gpubench-ab}
+sfx=${GPU:+-gpu$GPU}
+[ -z "${GPU:-}" ] || export CUDA_VISIBLE_DEVICES=$GPU
+logs=${LOGS:-/tmp/gpubench-ab$sfx}
 stage=$logs/stage
 mkdir -p "$logs" "$stage"
 export PYTHONUNBUFFERED=1
@@ -88,7 +93,7 @@ run_step() {
 # A git repository of the user suite: a first commit, then $1 commits each adding a file, the
 # $2-th also making the copies' work grow by $3 (the knob's default). Prints its path.
 bisect_repo() {
-  local repo=/tmp/gpubench-bisect-repo i g=(-c user.name=gpubench -c user.email=gpubench@localhost)
+  local repo=/tmp/gpubench-bisect-repo$sfx i g=(-c user.name=gpubench -c user.email=gpubench@localhost)
   rm -rf "$repo" && cp -a "$root/bench/user_suite" "$repo" && rm -rf "$repo/.gpubench"
   (cd "$repo" && git init -q -b main && git add -A && git "${g[@]}" commit -qm "the suite"
    for i in $(seq 1 "$1"); do
@@ -105,14 +110,19 @@ start)
   # of it, made here, as it is (the device's .git may hold an older HEAD than the files: its
   # uncommitted changes are the tree's own), committed there (A/A compares HEAD with itself).
   seconds=$2; shift 2
-  copy=/tmp/gpubench-ab-tree
-  pkill -f "ab_checks.sh run"; pkill -f "pytest -q -p no:cacheprovider"; sleep 1; rm -rf "$copy" "$stage"; mkdir -p "$stage"
+  copy=/tmp/gpubench-ab-tree$sfx
+  if [ -z "${GPU:-}" ]; then pkill -f "ab_checks.sh run"; pkill -f "pytest -q -p no:cacheprovider"; else pkill -f "$copy/bench/ab_checks.sh run"; fi
+  sleep 1; rm -rf "$copy" "$stage"; mkdir -p "$stage"
   cp -a "$root" "$copy" && cp "$root"/bench/{ab_checks.sh,ab_summary.py,two_gpus.py,xdist_compare.py} "$stage"/
   cd "$copy" || exit 1
   git add -A && git -c user.name=gpubench -c user.email=gpubench@localhost \
      commit -qm "the plan's tree" --no-verify > /dev/null 2>&1
-  python3 -m pip install --no-build-isolation --no-deps -e "$copy" -q > "$logs/install.txt" 2>&1 || { cat "$logs/install.txt"; exit 1; }
-  nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader > "$logs/gpu.txt"
+  if [ -n "${GPU:-}" ] && python3 -c "import pytest_gpubench" 2> /dev/null && pip show -f pytest-gpubench 2> /dev/null | grep -q /tmp/gpubench-ab-tree-gpu; then
+    echo "installed by another plan: $(pip show -f pytest-gpubench | grep -m1 'Editable project location')" > "$logs/install.txt"
+  else
+    python3 -m pip install --no-build-isolation --no-deps -e "$copy" -q > "$logs/install.txt" 2>&1 || { cat "$logs/install.txt"; exit 1; }
+  fi
+  nvidia-smi ${GPU:+-i "$GPU"} --query-gpu=name,uuid,driver_version --format=csv,noheader > "$logs/gpu.txt"
   echo "GPU: $(cat "$logs/gpu.txt"); $(git log -2 --format=%h) changes: $(git status --porcelain | wc -l)"
   GPUBENCH_ROOT=$copy STOP_AT=$(( $(date +%s) + seconds )) setsid nohup bash "$copy/bench/ab_checks.sh" run "$@" > "$stage/plan.log" 2>&1 < /dev/null &
   echo "plan started"
@@ -134,7 +144,7 @@ poll)
   if cut -f2 "$logs/runs.tsv" 2>/dev/null | grep -qx xdist; then  # issue 20's runs
     python3 "$stage/two_gpus.py" "$logs" >> "$logs/summary.md" 2>&1
   fi
-  (cd "$logs" && tar czf "${OUT:-$root/device-out}/ab-logs.tgz" --exclude=stage ./*.json ./*.txt ./*.tsv ./*.md ./*.clock ./*-baselines 2>/dev/null)
+  (cd "$logs" && tar czf "${OUT:-$root/device-out}/ab-logs$sfx.tgz" --exclude=stage ./*.json ./*.txt ./*.tsv ./*.md ./*.clock ./*-baselines 2>/dev/null)
   [ -e "$stage/done" ] && echo "plan done" || echo "plan still running"
   cat "$logs/summary.md"
   ;;
