@@ -117,8 +117,9 @@ start)
   cd "$copy" || exit 1
   git add -A && git -c user.name=gpubench -c user.email=gpubench@localhost \
      commit -qm "the plan's tree" --no-verify > /dev/null 2>&1
-  if [ -n "${GPU:-}" ] && python3 -c "import pytest_gpubench" 2> /dev/null && pip show -f pytest-gpubench 2> /dev/null | grep -q /tmp/gpubench-ab-tree-gpu; then
-    echo "installed by another plan: $(pip show -f pytest-gpubench | grep -m1 'Editable project location')" > "$logs/install.txt"
+  installed=$(cd / && python3 -c "import pytest_gpubench; print(pytest_gpubench.__file__)" 2> /dev/null)
+  if [ -n "${GPU:-}" ] && [[ $installed == /tmp/gpubench-ab-tree-gpu* ]]; then
+    echo "installed by another plan: $installed" > "$logs/install.txt"
   else
     python3 -m pip install --no-build-isolation --no-deps -e "$copy" -q > "$logs/install.txt" 2>&1 || { cat "$logs/install.txt"; exit 1; }
   fi

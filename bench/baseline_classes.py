@@ -3,7 +3,8 @@
 For each committed baseline file, the tests per class of time per call, how many gate the
 default 5% threshold, how many are noisy (they gate more) and how many are not gated, and
 the largest gate from 20 µs: ``gpubench show``'s judgement of a next session at each test's
-reference (report.baselines.survey). docs/performance.md holds this table; tests/test_docs.py
+reference (report.baselines.survey). A ratio to a reference function is not a time: its rows
+(``ratio,`` before the class) class it by its function's time per call. docs/performance.md holds this table; tests/test_docs.py
 checks it against this script's output.
 
     python bench/baseline_classes.py
@@ -15,6 +16,7 @@ import math
 from pathlib import Path
 
 from pytest_gpubench import cli
+from pytest_gpubench.core.records import RATIO_KEY, is_ratio
 from pytest_gpubench.report.baselines import survey
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,18 +45,26 @@ def table() -> str:
         views = survey(baseline, cli.DEFAULT_THRESHOLD, cli.DEFAULT_ALPHA)
         counts = sorted({len(v.entry.history) for v in views})
         sessions = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
-        for low, high in CLASSES_US:
-            rows = [v for v in views if low <= v.entry.median_ms * 1e3 < high]
-            if not rows:
-                continue
-            gated = [v for v in rows if v.judgement.gated]
-            ok = sum(1 for v in gated if not v.judgement.noisy)
-            gates = [v.gate for v in gated]
-            largest = f"{max(gates):.1%}" if low >= 20 and gates else ""
-            lines.append(
-                f"| {name} | {sessions} | {label(low, high)} | {len(rows)} | {ok} "
-                f"| {len(gated) - ok} | {len(rows) - len(gated)} | {largest} |"
-            )
+        times = {v.key: v.entry.median_ms for v in views if not is_ratio(v.entry.timer)}
+        for ratios in (False, True):
+            for low, high in CLASSES_US:
+                rows = [
+                    v
+                    for v in views
+                    if is_ratio(v.entry.timer) == ratios
+                    and low <= times.get(v.key.split(RATIO_KEY)[0], math.nan) * 1e3 < high
+                ]
+                if not rows:
+                    continue
+                gated = [v for v in rows if v.judgement.gated]
+                ok = sum(1 for v in gated if not v.judgement.noisy)
+                gates = [v.gate for v in gated]
+                largest = f"{max(gates):.1%}" if low >= 20 and gates else ""
+                lines.append(
+                    f"| {name} | {sessions} | {'ratio, ' if ratios else ''}{label(low, high)} "
+                    f"| {len(rows)} | {ok} | {len(gated) - ok} | {len(rows) - len(gated)} "
+                    f"| {largest} |"
+                )
     return "\n".join(lines)
 
 
