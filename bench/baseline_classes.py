@@ -4,8 +4,8 @@ For each committed baseline file, the tests per class of time per call, how many
 default 5% threshold, how many are noisy (they gate more) and how many are not gated, and
 the largest gate from 20 µs: ``gpubench show``'s judgement of a next session at each test's
 reference (report.baselines.survey). A ratio to a reference function is not a time: its rows
-(``ratio,`` before the class) class it by its function's time per call. docs/performance.md holds this table; tests/test_docs.py
-checks it against this script's output.
+(``ratio,`` before the class) class it by its function's time per call. docs/performance.md
+holds this table; tests/test_docs.py checks it against this script's output.
 
     python bench/baseline_classes.py
 """

@@ -148,10 +148,13 @@ def _result_problem(item: Json) -> str:
     threshold = item.get("threshold")
     if not (is_number(threshold) and 0 < threshold < 1):
         return f"has a 'threshold' of {threshold!r:.40}, not a fraction in (0, 1)"
-    for name in ("bytes", "flops", "peak_gbs", "cached_gbs", "cache_bytes"):
+    for name in ("bytes", "flops", "peak_gbs", "cached_gbs", "cache_bytes", "matmul_tflops"):
         value = item.get(name)
         if value is not None and not (is_number(value) and 0 < value < math.inf):
             return f"has a {name!r} of {value!r:.40}, not a positive number"
+    dtype = item.get("matmul_dtype")
+    if dtype is not None and not isinstance(dtype, str):
+        return f"has a 'matmul_dtype' of {dtype!r:.40}, not a string"
     peak = item.get("peak_bytes")
     if peak is not None and not whole(0)(peak):
         return f"has a 'peak_bytes' of {peak!r:.40}, not a count of bytes"

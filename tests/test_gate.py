@@ -603,6 +603,32 @@ def test_a_call_faster_than_its_bytes_allow_is_impossible_fails_and_is_never_sav
     assert "a recorded session not saved: " in (gate.unrecorded(result, passed=True) or "")
 
 
+def test_a_call_faster_than_its_flops_allow_is_impossible_and_its_share_is_of_the_matmul() -> None:
+    """Declared flops are held to the rate a matmul of the call's dtype reached on its
+    device: under a third of that time is impossible; the share is of that measured rate."""
+    gate = Gate()
+
+    def computed(median_ms: float) -> Measurement:
+        # 1e12 flops on a device whose bfloat16 matmul reached 500 TFLOP/s: 2 ms at best
+        return dataclasses.replace(
+            measurement(current(median_ms)),
+            flops=1e12,
+            matmul_tflops=500.0,
+            matmul_dtype="bfloat16",
+        )
+
+    assert computed(1.0).flops_floor_ms == pytest.approx(2.0)
+    assert computed(4.0).tflops_share == pytest.approx(0.5)
+    assert computed(1.0).tflops_share is None  # beyond the yardstick: no share of it
+    assert gate.verdict(computed(0.7), None, MeasureSettings()).status is Status.NEW
+    verdict = gate.verdict(computed(0.6), baseline(1.0), MeasureSettings())
+    assert verdict.status is Status.IMPOSSIBLE and gate.fails(verdict)
+    assert "over 3x what a bfloat16 matmul reached on this device" in verdict.reason
+    assert "500 TFLOP/s measured" in verdict.reason and "flops= says more" in verdict.reason
+    # no rate measured (a dtype without a matmul, an older file): no floor
+    assert dataclasses.replace(computed(0.01), matmul_tflops=None).flops_floor_ms is None
+
+
 # --- peak memory (issue 18) -------------------------------------------------------------------
 
 MiB = 1 << 20

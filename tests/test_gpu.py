@@ -309,3 +309,37 @@ def test_a_ten_percent_larger_kernel_fails_once_fresh_processes_confirm_it(
             "test_triton: confirmed in * fresh processes (medians *)",
         ]
     )
+
+
+MATMULS = r"""
+import torch
+
+N = 4096
+A = torch.randn(N, N, device="cuda", dtype=torch.bfloat16)
+DONE = A @ A
+
+
+def test_matmul(gpubench):
+    gpubench(torch.matmul, A, A, flops=2 * N**3)
+
+
+def test_cached(gpubench):
+    gpubench(lambda a: DONE, A, flops=2 * N**3)
+"""
+
+
+def test_declared_flops_are_held_to_the_measured_matmul_of_their_dtype(
+    pytester: pytest.Pytester,
+) -> None:
+    """Issue 18: a bfloat16 matmul declaring its flops is possible and a share of the
+    session's own bfloat16 matmul rate; a function returning a result computed before, with
+    the same flops declared, is impossible."""
+    pytester.makepyfile(test_matmuls=MATMULS)
+    run = pytester.runpytest_subprocess("--gpubench", "--gpubench-json=out.json", *FAST)
+    run.assert_outcomes(passed=1, failed=1)
+    measured = results(pytester)
+    matmul, cached = measured["test_matmul"], measured["test_cached"]
+    assert matmul["status"] != "impossible" and matmul["matmul_dtype"] == "bfloat16"
+    assert 0.3 < matmul["tflops"] / matmul["matmul_tflops"] < 1.5, matmul
+    assert cached["status"] == "impossible", cached
+    assert "bfloat16 matmul reached on this device" in cached["reason"]

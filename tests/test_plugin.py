@@ -1510,9 +1510,9 @@ def test_declared_flops_show_as_tflops_in_every_report(fake: pytest.Pytester) ->
         import pytest
 
         def test_a(gpubench):
-            gpubench(abs, -1, flops=2e9)
+            gpubench(abs, -1, flops=2e8)
 
-        @pytest.mark.gpubench(flops=1e6)
+        @pytest.mark.gpubench(flops=1e5)
         def test_b(gpubench):
             gpubench(abs, -1)
 
@@ -1529,6 +1529,33 @@ def test_declared_flops_show_as_tflops_in_every_report(fake: pytest.Pytester) ->
     tflops = {r["test"]: r["tflops"] for r in document["results"]}
     assert tflops["test_c"] is None and tflops["test_a"] == pytest.approx(2e3 * tflops["test_b"])
     assert "| TFLOP/s |" in (fake.path / "r.md").read_text()
+
+
+def test_a_call_faster_than_its_declared_flops_allow_fails_as_impossible(
+    fake: pytest.Pytester,
+) -> None:
+    """Issue 18: flops= far beyond what this machine's float32 matmul does in the call's time
+    fails the test as impossible, naming the measured rate; the JSON carries the rate, its
+    dtype and the share of it."""
+    fake.makepyfile(
+        test_bench="""
+        def test_skipped(gpubench):
+            gpubench(abs, -1, flops=1e18)
+
+        def test_honest(gpubench):
+            gpubench(abs, -1, flops=10)
+        """
+    )
+    result = fake.runpytest("--gpubench", "--gpubench-json=r.json")
+    result.assert_outcomes(passed=1, failed=1)
+    text = output(result)
+    assert "FAILED test_bench.py::test_skipped" in text and "Traceback" not in text
+    assert "over 3x what a float32 matmul reached on this device" in text
+    results = {r["test"]: r for r in json.loads((fake.path / "r.json").read_text())["results"]}
+    assert results["test_skipped"]["status"] == "impossible"
+    honest = results["test_honest"]
+    assert honest["status"] != "impossible" and honest["matmul_dtype"] == "float32"
+    assert honest["matmul_tflops"] > 0 and 0 < honest["tflops_share"] < 1
 
 
 def test_a_call_faster_than_its_declared_bytes_allow_fails_as_impossible(

@@ -624,6 +624,7 @@ def test_the_result_files_fields_are_release_0_2s() -> None:
     fields |= {"cached_gbs", "cache_bytes"}  # issue 18: the copy rates of the physical floor
     fields |= {"peak_bytes", "trace", "reference_kernels"}  # issue 18: memory and evidence
     fields |= {"energy", "reference_trace"}  # issue 18: energy; a ratio's reference trace
+    fields |= {"matmul_tflops", "matmul_dtype"}  # issue 18: the flops floor
     assert set(result(judgement=regressed()).to_dict()) == fields
 
 

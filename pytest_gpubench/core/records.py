@@ -529,6 +529,10 @@ class Measurement:
     # A copy that stays in the device's cache (of cache_bytes): the fastest declared bytes go.
     cached_gbs: float | None = None
     cache_bytes: int | None = None
+    # The rate (TFLOP/s) a matmul of the call's dtype (matmul_dtype) reached on its device in
+    # this session: what declared flops are held to.
+    matmul_tflops: float | None = None
+    matmul_dtype: str | None = None
     # Bytes one call held at its peak above what was held before it: the device allocator's
     # exact count (timing.device.peak_bytes); None where not known (a CPU).
     peak_bytes: int | None = None
@@ -614,6 +618,23 @@ class Measurement:
         return floor
 
     @property
+    def flops_floor_ms(self) -> float | None:
+        """The least time a call can do its declared flops in at the rate a matmul of its
+        dtype reached on its device; None where either is unknown."""
+        if self.flops is None or not self.matmul_tflops:
+            return None
+        return self.flops / (self.matmul_tflops * 1e9)
+
+    @property
+    def tflops_share(self) -> float | None:
+        """TFLOP/s as a share of the measured matmul rate of the call's dtype; absent above
+        it (a rate beyond the yardstick is no share of it)."""
+        tflops = self.tflops
+        if tflops is None or not self.matmul_tflops or tflops > self.matmul_tflops:
+            return None
+        return tflops / self.matmul_tflops
+
+    @property
     def peak_share(self) -> float | None:
         """GB/s as a share of the device's measured copy bandwidth; absent above it (data that
         stays in L2 between calls is not bound by DRAM: no share of that peak)."""
@@ -672,6 +693,8 @@ class Measurement:
             "peak_gbs": self.peak_gbs,
             "cached_gbs": self.cached_gbs,
             "cache_bytes": self.cache_bytes,
+            "matmul_tflops": self.matmul_tflops,
+            "matmul_dtype": self.matmul_dtype,
             "peak_bytes": self.peak_bytes,
             "extra_info": dict(self.extra_info),
             "date": self.date,
@@ -720,6 +743,8 @@ class Measurement:
             peak_gbs=data.get("peak_gbs"),
             cached_gbs=data.get("cached_gbs"),
             cache_bytes=data.get("cache_bytes"),
+            matmul_tflops=data.get("matmul_tflops"),
+            matmul_dtype=data.get("matmul_dtype"),
             peak_bytes=data.get("peak_bytes"),
             extra_info=dict(data.get("extra_info") or {}),
             date=data.get("date") or "",

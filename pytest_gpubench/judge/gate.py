@@ -50,15 +50,58 @@ OTHER_WORK = frozenset({Status.INCOMPARABLE, Status.CHANGED})
 # Verdicts that say the code changed: a save takes them into the history only when accepted.
 CHANGES = frozenset({Status.REGRESSED, Status.IMPROVED, Status.MORE_MEMORY}) | OTHER_WORK
 # A call is impossible when it took less than 1/FLOOR_MARGIN of the least time its declared
-# bytes allow at the copy rates measured on its device (Measurement.floor_ms). The margin
-# covers kernels that beat a plain copy (reads only, better access patterns); the exploits it
-# is for (skipped work, a result computed before, a broken timer) beat it by orders.
+# bytes allow at the copy rates measured on its device (Measurement.floor_ms), or its
+# declared flops at the rate a matmul of its dtype reached there (flops_floor_ms). The margin
+# covers kernels that beat a plain copy (reads only, better access patterns) or the library's
+# matmul (lower precision inside, sparsity); the exploits it is for (skipped work, a result
+# computed before, a broken timer) beat it by orders.
 FLOOR_MARGIN = 3.0
 # How to accept a change: in a save's failure, and in its lines of what it left out.
 HOW_TO_ACCEPT = (
     "accept it with --gpubench-save --gpubench-accept (or @pytest.mark.gpubench(accept=True) "
     "on the test)"
 )
+
+
+WHY_IMPOSSIBLE = (
+    ": the call skipped work, returned a result computed before, or its timing is broken; or "
+)
+
+
+def _bytes_impossible(measurement: Measurement) -> str:
+    """Why the call's time is below what its declared bytes allow ('' where it is not)."""
+    floor = measurement.floor_ms
+    median = measurement.median_ms
+    if floor is None or measurement.bytes is None or median * FLOOR_MARGIN >= floor:
+        return ""
+    fastest = max(measurement.peak_gbs or 0.0, measurement.cached_gbs or 0.0)
+    rates = f"{fastest:.0f} GB/s measured"
+    if measurement.cache_bytes and measurement.bytes > measurement.cache_bytes:
+        rates += (
+            f", what exceeds its {measurement.cache_bytes / 2**20:.0f} MiB cache at "
+            f"{measurement.peak_gbs or 0:.0f} GB/s"
+        )
+    return (
+        f"{time_text(median)} per call for its declared {measurement.bytes:.4g} bytes is "
+        f"{measurement.gbs or 0:.4g} GB/s, over {FLOOR_MARGIN:g}x the fastest this device's "
+        f"copies allow (they take {time_text(floor)}: {rates}){WHY_IMPOSSIBLE}bytes= says more "
+        "than it moves"
+    )
+
+
+def _flops_impossible(measurement: Measurement) -> str:
+    """Why the call's time is below what its declared flops allow ('' where it is not)."""
+    floor = measurement.flops_floor_ms
+    median = measurement.median_ms
+    if floor is None or measurement.flops is None or median * FLOOR_MARGIN >= floor:
+        return ""
+    return (
+        f"{time_text(median)} per call for its declared {measurement.flops:.4g} flops is "
+        f"{measurement.tflops or 0:.4g} TFLOP/s, over {FLOOR_MARGIN:g}x what a "
+        f"{measurement.matmul_dtype} matmul reached on this device ({time_text(floor)}: "
+        f"{measurement.matmul_tflops or 0:.4g} TFLOP/s measured){WHY_IMPOSSIBLE}flops= says "
+        "more than it computes"
+    )
 
 
 @dataclass(frozen=True)
@@ -124,27 +167,12 @@ class Gate:
         )
 
     def impossible(self, measurement: Measurement) -> Verdict | None:
-        """The verdict on a call faster than its declared bytes allow (None: possible, or
-        not known): whatever its history or revision says, its number is not a time of that
-        work."""
-        floor = measurement.floor_ms
-        median = measurement.median_ms
-        if floor is None or measurement.bytes is None or median * FLOOR_MARGIN >= floor:
+        """The verdict on a call faster than its declared bytes or flops allow (None:
+        possible, or not known): whatever its history or revision says, its number is not a
+        time of that work."""
+        reason = _bytes_impossible(measurement) or _flops_impossible(measurement)
+        if not reason:
             return None
-        fastest = max(measurement.peak_gbs or 0.0, measurement.cached_gbs or 0.0)
-        rates = f"{fastest:.0f} GB/s measured"
-        if measurement.cache_bytes and measurement.bytes > measurement.cache_bytes:
-            rates += (
-                f", what exceeds its {measurement.cache_bytes / 2**20:.0f} MiB cache at "
-                f"{measurement.peak_gbs or 0:.0f} GB/s"
-            )
-        reason = (
-            f"{time_text(median)} per call for its declared {measurement.bytes:.4g} bytes is "
-            f"{measurement.gbs or 0:.4g} GB/s, over {FLOOR_MARGIN:g}x the fastest this device's "
-            f"copies allow (they take {time_text(floor)}: {rates}): the call skipped work, "
-            "returned a result computed before, or its timing is broken; or bytes= says more "
-            "than it moves"
-        )
         return Verdict(Status.IMPOSSIBLE, reason=reason, family=self.family)
 
     def verdict(

@@ -578,6 +578,7 @@ def json_document(
         data["median_ms"] = m.median_ms
         data["binary"] = m.binary  # the binary that ran (its verdict's: baseline_binary)
         data["gbs"], data["tflops"], data["peak_share"] = m.gbs, m.tflops, m.peak_share
+        data["tflops_share"] = m.tflops_share
         data["against"] = against_json(r)
         entries.append(data)
     document: dict[str, Json] = {

@@ -18,7 +18,13 @@ from ..core.device import VERSION_FIELDS, Device, Fingerprint
 from ..core.records import CopyRates, SessionInfo
 from ..core.settings import MeasureSettings
 from ..timing.clocks import ClockMonitor, ClockReading
-from ..timing.device import cached_copy_bytes, copy_workload, detect
+from ..timing.device import (
+    cached_copy_bytes,
+    copy_workload,
+    detect,
+    matmul_workload,
+    tensor_cores,
+)
 from ..timing.engine import Plan, Timer, Workload, collect
 from ..timing.gpus import host_identity
 
@@ -46,6 +52,7 @@ class Environment:
         self._clocks: ClockMonitor | None = None
         self._peak_gbs: float | None = None
         self._cached_gbs: float | None = None
+        self._matmul_tflops: dict[str, float | None] = {}
         self._git_commit: str | None = None
         self._git_known = False
         self._session_info: SessionInfo | None = None
@@ -153,7 +160,23 @@ class Environment:
             )
         return CopyRates(self.peak_gbs(), self._cached_gbs, cache)
 
+    def matmul_tflops(self, dtype: str) -> float | None:
+        """The rate (TFLOP/s) a square matmul of ``dtype`` reaches on this device, once per
+        session and dtype; None for a dtype whose matmul is not measured."""
+        if dtype not in self._matmul_tflops:
+            made = matmul_workload(self.device.kind, dtype)
+            rate = None
+            if made is not None:
+                with tensor_cores(self.device.kind):
+                    rate = self._rate(made[0], made[1] / 1e12)
+            self._matmul_tflops[dtype] = rate
+        return self._matmul_tflops[dtype]
+
     def _copy_gbs(self, workload: Workload, moved: int) -> float:
+        return self._rate(workload, moved / 1e9)
+
+    def _rate(self, workload: Workload, work: float) -> float:
+        """``work`` per second of ``workload``'s median time, by the session's timer."""
         timer = self._timer_factory(self.measure, self.device, False)
         sampler = timer.sampler(workload)
         try:
@@ -161,4 +184,4 @@ class Environment:
         finally:
             sampler.close()
         median_ms = sorted(sampling.samples_ms)[len(sampling.samples_ms) // 2]
-        return moved / (median_ms * 1e6)
+        return work / (median_ms * 1e-3)

@@ -38,7 +38,7 @@ from ..core.settings import MarkerSpec, MeasureSettings, Settings
 from ..store import baseline as store
 from ..store.runs import ignore_all
 from ..timing.clocks import ClockReading
-from ..timing.device import peak_bytes, synchronizer, trace
+from ..timing.device import call_dtype, peak_bytes, synchronizer, trace
 from ..timing.energy import measure_energy
 from ..timing.engine import (
     SLOW_SHARE,
@@ -206,6 +206,7 @@ class BenchSession:
             sampled = time.perf_counter()
             # A confirmation's samples are all its parent uses: no copy-bandwidth probe there.
             rates = self.env.copy_rates() if bytes and not self.settings.confirming else None
+            matmul = self._matmul(call, workload)
         measured = self._measurement(
             sampling,
             key=key,
@@ -216,6 +217,7 @@ class BenchSession:
             bytes=bytes,
             flops=call.work_flops,
             rates=rates,
+            matmul=matmul,
             peak_bytes=peak,
             energy=energy,
             costs=_costs(first_call_s, waited, started, prepared, sampled),
@@ -369,6 +371,7 @@ class BenchSession:
             energy = self._energy(a, workload, pair.first.samples_ms)
             sampled = time.perf_counter()
             rates = self.env.copy_rates() if bytes and not self.settings.confirming else None
+            matmul = self._matmul(call, workload)
         reference_ms = statistics.median(pair.second.samples_ms)
         problem = ""
         if pair.first.timer != pair.second.timer:
@@ -386,6 +389,7 @@ class BenchSession:
             bytes=bytes,
             flops=call.work_flops,
             rates=rates,
+            matmul=matmul,
             peak_bytes=peak,
             energy=energy,
             # The pair's costs are the function's; the ratio's, its reference's first call.
@@ -439,6 +443,14 @@ class BenchSession:
             settings = dataclasses.replace(settings, timer=timer_name)
         return settings
 
+    def _matmul(self, call: Call, workload: Workload) -> tuple[float | None, str] | None:
+        """The matmul rate of the call's dtype that its declared flops are held to, and the
+        dtype; None without flops, or in a confirmation (its parent has the rate)."""
+        if not call.work_flops or self.settings.confirming:
+            return None
+        dtype = call_dtype([*workload.args, *workload.kwargs.values()])
+        return self.env.matmul_tflops(dtype), dtype
+
     def _measurement(
         self,
         sampling: Sampling,
@@ -452,6 +464,7 @@ class BenchSession:
         bytes: float | None = None,
         flops: float | None = None,
         rates: CopyRates | None = None,
+        matmul: tuple[float | None, str] | None = None,
         peak_bytes: int | None = None,
         energy: Energy | None = None,
     ) -> Measurement:
@@ -475,6 +488,8 @@ class BenchSession:
             peak_gbs=rates.peak_gbs if rates else None,
             cached_gbs=rates.cached_gbs if rates else None,
             cache_bytes=rates.cache_bytes if rates else None,
+            matmul_tflops=matmul[0] if matmul else None,
+            matmul_dtype=matmul[1] if matmul and matmul[0] else None,
             peak_bytes=peak_bytes,
             energy=energy,
             date=self.env.date,

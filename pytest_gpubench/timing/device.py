@@ -1,13 +1,15 @@
 """The device a session times on: detected once, with torch where there is a GPU; and the
 few torch calls the session needs outside the timers (a synchronize, the copy whose
-bandwidth is the yardstick of "% of peak")."""
+bandwidth is the yardstick of "% of peak", the matmul whose rate declared flops are held to)."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import platform
+import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from ..core.device import Device, slug
@@ -18,6 +20,12 @@ PEAK_COPY_BYTES = 1 << 28
 # Bytes of each buffer of the copy that stays in the cache: a quarter of the GPU's L2 (its
 # source and destination then fill half of it), or this on a CPU (whose cache is not known).
 CPU_CACHED_COPY_BYTES = 1 << 18
+# Side of the square matmul whose rate declared flops are held to: large enough for the
+# library's fastest kernels (about 1.1 TFLOP, 1-20 ms on an H100), or this on a CPU.
+MATMUL_SIZE = 8192
+CPU_MATMUL_SIZE = 512
+# The dtypes whose matmul rate is measured; a call of another (integers, float8) has no floor.
+MATMUL_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 
 def cached_copy_bytes(cache_bytes: int | None) -> int:
@@ -114,6 +122,55 @@ def peak_bytes(kind: str, workload: Workload) -> int | None:
     peak = torch.cuda.memory_stats().get(f"{counter}.peak", 0) - before
     del result
     return max(0, int(peak))
+
+
+def call_dtype(values: Iterable[object]) -> str:
+    """The dtype of a call's first floating-point tensor argument (``float32`` when it has
+    none: a rate is still the device's). Looks only where torch is already imported."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        for value in values:
+            if isinstance(value, torch.Tensor) and value.is_floating_point():
+                return str(value.dtype).removeprefix("torch.")
+    return "float32"
+
+
+def matmul_workload(kind: str, dtype: str) -> tuple[Workload, float] | None:
+    """A square matmul of ``dtype`` and its flops (None: no matmul of that dtype is measured).
+    On a GPU float32 runs on the tensor cores (TF32, torch.backends' switch on while it is
+    timed: tensor_cores), the fastest a float32 kernel may legitimately go."""
+    if dtype not in MATMUL_DTYPES:
+        return None
+    if kind == "cuda":
+        import torch
+
+        n = MATMUL_SIZE
+        a = torch.randn(n, n, device="cuda", dtype=getattr(torch, dtype))
+        return Workload(torch.matmul, (a, a)), 2.0 * n**3
+    import numpy as np
+
+    n = CPU_MATMUL_SIZE
+    # numpy has no bfloat16, and a CPU's float16 matmul is no faster than its float32 one
+    precision = np.float64 if dtype == "float64" else np.float32
+    b = np.random.default_rng(0).random((n, n), dtype=precision)
+    return Workload(np.matmul, (b, b)), 2.0 * n**3
+
+
+@contextlib.contextmanager
+def tensor_cores(kind: str) -> Iterator[None]:
+    """float32 matmuls on TF32 tensor cores while the yardstick is timed (a float32 kernel
+    may use them), torch's own setting restored after."""
+    if kind != "cuda":
+        yield
+        return
+    import torch
+
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
 
 
 def trace(kind: str, call: Callable[[], object], path: Path) -> None:
