@@ -21,12 +21,16 @@ from support import CUDA
 from pytest_gpubench.core.errors import GpubenchError
 from pytest_gpubench.timing.gpus import (
     DEVICE_VARIABLE,
+    ROTATE_VARIABLE,
+    ROTATED,
     DeviceLock,
     host_identity,
     inherited_device,
     intended_device,
     lock_path,
     pinned_device,
+    rotate_worker,
+    rotated_devices,
     visible_devices,
     worker_index,
 )
@@ -72,6 +76,78 @@ def test_a_process_knows_its_device_before_it_is_pinned(
 ) -> None:
     """A process that pins itself times on its parent's device, else its worker's."""
     assert intended_device(devices, environ) == device
+
+
+@pytest.mark.parametrize(
+    "visible, count, worker, devices",
+    [
+        (None, 2, 0, "0,1"),
+        (None, 2, 1, "1,0"),
+        (None, 4, 6, "2,3,0,1"),  # its index modulo the devices; the others stay visible
+        ("3,5", None, 1, "5,3"),  # the devices the user made visible, by their names
+        ("GPU-a, GPU-b,GPU-c", None, 4, "GPU-b,GPU-c,GPU-a"),
+        ("0", None, 1, None),  # one device: nothing to rotate
+        ("", None, 0, None),
+        (None, None, 1, None),  # no count known (no NVML): the worker is pinned by torch
+    ],
+)
+def test_a_worker_sees_its_own_device_first(
+    visible: str | None, count: int | None, worker: int, devices: str | None
+) -> None:
+    assert rotated_devices(visible, count, worker) == devices
+
+
+def test_a_worker_rotates_once_when_its_controller_asks_and_then_times_on_the_first() -> None:
+    """Issue 20: every worker compiles for "cuda:0", its own GPU; what its tests start
+    rotates nothing again."""
+    environ = {ROTATE_VARIABLE: "1", "PYTEST_XDIST_WORKER": "gw1", "CUDA_VISIBLE_DEVICES": "0,1"}
+    assert rotate_worker(environ)
+    assert environ["CUDA_VISIBLE_DEVICES"] == "1,0" and environ[ROTATE_VARIABLE] == ROTATED
+    assert intended_device(2, environ) == 0
+    assert not rotate_worker(environ) and environ["CUDA_VISIBLE_DEVICES"] == "1,0"
+    # a process that worker's test starts, or the worker's relay, keeps it
+    assert intended_device(2, {**environ, "PYTEST_XDIST_WORKER": ""}) is None
+    assert intended_device(2, {**environ, DEVICE_VARIABLE: "0"}) == 0
+    # not asked (gpubench off, no xdist), or not a worker: nothing changes
+    for asked in ({"PYTEST_XDIST_WORKER": "gw1"}, {ROTATE_VARIABLE: "1"}):
+        environ = {**asked, "CUDA_VISIBLE_DEVICES": "0,1"}
+        assert not rotate_worker(environ) and environ["CUDA_VISIBLE_DEVICES"] == "0,1"
+    environ = {ROTATE_VARIABLE: "1", "PYTEST_XDIST_WORKER": "gw1", "CUDA_VISIBLE_DEVICES": "0"}
+    assert not rotate_worker(environ) and environ[ROTATE_VARIABLE] == "done"
+    assert intended_device(1, environ) is None
+
+
+@pytest.mark.parametrize("timing", [True, False])
+def test_xdist_workers_of_a_timing_run_see_their_own_gpu_first(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, timing: bool
+) -> None:
+    """Through xdist: with gpubench on, gw1 sees the second GPU first from before the
+    conftest files load; with it off, the environment is the user's."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    conftest = fake.path / "conftest.py"
+    conftest.write_text(
+        conftest.read_text() + "\nimport os\nSEEN = os.environ.get('CUDA_VISIBLE_DEVICES')\n"
+    )
+    fake.makepyfile(
+        test_env="""
+        import os
+
+        from conftest import SEEN
+
+        with open(f"seen-{os.environ['PYTEST_XDIST_WORKER']}", "w") as out:
+            out.write(SEEN)
+
+        def test_a(gpubench):
+            gpubench(abs, -1)
+
+        def test_b(gpubench):
+            gpubench(abs, -1)
+        """
+    )
+    args = ("-n", "2") + (("--gpubench",) if timing else ())
+    fake.runpytest_subprocess(*args).assert_outcomes(passed=2)
+    seen = {worker: (fake.path / f"seen-{worker}").read_text() for worker in ("gw0", "gw1")}
+    assert seen == ({"gw0": "0,1", "gw1": "1,0"} if timing else {"gw0": "0,1", "gw1": "0,1"})
 
 
 @pytest.mark.parametrize(

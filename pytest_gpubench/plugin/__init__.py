@@ -57,10 +57,13 @@ SELECTION = "gpubench-selection"
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     """A fresh process the plugin started watches its parent from before the user's conftest
-    files load: one that hangs importing them still dies with its parent."""
+    files load: one that hangs importing them still dies with its parent. An xdist worker
+    of a timing run sees its own GPU first from before they load (gpus.rotate_worker)."""
     from ..run.children import watch_parent_from_environment
+    from ..timing.gpus import rotate_worker
 
     watch_parent_from_environment()
+    rotate_worker()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -100,6 +103,8 @@ def pytest_configure(config: pytest.Config) -> None:
     session = _session(config, settings) if settings.enabled else None
     worker = hasattr(config, "workerinput")  # an xdist worker: its controller collects
     owner = not worker and settings.child is None
+    if owner and session is not None and config.getoption("dist", "no") != "no":
+        _rotate_workers(config)
 
     def announce(line: str) -> None:
         """A line for the user, from the process they started (no one reads a worker's or
@@ -168,6 +173,20 @@ def pytest_configure(config: pytest.Config) -> None:
 
             # The workers collect and run the tests: the comparison waits for their collection.
             manager.register(DistributedComparison(controller), DISTRIBUTED)
+
+
+def _rotate_workers(config: pytest.Config) -> None:
+    """Ask the xdist workers this controller starts to see their own GPU first
+    (gpus.rotate_worker): they inherit its environment."""
+    from ..timing.gpus import ROTATE_VARIABLE
+
+    if ROTATE_VARIABLE not in os.environ:
+        os.environ[ROTATE_VARIABLE] = "1"
+
+        def forget() -> None:
+            os.environ.pop(ROTATE_VARIABLE, None)
+
+        config.add_cleanup(forget)
 
 
 def _refuse_paths_apart(config: pytest.Config) -> None:

@@ -4,7 +4,11 @@ Processes that time on the same GPU at once disturb each other (four xdist worke
 H200 changed 12 of 54 verdicts). Every measurement holds an inter-process lock named after
 the physical device (its UUID; the host for the CPU timer) while it captures, warms up and
 samples; correctness work and set-up run outside it, in parallel. With several GPUs visible,
-each xdist worker is pinned to one of them, so measurements run in parallel on distinct GPUs.
+each xdist worker is pinned to one of them, so measurements run in parallel on distinct GPUs:
+where it can, before anything starts CUDA, by seeing its own GPU first (CUDA_VISIBLE_DEVICES
+rotated), so that every worker compiles for "cuda:0" and the compile caches keyed by the
+device's index (Inductor's) serve all of them the binary one compiled; otherwise by
+``torch.cuda.set_device``.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import os
 import re
 import socket
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
 from ..core.errors import GpubenchError
@@ -114,11 +118,69 @@ def pin_worker() -> int | None:
 
 def intended_device(device_count: int, environ: Mapping[str, str] = os.environ) -> int | None:
     """The index of the device a process that pins itself times on (None: the current
-    one): its parent's, for a fresh process the plugin started; an xdist worker's own."""
+    one): its parent's, for a fresh process the plugin started; an xdist worker's own (the
+    first, where its devices were rotated to put its own first: rotate_worker)."""
     inherited = inherited_device(device_count, environ)
     if inherited is not None:
         return inherited
+    if environ.get(ROTATE_VARIABLE) == ROTATED:
+        return 0 if worker_index(environ.get("PYTEST_XDIST_WORKER")) is not None else None
     return pinned_device(environ.get("PYTEST_XDIST_WORKER"), device_count)
+
+
+# Set to "1" by an xdist controller timing with gpubench, for its workers: each rotates the
+# devices it sees, its own first, before anything starts CUDA (rotate_worker); ROTATED or
+# "done" after, so that the processes its tests start rotate nothing.
+ROTATE_VARIABLE = "PYTEST_GPUBENCH_ROTATE"
+ROTATED = "rotated"
+
+
+def rotated_devices(visible: str | None, device_count: int | None, worker: int) -> str | None:
+    """CUDA_VISIBLE_DEVICES for xdist worker ``worker``: the devices it sees (``visible``,
+    else ``device_count`` of them), its own first (the worker's index modulo their number),
+    the others after it in order (a test that asks for a second GPU still has one). None
+    with fewer than two or none known."""
+    if visible is not None:
+        entries = [entry.strip() for entry in visible.split(",") if entry.strip()]
+    else:
+        entries = [str(i) for i in range(device_count or 0)]
+    if len(entries) < 2:
+        return None
+    first = worker % len(entries)
+    return ",".join(entries[first:] + entries[:first])
+
+
+def nvml_device_count() -> int | None:
+    """The GPUs NVML sees, without starting CUDA (None without NVML)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            return int(pynvml.nvmlDeviceGetCount())
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # no NVML library, no driver, no GPU: nothing to rotate
+        return None
+
+
+def rotate_worker(environ: MutableMapping[str, str] = os.environ) -> bool:
+    """In an xdist worker its controller asked to (ROTATE_VARIABLE), before anything starts
+    CUDA: see its own GPU first. Whether it rotated them."""
+    if environ.get(ROTATE_VARIABLE) != "1":
+        return False
+    environ[ROTATE_VARIABLE] = "done"
+    index = worker_index(environ.get("PYTEST_XDIST_WORKER"))
+    if index is None:
+        return False
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    count = nvml_device_count() if visible is None else None
+    devices = rotated_devices(visible, count, index)
+    if devices is None:
+        return False
+    environ["CUDA_VISIBLE_DEVICES"] = devices
+    environ[ROTATE_VARIABLE] = ROTATED
+    return True
 
 
 def inherited_device(device_count: int, environ: Mapping[str, str] = os.environ) -> int | None:
