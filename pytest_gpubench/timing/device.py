@@ -21,7 +21,8 @@ PEAK_COPY_BYTES = 1 << 28
 # source and destination then fill half of it), or this on a CPU (whose cache is not known).
 CPU_CACHED_COPY_BYTES = 1 << 18
 # Side of the square matmul whose rate declared flops are held to: large enough for the
-# library's fastest kernels (about 1.1 TFLOP, 1-20 ms on an H100), or this on a CPU.
+# library's fastest kernels (about 1.1 TFLOP, 1-4 ms on an H100), or this on a CPU; float64
+# a quarter of it (GPUs without float64 units take a second for the large one).
 MATMUL_SIZE = 8192
 CPU_MATMUL_SIZE = 512
 # The dtypes whose matmul rate is measured; a call of another (integers, float8) has no floor.
@@ -144,7 +145,7 @@ def matmul_workload(kind: str, dtype: str) -> tuple[Workload, float] | None:
     if kind == "cuda":
         import torch
 
-        n = MATMUL_SIZE
+        n = MATMUL_SIZE // 4 if dtype == "float64" else MATMUL_SIZE
         a = torch.randn(n, n, device="cuda", dtype=getattr(torch, dtype))
         return Workload(torch.matmul, (a, a)), 2.0 * n**3
     import numpy as np
