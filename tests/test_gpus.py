@@ -117,6 +117,7 @@ def test_a_worker_rotates_once_when_its_controller_asks_and_then_times_on_the_fi
     assert intended_device(1, environ) is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("timing", [True, False])
 def test_xdist_workers_of_a_timing_run_see_their_own_gpu_first(
     fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, timing: bool
