@@ -46,7 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from ..core.records import (
     RATIO_SUFFIX,
@@ -409,8 +409,13 @@ def _sizes_beyond(seen: np.ndarray, size0: np.ndarray, y: np.ndarray) -> np.ndar
     one lump, which an exponential of their mean size puts mostly below itself."""
     scale = size0[..., None]
     count = np.sum(~np.isnan(seen), axis=-1)[..., None]
-    beyond = np.maximum(y[..., None] - seen[..., None, :], 0.0) / scale[..., None]
-    above = np.nansum(np.exp(-beyond), axis=-1)
+    # Summed only over the rows that saw an excursion (most rows saw none; theirs is 0): the
+    # bisection of ``_bound`` asks this a hundred times of every row.
+    some = count[..., 0] > 0
+    above = np.zeros(y.shape)
+    if some.any():
+        beyond = np.maximum(y[some][..., None] - seen[some][..., None, :], 0.0)
+        above[some] = np.nansum(np.exp(-beyond / scale[some][..., None]), axis=-1)
     prior = np.exp(-np.maximum(y, 0) / scale)
     return np.asarray((above + SIZE_WEIGHT * prior) / (count + SIZE_WEIGHT))
 
@@ -426,9 +431,17 @@ def _change_se(f: Fit, n: np.ndarray) -> np.ndarray:
 def survival(f: Fit, y: np.ndarray, spread: np.ndarray) -> np.ndarray:
     """P(an unchanged session lands at or above ``y``), y relative to ``m``, per element."""
     floor = 1 - f.slow_rate - f.fast_rate
-    t = stats.t.sf(y / spread, f.df[..., None])
-    slow = np.where(y > 0, _sizes_beyond(f.slow_seen, f.slow_size0, y), 1.0)
-    fast = np.where(y < 0, 1 - _sizes_beyond(f.fast_seen, f.fast_size0, -y), 0.0)
+    # stats.t.sf's own function without its checks of arguments that are valid here (df >= 1):
+    # the bisections of ``_bound`` call this a hundred times.
+    t = special.stdtr(f.df[..., None], -(y / spread))
+    # Each side's sizes only where some y is on that side (a bisection asks one side only).
+    up, down = y > 0, y < 0
+    slow = np.where(up, _sizes_beyond(f.slow_seen, f.slow_size0, y), 1.0) if up.any() else 1.0
+    fast = (
+        np.where(down, 1 - _sizes_beyond(f.fast_seen, f.fast_size0, -y), 0.0)
+        if down.any()
+        else 0.0
+    )
     return np.asarray(
         floor[..., None] * t + f.slow_rate[..., None] * slow + f.fast_rate[..., None] * fast
     )
