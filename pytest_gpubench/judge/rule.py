@@ -44,6 +44,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 from scipy import special, stats
@@ -438,9 +439,7 @@ def survival(f: Fit, y: np.ndarray, spread: np.ndarray) -> np.ndarray:
     up, down = y > 0, y < 0
     slow = np.where(up, _sizes_beyond(f.slow_seen, f.slow_size0, y), 1.0) if up.any() else 1.0
     fast = (
-        np.where(down, 1 - _sizes_beyond(f.fast_seen, f.fast_size0, -y), 0.0)
-        if down.any()
-        else 0.0
+        np.where(down, 1 - _sizes_beyond(f.fast_seen, f.fast_size0, -y), 0.0) if down.any() else 0.0
     )
     return np.asarray(
         floor[..., None] * t + f.slow_rate[..., None] * slow + f.fast_rate[..., None] * fast
@@ -596,17 +595,27 @@ def decide(
 # --- the rule on one test -------------------------------------------------------------------
 
 
-def _row(sessions: Sequence[SessionSummary]) -> tuple[np.ndarray, np.ndarray]:
-    for s in sessions:
-        if not s.median_ms > 0:
-            raise ValueError(f"invalid session median {s.median_ms!r} ms: expected > 0")
-    x = np.array([[math.log(s.median_ms) for s in sessions]], dtype=float)
-    se = np.array([[s.se_log for s in sessions]], dtype=float)
-    return x.reshape(1, -1), se.reshape(1, -1)
+class Timed(Protocol):
+    """A session of a history as the rule reads it: its median (a SessionSummary, or a stored
+    SessionRecord as it is)."""
+
+    @property
+    def median_ms(self) -> float: ...
+
+
+def _log_medians(rows: Sequence[Sequence[Timed]]) -> np.ndarray:
+    """The log-medians of rows of as many sessions each, as one 2-D array."""
+    medians = [s.median_ms for row in rows for s in row]
+    positive = np.array(medians, dtype=float) > 0  # false for NaN too
+    if not positive.all():
+        bad = medians[int(np.argmin(positive))]
+        raise ValueError(f"invalid session median {bad!r} ms: expected > 0")
+    # math.log, as the rule always took them (numpy's log may differ in the last bit).
+    return np.array(list(map(math.log, medians)), dtype=float).reshape(len(rows), -1)
 
 
 def sessions_to_gate(
-    history: Sequence[SessionSummary],
+    history: Sequence[Timed],
     prior: Prior,
     *,
     threshold: float,
@@ -620,7 +629,7 @@ def sessions_to_gate(
     yet asks this of each."""
     if not history:
         return None
-    x, _ = _row(history)
+    x = _log_medians([history])
     lengths = np.arange(max(MIN_GATED_SESSIONS, len(history)), limit + 1)
     if not len(lengths):
         return None
@@ -645,7 +654,7 @@ class Case:
     """One measurement for :func:`judge_many`: its history, its current sessions, and what
     picks its prior."""
 
-    history: Sequence[SessionSummary]
+    history: Sequence[Timed]
     current: Sequence[SessionSummary]
     timer: str
     launches: int = 1
@@ -653,7 +662,7 @@ class Case:
 
 
 def judge(
-    history: Sequence[SessionSummary],
+    history: Sequence[Timed],
     current: Sequence[SessionSummary],
     *,
     threshold: float,
@@ -717,11 +726,11 @@ def judge_many(
         else:
             shapes.setdefault((len(case.history), len(case.current)), []).append(i)
     for indices in shapes.values():
-        rows = [_row(cases[i].history) for i in indices]
-        currents = [_row(cases[i].current) for i in indices]
-        h = np.concatenate([x for x, _ in rows])
-        c = np.concatenate([x for x, _ in currents])
-        c_se = np.concatenate([se for _, se in currents])
+        h = _log_medians([cases[i].history for i in indices])
+        c = _log_medians([cases[i].current for i in indices])
+        c_se = np.array([s.se_log for i in indices for s in cases[i].current], dtype=float).reshape(
+            c.shape
+        )
         medians = [math.exp(float(m)) for m in np.median(h, axis=-1)]  # each row's own
         priors: list[Prior | None] = [None] * len(indices)
         plain: dict[str, list[int]] = {}  # rows of one timer without a ratio: all at once

@@ -60,7 +60,7 @@ def survey(baseline: Baseline, threshold: float, alpha: float) -> list[EntryView
         current = SessionSummary(entry.median_ms, latest.n, latest.summary.se_log)
         cases.append(
             Case(
-                [r.summary for r in entry.history],
+                entry.history,  # its records as they are: the rule reads their medians
                 [current],
                 timer=entry.timer,
                 launches=launch_count(entry.kernels),
