@@ -126,9 +126,10 @@ def binary_lines(view: EntryView) -> list[str]:
     """The binaries of one test whose launches were recorded: the short hash of each, its
     sessions and reference time, and what it launches (the configurations of its main
     launches where the test has several binaries)."""
-    binaries = view.entry.binaries
-    if not any(b.kernels for b in binaries):
+    entry = view.entry
+    if not entry.kernels and not any(b.kernels for b in entry.others):
         return []
+    binaries = entry.binaries
     lines = []
     for i, binary in enumerate(binaries):
         n = len(binary.history)
