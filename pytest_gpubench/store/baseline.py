@@ -170,7 +170,7 @@ class Binary:
             raw = data.get(part)
             if not isinstance(raw, list) or (part == "history" and not raw):
                 raise ValueError(f"has no {part!r} list of session records")
-            records[part] = tuple(SessionRecord.from_json(r) for r in raw)
+            records[part] = tuple(map(SessionRecord.from_json, raw))
             unknown = [r.session for r in records[part] if r.session not in sessions]
             if unknown:
                 raise ValueError(f"refers to session {unknown[0]!r:.60}, not in 'sessions'")
