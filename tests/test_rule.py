@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from pytest_gpubench.core.kernels import Launch, launch_count
-from pytest_gpubench.core.records import SessionSummary, Status
+from pytest_gpubench.core.records import SessionRecord, SessionSummary, Status
 from pytest_gpubench.core.samples import median_factor
 from pytest_gpubench.judge import rule
 from pytest_gpubench.judge.rule import Design, judge, prior_for, priors_for
@@ -258,3 +258,24 @@ def test_priors_for_many_durations_are_the_priors_of_each(timer: str) -> None:
     launches = [1 + i % 4 for i in range(len(durations))]
     expected = [prior_for(d, timer, n) for d, n in zip(durations, launches, strict=True)]
     assert priors_for(durations, timer, launches) == expected
+
+
+def test_judge_many_gives_each_case_its_verdict_alone_with_and_without_excursions() -> None:
+    """The excursion sums are computed only for the rows that saw one (and only for the
+    side a bisection asks): rows of both kinds judged together get, bit for bit, the
+    verdicts each gets alone. A history may be stored records (``rule.Timed``)."""
+    quiet = floor(12, 0.002, 0.03, seed=4)
+    slow = sessions([*np.random.default_rng(5).normal(0, 0.001, 9), 0.03, 0.05, 0.04], 0.2)
+    fast = sessions([*np.random.default_rng(6).normal(0, 0.001, 10), -0.03, -0.04], 1.5)
+    records = [SessionRecord(f"s{i}", s.median_ms, s.n, s.se_log) for i, s in enumerate(quiet)]
+    cases = [
+        rule.Case(history, at(ratio, history[0].median_ms), "cuda-graph")
+        for history in (quiet, slow, fast, records)
+        for ratio in (0.9, 1.0, 1.04, 1.2)
+    ]
+    opts = dict(threshold=THRESHOLD, alpha=ALPHA, family=FAMILY)
+    together = rule.judge_many(cases, **opts)
+    alone = [verdict(c.history, c.current, **opts) for c in cases]
+    assert together == alone
+    assert together[:4] == together[-4:]  # records and summaries read alike
+    assert {j.excursions > 0.1 for j in together} == {True, False}

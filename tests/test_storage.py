@@ -81,6 +81,12 @@ def test_read_text_under_a_file_names_the_file(tmp_path: Path) -> None:
         ("[" * 100_000 + "]" * 100_000, "is nested too deeply to be read as JSON"),
         ("[" * 65 + "]" * 65, "is nested deeper than 64 levels"),
         ('{"a": {"b": 1, "b": 2}}', "is not valid JSON (the key 'b' appears twice in one object)"),
+        (
+            '{"a": 1, "b": 2, "b": 3, "a": 4}',
+            "is not valid JSON (the key 'b' appears twice in one object)",
+        ),
+        # The deepest level an object of plain values (a session record): counted all the same.
+        ("[" * 64 + '{"a": 1}' + "]" * 64, "is nested deeper than 64 levels"),
     ],
 )
 def test_parse_json_is_strict_and_one_line(text: str, problem: str) -> None:
@@ -91,6 +97,8 @@ def test_parse_json_is_strict_and_one_line(text: str, problem: str) -> None:
 
 def test_parse_json_accepts_the_deepest_allowed_nesting() -> None:
     assert storage.parse_json("[" * 64 + "]" * 64, "x") is not None
+    assert storage.parse_json("[" * 62 + '{"a": [], "b": 1}' + "]" * 62, "x") is not None
+    assert storage.parse_json('[1, {"a": ' * 32 + "2" + "}]" * 32, "x") is not None
 
 
 @pytest.mark.parametrize(

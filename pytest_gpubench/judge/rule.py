@@ -44,9 +44,10 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from ..core.records import (
     RATIO_SUFFIX,
@@ -409,8 +410,13 @@ def _sizes_beyond(seen: np.ndarray, size0: np.ndarray, y: np.ndarray) -> np.ndar
     one lump, which an exponential of their mean size puts mostly below itself."""
     scale = size0[..., None]
     count = np.sum(~np.isnan(seen), axis=-1)[..., None]
-    beyond = np.maximum(y[..., None] - seen[..., None, :], 0.0) / scale[..., None]
-    above = np.nansum(np.exp(-beyond), axis=-1)
+    # Summed only over the rows that saw an excursion (most rows saw none; theirs is 0): the
+    # bisection of ``_bound`` asks this a hundred times of every row.
+    some = count[..., 0] > 0
+    above = np.zeros(y.shape)
+    if some.any():
+        beyond = np.maximum(y[some][..., None] - seen[some][..., None, :], 0.0)
+        above[some] = np.nansum(np.exp(-beyond / scale[some][..., None]), axis=-1)
     prior = np.exp(-np.maximum(y, 0) / scale)
     return np.asarray((above + SIZE_WEIGHT * prior) / (count + SIZE_WEIGHT))
 
@@ -426,9 +432,15 @@ def _change_se(f: Fit, n: np.ndarray) -> np.ndarray:
 def survival(f: Fit, y: np.ndarray, spread: np.ndarray) -> np.ndarray:
     """P(an unchanged session lands at or above ``y``), y relative to ``m``, per element."""
     floor = 1 - f.slow_rate - f.fast_rate
-    t = stats.t.sf(y / spread, f.df[..., None])
-    slow = np.where(y > 0, _sizes_beyond(f.slow_seen, f.slow_size0, y), 1.0)
-    fast = np.where(y < 0, 1 - _sizes_beyond(f.fast_seen, f.fast_size0, -y), 0.0)
+    # stats.t.sf's own function without its checks of arguments that are valid here (df >= 1):
+    # the bisections of ``_bound`` call this a hundred times.
+    t = special.stdtr(f.df[..., None], -(y / spread))
+    # Each side's sizes only where some y is on that side (a bisection asks one side only).
+    up, down = y > 0, y < 0
+    slow = np.where(up, _sizes_beyond(f.slow_seen, f.slow_size0, y), 1.0) if up.any() else 1.0
+    fast = (
+        np.where(down, 1 - _sizes_beyond(f.fast_seen, f.fast_size0, -y), 0.0) if down.any() else 0.0
+    )
     return np.asarray(
         floor[..., None] * t + f.slow_rate[..., None] * slow + f.fast_rate[..., None] * fast
     )
@@ -583,17 +595,27 @@ def decide(
 # --- the rule on one test -------------------------------------------------------------------
 
 
-def _row(sessions: Sequence[SessionSummary]) -> tuple[np.ndarray, np.ndarray]:
-    for s in sessions:
-        if not s.median_ms > 0:
-            raise ValueError(f"invalid session median {s.median_ms!r} ms: expected > 0")
-    x = np.array([[math.log(s.median_ms) for s in sessions]], dtype=float)
-    se = np.array([[s.se_log for s in sessions]], dtype=float)
-    return x.reshape(1, -1), se.reshape(1, -1)
+class Timed(Protocol):
+    """A session of a history as the rule reads it: its median (a SessionSummary, or a stored
+    SessionRecord as it is)."""
+
+    @property
+    def median_ms(self) -> float: ...
+
+
+def _log_medians(rows: Sequence[Sequence[Timed]]) -> np.ndarray:
+    """The log-medians of rows of as many sessions each, as one 2-D array."""
+    medians = [s.median_ms for row in rows for s in row]
+    positive = np.array(medians, dtype=float) > 0  # false for NaN too
+    if not positive.all():
+        bad = medians[int(np.argmin(positive))]
+        raise ValueError(f"invalid session median {bad!r} ms: expected > 0")
+    # math.log, as the rule always took them (numpy's log may differ in the last bit).
+    return np.array(list(map(math.log, medians)), dtype=float).reshape(len(rows), -1)
 
 
 def sessions_to_gate(
-    history: Sequence[SessionSummary],
+    history: Sequence[Timed],
     prior: Prior,
     *,
     threshold: float,
@@ -607,7 +629,7 @@ def sessions_to_gate(
     yet asks this of each."""
     if not history:
         return None
-    x, _ = _row(history)
+    x = _log_medians([history])
     lengths = np.arange(max(MIN_GATED_SESSIONS, len(history)), limit + 1)
     if not len(lengths):
         return None
@@ -632,7 +654,7 @@ class Case:
     """One measurement for :func:`judge_many`: its history, its current sessions, and what
     picks its prior."""
 
-    history: Sequence[SessionSummary]
+    history: Sequence[Timed]
     current: Sequence[SessionSummary]
     timer: str
     launches: int = 1
@@ -640,7 +662,7 @@ class Case:
 
 
 def judge(
-    history: Sequence[SessionSummary],
+    history: Sequence[Timed],
     current: Sequence[SessionSummary],
     *,
     threshold: float,
@@ -704,11 +726,11 @@ def judge_many(
         else:
             shapes.setdefault((len(case.history), len(case.current)), []).append(i)
     for indices in shapes.values():
-        rows = [_row(cases[i].history) for i in indices]
-        currents = [_row(cases[i].current) for i in indices]
-        h = np.concatenate([x for x, _ in rows])
-        c = np.concatenate([x for x, _ in currents])
-        c_se = np.concatenate([se for _, se in currents])
+        h = _log_medians([cases[i].history for i in indices])
+        c = _log_medians([cases[i].current for i in indices])
+        c_se = np.array([s.se_log for i in indices for s in cases[i].current], dtype=float).reshape(
+            c.shape
+        )
         medians = [math.exp(float(m)) for m in np.median(h, axis=-1)]  # each row's own
         priors: list[Prior | None] = [None] * len(indices)
         plain: dict[str, list[int]] = {}  # rows of one timer without a ratio: all at once

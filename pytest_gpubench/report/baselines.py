@@ -60,7 +60,7 @@ def survey(baseline: Baseline, threshold: float, alpha: float) -> list[EntryView
         current = SessionSummary(entry.median_ms, latest.n, latest.summary.se_log)
         cases.append(
             Case(
-                [r.summary for r in entry.history],
+                entry.history,  # its records as they are: the rule reads their medians
                 [current],
                 timer=entry.timer,
                 launches=launch_count(entry.kernels),
@@ -126,9 +126,10 @@ def binary_lines(view: EntryView) -> list[str]:
     """The binaries of one test whose launches were recorded: the short hash of each, its
     sessions and reference time, and what it launches (the configurations of its main
     launches where the test has several binaries)."""
-    binaries = view.entry.binaries
-    if not any(b.kernels for b in binaries):
+    entry = view.entry
+    if not entry.kernels and not any(b.kernels for b in entry.others):
         return []
+    binaries = entry.binaries
     lines = []
     for i, binary in enumerate(binaries):
         n = len(binary.history)
