@@ -40,7 +40,13 @@ COLUMNS = 3
 TITLE_CHARS = 48
 # The rc settings of every figure. SVG text stays text (a browser draws it in its sans-serif):
 # drawn as paths, each glyph had cost more than the rest of the figure.
-STYLE: dict[RcKeyType, object] = {"svg.fonttype": "none", "font.size": 8, "axes.titlesize": 8}
+STYLE: dict[RcKeyType, object] = {
+    "svg.fonttype": "none",
+    "font.size": 8,
+    "axes.titlesize": 8,
+    "axes.titley": 1.0,
+    "axes.formatter.useoffset": False,
+}
 
 
 @dataclass(frozen=True)
@@ -234,7 +240,17 @@ def peak_figure(section: Section) -> tuple[Figure | None, str]:
     ax.legend(title="group", fontsize=7, loc="lower right")
     name = baseline.device.get("name") or "unknown device"
     figure.suptitle(f"{name}: share of peak copy bandwidth, {len(views)} tests that declare bytes")
+    _freeze_layout(figure)
     return figure, ""
+
+
+def _freeze_layout(figure: Figure) -> None:
+    """Lay the figure out once, then keep those positions: with its layout engine, every
+    save drew the figure twice (once to measure, once to render), for each format."""
+    engine = figure.get_layout_engine()
+    if engine is not None:
+        engine.execute(figure)
+        figure.set_layout_engine("none")
 
 
 def _share(view: EntryView, peak_gbs: float) -> float:
