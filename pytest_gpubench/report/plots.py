@@ -148,8 +148,11 @@ def _history_panel(ax: Axes, view: EntryView, baseline: Baseline) -> None:
     ax.set_xlim(-0.5, len(records) - 0.5)
     ticks = _labelled(len(records))
     ax.set_xticks(ticks, [_session_label(records[i], baseline) for i in ticks])
-    ax.set_ylim(*_y_limits([low * scale, high * scale, *y]))
-    ax.yaxis.set_major_locator(MaxNLocator(5))
+    bottom, top = _y_limits([low * scale, high * scale, *y])
+    ax.set_ylim(bottom, top)
+    # Only the ticks in view: the locator's two beyond the limits were made, formatted and
+    # measured on every save, and never drawn.
+    ax.set_yticks([t for t in MaxNLocator(5).tick_values(bottom, top) if bottom <= t <= top])
     ax.tick_params(labelsize=7)
     spec = ax.get_subplotspec()
     if spec is not None and spec.is_first_col() and spec.is_first_row():
