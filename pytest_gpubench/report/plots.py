@@ -279,16 +279,22 @@ def _short(key: str) -> str:
     return name if len(name) <= TITLE_CHARS else name[: TITLE_CHARS - 3] + "..."
 
 
-def svg_text(figure: Figure) -> str:
-    """The figure as an ``<svg>`` element to inline in HTML (no XML prolog, no date)."""
+def svg_file(figure: Figure) -> str:
+    """The figure as an SVG file, without a creation date: the same baseline draws the same
+    file."""
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", metadata={"Date": None})
-    text = buffer.getvalue()
-    return text[text.index("<svg") :]
+    return buffer.getvalue()
 
 
-def html_page(sections: Sequence[Section], figures: Sequence[Sequence[Figure]]) -> str:
-    """One page, nothing outside it: per file its table and its figures as inline SVG."""
+def svg_element(svg: str) -> str:
+    """An SVG file as an ``<svg>`` element to inline in HTML (no XML prolog)."""
+    return svg[svg.index("<svg") :]
+
+
+def html_page(sections: Sequence[Section], svgs: Sequence[Sequence[str]]) -> str:
+    """One page, nothing outside it: per file its table and its figures (``svgs``, SVG
+    files) inline."""
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8"><title>gpubench baselines</title>',
@@ -299,7 +305,7 @@ def html_page(sections: Sequence[Section], figures: Sequence[Sequence[Figure]]) 
         "figure{margin:1em 0}svg{max-width:100%;height:auto}</style></head><body>",
         "<h1>gpubench baselines</h1>",
     ]
-    for section, section_figures in zip(sections, figures, strict=True):
+    for section, section_svgs in zip(sections, svgs, strict=True):
         rows = show_rows(section.views)
         parts.append(f"<section><h2>{_e(str(section.baseline.path))}</h2>")
         parts.append(f"<p>{_e(section.header)}</p>")
@@ -309,8 +315,8 @@ def html_page(sections: Sequence[Section], figures: Sequence[Sequence[Figure]]) 
         for row in rows[1:]:
             parts.append("<tr>" + "".join(f"<td>{_e(cell)}</td>" for cell in row) + "</tr>")
         parts.append("</tbody></table>")
-        for figure in section_figures:
-            parts.append(f"<figure>{svg_text(figure)}</figure>")
+        for svg in section_svgs:
+            parts.append(f"<figure>{svg_element(svg)}</figure>")
         parts.append("</section>")
     parts.append(f"<p><small>{_e(SHOW_NOTE)}</small></p></body></html>")
     return "\n".join(parts) + "\n"
@@ -346,17 +352,27 @@ def write(
             else:
                 figures.append((f"{stem}-peak", peak))
             named.append(figures)
+        # Each figure's SVG, drawn once for its file (--format svg) and the page.
+        svgs: dict[str, str] = {}
         if out is not None:
             storage.make_directory(out, "output directory", "choose another --out")
             for figures in named:
                 for name, figure in figures:
                     path = out / f"{name}.{image_format}"
-                    buffer = io.BytesIO()
-                    figure.savefig(buffer, format=image_format, metadata=_metadata(image_format))
-                    _write_bytes(path, buffer.getvalue())
+                    if image_format == "svg":
+                        svgs[name] = svg_file(figure)
+                        data = svgs[name].encode("utf-8")
+                    else:
+                        buffer = io.BytesIO()
+                        figure.savefig(buffer, format=image_format)
+                        data = buffer.getvalue()
+                    _write_bytes(path, data)
                     written.append(path)
         if html is not None:
-            page = html_page(sections, [[f for _, f in figures] for figures in named])
+            page = html_page(
+                sections,
+                [[svgs.get(name) or svg_file(f) for name, f in figures] for figures in named],
+            )
             storage.write_atomic(html, page, "HTML page")
             written.append(html)
     return written, notes
@@ -370,11 +386,6 @@ def _unique(stem: str, used: set[str]) -> str:
         candidate = f"{stem}-{n}"
     used.add(candidate)
     return candidate
-
-
-def _metadata(image_format: str) -> dict[str, None]:
-    """No creation date in SVG: the same baseline draws the same file."""
-    return {"Date": None} if image_format == "svg" else {}
 
 
 def _write_bytes(path: Path, data: bytes) -> None:
