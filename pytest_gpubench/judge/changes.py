@@ -48,7 +48,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from ..core.jsondata import Json
 
@@ -217,6 +216,8 @@ def _statistics(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
       whole window; a late onset asks whether the last sessions are above all before them
       and in order.
     """
+    from scipy import stats  # when ranks are needed: commands that never rank skip 0.7 s
+
     k = x.shape[-1]
     ranks = stats.rankdata(x, axis=-1)
     centered = ranks - ranks.mean(axis=-1, keepdims=True)

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import special  # not scipy.stats: rule.py says why
 
 from ..core.records import RATIO_SUFFIX, Judgement, SessionSummary, Status, Versus, bar_of_change
 from .rule import NOT_GATED_BEYOND, Z_POWER, Prior, corrected_alpha, prior_for
@@ -147,22 +147,22 @@ def decide_pairs(
     se = s / np.sqrt(n)
     level = alpha1 / design.looks
     t = d / se
-    p_up = stats.t.sf(t, df)
-    p_down = stats.t.cdf(t, df)
+    p_up = special.stdtr(df, -t)
+    p_down = special.stdtr(df, t)
     effect = math.log1p(threshold)
     up = (p_up < level) & (d > effect - Z_POWER * se)
     down = (p_down < level) & (-d > effect - Z_POWER * se)
-    same_margin = stats.t.ppf(1 - SAME_LEVEL, df) * se
+    same_margin = special.stdtrit(df, 1 - SAME_LEVEL) * se
     same = ~up & ~down & (d + same_margin < effect) & (d - same_margin > -effect)
     final = n >= design.cap
     # Fewer pairs than the first look's (a process that failed): more before any verdict.
     more = (~up & ~down & ~same & ~final) | (n < design.first)
-    q = stats.t.ppf(1 - level, df)
+    q = special.stdtrit(df, 1 - level)
     bar = np.maximum(q * se, effect - Z_POWER * se)
     # At the cap: its pairs' error and degrees of freedom, this spread.
     se_cap = s / math.sqrt(design.cap)
     df_cap = PAIR_PRIOR_WEIGHT + design.cap - 1
-    gateable = np.expm1(np.maximum(effect, (stats.t.ppf(1 - level, df_cap) + Z_POWER) * se_cap))
+    gateable = np.expm1(np.maximum(effect, (special.stdtrit(df_cap, 1 - level) + Z_POWER) * se_cap))
     return PairDecision(
         direction=np.where(up, 1, np.where(down, -1, 0)),
         same=same,
@@ -253,7 +253,7 @@ def judge_pairs(
     bar = math.expm1(float(dec.bar[0]))
     gateable = float(dec.gateable[0])
     level = alpha1 / design.looks
-    z = float(stats.t.ppf(1 - level, float(dec.df[0])))
+    z = float(special.stdtrit(float(dec.df[0]), 1 - level))
     ratio = math.exp(d)
     verb = "slower" if d >= 0 else "faster"
     pairs = f"{n} pair{'s' if n != 1 else ''}"

@@ -39,8 +39,16 @@ PANELS = 12
 COLUMNS = 3
 TITLE_CHARS = 48
 # The rc settings of every figure. SVG text stays text (a browser draws it in its sans-serif):
-# drawn as paths, each glyph had cost more than the rest of the figure.
-STYLE: dict[RcKeyType, object] = {"svg.fonttype": "none", "font.size": 8, "axes.titlesize": 8}
+# drawn as paths, each glyph had cost more than the rest of the figure. Titles at a fixed
+# height: placed automatically, each panel measured all its y tick labels again on every save
+# to dodge an offset text, which no y axis shows here (plain values, no offset).
+STYLE: dict[RcKeyType, object] = {
+    "svg.fonttype": "none",
+    "font.size": 8,
+    "axes.titlesize": 8,
+    "axes.titley": 1.0,
+    "axes.formatter.useoffset": False,
+}
 
 
 @dataclass(frozen=True)
@@ -142,8 +150,11 @@ def _history_panel(ax: Axes, view: EntryView, baseline: Baseline) -> None:
     ax.set_xlim(-0.5, len(records) - 0.5)
     ticks = _labelled(len(records))
     ax.set_xticks(ticks, [_session_label(records[i], baseline) for i in ticks])
-    ax.set_ylim(*_y_limits([low * scale, high * scale, *y]))
-    ax.yaxis.set_major_locator(MaxNLocator(5))
+    bottom, top = _y_limits([low * scale, high * scale, *y])
+    ax.set_ylim(bottom, top)
+    # Only the ticks in view: the locator's two beyond the limits were made, formatted and
+    # measured on every save, and never drawn.
+    ax.set_yticks([t for t in MaxNLocator(5).tick_values(bottom, top) if bottom <= t <= top])
     ax.tick_params(labelsize=7)
     spec = ax.get_subplotspec()
     if spec is not None and spec.is_first_col() and spec.is_first_row():
@@ -224,17 +235,31 @@ def peak_figure(section: Section) -> tuple[Figure | None, str]:
         )
     for position, share in zip(y, shares, strict=True):
         # Above the copy peak the data stayed in L2: the bar is no share of DRAM bandwidth.
-        label = f" {share:.0f}%" + (" (L2-resident)" if share > 100 else "")
-        ax.text(share, position, label, va="center", fontsize=7)
+        label = f"{share:.0f}%" + (" (L2-resident)" if share > 100 else "")
+        # 3 points right of the bar: a leading space collapsed in a browser's SVG.
+        ax.annotate(
+            label, (share, position), (3, 0), textcoords="offset points", va="center", fontsize=7
+        )
     ax.axvline(100, color="gray", lw=1, ls="--")
     ax.set_yticks(y, [_short(v.key) for v in views], fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlim(0, max(110.0, max(shares) * 1.15))
+    # Room right of the longest bar for its label (" 160% (L2-resident)" ran off the axes).
+    ax.set_xlim(0, max(110.0, max(shares) * 1.3))
     ax.set_xlabel(f"% of peak copy bandwidth ({float(peak):g} GB/s), at the reference median")
     ax.legend(title="group", fontsize=7, loc="lower right")
     name = baseline.device.get("name") or "unknown device"
     figure.suptitle(f"{name}: share of peak copy bandwidth, {len(views)} tests that declare bytes")
+    _freeze_layout(figure)
     return figure, ""
+
+
+def _freeze_layout(figure: Figure) -> None:
+    """Lay the figure out once, then keep those positions: with its layout engine, every
+    save drew the figure twice (once to measure, once to render), for each format."""
+    engine = figure.get_layout_engine()
+    if engine is not None:
+        engine.execute(figure)
+        figure.set_layout_engine("none")
 
 
 def _share(view: EntryView, peak_gbs: float) -> float:
@@ -254,16 +279,22 @@ def _short(key: str) -> str:
     return name if len(name) <= TITLE_CHARS else name[: TITLE_CHARS - 3] + "..."
 
 
-def svg_text(figure: Figure) -> str:
-    """The figure as an ``<svg>`` element to inline in HTML (no XML prolog, no date)."""
+def svg_file(figure: Figure) -> str:
+    """The figure as an SVG file, without a creation date: the same baseline draws the same
+    file."""
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", metadata={"Date": None})
-    text = buffer.getvalue()
-    return text[text.index("<svg") :]
+    return buffer.getvalue()
 
 
-def html_page(sections: Sequence[Section], figures: Sequence[Sequence[Figure]]) -> str:
-    """One page, nothing outside it: per file its table and its figures as inline SVG."""
+def svg_element(svg: str) -> str:
+    """An SVG file as an ``<svg>`` element to inline in HTML (no XML prolog)."""
+    return svg[svg.index("<svg") :]
+
+
+def html_page(sections: Sequence[Section], svgs: Sequence[Sequence[str]]) -> str:
+    """One page, nothing outside it: per file its table and its figures (``svgs``, SVG
+    files) inline."""
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8"><title>gpubench baselines</title>',
@@ -274,7 +305,7 @@ def html_page(sections: Sequence[Section], figures: Sequence[Sequence[Figure]]) 
         "figure{margin:1em 0}svg{max-width:100%;height:auto}</style></head><body>",
         "<h1>gpubench baselines</h1>",
     ]
-    for section, section_figures in zip(sections, figures, strict=True):
+    for section, section_svgs in zip(sections, svgs, strict=True):
         rows = show_rows(section.views)
         parts.append(f"<section><h2>{_e(str(section.baseline.path))}</h2>")
         parts.append(f"<p>{_e(section.header)}</p>")
@@ -284,8 +315,8 @@ def html_page(sections: Sequence[Section], figures: Sequence[Sequence[Figure]]) 
         for row in rows[1:]:
             parts.append("<tr>" + "".join(f"<td>{_e(cell)}</td>" for cell in row) + "</tr>")
         parts.append("</tbody></table>")
-        for figure in section_figures:
-            parts.append(f"<figure>{svg_text(figure)}</figure>")
+        for svg in section_svgs:
+            parts.append(f"<figure>{svg_element(svg)}</figure>")
         parts.append("</section>")
     parts.append(f"<p><small>{_e(SHOW_NOTE)}</small></p></body></html>")
     return "\n".join(parts) + "\n"
@@ -321,17 +352,27 @@ def write(
             else:
                 figures.append((f"{stem}-peak", peak))
             named.append(figures)
+        # Each figure's SVG, drawn once for its file (--format svg) and the page.
+        svgs: dict[str, str] = {}
         if out is not None:
             storage.make_directory(out, "output directory", "choose another --out")
             for figures in named:
                 for name, figure in figures:
                     path = out / f"{name}.{image_format}"
-                    buffer = io.BytesIO()
-                    figure.savefig(buffer, format=image_format, metadata=_metadata(image_format))
-                    _write_bytes(path, buffer.getvalue())
+                    if image_format == "svg":
+                        svgs[name] = svg_file(figure)
+                        data = svgs[name].encode("utf-8")
+                    else:
+                        buffer = io.BytesIO()
+                        figure.savefig(buffer, format=image_format)
+                        data = buffer.getvalue()
+                    _write_bytes(path, data)
                     written.append(path)
         if html is not None:
-            page = html_page(sections, [[f for _, f in figures] for figures in named])
+            page = html_page(
+                sections,
+                [[svgs.get(name) or svg_file(f) for name, f in figures] for figures in named],
+            )
             storage.write_atomic(html, page, "HTML page")
             written.append(html)
     return written, notes
@@ -345,11 +386,6 @@ def _unique(stem: str, used: set[str]) -> str:
         candidate = f"{stem}-{n}"
     used.add(candidate)
     return candidate
-
-
-def _metadata(image_format: str) -> dict[str, None]:
-    """No creation date in SVG: the same baseline draws the same file."""
-    return {"Date": None} if image_format == "svg" else {}
 
 
 def _write_bytes(path: Path, data: bytes) -> None:
