@@ -68,11 +68,15 @@ WHY_IMPOSSIBLE = (
 )
 
 
+def _beaten(floor: float, median: float) -> bool:
+    """Whether a call's median is under 1/FLOOR_MARGIN of its floor."""
+    return median * FLOOR_MARGIN < floor
+
+
 def _bytes_impossible(measurement: Measurement) -> str:
     """Why the call's time is below what its declared bytes allow ('' where it is not)."""
-    floor = measurement.floor_ms
-    median = measurement.median_ms
-    if floor is None or measurement.bytes is None or median * FLOOR_MARGIN >= floor:
+    floor, median = measurement.floor_ms, measurement.median_ms
+    if floor is None or measurement.bytes is None or not _beaten(floor, median):
         return ""
     fastest = max(measurement.peak_gbs or 0.0, measurement.cached_gbs or 0.0)
     rates = f"{fastest:.0f} GB/s measured"
@@ -91,9 +95,8 @@ def _bytes_impossible(measurement: Measurement) -> str:
 
 def _flops_impossible(measurement: Measurement) -> str:
     """Why the call's time is below what its declared flops allow ('' where it is not)."""
-    floor = measurement.flops_floor_ms
-    median = measurement.median_ms
-    if floor is None or measurement.flops is None or median * FLOOR_MARGIN >= floor:
+    floor, median = measurement.flops_floor_ms, measurement.median_ms
+    if floor is None or measurement.flops is None or not _beaten(floor, median):
         return ""
     return (
         f"{time_text(median)} per call for its declared {measurement.flops:.4g} flops is "
