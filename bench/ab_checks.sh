@@ -22,7 +22,8 @@
 # xdist:SUITE:WORKERS:CACHE a plain --gpubench run with -n WORKERS (0: none) against the
 # sessions a sessions:SUITE:N step recorded, its test phase clocked (bench/phase_clock.py),
 # CACHE warm (the user's compile caches) or cold (empty ones of its own); bench/two_gpus.py
-# compares them.
+# compares them. after:N:SECONDS waits (at most SECONDS) for the plan of GPU N to end (GPU=N),
+# and for a side job that marks its end the same way ($logs-gpuN/stage/done).
 # Each run's report is $LOGS/NN-STEP.json, its output .txt; runs.tsv lists them with seconds.
 # GPU=N (start and poll) runs a plan on GPU N only, beside other plans on other GPUs of the
 # host: its own logs, tree copy and bisect repository, the installed package the first plan's
@@ -41,6 +42,12 @@ knob=bench/user_suite/test_user.py
 run_step() {
   local step=$1 n kind suite frac thr dir args=() started rc
   IFS=: read -r kind suite frac thr <<< "$step"
+  if [ "$kind" = after ]; then
+    local until=$(( $(date +%s) + frac ))
+    while [ ! -e "/tmp/gpubench-ab-gpu$suite/stage/done" ] && [ "$(date +%s)" -lt "$until" ]; do sleep 5; done
+    echo "$(date -u +%T) after GPU $suite's plan: $([ -e "/tmp/gpubench-ab-gpu$suite/stage/done" ] && echo ended || echo "still running")"
+    return
+  fi
   n=$(printf %02d $(( $(cat "$logs/runs.tsv" 2>/dev/null | wc -l) + 1 )))
   dir=$(suite_dir "$suite")
   local name="$n-$kind-$suite${frac:+-$frac}${thr:+-${thr%\%}}"

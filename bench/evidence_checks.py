@@ -12,7 +12,9 @@
   failure and its trace in the evidence directory;
 - blocks-ab: the same change made in the working tree of a git copy of the suite, judged
   against HEAD (--gpubench-against, no stored history): `regressed`;
-- cached: one run of the function returning a cached output: `impossible`.
+- cached: one run of the function returning a cached output: `impossible`;
+- blocks-ncu, blocks-ab-ncu: blocks and blocks-ab with --gpubench-ncu: Nsight Compute's
+  metrics of one call in the failure (of each side against HEAD), its report kept.
 
 Steps (default all, in this order): history,aa,temp,blocks,blocks-ab,cached. Each run's
 report is OUT/NN-STEP.json, its output .txt; the table printed last is what
@@ -34,8 +36,8 @@ from typing import Any
 SUITE = Path(__file__).resolve().parent / "evidence_suite"
 KNOBS = {"temp": ("TEMP", "test_temporary"), "blocks": ("BLOCKS", "test_blocks")}
 KNOBS["cached"] = ("CACHED", "test_cached")
-KNOBS["blocks-ab"] = KNOBS["blocks"]
-KNOB_VALUES = {"temp": "1", "blocks": "2", "cached": "1"}
+KNOBS["blocks-ab"] = KNOBS["blocks-ncu"] = KNOBS["blocks-ab-ncu"] = KNOBS["blocks"]
+KNOB_VALUES = {"temp": "1", "blocks": "2", "blocks-ncu": "2", "cached": "1"}
 
 
 def run(out: Path, name: str, args: list[str], env: dict[str, str], cwd: Path = SUITE) -> None:
@@ -67,9 +69,11 @@ def plan(out: Path, runs: int, steps: list[str]) -> None:
             name = f"{n:02d}-{step}"
             args = ["--gpubench", *base, f"--gpubench-json={out / (name + '.json')}"]
             env: dict[str, str] = {}
+            if step.endswith("-ncu"):
+                args.append("--gpubench-ncu")
             if step == "aa":
                 args.append("--gpubench-energy")
-            elif step == "blocks-ab":
+            elif step.startswith("blocks-ab"):
                 args = [*args, "--gpubench-against=HEAD", "-k", "test_blocks"]
                 run(out, name, args, {}, cwd=changed_copy(out))
                 continue
@@ -77,7 +81,7 @@ def plan(out: Path, runs: int, steps: list[str]) -> None:
                 knob, test = KNOBS[step]
                 env[f"GPUBENCH_CHECK_{knob}"] = KNOB_VALUES[step]
                 args += ["-k", test]
-                if step == "blocks":
+                if step.startswith("blocks"):
                     args.append("--gpubench-changed=fail")
             run(out, name, args, env)
 
@@ -130,7 +134,16 @@ def look(step: str, results: list[dict[str, Any]], text: str) -> str:
         trace = r.get("trace")
         kept = trace is not None and Path(trace).exists()
         table = "kernel table in the failure" if "per kernel (time per call" in text else "no table"
-        return f"trace {'kept' if kept else 'none'}; {table}; {r.get('reason', '')}"[:200]
+        ncu = "; ".join(
+            f"ncu {side} {len(e['kernels'])} kernels, "
+            f"report {'kept' if Path(e['report']).exists() else 'gone'}"
+            for side, e in (("base", r.get("reference_ncu")), ("head", r.get("ncu")))
+            if e
+        )
+        shown = "ncu in the failure" if "evidence: Nsight Compute" in text else ""
+        kept_text = f"trace {'kept' if kept else 'none'}"
+        found = [kept_text, table, ncu, shown, str(r.get("reason", ""))[:120]]
+        return "; ".join(x for x in found if x)[:300]
     return str(r.get("reason", ""))[:200]
 
 

@@ -440,6 +440,49 @@ def test_a_child_removes_only_a_folder_of_ours_when_its_parent_is_gone(tmp_path:
     assert (keep / "precious.txt").read_text() == "mine" and not ours.exists()
 
 
+def test_a_child_under_a_wrapper_ends_with_the_wrapper_or_with_the_plugins_process(
+    tmp_path: Path,
+) -> None:
+    """Under Nsight Compute the child's parent process is ncu, which outlives the plugin's
+    process that started it: the child watches both."""
+    code = (
+        "import sys, time; from pathlib import Path; "
+        "from pytest_gpubench.run.children import watch_parent; "
+        "watch_parent(int(sys.argv[1]), Path(sys.argv[2]), interval_s=0.05, wrapped=True); "
+        "time.sleep(0.5); print('alive'); sys.stdout.flush(); time.sleep(30)"
+    )
+    folder = tmp_path / f"{FOLDER_PREFIX}w"
+    folder.mkdir()
+    # The plugin's process alive (this one), the wrapper alive (a shell waiting for it).
+    wrapper = subprocess.Popen(
+        ["sh", "-c", '"$0" -c "$1" "$2" "$3"; echo "ended $?"', sys.executable, code,
+         str(os.getpid()), str(folder)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert wrapper.stdout is not None
+    assert wrapper.stdout.readline().strip() == "alive"
+    # The plugin's process gone (a pid that is no process): it ends at once.
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    started = time.monotonic()
+    ended = subprocess.run(
+        ["sh", "-c", '"$0" -c "$1" "$2" "$3"; echo "ended $?"', sys.executable, code,
+         gone.stdout.strip(), str(folder)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert ended.stdout.strip() == f"ended {children.ORPHANED}"
+    assert time.monotonic() - started < 20 and not folder.exists()
+    # The wrapper killed: its child ends too.
+    folder.mkdir()
+    wrapper.kill()
+    wrapper.wait()
+    wrapper.stdout.close()
+    deadline = time.monotonic() + 20
+    while folder.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not folder.exists()
+
+
 def test_the_folder_is_in_the_temporary_directory_and_named_after_its_owner() -> None:
     assert children.FOLDER_PREFIX == "gpubench-child-"
     with tempfile.TemporaryDirectory(prefix=folder_prefix()) as name:

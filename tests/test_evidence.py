@@ -6,9 +6,13 @@ tests/test_gate.py), a failure's per-kernel table, and its profiler trace."""
 from __future__ import annotations
 
 import json
+import os
+import sys
+from pathlib import Path
 
 import pytest
 from support import (
+    KERNELS,
     NO_CONFIRM,
     TESTS,
     bench_module,
@@ -243,3 +247,197 @@ def test_the_gpu_checks_table_reads_each_runs_report(tmp_path) -> None:
     assert "1.4 mJ/call, 690 W counter vs 700 W instant (0.986)" in rows[2]
     assert "| 1 |" in rows[3] and "peak 201326592 B; peak memory 192 MiB" in rows[3]
     assert "test_cached impossible" in rows[4]
+
+
+# A stand-in for Nsight Compute's ncu, as the plugin uses it: profiling (its options, then
+# the command it runs) writes a "report" holding the CSV that `ncu --import R --csv --page
+# details` prints back, one kernel per measurement of the tests the fresh process was asked
+# to run, in the range that measurement's call is made in; each call's arguments go to
+# ncu-calls.log. FAKE_NCU_FAIL: it profiles nothing and exits 1, as without the counters'
+# permission.
+FAKE_NCU = r"""#!/usr/bin/env python3
+import csv, json, os, subprocess, sys
+from pathlib import Path
+from pytest_gpubench.run.ncu import range_name
+args = sys.argv[1:]
+with open(os.environ["FAKE_NCU_LOG"], "a") as log:
+    log.write(json.dumps(args) + "\n")
+if "--import" in args:
+    print("==PROF== the report's CSV follows")
+    sys.stdout.write(Path(args[args.index("--import") + 1]).read_text())
+    sys.exit(0)
+if os.environ.get("FAKE_NCU_FAIL"):
+    print("==ERROR== ERR_NVGPUCTRPERM - no permission to the GPU's performance counters")
+    sys.exit(1)
+flags, i = {"--nvtx", "--force-overwrite"}, 0
+while args[i].startswith("--"):
+    i += 1 if args[i] in flags else 2
+request = json.loads(Path(os.environ["PYTEST_GPUBENCH_CHILD"]).read_text())  # before the run
+code = subprocess.call(args[i:])
+assert request["ncu"] is True, request
+rows = []
+for nodeid in request["nodeids"] or ():
+    where = f'"1 ""<default domain>:{range_name(nodeid)}:none:none"" "'
+    for metric, unit, value in (("gpu__time_duration.sum", "us", "1,250.5"),
+                                ("dram__throughput.avg.pct_of_peak_sustained_elapsed", "%", "70.8"),
+                                ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "%", "58.2"),
+                                ("sm__warps_active.avg.pct_of_peak_sustained_active", "%", "81.1")):
+        rows.append(["0", "1", "python", "host", where, "", "fake_kernel", "1", "7",
+                     "(128, 1, 1)", "(16384, 1, 1)", "0", "9.0",
+                     "Command line profiler metrics", metric, unit, value])
+export = args[args.index("--export") + 1] + ".ncu-rep"
+with open(export, "w", newline="") as out:
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL)
+    writer.writerow(["ID", "Process ID", "Process Name", "Host Name",
+                     "thread Domain:Push/Pop_Range:PL_Type", "Id:Domain:Start/Stop_Range",
+                     "Kernel Name", "Context", "Stream", "Block Size", "Grid Size", "Device",
+                     "CC", "Section Name", "Metric Name", "Metric Unit", "Metric Value"])
+    writer.writerows(rows)
+sys.exit(code)
+"""
+
+
+def fake_ncu(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """FAKE_NCU as ``ncu`` on PATH; its calls' log."""
+    folder = pytester.path / "ncu-bin"
+    folder.mkdir()
+    script = folder / "ncu"
+    script.write_text(FAKE_NCU)
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    log = pytester.path / "ncu-calls.log"
+    monkeypatch.setenv("FAKE_NCU_LOG", str(log))
+    return log
+
+
+def test_with_ncu_a_failure_shows_nsight_computes_metrics_of_one_call_and_keeps_its_report(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 18: --gpubench-ncu profiles one call of the failing test under ncu, in a fresh
+    process that times nothing, and shows its kernels' metrics in the failure and the JSON."""
+    fake.makepyfile(test_bench=SUITE)
+    record_history(fake)
+    calls = fake_ncu(fake, monkeypatch)
+    monkeypatch.setenv("FAKE_SCALES", json.dumps({"test_sum": 1.2}))
+    result = fake.runpytest("--gpubench", "--gpubench-ncu", NO_CONFIRM, "--gpubench-json=r.json")
+    result.assert_outcomes(passed=1, failed=1)
+    text = output(result)
+    [report] = (fake.path / "gpubench-evidence").glob("*.ncu-rep")
+    assert report.name.startswith("test_bench.py_test_sum-")
+    result.stdout.fnmatch_lines(
+        [
+            f"*evidence: Nsight Compute, one call of this, {report}:",
+            "*kernel * time * DRAM * SM * occupancy * grid x block",
+            "*fake_kernel * 1.25 ms * 70.8% * 58.2% * 81.1% * (16384, 1, 1) x (128, 1, 1)",
+        ]
+    )
+    assert "Traceback" not in text
+    [profiled, read] = [json.loads(line) for line in calls.read_text().splitlines()]
+    assert profiled[:4] == ["--nvtx", "--nvtx-include", "regex:gpubench-ncu.*/", "--metrics"]
+    assert read[:2] == ["--import", str(report)]
+    by_test = {
+        r["test"]: r["ncu"] for r in json.loads((fake.path / "r.json").read_text())["results"]
+    }
+    assert by_test["test_join"] is None  # it passed: no profile
+    [kernel] = by_test["test_sum"]["kernels"]
+    assert by_test["test_sum"]["report"] == str(report)
+    assert kernel["name"] == "fake_kernel" and kernel["grid"] == "(16384, 1, 1)"
+    assert ["dram__throughput.avg.pct_of_peak_sustained_elapsed", 70.8, "%"] in kernel["metrics"]
+
+
+def test_without_ncu_on_path_the_option_is_one_line_and_a_failing_ncu_fails_nothing(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake.makepyfile(test_bench=SUITE)
+    record_history(fake)
+    path = os.environ["PATH"]
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))  # python, no ncu
+    result = fake.runpytest("--gpubench", "--gpubench-ncu")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "no ncu is on PATH" in output(result) and "Traceback" not in output(result)
+
+    monkeypatch.setenv("PATH", path)
+    fake_ncu(fake, monkeypatch)
+    monkeypatch.setenv("FAKE_NCU_FAIL", "1")
+    monkeypatch.setenv("FAKE_SCALES", json.dumps({"test_sum": 1.2}))
+    result = fake.runpytest("--gpubench", "--gpubench-ncu", NO_CONFIRM)
+    result.assert_outcomes(passed=1, failed=1)  # the regression's own failure, no error
+    text = output(result)
+    assert "test_sum regressed" in text and "no Nsight Compute metrics: " in text
+    assert "ERR_NVGPUCTRPERM" in text and "Traceback" not in text
+
+
+@pytest.mark.slow
+def test_against_a_revision_ncu_profiles_one_call_of_each_side(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake.makepyfile(kernels=KERNELS.format(factor=1.0), test_bench=TESTS)
+    fake.path.joinpath(".gitignore").write_text(
+        "__pycache__/\n.gpubench/\ntimer-calls.log\nncu-bin/\nncu-calls.log\n"
+    )
+    git(fake.path, "init", "-q", "-b", "main")
+    commit(fake.path, "kernels and their tests")
+    fake.makepyfile(kernels=KERNELS.format(factor=1.08))
+    fake_ncu(fake, monkeypatch)
+    fast = ("--gpubench-pairs=2", "--gpubench-confirm=0")
+    result = fake.runpytest("--gpubench-against=HEAD", "--gpubench-ncu", *fast)
+    result.assert_outcomes(passed=1, failed=1)
+    evidence = fake.path / "gpubench-evidence"
+    base, head = evidence / "base" / "ncu.ncu-rep", evidence / "head" / "ncu.ncu-rep"
+    result.stdout.fnmatch_lines(
+        [
+            f"*evidence: Nsight Compute, one call of the revision's, {base}:",
+            "*fake_kernel * 1.25 ms * 70.8%*",
+            f"*evidence: Nsight Compute, one call of the working tree's, {head}:",
+            "*fake_kernel * 1.25 ms * 70.8%*",
+        ]
+    )
+    assert "Nsight Compute's metrics of 1 failing test" in output(result)
+
+
+def test_ncus_csv_is_read_by_range_in_launch_order_and_bad_stored_values_are_one_line() -> None:
+    """The details page as ncu 2025 prints it (the device's, 2026-11-28): its own lines
+    first, a row per metric, thousands separators; rows of other ranges are not ours."""
+    from pytest_gpubench.core.records import NcuEvidence
+    from pytest_gpubench.run import ncu
+
+    ours = ncu.range_name("t.py::test_a")
+    header = (
+        '"ID","Process ID","Process Name","Host Name","thread Domain:Push/Pop_Range:PL_Type:'
+        'PL_Value:CLR_Type:Color:Msg_Type:Msg","Id:Domain:Start/Stop_Range:PL_Type:PL_Value:'
+        'CLR_Type:Color:Msg_Type:Msg","Kernel Name","Context","Stream","Block Size",'
+        '"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"'
+    )
+
+    def row(i: int, where: str, kernel: str, metric: str, unit: str, value: str) -> str:
+        stack = f'"737  ""<default domain>:{where}:none:none:none:none:none:none"" "'
+        return (
+            f'"{i}","737","python3.12","127.0.0.1",{stack},"","{kernel}","1","7",'
+            f'"(128, 1, 1)","(16384, 1, 1)","0","9.0","Command line profiler metrics",'
+            f'"{metric}","{unit}","{value}"'
+        )
+
+    text = "\n".join(
+        [
+            "==PROF== Connected to process 737 (/usr/bin/python3.12)",
+            header,
+            row(0, ours, "void gelu<4>(int, T2)", "gpu__time_duration.sum", "ns", "32,448"),
+            row(0, ours, "void gelu<4>(int, T2)", "sm__throughput.avg.pct", "%", "58.18"),
+            row(1, ours, "add_kernel", "gpu__time_duration.sum", "ns", "46,208"),
+            row(1, ours, "add_kernel", "sm__throughput.avg.pct", "%", "n/a"),
+            row(2, "another range", "mul_kernel", "gpu__time_duration.sum", "ns", "9"),
+        ]
+    )
+    kernels = ncu.parse(text)
+    [(digest, launched)] = kernels.items()
+    assert digest == ncu.digest("t.py::test_a")
+    assert [k.name for k in launched] == ["void gelu<4>(int, T2)", "add_kernel"]
+    assert launched[0].metric("gpu__time_duration.sum") == 32448.0
+    assert launched[1].metrics == (("gpu__time_duration.sum", 46208.0, "ns"),)
+    found = ncu.evidence(Path("r.ncu-rep"), kernels, "t.py::test_a")
+    assert found is not None and NcuEvidence.from_json(found.to_json()) == found
+    assert ncu.evidence(Path("r.ncu-rep"), kernels, "t.py::test_b") is None
+    assert ncu.parse("==ERROR== no report\n") == {}
+    for bad in (5, {"report": 1}, {"report": "r", "kernels": [{"name": "k", "metrics": [[1]]}]}):
+        with pytest.raises(ValueError, match="'ncu'"):
+            NcuEvidence.from_json(bad)

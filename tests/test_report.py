@@ -625,6 +625,7 @@ def test_the_result_files_fields_are_release_0_2s() -> None:
     fields |= {"peak_bytes", "trace", "reference_kernels"}  # issue 18: memory and evidence
     fields |= {"energy", "reference_trace"}  # issue 18: energy; a ratio's reference trace
     fields |= {"matmul_tflops", "matmul_dtype"}  # issue 18: the flops floor
+    fields |= {"ncu", "reference_ncu"}  # issue 18: Nsight Compute in the evidence
     assert set(result(judgement=regressed()).to_dict()) == fields
 
 

@@ -440,6 +440,87 @@ class Energy:
         return cls(numbers[0], numbers[1], calls, numbers[2], sampled, text)
 
 
+# The Nsight Compute metrics of a failure's evidence (--gpubench-ncu), by ncu name, each
+# with its column title: the kernel's time under the profiler, its DRAM and SM throughput as
+# shares of their sustained peaks, and achieved occupancy (active warps over the SM's most).
+NCU_METRICS = (
+    ("gpu__time_duration.sum", "time"),
+    ("dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM"),
+    ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "SM"),
+    ("sm__warps_active.avg.pct_of_peak_sustained_active", "occupancy"),
+)
+
+
+@dataclass(frozen=True)
+class NcuKernel:
+    """One kernel of one call as Nsight Compute profiled it (``run.ncu``): its name and
+    launch configuration, and its metrics by their ncu names, each a number and its unit."""
+
+    name: str
+    block: str = ""
+    grid: str = ""
+    metrics: tuple[tuple[str, float, str], ...] = ()
+
+    def metric(self, name: str) -> float | None:
+        return next((value for n, value, _ in self.metrics if n == name), None)
+
+    def to_json(self) -> dict[str, Json]:
+        return {
+            "name": self.name,
+            "block": self.block,
+            "grid": self.grid,
+            "metrics": [[n, rounded(v), u] for n, v, u in self.metrics],
+        }
+
+    @classmethod
+    def from_json(cls, data: Json) -> NcuKernel:
+        """Raises ValueError saying what is wrong."""
+        if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+            raise ValueError("has an 'ncu' kernel that is not an object with a name")
+        metrics = []
+        for entry in data.get("metrics") or ():
+            if not (
+                isinstance(entry, list)
+                and len(entry) == 3
+                and isinstance(entry[0], str)
+                and is_number(entry[1])
+                and isinstance(entry[2], str)
+            ):
+                raise ValueError(
+                    f"has an 'ncu' metric {entry!r:.60} that is not [name, value, unit]"
+                )
+            metrics.append((entry[0], float(entry[1]), entry[2]))
+        block, grid = data.get("block", ""), data.get("grid", "")
+        return cls(
+            data["name"],
+            block if isinstance(block, str) else "",
+            grid if isinstance(grid, str) else "",
+            tuple(metrics),
+        )
+
+
+@dataclass(frozen=True)
+class NcuEvidence:
+    """Nsight Compute's metrics of one call (--gpubench-ncu): the report file (open it in
+    Nsight Compute) and the kernels it profiled, in launch order."""
+
+    report: str
+    kernels: tuple[NcuKernel, ...] = ()
+
+    def to_json(self) -> dict[str, Json]:
+        return {"report": self.report, "kernels": [k.to_json() for k in self.kernels]}
+
+    @classmethod
+    def from_json(cls, data: Json) -> NcuEvidence:
+        """Raises ValueError saying what is wrong."""
+        if not isinstance(data, dict) or not isinstance(data.get("report"), str):
+            raise ValueError("has an 'ncu' that is not an object with a report")
+        kernels = data.get("kernels") or []
+        if not isinstance(kernels, list):
+            raise ValueError("has an 'ncu' whose kernels are not a list")
+        return cls(data["report"], tuple(NcuKernel.from_json(k) for k in kernels))
+
+
 # --- one measurement ------------------------------------------------------------------------
 
 
@@ -558,6 +639,10 @@ class Measurement:
     versus: Versus | None = None
     # Energy per call (--gpubench-energy, where the GPU reports it): informational.
     energy: Energy | None = None
+    # Nsight Compute's metrics of one call, where a failure's evidence has them
+    # (--gpubench-ncu); ``reference_ncu``: the revision's call (against a revision).
+    ncu: NcuEvidence | None = None
+    reference_ncu: NcuEvidence | None = None
 
     @functools.cached_property
     def summary(self) -> Summary:
@@ -711,6 +796,8 @@ class Measurement:
             "reference_trace": self.reference_trace,
             "versus": None if self.versus is None else self.versus.to_json(),
             "energy": None if self.energy is None else self.energy.to_json(),
+            "ncu": None if self.ncu is None else self.ncu.to_json(),
+            "reference_ncu": None if self.reference_ncu is None else self.reference_ncu.to_json(),
         }
 
     @classmethod
@@ -764,6 +851,12 @@ class Measurement:
             ),
             versus=None if data.get("versus") is None else Versus.from_json(data["versus"]),
             energy=None if data.get("energy") is None else Energy.from_json(data["energy"]),
+            ncu=None if data.get("ncu") is None else NcuEvidence.from_json(data["ncu"]),
+            reference_ncu=(
+                None
+                if data.get("reference_ncu") is None
+                else NcuEvidence.from_json(data["reference_ncu"])
+            ),
         )
 
 

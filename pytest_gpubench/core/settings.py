@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -450,6 +451,15 @@ OPTIONS: tuple[OptionSpec, ...] = (
         is_flag=True,
     ),
     OptionSpec(
+        "ncu",
+        "Add Nsight Compute's basic metrics (DRAM and SM throughput, achieved occupancy) of "
+        "one call of a failing test's kernels to its evidence (each side's against a "
+        "revision): a fresh process under ncu, which must be on PATH, once per failing test",
+        parse_bool,
+        False,
+        is_flag=True,
+    ),
+    OptionSpec(
         "energy",
         "Measure the energy of a call (NVML's energy counter over about 1 s of calls, "
         "where the GPU reports it): shown, never judged",
@@ -588,6 +598,7 @@ class Settings:
     benchmark_json: Path | None = None
     evidence: Path = Path("gpubench-evidence")
     profile: bool = False  # keep every measurement's trace, not only those that fail
+    ncu: bool = False  # Nsight Compute's metrics in a failure's evidence (run/ncu.py)
     energy: bool = False  # measure each call's energy (timing.energy), informational
     only: bool = False  # run only the tests that benchmark, skip the rest
     skip: bool = False  # skip the tests that benchmark
@@ -658,6 +669,11 @@ class Settings:
             raise ConfigError(
                 f"--gpubench-against {settings.against} judges against a revision measured in "
                 "the same job and --gpubench-save records a stored history: run them separately"
+            )
+        if settings.ncu and child is None and shutil.which("ncu") is None:
+            raise ConfigError(
+                "--gpubench-ncu runs failing tests under Nsight Compute, and no ncu is on PATH: "
+                "install Nsight Compute (or add its folder to PATH), or leave out --gpubench-ncu"
             )
         if settings.build is not None and settings.against is None:
             raise ConfigError(

@@ -64,6 +64,8 @@ class Child:
             return
         if request.evidence is not None and self.session is not None:
             self.session.trace_into = Path(request.evidence)
+        if request.ncu and self.session is not None:
+            self.session.ncu_ranges = True
 
         def kept(item: pytest.Item) -> bool:
             return request.keeps(item.nodeid, getattr(item, "fixturenames", ()))

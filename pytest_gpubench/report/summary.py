@@ -10,7 +10,16 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from ..core.device import Fingerprint
 from ..core.jsondata import Json
 from ..core.kernels import describe, kernel_deltas, short
-from ..core.records import Measurement, Paired, Result, Status, is_ratio
+from ..core.records import (
+    NCU_METRICS,
+    Measurement,
+    NcuEvidence,
+    NcuKernel,
+    Paired,
+    Result,
+    Status,
+    is_ratio,
+)
 from ..core.samples import bytes_text, energy_text, time_text
 from ..core.settings import MeasureSettings
 
@@ -47,6 +56,8 @@ STEP_SUMMARY_BYTES = 900_000
 # A failure's per-kernel table: for these verdicts, at most this many kernels.
 KERNEL_TABLE_STATUSES = frozenset({Status.REGRESSED, Status.IMPROVED, Status.CHANGED})
 KERNEL_ROWS = 8
+# Kernels of a call shown with Nsight Compute's metrics (the report has them all).
+NCU_ROWS = 3
 # A graph replay whose kernels fill less than this share of it is mostly launch gaps.
 GAPS_NOTED = 0.2
 
@@ -129,6 +140,9 @@ def failure_message(result: Result) -> str:
     if m.reference_trace:
         whose = "the revision's" if v.paired is not None else "the reference's"
         text += f"\n  evidence: {whose}, {m.reference_trace}"
+    for lines in (ncu_table(result, m.reference_ncu, True), ncu_table(result, m.ncu, False)):
+        if lines:
+            text += "\n  " + "\n  ".join(lines)
     if m.timer != "cuda-graph":
         text += f"\n  timed by {m.timer}" + (f": {m.note}" if m.note else "")
     return text
@@ -157,6 +171,55 @@ def kernel_table(result: Result) -> list[str]:
     if len(deltas) > KERNEL_ROWS:
         lines.append(f"{len(deltas) - KERNEL_ROWS} more kernels in the JSON report's kernels")
     return lines
+
+
+def ncu_table(result: Result, evidence: NcuEvidence | None, reference: bool) -> list[str]:
+    """Nsight Compute's metrics of one call (``reference``: the revision's), its kernels that
+    changed most first (as the kernel table orders them), then the longest, at most NCU_ROWS;
+    empty without them."""
+    if evidence is None:
+        return []
+    m, v = result.measurement, result.verdict
+    changed = [
+        d.name
+        for d in kernel_deltas(v.reference_kernels, v.reference_ms or 0.0, m.kernels, m.median_ms)
+    ]
+    time_name = NCU_METRICS[0][0]
+
+    def rank(k: NcuKernel) -> tuple[int, float]:
+        first = changed.index(k.name) if k.name in changed else len(changed)
+        return first, -(k.metric(time_name) or 0.0)
+
+    kernels = sorted(evidence.kernels, key=rank)
+    rows = [["kernel", *(title for _, title in NCU_METRICS), "grid x block"]]
+    for k in kernels[:NCU_ROWS]:
+        cells = []
+        for name, _ in NCU_METRICS:
+            value = k.metric(name)
+            unit = next((u for n, _, u in k.metrics if n == name), "")
+            cells.append("-" if value is None else _ncu_value(value, unit))
+        rows.append([short(k.name, 40), *cells, f"{k.grid} x {k.block}"])
+    whose = (
+        ("the revision's" if v.paired is not None else "the reference's")
+        if reference
+        else ("the working tree's" if v.paired is not None else "this")
+    )
+    more = len(kernels) - NCU_ROWS
+    return [
+        f"evidence: Nsight Compute, one call of {whose}, {evidence.report}:",
+        *aligned(rows, left=1, last_left=True),
+        *([f"{more} more kernels in the report"] if more > 0 else []),
+    ]
+
+
+def _ncu_value(value: float, unit: str) -> str:
+    """A metric as ncu gave it: a share in %, a time (ns, us, ms) as our times read."""
+    scale = {"ns": 1e-6, "us": 1e-3, "usecond": 1e-3, "nsecond": 1e-6, "ms": 1.0, "msecond": 1.0}
+    if unit in scale:
+        return format_time(value * scale[unit])
+    if unit == "%":
+        return f"{value:.1f}%"
+    return f"{value:g} {unit}".strip()
 
 
 def _sessions(result: Result) -> str:

@@ -30,11 +30,12 @@ from pathlib import Path
 
 from ..core.errors import GpubenchError
 from ..core.kernels import Launch, binary_changes, launch_count, same_work
-from ..core.records import Measurement, Paired, Result, Status, Verdict, Versus
+from ..core.records import Measurement, NcuKernel, Paired, Result, Status, Verdict, Versus
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import MIN_JUDGED_SAMPLES, Gate, with_memory
 from ..judge.pairs import PairDesign, judge_pairs
 from ..store.runs import ignore_all
+from . import ncu
 from .children import EVERY_BENCHMARK, FOREIGN_VARIABLE, ChildRun, Launcher, Leg, Request, relays
 from .revision import Revision, code_paths
 
@@ -332,15 +333,32 @@ def _with_evidence(
         )
         for side in (BASE, HEAD)
     ]
+    path = ncu.found() if settings.ncu else None
+    reports = {side: folders[side] / f"ncu{ncu.SUFFIX}" for side in (BASE, HEAD)}
+    if path is not None:  # then each side's call under Nsight Compute
+        legs += [
+            Leg(
+                dataclasses.replace(sides_.of(side), wrapper=ncu.command(path, reports[side])),
+                Request(tuple(failing), ncu=True),
+                f"{side}-ncu",
+                says=f"evidence: Nsight Compute's metrics of {tests}, {label[side]}",
+            )
+            for side in (BASE, HEAD)
+        ]
     try:
         [ran] = relays([(legs, devices[0] if devices else None)], announce)
     except GpubenchError as exc:
         ran, problem = [], str(exc)
     else:
-        problem = "; ".join(r.error for r in ran if r.error)
+        problem = "; ".join(r.error for r in ran[:2] if r.error)
     traces = {
         side: {key: m.trace for key, m in _measured(run).items() if m.trace}
         for side, run in zip((BASE, HEAD), ran, strict=False)
+    }
+    profiled = {
+        side: ncu.read(path, reports[side], run)
+        for side, run in zip((BASE, HEAD), ran[2:], strict=False)
+        if path is not None
     }
     found = dict(results)
     for key, result in results.items():
@@ -351,8 +369,32 @@ def _with_evidence(
         if head is None or base is None:
             why = problem or "a side measured it in no trace"
             measurement = measurement.noted(f"no trace of each side's call: {why}"[:300])
+        if settings.ncu:
+            measurement = _with_ncu(measurement, key, profiled, reports, problem or "ncu not found")
         found[key] = dataclasses.replace(result, measurement=measurement)
     return found
+
+
+def _with_ncu(
+    measurement: Measurement,
+    key: str,
+    profiled: Mapping[str, tuple[Mapping[str, tuple[NcuKernel, ...]], str]],
+    reports: Mapping[str, Path],
+    problem: str,
+) -> Measurement:
+    """``measurement`` with each side's Nsight Compute metrics of one call (the working
+    tree's as ``ncu``, the revision's as ``reference_ncu``), or a note of why a side has none."""
+    sides = {}
+    for side in (BASE, HEAD):
+        kernels, error = profiled.get(side, ({}, problem))
+        sides[side] = ncu.evidence(reports[side], kernels, key)
+        if sides[side] is None:
+            measurement = measurement.noted(
+                f"no Nsight Compute metrics of the {side} side: {error or 'none of its kernels'}"[
+                    :300
+                ]
+            )
+    return dataclasses.replace(measurement, ncu=sides[HEAD], reference_ncu=sides[BASE])
 
 
 def pair_blocks(pairs: Sequence[int], lanes: int) -> list[range]:

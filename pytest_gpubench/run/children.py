@@ -49,6 +49,9 @@ PARENT_VARIABLE = "PYTEST_GPUBENCH_PARENT"
 # Trees a side of a comparison must not import code from, os.pathsep-separated: the other
 # side's (run/ab.py). Measurements of the other side's code would make the two sides same.
 FOREIGN_VARIABLE = "PYTEST_GPUBENCH_NOT_FROM"
+# Set in a child started under a wrapper command (Launcher.wrapper): its parent process is the
+# wrapper, which it watches as well as the plugin's process.
+WRAPPED_VARIABLE = "PYTEST_GPUBENCH_WRAPPED"
 # In a child of a relay (``relay``): the file it makes once it holds the device (the next
 # child starts then, and queues behind it).
 TURN_VARIABLE = "PYTEST_GPUBENCH_TURN"
@@ -218,6 +221,8 @@ class Launcher:
     # with it every test's key.
     rootdir: Path | None = None
     inifile: Path | None = None
+    # A command a child runs under (Nsight Compute's, run/ncu.py); none by default.
+    wrapper: tuple[str, ...] = ()
 
     def confirming(
         self,
@@ -243,6 +248,13 @@ class Launcher:
         args = [*self._args(save=False, confirm=0, single=self.xdist)]
         args.append("--continue-on-collection-errors")
         return args
+
+    def profiling(self, nodeids: Sequence[str], device_index: int | None) -> list[ChildRun]:
+        """One fresh process (under ``wrapper``) that makes one call of each measurement of
+        the tests ``nodeids`` in its NVTX range, timing nothing (run/ncu.py)."""
+        args = self._args(save=False, confirm=0, single=self.xdist)
+        request = Request(tuple(nodeids), ncu=True)
+        return run_children(["ncu"], args, self, device_index, None, request)
 
     def recording(self, device_index: int | None, session: int) -> ChildRun:
         """One fresh process that times the user's selection as recorded session number
@@ -302,6 +314,9 @@ class Request:
     # A profiler trace of one call of every measurement into this folder (the evidence of a
     # failure against a revision, run/ab.py), else none.
     evidence: str | None = None
+    # One call of each measurement in its NVTX range, nothing timed: the process runs under
+    # Nsight Compute (run/ncu.py).
+    ncu: bool = False
 
     def keeps(self, nodeid: str, fixtures: Sequence[str]) -> bool:
         return (
@@ -324,6 +339,7 @@ def write_request(out: Path, request: Request) -> None:
         "fixture": request.fixture,
         "excluded": list(request.excluded),
         "evidence": request.evidence,
+        "ncu": request.ncu,
     }
     out.write_text(json.dumps(data), encoding="utf-8")
 
@@ -343,6 +359,7 @@ def read_request(out: Path) -> Request | None:
         fixture if isinstance(fixture, str) else None,
         tuple(str(n) for n in excluded) if isinstance(excluded, list) else (),
         evidence if isinstance(evidence, str) else None,
+        data.get("ncu") is True,
     )
 
 
@@ -372,15 +389,19 @@ def start_child(
     out: Path,
     device_index: int | None = None,
     extra: Sequence[tuple[str, str]] = (),
+    wrapper: Sequence[str] = (),
 ) -> subprocess.Popen[bytes] | ChildRun:
-    """Start ``python -m pytest *args`` in ``cwd``, its output to a file beside ``out`` (a
-    pipe nobody reads while another child runs could fill up and stop it)."""
+    """Start ``python -m pytest *args`` in ``cwd`` (under ``wrapper``, a command that runs
+    it), its output to a file beside ``out`` (a pipe nobody reads while another child runs
+    could fill up and stop it)."""
     try:
         with open(out.with_suffix(".log"), "wb") as log:
             return subprocess.Popen(
-                [sys.executable, "-m", "pytest", *args],
+                [*wrapper, sys.executable, "-m", "pytest", *args],
                 cwd=cwd,
-                env=child_environment(out, device_index, extra),
+                env=child_environment(
+                    out, device_index, [*extra, *([(WRAPPED_VARIABLE, "1")] if wrapper else [])]
+                ),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -562,7 +583,9 @@ def run_children(
                     progress(i + 1, len(names))
                 child_args = [*args, *launcher.overrides(folder, name)]
                 started.append(
-                    start_child(child_args, launcher.cwd, out, device_index, launcher.env)
+                    start_child(
+                        child_args, launcher.cwd, out, device_index, launcher.env, launcher.wrapper
+                    )
                 )
             # They take the device in turns, in any order: one that waits for it is not
             # stuck while another makes progress.
@@ -619,7 +642,11 @@ def relay(
             write_request(outs[i], leg.request)
             args = [*leg.launcher.measuring_args(), *leg.launcher.overrides(folder, leg.name)]
             env = (*leg.launcher.env, (TURN_VARIABLE, str(turns[i])))
-            started.append(start_child(args, leg.launcher.cwd, outs[i], device_index, env))
+            started.append(
+                start_child(
+                    args, leg.launcher.cwd, outs[i], device_index, env, leg.launcher.wrapper
+                )
+            )
             signs.append(Signs((beat_of(outs[i]),)))
 
         def ended(i: int) -> bool:
@@ -761,7 +788,12 @@ def foreign_imports() -> tuple[str, ...]:
 _watching: list[int] = []  # the parent this process already watches (once per process)
 
 
-def watch_parent(parent_pid: int, folder: Path, interval_s: float = LIFELINE_INTERVAL_S) -> None:
+def watch_parent(
+    parent_pid: int,
+    folder: Path,
+    interval_s: float = LIFELINE_INTERVAL_S,
+    wrapped: bool | None = None,
+) -> None:
     """End this process once the process ``parent_pid`` that started it is gone: remove the
     folder it shares with its siblings (only a folder of ours), then exit at once
     (``os._exit``: no cleanup that could write, no waiting for the test that runs). A daemon
@@ -771,8 +803,14 @@ def watch_parent(parent_pid: int, folder: Path, interval_s: float = LIFELINE_INT
         return
     _watching.append(parent_pid)
 
+    # Under a wrapper (Nsight Compute: run/ncu.py) its parent process is the wrapper: it ends
+    # once either is gone (a wrapper does not end with the process that started it).
+    if wrapped is None:
+        wrapped = WRAPPED_VARIABLE in os.environ
+    first = os.getppid() if wrapped else parent_pid
+
     def watch() -> None:
-        while os.getppid() == parent_pid:
+        while os.getppid() == first and (first == parent_pid or alive(parent_pid)):
             time.sleep(interval_s)
         if folder.name.startswith(FOLDER_PREFIX):
             shutil.rmtree(folder, ignore_errors=True)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
-import re
 import statistics
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -28,6 +26,7 @@ from ..core.records import (
     Costs,
     Energy,
     Measurement,
+    NcuKernel,
     Result,
     SessionInfo,
     Status,
@@ -38,7 +37,7 @@ from ..core.settings import MarkerSpec, MeasureSettings, Settings
 from ..store import baseline as store
 from ..store.runs import ignore_all
 from ..timing.clocks import ClockReading
-from ..timing.device import call_dtype, peak_bytes, synchronizer, trace
+from ..timing.device import call_dtype, in_range, peak_bytes, synchronizer, trace
 from ..timing.energy import measure_energy
 from ..timing.engine import (
     SLOW_SHARE,
@@ -53,6 +52,7 @@ from ..timing.engine import (
 )
 from ..timing.gpus import DeviceLock
 from ..timing.timers import requested
+from . import ncu
 from .call import Call
 from .children import ChildRun, Launcher
 from .environment import Environment, TimerFactory
@@ -122,6 +122,9 @@ class BenchSession:
         # In a fresh process its parent asked for evidence: every measurement's trace goes
         # into this folder (run/ab.py, a failure against a revision).
         self.trace_into: Path | None = None
+        # In a fresh process under Nsight Compute: each measurement is one call in its NVTX
+        # range, nothing timed (run/ncu.py).
+        self.ncu_ranges = False
         self._timer_factory = timer_factory
         self._baseline: store.Baseline | None = None
         self._lock: DeviceLock | None = None
@@ -246,13 +249,9 @@ class BenchSession:
             result = self.judge(measurement, settings)
             if not (self.gate.needs_confirmation(result) or self.gate.fails(result.verdict)):
                 return measurement
-        # Readable, and unique: two keys may read alike once cut and cleaned.
-        name = re.sub(r"[^\w.-]+", "_", measurement.key).strip("_")[:120]
-        digest = hashlib.sha256(measurement.key.encode()).hexdigest()[:10]
-        path = folder / f"{name}-{digest}.trace.json"
-        other = (
-            None if reference is None else path.with_name(f"{name}-{digest}.reference.trace.json")
-        )
+        name = ncu.stem(measurement.key)
+        path = folder / f"{name}.trace.json"
+        other = None if reference is None else path.with_name(f"{name}.reference.trace.json")
         created = not folder.exists()
         try:
             with self.device_lock():
@@ -287,6 +286,38 @@ class BenchSession:
                 r = dataclasses.replace(r, measurement=measurement)
             kept.append(r)
         return tuple(kept)
+
+    def profile_call(self, workload: Workload, key: str) -> None:
+        """In a fresh process under Nsight Compute: one warm call of ``workload`` in the
+        NVTX range of the measurement ``key``, under the device lock; nothing is timed."""
+        with self.device_lock():
+            in_range(self.device.kind, workload.prepare(), ncu.range_name(key))
+
+    def with_ncu(self, results: Sequence[Result], nodeid: str) -> tuple[Result, ...]:
+        """``results`` with Nsight Compute's metrics of one call of each failing one with
+        evidence (--gpubench-ncu), from a fresh process of the test ``nodeid`` under ncu,
+        its report beside the traces; where there are none, its note says why."""
+        failing = {r.key for r in results if self.gate.fails(r.verdict) and r.measurement.trace}
+        path = ncu.found()
+        if not (self.settings.ncu and failing) or self.settings.child or self.comparison:
+            return tuple(results)
+        if path is None or self.launcher is None:
+            kernels: dict[str, tuple[NcuKernel, ...]] = {}
+            error = "no ncu on PATH" if path is None else "no fresh process can be started here"
+            report = Path()
+        else:
+            report = self.settings.evidence / f"{ncu.stem(nodeid)}{ncu.SUFFIX}"
+            kernels, error = ncu.profile(self.launcher, path, [nodeid], report, self._device_index)
+        out = []
+        for r in results:
+            if r.key in failing:
+                found = ncu.evidence(report, kernels, r.key)
+                m = r.measurement
+                why = f"no Nsight Compute metrics: {error or 'none of its kernels'}"
+                m = dataclasses.replace(m, ncu=found) if found else m.noted(why[:300])
+                r = dataclasses.replace(r, measurement=m)
+            out.append(r)
+        return tuple(out)
 
     def _peak_bytes(self, sampler: Sampler, workload: Workload) -> int | None:
         """What one call of ``workload`` holds at its peak: the timer's own reading where it

@@ -193,6 +193,24 @@ def trace(kind: str, call: Callable[[], object], path: Path) -> None:
     profiler.export_chrome_trace(str(path))
 
 
+def in_range(kind: str, call: Callable[[], object], name: str) -> None:
+    """One synchronized call of ``call`` inside the NVTX range ``name`` (on a GPU): what
+    Nsight Compute profiles under --gpubench-ncu (run.ncu filters on the range)."""
+    sync = synchronizer(kind)
+    sync()
+    if kind != "cuda":
+        call()
+        return
+    import torch
+
+    torch.cuda.nvtx.range_push(name)
+    try:
+        call()
+        sync()
+    finally:
+        torch.cuda.nvtx.range_pop()
+
+
 def copy_workload(kind: str, nbytes: int = PEAK_COPY_BYTES) -> tuple[Workload, int]:
     """A copy of ``nbytes`` (by default a buffer far beyond any cache), and the bytes it moves
     (read + written)."""

@@ -1,0 +1,159 @@
+"""Nsight Compute's basic metrics in a failure's evidence (--gpubench-ncu).
+
+A fresh process under ``ncu`` runs the failing tests; their fixture makes one warm call of
+each measurement inside an NVTX range named after its key (``range_name``) and times
+nothing. ncu profiles only the kernels inside those ranges (at most LAUNCHES), with a few
+metrics (core.records.NCU_METRICS: a handful of replay passes each), into a report the user
+can open in Nsight Compute; the parent reads it back as CSV (``ncu --import``) and attaches each
+measurement's kernels to its result. Profiling is the costly part of ncu (each kernel is
+replayed), so it runs only on failure, and only where the user asked for it.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import hashlib
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ..core.records import NCU_METRICS, RATIO_KEY, NcuEvidence, NcuKernel
+from .children import ChildRun, Launcher
+
+NCU = "ncu"
+# Kernels profiled in one process at most: a call of a long chain of launches is profiled
+# in its first ones.
+LAUNCHES = 64
+# NVTX ranges of the calls ncu profiles: this prefix and the digest of the measurement's key.
+RANGE_PREFIX = "gpubench-ncu"
+# How long reading a report back may take.
+READ_TIMEOUT_S = 120.0
+SUFFIX = ".ncu-rep"
+
+
+def found() -> str | None:
+    """The ``ncu`` on PATH, or None."""
+    return shutil.which(NCU)
+
+
+def digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()[:10]
+
+
+def stem(key: str) -> str:
+    """A measurement's evidence files' name: readable, and unique (two keys may read alike
+    once cut and cleaned)."""
+    name = re.sub(r"[^\w.-]+", "_", key).strip("_")[:120]
+    return f"{name}-{digest(key)}"
+
+
+def range_name(key: str) -> str:
+    """The NVTX range of one call of the measurement ``key`` (a ratio's: its function's)."""
+    return f"{RANGE_PREFIX} {digest(key.removesuffix(RATIO_KEY))}"
+
+
+def command(ncu: str, report: Path) -> tuple[str, ...]:
+    """What a fresh process runs under: ``ncu`` profiling the kernels inside our ranges into
+    ``report`` (ncu adds SUFFIX)."""
+    return (
+        ncu,
+        "--nvtx",
+        "--nvtx-include",
+        f"regex:{RANGE_PREFIX}.*/",  # push/pop ranges of that name
+        "--metrics",
+        ",".join(name for name, _ in NCU_METRICS),
+        "--launch-count",
+        str(LAUNCHES),
+        "--export",
+        str(report.with_name(report.name.removesuffix(SUFFIX))),
+        "--force-overwrite",
+    )
+
+
+def profile(
+    launcher: Launcher,
+    ncu: str,
+    nodeids: Sequence[str],
+    report: Path,
+    device_index: int | None,
+) -> tuple[dict[str, tuple[NcuKernel, ...]], str]:
+    """Profile one call of each measurement of the tests ``nodeids`` in a fresh process under
+    ``ncu``, into ``report``: the kernels by the digest of their measurement's key, and what
+    went wrong ('' when nothing did)."""
+    report.parent.mkdir(parents=True, exist_ok=True)
+    wrapped = dataclasses.replace(launcher, wrapper=command(ncu, report))
+    [run] = wrapped.profiling(nodeids, device_index)
+    return read(ncu, report, run)
+
+
+def read(ncu: str, report: Path, run: ChildRun) -> tuple[dict[str, tuple[NcuKernel, ...]], str]:
+    """The kernels of ``report`` by digest, and what went wrong: the process's error where
+    ncu wrote no report."""
+    if not report.exists():
+        return {}, run.error or f"Nsight Compute wrote no report ({report})"
+    try:
+        proc = subprocess.run(
+            [ncu, "--import", str(report), "--csv", "--page", "details"],
+            capture_output=True,
+            text=True,
+            timeout=READ_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {}, f"cannot read {report} back: {exc}"
+    if proc.returncode != 0:
+        last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [""]
+        return {}, f"cannot read {report} back: ncu exit {proc.returncode}: {last[0][:200]}"
+    kernels = parse(proc.stdout)
+    return kernels, "" if kernels else run.error or "Nsight Compute profiled no kernel"
+
+
+def parse(text: str) -> dict[str, tuple[NcuKernel, ...]]:
+    """The kernels of ``ncu --import R --csv --page details`` (a row per metric of a kernel,
+    after ncu's own lines), by the digest of their range's measurement key, in launch order.
+    Rows of no range of ours, or whose value is no number, are left out."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    if start is None:
+        return {}
+    rows = csv.DictReader(lines[start:])
+    ranges = next((f for f in rows.fieldnames or () if "Push/Pop" in f), None)
+    pattern = re.compile(re.escape(RANGE_PREFIX) + r" ([0-9a-f]{10})")
+    launches: dict[tuple[str, str], dict[str, object]] = {}
+    for row in rows:
+        where = pattern.search(row.get(ranges, "") if ranges else "")
+        name, value = row.get("Kernel Name"), row.get("Metric Value", "")
+        if where is None or not name:
+            continue
+        launch = launches.setdefault(
+            (where.group(1), row.get("ID", "")),
+            {"name": name, "block": row.get("Block Size", ""), "grid": row.get("Grid Size", "")},
+        )
+        try:
+            number = float(value.replace(",", ""))
+        except ValueError:
+            continue
+        metrics = launch.setdefault("metrics", [])
+        assert isinstance(metrics, list)
+        metrics.append((row.get("Metric Name", ""), number, row.get("Metric Unit", "")))
+    out: dict[str, list[NcuKernel]] = {}
+    for (key, _), launch in launches.items():
+        metrics = launch.get("metrics", [])
+        assert isinstance(metrics, list)
+        kernel = NcuKernel(
+            str(launch["name"]), str(launch["block"]), str(launch["grid"]), tuple(metrics)
+        )
+        out.setdefault(key, []).append(kernel)
+    return {key: tuple(kernels) for key, kernels in out.items()}
+
+
+def evidence(
+    report: Path, kernels: Mapping[str, tuple[NcuKernel, ...]], key: str
+) -> NcuEvidence | None:
+    """The measurement ``key``'s share of a report, None where it profiled none of its
+    kernels."""
+    own = kernels.get(digest(key.removesuffix(RATIO_KEY)))
+    return None if not own else NcuEvidence(str(report), own)
