@@ -329,12 +329,13 @@ def test_cached(gpubench):
 
 
 def test_declared_flops_are_held_to_the_measured_matmul_of_their_dtype(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 18: a bfloat16 matmul declaring its flops is possible and a share of the
     session's own bfloat16 matmul rate; a function returning a result computed before, with
     the same flops declared, is impossible."""
     pytester.makepyfile(test_matmuls=MATMULS)
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # FAST names the plugin
     run = pytester.runpytest_subprocess("--gpubench", "--gpubench-json=out.json", *FAST)
     run.assert_outcomes(passed=1, failed=1)
     measured = results(pytester)
