@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from xdist_compare import read_run
+from xdist_compare import gpu_of, read_run
 
 
 def rows_of(logs: Path) -> list[dict[str, str]]:
@@ -84,7 +84,7 @@ def differing(a: dict[str, str], b: dict[str, str]) -> list[str]:
 def per_gpu(path: Path) -> dict[str, int]:
     """Measurements a run took on each GPU."""
     results = json.loads(path.read_text())["results"]
-    return dict(collections.Counter(str(r.get("gpu")).split(" ")[0] for r in results))
+    return dict(collections.Counter(gpu_of(r) for r in results))
 
 
 def plain_runs(logs: Path, rows: list[dict[str, str]]) -> None:
@@ -145,7 +145,7 @@ def offsets(logs: Path, rows: list[dict[str, str]]) -> None:
         for r in json.loads((logs / f"{row['name']}.json").read_text())["results"]:
             if r["status"] == "changed" or ":ratio" in r["timer"] or not r.get("reference_ms"):
                 continue
-            where = f"-n {row['frac']}, {str(r.get('gpu')).split(' ')[0]}"
+            where = f"-n {row['frac']}, {gpu_of(r)}"
             size = ">= 20 us" if r["median_ms"] >= 0.02 else "< 20 us"
             ratios[(where, size)].append(r["median_ms"] / r["reference_ms"])
     print("\n## Warm runs against the history: median time / history's, by GPU\n")

@@ -14,10 +14,18 @@ import re
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def run(logs: Path, phase: str, n: int | str, i: int) -> dict:
     return read_run(logs / f"{phase}-n{n}-{i}", n)
+
+
+def gpu_of(result: dict[str, Any]) -> str:
+    """The GPU a result was timed on: its UUID's start where recorded (``cuda:0 GPU-<uuid>``:
+    xdist workers of a timing run each see their own GPU as cuda:0), else its index."""
+    parts = str(result.get("gpu") or "").split(" ")
+    return parts[1][:12] if len(parts) > 1 else parts[0]
 
 
 def read_run(stem: Path, n: int | str) -> dict:
@@ -30,7 +38,7 @@ def read_run(stem: Path, n: int | str) -> dict:
     costs: dict[str, dict[str, float]] = {}  # per GPU: seconds per step, summed over tests
     for r in data["results"]:
         for step, seconds in (r.get("costs") or {}).items():
-            per_gpu = costs.setdefault(str(r.get("gpu", "")).split(" ")[0], {})
+            per_gpu = costs.setdefault(gpu_of(r), {})
             per_gpu[step] = per_gpu.get(step, 0.0) + seconds
     confirming = [steps.get("confirm_s", 0.0) for steps in costs.values()]
     waited = max(confirming, default=0.0) if str(n) != "0" else sum(confirming)

@@ -143,3 +143,12 @@ def test_the_two_gpu_summary_reads_each_gpus_sides_in_the_order_they_started() -
     document["results"].pop()
     assert two.sides_by_gpu(document) == ({"GPU-0": "BHHB", "GPU-1": "BHHB"}, [])
     assert two.differing({"a": "same", "b": "same"}, {"a": "same", "b": "regressed"}) == ["b"]
+
+
+def test_xdist_workers_seeing_their_own_gpu_as_cuda_0_are_told_apart_by_uuid() -> None:
+    """Issue 20: a timing run's workers each see their GPU as cuda:0 (timing.gpus rotates
+    CUDA_VISIBLE_DEVICES), so a result's GPU is its UUID."""
+    compare = bench_module("xdist_compare")
+    assert compare.gpu_of({"gpu": "cuda:0 GPU-4984127b-5958-aaff"}) == "GPU-4984127b"
+    assert compare.gpu_of({"gpu": "cuda:1"}) == "cuda:1"
+    assert compare.gpu_of({}) == ""
