@@ -20,6 +20,8 @@ leak between runs.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from support import read_baseline
@@ -344,3 +346,39 @@ def test_declared_flops_are_held_to_the_measured_matmul_of_their_dtype(
     assert 0.3 < matmul["tflops"] / matmul["matmul_tflops"] < 1.5, matmul
     assert cached["status"] == "impossible", cached
     assert "bfloat16 matmul reached on this device" in cached["reason"]
+
+
+COLD = """
+import pytest
+import torch
+
+X = torch.randn(1 << 24, device="cuda")
+
+
+@pytest.mark.gpubench(timer="cuda-event-cold")
+def test_cold(gpubench):
+    gpubench(torch.sum, X)
+"""
+
+SMALL_FLUSH = (
+    "import torch; from pytest_gpubench.timing.cuda import flush_check; "
+    "print(flush_check(torch.empty(1 << 20, dtype=torch.uint8, device='cuda')))"
+)
+
+
+def test_the_cold_timer_shows_its_flush_evicts_and_a_flush_that_does_not_is_said(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 18: cold timing says that its flush worked (a buffer that fits in L2 reads
+    slower right after it than warm), and says so when a flush does not evict."""
+    pytester.makepyfile(test_cold=COLD)
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # FAST names the plugin
+    run = pytester.runpytest_subprocess("--gpubench", "--gpubench-json=out.json", *FAST)
+    run.assert_outcomes(passed=1)
+    [cold] = results(pytester).values()
+    assert cold["timer"] == "cuda-event-cold", cold
+    assert "L2 flushed before each sample" in cold["note"], cold["note"]
+    small = subprocess.run(
+        [sys.executable, "-c", SMALL_FLUSH], capture_output=True, text=True, timeout=300
+    )
+    assert "not shown to evict" in small.stdout, small.stdout + small.stderr

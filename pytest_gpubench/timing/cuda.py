@@ -78,6 +78,40 @@ def _flush_buffer() -> torch.Tensor:
     return torch.empty(max(2 * l2_bytes, 1 << 20), dtype=torch.uint8, device="cuda")
 
 
+# The cold timer's check of its flush: reads of a buffer of a quarter of L2, right after a
+# flush against warm (read just before); a flush that evicts makes the first read come from
+# memory, this much slower at least.
+FLUSH_CHECK_READS = 5
+FLUSH_SHOWN = 1.2
+
+
+def flush_check(flush: torch.Tensor) -> str:
+    """One line saying whether zeroing ``flush`` (twice L2) evicts a buffer that fits in L2:
+    the median time of reading it right after a flush against warm."""
+    probe = torch.ones(max(flush.numel() // 8 // 4, 1 << 16), dtype=torch.float32, device="cuda")
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+    def read(cold: bool) -> float:
+        if cold:
+            flush.zero_()
+        else:
+            probe.sum()  # in L2 now
+        _sleep(1.0)  # 1 ms: the read is queued before its start is recorded
+        start.record()
+        probe.sum()
+        end.record()
+        end.synchronize()
+        return float(start.elapsed_time(end))
+
+    warm = sorted(read(False) for _ in range(FLUSH_CHECK_READS))[FLUSH_CHECK_READS // 2]
+    cold = sorted(read(True) for _ in range(FLUSH_CHECK_READS))[FLUSH_CHECK_READS // 2]
+    size = f"{probe.numel() * 4 / (1 << 20):.3g} MiB"
+    times = f"a read of {size} took {time_text(cold)} after it, {time_text(warm)} warm"
+    if warm > 0 and cold / warm >= FLUSH_SHOWN:
+        return f"L2 flushed before each sample ({times}: {cold / warm:.2f}x)"
+    return f"the L2 flush was not shown to evict ({times}): its samples may be partly warm"
+
+
 def _host_ms(call: Callable[[], object]) -> float:
     """Host time to enqueue one call (no sync): how long the blocking kernel must last."""
     times = []
@@ -289,6 +323,7 @@ class CudaEventTimer:
             sleep_ms += 0.01  # room to enqueue the flush's own launch
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         flush = _flush_buffer() if self.cold else None
+        note = flush_check(flush) if flush is not None else ""
 
         def sample() -> float:
             call = workload.prepare()
@@ -303,7 +338,7 @@ class CudaEventTimer:
 
         # A slow function's first sample tells the engine what one costs before it warms up.
         taken = (sample(),) if workload.slow else ()
-        return Sampler(timer=self.name, sample=sample, profile=profile, taken=taken)
+        return Sampler(timer=self.name, sample=sample, profile=profile, taken=taken, note=note)
 
 
 class CuptiTimer:
