@@ -334,6 +334,7 @@ def test_with_ncu_a_failure_shows_nsight_computes_metrics_of_one_call_and_keeps_
     assert "Traceback" not in text
     [profiled, read] = [json.loads(line) for line in calls.read_text().splitlines()]
     assert profiled[:4] == ["--nvtx", "--nvtx-include", "regex:gpubench-ncu.*/", "--metrics"]
+    assert profiled[5:7] == ["--launch-count", "64"]  # per test of the process
     assert read[:2] == ["--import", str(report)]
     by_test = {
         r["test"]: r["ncu"] for r in json.loads((fake.path / "r.json").read_text())["results"]
@@ -356,15 +357,25 @@ def test_without_ncu_on_path_the_option_is_one_line_and_a_failing_ncu_fails_noth
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "no ncu is on PATH" in output(result) and "Traceback" not in output(result)
 
+    # Where the plugin does not time, the ini's option needs no ncu (a shared ini file).
+    fake.makeini("[pytest]\ngpubench_ncu = true\n")
+    fake.runpytest().assert_outcomes(passed=2)
+    fake.runpytest("--gpubench-disable").assert_outcomes(passed=2)
+
     monkeypatch.setenv("PATH", path)
     fake_ncu(fake, monkeypatch)
-    monkeypatch.setenv("FAKE_NCU_FAIL", "1")
     monkeypatch.setenv("FAKE_SCALES", json.dumps({"test_sum": 1.2}))
-    result = fake.runpytest("--gpubench", "--gpubench-ncu", NO_CONFIRM)
+    fake.runpytest("--gpubench", NO_CONFIRM).assert_outcomes(passed=1, failed=1)  # a report
+    assert list((fake.path / "gpubench-evidence").glob("*.ncu-rep"))
+    monkeypatch.setenv("FAKE_NCU_FAIL", "1")
+    result = fake.runpytest("--gpubench", NO_CONFIRM)
     result.assert_outcomes(passed=1, failed=1)  # the regression's own failure, no error
     text = output(result)
     assert "test_sum regressed" in text and "no Nsight Compute metrics: " in text
     assert "ERR_NVGPUCTRPERM" in text and "Traceback" not in text
+    # The earlier run's report is not shown as this one's, and is gone.
+    assert "evidence: Nsight Compute, one call" not in text
+    assert not list((fake.path / "gpubench-evidence").glob("*.ncu-rep"))
 
 
 @pytest.mark.slow
@@ -426,6 +437,7 @@ def test_ncus_csv_is_read_by_range_in_launch_order_and_bad_stored_values_are_one
             row(1, ours, "add_kernel", "gpu__time_duration.sum", "ns", "46,208"),
             row(1, ours, "add_kernel", "sm__throughput.avg.pct", "%", "n/a"),
             row(2, "another range", "mul_kernel", "gpu__time_duration.sum", "ns", "9"),
+            "==WARNING== a line of ncu's own after the table",
         ]
     )
     kernels = ncu.parse(text)
@@ -438,6 +450,12 @@ def test_ncus_csv_is_read_by_range_in_launch_order_and_bad_stored_values_are_one
     assert found is not None and NcuEvidence.from_json(found.to_json()) == found
     assert ncu.evidence(Path("r.ncu-rep"), kernels, "t.py::test_b") is None
     assert ncu.parse("==ERROR== no report\n") == {}
+    # ncu and the profiler's trace spell a kernel differently: its base name is the same.
+    from pytest_gpubench.core.kernels import base_name
+
+    traced = "void at::native::vectorized_elementwise_kernel<4, at::native::F>(int, T2)"
+    assert base_name(traced) == base_name("void vectorized_elementwise_kernel<4, F>(int, T2)")
+    assert base_name("_scale_kernel") == "_scale_kernel"
     for bad in (5, {"report": 1}, {"report": "r", "kernels": [{"name": "k", "metrics": [[1]]}]}):
         with pytest.raises(ValueError, match="'ncu'"):
             NcuEvidence.from_json(bad)

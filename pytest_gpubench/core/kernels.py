@@ -306,6 +306,14 @@ def describe(launches: Sequence[Launch]) -> str:
     return f"{kernels} launch{'es' if kernels != 1 else ''} ({parts}{more})"
 
 
+def base_name(kernel: str) -> str:
+    """A kernel's function name without its return type, namespaces, template arguments and
+    parameters: ncu and the profiler's trace spell the rest differently
+    (``void at::native::k<4, ...>(int)`` and ``void k<4, ...>(int)``)."""
+    name = kernel.removeprefix("void ").split("<")[0].split("(")[0]
+    return name.rsplit("::", 1)[-1].strip()
+
+
 def short(name: str, limit: int = 60) -> str:
     """A kernel's readable name: return type, namespaces, template and call arguments dropped
     (``void at::native::reduce_kernel<512, 1, ...>(...)`` -> ``reduce_kernel``)."""

@@ -670,7 +670,7 @@ class Settings:
                 f"--gpubench-against {settings.against} judges against a revision measured in "
                 "the same job and --gpubench-save records a stored history: run them separately"
             )
-        if settings.ncu and child is None and shutil.which("ncu") is None:
+        if settings.ncu and enabled and child is None and shutil.which("ncu") is None:
             raise ConfigError(
                 "--gpubench-ncu runs failing tests under Nsight Compute, and no ncu is on PATH: "
                 "install Nsight Compute (or add its folder to PATH), or leave out --gpubench-ncu"

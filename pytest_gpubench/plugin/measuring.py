@@ -185,7 +185,11 @@ class Measuring:
                 results = tuple(gate.unconfirmed(r, "interrupted") for r in results)
                 item.session.shouldstop = f"interrupted while confirming {item.nodeid}"
         results = self.session.kept_evidence(results)
-        if self.session.settings.ncu and any(gate.fails(r.verdict) for r in results):
+        if (
+            not compared
+            and self.session.settings.ncu
+            and any(gate.fails(r.verdict) and r.measurement.trace for r in results)
+        ):
             self.announce(f"evidence: Nsight Compute's metrics of {item.name} in a fresh process")
             with timeout_paused(item):
                 results = self.session.with_ncu(results, item.nodeid)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from ..core.device import Fingerprint
 from ..core.jsondata import Json
-from ..core.kernels import describe, kernel_deltas, short
+from ..core.kernels import base_name, describe, kernel_deltas, short
 from ..core.records import (
     NCU_METRICS,
     Measurement,
@@ -180,14 +180,13 @@ def ncu_table(result: Result, evidence: NcuEvidence | None, reference: bool) -> 
     if evidence is None:
         return []
     m, v = result.measurement, result.verdict
-    changed = [
-        d.name
-        for d in kernel_deltas(v.reference_kernels, v.reference_ms or 0.0, m.kernels, m.median_ms)
-    ]
+    deltas = kernel_deltas(v.reference_kernels, v.reference_ms or 0.0, m.kernels, m.median_ms)
+    changed = [base_name(d.name) for d in deltas]  # ncu spells a kernel's name its own way
     time_name = NCU_METRICS[0][0]
 
     def rank(k: NcuKernel) -> tuple[int, float]:
-        first = changed.index(k.name) if k.name in changed else len(changed)
+        name = base_name(k.name)
+        first = changed.index(name) if name in changed else len(changed)
         return first, -(k.metric(time_name) or 0.0)
 
     kernels = sorted(evidence.kernels, key=rank)

@@ -336,9 +336,14 @@ def _with_evidence(
     path = ncu.found() if settings.ncu else None
     reports = {side: folders[side] / f"ncu{ncu.SUFFIX}" for side in (BASE, HEAD)}
     if path is not None:  # then each side's call under Nsight Compute
+        for report in reports.values():  # an earlier run's is not this one's
+            with contextlib.suppress(OSError):
+                report.unlink(missing_ok=True)
         legs += [
             Leg(
-                dataclasses.replace(sides_.of(side), wrapper=ncu.command(path, reports[side])),
+                dataclasses.replace(
+                    sides_.of(side), wrapper=ncu.command(path, reports[side], len(failing))
+                ),
                 Request(tuple(failing), ncu=True),
                 f"{side}-ncu",
                 says=f"evidence: Nsight Compute's metrics of {tests}, {label[side]}",

@@ -20,12 +20,13 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ..core.errors import GpubenchError
 from ..core.records import NCU_METRICS, RATIO_KEY, NcuEvidence, NcuKernel
 from .children import ChildRun, Launcher
 
 NCU = "ncu"
-# Kernels profiled in one process at most: a call of a long chain of launches is profiled
-# in its first ones.
+# Kernels profiled per test of a process at most (its measurements' calls together): a call
+# of a long chain of launches is profiled in its first ones.
 LAUNCHES = 64
 # NVTX ranges of the calls ncu profiles: this prefix and the digest of the measurement's key.
 RANGE_PREFIX = "gpubench-ncu"
@@ -55,9 +56,9 @@ def range_name(key: str) -> str:
     return f"{RANGE_PREFIX} {digest(key.removesuffix(RATIO_KEY))}"
 
 
-def command(ncu: str, report: Path) -> tuple[str, ...]:
-    """What a fresh process runs under: ``ncu`` profiling the kernels inside our ranges into
-    ``report`` (ncu adds SUFFIX)."""
+def command(ncu: str, report: Path, tests: int = 1) -> tuple[str, ...]:
+    """What a fresh process of ``tests`` tests runs under: ``ncu`` profiling the kernels
+    inside our ranges (at most LAUNCHES per test) into ``report`` (ncu adds SUFFIX)."""
     return (
         ncu,
         "--nvtx",
@@ -66,7 +67,7 @@ def command(ncu: str, report: Path) -> tuple[str, ...]:
         "--metrics",
         ",".join(name for name, _ in NCU_METRICS),
         "--launch-count",
-        str(LAUNCHES),
+        str(LAUNCHES * max(tests, 1)),
         "--export",
         str(report.with_name(report.name.removesuffix(SUFFIX))),
         "--force-overwrite",
@@ -83,9 +84,13 @@ def profile(
     """Profile one call of each measurement of the tests ``nodeids`` in a fresh process under
     ``ncu``, into ``report``: the kernels by the digest of their measurement's key, and what
     went wrong ('' when nothing did)."""
-    report.parent.mkdir(parents=True, exist_ok=True)
-    wrapped = dataclasses.replace(launcher, wrapper=command(ncu, report))
-    [run] = wrapped.profiling(nodeids, device_index)
+    try:
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.unlink(missing_ok=True)  # an earlier run's is not this one's
+        wrapped = dataclasses.replace(launcher, wrapper=command(ncu, report, len(nodeids)))
+        [run] = wrapped.profiling(nodeids, device_index)
+    except (OSError, GpubenchError) as exc:
+        return {}, f"no process under ncu: {exc}"
     return read(ncu, report, run)
 
 
@@ -124,13 +129,18 @@ def parse(text: str) -> dict[str, tuple[NcuKernel, ...]]:
     pattern = re.compile(re.escape(RANGE_PREFIX) + r" ([0-9a-f]{10})")
     launches: dict[tuple[str, str], dict[str, object]] = {}
     for row in rows:
-        where = pattern.search(row.get(ranges, "") if ranges else "")
-        name, value = row.get("Kernel Name"), row.get("Metric Value", "")
+        # A short row (a line of ncu's own after the table) has None for what it lacks.
+        where = pattern.search((row.get(ranges) or "") if ranges else "")
+        name, value = row.get("Kernel Name"), row.get("Metric Value") or ""
         if where is None or not name:
             continue
         launch = launches.setdefault(
             (where.group(1), row.get("ID", "")),
-            {"name": name, "block": row.get("Block Size", ""), "grid": row.get("Grid Size", "")},
+            {
+                "name": name,
+                "block": row.get("Block Size") or "",
+                "grid": row.get("Grid Size") or "",
+            },
         )
         try:
             number = float(value.replace(",", ""))
@@ -138,7 +148,7 @@ def parse(text: str) -> dict[str, tuple[NcuKernel, ...]]:
             continue
         metrics = launch.setdefault("metrics", [])
         assert isinstance(metrics, list)
-        metrics.append((row.get("Metric Name", ""), number, row.get("Metric Unit", "")))
+        metrics.append((row.get("Metric Name") or "", number, row.get("Metric Unit") or ""))
     out: dict[str, list[NcuKernel]] = {}
     for (key, _), launch in launches.items():
         metrics = launch.get("metrics", [])
