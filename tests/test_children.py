@@ -164,9 +164,13 @@ def test_a_request_names_the_tests_a_child_runs(tmp_path: Path) -> None:
     assert read_request(out) is None  # no request: the whole selection
     write_request(out, Request(("t.py::test_a", "t.py::test_b[1]")))
     assert read_request(out) == Request(("t.py::test_a", "t.py::test_b[1]"))
+    # A side of a comparison measures the rates declared bytes and flops are held to.
+    sided = dataclasses.replace(EVERY_BENCHMARK, excluded=("t.py::test_x",), floors=True)
+    write_request(out, sided)
+    assert read_request(out) == sided
     write_request(out, EVERY_BENCHMARK)
     request = read_request(out)
-    assert request == EVERY_BENCHMARK and request.nodeids is None
+    assert request == EVERY_BENCHMARK and request.nodeids is None and not request.floors
     assert request.keeps("t.py::test_c", ["gpubench", "tmp_path"])
     assert not request.keeps("t.py::test_d", ["tmp_path"])
     out.write_text("{not json", encoding="utf-8")

@@ -317,6 +317,11 @@ class Request:
     # One call of each measurement in its NVTX range, nothing timed: the process runs under
     # Nsight Compute (run/ncu.py).
     ncu: bool = False
+    # The copy and matmul rates declared bytes= and flops= are held to, measured as in the
+    # user's own run (once per process): a side of a comparison, whose parent holds the
+    # working tree's measurements to them (run/ab.py). A confirmation skips them: its parent
+    # has them.
+    floors: bool = False
 
     def keeps(self, nodeid: str, fixtures: Sequence[str]) -> bool:
         return (
@@ -340,6 +345,7 @@ def write_request(out: Path, request: Request) -> None:
         "excluded": list(request.excluded),
         "evidence": request.evidence,
         "ncu": request.ncu,
+        "floors": request.floors,
     }
     out.write_text(json.dumps(data), encoding="utf-8")
 
@@ -360,6 +366,7 @@ def read_request(out: Path) -> Request | None:
         tuple(str(n) for n in excluded) if isinstance(excluded, list) else (),
         evidence if isinstance(evidence, str) else None,
         data.get("ncu") is True,
+        data.get("floors") is True,
     )
 
 
