@@ -300,9 +300,10 @@ def compare_pairs(
     changed: str = "work",
 ) -> Comparison:
     """Judge again each result of an A/B run's file (pytest --gpubench-against) on its pairs,
-    by the pair rule with the run's design and family, as the run judged it. ``threshold``
-    None: each test's own; ``alpha`` None: the run's. A result without a pair (new, removed,
-    timed by another timer on each side) keeps its verdict."""
+    by the pair rule with the run's design and family, the working tree's measurement held to
+    its declared bytes and flops (ab.floored), as the run judged it. ``threshold`` None: each
+    test's own; ``alpha`` None: the run's. A result without a pair (new, removed, timed by
+    another timer on each side) keeps its verdict."""
     alpha = alpha if alpha is not None else _setting(run, "alpha", DEFAULT_ALPHA)
     # The run's family (every measurement of both sides), recorded with each verdict.
     family = max([1, *(r.verdict.family for r in run.results.values())])
@@ -328,7 +329,7 @@ def compare_pairs(
         measure = MeasureSettings(threshold=threshold or m.threshold, alpha=alpha)
         if verdict.paired is not None and verdict.paired.pairs:
             try:
-                verdict = ab.paired_verdict(
+                paired = ab.paired_verdict(
                     verdict.paired,
                     timer=m.timer,
                     launches=launch_count(m.kernels),
@@ -341,6 +342,7 @@ def compare_pairs(
                     versus=m.versus,
                     reference_kernels=verdict.reference_kernels,
                 )
+                verdict = ab.floored(paired, m, gate)
             except ValueError as exc:  # a value the rule refuses
                 raise GpubenchError(f"cannot judge {key}: {exc}") from None
         judged.append(Result(dataclasses.replace(m, threshold=measure.threshold), verdict))

@@ -366,6 +366,37 @@ def test_compare_of_an_ab_file_judges_its_pairs_again(
     assert code == 1 and PAIRED_HEADER in out.splitlines()
 
 
+def test_a_working_trees_call_faster_than_its_declared_bytes_allow_is_impossible_again_in_compare(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 18: against a revision the working tree's measurement is held to its declared
+    bytes as a run against a history holds it (ab.floored asks Gate.impossible), whatever
+    its pairs say; gpubench compare of the run's file asks it again."""
+    gate = Gate(confirm=0, family=2)
+
+    def declared(result: Result, bytes: float) -> Result:
+        m = dataclasses.replace(result.measurement, bytes=bytes, peak_gbs=3000.0, cached_gbs=9000.0)
+        return Result(m, ab.floored(result.verdict, m, gate))
+
+    # 1e12 bytes in 1 ms: 1e6 GB/s, against copies of 9000 GB/s at most.
+    cached = declared(paired_result("test_cached", [1.0, 1.001, 0.999], [1.0, 0.999, 1.001]), 1e12)
+    honest = declared(unchanged(), 1e9)  # 1000 GB/s
+    assert cached.status is Status.IMPOSSIBLE
+    assert "over 3x the fastest this device's copies allow" in cached.verdict.reason
+    assert cached.verdict.paired is not None and cached.verdict.paired.pairs == 3
+    assert honest.status is Status.SAME and honest.verdict == unchanged().verdict
+    assert gate.fails(cached.verdict) and not gate.fails(honest.verdict)
+    path = write_file(tmp_path / "ab.json", cached, honest)
+
+    code, out, err = run_cli(capsys, "compare", path)
+    assert (code, err) == (1, "")
+    lines = out.splitlines()
+    assert table_row(lines, "test_cached")[6] == "impossible"
+    assert table_row(lines, "test_same")[6] == "same"
+    assert "test_cached: impossible: 1.00 ms per call for its declared 1e+12 bytes" in out
+    assert "confirmed in" not in out  # its pairs' sessions confirm nothing: they are it
+
+
 def one_line_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
     code, out, err = run_cli(capsys, *args)
     assert (code, out) == (2, "")

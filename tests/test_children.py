@@ -164,9 +164,13 @@ def test_a_request_names_the_tests_a_child_runs(tmp_path: Path) -> None:
     assert read_request(out) is None  # no request: the whole selection
     write_request(out, Request(("t.py::test_a", "t.py::test_b[1]")))
     assert read_request(out) == Request(("t.py::test_a", "t.py::test_b[1]"))
+    # A side of a comparison measures the rates declared bytes and flops are held to.
+    sided = dataclasses.replace(EVERY_BENCHMARK, excluded=("t.py::test_x",), floors=True)
+    write_request(out, sided)
+    assert read_request(out) == sided
     write_request(out, EVERY_BENCHMARK)
     request = read_request(out)
-    assert request == EVERY_BENCHMARK and request.nodeids is None
+    assert request == EVERY_BENCHMARK and request.nodeids is None and not request.floors
     assert request.keeps("t.py::test_c", ["gpubench", "tmp_path"])
     assert not request.keeps("t.py::test_d", ["tmp_path"])
     out.write_text("{not json", encoding="utf-8")
@@ -289,8 +293,8 @@ def test_a_child_that_makes_progress_runs_past_the_limit(
     monkeypatch.setattr(children, "BEAT_POLL_S", 0.05)
 
     class Busy(FakePopen):
-        """Touches its beat file every 0.05 s (as the child role does per test) and ends
-        after 1 s, three limits."""
+        """Touches its beat file as it is looked at, every 0.05 s (as the child role does per
+        test), and ends after 1 s, three limits."""
 
         def __call__(self, command: list[str], **kwargs: Any) -> FakePopen:
             self.out = Path(kwargs["env"]["PYTEST_GPUBENCH_CHILD"])
@@ -298,16 +302,15 @@ def test_a_child_that_makes_progress_runs_past_the_limit(
             return super().__call__(command, **kwargs)
 
         def wait(self, timeout: float | None = None) -> int:
-            until = self.ends if timeout is None else min(self.ends, time.monotonic() + timeout)
-            while time.monotonic() < until:
-                children.beat_of(self.out).touch()
+            while self.poll() is None:
                 time.sleep(0.05)
-            if time.monotonic() < self.ends:
-                raise subprocess.TimeoutExpired("pytest", timeout or 0.0)
             return self.returncode
 
         def poll(self) -> int | None:
-            return None if time.monotonic() < self.ends else self.returncode
+            if time.monotonic() >= self.ends:
+                return self.returncode
+            children.beat_of(self.out).touch()
+            return None
 
     busy = Busy(child_document([(measured(), True)]), 0, "")
     monkeypatch.setattr(subprocess, "Popen", busy)
@@ -377,15 +380,21 @@ def test_an_interrupted_parent_kills_the_children_it_started(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     started: list[FakePopen] = []
+    landed: list[bool] = []
+
+    class Interrupted(FakePopen):
+        """A child that runs on; the Ctrl-C lands as the parent first looks at one."""
+
+        def poll(self) -> int | None:
+            if not landed:
+                landed.append(True)
+                raise KeyboardInterrupt
+            return super().poll()
 
     def start(command: list[str], **kwargs: Any) -> FakePopen:
-        child = FakePopen(None, -9, "", hangs=True)
-        child.wait = interrupt  # type: ignore[method-assign]
+        child = Interrupted(None, -9, "", hangs=True)
         started.append(child)
         return child(command, **kwargs)
-
-    def interrupt(timeout: float | None = None) -> int:
-        raise KeyboardInterrupt
 
     monkeypatch.setattr(subprocess, "Popen", start)
     with pytest.raises(KeyboardInterrupt):
@@ -481,6 +490,71 @@ def test_a_child_under_a_wrapper_ends_with_the_wrapper_or_with_the_plugins_proce
     while folder.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not folder.exists()
+
+
+# Stands in for Nsight Compute: starts the child, as ncu does, in a process that is not yet
+# the child's pytest (so no plugin of it watches anything yet), then ends as told.
+FAKE_WRAPPER = """#!/bin/sh
+echo $$ > "$FAKE_WRAPPER_DIR/wrapper.pid"
+sh -c 'echo $$ > "$0/child.pid"; sleep 60; exec "$@"' "$FAKE_WRAPPER_DIR" "$@" &
+while [ ! -s "$FAKE_WRAPPER_DIR/child.pid" ]; do sleep 0.01; done
+case "$FAKE_WRAPPER_END" in
+    exits) exit 0 ;;
+    dies) kill -9 $$ ;;
+    hangs) sleep 60 ;;
+esac
+"""
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` is a process that runs (a zombie does not: its reaper may be slow)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
+@pytest.mark.parametrize("end", ["exits", "dies", "hangs"])
+def test_a_wrapper_that_ends_before_its_child_leaves_no_process_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, end: str
+) -> None:
+    """A wrapped child starts in a process group of its own, which its parent ends whole:
+    a wrapper (ncu) that exits, or dies, before its child's plugin could watch anything, or
+    hangs until the parent stops waiting, leaves nothing of ours running."""
+    script = tmp_path / "fake-ncu"
+    script.write_text(FAKE_WRAPPER)
+    script.chmod(0o755)
+    monkeypatch.setenv("FAKE_WRAPPER_DIR", str(tmp_path))
+    monkeypatch.setenv("FAKE_WRAPPER_END", end)
+    monkeypatch.setattr(children, "CHILD_TIMEOUT_S", 1.0)  # the hanging one: stuck
+    started = time.monotonic()
+    [run] = launcher(tmp_path, wrapper=(str(script),)).profiling(["t.py::test_a"], None)
+    assert time.monotonic() - started < 30
+    assert run.results == () and run.error
+    wrapper = int((tmp_path / "wrapper.pid").read_text())
+    child = int((tmp_path / "child.pid").read_text())
+    assert wrapper != child
+    deadline = time.monotonic() + 10  # SIGKILL is sent; a loaded machine may end it later
+    while _left(wrapper, child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _left(wrapper, child) == []
+
+
+def _left(wrapper: int, child: int) -> list[int]:
+    """The processes of the wrapper's group (the child, its sleep) that still run."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            group = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[2])
+        except (OSError, ValueError, IndexError):
+            continue
+        if (group == wrapper or int(proc.name) in (wrapper, child)) and _alive(int(proc.name)):
+            found.append(int(proc.name))
+    return found
 
 
 def test_the_folder_is_in_the_temporary_directory_and_named_after_its_owner() -> None:

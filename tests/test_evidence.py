@@ -24,6 +24,8 @@ from support import (
     record_history,
 )
 
+from pytest_gpubench import cli
+
 MiB = 1 << 20
 
 SUITE = """
@@ -142,6 +144,73 @@ def test_against_a_revision_a_commit_that_holds_64_mib_more_fails_on_memory(
     result = fake.runpytest("--gpubench-against=HEAD", *fast)
     result.assert_outcomes(passed=1, failed=1)
     assert "more memory: peak memory 80 MiB per call, was 16 MiB" in output(result)
+
+
+# A kernel module whose ``work`` declares 1e9 bytes per call. The fake timer times the copy
+# probes at 1 ms too: the fastest copy moves 2 x 64 MiB per ms (134 GB/s, timing.device's CPU
+# copy), so 1e9 bytes take at least 7.5 ms and a call under 2.5 ms (gate.FLOOR_MARGIN) is
+# impossible. ``fake_factor`` 10 (10 ms) is plausible; 1 (1 ms, a cached output) is not.
+FLOORED_KERNELS = """
+def work(n):
+    return sum(range(n))
+
+
+work.fake_factor = {factor}
+"""
+
+FLOORED_TESTS = """
+from kernels import work
+
+
+def test_sum(gpubench):
+    assert gpubench(work, 100, bytes=1e9) == 4950
+
+
+def test_join(gpubench):
+    assert gpubench(",".join, ["a", "b"], bytes=1000) == "a,b"
+"""
+
+
+@pytest.mark.slow
+def test_against_a_revision_a_call_faster_than_its_declared_bytes_allow_fails_as_impossible(
+    fake: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 18: the physical floor holds against a revision as against a stored history.
+    The processes of each side measure the copy rates; unchanged code at a plausible time
+    passes; a working tree whose call became faster than its declared bytes allow (a cached
+    output: 10x faster than the revision's) fails as impossible, not as an improvement, with
+    both sides' traces; gpubench compare of the run's file judges it again the same."""
+    fake.makepyfile(kernels=FLOORED_KERNELS.format(factor=10.0), test_bench=FLOORED_TESTS)
+    fake.path.joinpath(".gitignore").write_text("__pycache__/\n.gpubench/\ntimer-calls.log\n")
+    git(fake.path, "init", "-q", "-b", "main")
+    commit(fake.path, "kernels and their tests")
+    fast = ("--gpubench-pairs=2", "--gpubench-confirm=0", "--gpubench-json=r.json")
+    fake.runpytest("--gpubench-against=HEAD", *fast).assert_outcomes(passed=2)
+    results = json.loads((fake.path / "r.json").read_text())["results"]
+    honest = {r["test"]: r for r in results}["test_sum"]
+    assert honest["status"] == "same" and honest["peak_gbs"] > 0 and honest["cached_gbs"] > 0
+
+    fake.makepyfile(kernels=FLOORED_KERNELS.format(factor=1.0))
+    result = fake.runpytest("--gpubench-against=HEAD", *fast)
+    result.assert_outcomes(passed=1, failed=1)
+    text = output(result)
+    assert "FAILED test_bench.py::test_sum" in text and "Traceback" not in text
+    assert "over 3x the fastest this device's copies allow" in text
+    results = json.loads((fake.path / "r.json").read_text())["results"]
+    by_test = {r["test"]: r for r in results}
+    assert by_test["test_sum"]["status"] == "impossible"
+    assert by_test["test_join"]["status"] == "same"
+    # The pairs it was measured in stay beside the verdict, for the reports.
+    assert by_test["test_sum"]["against"]["pairs"] == 2
+    evidence = fake.path / "gpubench-evidence"
+    for side in ("base", "head"):
+        assert list((evidence / side).glob("test_bench.py_test_sum*.trace.json")), side
+
+    capsys.readouterr()
+    assert cli.main(["compare", str(fake.path / "r.json")]) == 1
+    out = capsys.readouterr().out
+    [row] = [line for line in out.splitlines() if line.startswith("test_sum ")]
+    assert "impossible" in row
 
 
 def test_a_regression_names_the_kernel_that_got_slower_in_its_failure_and_summary(

@@ -691,7 +691,8 @@ class Settings:
     def confirming(self) -> bool:
         """This process is a child started to confirm a verdict, not one recording a session:
         it confirms nothing itself, holds the device from its first test to its last, and
-        skips the copy-bandwidth probe (its parent uses its samples only)."""
+        skips the copy-bandwidth and matmul probes (its parent uses its samples only) unless
+        its parent asks for them (a side of a comparison: run.session's measures_floors)."""
         return self.child is not None and not self.save
 
     @property

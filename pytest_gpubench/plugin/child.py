@@ -66,6 +66,8 @@ class Child:
             self.session.trace_into = Path(request.evidence)
         if request.ncu and self.session is not None:
             self.session.ncu_ranges = True
+        if request.floors and self.session is not None:
+            self.session.floors = True
 
         def kept(item: pytest.Item) -> bool:
             return request.keeps(item.nodeid, getattr(item, "fixturenames", ()))

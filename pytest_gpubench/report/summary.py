@@ -471,7 +471,10 @@ def notes(results: Sequence[Result]) -> list[str]:
             lines.append(f"{m.test}: {v.status.value}: {v.reason}")
         if v.kernel_changes and v.status is not Status.CHANGED:  # its reason says them
             lines.append(f"{m.test}: kernels: {'; '.join(v.kernel_changes)}")
-        paired = v.judgement is not None and v.judgement.against == "revision"
+        # Against a revision (any verdict: an impossible one has no judgement of its pairs)
+        paired = v.paired is not None or (
+            v.judgement is not None and v.judgement.against == "revision"
+        )
         if m.confirmations and not paired:  # a pair's sessions confirm nothing: they are it
             medians = ", ".join(format_value(c.median_ms, m.timer) for c in m.confirmations)
             lines.append(

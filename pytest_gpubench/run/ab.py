@@ -10,6 +10,11 @@ start-up overlaps, GPU work does not). The pairs are judged by judge/pairs.py th
 gate; the tests still unsure after the first look get one batch of more pairs (pair_design),
 and only they run in them.
 
+A measurement that declares ``bytes=`` or ``flops=`` is held to them as in a run against a
+stored history: the processes of both sides (alike, so neither side's GPU does more work
+between its tests) measure the copy and matmul rates once each, and a working tree's call
+faster than they allow is ``impossible`` whatever its pairs say (``floored``).
+
 The plugin that runs is the head's on both sides: the base side imports the revision's code
 (its checkout first on the path, before an editable install of the working tree) and the
 head's pytest_gpubench. Each side builds its torch extensions in a folder of its own, kept
@@ -228,13 +233,13 @@ def compare(
                 mine = tuple(n for n in wanted if lane_of.get(n, 0) == k)
                 others = tuple(n for n in nodeids if lane_of.get(n, 0) != k)
                 request = (
-                    dataclasses.replace(EVERY_BENCHMARK, excluded=others)
+                    dataclasses.replace(EVERY_BENCHMARK, excluded=others, floors=True)
                     if everything and k == 0
-                    else Request(mine)
+                    else Request(mine, floors=True)
                 )
                 share = planned if (mine or (everything and k == 0)) else []
             else:  # later looks: each GPU its block of the pairs, every test still unsure
-                mine, request = tuple(wanted), Request(tuple(wanted))
+                mine, request = tuple(wanted), Request(tuple(wanted), floors=True)
                 share = [(i, side) for i, side in planned if i in blocks[k]]
             tests = f"{len(mine)} test{'s' if len(mine) != 1 else ''}"
             where = f"GPU {device}, " if len(devices) > 1 else ""
@@ -447,6 +452,41 @@ def _keys(runs: Mapping[str, list[dict[str, Measurement]]]) -> list[str]:
 
 
 def _judged(
+    key: str,
+    runs: Mapping[str, list[dict[str, Measurement]]],
+    failed: Mapping[str, set[str]],
+    uncollected: Mapping[str, str],
+    gate: Gate,
+    measure: MeasureSettings,
+    design: PairDesign,
+    revision: Revision,
+) -> Result:
+    """One measurement's verdict: the working tree's measurement held to its declared bytes
+    and flops (:func:`floored`), then judged on its complete pairs."""
+    result = _paired_result(key, runs, failed, uncollected, gate, measure, design, revision)
+    if result.status is Status.REMOVED:  # the revision's measurement: nothing of the head's
+        return result
+    return dataclasses.replace(result, verdict=floored(result.verdict, result.measurement, gate))
+
+
+def floored(verdict: Verdict, measurement: Measurement, gate: Gate) -> Verdict:
+    """``verdict`` on the working tree's ``measurement``, unless its call is faster than its
+    declared bytes or flops allow on the device (``Gate.impossible``, as a run against a
+    stored history decides it): then ``impossible``, whatever the pairs say, with what they
+    measured kept beside it for the reports. The run asks it, and gpubench compare of the
+    run's file asks it again."""
+    impossible = gate.impossible(measurement)
+    if impossible is None:
+        return verdict
+    return dataclasses.replace(
+        impossible,
+        reference_ms=verdict.reference_ms,
+        history_sessions=verdict.history_sessions,
+        paired=verdict.paired,
+    )
+
+
+def _paired_result(
     key: str,
     runs: Mapping[str, list[dict[str, Measurement]]],
     failed: Mapping[str, set[str]],

@@ -49,7 +49,7 @@ from ..core.jsondata import Json
 from ..core.records import Result, Status
 from ..store import files as storage
 from . import revision
-from .children import FOREIGN_VARIABLE, telling
+from .children import FOREIGN_VARIABLE, exited, telling
 
 # --gpubench-pairs' own limit: more pairs than this the A/B run refuses.
 MAX_PAIRS = 20
@@ -784,19 +784,11 @@ def _end(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGTERM)
     deadline = time.monotonic() + GRACE_S
     with contextlib.suppress(KeyboardInterrupt):
-        while time.monotonic() < deadline and not _exited(proc.pid):
+        while time.monotonic() < deadline and not exited(proc.pid):
             time.sleep(0.1)
     with contextlib.suppress(OSError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-
-
-def _exited(pid: int) -> bool:
-    """Whether the child ``pid`` has ended, without reaping it."""
-    try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:
-        return True
 
 
 def _failure(code: int, output: str) -> str:

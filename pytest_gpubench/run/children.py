@@ -7,7 +7,11 @@ ran pytest, that times the same tests (taking the same device lock) and writes w
 measured to a file in a folder its parent owns. Only the parent writes the user's files.
 
 A child dies with its parent, whatever ends the parent:
-- a parent that is interrupted, or stops waiting, kills the children it started;
+- each child leads a process group of its own, out of reach of the terminal's signals, and
+  its parent ends the whole group before it reaps the child: when the child ends, stops
+  making progress, or the parent is interrupted. What the child started goes with it, and so
+  does the child of a wrapper (Nsight Compute) that ended before that child's plugin could
+  watch it;
 - each child watches its parent (``watch_parent``): once the parent is gone (SIGTERM and
   SIGKILL included), it removes the folder and exits at once, writing nothing;
 - a folder whose owner died with no child left to remove it is removed by the next parent
@@ -25,6 +29,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import site
 import subprocess
 import sys
@@ -61,8 +66,9 @@ TURN_VARIABLE = "PYTEST_GPUBENCH_TURN"
 # (its predecessor on the device ended), it is stuck: one test's imports, compiles and
 # measurements take less.
 CHILD_TIMEOUT_S = 1800.0
-# How often a parent looks at a child's beat while it waits for it.
-BEAT_POLL_S = 5.0
+# How often a parent looks at a child while it waits for it: whether it ended, and its beat
+# (Popen.wait with a timeout looks as often).
+BEAT_POLL_S = 0.05
 # How long a killed child may take to be reaped by Popen before we reap it ourselves.
 KILLED_WAIT_S = 5.0
 # How often a child looks for its parent.
@@ -317,6 +323,11 @@ class Request:
     # One call of each measurement in its NVTX range, nothing timed: the process runs under
     # Nsight Compute (run/ncu.py).
     ncu: bool = False
+    # The copy and matmul rates declared bytes= and flops= are held to, measured as in the
+    # user's own run (once per process): a side of a comparison, whose parent holds the
+    # working tree's measurements to them (run/ab.py). A confirmation skips them: its parent
+    # has them.
+    floors: bool = False
 
     def keeps(self, nodeid: str, fixtures: Sequence[str]) -> bool:
         return (
@@ -340,6 +351,7 @@ def write_request(out: Path, request: Request) -> None:
         "excluded": list(request.excluded),
         "evidence": request.evidence,
         "ncu": request.ncu,
+        "floors": request.floors,
     }
     out.write_text(json.dumps(data), encoding="utf-8")
 
@@ -360,6 +372,7 @@ def read_request(out: Path) -> Request | None:
         tuple(str(n) for n in excluded) if isinstance(excluded, list) else (),
         evidence if isinstance(evidence, str) else None,
         data.get("ncu") is True,
+        data.get("floors") is True,
     )
 
 
@@ -405,6 +418,9 @@ def start_child(
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                # A group of its own, ended as one (_end_group): what the child starts, and a
+                # wrapper's child that outlives the wrapper, are in it.
+                start_new_session=True,
             )
     except OSError as exc:
         return ChildRun(error=f"cannot start a fresh process: {exc.strerror or exc}")
@@ -457,16 +473,40 @@ def _mtime_ns(path: Path) -> int | None:
         return None
 
 
+def exited(pid: int) -> bool:
+    """Whether the child ``pid`` has ended, without reaping it (reaped, it is no child)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def _running(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether the child ``proc`` still runs. One that ended is left unreaped (its reaper
+    ends its group first: :func:`_end_group`): until then its group's id, its pid, can be no
+    other process's."""
+    if proc.returncode is None:  # not reaped: asked without reaping it
+        return not exited(proc.pid)
+    return proc.poll() is None
+
+
+def _end_group(proc: subprocess.Popen[bytes]) -> None:
+    """Kill every process of the child's group (start_child: the child leads it): what it
+    started, a wrapper's child that outlived the wrapper, and the child where it still runs.
+    Only before the child is reaped, while the group's id cannot be another's."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
 def _stuck(proc: subprocess.Popen[bytes], signs: Signs) -> bool:
-    """Wait for ``proc`` to end (False) or to show no sign for CHILD_TIMEOUT_S (True)."""
-    while proc.poll() is None:
+    """Wait for ``proc`` to end (False; it is left unreaped) or to show no sign for
+    CHILD_TIMEOUT_S (True)."""
+    while _running(proc):
         left = CHILD_TIMEOUT_S - signs.quiet_s()
         if left <= 0:
-            return proc.poll() is None  # one that ended meanwhile is not stuck
-        try:
-            proc.wait(timeout=min(left, BEAT_POLL_S))
-        except subprocess.TimeoutExpired:
-            continue
+            return _running(proc)  # one that ended meanwhile is not stuck
+        time.sleep(min(left, BEAT_POLL_S))
     return False
 
 
@@ -479,9 +519,12 @@ def finish_child(
     Then read what it measured from ``out``."""
     if isinstance(proc, ChildRun):
         return proc  # it did not start
-    if _stuck(proc, signs or Signs((beat_of(out),))):
+    stuck = _stuck(proc, signs or Signs((beat_of(out),)))
+    _end_group(proc)  # also once it ended: what it left behind would outlive it
+    if stuck:
         proc.kill()
-        proc.wait()
+    proc.wait()
+    if stuck:
         return ChildRun(
             error=f"a fresh process showed no progress for {CHILD_TIMEOUT_S:g} s "
             "(no file collected, no test started or ended) and was stopped"
@@ -651,7 +694,7 @@ def relay(
 
         def ended(i: int) -> bool:
             proc = started[i]
-            return isinstance(proc, ChildRun) or proc.poll() is not None
+            return isinstance(proc, ChildRun) or not _running(proc)
 
         try:
             for i in range(len(legs)):
@@ -732,11 +775,15 @@ def relays(
 
 
 def _kill(started: Sequence[subprocess.Popen[bytes] | ChildRun]) -> None:
-    """Kill the children still running, then wait for them."""
-    running = [p for p in started if not isinstance(p, ChildRun) and p.poll() is None]
-    for proc in running:  # all of them first: a second Ctrl-C may cut the waits short
+    """Kill the children not yet reaped, with their groups (:func:`_end_group`: also those
+    that ended, whose group may hold what outlived them), then wait for them."""
+    left = [
+        p for p in started if not isinstance(p, ChildRun) and (_running(p) or p.returncode is None)
+    ]
+    for proc in left:  # all of them first: a second Ctrl-C may cut the waits short
+        _end_group(proc)
         proc.kill()
-    for proc in running:
+    for proc in left:
         try:
             proc.wait(timeout=KILLED_WAIT_S)
         except subprocess.TimeoutExpired:

@@ -125,6 +125,10 @@ class BenchSession:
         # In a fresh process under Nsight Compute: each measurement is one call in its NVTX
         # range, nothing timed (run/ncu.py).
         self.ncu_ranges = False
+        # In a fresh process timing a side of a comparison: its parent holds the working
+        # tree's measurements to their declared bytes and flops (run/ab.py), so it measures
+        # the rates those are held to, as the user's own run does.
+        self.floors = False
         self._timer_factory = timer_factory
         self._baseline: store.Baseline | None = None
         self._lock: DeviceLock | None = None
@@ -132,6 +136,14 @@ class BenchSession:
     @property
     def device(self) -> Device:
         return self.env.device
+
+    @property
+    def measures_floors(self) -> bool:
+        """Whether this process measures the rates (copy bandwidth, matmul TFLOP/s, each once
+        per process: Environment) that declared bytes and flops are held to: in the user's
+        run and a recorded session, and in a side of a comparison (``floors``); not in a
+        confirmation, whose parent uses its samples only."""
+        return self.floors or not self.settings.confirming
 
     @property
     def gate(self) -> Gate:
@@ -207,8 +219,7 @@ class BenchSession:
             peak = self._peak_bytes(sampler, workload)
             energy = self._energy(sampler, workload, sampling.samples_ms)
             sampled = time.perf_counter()
-            # A confirmation's samples are all its parent uses: no copy-bandwidth probe there.
-            rates = self.env.copy_rates() if bytes and not self.settings.confirming else None
+            rates = self.env.copy_rates() if bytes and self.measures_floors else None
             matmul = self._matmul(call, workload)
         measured = self._measurement(
             sampling,
@@ -401,7 +412,7 @@ class BenchSession:
             peak = self._peak_bytes(a, workload)
             energy = self._energy(a, workload, pair.first.samples_ms)
             sampled = time.perf_counter()
-            rates = self.env.copy_rates() if bytes and not self.settings.confirming else None
+            rates = self.env.copy_rates() if bytes and self.measures_floors else None
             matmul = self._matmul(call, workload)
         reference_ms = statistics.median(pair.second.samples_ms)
         problem = ""
@@ -476,8 +487,8 @@ class BenchSession:
 
     def _matmul(self, call: Call, workload: Workload) -> tuple[float | None, str] | None:
         """The matmul rate of the call's dtype that its declared flops are held to, and the
-        dtype; None without flops, or in a confirmation (its parent has the rate)."""
-        if not call.work_flops or self.settings.confirming:
+        dtype; None without flops, or where no floor is measured (:attr:`measures_floors`)."""
+        if not call.work_flops or not self.measures_floors:
             return None
         dtype = call_dtype([*workload.args, *workload.kwargs.values()])
         return self.env.matmul_tflops(dtype), dtype
