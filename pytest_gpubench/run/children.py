@@ -485,9 +485,9 @@ def _running(proc: subprocess.Popen[bytes]) -> bool:
     """Whether the child ``proc`` still runs. One that ended is left unreaped (its reaper
     ends its group first: :func:`_end_group`): until then its group's id, its pid, can be no
     other process's."""
-    if proc.returncode is None:  # not reaped: asked without reaping it
+    if proc.returncode is None and hasattr(os, "waitid"):  # not reaped: asked without reaping
         return not exited(proc.pid)
-    return proc.poll() is None
+    return proc.poll() is None  # where there is no waitid (macOS), reaped: its group stays
 
 
 def _end_group(proc: subprocess.Popen[bytes]) -> None:
