@@ -323,7 +323,8 @@ def test_the_gpu_checks_table_reads_each_runs_report(tmp_path) -> None:
 # details` prints back, one kernel per measurement of the tests the fresh process was asked
 # to run, in the range that measurement's call is made in; each call's arguments go to
 # ncu-calls.log. FAKE_NCU_FAIL: it profiles nothing and exits 1, as without the counters'
-# permission.
+# permission; FAKE_NCU_FAIL=run: it runs the process to its end and writes no report, its
+# error in its log file, as the real one does then.
 FAKE_NCU = r"""#!/usr/bin/env python3
 import csv, json, os, subprocess, sys
 from pathlib import Path
@@ -335,14 +336,18 @@ if "--import" in args:
     print("==PROF== the report's CSV follows")
     sys.stdout.write(Path(args[args.index("--import") + 1]).read_text())
     sys.exit(0)
-if os.environ.get("FAKE_NCU_FAIL"):
-    print("==ERROR== ERR_NVGPUCTRPERM - no permission to the GPU's performance counters")
+said = "==ERROR== ERR_NVGPUCTRPERM - no permission to the GPU's performance counters"
+if os.environ.get("FAKE_NCU_FAIL") == "1":
+    print(said)
     sys.exit(1)
 flags, i = {"--nvtx", "--force-overwrite"}, 0
 while args[i].startswith("--"):
     i += 1 if args[i] in flags else 2
 request = json.loads(Path(os.environ["PYTEST_GPUBENCH_CHILD"]).read_text())  # before the run
 code = subprocess.call(args[i:])
+if os.environ.get("FAKE_NCU_FAIL") == "run":
+    Path(args[args.index("--log-file") + 1]).write_text("==PROF== profiling\n" + said + "\n")
+    sys.exit(code)
 assert request["ncu"] is True, request
 rows = []
 for nodeid in request["nodeids"] or ():
@@ -404,6 +409,7 @@ def test_with_ncu_a_failure_shows_nsight_computes_metrics_of_one_call_and_keeps_
     [profiled, read] = [json.loads(line) for line in calls.read_text().splitlines()]
     assert profiled[:4] == ["--nvtx", "--nvtx-include", "regex:gpubench-ncu.*/", "--metrics"]
     assert profiled[5:7] == ["--launch-count", "64"]  # per test of the process
+    assert profiled[profiled.index("--log-file") + 1] == str(report.with_suffix(".ncu.log"))
     assert read[:2] == ["--import", str(report)]
     by_test = {
         r["test"]: r["ncu"] for r in json.loads((fake.path / "r.json").read_text())["results"]
@@ -445,6 +451,13 @@ def test_without_ncu_on_path_the_option_is_one_line_and_a_failing_ncu_fails_noth
     # The earlier run's report is not shown as this one's, and is gone.
     assert "evidence: Nsight Compute, one call" not in text
     assert not list((fake.path / "gpubench-evidence").glob("*.ncu-rep"))
+    # ncu ran the process to its end and profiled nothing: its own error is the note.
+    monkeypatch.setenv("FAKE_NCU_FAIL", "run")
+    result = fake.runpytest("--gpubench", NO_CONFIRM)
+    result.assert_outcomes(passed=1, failed=1)
+    text = output(result)
+    assert "no Nsight Compute metrics: ERR_NVGPUCTRPERM - no permission" in text, text
+    assert "Traceback" not in text
 
 
 @pytest.mark.slow

@@ -56,9 +56,16 @@ def range_name(key: str) -> str:
     return f"{RANGE_PREFIX} {digest(key.removesuffix(RATIO_KEY))}"
 
 
+def log_of(report: Path) -> Path:
+    """Where ncu writes its own lines beside ``report``: a profile that failed (no permission
+    to the counters) says why there, while the process it ran may end well."""
+    return report.with_name(report.name.removesuffix(SUFFIX) + ".ncu.log")
+
+
 def command(ncu: str, report: Path, tests: int = 1) -> tuple[str, ...]:
     """What a fresh process of ``tests`` tests runs under: ``ncu`` profiling the kernels
-    inside our ranges (at most LAUNCHES per test) into ``report`` (ncu adds SUFFIX)."""
+    inside our ranges (at most LAUNCHES per test) into ``report`` (ncu adds SUFFIX), its own
+    lines into ``log_of(report)``."""
     return (
         ncu,
         "--nvtx",
@@ -71,6 +78,8 @@ def command(ncu: str, report: Path, tests: int = 1) -> tuple[str, ...]:
         "--export",
         str(report.with_name(report.name.removesuffix(SUFFIX))),
         "--force-overwrite",
+        "--log-file",
+        str(log_of(report)),
     )
 
 
@@ -86,7 +95,8 @@ def profile(
     went wrong ('' when nothing did)."""
     try:
         report.parent.mkdir(parents=True, exist_ok=True)
-        report.unlink(missing_ok=True)  # an earlier run's is not this one's
+        for old in (report, log_of(report)):  # an earlier run's are not this one's
+            old.unlink(missing_ok=True)
         wrapped = dataclasses.replace(launcher, wrapper=command(ncu, report, len(nodeids)))
         [run] = wrapped.profiling(nodeids, device_index)
     except (OSError, GpubenchError) as exc:
@@ -95,10 +105,11 @@ def profile(
 
 
 def read(ncu: str, report: Path, run: ChildRun) -> tuple[dict[str, tuple[NcuKernel, ...]], str]:
-    """The kernels of ``report`` by digest, and what went wrong: the process's error where
-    ncu wrote no report."""
+    """The kernels of ``report`` by digest, and what went wrong where it has none: ncu's own
+    errors, else the process's."""
+    said = errors(log_of(report))
     if not report.exists():
-        return {}, run.error or f"Nsight Compute wrote no report ({report})"
+        return {}, said or run.error or f"Nsight Compute wrote no report ({report})"
     try:
         proc = subprocess.run(
             [ncu, "--import", str(report), "--csv", "--page", "details"],
@@ -113,7 +124,17 @@ def read(ncu: str, report: Path, run: ChildRun) -> tuple[dict[str, tuple[NcuKern
         last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [""]
         return {}, f"cannot read {report} back: ncu exit {proc.returncode}: {last[0][:200]}"
     kernels = parse(proc.stdout)
-    return kernels, "" if kernels else run.error or "Nsight Compute profiled no kernel"
+    return kernels, "" if kernels else said or run.error or "Nsight Compute profiled no kernel"
+
+
+def errors(log: Path) -> str:
+    """ncu's error lines in ``log``, in one line ('' where it has none or cannot be read)."""
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    said = [line.removeprefix("==ERROR==").strip() for line in lines if "==ERROR==" in line]
+    return "; ".join(said)[:300]
 
 
 def parse(text: str) -> dict[str, tuple[NcuKernel, ...]]:
