@@ -371,6 +371,16 @@ class PriorArrays:
             fast=(col(lambda p: p.fast[0]), col(lambda p: p.fast[1]), col(lambda p: p.fast[2])),
         )
 
+    def take(self, rows: np.ndarray) -> PriorArrays:
+        """The priors of ``rows`` (indices or a mask)."""
+        return PriorArrays(
+            duration_ms=self.duration_ms[rows],
+            sigma=self.sigma[rows],
+            nu0=self.nu0[rows],
+            slow=(self.slow[0][rows], self.slow[1][rows], self.slow[2][rows]),
+            fast=(self.fast[0][rows], self.fast[1][rows], self.fast[2][rows]),
+        )
+
     def row(self, i: int) -> Prior:
         """The prior of row ``i``."""
         return Prior(
