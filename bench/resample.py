@@ -212,17 +212,11 @@ def simulate(machines: list[Machine], config: Config, runs: int, seed: int = SEE
     gateable = np.full(len(cur), np.nan)
     confirmations = 0
     while len(rows):
-        sub = rule.PriorArrays(
-            priors.sigma[rows],
-            priors.nu0[rows],
-            tuple(a[rows] for a in priors.slow),  # type: ignore[arg-type]
-            tuple(a[rows] for a in priors.fast),  # type: ignore[arg-type]
-        )
         dec = rule.decide(
             hist[rows],
             current[rows],
             np.zeros(current[rows].shape),
-            sub,
+            priors.take(rows),
             threshold=config.threshold,
             alpha1=alpha1,
             design=design,

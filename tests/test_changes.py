@@ -284,3 +284,12 @@ def test_the_json_report_says_null_without_a_history(fake: pytest.Pytester) -> N
     fake.runpytest("--gpubench", NO_CONFIRM, "--gpubench-json=out.json").assert_outcomes(passed=2)
     report = json.loads((fake.path / "out.json").read_text())
     assert [r["changes"] for r in report["results"]] == [None, None]
+
+
+@pytest.mark.parametrize("shape", [(5,), (300, 10), (40, 7), (6, 3, 20), (4, 1)])
+def test_ranks_are_scipys_average_ranks(shape: tuple[int, ...]) -> None:
+    from scipy import stats
+
+    rng = np.random.default_rng(1)
+    for x in (rng.integers(0, 4, size=shape).astype(float), rng.normal(size=shape)):  # ties
+        assert np.array_equal(changes.rank(x), stats.rankdata(x, axis=-1))

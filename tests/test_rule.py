@@ -257,7 +257,8 @@ def test_priors_for_many_durations_are_the_priors_of_each(timer: str) -> None:
     durations = [10.0**e for e in np.linspace(-5, 4, 60)] + [0.0]
     launches = [1 + i % 4 for i in range(len(durations))]
     expected = [prior_for(d, timer, n) for d, n in zip(durations, launches, strict=True)]
-    assert priors_for(durations, timer, launches) == expected
+    found = priors_for(durations, timer, launches)
+    assert [found.row(i) for i in range(len(durations))] == expected
 
 
 def test_judge_many_gives_each_case_its_verdict_alone_with_and_without_excursions() -> None:

@@ -41,10 +41,13 @@ tests/test_resample.py). Pure module: numpy and scipy only.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import itertools
 import math
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -186,8 +189,7 @@ def prior_for(
     against)."""
     if versus is not None and is_ratio(timer):
         return ratio_prior(versus, timer.removesuffix(RATIO_SUFFIX), graph)
-    [prior] = priors_for([duration_ms], timer, [launches], graph)
-    return prior
+    return priors_for([duration_ms], timer, [launches], graph).row(0)
 
 
 def priors_for(
@@ -195,10 +197,10 @@ def priors_for(
     timer: str,
     launches: Sequence[int],
     graph: tuple[Prior, ...] = GRAPH_POINTS,
-) -> list[Prior]:
-    """:func:`prior_for` of each duration with its launches, one timer and no ratio: a few
-    array calls for all of them instead of a dozen per prior (``gpubench show`` of 10^5
-    tests)."""
+) -> PriorArrays:
+    """:func:`prior_for` of each duration with its launches, one timer and no ratio, as
+    arrays: a few array calls for all of them instead of a dozen per prior (``gpubench
+    show`` of 10^5 tests)."""
     durations = [
         d / max(1, n) if timer in PER_LAUNCH_TIMERS else d
         for d, n in zip(durations_ms, launches, strict=True)
@@ -211,25 +213,25 @@ def priors_for(
     at = np.array([math.log(max(d, 1e-9)) for d in durations])
     xs = [math.log(p.duration_ms) for p in points]
 
-    def interp(values: list[float], log: bool = False) -> list[float]:
-        if log:
-            return [math.exp(float(v)) for v in np.interp(at, xs, np.log(values))]
-        return [float(v) for v in np.interp(at, xs, values)]
+    def interp(values: list[float], log: bool = False) -> np.ndarray:
+        if log:  # math.exp, as the priors always took them (numpy's may differ in the last bit)
+            return np.array(list(map(math.exp, np.interp(at, xs, np.log(values)).tolist())))
+        return np.asarray(np.interp(at, xs, values))
 
-    def side(name: str) -> list[tuple[float, float, float]]:
+    def side(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         sides = [getattr(p, name) for p in points]
         rate = interp([s[0] for s in sides])
         weight = interp([s[1] for s in sides])
         size = interp([max(s[2], 1e-6) for s in sides], log=True)
-        return [(r, w, scale * z) for r, w, z in zip(rate, weight, size, strict=True)]
+        return rate, weight, scale * size
 
-    sigma = interp([p.sigma for p in points], log=True)
-    nu0 = interp([p.nu0 for p in points])
-    slow, fast = side("slow"), side("fast")
-    return [
-        Prior(d, sigma=scale * s, nu0=n, slow=sl, fast=f)
-        for d, s, n, sl, f in zip(durations, sigma, nu0, slow, fast, strict=True)
-    ]
+    return PriorArrays(
+        duration_ms=np.array(durations, dtype=float),
+        sigma=scale * interp([p.sigma for p in points], log=True),
+        nu0=interp([p.nu0 for p in points]),
+        slow=side("slow"),
+        fast=side("fast"),
+    )
 
 
 def ratio_prior(versus: Versus, timer: str, graph: tuple[Prior, ...] = GRAPH_POINTS) -> Prior:
@@ -301,6 +303,16 @@ class Fit:
     slow_size0: np.ndarray
     fast_size0: np.ndarray
 
+    @functools.cached_property
+    def slow_excursions(self) -> Excursions:
+        """``slow_seen`` as the bisections read it."""
+        return Excursions.of(self.slow_seen, self.slow_size0)
+
+    @functools.cached_property
+    def fast_excursions(self) -> Excursions:
+        """``fast_seen`` as the bisections read it."""
+        return Excursions.of(self.fast_seen, self.fast_size0)
+
     def at(self, n: np.ndarray | int) -> Fit:
         """This fit with each excursion rate replaced by the one whose n-th power is the
         chance that ``n`` fresh sessions are all excursions, the rate being uncertain (a Beta
@@ -324,6 +336,7 @@ class Fit:
 class PriorArrays:
     """Priors of many rows, field by field."""
 
+    duration_ms: np.ndarray
     sigma: np.ndarray
     nu0: np.ndarray
     slow: tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -335,10 +348,47 @@ class PriorArrays:
             return np.array([get(p) for p in priors], dtype=float)  # type: ignore[operator]
 
         return cls(
+            duration_ms=col(lambda p: p.duration_ms),
             sigma=col(lambda p: p.sigma),
             nu0=col(lambda p: p.nu0),
             slow=tuple(col(lambda p, i=i: p.slow[i]) for i in range(3)),  # type: ignore[arg-type]
             fast=tuple(col(lambda p, i=i: p.fast[i]) for i in range(3)),  # type: ignore[arg-type]
+        )
+
+    @classmethod
+    def joined(cls, parts: Sequence[tuple[Sequence[int], PriorArrays]]) -> PriorArrays:
+        """The rows of ``parts`` (each: the rows it holds, their priors) in row order."""
+        order = np.argsort(np.concatenate([np.asarray(rows) for rows, _ in parts]))
+
+        def col(get: Callable[[PriorArrays], np.ndarray]) -> np.ndarray:
+            return np.concatenate([get(p) for _, p in parts])[order]
+
+        return cls(
+            duration_ms=col(lambda p: p.duration_ms),
+            sigma=col(lambda p: p.sigma),
+            nu0=col(lambda p: p.nu0),
+            slow=(col(lambda p: p.slow[0]), col(lambda p: p.slow[1]), col(lambda p: p.slow[2])),
+            fast=(col(lambda p: p.fast[0]), col(lambda p: p.fast[1]), col(lambda p: p.fast[2])),
+        )
+
+    def take(self, rows: np.ndarray) -> PriorArrays:
+        """The priors of ``rows`` (indices or a mask)."""
+        return PriorArrays(
+            duration_ms=self.duration_ms[rows],
+            sigma=self.sigma[rows],
+            nu0=self.nu0[rows],
+            slow=(self.slow[0][rows], self.slow[1][rows], self.slow[2][rows]),
+            fast=(self.fast[0][rows], self.fast[1][rows], self.fast[2][rows]),
+        )
+
+    def row(self, i: int) -> Prior:
+        """The prior of row ``i``."""
+        return Prior(
+            float(self.duration_ms[i]),
+            sigma=float(self.sigma[i]),
+            nu0=float(self.nu0[i]),
+            slow=(float(self.slow[0][i]), float(self.slow[1][i]), float(self.slow[2][i])),
+            fast=(float(self.fast[0][i]), float(self.fast[1][i]), float(self.fast[2][i])),
         )
 
 
@@ -406,22 +456,34 @@ def _spread(f: Fit, se: np.ndarray) -> np.ndarray:
     return np.asarray(np.sqrt(f.sigma[..., None] ** 2 + var_m[..., None] + np.nan_to_num(se) ** 2))
 
 
-def _sizes_beyond(seen: np.ndarray, size0: np.ndarray, y: np.ndarray) -> np.ndarray:
+@dataclass(frozen=True)
+class Excursions:
+    """One side's excursions of a fit's rows as :func:`_sizes_beyond` reads them, made once
+    per fit: the bisection of ``_bound`` asks a hundred times of every row."""
+
+    count: np.ndarray  # per row (a trailing axis of 1)
+    some: np.ndarray  # the rows that saw an excursion (most saw none; theirs sum to 0)
+    sizes: np.ndarray  # theirs, NaN-padded (an axis of 1 before the sessions)
+    scale: np.ndarray  # theirs: the prior's mean size (an axis of 1 before the sessions)
+
+    @classmethod
+    def of(cls, seen: np.ndarray, size0: np.ndarray) -> Excursions:
+        count = np.sum(~np.isnan(seen), axis=-1)[..., None]
+        some = count[..., 0] > 0
+        return cls(count, some, seen[some][..., None, :], size0[some][..., None, None])
+
+
+def _sizes_beyond(seen: Excursions, size0: np.ndarray, y: np.ndarray) -> np.ndarray:
     """P(an excursion's size is at least ``y`` (> 0)): the history's own excursions, counted,
     with the prior's exponential worth SIZE_WEIGHT of them. Counted, not fitted: the excursions
     of a test whose sessions fall in two groups (a 50 us kernel at -1.3% or +0.5 to +1.5%) are
     one lump, which an exponential of their mean size puts mostly below itself."""
-    scale = size0[..., None]
-    count = np.sum(~np.isnan(seen), axis=-1)[..., None]
-    # Summed only over the rows that saw an excursion (most rows saw none; theirs is 0): the
-    # bisection of ``_bound`` asks this a hundred times of every row.
-    some = count[..., 0] > 0
     above = np.zeros(y.shape)
-    if some.any():
-        beyond = np.maximum(y[some][..., None] - seen[some][..., None, :], 0.0)
-        above[some] = np.nansum(np.exp(-beyond / scale[some][..., None]), axis=-1)
-    prior = np.exp(-np.maximum(y, 0) / scale)
-    return np.asarray((above + SIZE_WEIGHT * prior) / (count + SIZE_WEIGHT))
+    if len(seen.sizes):
+        beyond = np.maximum(y[seen.some][..., None] - seen.sizes, 0.0)
+        above[seen.some] = np.nansum(np.exp(-beyond / seen.scale), axis=-1)
+    prior = np.exp(-np.maximum(y, 0) / size0[..., None])
+    return np.asarray((above + SIZE_WEIGHT * prior) / (seen.count + SIZE_WEIGHT))
 
 
 def _change_se(f: Fit, n: np.ndarray) -> np.ndarray:
@@ -439,9 +501,11 @@ def survival(f: Fit, y: np.ndarray, spread: np.ndarray) -> np.ndarray:
     t = special.stdtr(f.df[..., None], -(y / spread))
     # Each side's sizes only where some y is on that side (a bisection asks one side only).
     up, down = y > 0, y < 0
-    slow = np.where(up, _sizes_beyond(f.slow_seen, f.slow_size0, y), 1.0) if up.any() else 1.0
+    slow = np.where(up, _sizes_beyond(f.slow_excursions, f.slow_size0, y), 1.0) if up.any() else 1.0
     fast = (
-        np.where(down, 1 - _sizes_beyond(f.fast_seen, f.fast_size0, -y), 0.0) if down.any() else 0.0
+        np.where(down, 1 - _sizes_beyond(f.fast_excursions, f.fast_size0, -y), 0.0)
+        if down.any()
+        else 0.0
     )
     return np.asarray(
         floor[..., None] * t + f.slow_rate[..., None] * slow + f.fast_rate[..., None] * fast
@@ -607,7 +671,7 @@ class Timed(Protocol):
 
 def _log_medians(rows: Sequence[Sequence[Timed]]) -> np.ndarray:
     """The log-medians of rows of as many sessions each, as one 2-D array."""
-    medians = [s.median_ms for row in rows for s in row]
+    medians = list(map(operator.attrgetter("median_ms"), itertools.chain.from_iterable(rows)))
     positive = np.array(medians, dtype=float) > 0  # false for NaN too
     if not positive.all():
         bad = medians[int(np.argmin(positive))]
@@ -733,56 +797,80 @@ def judge_many(
         c_se = np.array([s.se_log for i in indices for s in cases[i].current], dtype=float).reshape(
             c.shape
         )
-        medians = [math.exp(float(m)) for m in np.median(h, axis=-1)]  # each row's own
-        priors: list[Prior | None] = [None] * len(indices)
+        medians = [math.exp(m) for m in np.median(h, axis=-1).tolist()]  # each row's own
+        parts: list[tuple[Sequence[int], PriorArrays]] = []
         plain: dict[str, list[int]] = {}  # rows of one timer without a ratio: all at once
         for row, (i, median) in enumerate(zip(indices, medians, strict=True)):
             case = cases[i]
             if case.versus is not None and is_ratio(case.timer):
-                priors[row] = prior_for(median, case.timer, case.launches, case.versus)
+                ratio = prior_for(median, case.timer, case.launches, case.versus)
+                parts.append(([row], PriorArrays.of([ratio])))
             else:
                 plain.setdefault(case.timer, []).append(row)
         for timer, rows_of in plain.items():
-            found = priors_for(
-                [medians[r] for r in rows_of], timer, [cases[indices[r]].launches for r in rows_of]
-            )
-            for r, prior in zip(rows_of, found, strict=True):
-                priors[r] = prior
-        known = [p for p in priors if p is not None]
-        dec = decide(
-            h, c, c_se, PriorArrays.of(known), threshold=threshold, alpha1=alpha1, design=design
-        )
-        for row, (i, prior) in enumerate(zip(indices, known, strict=True)):
+            launches = [cases[indices[r]].launches for r in rows_of]
+            parts.append((rows_of, priors_for([medians[r] for r in rows_of], timer, launches)))
+        prior = PriorArrays.joined(parts)
+        dec = decide(h, c, c_se, prior, threshold=threshold, alpha1=alpha1, design=design)
+        for row, (i, values) in enumerate(zip(indices, _rows(dec), strict=True)):
             judgements[i] = _judgement(
-                cases[i], dec, row, prior, threshold=threshold, alpha1=alpha1, design=design, z=z
+                cases[i],
+                values,
+                functools.partial(prior.row, row),
+                threshold=threshold,
+                alpha1=alpha1,
+                design=design,
+                z=z,
             )
     return [j for j in judgements if j is not None]
 
 
+class _Row(NamedTuple):
+    """One row of a :class:`Decision`, as Python values."""
+
+    d: float
+    se: float
+    gateable: float
+    gated: bool
+    direction: int
+    bar: float
+    prior_share: float
+    tau: float
+    more: bool
+    p_up: float
+    p_down: float
+    excursions: float
+
+
+def _rows(dec: Decision) -> list[_Row]:
+    """The rows of ``dec``, column by column: read element by element, numpy's values cost
+    more than the verdicts they make (``gpubench show`` of 10^5 tests)."""
+    f = dec.fit
+    columns = [dec.d, dec.se, dec.gateable, dec.gated, dec.direction, dec.bar, f.prior_share]
+    columns += [f.sigma, dec.more, dec.p_up, dec.p_down, f.slow_rate]
+    return list(map(_Row._make, zip(*(c.tolist() for c in columns), strict=True)))
+
+
 def _judgement(
     case: Case,
-    dec: Decision,
-    row: int,
-    prior: Prior,
+    row: _Row,
+    prior: Callable[[], Prior],
     *,
     threshold: float,
     alpha1: float,
     design: Design,
     z: float,
 ) -> Judgement:
-    """The verdict of one row of ``dec`` (``z``: the quantile of its interval)."""
+    """The verdict of one row (``prior``: its prior, asked where it is not gated; ``z``: the
+    quantile of its interval)."""
     history = case.history
     k, n_c = len(history), len(case.current)
-    f = dec.fit
-    d, se = float(dec.d[row]), float(dec.se[row])
-    gateable = float(dec.gateable[row])
-    gated = bool(dec.gated[row])
-    direction = int(dec.direction[row])
-    status = {1: Status.REGRESSED, -1: Status.IMPROVED, 0: Status.OK}[direction]
-    bar = math.expm1(float(dec.bar[row]))
+    d, se, gateable, gated = row.d, row.se, row.gateable, row.gated
+    status = {1: Status.REGRESSED, -1: Status.IMPROVED, 0: Status.OK}[row.direction]
+    bar = math.expm1(row.bar)
     verb = "slower" if d >= 0 else "faster"
     ref = f"history of {k} session{'s' if k != 1 else ''}"
-    share = float(f.prior_share[row])
+    share = row.prior_share
     reason = f"{verb} by {abs(math.expm1(d)):.1%} vs {ref}"
     to_gate = None
     if not gated:
@@ -795,7 +883,7 @@ def _judgement(
         if gateable > NOT_GATED_BEYOND:
             why.append(f"it could not catch a slowdown under {NOT_GATED_BEYOND:.0%}")
         to_gate = sessions_to_gate(
-            history, prior, threshold=threshold, alpha1=alpha1, design=design
+            history, prior(), threshold=threshold, alpha1=alpha1, design=design
         )
         more = (
             f"{to_gate} sessions like these would gate {threshold:.0%}"
@@ -815,15 +903,15 @@ def _judgement(
         bar=bar if gated else None,
         gateable=gateable if gated else None,
         noisy=gated and gateable > threshold,
-        tau=float(f.sigma[row]),
+        tau=row.tau,
         prior_share=share,
-        needs_confirmation=bool(dec.more[row]),
+        needs_confirmation=row.more,
         against="history",
         history_sessions=k,
         current_sessions=n_c,
         reason=reason,
         gated=gated,
-        p_value=float(dec.p_up[row] if d >= 0 else dec.p_down[row]),
-        excursions=float(f.slow_rate[row]),
+        p_value=row.p_up if d >= 0 else row.p_down,
+        excursions=row.excursions,
         sessions_to_gate=to_gate,
     )

@@ -7,7 +7,9 @@ against its own threshold (a flag needs half of it, ``judge.changes.min_change_f
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -97,7 +99,8 @@ def _candidates(baseline: Baseline) -> list[str]:
             by_length.setdefault(len(entry.history), []).append(key)
     found = []
     for keys in by_length.values():
-        logs = [[math.log(r.median_ms) for r in baseline.entries[k].history] for k in keys]
-        p_step, p_rise = p_values(np.array(logs))
+        histories = itertools.chain.from_iterable(baseline.entries[k].history for k in keys)
+        logs = map(math.log, map(operator.attrgetter("median_ms"), histories))
+        p_step, p_rise = p_values(np.fromiter(logs, float).reshape(len(keys), -1))
         found += [k for k, a, b in zip(keys, p_step, p_rise, strict=True) if min(a, b) <= ALPHA]
     return found

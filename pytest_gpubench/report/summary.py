@@ -424,18 +424,14 @@ def aligned(
 ) -> list[str]:
     """Rows as columns under a rule: the first ``left`` columns (and the last, with
     ``last_left``) aligned left, the numbers right."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    widths = [max(map(len, column)) for column in zip(*rows, strict=True)]
     last = len(widths) - 1 if last_left else len(widths)
-    lines = []
-    for i, cells in enumerate(rows):
-        lines.append(
-            "  ".join(
-                cell.ljust(w) if j < left or j == last else cell.rjust(w)
-                for j, (cell, w) in enumerate(zip(cells, widths, strict=True))
-            ).rstrip()
-        )
-        if i == 0:
-            lines.append("  ".join("-" * w for w in widths))
+    pads = [str.ljust if j < left or j == last else str.rjust for j in range(len(widths))]
+    lines = [
+        "  ".join([pad(cell, w) for pad, cell, w in zip(pads, cells, widths, strict=True)]).rstrip()
+        for cells in rows
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
     return lines
 
 
