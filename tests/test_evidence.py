@@ -146,18 +146,11 @@ def test_against_a_revision_a_commit_that_holds_64_mib_more_fails_on_memory(
     assert "more memory: peak memory 80 MiB per call, was 16 MiB" in output(result)
 
 
-# A kernel module whose ``work`` declares 1e9 bytes per call. The fake timer times the copy
-# probes at 1 ms too: the fastest copy moves 2 x 64 MiB per ms (134 GB/s, timing.device's CPU
-# copy), so 1e9 bytes take at least 7.5 ms and a call under 2.5 ms (gate.FLOOR_MARGIN) is
-# impossible. ``fake_factor`` 10 (10 ms) is plausible; 1 (1 ms, a cached output) is not.
-FLOORED_KERNELS = """
-def work(n):
-    return sum(range(n))
-
-
-work.fake_factor = {factor}
-"""
-
+# The generated repository's kernel module (support.KERNELS) under tests that declare 1e9
+# bytes per call. The fake timer times the copy probes at 1 ms too: the fastest copy moves
+# 2 x 64 MiB per ms (134 GB/s, timing.device's CPU copy), so 1e9 bytes take at least 7.5 ms
+# and a call under 2.5 ms (gate.FLOOR_MARGIN) is impossible. ``fake_factor`` 10 (10 ms) is
+# plausible; 1 (1 ms, a cached output) is not.
 FLOORED_TESTS = """
 from kernels import work
 
@@ -180,7 +173,7 @@ def test_against_a_revision_a_call_faster_than_its_declared_bytes_allow_fails_as
     passes; a working tree whose call became faster than its declared bytes allow (a cached
     output: 10x faster than the revision's) fails as impossible, not as an improvement, with
     both sides' traces; gpubench compare of the run's file judges it again the same."""
-    fake.makepyfile(kernels=FLOORED_KERNELS.format(factor=10.0), test_bench=FLOORED_TESTS)
+    fake.makepyfile(kernels=KERNELS.format(factor=10.0), test_bench=FLOORED_TESTS)
     fake.path.joinpath(".gitignore").write_text("__pycache__/\n.gpubench/\ntimer-calls.log\n")
     git(fake.path, "init", "-q", "-b", "main")
     commit(fake.path, "kernels and their tests")
@@ -190,7 +183,7 @@ def test_against_a_revision_a_call_faster_than_its_declared_bytes_allow_fails_as
     honest = {r["test"]: r for r in results}["test_sum"]
     assert honest["status"] == "same" and honest["peak_gbs"] > 0 and honest["cached_gbs"] > 0
 
-    fake.makepyfile(kernels=FLOORED_KERNELS.format(factor=1.0))
+    fake.makepyfile(kernels=KERNELS.format(factor=1.0))
     result = fake.runpytest("--gpubench-against=HEAD", *fast)
     result.assert_outcomes(passed=1, failed=1)
     text = output(result)

@@ -282,15 +282,18 @@ def compare(
             )
         gate = Gate.of(settings, family=max(1, len(_keys(runs))))
         results = {
-            key: _judged(
-                key,
-                runs,
-                failed,
-                uncollected,
+            key: _held_to_floors(
+                _paired_result(
+                    key,
+                    runs,
+                    failed,
+                    uncollected,
+                    gate,
+                    measure_of(key.split("#")[0]),
+                    design,
+                    revision,
+                ),
                 gate,
-                measure_of(key.split("#")[0]),
-                design,
-                revision,
             )
             for key in _keys(runs)
         }
@@ -451,20 +454,10 @@ def _keys(runs: Mapping[str, list[dict[str, Measurement]]]) -> list[str]:
     return list(keys)
 
 
-def _judged(
-    key: str,
-    runs: Mapping[str, list[dict[str, Measurement]]],
-    failed: Mapping[str, set[str]],
-    uncollected: Mapping[str, str],
-    gate: Gate,
-    measure: MeasureSettings,
-    design: PairDesign,
-    revision: Revision,
-) -> Result:
-    """One measurement's verdict: the working tree's measurement held to its declared bytes
-    and flops (:func:`floored`), then judged on its complete pairs."""
-    result = _paired_result(key, runs, failed, uncollected, gate, measure, design, revision)
-    if result.status is Status.REMOVED:  # the revision's measurement: nothing of the head's
+def _held_to_floors(result: Result, gate: Gate) -> Result:
+    """``result`` with the working tree's measurement held to its declared bytes and flops
+    (:func:`floored`); the revision's (removed) measurement has none of the head's."""
+    if result.status is Status.REMOVED:
         return result
     return dataclasses.replace(result, verdict=floored(result.verdict, result.measurement, gate))
 
