@@ -381,18 +381,30 @@ def test_a_working_trees_call_faster_than_its_declared_bytes_allow_is_impossible
     # 1e12 bytes in 1 ms: 1e6 GB/s, against copies of 9000 GB/s at most.
     cached = declared(paired_result("test_cached", [1.0, 1.001, 0.999], [1.0, 0.999, 1.001]), 1e12)
     honest = declared(unchanged(), 1e9)  # 1000 GB/s
+    # The revision returned a cached output (1e10 bytes in 0.1 ms), the working tree does
+    # the work (10 ms): 100x slower, and no regression of anything.
+    fixed = paired_result("test_fixed", [0.1, 0.1001, 0.0999], [10.0, 9.99, 10.01])
+    assert fixed.status is Status.REGRESSED
+    fixed = declared(fixed, 1e10)
     assert cached.status is Status.IMPOSSIBLE
     assert "over 3x the fastest this device's copies allow" in cached.verdict.reason
     assert cached.verdict.paired is not None and cached.verdict.paired.pairs == 3
     assert honest.status is Status.SAME and honest.verdict == unchanged().verdict
+    assert fixed.status is Status.NOT_GATED and fixed.verdict.paired.pairs == 3
+    assert fixed.verdict.reason.startswith(
+        "main (01234567)'s calls are impossible (100 µs per call for its "
+        "declared 1e+10 bytes is 1e+05 GB/s, over 3x"
+    )
     assert gate.fails(cached.verdict) and not gate.fails(honest.verdict)
-    path = write_file(tmp_path / "ab.json", cached, honest)
+    assert not gate.fails(fixed.verdict)
+    path = write_file(tmp_path / "ab.json", cached, honest, fixed)
 
     code, out, err = run_cli(capsys, "compare", path)
     assert (code, err) == (1, "")
     lines = out.splitlines()
     assert table_row(lines, "test_cached")[6] == "impossible"
     assert table_row(lines, "test_same")[6] == "same"
+    assert table_row(lines, "test_fixed")[6] == "not gated"
     assert "test_cached: impossible: 1.00 ms per call for its declared 1e+12 bytes" in out
     assert "confirmed in" not in out  # its pairs' sessions confirm nothing: they are it
 

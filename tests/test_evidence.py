@@ -172,7 +172,8 @@ def test_against_a_revision_a_call_faster_than_its_declared_bytes_allow_fails_as
     The processes of each side measure the copy rates; unchanged code at a plausible time
     passes; a working tree whose call became faster than its declared bytes allow (a cached
     output: 10x faster than the revision's) fails as impossible, not as an improvement, with
-    both sides' traces; gpubench compare of the run's file judges it again the same."""
+    both sides' traces; gpubench compare of the run's file judges it again the same. Once
+    the revision is the cached one, its fix is not gated, not a regression."""
     fake.makepyfile(kernels=KERNELS.format(factor=10.0), test_bench=FLOORED_TESTS)
     fake.path.joinpath(".gitignore").write_text("__pycache__/\n.gpubench/\ntimer-calls.log\n")
     git(fake.path, "init", "-q", "-b", "main")
@@ -204,6 +205,20 @@ def test_against_a_revision_a_call_faster_than_its_declared_bytes_allow_fails_as
     out = capsys.readouterr().out
     [row] = [line for line in out.splitlines() if line.startswith("test_sum ")]
     assert "impossible" in row
+
+    # The cached output committed, then fixed: the revision's calls are the impossible ones,
+    # and the working tree's, 10x slower, are no regression.
+    commit(fake.path, "a cached output")
+    fake.makepyfile(kernels=KERNELS.format(factor=10.0))
+    result = fake.runpytest("--gpubench-against=HEAD", *fast)
+    result.assert_outcomes(passed=2)
+    assert "test_sum: not gated: HEAD (" in output(result)
+    assert "'s calls are impossible (1.00 ms per call" in output(result)
+    results = json.loads((fake.path / "r.json").read_text())["results"]
+    assert {r["test"]: r["status"] for r in results} == {
+        "test_sum": "not gated",
+        "test_join": "same",
+    }
 
 
 def test_a_regression_names_the_kernel_that_got_slower_in_its_failure_and_summary(

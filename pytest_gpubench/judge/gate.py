@@ -73,9 +73,10 @@ def _beaten(floor: float, median: float) -> bool:
     return median * FLOOR_MARGIN < floor
 
 
-def _bytes_impossible(measurement: Measurement) -> str:
-    """Why the call's time is below what its declared bytes allow ('' where it is not)."""
-    floor, median = measurement.floor_ms, measurement.median_ms
+def _bytes_impossible(measurement: Measurement, median: float) -> str:
+    """Why a call of ``median`` is below what the measurement's declared bytes allow ('' where
+    it is not)."""
+    floor = measurement.floor_ms
     if floor is None or measurement.bytes is None or not _beaten(floor, median):
         return ""
     fastest = max(measurement.peak_gbs or 0.0, measurement.cached_gbs or 0.0)
@@ -87,20 +88,21 @@ def _bytes_impossible(measurement: Measurement) -> str:
         )
     return (
         f"{time_text(median)} per call for its declared {measurement.bytes:.4g} bytes is "
-        f"{measurement.gbs or 0:.4g} GB/s, over {FLOOR_MARGIN:g}x the fastest this device's "
-        f"copies allow (they take {time_text(floor)}: {rates}){WHY_IMPOSSIBLE}bytes= says more "
-        "than it moves"
+        f"{measurement.bytes / (median * 1e6):.4g} GB/s, over {FLOOR_MARGIN:g}x the fastest this "
+        f"device's copies allow (they take {time_text(floor)}: {rates}){WHY_IMPOSSIBLE}bytes= "
+        "says more than it moves"
     )
 
 
-def _flops_impossible(measurement: Measurement) -> str:
-    """Why the call's time is below what its declared flops allow ('' where it is not)."""
-    floor, median = measurement.flops_floor_ms, measurement.median_ms
+def _flops_impossible(measurement: Measurement, median: float) -> str:
+    """Why a call of ``median`` is below what the measurement's declared flops allow ('' where
+    it is not)."""
+    floor = measurement.flops_floor_ms
     if floor is None or measurement.flops is None or not _beaten(floor, median):
         return ""
     return (
         f"{time_text(median)} per call for its declared {measurement.flops:.4g} flops is "
-        f"{measurement.tflops or 0:.4g} TFLOP/s, over {FLOOR_MARGIN:g}x what a "
+        f"{measurement.flops / (median * 1e9):.4g} TFLOP/s, over {FLOOR_MARGIN:g}x what a "
         f"{measurement.matmul_dtype} matmul reached on this device ({time_text(floor)}: "
         f"{measurement.matmul_tflops or 0:.4g} TFLOP/s measured){WHY_IMPOSSIBLE}flops= says "
         "more than it computes"
@@ -169,11 +171,15 @@ class Gate:
             and not self.needs_confirmation(result)
         )
 
-    def impossible(self, measurement: Measurement) -> Verdict | None:
+    def impossible(
+        self, measurement: Measurement, median_ms: float | None = None
+    ) -> Verdict | None:
         """The verdict on a call faster than its declared bytes or flops allow (None:
         possible, or not known): whatever its history or revision says, its number is not a
-        time of that work."""
-        reason = _bytes_impossible(measurement) or _flops_impossible(measurement)
+        time of that work. ``median_ms``: another time of the same work held to the
+        measurement's floors (a revision's, against the working tree's rates)."""
+        median = measurement.median_ms if median_ms is None else median_ms
+        reason = _bytes_impossible(measurement, median) or _flops_impossible(measurement, median)
         if not reason:
             return None
         return Verdict(Status.IMPOSSIBLE, reason=reason, family=self.family)

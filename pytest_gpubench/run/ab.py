@@ -466,16 +466,30 @@ def floored(verdict: Verdict, measurement: Measurement, gate: Gate) -> Verdict:
     """``verdict`` on the working tree's ``measurement``, unless its call is faster than its
     declared bytes or flops allow on the device (``Gate.impossible``, as a run against a
     stored history decides it): then ``impossible``, whatever the pairs say, with what they
-    measured kept beside it for the reports. The run asks it, and gpubench compare of the
-    run's file asks it again."""
+    measured kept beside it for the reports. A revision whose calls beat the same floors
+    judges nothing (``not gated``: its times are not of the declared work). The run asks it,
+    and gpubench compare of the run's file asks it again."""
     impossible = gate.impossible(measurement)
-    if impossible is None:
+    if impossible is not None:
+        return dataclasses.replace(
+            impossible,
+            reference_ms=verdict.reference_ms,
+            history_sessions=verdict.history_sessions,
+            paired=verdict.paired,
+        )
+    paired = verdict.paired
+    base_ms = paired.base_median_ms if paired is not None and paired.pairs else None
+    cheat = None if base_ms is None else gate.impossible(measurement, base_ms)
+    if paired is None or cheat is None:
         return verdict
+    # The revision's calls beat the floor (a cached output the working tree fixed): its
+    # times are not of this work, so a slower working tree is no regression of it.
     return dataclasses.replace(
-        impossible,
-        reference_ms=verdict.reference_ms,
-        history_sessions=verdict.history_sessions,
-        paired=verdict.paired,
+        verdict,
+        status=Status.NOT_GATED,
+        reason=f"{paired.label}'s calls are impossible ({cheat.reason}): its times are not "
+        "of this work, so the working tree's (possible) are judged against no time of it",
+        judgement=None,
     )
 
 
