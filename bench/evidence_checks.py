@@ -13,6 +13,10 @@
 - blocks-ab: the same change made in the working tree of a git copy of the suite, judged
   against HEAD (--gpubench-against, no stored history): `regressed`;
 - cached: one run of the function returning a cached output: `impossible`;
+- cached-ab: that function made to cache its output in the working tree of a git copy,
+  judged against HEAD: `impossible` (the floors against a revision);
+- fixed-ab: the copy's HEAD caches its output and the working tree does the work: `not
+  gated` (the revision's calls are the impossible ones), no regression;
 - blocks-ncu, blocks-ab-ncu: blocks and blocks-ab with --gpubench-ncu: Nsight Compute's
   metrics of one call in the failure (of each side against HEAD), its report kept.
 
@@ -37,6 +41,15 @@ SUITE = Path(__file__).resolve().parent / "evidence_suite"
 KNOBS = {"temp": ("TEMP", "test_temporary"), "blocks": ("BLOCKS", "test_blocks")}
 KNOBS["cached"] = ("CACHED", "test_cached")
 KNOBS["blocks-ab"] = KNOBS["blocks-ncu"] = KNOBS["blocks-ab-ncu"] = KNOBS["blocks"]
+KNOBS["cached-ab"] = KNOBS["fixed-ab"] = KNOBS["cached"]
+# The A/B steps: their test, and the edit of the copy's committed tree and of its working tree.
+BLOCKS_EDIT = ('factor = int(knob("BLOCKS") or 1)', "factor = 2")
+CACHED_EDIT = ('if knob("CACHED") and "y" in CACHE:', 'if "y" in CACHE:')
+AB_STEPS = {
+    "blocks-ab": ("test_blocks", None, BLOCKS_EDIT),
+    "cached-ab": ("test_cached", None, CACHED_EDIT),
+    "fixed-ab": ("test_cached", CACHED_EDIT, None),
+}
 KNOB_VALUES = {"temp": "1", "blocks": "2", "blocks-ncu": "2", "cached": "1"}
 
 
@@ -73,9 +86,10 @@ def plan(out: Path, runs: int, steps: list[str]) -> None:
                 args.append("--gpubench-ncu")
             if step == "aa":
                 args.append("--gpubench-energy")
-            elif step.startswith("blocks-ab"):
-                args = [*args, "--gpubench-against=HEAD", "-k", "test_blocks"]
-                run(out, name, args, {}, cwd=changed_copy(out))
+            elif step.removesuffix("-ncu") in AB_STEPS:
+                test, committed, working = AB_STEPS[step.removesuffix("-ncu")]
+                args = [*args, "--gpubench-against=HEAD", "-k", test]
+                run(out, name, args, {}, cwd=changed_copy(out, committed, working))
                 continue
             else:
                 knob, test = KNOBS[step]
@@ -86,17 +100,30 @@ def plan(out: Path, runs: int, steps: list[str]) -> None:
             run(out, name, args, env)
 
 
-def changed_copy(out: Path) -> Path:
-    """A git repository of the suite whose working tree launches twice the blocks."""
-    repo = out / "blocks-repo"
+def changed_copy(
+    out: Path, committed: tuple[str, str] | None, working: tuple[str, str] | None
+) -> Path:
+    """A git repository of the suite, its test file edited by ``committed`` (old, new) in
+    its commit and by ``working`` in its working tree."""
+    repo = out / "ab-repo"
     shutil.rmtree(repo, ignore_errors=True)
     shutil.copytree(SUITE, repo, ignore=shutil.ignore_patterns("__pycache__", ".gpubench"))
+    test = repo / "test_evidence.py"
+
+    def edit(change: tuple[str, str] | None) -> None:
+        if change is not None:
+            text = test.read_text()
+            if change[0] not in text:
+                raise SystemExit(f"{test}: no {change[0]!r} to edit")
+            test.write_text(text.replace(*change))
+
+    edit(committed)
     who = ["-c", "user.name=gpubench", "-c", "user.email=gpubench@localhost"]
     for command in (["init", "-q"], ["add", "-A"], [*who, "commit", "-qm", "the suite"]):
         subprocess.run(["git", *command], cwd=repo, check=True, timeout=60)
-    test = repo / "test_evidence.py"
-    text = test.read_text()
-    test.write_text(text.replace('factor = int(knob("BLOCKS") or 1)', "factor = 2"))
+    if committed is not None and working is None:
+        test.write_text(test.read_text().replace(committed[1], committed[0]))
+    edit(working)
     return repo
 
 
