@@ -397,6 +397,13 @@ def test_a_working_trees_call_faster_than_its_declared_bytes_allow_is_impossible
     )
     assert gate.fails(cached.verdict) and not gate.fails(honest.verdict)
     assert not gate.fails(fixed.verdict)
+    # The revision's cached calls launched nothing, so another timer timed them: no pairs,
+    # and still nothing to judge against.
+    m = fixed.measurement
+    sides = Paired("main", SHA, records("b", [0.0011]), m.sessions)
+    split = declared(Result(m, Verdict(Status.UNSURE, reason="other timers", paired=sides)), 1e10)
+    assert split.status is Status.NOT_GATED
+    assert "calls are impossible (1.10 µs" in split.verdict.reason
     path = write_file(tmp_path / "ab.json", cached, honest, fixed)
 
     code, out, err = run_cli(capsys, "compare", path)
