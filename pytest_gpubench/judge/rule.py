@@ -674,7 +674,10 @@ def _bracket(
 
 def _take(f: Fit, idx: np.ndarray) -> Fit:
     """The rows ``idx`` of a fit (of rows along one axis)."""
-    return Fit(**{name.name: getattr(f, name.name)[idx] for name in dataclasses.fields(Fit)})
+    return Fit(**{name: getattr(f, name)[idx] for name in _FIT_FIELDS})
+
+
+_FIT_FIELDS = tuple(field.name for field in dataclasses.fields(Fit))
 
 
 @dataclass(frozen=True)
@@ -982,6 +985,10 @@ def _rows(dec: Decision) -> list[_Row]:
     return list(map(_Row._make, zip(*(c.tolist() for c in columns), strict=True)))
 
 
+# A decision's direction as a status.
+_DIRECTIONS = {1: Status.REGRESSED, -1: Status.IMPROVED, 0: Status.OK}
+
+
 def _judgement(
     case: Case,
     row: _Row,
@@ -997,7 +1004,7 @@ def _judgement(
     history = case.history
     k, n_c = len(history), len(case.current)
     d, se, gateable, gated = row.d, row.se, row.gateable, row.gated
-    status = {1: Status.REGRESSED, -1: Status.IMPROVED, 0: Status.OK}[row.direction]
+    status = _DIRECTIONS[row.direction]
     bar = math.expm1(row.bar)
     verb = "slower" if d >= 0 else "faster"
     ref = f"history of {k} session{'s' if k != 1 else ''}"

@@ -5,6 +5,7 @@ binary."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -57,7 +58,8 @@ def survey(baseline: Baseline, threshold: float, alpha: float) -> list[EntryView
     for key in keys:
         entry = baseline.entries[key]
         latest = entry.history[-1]
-        current = SessionSummary(entry.median_ms, latest.n, latest.summary.se_log)
+        se_log = math.nan if latest.se_log is None else latest.se_log  # latest.summary's
+        current = SessionSummary(entry.median_ms, latest.n, se_log)
         cases.append(
             Case(
                 entry.history,  # its records as they are: the rule reads their medians

@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import functools
 import itertools
 import json
 import math
@@ -321,10 +322,11 @@ class BaselineEntry:
         ("timer", "samples_ms", "others", "group", "bytes", "flops", "extra_info", "note", "versus")
     )
 
-    @property
+    @functools.cached_property
     def median_ms(self) -> float:
-        """The reference time of the latest binary (``Binary.median_ms``)."""
-        return reference_ms(self.history)  # without making its Binary: show asks each entry
+        """The reference time of the latest binary (``Binary.median_ms``), made once: show
+        asks each entry for it twice, plot more."""
+        return reference_ms(self.history)  # without making its Binary
 
     @property
     def binary(self) -> Binary:
