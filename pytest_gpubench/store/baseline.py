@@ -537,17 +537,44 @@ def load(path: Path) -> Baseline:
         text = storage.read_text(path, WHAT, MAX_BYTES)
         if text is None:
             return Baseline(path)
-        data = storage.parse_json(text, f"{WHAT} {path}")
+        data = storage.parse_json(text, f"{WHAT} {path}", nesting=False)
         del text  # not held while the records are made: 200 MB in a file of 10^5 tests
+        made = _made(data)
+        # The lists of records made are two levels deep: not walked again.
+        storage.check_nesting(data, f"{WHAT} {path}", _depths(data, made))
     except StorageError as exc:
         raise BaselineError(f"{exc}; {REMEDY}") from None
     try:
-        return _from_document(path, data)
+        return _from_document(path, data, made)
     except ValueError as exc:
         raise BaselineError(f"{WHAT} {path} {exc}; {REMEDY}") from None
 
 
-def _from_document(path: Path, data: Json) -> Baseline:
+def _made(data: Json) -> Made:
+    """The session records of a schema 2 document's entries, made at once
+    (:func:`made_at_once`) before anything else is read; none where it is not one."""
+    if type(data) is not dict or data.get("schema") != SCHEMA:
+        return NOT_MADE
+    benchmarks, sessions = data.get("benchmarks"), data.get("sessions")
+    if type(benchmarks) is not dict or type(sessions) is not dict:
+        return NOT_MADE
+    return made_at_once(benchmarks.values(), sessions)
+
+
+def _depths(data: Json, made: Made) -> dict[int, int]:
+    """The nesting depth of the anchor and history lists whose records were made (lists of
+    objects of plain values), by ``id``."""
+    if not made:
+        return {}
+    depths = {}
+    for entry in data["benchmarks"].values():
+        if id(entry) in made:
+            depths[id(entry["history"])] = 2
+            depths[id(entry["anchor"])] = 2 if entry["anchor"] else 1
+    return depths
+
+
+def _from_document(path: Path, data: Json, made: Made) -> Baseline:
     if not isinstance(data, dict):
         what = "an array" if isinstance(data, list) else f"the bare value {json.dumps(data)[:40]}"
         raise ValueError(f"is {what}, not a JSON object")
@@ -572,7 +599,6 @@ def _from_document(path: Path, data: Json) -> Baseline:
         except ValueError as exc:
             raise ValueError(f"has a session {key!r:.60} that {exc}") from None
     entries = {}
-    made = made_at_once(data["benchmarks"].values(), sessions)
     for key, entry in data["benchmarks"].items():
         try:
             entries[key] = BaselineEntry.from_json(entry, sessions, made)
