@@ -6,6 +6,7 @@ import importlib.util
 import json
 import math
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -308,3 +309,21 @@ def test_the_bracketed_bisection_lands_on_the_bits_of_the_plain_one(seed: int, u
             plain = rule._bisected(f, n, level, spread, up)
             bracketed = rule._bound(f, n, level, spread, up)
         assert np.array_equal(plain.view(np.int64), bracketed.view(np.int64))
+
+
+@pytest.mark.parametrize("shape", [(400, 1), (400, 2), (400, 7), (400, 20), (30, 4, 9), (5,)])
+def test_nanmedian_is_numpys_bit_for_bit(shape: tuple[int, ...]) -> None:
+    """Zeros of both signs, infinities, ties, huge values whose sum overflows, rows of no
+    number: as ``np.nanmedian`` has them."""
+    rng = np.random.default_rng(len(shape) * 100 + shape[-1])
+    x = rng.normal(size=shape) * 10.0 ** rng.integers(-300, 300, shape)
+    for value, share in ((np.nan, 0.3), (-0.0, 0.1), (0.0, 0.1), (np.inf, 0.02), (1.5, 0.1)):
+        x[rng.random(shape) < share] = value
+    x[rng.random(shape) < 0.02] = -np.inf
+    x[:1] = np.nan
+    with warnings.catch_warnings(), np.errstate(invalid="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # All-NaN slice encountered
+        expected = np.nanmedian(x, axis=-1)
+    got = rule._nanmedian(x)
+    assert got.shape == expected.shape
+    assert np.array_equal(got.view(np.int64), np.asarray(expected).view(np.int64))
