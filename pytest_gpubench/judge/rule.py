@@ -579,13 +579,13 @@ def _bisected(f: Fit, n: np.ndarray, level: float, spread: np.ndarray, up: bool)
 
 
 def _bound(f: Fit, n: np.ndarray, level: float, spread: np.ndarray, up: bool) -> np.ndarray:
-    """:func:`_bisected`, bit for bit, with a third of its evaluations (``stdtr`` of every row
-    in each of them was a quarter of ``gpubench show``). A few secant steps find each row's
-    bound and two points bracket it, their chances BRACKET_MARGIN or more from the level; the
-    bisection then evaluates only its steps between the two, as the chance falls with ``y``:
-    a step below the lower point is not inside, one from the upper point on is. A row whose
-    chance may not fall (a negative floor share or rate, a size or spread not positive,
-    anything not finite) has every step evaluated."""
+    """:func:`_bisected`, bit for bit, with about a quarter of its evaluations (``stdtr`` of
+    every row in each of them was a quarter of ``gpubench show``). A few secant steps find
+    each row's bound and two points bracket it, their chances BRACKET_MARGIN or more from
+    the level; the bisection then evaluates only its steps between the two, as the chance
+    falls with ``y``: a step below the lower point is not inside, one from the upper point
+    on is. A row whose chance may not fall (a negative floor share or rate, a size, spread
+    or look not positive, anything not finite) has every step evaluated."""
     if f.m.ndim != 1:
         return _bisected(f, n, level, spread, up)
     g = f.at(n)
@@ -601,6 +601,7 @@ def _bound(f: Fit, n: np.ndarray, level: float, spread: np.ndarray, up: bool) ->
             & (side.slow_size0 > 0)
             & (spread[..., 0] > 0)
             & (side.df > 0)
+            & (n > 0)
             & np.isfinite(floor + side.slow_rate + side.fast_rate + side.df + spread[..., 0])
         )
     # Evaluated points: below ``low`` no step is inside, from ``high`` on every step is.
