@@ -1079,3 +1079,100 @@ def test_keys_a_newer_version_wrote_are_read_apart_and_known_keys_win() -> None:
     assert SessionRecord.from_json(record().to_json()).extra == {}
     clash = dataclasses.replace(record(), extra={"median_ms": 9.0})
     assert clash.to_json()["median_ms"] == 1.0
+
+
+# --- records made at once ---------------------------------------------------------------------
+
+
+def usual_records(count: int, seed: int) -> list[dict[str, Any]]:
+    """JSON of session records that ``SessionRecord.from_json`` reads fast: every optional key
+    present or not, and the values at their bounds."""
+    import random
+
+    rng = random.Random(seed)
+    out: list[dict[str, Any]] = []
+    for i in range(count):
+        data: dict[str, Any] = {"session": f"s{i % 7}", "median_ms": 10 ** rng.uniform(-9, 6)}
+        data["n"] = rng.choice([1, 2, 20, 10**6])
+        if rng.random() < 0.7:
+            data["se_log"] = rng.choice([None, 0.0, -0.0, 0.01, rng.random()])
+        if rng.random() < 0.7:
+            data["calls_per_sample"] = rng.choice([1, 3, 1000])
+        if rng.random() < 0.5:
+            data["peak_bytes"] = rng.choice([None, 0, 1, 2**40])
+        out.append(dict(sorted(data.items())) if rng.random() < 0.5 else data)
+    out[0]["median_ms"], out[-1]["median_ms"] = 1e-9, 1e6
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_records_made_at_once_are_those_read_one_by_one(seed: int) -> None:
+    raw = usual_records(500, seed)
+    made = SessionRecord.many(raw)
+    assert made == [SessionRecord.from_json(r) for r in raw]
+    assert made is not None and all(type(r) is SessionRecord for r in made)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made[0].median_ms = 2.0  # type: ignore[misc]
+    assert SessionRecord.many([]) == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"future": 1},
+        {"median_ms": 1},
+        {"median_ms": float("nan")},
+        {"median_ms": 2e6},
+        {"n": 0},
+        {"n": True},
+        {"n": 2.0},
+        {"calls_per_sample": None},
+        {"se_log": float("inf")},
+        {"se_log": -0.5},
+        {"peak_bytes": -1},
+        {"peak_bytes": 1.0},
+        {"session": None},
+    ],
+)
+def test_records_not_all_usual_are_not_made_at_once(change: dict[str, Any]) -> None:
+    """One record ``from_json`` does not read fast: None, so that each is read on its own
+    (which reads it, or names what is wrong)."""
+    raw = usual_records(50, 3)
+    raw[17] = raw[17] | change
+    assert SessionRecord.many(raw) is None
+    assert SessionRecord.many([*raw[:17], 5, *raw[18:]]) is None
+
+
+def test_a_file_read_with_records_made_at_once_is_read_as_entry_by_entry(path: Path) -> None:
+    """Entries whose anchor is the start of their history (the records shared) or apart:
+    read as ``BaselineEntry.from_json`` of each reads them. A record not made at once (an
+    anchor equal to its history's start in other types: 1 == 1.0), a session not in the
+    table, or an entry not an object: every entry is read on its own, as before."""
+    first = dict(sorted(record(1.5).to_json().items()))
+    entries: dict[str, Any] = {}
+    for i in range(30):
+        records = [first | {"median_ms": 1.0 + j / 100 + i} for j in range(i % 12 + 1)]
+        data = stored(*[r["median_ms"] for r in records]).to_json()
+        data["history"], data["anchor"] = records, records[:5]
+        if i % 2:
+            data["anchor"] = [first | {"median_ms": 7.0}]
+        entries[f"t.py::test_{i}"] = data
+    sessions = {S1: INFO}
+    assert len(store.made_at_once(entries.values(), sessions)) == 30
+    other_types = json.loads(json.dumps(entries))
+    other_types["t.py::test_4"]["anchor"][0]["median_ms"] = 5  # 5.0 in its history
+    for doc_entries in (entries, other_types):
+        write(path, dumps(document({S1: INFO.to_json()}, **doc_entries)))
+        loaded = load(path)
+        assert loaded.entries == {
+            k: BaselineEntry.from_json(e, sessions) for k, e in doc_entries.items()
+        }
+    assert type(loaded.entries["t.py::test_4"].anchor[0].median_ms) is float
+    shared = load(path).entries["t.py::test_2"]
+    assert shared.anchor[0] is shared.history[0]
+    assert store.made_at_once(other_types.values(), sessions) == {}
+    for odd in ({"future": 1}, {"session": S2}):
+        changed = json.loads(json.dumps(entries))
+        changed["t.py::test_4"]["history"][0] |= odd
+        assert store.made_at_once(changed.values(), sessions) == {}
+    assert store.made_at_once([*entries.values(), []], sessions) == {}

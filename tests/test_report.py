@@ -21,7 +21,7 @@ from pytest_gpubench.core.records import (
     Verdict,
     summarize,
 )
-from pytest_gpubench.core.samples import time_text
+from pytest_gpubench.core.samples import TIME_UNITS, time_text, time_unit
 from pytest_gpubench.core.settings import MeasureSettings
 from pytest_gpubench.report import summary as report
 from pytest_gpubench.store.files import plain_data_problem
@@ -763,3 +763,47 @@ def test_plain_data_problem_stops_at_deep_or_circular_nesting() -> None:
     circular: list[object] = []
     circular.append(circular)
     assert plain_data_problem(circular, "x").endswith("is nested deeper than 32 levels")
+
+
+def test_time_unit_formats_only_what_rounding_may_move() -> None:
+    """The unit is the largest whose value, rounded to three figures, is at least 1: the
+    values around each unit's edge (999.4 to 999.6 of the unit below, and their nearest
+    floats) as formatting every one tells."""
+    import random
+
+    def formatted(ms: float) -> tuple[str, float]:
+        unit, scale = TIME_UNITS[0]
+        for name, size in TIME_UNITS:
+            if abs(float(f"{ms / size:.3g}")) >= 1:
+                unit, scale = name, size
+        return unit, scale
+
+    rng = random.Random(0)
+    values = [10 ** rng.uniform(-8, 8) for _ in range(2000)]
+    for _, size in TIME_UNITS:
+        for edge in (0.999, 0.9994, 0.9995, 0.9996, 1.0):
+            x = edge * size
+            values += [x, math.nextafter(x, 0), math.nextafter(x, math.inf)]
+    values += [0.0, -0.0, math.inf, -math.inf, math.nan, -999.6e-3, -1.0]
+    for ms in values:
+        assert time_unit(ms) == formatted(ms), ms
+
+
+def test_aligned_pads_column_by_column_as_cell_by_cell() -> None:
+    def cell_by_cell(rows: list[list[str]], left: int, last_left: bool) -> list[str]:
+        widths = [max(map(len, column)) for column in zip(*rows, strict=True)]
+        last = len(widths) - 1 if last_left else len(widths)
+        pads = [str.ljust if j < left or j == last else str.rjust for j in range(len(widths))]
+        lines = [
+            "  ".join([pad(c, w) for pad, c, w in zip(pads, cells, widths, strict=True)]).rstrip()
+            for cells in rows
+        ]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        return lines
+
+    table = [["test", "a", "median", "flags"], ["t.py::x", "bb", "1.00 ms", ""]]
+    table += [["t", "", "17 µs", "noisy"]]
+    for rows in (table, [], [[]], [[], []], table[:1]):
+        for left in (0, 1, 2):
+            for last_left in (False, True):
+                assert report.aligned(rows, left, last_left) == cell_by_cell(rows, left, last_left)

@@ -6,6 +6,7 @@ import importlib.util
 import json
 import math
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -280,3 +281,49 @@ def test_judge_many_gives_each_case_its_verdict_alone_with_and_without_excursion
     assert together == alone
     assert together[:4] == together[-4:]  # records and summaries read alike
     assert {j.excursions > 0.1 for j in together} == {True, False}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("up", [True, False])
+def test_the_bracketed_bisection_lands_on_the_bits_of_the_plain_one(seed: int, up: bool) -> None:
+    """``_bound`` evaluates only the bisection's steps between two points that bracket the
+    bound; the bound it returns is the plain bisection's, bit for bit: quiet histories and
+    histories with slow and fast excursions, short and long, of many durations and timers,
+    at many levels and looks, and rows whose chance may not fall (every step evaluated)."""
+    rng = np.random.default_rng(seed)
+    rows, width = 3000, 20
+    k = rng.integers(1, width + 1, rows)
+    history = rng.normal(0, rng.uniform(0.0005, 0.05, rows)[:, None], (rows, width))
+    jumps = rng.random((rows, width)) < rng.uniform(0, 0.3, rows)[:, None]
+    history += np.where(jumps, rng.choice([-1, 1], (rows, width)) * rng.exponential(0.05), 0)
+    history[np.arange(width)[None, :] >= k[:, None]] = np.nan
+    durations = list(10 ** rng.uniform(-3, 2, rows))
+    timer = ["cuda-graph", "cuda-event", "wall"][seed]
+    prior = rule.priors_for(durations, timer, list(rng.integers(1, 4, rows)))
+    f = rule.fit(history, prior)
+    spread = rule._spread(f, rng.uniform(0, 0.01, (rows, 1)))
+    spread[:5, 0] = [0.0, np.nan, np.inf, -1.0, 1e-300]  # chances that may not fall
+    n = rng.integers(1, 8, rows)
+    for level in (1e-9, 3e-7, 1e-4, 0.02):
+        with np.errstate(all="ignore"):  # the rows of a spread not positive
+            plain = rule._bisected(f, n, level, spread, up)
+            bracketed = rule._bound(f, n, level, spread, up)
+        assert np.array_equal(plain.view(np.int64), bracketed.view(np.int64))
+
+
+@pytest.mark.parametrize("shape", [(400, 1), (400, 2), (400, 7), (400, 20), (30, 4, 9), (5,)])
+def test_nanmedian_is_numpys_bit_for_bit(shape: tuple[int, ...]) -> None:
+    """Zeros of both signs, infinities, ties, huge values whose sum overflows, rows of no
+    number: as ``np.nanmedian`` has them."""
+    rng = np.random.default_rng(len(shape) * 100 + shape[-1])
+    x = rng.normal(size=shape) * 10.0 ** rng.integers(-300, 300, shape)
+    for value, share in ((np.nan, 0.3), (-0.0, 0.1), (0.0, 0.1), (np.inf, 0.02), (1.5, 0.1)):
+        x[rng.random(shape) < share] = value
+    x[rng.random(shape) < 0.02] = -np.inf
+    x[:1] = np.nan
+    with warnings.catch_warnings(), np.errstate(invalid="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # All-NaN slice encountered
+        expected = np.nanmedian(x, axis=-1)
+    got = rule._nanmedian(x)
+    assert got.shape == expected.shape
+    assert np.array_equal(got.view(np.int64), np.asarray(expected).view(np.int64))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from pathlib import Path
@@ -236,3 +237,43 @@ def test_lock_in_a_directory_that_cannot_hold_it_is_one_line(tmp_path: Path) -> 
     with pytest.raises(GpubenchError, match=r"^cannot write test file .*: cannot create its lock"):
         with storage.lock(path, WHAT, timeout_s=0.1):
             pass
+
+
+def test_nesting_of_known_containers_is_not_walked_again() -> None:
+    """A container whose depth the caller knows counts as that many levels where it is; the
+    others are walked as before."""
+    records = [{"a": 1}, {"b": 2}]
+    data = {"x": [records, [[1]]], "y": "z"}
+    assert storage._depth(data) == 4
+    assert storage._depth(data, {id(records): 2}) == 4
+    assert storage._depth(data, {id(records): 9}) == 11
+    deep: list[object] = []
+    data["x"].append(deep)
+    for _ in range(70):
+        deep.append([])
+        deep = deep[0]  # type: ignore[assignment]
+    with pytest.raises(StorageError, match="is nested deeper than 64 levels"):
+        storage.check_nesting(data, "the file", {id(records): 2})
+    storage.check_nesting({"x": records}, "the file", {id(records): 2})
+    with pytest.raises(StorageError, match="is nested deeper than 64 levels"):
+        storage.check_nesting({"x": records}, "the file", {id(records): 64})
+
+
+def test_a_baseline_file_nested_too_deep_beside_usual_records_is_refused(tmp_path: Path) -> None:
+    """The records made at once are not walked for nesting; anything else still is."""
+    from pytest_gpubench.core.errors import BaselineError
+    from pytest_gpubench.core.records import SessionInfo, SessionRecord
+    from pytest_gpubench.store import baseline
+
+    record = SessionRecord("s", 1.0, 20, 0.001)
+    entry = baseline.BaselineEntry("wall", "s", (record,), (record,), (1.0, 1.0))
+    info = SessionInfo("2026-01-01T00:00:00+00:00", None, None, {})
+    doc = baseline.document({}, {"s": info}, {"t.py::test_a": entry})
+    doc["benchmarks"]["t.py::test_a"]["future"] = json.loads("[" * 62 + "]" * 62)
+    path = tmp_path / "a.json"
+    path.write_text(baseline.dumps(doc), encoding="utf-8")
+    with pytest.raises(BaselineError, match="is nested deeper than 64 levels"):
+        baseline.load(path)
+    doc["benchmarks"]["t.py::test_a"]["future"] = json.loads("[" * 61 + "]" * 61)
+    path.write_text(baseline.dumps(doc), encoding="utf-8")
+    assert baseline.load(path).entries["t.py::test_a"].history == (record,)

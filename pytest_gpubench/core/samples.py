@@ -103,7 +103,10 @@ def time_unit(ms: float) -> tuple[str, float]:
     """The unit of TIME_UNITS a time is shown in, and its size in ms."""
     unit, scale = TIME_UNITS[0]
     for name, size in TIME_UNITS:
-        if abs(float(f"{ms / size:.3g}")) >= 1:  # as rounded: 999.7 µs is 1.00 ms
+        value = abs(ms / size)
+        # As rounded to three figures: 999.7 µs is 1.00 ms. Rounding moves no value from
+        # 1 or more below 1, nor one under 0.999 up to 1: only those between are formatted.
+        if value >= 1 or (value >= 0.999 and abs(float(f"{ms / size:.3g}")) >= 1):
             unit, scale = name, size
     return unit, scale
 

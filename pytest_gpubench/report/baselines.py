@@ -5,6 +5,7 @@ binary."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -52,26 +53,22 @@ def survey(baseline: Baseline, threshold: float, alpha: float) -> list[EntryView
     measured exactly its reference median: the rule's spread, bar and gateable slowdown for
     that session. ``family``: all entries of the file, as a run of them all would use. All
     entries are judged in one pass (``judge_many``): one at a time, 10^5 tests took hours."""
-    keys = sorted(baseline.entries)
+    entries = baseline.entries
+    keys = sorted(entries)
     cases = []
     for key in keys:
-        entry = baseline.entries[key]
+        entry = entries[key]
         latest = entry.history[-1]
-        current = SessionSummary(entry.median_ms, latest.n, latest.summary.se_log)
-        cases.append(
-            Case(
-                entry.history,  # its records as they are: the rule reads their medians
-                [current],
-                timer=entry.timer,
-                launches=launch_count(entry.kernels),
-                versus=entry.versus,
-            )
-        )
+        se_log = math.nan if latest.se_log is None else latest.se_log  # latest.summary's
+        current = SessionSummary(entry.median_ms, latest.n, se_log)
+        launches = launch_count(entry.kernels) if entry.kernels else 1  # 1: none recorded
+        # Its records as they are: the rule reads their medians.
+        cases.append(Case(entry.history, [current], entry.timer, launches, entry.versus))
     judgements = judge_many(
         cases, threshold=threshold, alpha=alpha, family=max(1, len(baseline.entries))
     )
     return [
-        EntryView(key, baseline.entries[key], judgement, threshold)
+        EntryView(key, entries[key], judgement, threshold)
         for key, judgement in zip(keys, judgements, strict=True)
     ]
 

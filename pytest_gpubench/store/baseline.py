@@ -34,15 +34,18 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import functools
 import itertools
 import json
 import math
 import operator
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
+from types import MappingProxyType
 
 from ..core.device import VERSION_FIELDS
 from ..core.errors import BaselineError, StorageError
@@ -94,6 +97,11 @@ def reference_ms(history: Sequence[SessionRecord]) -> float:
     """The reference time of a history: the geometric mean of its session medians."""
     medians = map(operator.attrgetter("median_ms"), history)
     return math.exp(math.fsum(map(math.log, medians)) / len(history))
+
+
+# A binary's session records (anchor, history) made ahead, by the id of the binary's object.
+Made = Mapping[int, tuple[tuple[SessionRecord, ...], tuple[SessionRecord, ...]]]
+NOT_MADE: Made = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -162,36 +170,115 @@ class Binary:
         return with_extra(data, self.extra)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Json], sessions: Mapping[str, SessionInfo]) -> Binary:
-        """Raises ValueError saying what is wrong."""
-        if not isinstance(data.get("epoch"), str):
-            raise ValueError("has no 'epoch' string")
-        raw: dict[str, list[Json]] = {}
-        for part in ("anchor", "history"):
-            listed = data.get(part)
-            if not isinstance(listed, list) or (part == "history" and not listed):
-                raise ValueError(f"has no {part!r} list of session records")
-            raw[part] = listed
+    def from_json(
+        cls, data: Mapping[str, Json], sessions: Mapping[str, SessionInfo], made: Made = NOT_MADE
+    ) -> Binary:
+        """Raises ValueError saying what is wrong. ``made``: records made ahead
+        (:func:`made_at_once`), by the ``id`` of their binary's object."""
+        epoch, anchor, history, kernels = _binary_parts(data, sessions, made)
+        return cls(kernels, epoch, anchor, history, unknown_keys(data, cls.KNOWN))
+
+
+def _binary_parts(
+    data: Mapping[str, Json], sessions: Mapping[str, SessionInfo], made: Made
+) -> tuple[str, tuple[SessionRecord, ...], tuple[SessionRecord, ...], tuple[Launch, ...]]:
+    """A binary's epoch, anchor, history and kernels; ValueError saying what is wrong."""
+    epoch = data.get("epoch")
+    if not isinstance(epoch, str):
+        raise ValueError("has no 'epoch' string")
+    raw: dict[str, list[Json]] = {}
+    for part in ("anchor", "history"):
+        listed = data.get(part)
+        if not isinstance(listed, list) or (part == "history" and not listed):
+            raise ValueError(f"has no {part!r} list of session records")
+        raw[part] = listed
+    ready = made.get(id(data))
+    if ready is not None:
+        anchor, history = ready
+    else:
         history = _records(raw["history"], sessions)
         # An epoch of at most HISTORY_SESSIONS sessions has its anchor at the history's start:
         # those records are read once (equal JSON of the same types: 1 == 1.0 == True).
-        shared = raw["history"][: len(raw["anchor"])]
-        if raw["anchor"] == shared and _types(raw["anchor"]) == _types(shared):
-            anchor = history[: len(shared)]
+        if _starts(raw["anchor"], raw["history"]):
+            anchor = history[: len(raw["anchor"])]
         else:
             anchor = _records(raw["anchor"], sessions)
-        raw_kernels = data.get("kernels", [])
-        if not isinstance(raw_kernels, list):
-            raise ValueError("has 'kernels' that are not a list")
-        kernels = []
-        for i, kernel in enumerate(raw_kernels):
-            try:
-                kernels.append(Launch.from_dict(kernel))
-            except ValueError as exc:
-                raise ValueError(f"has a kernel entry {i} that is malformed: {exc}") from None
-        if not isinstance(data.get("binary", ""), str):
-            raise ValueError(f"has a 'binary' of {data['binary']!r:.60}, not a string")
-        return cls(tuple(kernels), data["epoch"], anchor, history, unknown_keys(data, cls.KNOWN))
+    raw_kernels = data.get("kernels", [])
+    if not isinstance(raw_kernels, list):
+        raise ValueError("has 'kernels' that are not a list")
+    kernels = []
+    for i, kernel in enumerate(raw_kernels):
+        try:
+            kernels.append(Launch.from_dict(kernel))
+        except ValueError as exc:
+            raise ValueError(f"has a kernel entry {i} that is malformed: {exc}") from None
+    if not isinstance(data.get("binary", ""), str):
+        raise ValueError(f"has a 'binary' of {data['binary']!r:.60}, not a string")
+    return epoch, anchor, history, tuple(kernels)
+
+
+def _starts(anchor: list[Json], history: list[Json]) -> bool:
+    """Whether ``anchor`` is the start of ``history`` (equal JSON of the same types), their
+    records valid."""
+    shared = history[: len(anchor)]
+    return anchor == shared and _types(anchor) == _types(shared)
+
+
+def made_at_once(
+    raw_entries: Iterable[Json], sessions: Mapping[str, SessionInfo]
+) -> dict[int, tuple[tuple[SessionRecord, ...], tuple[SessionRecord, ...]]]:
+    """The session records of each entry's latest binary, made all at once
+    (``SessionRecord.many``: a file of 10^5 tests holds 10^6), by the ``id`` of the entry's
+    object. None at all (each binary is then read on its own, which names the culprit) where
+    an entry is not an object with an 'anchor' list and a 'history' list of records, a record
+    is not the usual one, or one names a session not in ``sessions``. Each step runs over
+    all entries at C speed."""
+    entries = list(raw_entries)
+    if set(map(type, entries)) - {dict}:
+        return {}
+    anchors: list[Json] = list(map(dict.get, entries, repeat("anchor")))
+    histories: list[Json] = list(map(dict.get, entries, repeat("history")))
+    if set(map(type, anchors)) - {list} or set(map(type, histories)) - {list}:
+        return {}
+    if not all(histories):  # an empty history: the entry's own read refuses it
+        return {}
+    records = SessionRecord.many(list(itertools.chain.from_iterable(histories)))
+    if records is None or not all(map(sessions.__contains__, _names(records))):
+        return {}
+    ends = list(itertools.accumulate(map(len, histories)))
+    bounds = map(slice, [0, *ends[:-1]], ends)
+    history_records: list[tuple[SessionRecord, ...]] = list(
+        map(tuple, map(records.__getitem__, bounds))
+    )
+    counts = list(map(len, anchors))
+    # The usual: each anchor the start of its history, its records the history's.
+    anchor_records = [h[:c] for h, c in zip(history_records, counts, strict=True)]
+    starts: list[Json] = list(map(operator.getitem, histories, map(slice, counts)))  # [:n]
+    if not _all_start(anchors, starts):
+        apart = [i for i in range(len(entries)) if not _starts(anchors[i], histories[i])]
+        others = SessionRecord.many([r for i in apart for r in anchors[i]])
+        if others is None or not all(map(sessions.__contains__, _names(others))):
+            return {}
+        start = 0
+        for i in apart:
+            anchor_records[i] = tuple(others[start : start + counts[i]])
+            start += counts[i]
+    return dict(
+        zip(map(id, entries), zip(anchor_records, history_records, strict=True), strict=True)
+    )
+
+
+def _names(records: Iterable[SessionRecord]) -> Iterator[str]:
+    return map(operator.attrgetter("session"), records)
+
+
+def _all_start(anchors: list[list[Json]], starts: list[list[Json]]) -> bool:
+    """:func:`_starts` of every pair at once (C speed)."""
+    if list(map(len, anchors)) != list(map(len, starts)):
+        return False
+    flat = list(itertools.chain.from_iterable(anchors))
+    flat_starts = list(itertools.chain.from_iterable(starts))
+    return flat == flat_starts and _types(flat) == _types(flat_starts)
 
 
 def _records(raw: list[Json], sessions: Mapping[str, SessionInfo]) -> tuple[SessionRecord, ...]:
@@ -235,10 +322,11 @@ class BaselineEntry:
         ("timer", "samples_ms", "others", "group", "bytes", "flops", "extra_info", "note", "versus")
     )
 
-    @property
+    @functools.cached_property
     def median_ms(self) -> float:
-        """The reference time of the latest binary (``Binary.median_ms``)."""
-        return reference_ms(self.history)  # without making its Binary: show asks each entry
+        """The reference time of the latest binary (``Binary.median_ms``), made once: show
+        asks each entry for it twice, plot more."""
+        return reference_ms(self.history)  # without making its Binary
 
     @property
     def binary(self) -> Binary:
@@ -293,13 +381,16 @@ class BaselineEntry:
         return with_extra(data, self.extra)
 
     @classmethod
-    def from_json(cls, data: Json, sessions: Mapping[str, SessionInfo]) -> BaselineEntry:
-        """Raises ValueError saying what is wrong (the caller names the file and entry)."""
+    def from_json(
+        cls, data: Json, sessions: Mapping[str, SessionInfo], made: Made = NOT_MADE
+    ) -> BaselineEntry:
+        """Raises ValueError saying what is wrong (the caller names the file and entry).
+        ``made``: its latest binary's records made ahead (:func:`made_at_once`)."""
         if not isinstance(data, dict):
             raise ValueError("is not an object")
         if not isinstance(data.get("timer"), str) or not data["timer"]:
             raise ValueError("has no timer name")
-        latest = Binary.from_json(data, sessions)
+        epoch, anchor, history, kernels = _binary_parts(data, sessions, made)
         samples = data.get("samples_ms", [])
         problem = samples_problem(samples, minimum=0)
         if problem:
@@ -320,11 +411,11 @@ class BaselineEntry:
                 raise ValueError(f"has others[{i}] that {exc}") from None
         return cls(
             timer=data["timer"],
-            epoch=latest.epoch,
-            anchor=latest.anchor,
-            history=latest.history,
+            epoch=epoch,
+            anchor=anchor,
+            history=history,
             samples_ms=tuple(map(float, samples)),
-            kernels=latest.kernels,
+            kernels=kernels,
             group=data.get("group"),
             bytes=data.get("bytes"),
             flops=data.get("flops"),
@@ -446,17 +537,44 @@ def load(path: Path) -> Baseline:
         text = storage.read_text(path, WHAT, MAX_BYTES)
         if text is None:
             return Baseline(path)
-        data = storage.parse_json(text, f"{WHAT} {path}")
+        data = storage.parse_json(text, f"{WHAT} {path}", nesting=False)
         del text  # not held while the records are made: 200 MB in a file of 10^5 tests
+        made = _made(data)
+        # The lists of records made are two levels deep: not walked again.
+        storage.check_nesting(data, f"{WHAT} {path}", _depths(data, made))
     except StorageError as exc:
         raise BaselineError(f"{exc}; {REMEDY}") from None
     try:
-        return _from_document(path, data)
+        return _from_document(path, data, made)
     except ValueError as exc:
         raise BaselineError(f"{WHAT} {path} {exc}; {REMEDY}") from None
 
 
-def _from_document(path: Path, data: Json) -> Baseline:
+def _made(data: Json) -> Made:
+    """The session records of a schema 2 document's entries, made at once
+    (:func:`made_at_once`) before anything else is read; none where it is not one."""
+    if type(data) is not dict or data.get("schema") != SCHEMA:
+        return NOT_MADE
+    benchmarks, sessions = data.get("benchmarks"), data.get("sessions")
+    if type(benchmarks) is not dict or type(sessions) is not dict:
+        return NOT_MADE
+    return made_at_once(benchmarks.values(), sessions)
+
+
+def _depths(data: Json, made: Made) -> dict[int, int]:
+    """The nesting depth of the anchor and history lists whose records were made (lists of
+    objects of plain values), by ``id``."""
+    if not made:
+        return {}
+    depths = {}
+    for entry in data["benchmarks"].values():
+        if id(entry) in made:
+            depths[id(entry["history"])] = 2
+            depths[id(entry["anchor"])] = 2 if entry["anchor"] else 1
+    return depths
+
+
+def _from_document(path: Path, data: Json, made: Made) -> Baseline:
     if not isinstance(data, dict):
         what = "an array" if isinstance(data, list) else f"the bare value {json.dumps(data)[:40]}"
         raise ValueError(f"is {what}, not a JSON object")
@@ -483,7 +601,7 @@ def _from_document(path: Path, data: Json) -> Baseline:
     entries = {}
     for key, entry in data["benchmarks"].items():
         try:
-            entries[key] = BaselineEntry.from_json(entry, sessions)
+            entries[key] = BaselineEntry.from_json(entry, sessions, made)
         except ValueError as exc:
             raise ValueError(f"has an entry {key!r:.200} that {exc}") from None
     extra = unknown_keys(data, TOP_LEVEL)
