@@ -304,7 +304,8 @@ def test_the_bracketed_bisection_lands_on_the_bits_of_the_plain_one(seed: int, u
     spread = rule._spread(f, rng.uniform(0, 0.01, (rows, 1)))
     spread[:5, 0] = [0.0, np.nan, np.inf, -1.0, 1e-300]  # chances that may not fall
     n = rng.integers(1, 8, rows)
-    for level in (1e-9, 3e-7, 1e-4, 0.02):
+    # 0.0: an alpha that the level's division rounded to nothing (--gpubench-alpha 5e-324).
+    for level in (1e-9, 3e-7, 1e-4, 0.02, 0.0):
         with np.errstate(all="ignore"):  # the rows of a spread not positive
             plain = rule._bisected(f, n, level, spread, up)
             bracketed = rule._bound(f, n, level, spread, up)

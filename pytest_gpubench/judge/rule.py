@@ -586,7 +586,7 @@ def _bound(f: Fit, n: np.ndarray, level: float, spread: np.ndarray, up: bool) ->
     falls with ``y``: a step below the lower point is not inside, one from the upper point
     on is. A row whose chance may not fall (a negative floor share or rate, a size, spread
     or look not positive, anything not finite) has every step evaluated."""
-    if f.m.ndim != 1:
+    if f.m.ndim != 1 or not level > 0:  # a level that rounded to 0 has no log to aim at
         return _bisected(f, n, level, spread, up)
     g = f.at(n)
     side = g if up else _mirrored(g)  # ``below`` at -y is ``survival`` of the mirror at y

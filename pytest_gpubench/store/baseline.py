@@ -170,12 +170,9 @@ class Binary:
         return with_extra(data, self.extra)
 
     @classmethod
-    def from_json(
-        cls, data: Mapping[str, Json], sessions: Mapping[str, SessionInfo], made: Made = NOT_MADE
-    ) -> Binary:
-        """Raises ValueError saying what is wrong. ``made``: records made ahead
-        (:func:`made_at_once`), by the ``id`` of their binary's object."""
-        epoch, anchor, history, kernels = _binary_parts(data, sessions, made)
+    def from_json(cls, data: Mapping[str, Json], sessions: Mapping[str, SessionInfo]) -> Binary:
+        """Raises ValueError saying what is wrong."""
+        epoch, anchor, history, kernels = _binary_parts(data, sessions, NOT_MADE)
         return cls(kernels, epoch, anchor, history, unknown_keys(data, cls.KNOWN))
 
 
@@ -229,7 +226,7 @@ def made_at_once(
 ) -> dict[int, tuple[tuple[SessionRecord, ...], tuple[SessionRecord, ...]]]:
     """The session records of each entry's latest binary, made all at once
     (``SessionRecord.many``: a file of 10^5 tests holds 10^6), by the ``id`` of the entry's
-    object. None at all (each binary is then read on its own, which names the culprit) where
+    object. Empty (each binary is then read on its own, which names the culprit) where
     an entry is not an object with an 'anchor' list and a 'history' list of records, a record
     is not the usual one, or one names a session not in ``sessions``. Each step runs over
     all entries at C speed."""
