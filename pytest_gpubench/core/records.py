@@ -200,10 +200,13 @@ class SessionRecord:
         return cls(session, s.median_ms, s.n, se, calls_per_sample, peak_bytes)
 
     @property
+    def se_log_or_nan(self) -> float:
+        """``se_log`` as a summary has it: NaN where it cannot be told."""
+        return math.nan if self.se_log is None else self.se_log
+
+    @property
     def summary(self) -> SessionSummary:
-        return SessionSummary(
-            self.median_ms, self.n, math.nan if self.se_log is None else self.se_log
-        )
+        return SessionSummary(self.median_ms, self.n, self.se_log_or_nan)
 
     def to_json(self) -> dict[str, Json]:
         data: dict[str, Json] = {

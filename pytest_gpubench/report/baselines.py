@@ -5,7 +5,6 @@ binary."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -59,9 +58,8 @@ def survey(baseline: Baseline, threshold: float, alpha: float) -> list[EntryView
     for key in keys:
         entry = entries[key]
         latest = entry.history[-1]
-        se_log = math.nan if latest.se_log is None else latest.se_log  # latest.summary's
-        current = SessionSummary(entry.median_ms, latest.n, se_log)
-        launches = launch_count(entry.kernels) if entry.kernels else 1  # 1: none recorded
+        current = SessionSummary(entry.median_ms, latest.n, latest.se_log_or_nan)
+        launches = launch_count(entry.kernels)
         # Its records as they are: the rule reads their medians.
         cases.append(Case(entry.history, [current], entry.timer, launches, entry.versus))
     judgements = judge_many(

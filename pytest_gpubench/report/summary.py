@@ -433,8 +433,11 @@ def aligned(
     padded = [
         map(pad, column, repeat(w)) for pad, column, w in zip(pads, columns, widths, strict=True)
     ]
-    lines = list(map(str.rstrip, map("  ".join, zip(*padded, strict=True)))) if columns else []
-    lines = lines or [""] * len(rows)  # rows of no cells
+    lines = (
+        list(map(str.rstrip, map("  ".join, zip(*padded, strict=True))))
+        if columns
+        else [""] * len(rows)  # rows of no cells
+    )
     lines.insert(1, "  ".join("-" * w for w in widths))
     return lines
 

@@ -479,9 +479,11 @@ def floored(verdict: Verdict, measurement: Measurement, gate: Gate) -> Verdict:
         )
     paired = verdict.paired
     # Pairs or none (the revision's calls launched nothing: another timer), its sessions.
-    base_ms = paired.base_median_ms if paired is not None else None
-    cheat = None if base_ms is None else gate.impossible(measurement, base_ms)
-    if paired is None or cheat is None:
+    base_ms = None if paired is None else paired.base_median_ms
+    if paired is None or base_ms is None:
+        return verdict
+    cheat = gate.impossible(measurement, base_ms)
+    if cheat is None:
         return verdict
     # The revision's calls beat the floor (a cached output the working tree fixed): its
     # times are not of this work, so a slower working tree is no regression of it.
