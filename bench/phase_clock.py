@@ -9,7 +9,8 @@ went instead, to ``$GPUBENCH_PHASE_CLOCK.child-<pid>``: seconds from the process
 pytest loading its plugins, to the end of configuration, of collection, to the first test,
 from there to the last test's end, to the session's end, to pytest's unconfigure and to the
 interpreter's exit handlers (what follows them, the interpreter's own teardown, is the rest
-of the process's wall time). With $GPUBENCH_CHILD_PROFILE set, such a process also writes a
+of the process's wall time). Written at pytest's unconfigure too: such a process ends there
+(plugin/child.py), its exit handlers unrun. With $GPUBENCH_CHILD_PROFILE set, it also writes a
 cProfile of itself (``.prof``, from loading this plugin to the exit handlers) and the stacks
 of its threads every half second from then on (``.exit``: what its exit waits for).
 """
@@ -24,10 +25,13 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 _span: list[float] = []
 # Read now: the gpubench plugin takes the variable out of the environment when it configures.
 _CHILD = os.environ.get("PYTEST_GPUBENCH_CHILD")
 _stamps: dict[str, float] = {"plugins_loaded": time.time()}
+_child_file: Path | None = None  # where a fresh process writes its steps, once it knows
 _profile = cProfile.Profile() if _CHILD and os.environ.get("GPUBENCH_CHILD_PROFILE") else None
 if _profile is not None:
     _profile.enable()
@@ -61,8 +65,11 @@ def pytest_runtest_logfinish(nodeid: str, location: object) -> None:
     _span.append(time.time())
 
 
+@pytest.hookimpl(tryfirst=True)  # before the child's role ends the process
 def pytest_unconfigure(config: object) -> None:
     _stamps["unconfigured"] = time.time()
+    if _child_file is not None:
+        _write_child(_child_file, at_exit=False)
 
 
 def pytest_sessionfinish(session: object) -> None:
@@ -71,14 +78,16 @@ def pytest_sessionfinish(session: object) -> None:
     if not path or hasattr(config, "workerinput"):
         return
     if _CHILD:
+        global _child_file
         _stamps["session_done"] = time.time()
-        atexit.register(_write_child, Path(f"{path}.child-{os.getpid()}"))
+        _child_file = Path(f"{path}.child-{os.getpid()}")
+        atexit.register(_write_child, _child_file)
     elif len(_span) == 2:
         Path(path).write_text(json.dumps({"test_phase_s": round(_span[1] - _span[0], 2)}))
 
 
-def _write_child(path: Path) -> None:
-    if _profile is not None:
+def _write_child(path: Path, at_exit: bool = True) -> None:
+    if _profile is not None and at_exit:
         _profile.disable()
         _profile.dump_stats(f"{path}.prof")
         trace = open(f"{path}.exit", "w")  # noqa: SIM115 - open until the process ends
@@ -87,7 +96,8 @@ def _write_child(path: Path) -> None:
     marks = [("start", start), *_stamps.items()]
     if len(_span) == 2:
         marks += [("first_test", _span[0]), ("tests_done", _span[1])]
-    marks.append(("atexit", time.time()))
+    if at_exit:
+        marks.append(("atexit", time.time()))
     marks.sort(key=lambda mark: mark[1] or 0.0)
     known = [(name, t) for name, t in marks if t is not None]
     pairs = zip(known, known[1:], strict=False)

@@ -787,3 +787,34 @@ def test_a_real_child_touches_its_beat_file(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert out.exists() and children.beat_of(out).exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_a_real_child_ends_once_pytest_is_done(tmp_path: Path, wrapped: bool) -> None:
+    """A process we started ends at pytest's unconfigure, with pytest's exit status and its
+    results written: the interpreter's teardown (exit handlers, here a conftest's) is not
+    waited for. Under a wrapper (Nsight Compute reads its target's end) it ends as usual."""
+    (tmp_path / "conftest.py").write_text(
+        "import atexit, pathlib\natexit.register(pathlib.Path('exit-handler-ran').touch)\n"
+    )
+    (tmp_path / "test_x.py").write_text(
+        "def test_x():\n    assert True\n\ndef test_y():\n    assert False\n"
+    )
+    out = tmp_path / "child-0.json"
+    env = {
+        **os.environ,
+        children.CHILD_VARIABLE: str(out),
+        children.PARENT_VARIABLE: str(os.getpid()),
+    }
+    env.pop("PYTEST_ADDOPTS", None)
+    if wrapped:
+        env[children.WRAPPED_VARIABLE] = "1"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_x.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr  # pytest's: a test failed
+    assert "1 failed, 1 passed" in done.stdout  # its output flushed before it ended
+    assert [e["passed"] for e in json.loads(out.read_text())["results"]] == []  # no gpubench
+    assert (tmp_path / "exit-handler-ran").exists() == wrapped

@@ -4,10 +4,14 @@ record a session.
 It runs the tests its parent asked for, hands what it measured to its parent in a file of
 the parent's folder, and writes nothing else of the user's: its parent judges, saves and
 reports. It dies with its parent (``watch_parent``), and writes nothing when interrupted.
+Once pytest is done it ends at once (``pytest_unconfigure``): its parent waits for it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,6 +20,7 @@ import pytest
 
 from ..core.errors import GpubenchError
 from ..run.children import (
+    WRAPPED_VARIABLE,
     beat,
     child_document,
     foreign_imports,
@@ -51,6 +56,9 @@ class Child:
         self.hold_device = hold_device
         self.turn = turn
         self.held = False
+        # A process we started, not a test's pytest run in this one: it may end itself.
+        self.started = parent is not None
+        self.exitstatus: int | None = None
         if parent is not None:
             watch_parent(parent, out.parent)
 
@@ -134,3 +142,19 @@ class Child:
             )
         except GpubenchError:
             pass  # the parent reports a process that measured nothing, with its output
+        self.exitstatus = int(exitstatus)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        """Its results written and every plugin unconfigured, the process ends with pytest's
+        exit status, skipping the interpreter's teardown (exit handlers such as Inductor's
+        worker pool's, every module freed, the CUDA context released), which its parent,
+        waiting for it on the user's time, would wait for too. Its parent ends what it left
+        running (its process group). Not under a wrapper: Nsight Compute reads its
+        target's end."""
+        if not self.started or self.exitstatus is None or WRAPPED_VARIABLE in os.environ:
+            return
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            with contextlib.suppress(Exception):
+                stream.flush()  # type: ignore[union-attr]
+        os._exit(self.exitstatus)
