@@ -87,11 +87,14 @@ def pytest_sessionfinish(session: object) -> None:
 
 
 def _write_child(path: Path, at_exit: bool = True) -> None:
-    if _profile is not None and at_exit:
+    if _profile is not None:
         _profile.disable()
         _profile.dump_stats(f"{path}.prof")
-        trace = open(f"{path}.exit", "w")  # noqa: SIM115 - open until the process ends
-        faulthandler.dump_traceback_later(0.5, repeat=True, file=trace)
+        if not at_exit:
+            _profile.enable()  # on to the exit handlers, if they run
+        else:
+            trace = open(f"{path}.exit", "w")  # noqa: SIM115 - open until the process ends
+            faulthandler.dump_traceback_later(0.5, repeat=True, file=trace)
     start = _process_start()
     marks = [("start", start), *_stamps.items()]
     if len(_span) == 2:

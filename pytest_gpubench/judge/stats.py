@@ -1,7 +1,10 @@
 """Statistics of one session's samples: the precision of their median.
 
 The verdict across sessions is in rule.py. scipy is imported when the function runs: the
-timing engine imports this module, and a run without --gpubench must stay light.
+timing engine imports this module, and a run without --gpubench must stay light. Only
+scipy.special: scipy.stats took 1.3-1.9 s to import in a fresh process on an H200, inside
+the first measurement's sampling, so inside the device lock of every process that confirms
+a verdict or times a side of a comparison (bench/results/h200x2-2026-11-28e).
 """
 
 from __future__ import annotations
@@ -20,12 +23,11 @@ def median_halfwidth(samples_ms: Sequence[float], confidence: float = CONFIDENCE
     holds whatever the shape of the timing distribution (long right tails are common).
     """
     import numpy as np
-    from scipy import stats
 
     data = np.sort(np.asarray(samples_ms, dtype=float))
     n = len(data)
     # 1-based ranks lower and n + 1 - lower bound the interval: 0-based lower - 1 and n - lower.
-    lower = int(stats.binom.ppf((1 - confidence) / 2, n, 0.5))
+    lower = binomial_quantile((1 - confidence) / 2, n)
     upper = n - lower
     if lower < 1 or upper >= n:
         return math.inf
@@ -33,3 +35,19 @@ def median_halfwidth(samples_ms: Sequence[float], confidence: float = CONFIDENCE
     if median <= 0:
         return math.inf
     return float(data[upper] - data[lower - 1]) / 2 / median
+
+
+def binomial_quantile(q: float, n: int) -> int:
+    """The ``q`` quantile of the number of heads in ``n`` fair tosses (0 < q < 1): the least
+    ``k`` whose cumulative chance ``P(X <= k)`` reaches ``q``, as ``scipy.stats.binom.ppf``
+    gives it (tests/test_stats.py), by bisection on the CDF."""
+    from scipy import special
+
+    low, high = 0, n  # P(X <= n) = 1 >= q
+    while low < high:
+        mid = (low + high) // 2
+        if special.bdtr(mid, n, 0.5) >= q:
+            high = mid
+        else:
+            low = mid + 1
+    return low
