@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import itertools
 import json
 import math
 import subprocess
@@ -409,21 +410,31 @@ def test_show_threshold_changes_the_gate(tmp_path: Path, capsys: pytest.CaptureF
 
 
 class Page(HTMLParser):
-    """Counts the elements of a page, and what it would load from elsewhere."""
+    """Counts the elements of a page, and what it would load from elsewhere; its ids and the
+    links within it."""
 
     def __init__(self) -> None:
         super().__init__()
         self.tags: dict[str, int] = {}
         self.cells: list[str] = []
         self.external: list[str] = []
+        self.ids: list[str] = []
+        self.links: list[str] = []
+        self.meta: list[dict[str, str | None]] = []
         self._in_cell = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags[tag] = self.tags.get(tag, 0) + 1
-        self._in_cell = tag in ("td", "th")
+        self._in_cell = self._in_cell if tag == "a" else tag in ("td", "th")
+        if tag == "meta":
+            self.meta.append(dict(attrs))
         for name, value in attrs:
             if name in ("src", "href") and value and not value.startswith("#"):
                 self.external.append(value)
+            elif name == "href" and value:
+                self.links.append(value[1:])
+            elif name == "id" and value:
+                self.ids.append(value)
 
     def handle_data(self, data: str) -> None:
         if self._in_cell:
@@ -455,6 +466,42 @@ def test_plot_writes_png_images_and_a_self_contained_page(
     assert parser.tags["svg"] == 2  # the history and the % of peak
     assert "tests/test_k.py::test_copy" in parser.cells
     assert parser.external == [] and "img" not in parser.tags and "script" not in parser.tags
+    # A phone lays it out at its own width (without this, at 980 pixels, shrunk to a third).
+    assert {"name": "viewport", "content": "width=device-width, initial-scale=1"} in parser.meta
+    # Each test links to the figure that draws it; the file's line links to every figure.
+    assert parser.links == [
+        "file-1-figure-1",  # Figures: history,
+        "file-1-figure-2",  # % of peak
+        "file-1-figure-1",  # test_copy
+        "file-1-figure-1",  # test_host
+    ]
+    assert set(parser.links) <= set(parser.ids)
+
+
+def test_plot_page_of_two_files_links_each_and_each_test_to_its_figure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """On a browser, the page of a 96-test file was a table of 96 rows, then 9 figures,
+    with no way from a row to its panel but scrolling."""
+    pytest.importorskip("matplotlib")
+    from pytest_gpubench.report import plots
+
+    make_baseline(tmp_path / "a", tests=12)  # 14 tests: history 1 and 2, % of peak
+    make_baseline(tmp_path / "b", device={"name": "NVIDIA H100 80GB HBM3"})  # history only
+    page = tmp_path / "page.html"
+    code, _, err = run(
+        capsys, "plot", str(tmp_path / "a"), str(tmp_path / "b"), "--html", str(page)
+    )
+    assert code == 0, err
+    parser = Page()
+    parser.feed(page.read_text(encoding="utf-8"))
+    assert parser.links[:2] == ["file-1", "file-2"]
+    links = parser.links[2:]
+    assert links[:3] == ["file-1-figure-1", "file-1-figure-2", "file-1-figure-3"]
+    rows = links[3:17]
+    assert rows == ["file-1-figure-1"] * plots.PANELS + ["file-1-figure-2"] * 2
+    assert links[17:] == ["file-2-figure-1"] * 3  # its figure, then its 2 tests
+    assert set(parser.links) <= set(parser.ids)
 
 
 def test_plot_svg_many_tests_and_no_peak(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
@@ -631,6 +678,49 @@ def test_plot_panels_show_the_band_edges_dates_and_commits_and_count_what_they_d
         "01-08 00:00\nabc",
     ]
     assert [t.get_text() for t in host.get_xticklabels()][0] == "01-06 00:00\nabc"
+    # Each band edge says how far it is from the reference (rarely the table's gate).
+    bar = views[0].judgement.bar
+    assert bar is not None
+    edges = {t.get_text() for t in copy.texts}
+    assert edges == {f"+{bar:.1%}", f"\N{MINUS SIGN}{1 - 1 / (1 + bar):.1%}"}
+
+
+def test_plot_history_figures_keep_their_title_and_legend_clear_of_the_panels(
+    tmp_path: Path,
+):
+    """Seen in a browser: a last figure of one panel was one panel wide and cut its title
+    ("0 sessions drawn, ..., 13 tests: session"); the legend, 6 points inside the first
+    panel, hid its upper left; 6 sessions labelled their 3rd and 4th, which ran together."""
+    matplotlib = pytest.importorskip("matplotlib")
+    from pytest_gpubench.report import plots
+
+    base = store.load(make_baseline(tmp_path, tests=11))  # 13 tests: 12 panels, then 1
+    views = baselines.survey(base, 0.05, 0.01)
+    with matplotlib.rc_context(plots.STYLE):
+        figures = plots.history_figures(plots.Section(base, views, baselines.file_header(base)))
+        for figure, panels in zip(figures, (12, 1), strict=True):
+            assert len(figure.axes) == panels
+            assert figure.get_figwidth() == plots.PANEL_WIDTH * plots.COLUMNS
+            [title] = (t for t in figure.texts if t.get_text() == figure.get_suptitle())
+            box = title.get_window_extent()
+            assert figure.bbox.x0 <= box.x0 and box.x1 <= figure.bbox.x1, title.get_text()
+            [legend] = figure.legends
+            assert [t.get_text() for t in legend.get_texts()] == [
+                "gate band",
+                "reference",
+                "session median",
+                "anchor",
+            ]
+            assert all(ax.get_legend() is None for ax in figure.axes)
+            panel_titles = [ax.title.get_window_extent() for ax in figure.axes]
+            under = legend.get_window_extent().y0
+            assert all(b.y1 < under for b in panel_titles)
+    for count in range(1, 41):
+        labelled = plots._labelled(count)
+        assert labelled[0] == 0 and labelled[-1] == count - 1
+        assert len(labelled) <= plots.X_LABELS
+        if count > plots.X_LABELS:
+            assert min(b - a for a, b in itertools.pairwise(labelled)) >= 2, count
 
 
 def test_show_judges_every_test_of_a_file_in_one_pass_per_history_length(

@@ -44,6 +44,10 @@ TITLE_CHARS = 48
 # to dodge an offset text, which no y axis shows here (plain values, no offset).
 STYLE: dict[RcKeyType, object] = {
     "svg.fonttype": "none",
+    # SVG ids (clip paths, markers) hash their content with this salt, a random one per id
+    # otherwise: the same baseline drew another file, and another page, every time. Fixed,
+    # the page's figures share an id only where they share its definition.
+    "svg.hashsalt": "gpubench",
     "font.size": 8,
     "axes.titlesize": 8,
     "axes.titley": 1.0,
@@ -67,8 +71,10 @@ def history_figures(section: Section) -> list[Figure]:
     chunks = [views[i : i + PANELS] for i in range(0, len(views), PANELS)]
     header = drawn_header(section)
     figures = []
+    # Every figure COLUMNS panels wide, however few it holds: one of a single panel cut its
+    # title to the panel's width ("0 sessions drawn, ..., 13 tests: session" on the page).
+    columns = COLUMNS
     for number, chunk in enumerate(chunks, start=1):
-        columns = min(COLUMNS, len(chunk))
         rows = math.ceil(len(chunk) / columns)
         width, height = PANEL_WIDTH * columns, PANEL_HEIGHT * rows + TITLE_HEIGHT
         figure = _figure((width, height))
@@ -82,13 +88,24 @@ def history_figures(section: Section) -> list[Figure]:
             wspace=0.62 / (PANEL_WIDTH - 0.62),
             hspace=0.95 / (PANEL_HEIGHT - 0.95),
         )
-        axes = list(figure.subplots(rows, columns, squeeze=False).flat)
-        for ax, view in zip(axes, chunk, strict=False):
+        grid = figure.add_gridspec(rows, columns)
+        axes = [figure.add_subplot(grid[i // columns, i % columns]) for i in range(len(chunk))]
+        for ax, view in zip(axes, chunk, strict=True):
             _history_panel(ax, view, section.baseline)
-        for ax in axes[len(chunk) :]:
-            ax.set_visible(False)
         part = f" ({number}/{len(chunks)})" if len(chunks) > 1 else ""
         figure.suptitle(f"{header}: session history and gate band{part}", y=1 - 0.08 / height)
+        # One legend a figure, in its title's strip: inside the first panel it hid that
+        # panel's upper left, where its data can be, at a size a browser drew 8 px high.
+        handles, labels = axes[0].get_legend_handles_labels()
+        figure.legend(
+            handles,
+            labels,
+            loc="upper center",
+            bbox_to_anchor=(0.5, 1 - 0.25 / height),
+            ncols=len(labels),
+            frameon=False,
+            fontsize=7,
+        )
         figures.append(figure)
     return figures
 
@@ -96,7 +113,7 @@ def history_figures(section: Section) -> list[Figure]:
 # The size of one history panel and of the figure's title, in inches.
 PANEL_WIDTH = 4.2
 PANEL_HEIGHT = 2.9
-TITLE_HEIGHT = 0.45
+TITLE_HEIGHT = 0.75  # the title, and the legend under it
 # Sessions labelled on a panel's x axis (its date and commit): more overlap.
 X_LABELS = 4
 # Room above and below what a panel draws (band edges, sessions), as a share of its span.
@@ -145,7 +162,7 @@ def _history_panel(ax: Axes, view: EntryView, baseline: Baseline) -> None:
     )
     title = _short(view.key)
     ax.set_title(title + (" (noisy)" if view.judgement.noisy else ""))
-    ax.set_xlabel(f"session: date, commit ({entry.timer}; gate {view.gate:.1%})")
+    ax.set_xlabel(f"session: date (UTC), commit ({entry.timer}; gate {view.gate:.1%})")
     ax.set_ylabel(f"median ({unit})")
     ax.set_xlim(-0.5, len(records) - 0.5)
     ticks = _labelled(len(records))
@@ -156,9 +173,26 @@ def _history_panel(ax: Axes, view: EntryView, baseline: Baseline) -> None:
     # measured on every save, and never drawn.
     ax.set_yticks([t for t in MaxNLocator(5).tick_values(bottom, top) if bottom <= t <= top])
     ax.tick_params(labelsize=7)
-    spec = ax.get_subplotspec()
-    if spec is not None and spec.is_first_col() and spec.is_first_row():
-        ax.legend(fontsize=6, loc="upper left")
+    if high > low:
+        # Each edge's own value, at the left (the latest session, right, may be out of the
+        # band): the band is one session's bar, not the table's gate (the smallest slowdown
+        # caught with the target power, in the x label); on the H200 file, 4% to 28%.
+        reference = entry.median_ms
+        edges = (
+            (high, f"+{high / reference - 1:.1%}", 1.0, "bottom"),
+            (low, f"\N{MINUS SIGN}{1 - low / reference:.1%}", -1.0, "top"),
+        )
+        for edge, text, offset, va in edges:
+            ax.annotate(
+                text,
+                (0, edge * scale),
+                (3, offset),
+                xycoords=("axes fraction", "data"),
+                textcoords="offset points",
+                va=va,
+                fontsize=7,
+                color="darkgreen",
+            )
 
 
 def _y_limits(values: Sequence[float]) -> tuple[float, float]:
@@ -170,10 +204,12 @@ def _y_limits(values: Sequence[float]) -> tuple[float, float]:
 
 
 def _labelled(count: int) -> list[int]:
-    """The sessions to label on the x axis: the first, the last, and evenly between."""
+    """The sessions to label on the x axis: the first, the last, and evenly between, never
+    two neighbours (of 6 sessions, the 3rd and 4th labels had run into each other)."""
     if count <= X_LABELS:
         return list(range(count))
-    return sorted({round(i * (count - 1) / (X_LABELS - 1)) for i in range(X_LABELS)})
+    labels = min(X_LABELS, (count + 1) // 2)
+    return sorted({round(i * (count - 1) / (labels - 1)) for i in range(labels)})
 
 
 def _session_label(record: SessionRecord, baseline: Baseline) -> str:
@@ -238,19 +274,30 @@ def peak_figure(section: Section) -> tuple[Figure | None, str]:
         label = f"{share:.0f}%" + (" (L2-resident)" if share > 100 else "")
         # 3 points right of the bar: a leading space collapsed in a browser's SVG.
         ax.annotate(
-            label, (share, position), (3, 0), textcoords="offset points", va="center", fontsize=7
+            label,
+            (share, position),
+            (3, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=7,
+            bbox=LABEL_BOX,  # the 100% line crossed the labels of bars near it ("98%")
         )
     ax.axvline(100, color="gray", lw=1, ls="--")
     ax.set_yticks(y, [_short(v.key) for v in views], fontsize=7)
-    ax.invert_yaxis()
+    # Top down, half a bar to spare: the default margins left two bars' room empty each end.
+    ax.set_ylim(y[-1] + 0.7, y[0] - 0.7)
     # Room right of the longest bar for its label (" 160% (L2-resident)" ran off the axes).
     ax.set_xlim(0, max(110.0, max(shares) * 1.3))
     ax.set_xlabel(f"% of peak copy bandwidth ({float(peak):g} GB/s), at the reference median")
-    ax.legend(title="group", fontsize=7, loc="lower right")
+    if len(groups) > 1:  # one entry, "(no group)", told nothing
+        ax.legend(title="group", fontsize=7, loc="lower right")
     name = baseline.device.get("name") or "unknown device"
     figure.suptitle(f"{name}: share of peak copy bandwidth, {len(views)} tests that declare bytes")
     _freeze_layout(figure)
     return figure, ""
+
+
+LABEL_BOX = {"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8}
 
 
 def _freeze_layout(figure: Figure) -> None:
@@ -292,33 +339,65 @@ def svg_element(svg: str) -> str:
     return svg[svg.index("<svg") :]
 
 
+# The page's style. Figures keep their drawn size (text 7 to 8 points) and scroll sideways
+# on a narrow screen: shrunk to a phone's width, their text was 3 pixels high. So does the
+# table; its header stays in view while 96 rows scroll by.
+PAGE_STYLE = (
+    "body{font-family:sans-serif;margin:1.5em}"
+    "h2{overflow-wrap:anywhere}"
+    ".scroll{overflow-x:auto}"
+    "table{border-collapse:collapse;font-size:90%}"
+    "th,td{border:1px solid #ccc;padding:2px 6px;text-align:right;white-space:nowrap}"
+    "th:first-child,td:first-child,td:nth-child(2){text-align:left}"
+    "thead th{position:sticky;top:0;background:#fff}"
+    "td a{color:inherit}"
+    "figure{margin:1em 0;overflow-x:auto}svg{height:auto}"
+)
+
+
 def html_page(sections: Sequence[Section], svgs: Sequence[Sequence[str]]) -> str:
     """One page, nothing outside it: per file its table and its figures (``svgs``, SVG
-    files) inline."""
+    files, the history figures first) inline. Each test in a table links to the figure
+    that draws it; a page of several files opens with links to each."""
     parts = [
         "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8"><title>gpubench baselines</title>',
-        "<style>body{font-family:sans-serif;margin:1.5em}"
-        "table{border-collapse:collapse;font-size:90%}"
-        "th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}"
-        "th:first-child,td:first-child,td:nth-child(2){text-align:left}"
-        "figure{margin:1em 0}svg{max-width:100%;height:auto}</style></head><body>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>gpubench baselines</title><style>{PAGE_STYLE}</style></head><body>",
         "<h1>gpubench baselines</h1>",
     ]
-    for section, section_svgs in zip(sections, svgs, strict=True):
-        rows = show_rows(section.views)
-        parts.append(f"<section><h2>{_e(str(section.baseline.path))}</h2>")
+    if len(sections) > 1:
+        links = "".join(
+            f'<li><a href="#file-{n}">{_e(str(s.baseline.path))}</a></li>'
+            for n, s in enumerate(sections, 1)
+        )
+        parts.append(f"<nav><ul>{links}</ul></nav>")
+    for n, (section, section_svgs) in enumerate(zip(sections, svgs, strict=True), 1):
+        history = math.ceil(len(section.views) / PANELS)
+        names = [f"history {i}" if history > 1 else "history" for i in range(1, history + 1)]
+        names += ["% of peak"] * (len(section_svgs) - history)
+        ids = [f"file-{n}-figure-{i}" for i in range(1, len(section_svgs) + 1)]
+        parts.append(f'<section id="file-{n}"><h2>{_e(str(section.baseline.path))}</h2>')
         parts.append(f"<p>{_e(section.header)}</p>")
-        parts.append("<table><thead><tr>")
+        if section_svgs:
+            figures = ", ".join(
+                f'<a href="#{i}">{_e(t)}</a>' for i, t in zip(ids, names, strict=True)
+            )
+            parts.append(f"<p>Figures: {figures}</p>")
+        rows = show_rows(section.views)
+        parts.append('<div class="scroll"><table><thead><tr>')
         parts.append("".join(f"<th>{_e(cell)}</th>" for cell in rows[0]))
         parts.append("</tr></thead><tbody>")
-        for row in rows[1:]:
-            parts.append("<tr>" + "".join(f"<td>{_e(cell)}</td>" for cell in row) + "</tr>")
-        parts.append("</tbody></table>")
-        for svg in section_svgs:
-            parts.append(f"<figure>{svg_element(svg)}</figure>")
+        for index, row in enumerate(rows[1:]):
+            test, *rest = (_e(cell) for cell in row)
+            if section_svgs:  # the panel of the index-th view is in figure index // PANELS
+                test = f'<a href="#{ids[index // PANELS]}">{test}</a>'
+            parts.append(f"<tr><td>{test}</td>" + "".join(f"<td>{c}</td>" for c in rest) + "</tr>")
+        parts.append(f"</tbody></table></div><p><small>{_e(SHOW_NOTE)}</small></p>")
+        for figure_id, svg in zip(ids, section_svgs, strict=True):
+            parts.append(f'<figure id="{figure_id}">{svg_element(svg)}</figure>')
         parts.append("</section>")
-    parts.append(f"<p><small>{_e(SHOW_NOTE)}</small></p></body></html>")
+    parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
 
