@@ -1,7 +1,8 @@
 """Figures of baseline files, and one self-contained HTML page of them (``gpubench plot``).
 
 Per baseline file: the session history of each test (its session medians in time order, the
-anchor sessions marked) with the gate band of a next single session, at most ``PANELS``
+anchor sessions marked) with the bar of a change (the band a next session's change must
+leave to fail at the first look that confirms it, ``EntryView.band``), at most ``PANELS``
 panels per figure; and, where the device's peak copy bandwidth was measured, a bar chart of
 each test's share of it, grouped by kernel family (the ``group`` of its marker). Drawn with
 matplotlib's Agg canvas, without pyplot: no window, no global figure state. Only the
@@ -65,8 +66,8 @@ class Section:
 
 
 def history_figures(section: Section) -> list[Figure]:
-    """Each test's session medians with the reference and the gate band, ``PANELS`` a
-    figure."""
+    """Each test's session medians with the reference and the bar of a change, ``PANELS``
+    a figure."""
     views = section.views
     chunks = [views[i : i + PANELS] for i in range(0, len(views), PANELS)]
     header = drawn_header(section)
@@ -93,7 +94,7 @@ def history_figures(section: Section) -> list[Figure]:
         for ax, view in zip(axes, chunk, strict=True):
             _history_panel(ax, view, section.baseline)
         part = f" ({number}/{len(chunks)})" if len(chunks) > 1 else ""
-        figure.suptitle(f"{header}: session history and gate band{part}", y=1 - 0.08 / height)
+        figure.suptitle(f"{header}: session history and bar of a change{part}", y=1 - 0.08 / height)
         # One legend a figure, in its title's strip: inside the first panel it hid that
         # panel's upper left, where its data can be, at a size a browser drew 8 px high.
         handles, labels = axes[0].get_legend_handles_labels()
@@ -144,7 +145,9 @@ def _history_panel(ax: Axes, view: EntryView, baseline: Baseline) -> None:
         unit, size = time_unit(entry.median_ms)  # the reference's unit, as tables show it
         scale = 1 / size
     low, high = view.band
-    ax.axhspan(low * scale, high * scale, color="tab:green", alpha=0.15, lw=0, label="gate band")
+    ax.axhspan(
+        low * scale, high * scale, color="tab:green", alpha=0.15, lw=0, label="bar of a change"
+    )
     ax.axhline(entry.median_ms * scale, color="tab:green", lw=1, label="reference")
     x = list(range(len(records)))
     y = [r.median_ms * scale for r in records]
@@ -175,8 +178,9 @@ def _history_panel(ax: Axes, view: EntryView, baseline: Baseline) -> None:
     ax.tick_params(labelsize=7)
     if high > low:
         # Each edge's own value, at the left (the latest session, right, may be out of the
-        # band): the band is one session's bar, not the table's gate (the smallest slowdown
-        # caught with the target power, in the x label); on the H200 file, 4% to 28%.
+        # band): the band is the bar of the first confirmed look, not the table's gate (the
+        # smallest slowdown caught with the target power when confirmations run to their
+        # cap, in the x label); on the H200 file, 4% to 28%.
         reference = entry.median_ms
         edges = (
             (high, f"+{high / reference - 1:.1%}", 1.0, "bottom"),
