@@ -246,13 +246,16 @@ def test_the_bisect_table_of_verdict_md_is_the_recorded_run() -> None:
     assert "\n".join(script.lines(rows)) in read("docs/verdict.md")
 
 
-def test_the_two_gpu_tables_are_what_the_script_prints(capsys: pytest.CaptureFixture[str]) -> None:
-    """bench/results/h100x2-2026-11-27's tables (and docs/performance.md's, cited from
-    there) are what bench/two_gpus.py prints over that plan's archive."""
+@pytest.mark.parametrize("campaign", ["h100x2-2026-11-27", "h200x2-2026-11-28e"])
+def test_the_two_gpu_tables_are_what_the_script_prints(
+    capsys: pytest.CaptureFixture[str], campaign: str
+) -> None:
+    """A two-GPU campaign's tables (and docs/performance.md's, cited from there) are what
+    bench/two_gpus.py prints over that plan's archive."""
     _bench("xdist_compare")
     script = _bench("two_gpus")
-    folder = RESULTS / "h100x2-2026-11-27"
+    folder = RESULTS / campaign
     with mock.patch.object(sys, "argv", ["two_gpus.py", str(folder / "plan.tgz")]):
         script.main()
     printed = capsys.readouterr().out
-    assert "96 of 96" in printed and printed in read("bench/results/h100x2-2026-11-27/README.md")
+    assert "96 of 96" in printed and printed in read(f"bench/results/{campaign}/README.md")
