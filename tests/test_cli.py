@@ -660,6 +660,8 @@ def test_show_judges_every_test_of_a_file_in_one_pass_per_history_length(
             launches=launch_count(entry.kernels),
         )
         assert view.judgement == alone, view.key
+        # Its reference time from the logs the survey took: entry.median_ms, bit for bit.
+        assert view.reference_ms == entry.median_ms, view.key
 
 
 def test_show_looks_for_creep_only_in_histories_whose_p_values_could_flag_it(

@@ -5,6 +5,9 @@ binary."""
 
 from __future__ import annotations
 
+import itertools
+import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,6 +26,7 @@ class EntryView:
     entry: BaselineEntry
     judgement: Judgement  # of one new session at the reference median
     threshold: float
+    reference_ms: float  # the entry's ``median_ms``, from the log-medians the survey took
 
     @property
     def gate(self) -> float:
@@ -34,7 +38,7 @@ class EntryView:
     def band(self) -> tuple[float, float]:
         """Session medians between these pass (ms): reference over and times 1 + bar."""
         bar = self.judgement.bar or 0.0
-        reference = self.entry.median_ms
+        reference = self.reference_ms
         return reference / (1 + bar), reference * (1 + bar)
 
     @property
@@ -52,23 +56,37 @@ def survey(baseline: Baseline, threshold: float, alpha: float) -> list[EntryView
     measured exactly its reference median: the rule's spread, bar and gateable slowdown for
     that session. ``family``: all entries of the file, as a run of them all would use. All
     entries are judged in one pass (``judge_many``): one at a time, 10^5 tests took hours."""
-    entries = baseline.entries
-    keys = sorted(entries)
-    cases = []
-    for key in keys:
-        entry = entries[key]
-        latest = entry.history[-1]
-        current = SessionSummary(entry.median_ms, latest.n, latest.se_log_or_nan)
-        launches = launch_count(entry.kernels)
+    keys = sorted(baseline.entries)
+    entries = list(map(baseline.entries.__getitem__, keys))
+    histories = [entry.history for entry in entries]
+    # The log of each session median taken once, for the reference times and the rule.
+    logs = list(map(math.log, map(_MEDIAN, itertools.chain.from_iterable(histories))))
+    ends = list(itertools.accumulate(map(len, histories)))
+    history_logs = list(map(logs.__getitem__, map(slice, [0, *ends[:-1]], ends)))
+    # store.baseline.reference_ms of each history, bit for bit, from its logs.
+    references = [math.exp(math.fsum(row) / len(row)) for row in history_logs]
+    cases = [
         # Its records as they are: the rule reads their medians.
-        cases.append(Case(entry.history, [current], entry.timer, launches, entry.versus))
-    judgements = judge_many(
-        cases, threshold=threshold, alpha=alpha, family=max(1, len(baseline.entries))
-    )
-    return [
-        EntryView(key, entries[key], judgement, threshold)
-        for key, judgement in zip(keys, judgements, strict=True)
+        Case(
+            entry.history,
+            [SessionSummary(reference, entry.history[-1].n, entry.history[-1].se_log_or_nan)],
+            entry.timer,
+            launch_count(entry.kernels),
+            entry.versus,
+        )
+        for entry, reference in zip(entries, references, strict=True)
     ]
+    judgements = judge_many(
+        cases,
+        threshold=threshold,
+        alpha=alpha,
+        family=max(1, len(entries)),
+        history_logs=history_logs,
+    )
+    return list(map(EntryView, keys, entries, judgements, itertools.repeat(threshold), references))
+
+
+_MEDIAN = operator.attrgetter("median_ms")
 
 
 SHOW_COLUMNS = ("test", "timer", "sessions", "anchor", "median", "spread", "gate", "flags")
@@ -85,7 +103,7 @@ def show_rows(views: Sequence[EntryView]) -> list[list[str]]:
                 entry.timer,
                 str(len(entry.history)),
                 str(len(entry.anchor)),
-                format_value(entry.median_ms, entry.timer),
+                format_value(view.reference_ms, entry.timer),
                 format_share(view.judgement.tau),
                 format_share(view.gate if view.judgement.gated else None),
                 view.flags,
