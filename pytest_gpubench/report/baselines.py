@@ -27,6 +27,7 @@ class EntryView:
     judgement: Judgement  # of one new session at the reference median
     threshold: float
     reference_ms: float  # the entry's ``median_ms``, from the log-medians the survey took
+    log_medians: Sequence[float]  # of its history: math.log of each session's median
 
     @property
     def gate(self) -> float:
@@ -83,7 +84,17 @@ def survey(baseline: Baseline, threshold: float, alpha: float) -> list[EntryView
         family=max(1, len(entries)),
         history_logs=history_logs,
     )
-    return list(map(EntryView, keys, entries, judgements, itertools.repeat(threshold), references))
+    return list(
+        map(
+            EntryView,
+            keys,
+            entries,
+            judgements,
+            itertools.repeat(threshold),
+            references,
+            history_logs,
+        )
+    )
 
 
 _MEDIAN = operator.attrgetter("median_ms")
