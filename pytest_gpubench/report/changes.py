@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -102,6 +102,7 @@ def _candidates(baseline: Baseline, logs: Mapping[str, Sequence[float]] | None) 
             by_length.setdefault(len(entry.history), []).append(key)
     found = []
     for keys in by_length.values():
+        values: Iterable[float]
         if logs is None:
             histories = itertools.chain.from_iterable(baseline.entries[k].history for k in keys)
             values = map(math.log, map(operator.attrgetter("median_ms"), histories))
