@@ -66,17 +66,20 @@ def survey(baseline: Baseline, threshold: float, alpha: float) -> list[EntryView
     history_logs = list(map(logs.__getitem__, map(slice, [0, *ends[:-1]], ends)))
     # store.baseline.reference_ms of each history, bit for bit, from its logs.
     references = [math.exp(math.fsum(row) / len(row)) for row in history_logs]
-    cases = [
-        # Its records as they are: the rule reads their medians.
-        Case(
-            entry.history,
-            [SessionSummary(reference, entry.history[-1].n, entry.history[-1].se_log_or_nan)],
-            entry.timer,
-            launch_count(entry.kernels),
-            entry.versus,
+    latest = list(map(operator.itemgetter(-1), histories))
+    current = map(SessionSummary, references, map(_N, latest), map(_SE_LOG, latest))
+    # Column by column: a file of 10^5 tests. Its records as they are: the rule reads their
+    # medians (or the logs above).
+    cases = list(
+        map(
+            Case,
+            histories,
+            map(list, zip(current)),  # each a list of one session
+            map(_TIMER, entries),
+            map(launch_count, map(_KERNELS, entries)),
+            map(_VERSUS, entries),
         )
-        for entry, reference in zip(entries, references, strict=True)
-    ]
+    )
     judgements = judge_many(
         cases,
         threshold=threshold,
@@ -98,6 +101,9 @@ def survey(baseline: Baseline, threshold: float, alpha: float) -> list[EntryView
 
 
 _MEDIAN = operator.attrgetter("median_ms")
+_N, _SE_LOG = operator.attrgetter("n"), operator.attrgetter("se_log_or_nan")
+_TIMER, _KERNELS = operator.attrgetter("timer"), operator.attrgetter("kernels")
+_VERSUS = operator.attrgetter("versus")
 
 
 SHOW_COLUMNS = ("test", "timer", "sessions", "anchor", "median", "spread", "gate", "flags")
