@@ -1210,7 +1210,7 @@ def test_entries_made_at_once_are_those_read_one_by_one(path: Path) -> None:
     entries = usual_entries()
     sessions = {S1: INFO}
     made = store.made_at_once(entries.values(), sessions)
-    at_once = store.entries_made_at_once(entries, sessions, made)
+    at_once = store.entries_made_at_once(entries, made)
     one_by_one = {k: BaselineEntry.from_json(e, sessions) for k, e in entries.items()}
     assert at_once == one_by_one
     assert at_once is not None and list(at_once) == list(one_by_one)
@@ -1256,7 +1256,7 @@ def test_entries_not_all_usual_are_not_made_at_once(path: Path, change: dict[str
     sessions = {S1: INFO}
     made = store.made_at_once(entries.values(), sessions)
     assert len(made) == len(entries)
-    assert store.entries_made_at_once(entries, sessions, made) is None
+    assert store.entries_made_at_once(entries, made) is None
     try:
         text = json.dumps(document(**entries), allow_nan=False)
     except ValueError:

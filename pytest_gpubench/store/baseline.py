@@ -287,9 +287,7 @@ USUAL_KEYS = frozenset(
 USUAL_FIELDS = ("group", "bytes", "flops", "note")
 
 
-def entries_made_at_once(
-    raw: Mapping[str, Json], sessions: Mapping[str, SessionInfo], made: Made
-) -> dict[str, BaselineEntry] | None:
+def entries_made_at_once(raw: Mapping[str, Json], made: Made) -> dict[str, BaselineEntry] | None:
     """``BaselineEntry.from_json`` of each entry of ``raw``, checked column by column over
     all entries (one by one, an entry took 12 us: a second in a file of 10^5 tests), where
     every entry is the usual one: its latest binary's records ``made`` (:func:`made_at_once`)
@@ -631,7 +629,7 @@ def _made_entries(data: Json, made: Made) -> dict[str, BaselineEntry] | None:
     (:func:`entries_made_at_once`); None where they were not."""
     if not made:
         return None
-    return entries_made_at_once(data["benchmarks"], data["sessions"], made)
+    return entries_made_at_once(data["benchmarks"], made)
 
 
 def _depths(data: Json, made: Made, ready: Mapping[str, BaselineEntry] | None) -> dict[int, int]:
