@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import math
@@ -311,7 +312,15 @@ def test_gated_verdicts_made_in_one_pass_are_those_of_each_row(
         ]
 
     monkeypatch.setattr(rule, "_gated_judgements", each)
-    assert together == rule.judge_many(cases, **opts)
+    one_by_one = rule.judge_many(cases, **opts)
+    assert together == one_by_one
+    # Every field, its type too (== would take 1 for 1.0), and still frozen.
+    assert [vars(j) for j in together] == [vars(j) for j in one_by_one]
+    assert [list(map(type, vars(j).values())) for j in together] == [
+        list(map(type, vars(j).values())) for j in one_by_one
+    ]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        next(j for j in together if j.gated).ratio = 2.0  # type: ignore[misc]
     statuses = {j.status for j in together}
     assert {Status.REGRESSED, Status.IMPROVED, Status.OK, Status.NOT_GATED} <= statuses
     assert {j.noisy for j in together} == {True, False}

@@ -1039,28 +1039,32 @@ def _gated_judgements(
         )
         if noisy:
             reason += f"; noisy: can gate >= {gateable:.0%}"
-        judgements.append(
-            Judgement(
-                status=_DIRECTIONS[direction],
-                ratio=ratio,
-                ratio_low=math.exp(d - z * se),
-                ratio_high=math.exp(d + z * se),
-                bar=bar,
-                gateable=gateable,
-                noisy=noisy,
-                tau=tau,
-                prior_share=share,
-                needs_confirmation=more,
-                against="history",
-                history_sessions=k,
-                current_sessions=n_c,
-                reason=reason,
-                gated=True,
-                p_value=p_up if d >= 0 else p_down,
-                excursions=exc,
-                sessions_to_gate=None,
-            )
+        # Every field set as the frozen __init__ sets it, without its call (most of this
+        # loop's time): the verdict is as frozen as any other.
+        judgement = object.__new__(Judgement)
+        judgement.__dict__.update(
+            status=_DIRECTIONS[direction],
+            ratio=ratio,
+            ratio_low=math.exp(d - z * se),
+            ratio_high=math.exp(d + z * se),
+            same_low=None,
+            same_high=None,
+            bar=bar,
+            gateable=gateable,
+            noisy=noisy,
+            tau=tau,
+            prior_share=share,
+            needs_confirmation=more,
+            against="history",
+            history_sessions=k,
+            current_sessions=n_c,
+            reason=reason,
+            gated=True,
+            p_value=p_up if d >= 0 else p_down,
+            excursions=exc,
+            sessions_to_gate=None,
         )
+        judgements.append(judgement)
     return judgements
 
 
