@@ -527,7 +527,8 @@ def _show(args: argparse.Namespace) -> int:
             print()
         views = baselines.survey(baseline, args.threshold, args.alpha)
         print("\n".join(baselines.show_lines(baseline, views)))
-        for line in history_changes.show_lines(baseline, args.threshold):
+        logs = {view.key: view.log_medians for view in views}  # taken once, by the survey
+        for line in history_changes.show_lines(baseline, args.threshold, logs):
             print(line)
     print(baselines.SHOW_NOTE)
     return 0

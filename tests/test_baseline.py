@@ -1176,3 +1176,97 @@ def test_a_file_read_with_records_made_at_once_is_read_as_entry_by_entry(path: P
         changed["t.py::test_4"]["history"][0] |= odd
         assert store.made_at_once(changed.values(), sessions) == {}
     assert store.made_at_once([*entries.values(), []], sessions) == {}
+
+
+# --- entries made at once -------------------------------------------------------------------
+
+
+def usual_entries() -> dict[str, Any]:
+    """JSON of entries that ``entries_made_at_once`` makes: each optional key present or not,
+    launches recorded or not, whole and empty samples."""
+    launch = Launch("k", grid=(2, 1, 1), block=(128, 1, 1), registers=32)
+    entries: dict[str, Any] = {}
+    for i in range(24):
+        data = stored(1.0 + i / 10, 1.1, 0.9, samples=(1.0, 1.5)).to_json()
+        if i % 2:
+            data["group"] = f"g{i % 3}"
+        if i % 3:
+            data["bytes"] = 4096 if i % 3 == 1 else 1e6
+        if i % 4 == 0:
+            data["flops"] = 2.5e9
+        if i % 5 == 0:
+            data["note"] = "a note"
+        if i % 6 == 0:
+            data["kernels"], data["binary"] = [launch.to_dict()], fingerprint((launch,))
+        if i % 7 == 0:
+            data["samples_ms"] = [] if i % 2 else [2, 1.5]
+        if i % 8 == 0:
+            del data["kernels"], data["samples_ms"]
+        entries[f"t.py::test_{i}"] = data
+    return entries
+
+
+def test_entries_made_at_once_are_those_read_one_by_one(path: Path) -> None:
+    entries = usual_entries()
+    sessions = {S1: INFO}
+    made = store.made_at_once(entries.values(), sessions)
+    at_once = store.entries_made_at_once(entries, made)
+    one_by_one = {k: BaselineEntry.from_json(e, sessions) for k, e in entries.items()}
+    assert at_once == one_by_one
+    assert at_once is not None and list(at_once) == list(one_by_one)
+
+    def types(read: dict[str, BaselineEntry]) -> list[list[type]]:
+        return [[type(v) for v in (*e.samples_ms, e.bytes, e.flops)] for e in read.values()]
+
+    assert types(at_once) == types(one_by_one)  # 2 read as 2.0 both ways; 4096 kept whole
+    write(path, dumps(document(**entries)))
+    assert load(path).entries == one_by_one
+
+
+UNUSUAL = [
+    {"future": 1},
+    {"others": []},
+    {"extra_info": {}},
+    {"versus": None},
+    {"timer": ""},
+    {"timer": 5},
+    {"epoch": None},
+    {"binary": 5},
+    {"samples_ms": [1.0, True]},
+    {"samples_ms": [1.0, float("nan")]},
+    {"samples_ms": [1.0, 2e6]},
+    {"samples_ms": {}},
+    {"kernels": {}},
+    {"kernels": [1]},
+    {"kernels": [{"name": "k", "grid": [1]}]},
+    {"kernels": [{"name": "k", "grid": [1e999, 1, 1]}]},
+    {"group": 5},
+    {"bytes": 0},
+    {"flops": True},
+    {"note": None},
+]
+
+
+@pytest.mark.parametrize("change", UNUSUAL)
+def test_entries_not_all_usual_are_not_made_at_once(path: Path, change: dict[str, Any]) -> None:
+    """One entry that is not the usual one, valid or not: None, so that each is read on its
+    own (which reads it, or names the culprit, as before)."""
+    entries = usual_entries()
+    entries["t.py::test_5"] = entries["t.py::test_5"] | change
+    sessions = {S1: INFO}
+    made = store.made_at_once(entries.values(), sessions)
+    assert len(made) == len(entries)
+    assert store.entries_made_at_once(entries, made) is None
+    try:
+        text = json.dumps(document(**entries), allow_nan=False)
+    except ValueError:
+        return  # NaN: no file can hold it
+    write(path, text)
+    try:
+        expected = {k: BaselineEntry.from_json(e, sessions) for k, e in entries.items()}
+    except (ValueError, OverflowError) as exc:
+        with pytest.raises((BaselineError, OverflowError)) as refused:
+            load(path)
+        assert str(exc) in str(refused.value)
+    else:
+        assert load(path).entries == expected

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import math
@@ -281,6 +282,48 @@ def test_judge_many_gives_each_case_its_verdict_alone_with_and_without_excursion
     assert together == alone
     assert together[:4] == together[-4:]  # records and summaries read alike
     assert {j.excursions > 0.1 for j in together} == {True, False}
+
+
+def test_gated_verdicts_made_in_one_pass_are_those_of_each_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``judge_many`` makes the verdicts of gated rows in one pass (``_gated_judgements``):
+    the same as ``_judgement`` makes for each row (faster, slower, noisy or not, improved,
+    regressed, one current session or several; rows not gated beside them)."""
+    quiet = floor(12, 0.002, 0.03, seed=4)
+    noisy = floor(12, 0.05, 2.0, seed=5)
+    short = floor(2, 0.002, 0.5, seed=6)
+    cases = [
+        rule.Case(history, at(ratio, history[0].median_ms, n), "cuda-graph")
+        for history in (quiet, noisy, short)
+        for ratio in (0.5, 0.97, 1.0, 1.03, 1.2, 2.0)
+        for n in (1, 3)
+    ]
+    opts = dict(threshold=THRESHOLD, alpha=ALPHA, family=FAMILY)
+    together = rule.judge_many(cases, **opts)
+
+    def each(rows, k, n_c, *, threshold, z):  # type: ignore[no-untyped-def]
+        case = rule.Case([SessionSummary(1.0, 1, 0.0)] * k, at(1.0, 1.0, n_c), "cuda-graph")
+        return [
+            rule._judgement(
+                case, row, pytest.fail, threshold=threshold, alpha1=0.0, design=Design(), z=z
+            )
+            for row in rows
+        ]
+
+    monkeypatch.setattr(rule, "_gated_judgements", each)
+    one_by_one = rule.judge_many(cases, **opts)
+    assert together == one_by_one
+    # Every field, its type too (== would take 1 for 1.0), and still frozen.
+    assert [vars(j) for j in together] == [vars(j) for j in one_by_one]
+    assert [list(map(type, vars(j).values())) for j in together] == [
+        list(map(type, vars(j).values())) for j in one_by_one
+    ]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        next(j for j in together if j.gated).ratio = 2.0  # type: ignore[misc]
+    statuses = {j.status for j in together}
+    assert {Status.REGRESSED, Status.IMPROVED, Status.OK, Status.NOT_GATED} <= statuses
+    assert {j.noisy for j in together} == {True, False}
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -277,3 +277,35 @@ def test_a_baseline_file_nested_too_deep_beside_usual_records_is_refused(tmp_pat
     doc["benchmarks"]["t.py::test_a"]["future"] = json.loads("[" * 61 + "]" * 61)
     path.write_text(baseline.dumps(doc), encoding="utf-8")
     assert baseline.load(path).entries["t.py::test_a"].history == (record,)
+
+
+def test_a_file_of_entries_made_at_once_nested_too_deep_elsewhere_is_refused(
+    tmp_path: Path,
+) -> None:
+    """Entries made at once are not walked for nesting; the rest of the file still is, and
+    an entry with a value nested deep is not made at once."""
+    from pytest_gpubench.core.errors import BaselineError
+    from pytest_gpubench.core.records import SessionInfo, SessionRecord
+    from pytest_gpubench.store import baseline
+
+    record = SessionRecord("s", 1.0, 20, 0.001)
+    entry = baseline.BaselineEntry("wall", "s", (record,), (record,), (1.0, 1.0))
+    info = SessionInfo("2026-01-01T00:00:00+00:00", None, None, {})
+    path = tmp_path / "a.json"
+    for where in ("device", "note"):
+        doc = baseline.document({}, {"s": info}, {"t.py::test_a": entry, "t.py::test_b": entry})
+        doc["benchmarks"]["t.py::test_b"].pop("note", None)
+        deep = json.loads("[" * 70 + "]" * 70)
+        if where == "device":
+            doc["device"]["x"] = deep
+        else:
+            doc["benchmarks"]["t.py::test_b"]["note"] = deep
+        path.write_text(baseline.dumps(doc), encoding="utf-8")
+        with pytest.raises(BaselineError, match="is nested deeper than 64 levels"):
+            baseline.load(path)
+    doc["benchmarks"]["t.py::test_b"]["note"] = "shallow"
+    path.write_text(baseline.dumps(doc), encoding="utf-8")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    made = baseline._made(data)
+    assert baseline._made_entries(data, made) is not None
+    assert baseline.load(path).entries["t.py::test_b"].note == "shallow"

@@ -915,11 +915,14 @@ def judge_many(
     family: int,
     fail_on_improvement: bool = False,
     design: Design = Design(),
+    history_logs: Sequence[Sequence[float]] | None = None,
 ) -> list[Judgement]:
     """:func:`judge` of each case, in order, with one :func:`decide` per shape (sessions of
     history, current sessions) instead of one per case: the rule's arrays are row-wise, so a
     row's verdict is the same either way, and ``gpubench show`` of 10^5 tests makes a few
-    passes, not 10^5 (a test not gated still asks :func:`sessions_to_gate` on its own)."""
+    passes, not 10^5 (a test not gated still asks :func:`sessions_to_gate` on its own).
+    ``history_logs``: the ``math.log`` of each case's history medians, where the caller
+    took them already."""
     if not threshold > 0:
         raise ValueError(f"invalid threshold {threshold!r}: expected a fraction > 0 such as 0.05")
     if not 0 < alpha < 1:
@@ -940,7 +943,10 @@ def judge_many(
         else:
             shapes.setdefault((len(case.history), len(case.current)), []).append(i)
     for indices in shapes.values():
-        h = _log_medians([cases[i].history for i in indices])
+        if history_logs is None:
+            h = _log_medians([cases[i].history for i in indices])
+        else:
+            h = np.array([history_logs[i] for i in indices], dtype=float)
         c = _log_medians([cases[i].current for i in indices])
         c_se = np.array([s.se_log for i in indices for s in cases[i].current], dtype=float).reshape(
             c.shape
@@ -960,16 +966,28 @@ def judge_many(
             parts.append((rows_of, priors_for([medians[r] for r in rows_of], timer, launches)))
         prior = PriorArrays.joined(parts)
         dec = decide(h, c, c_se, prior, threshold=threshold, alpha1=alpha1, design=design)
-        for row, (i, values) in enumerate(zip(indices, _rows(dec), strict=True)):
-            judgements[i] = _judgement(
-                cases[i],
-                values,
-                functools.partial(prior.row, row),
-                threshold=threshold,
-                alpha1=alpha1,
-                design=design,
-                z=z,
-            )
+        rows = _rows(dec)
+        gated = [row for row, values in enumerate(rows) if values.gated]
+        made = _gated_judgements(
+            [rows[row] for row in gated],
+            len(cases[indices[0]].history),
+            len(cases[indices[0]].current),
+            threshold=threshold,
+            z=z,
+        )
+        for row, judgement in zip(gated, made, strict=True):
+            judgements[indices[row]] = judgement
+        for row, (i, values) in enumerate(zip(indices, rows, strict=True)):
+            if not values.gated:
+                judgements[i] = _judgement(
+                    cases[i],
+                    values,
+                    functools.partial(prior.row, row),
+                    threshold=threshold,
+                    alpha1=alpha1,
+                    design=design,
+                    z=z,
+                )
     return [j for j in judgements if j is not None]
 
 
@@ -1001,6 +1019,53 @@ def _rows(dec: Decision) -> list[_Row]:
 
 # A decision's direction as a status.
 _DIRECTIONS = {1: Status.REGRESSED, -1: Status.IMPROVED, 0: Status.OK}
+
+
+def _gated_judgements(
+    rows: Sequence[_Row], k: int, n_c: int, *, threshold: float, z: float
+) -> list[Judgement]:
+    """:func:`_judgement` of gated rows of ``k`` history and ``n_c`` current sessions each,
+    made in one loop, without a call of its own per row: ``gpubench show`` of 10^5 tests
+    (``tests/test_rule.py`` checks it against :func:`_judgement`)."""
+    ref = f"history of {k} session{'s' if k != 1 else ''}"
+    judgements = []
+    for d, se, gateable, _, direction, bar_log, share, tau, more, p_up, p_down, exc in rows:
+        ratio = math.exp(d)
+        bar = math.expm1(bar_log)
+        noisy = gateable > threshold
+        reason = (
+            f"{'slower' if d >= 0 else 'faster'} by {abs(math.expm1(d)):.1%} vs {ref}"
+            f", bar {bar_of_change(bar, ratio):.1%}"
+        )
+        if noisy:
+            reason += f"; noisy: can gate >= {gateable:.0%}"
+        # Every field set as the frozen __init__ sets it, without its call (most of this
+        # loop's time): the verdict is as frozen as any other.
+        judgement = object.__new__(Judgement)
+        judgement.__dict__.update(
+            status=_DIRECTIONS[direction],
+            ratio=ratio,
+            ratio_low=math.exp(d - z * se),
+            ratio_high=math.exp(d + z * se),
+            same_low=None,
+            same_high=None,
+            bar=bar,
+            gateable=gateable,
+            noisy=noisy,
+            tau=tau,
+            prior_share=share,
+            needs_confirmation=more,
+            against="history",
+            history_sessions=k,
+            current_sessions=n_c,
+            reason=reason,
+            gated=True,
+            p_value=p_up if d >= 0 else p_down,
+            excursions=exc,
+            sessions_to_gate=None,
+        )
+        judgements.append(judgement)
+    return judgements
 
 
 def _judgement(

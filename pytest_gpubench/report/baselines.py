@@ -5,6 +5,9 @@ binary."""
 
 from __future__ import annotations
 
+import itertools
+import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,6 +26,8 @@ class EntryView:
     entry: BaselineEntry
     judgement: Judgement  # of one new session at the reference median
     threshold: float
+    reference_ms: float  # the entry's ``median_ms``, from the log-medians the survey took
+    log_medians: Sequence[float]  # of its history: math.log of each session's median
 
     @property
     def gate(self) -> float:
@@ -34,7 +39,7 @@ class EntryView:
     def band(self) -> tuple[float, float]:
         """Session medians between these pass (ms): reference over and times 1 + bar."""
         bar = self.judgement.bar or 0.0
-        reference = self.entry.median_ms
+        reference = self.reference_ms
         return reference / (1 + bar), reference * (1 + bar)
 
     @property
@@ -52,23 +57,53 @@ def survey(baseline: Baseline, threshold: float, alpha: float) -> list[EntryView
     measured exactly its reference median: the rule's spread, bar and gateable slowdown for
     that session. ``family``: all entries of the file, as a run of them all would use. All
     entries are judged in one pass (``judge_many``): one at a time, 10^5 tests took hours."""
-    entries = baseline.entries
-    keys = sorted(entries)
-    cases = []
-    for key in keys:
-        entry = entries[key]
-        latest = entry.history[-1]
-        current = SessionSummary(entry.median_ms, latest.n, latest.se_log_or_nan)
-        launches = launch_count(entry.kernels)
-        # Its records as they are: the rule reads their medians.
-        cases.append(Case(entry.history, [current], entry.timer, launches, entry.versus))
-    judgements = judge_many(
-        cases, threshold=threshold, alpha=alpha, family=max(1, len(baseline.entries))
+    keys = sorted(baseline.entries)
+    entries = list(map(baseline.entries.__getitem__, keys))
+    histories = [entry.history for entry in entries]
+    # The log of each session median taken once, for the reference times and the rule.
+    logs = list(map(math.log, map(_MEDIAN, itertools.chain.from_iterable(histories))))
+    ends = list(itertools.accumulate(map(len, histories)))
+    history_logs = list(map(logs.__getitem__, map(slice, [0, *ends[:-1]], ends)))
+    # store.baseline.reference_ms of each history, bit for bit, from its logs.
+    references = [math.exp(math.fsum(row) / len(row)) for row in history_logs]
+    latest = list(map(operator.itemgetter(-1), histories))
+    current = map(SessionSummary, references, map(_N, latest), map(_SE_LOG, latest))
+    # Column by column: a file of 10^5 tests. Its records as they are: the rule reads their
+    # medians (or the logs above).
+    cases = list(
+        map(
+            Case,
+            histories,
+            map(list, zip(current)),  # each a list of one session
+            map(_TIMER, entries),
+            map(launch_count, map(_KERNELS, entries)),
+            map(_VERSUS, entries),
+        )
     )
-    return [
-        EntryView(key, entries[key], judgement, threshold)
-        for key, judgement in zip(keys, judgements, strict=True)
-    ]
+    judgements = judge_many(
+        cases,
+        threshold=threshold,
+        alpha=alpha,
+        family=max(1, len(entries)),
+        history_logs=history_logs,
+    )
+    return list(
+        map(
+            EntryView,
+            keys,
+            entries,
+            judgements,
+            itertools.repeat(threshold),
+            references,
+            history_logs,
+        )
+    )
+
+
+_MEDIAN = operator.attrgetter("median_ms")
+_N, _SE_LOG = operator.attrgetter("n"), operator.attrgetter("se_log_or_nan")
+_TIMER, _KERNELS = operator.attrgetter("timer"), operator.attrgetter("kernels")
+_VERSUS = operator.attrgetter("versus")
 
 
 SHOW_COLUMNS = ("test", "timer", "sessions", "anchor", "median", "spread", "gate", "flags")
@@ -85,7 +120,7 @@ def show_rows(views: Sequence[EntryView]) -> list[list[str]]:
                 entry.timer,
                 str(len(entry.history)),
                 str(len(entry.anchor)),
-                format_value(entry.median_ms, entry.timer),
+                format_value(view.reference_ms, entry.timer),
                 format_share(view.judgement.tau),
                 format_share(view.gate if view.judgement.gated else None),
                 view.flags,

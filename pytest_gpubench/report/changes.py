@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -79,17 +79,20 @@ def saved_lines(results: Sequence[Result], baseline: Baseline) -> list[str]:
     return [SAVED_HEADING, *(f"  {line}" for line in lines)] if lines else []
 
 
-def show_lines(baseline: Baseline, threshold: float) -> list[str]:
+def show_lines(
+    baseline: Baseline, threshold: float, logs: Mapping[str, Sequence[float]] | None = None
+) -> list[str]:
     """``gpubench show``: each entry whose latest binary's history is flagged, under a
-    heading; none when none is."""
+    heading; none when none is. ``logs``: the log-medians of each entry's history, by key,
+    where the caller took them already (``report.baselines.survey``)."""
     changes = {
-        k: of_sessions(baseline.entries[k].history, threshold) for k in _candidates(baseline)
+        k: of_sessions(baseline.entries[k].history, threshold) for k in _candidates(baseline, logs)
     }
     lines = flagged_lines(changes, {})
     return [SHOW_HEADING, *(f"  {line}" for line in lines)] if lines else []
 
 
-def _candidates(baseline: Baseline) -> list[str]:
+def _candidates(baseline: Baseline, logs: Mapping[str, Sequence[float]] | None) -> list[str]:
     """The keys whose history may be flagged: the permutation p-values of every history of
     one length at once, and only those under ``ALPHA`` (steps or rise) go on to ``detect``,
     which flags nothing else. One history at a time, 10^5 tests took minutes."""
@@ -99,8 +102,12 @@ def _candidates(baseline: Baseline) -> list[str]:
             by_length.setdefault(len(entry.history), []).append(key)
     found = []
     for keys in by_length.values():
-        histories = itertools.chain.from_iterable(baseline.entries[k].history for k in keys)
-        logs = map(math.log, map(operator.attrgetter("median_ms"), histories))
-        p_step, p_rise = p_values(np.fromiter(logs, float).reshape(len(keys), -1))
+        values: Iterable[float]
+        if logs is None:
+            histories = itertools.chain.from_iterable(baseline.entries[k].history for k in keys)
+            values = map(math.log, map(operator.attrgetter("median_ms"), histories))
+        else:
+            values = itertools.chain.from_iterable(map(logs.__getitem__, keys))
+        p_step, p_rise = p_values(np.fromiter(values, float).reshape(len(keys), -1))
         found += [k for k, a, b in zip(keys, p_step, p_rise, strict=True) if min(a, b) <= ALPHA]
     return found

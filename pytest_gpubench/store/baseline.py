@@ -278,6 +278,71 @@ def _all_start(anchors: list[list[Json]], starts: list[list[Json]]) -> bool:
     return flat == flat_starts and _types(flat) == _types(flat_starts)
 
 
+# The keys of an entry made at once (:func:`entries_made_at_once`): the usual ones.
+USUAL_KEYS = frozenset(
+    ("timer", "epoch", "anchor", "history", "kernels", "binary", "samples_ms")
+    + ("group", "bytes", "flops", "note")
+)
+# The optional fields of FIELDS an entry of USUAL_KEYS may have.
+USUAL_FIELDS = ("group", "bytes", "flops", "note")
+
+
+def entries_made_at_once(raw: Mapping[str, Json], made: Made) -> dict[str, BaselineEntry] | None:
+    """``BaselineEntry.from_json`` of each entry of ``raw``, checked column by column over
+    all entries (one by one, an entry took 12 us: a second in a file of 10^5 tests), where
+    every entry is the usual one: its latest binary's records ``made`` (:func:`made_at_once`)
+    and only USUAL_KEYS, each valid. None where any is not: each entry is read on its own
+    then, which names the culprit."""
+    entries = list(raw.values())
+    if not made or len(made) != len(entries) or not all(map(USUAL_KEYS.issuperset, entries)):
+        return None
+    get = dict.get
+    timers: list[Json] = list(map(get, entries, repeat("timer")))
+    epochs: list[Json] = list(map(get, entries, repeat("epoch")))
+    binaries: list[Json] = list(map(get, entries, repeat("binary"), repeat("")))
+    samples: list[Json] = list(map(get, entries, repeat("samples_ms"), repeat([])))
+    kernels: list[Json] = list(map(get, entries, repeat("kernels"), repeat([])))
+    if not (
+        set(map(type, timers)) == {str}
+        and all(timers)  # no empty name
+        and set(map(type, epochs)) == {str}
+        and set(map(type, binaries)) == {str}
+        and set(map(type, samples)) == {list}
+        and set(map(type, kernels)) == {list}
+        # Every list's times valid is all of them valid (none of them empty is asked).
+        and not samples_problem(list(itertools.chain.from_iterable(samples)), minimum=0)
+    ):
+        return None
+    columns: dict[str, list[Json]] = {}
+    for name in USUAL_FIELDS:
+        columns[name] = list(map(get, entries, repeat(name)))
+        valid = FIELDS[name][0]
+        if not all(valid(e[name]) for e in entries if name in e):
+            return None
+    launches: list[tuple[Launch, ...]] = []
+    for listed in kernels:
+        try:
+            launches.append(tuple(map(Launch.from_dict, listed)))
+        except Exception:  # whatever it is, the entry's own read says it, in its order
+            return None
+    parts = list(map(made.__getitem__, map(id, entries)))
+    made_entries = map(
+        BaselineEntry,
+        timers,
+        epochs,
+        map(operator.itemgetter(0), parts),  # anchor
+        map(operator.itemgetter(1), parts),  # history
+        map(tuple, map(map, repeat(float), samples)),
+        launches,
+        columns["group"],
+        columns["bytes"],
+        columns["flops"],
+        repeat(None),  # extra_info
+        columns["note"],
+    )
+    return dict(zip(raw.keys(), made_entries, strict=True))
+
+
 def _records(raw: list[Json], sessions: Mapping[str, SessionInfo]) -> tuple[SessionRecord, ...]:
     """The session records of a list of their JSON, each of a session of the table."""
     records = tuple(map(SessionRecord.from_json, raw))
@@ -537,12 +602,13 @@ def load(path: Path) -> Baseline:
         data = storage.parse_json(text, f"{WHAT} {path}", nesting=False)
         del text  # not held while the records are made: 200 MB in a file of 10^5 tests
         made = _made(data)
-        # The lists of records made are two levels deep: not walked again.
-        storage.check_nesting(data, f"{WHAT} {path}", _depths(data, made))
+        ready = _made_entries(data, made)
+        # What was made is known to be shallow: not walked again.
+        storage.check_nesting(data, f"{WHAT} {path}", _depths(data, made, ready))
     except StorageError as exc:
         raise BaselineError(f"{exc}; {REMEDY}") from None
     try:
-        return _from_document(path, data, made)
+        return _from_document(path, data, made, ready)
     except ValueError as exc:
         raise BaselineError(f"{WHAT} {path} {exc}; {REMEDY}") from None
 
@@ -558,20 +624,33 @@ def _made(data: Json) -> Made:
     return made_at_once(benchmarks.values(), sessions)
 
 
-def _depths(data: Json, made: Made) -> dict[int, int]:
-    """The nesting depth of the anchor and history lists whose records were made (lists of
-    objects of plain values), by ``id``."""
+def _made_entries(data: Json, made: Made) -> dict[str, BaselineEntry] | None:
+    """The entries of a document whose records were made, made at once
+    (:func:`entries_made_at_once`); None where they were not."""
+    if not made:
+        return None
+    return entries_made_at_once(data["benchmarks"], made)
+
+
+def _depths(data: Json, made: Made, ready: Mapping[str, BaselineEntry] | None) -> dict[int, int]:
+    """The nesting depth of what was made, by ``id``: an entry made at once without launches
+    (its values plain, lists of plain values or of records), or else the anchor and history
+    lists whose records were made (lists of objects of plain values)."""
     if not made:
         return {}
     depths = {}
     for entry in data["benchmarks"].values():
-        if id(entry) in made:
+        if ready is not None and not entry.get("kernels"):
+            depths[id(entry)] = 3
+        elif id(entry) in made:
             depths[id(entry["history"])] = 2
             depths[id(entry["anchor"])] = 2 if entry["anchor"] else 1
     return depths
 
 
-def _from_document(path: Path, data: Json, made: Made) -> Baseline:
+def _from_document(
+    path: Path, data: Json, made: Made, ready: dict[str, BaselineEntry] | None = None
+) -> Baseline:
     if not isinstance(data, dict):
         what = "an array" if isinstance(data, list) else f"the bare value {json.dumps(data)[:40]}"
         raise ValueError(f"is {what}, not a JSON object")
@@ -595,12 +674,15 @@ def _from_document(path: Path, data: Json, made: Made) -> Baseline:
             sessions[key] = SessionInfo.from_json(info)
         except ValueError as exc:
             raise ValueError(f"has a session {key!r:.60} that {exc}") from None
-    entries = {}
-    for key, entry in data["benchmarks"].items():
-        try:
-            entries[key] = BaselineEntry.from_json(entry, sessions, made)
-        except ValueError as exc:
-            raise ValueError(f"has an entry {key!r:.200} that {exc}") from None
+    if ready is not None:  # every entry usual and valid, made at once
+        entries = ready
+    else:
+        entries = {}
+        for key, entry in data["benchmarks"].items():
+            try:
+                entries[key] = BaselineEntry.from_json(entry, sessions, made)
+            except ValueError as exc:
+                raise ValueError(f"has an entry {key!r:.200} that {exc}") from None
     extra = unknown_keys(data, TOP_LEVEL)
     return Baseline(path, device, sessions, entries, exists=True, extra=extra)
 
