@@ -37,7 +37,8 @@ class EntryView:
 
     @property
     def band(self) -> tuple[float, float]:
-        """Session medians between these pass (ms): reference over and times 1 + bar."""
+        """The bar of a change around the reference (ms), over and times 1 + bar: a next
+        session beyond it, its first batch of confirmations at the same change, fails."""
         bar = self.judgement.bar or 0.0
         reference = self.reference_ms
         return reference / (1 + bar), reference * (1 + bar)
