@@ -1264,8 +1264,8 @@ def test_entries_not_all_usual_are_not_made_at_once(path: Path, change: dict[str
     write(path, text)
     try:
         expected = {k: BaselineEntry.from_json(e, sessions) for k, e in entries.items()}
-    except (ValueError, OverflowError) as exc:
-        with pytest.raises((BaselineError, OverflowError)) as refused:
+    except ValueError as exc:  # a grid of 1e999 too: one line, no OverflowError
+        with pytest.raises(BaselineError) as refused:
             load(path)
         assert str(exc) in str(refused.value)
     else:

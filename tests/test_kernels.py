@@ -80,7 +80,15 @@ def test_long_names_sharing_a_prefix_stay_distinct() -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", [{"name": 3}, {"name": "k", "grid": [1, 2]}, {"name": "k", "count": 1.5}]
+    "bad",
+    [
+        {"name": 3},
+        {"name": "k", "grid": [1, 2]},
+        {"name": "k", "count": 1.5},
+        {"name": "k", "grid": [float("inf"), 1, 1]},  # 1e999 in a file
+        {"name": "k", "count": float("nan")},
+        {"name": "k", "registers": float("-inf")},
+    ],
 )
 def test_from_dict_refuses_malformed_entries(bad: dict) -> None:
     with pytest.raises(ValueError):

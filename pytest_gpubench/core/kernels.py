@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -366,7 +367,13 @@ def _dims(value: Json) -> tuple[int, int, int] | None:
 
 
 def _int(value: Json, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+    # Not finite (1e999 in a file reads as infinity): int() would raise OverflowError.
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value != int(value)
+    ):
         raise ValueError(f"{what} must be a whole number, got {value!r}")
     return int(value)
 
