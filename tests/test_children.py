@@ -818,3 +818,57 @@ def test_a_real_child_ends_once_pytest_is_done(tmp_path: Path, wrapped: bool) ->
     assert "1 failed, 1 passed" in done.stdout  # its output flushed before it ended
     assert [e["passed"] for e in json.loads(out.read_text())["results"]] == []  # no gpubench
     assert (tmp_path / "exit-handler-ran").exists() == wrapped
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("conftest", "tests", "code", "says"),
+    [
+        # A plugin's terminal summary (after our results are written) that crashes.
+        (
+            "def pytest_terminal_summary():\n    raise RuntimeError('summary crashed')\n",
+            "def test_x():\n    pass\n",
+            1,
+            "RuntimeError: summary crashed",
+        ),
+        # A plugin that sets the session's exit status (pytest-custom_exit_code's way).
+        (
+            "def pytest_sessionfinish(session, exitstatus):\n"
+            "    if exitstatus == 5:\n        session.exitstatus = 0\n",
+            "x = 1\n",
+            0,
+            "",
+        ),
+        # pytest.exit in a plugin's sessionfinish.
+        (
+            "import pytest\n\ndef pytest_sessionfinish():\n    pytest.exit('stop', returncode=3)\n",
+            "def test_x():\n    pass\n",
+            3,
+            "Exit: stop",
+        ),
+    ],
+    ids=["summary-crashes", "exit-status-set", "pytest-exit"],
+)
+def test_a_real_child_ends_as_pytest_would_after_a_later_sessionfinish(
+    tmp_path: Path, conftest: str, tests: str, code: int, says: str
+) -> None:
+    """A process we started that ends at pytest's unconfigure ends as pytest would have
+    where a plugin's sessionfinish after ours crashes, exits or sets the session's exit
+    status: its traceback or message in its output, and that exit status (it had ended
+    with sessionfinish's argument, 0, its traceback unwritten)."""
+    (tmp_path / "conftest.py").write_text(conftest)
+    (tmp_path / "test_x.py").write_text(tests)
+    out = tmp_path / "child-0.json"
+    env = {
+        **os.environ,
+        children.CHILD_VARIABLE: str(out),
+        children.PARENT_VARIABLE: str(os.getpid()),
+    }
+    env.pop("PYTEST_ADDOPTS", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_x.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == code, done.stdout + done.stderr
+    assert says in done.stdout + done.stderr
+    assert json.loads(out.read_text())["results"] == []  # written before, as always

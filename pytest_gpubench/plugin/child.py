@@ -59,6 +59,8 @@ class Child:
         # A process we started, not a test's pytest run in this one: it may end itself.
         self.started = parent is not None
         self.exitstatus: int | None = None
+        # Its session, once every plugin's sessionfinish ran without raising.
+        self.finished: pytest.Session | None = None
         if parent is not None:
             watch_parent(parent, out.parent)
 
@@ -144,6 +146,17 @@ class Child:
             pass  # the parent reports a process that measured nothing, with its output
         self.exitstatus = int(exitstatus)
 
+    @pytest.hookimpl(wrapper=True, tryfirst=True, specname="pytest_sessionfinish")
+    def pytest_sessionfinish_around(
+        self, session: pytest.Session
+    ) -> Generator[None, object, object]:
+        """Around every plugin's sessionfinish (the terminal summary's too): once none
+        raised, the session whose exit status the process ends with. One that raised
+        (``pytest.exit`` included) leaves it to pytest: its traceback and exit status."""
+        result = yield
+        self.finished = session
+        return result
+
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """Its results written and every plugin unconfigured, the process ends with pytest's
@@ -152,9 +165,12 @@ class Child:
         waiting for it on the user's time, would wait for too. Its parent ends what it left
         running (its process group). Not under a wrapper: Nsight Compute reads its
         target's end."""
-        if not self.started or self.exitstatus is None or WRAPPED_VARIABLE in os.environ:
+        if not self.started or self.exitstatus is None or self.finished is None:
+            return
+        if WRAPPED_VARIABLE in os.environ:
             return
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             with contextlib.suppress(Exception):
                 stream.flush()  # type: ignore[union-attr]
-        os._exit(self.exitstatus)
+        # The session's, not sessionfinish's argument: a later plugin may have set it.
+        os._exit(int(self.finished.exitstatus))
