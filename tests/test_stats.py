@@ -45,6 +45,12 @@ def test_binomial_quantile_is_scipy_stats_binom_ppf(confidence: float) -> None:
         assert binomial_quantile(q, n) == int(stats.binom.ppf(q, n, 0.5)), n
 
 
+@pytest.mark.parametrize("q", [0.0, 1.0, -0.1, 1.5, float("nan")])
+def test_binomial_quantile_refuses_what_is_no_quantile(q: float) -> None:
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        binomial_quantile(q, 50)
+
+
 def test_median_halfwidth_leaves_scipy_stats_unimported() -> None:
     """Its import cost (1.3-1.9 s in a fresh process on an H200) fell inside the first
     measurement, so inside the device lock of every fresh process."""

@@ -43,6 +43,8 @@ def binomial_quantile(q: float, n: int) -> int:
     gives it (tests/test_stats.py), by bisection on the CDF."""
     from scipy import special
 
+    if not 0 < q < 1:  # NaN too: scipy.stats raised, a bisection would answer n
+        raise ValueError(f"a quantile must lie between 0 and 1, got {q!r}")
     low, high = 0, n  # P(X <= n) = 1 >= q
     while low < high:
         mid = (low + high) // 2
