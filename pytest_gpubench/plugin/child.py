@@ -58,7 +58,7 @@ class Child:
         self.held = False
         # A process we started, not a test's pytest run in this one: it may end itself.
         self.started = parent is not None
-        self.exitstatus: int | None = None
+        self.reported = False  # its session ended uncancelled, its results written (or tried)
         # Its session, once every plugin's sessionfinish ran without raising.
         self.finished: pytest.Session | None = None
         if parent is not None:
@@ -144,7 +144,7 @@ class Child:
             )
         except GpubenchError:
             pass  # the parent reports a process that measured nothing, with its output
-        self.exitstatus = int(exitstatus)
+        self.reported = True
 
     @pytest.hookimpl(wrapper=True, tryfirst=True, specname="pytest_sessionfinish")
     def pytest_sessionfinish_around(
@@ -165,7 +165,7 @@ class Child:
         waiting for it on the user's time, would wait for too. Its parent ends what it left
         running (its process group). Not under a wrapper: Nsight Compute reads its
         target's end."""
-        if not self.started or self.exitstatus is None or self.finished is None:
+        if not (self.started and self.reported and self.finished is not None):
             return
         if WRAPPED_VARIABLE in os.environ:
             return
