@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..core.kernels import describe, describe_configs, launch_count
 from ..core.records import Judgement, SessionSummary
 from ..judge.rule import Case, judge_many
-from ..store.baseline import Baseline, BaselineEntry
+from ..store.baseline import Baseline, BaselineEntry, reference_of_logs
 from .summary import aligned, format_share, format_value
 
 
@@ -65,8 +65,7 @@ def survey(baseline: Baseline, threshold: float, alpha: float) -> list[EntryView
     logs = list(map(math.log, map(_MEDIAN, itertools.chain.from_iterable(histories))))
     ends = list(itertools.accumulate(map(len, histories)))
     history_logs = list(map(logs.__getitem__, map(slice, [0, *ends[:-1]], ends)))
-    # store.baseline.reference_ms of each history, bit for bit, from its logs.
-    references = [math.exp(math.fsum(row) / len(row)) for row in history_logs]
+    references = list(map(reference_of_logs, history_logs))
     latest = list(map(operator.itemgetter(-1), histories))
     current = map(SessionSummary, references, map(_N, latest), map(_SE_LOG, latest))
     # Column by column: a file of 10^5 tests. Its records as they are: the rule reads their

@@ -96,7 +96,12 @@ MEMORY_SESSIONS = 5
 def reference_ms(history: Sequence[SessionRecord]) -> float:
     """The reference time of a history: the geometric mean of its session medians."""
     medians = map(operator.attrgetter("median_ms"), history)
-    return math.exp(math.fsum(map(math.log, medians)) / len(history))
+    return reference_of_logs(list(map(math.log, medians)))
+
+
+def reference_of_logs(logs: Sequence[float]) -> float:
+    """:func:`reference_ms` of a history whose medians' logs were taken already."""
+    return math.exp(math.fsum(logs) / len(logs))
 
 
 # A binary's session records (anchor, history) made ahead, by the id of the binary's object.
