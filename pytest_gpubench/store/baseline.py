@@ -283,13 +283,10 @@ def _all_start(anchors: list[list[Json]], starts: list[list[Json]]) -> bool:
     return flat == flat_starts and _types(flat) == _types(flat_starts)
 
 
-# The keys of an entry made at once (:func:`entries_made_at_once`): the usual ones.
-USUAL_KEYS = frozenset(
-    ("timer", "epoch", "anchor", "history", "kernels", "binary", "samples_ms")
-    + ("group", "bytes", "flops", "note")
-)
-# The optional fields of FIELDS an entry of USUAL_KEYS may have.
+# The optional fields of FIELDS an entry made at once (:func:`entries_made_at_once`) may
+# have; its keys, the usual ones: its latest binary's, its timer, samples and these.
 USUAL_FIELDS = ("group", "bytes", "flops", "note")
+USUAL_KEYS = Binary.KNOWN | {"timer", "samples_ms", *USUAL_FIELDS}
 
 
 def entries_made_at_once(raw: Mapping[str, Json], made: Made) -> dict[str, BaselineEntry] | None:
