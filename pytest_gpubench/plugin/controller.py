@@ -23,7 +23,7 @@ from ..core.jsondata import Json
 from ..core.records import Result
 from ..core.settings import MarkerSpec, MeasureSettings, Settings
 from .collect import Collected
-from .measuring import MARKER, REFUSED_KEY, SPEC_KEY
+from .measuring import REFUSED_KEY, SPEC_KEY, uses_fixture
 
 if TYPE_CHECKING:
     from ..report.files import RunInfo
@@ -78,7 +78,7 @@ class Controller:
         return (yield)
 
     def _compare(self, session: pytest.Session) -> None:
-        items = [i for i in session.items if MARKER in getattr(i, "fixturenames", ())]
+        items = [i for i in session.items if uses_fixture(i)]
         specs = {i.nodeid: i.stash.get(SPEC_KEY, None) for i in items}
         self.compare(
             {

@@ -28,7 +28,7 @@ from ..core.records import Result
 from ..core.settings import MeasureSettings
 from ..run import revision
 from ..store import files as storage
-from .measuring import MARKER, resolve_markers
+from .measuring import resolve_markers, uses_fixture
 
 if TYPE_CHECKING:
     from ..run.session import BenchSession
@@ -161,7 +161,7 @@ class WorkerVerdicts:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         measures = {}
         for item in session.items:
-            if MARKER not in getattr(item, "fixturenames", ()):
+            if not uses_fixture(item):
                 continue
             try:
                 measure = resolve_markers(item, self.session.settings).measure
@@ -191,7 +191,7 @@ class WorkerVerdicts:
         if self.session.comparison is None:
             found = read_verdicts(self.folder / VERDICTS)
             if found is None:
-                if MARKER in getattr(item, "fixturenames", ()):
+                if uses_fixture(item):
                     pytest.fail(
                         "gpubench: the comparison against the revision did not reach this "
                         f"worker ({self.folder / VERDICTS} missing): not judged",

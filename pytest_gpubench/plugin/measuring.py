@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import threading
 from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING
 
@@ -21,12 +22,13 @@ import pytest
 
 from ..core.errors import GpubenchError
 from ..core.records import Result
-from ..core.settings import MarkerSpec, Settings, check_marker_keywords
+from ..core.settings import MarkerSpec, MeasureSettings, Settings, check_marker_keywords
 from .collect import REPORT_ATTRIBUTE, SKIPPED_ATTRIBUTE
 
 if TYPE_CHECKING:
     from ..run.fixture import GpuBench
     from ..run.session import BenchSession
+    from .aside import ConfirmingAside
 
 MARKER = "gpubench"
 # How a test's body ends other than by returning: an error, or pytest's own outcomes (which
@@ -68,7 +70,8 @@ class Measuring:
     """Times the gpubench tests of this process: the user's own run, an xdist worker, or a
     fresh process the plugin started. ``session`` is None without ``--gpubench``;
     ``announce`` writes a line for the user (a no-op where no one reads it); ``pin``: this
-    process times on the GPU it was given (an xdist worker's, a fresh process's parent's)."""
+    process times on the GPU it was given (an xdist worker's, a fresh process's parent's);
+    ``aside``: an xdist worker's confirmations, beside its next tests (plugin/aside.py)."""
 
     def __init__(
         self,
@@ -77,11 +80,13 @@ class Measuring:
         announce: Callable[[str], None],
         *,
         pin: bool,
+        aside: ConfirmingAside | None = None,
     ) -> None:
         self.settings = settings
         self.session = session
         self.announce = announce
         self.pin = pin
+        self.aside = aside
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -114,7 +119,7 @@ class Measuring:
                 item.stash[SPEC_KEY] = resolve_markers(item, self.settings)
             except GpubenchError as exc:
                 item.stash[SPEC_KEY] = str(exc)  # fails the test at setup: xdist carries it
-        benchmarks = [i for i in session.items if MARKER in getattr(i, "fixturenames", ())]
+        benchmarks = [i for i in session.items if uses_fixture(i)]
         if self.session is not None and benchmarks:
             self._check_baseline(session.config)
             keys = self.session.baseline.entries.keys()
@@ -171,6 +176,9 @@ class Measuring:
             and not problem
             and any(gate.needs_confirmation(r) for r in results)
         ):
+            if self.aside is not None and self.aside.takes(item):
+                self._confirm_aside(item, results, settings)
+                return []
             try:
                 with timeout_paused(item):
                     results = self.session.confirm(
@@ -184,6 +192,44 @@ class Measuring:
                 # flagged verdicts stay unconfirmed.
                 results = tuple(gate.unconfirmed(r, "interrupted") for r in results)
                 item.session.shouldstop = f"interrupted while confirming {item.nodeid}"
+        return self._settled(item, results, problem, compared=compared)[1]
+
+    def _confirm_aside(
+        self, item: pytest.Item, first: tuple[Result, ...], settings: MeasureSettings
+    ) -> None:
+        """Confirm ``first`` beside the worker's next tests; the test is reported with the
+        verdicts once its fresh processes have ended."""
+        session = self.session
+        assert session is not None
+        nodeid, progress = item.nodeid, self._progress(item.name)
+
+        def confirm(stop: threading.Event) -> tuple[Result, ...]:
+            from ..run.children import Stopped
+
+            try:
+                return session.confirm(
+                    first, nodeid=nodeid, settings=settings, progress=progress, stop=stop
+                )
+            except Stopped:  # the worker was interrupted
+                return tuple(session.gate.unconfirmed(r, "interrupted") for r in first)
+
+        item.stash[RESULTS_KEY] = first  # until the confirmation ends
+        assert self.aside is not None
+        self.aside.start(item, first, confirm, lambda done: self._settled(item, tuple(done), None))
+
+    def _settled(
+        self,
+        item: pytest.Item,
+        results: tuple[Result, ...],
+        problem: str | None,
+        *,
+        compared: bool = False,
+    ) -> tuple[tuple[Result, ...], list[str]]:
+        """The test's final results (evidence kept for those that fail, with Nsight
+        Compute's metrics where asked), kept for its call's report, and the lines of what
+        fails the test."""
+        assert self.session is not None
+        gate = self.session.gate
         results = self.session.kept_evidence(results)
         if (
             not compared
@@ -195,10 +241,10 @@ class Measuring:
                 results = self.session.with_ncu(results, item.nodeid)
         item.stash[RESULTS_KEY] = results
         if problem:
-            return [problem]
+            return results, [problem]
         from ..report.summary import failure_message
 
-        return [
+        return results, [
             "\n  ".join(filter(None, [failure_message(r), gate.refusal(r.verdict)]))
             for r in results
             if gate.fails(r.verdict)
@@ -241,8 +287,12 @@ class Measuring:
 
 def _is_benchmark(item: pytest.Item) -> bool:
     """A test that uses the fixture or carries the marker: what a gpubench run times."""
-    fixtures = getattr(item, "fixturenames", ())
-    return MARKER in fixtures or item.get_closest_marker(MARKER) is not None
+    return uses_fixture(item) or item.get_closest_marker(MARKER) is not None
+
+
+def uses_fixture(item: pytest.Item) -> bool:
+    """A test that uses the ``gpubench`` fixture: one that can measure."""
+    return MARKER in getattr(item, "fixturenames", ())
 
 
 def skip_reason(report: pytest.TestReport) -> str:

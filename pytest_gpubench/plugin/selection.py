@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from .measuring import MARKER
+from .measuring import uses_fixture
 
 SKIPPED_OTHERS = "not a benchmark (--gpubench-only)"
 SKIPPED_BENCHMARKS = "a benchmark (--gpubench-skip)"
@@ -24,6 +24,6 @@ class Selection:
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         reason = SKIPPED_OTHERS if self.only else SKIPPED_BENCHMARKS
         for item in items:
-            benchmarks = MARKER in getattr(item, "fixturenames", ())
+            benchmarks = uses_fixture(item)
             if benchmarks != self.only:
                 item.add_marker(pytest.mark.skip(reason=reason))

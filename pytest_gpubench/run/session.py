@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import statistics
+import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -563,11 +564,14 @@ class BenchSession:
         nodeid: str,
         settings: MeasureSettings,
         progress: Callable[[int, int], None],
+        stop: threading.Event | None = None,
     ) -> tuple[Result, ...]:
         """Time the test ``nodeid`` again in fresh processes, batch after batch, while the
         gate wants more sessions of any of its results (up to its cap), judging each wanted
         result on all its sessions after every batch; the others stay as they are. Why fresh
-        processes measured nothing is said in the note of the results they were to confirm."""
+        processes measured nothing is said in the note of the results they were to confirm.
+        Once ``stop`` is set (from another thread), the processes are killed and
+        ``run.children.Stopped`` raised."""
         gate = self.gate
         if self.launcher is None:
             return tuple(
@@ -585,7 +589,7 @@ class BenchSession:
             batch = max(gate.next_batch(r) for r, w in zip(results, wanted, strict=True) if w)
             started = time.perf_counter()
             runs = self.launcher.confirming(
-                [nodeid], batch, self._device_index, progress, first=done
+                [nodeid], batch, self._device_index, progress, first=done, stop=stop
             )
             done += batch
             share = (time.perf_counter() - started) / sum(wanted)

@@ -1,0 +1,270 @@
+"""An xdist worker's role beside measuring: a flagged test is confirmed while the worker goes
+on with its next tests.
+
+Fresh processes confirm a flagged verdict in 15-30 s on an H200 (docs/performance.md). A
+worker that waited for them took no test meanwhile, and xdist handed the other workers the
+rest: one GPU timed most of the run. Here the worker starts the confirmation in a thread and
+goes on; the flagged test is reported once its fresh processes have ended, with its final
+verdict, which fails it like any failure (under xdist, ``-x`` already stops late). While
+they run, the worker holds the device lock over each whole test, so its GPU work (set-up,
+correctness checks, first calls) never overlaps their timing, and lets go between two tests
+for them to take turns. At most one confirmation runs aside: a test flagged while one runs
+waits for it.
+
+Holding a flagged test's reports means owning the runtest protocol of the gpubench tests, as
+pytest-rerunfailures does (through pytest's ``runtestprotocol``), except where a rerun plugin
+may repeat the test or an ``xfail`` marker would turn its failure into an outcome of its
+own: those confirm as they do without xdist. A held report is sent under the test's own
+index in xdist's worker (its WorkerInteractor's ``item_index``: xdist checks each report
+against it); a worker without one confirms as without xdist.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import threading
+import time
+from collections.abc import Callable, Generator, Sequence
+from typing import TYPE_CHECKING
+
+import pytest
+
+from ..core.records import Result
+from .collect import REPORT_ATTRIBUTE
+
+if TYPE_CHECKING:
+    from _pytest._code.code import TerminalRepr
+
+    from ..timing.gpus import DeviceLock
+
+# How long a worker lets go of the device between two tests while a confirmation runs: a
+# few tries of a fresh process that waits for it (timing.gpus.HOLD_POLL_S).
+TURN_S = 0.02
+# The tests whose protocol this role runs: their reports wait for a confirmation.
+OWNED_KEY: pytest.StashKey[bool] = pytest.StashKey()
+
+# Run in the thread, given the event that stops it: the confirmed results.
+Confirm = Callable[[threading.Event], Sequence[Result]]
+# Run in the worker's thread once the confirmation ended: the final results and the lines of
+# the verdicts that fail the test.
+Settle = Callable[[Sequence[Result]], tuple[Sequence[Result], list[str]]]
+
+
+@dataclasses.dataclass
+class Pending:
+    """A flagged test whose confirmation runs aside: filled in as it goes (the thread sets
+    ``confirmed`` or ``error``; the protocol, the test's reports)."""
+
+    item: pytest.Item
+    index: int  # the test's index in xdist's worker
+    first: Sequence[Result]  # its first look
+    settle: Settle
+    thread: threading.Thread | None = None
+    confirmed: Sequence[Result] | None = None
+    error: BaseException | None = None
+    reports: list[pytest.TestReport] | None = None
+
+
+class ConfirmingAside:
+    """Confirmations beside the tests of an xdist worker (``worker``: xdist's interactor),
+    on the device of ``lock``; ``benchmark`` tells the tests that may be flagged."""
+
+    def __init__(
+        self,
+        worker: object,
+        lock: Callable[[], DeviceLock],
+        benchmark: Callable[[pytest.Item], bool],
+    ) -> None:
+        self.worker = worker
+        self.lock = lock
+        self.benchmark = benchmark
+        self.pending: Pending | None = None
+        self.stop = threading.Event()
+        self.holding = False
+
+    def takes(self, item: pytest.Item) -> bool:
+        """Whether a flagged verdict of ``item`` can be confirmed aside: this role runs its
+        protocol, and xdist's worker knows it by its index."""
+        return bool(item.stash.get(OWNED_KEY, False)) and self._index(item) is not None
+
+    def start(
+        self, item: pytest.Item, first: Sequence[Result], confirm: Confirm, settle: Settle
+    ) -> None:
+        """Confirm ``item``'s flagged ``first`` look in a thread (``confirm``); its reports
+        are sent with what ``settle`` makes of the confirmed results once it ends."""
+        index = self._index(item)
+        assert index is not None  # takes(item)
+        self._make_room()
+        pending = Pending(item, index, first, settle)
+
+        def run() -> None:
+            try:
+                pending.confirmed = confirm(self.stop)
+            except BaseException as exc:  # said in the test's failure, in the worker's thread
+                pending.error = exc
+
+        pending.thread = threading.Thread(target=run, name="gpubench-confirm-aside", daemon=True)
+        self.pending = pending
+        pending.thread.start()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> bool | None:
+        """A gpubench test's protocol, its reports held where its verdict is confirmed aside
+        (pytest runs the others: None)."""
+        if not self._owns(item):
+            return None
+        from _pytest.runner import runtestprotocol  # as pytest-rerunfailures does
+
+        item.stash[OWNED_KEY] = True
+        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        reports = runtestprotocol(item, nextitem=nextitem, log=False)
+        pending = self.pending
+        if pending is not None and pending.item is item:
+            pending.reports = reports  # sent once its confirmation ends
+        else:
+            self._log(item, reports)
+        return True
+
+    @pytest.hookimpl(wrapper=True, specname="pytest_runtest_protocol")
+    def pytest_runtest_protocol_around(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Generator[None, object, object]:
+        """Before each test, the flagged test whose confirmation ended is reported; while one
+        runs, the test holds the device, and lets go of it afterwards for a moment."""
+        self._report_ended()
+        if self.pending is None:
+            return (yield)
+        self.lock().acquire(wait_s=-1)
+        self.holding = True
+        try:
+            return (yield)
+        finally:
+            self.holding = False
+            self.lock().release()
+            if self.pending is not None:
+                time.sleep(TURN_S)  # a fresh process waiting for the device takes it now
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        """After the worker's last test, its flagged test waits for its confirmation and is
+        reported; an interrupted worker stops the confirmation (its verdict stays
+        unconfirmed) and reports it all the same."""
+        try:
+            return (yield)
+        except BaseException:
+            self.stop.set()
+            raise
+        finally:
+            with contextlib.suppress(Exception):
+                self._finish()
+
+    def _owns(self, item: pytest.Item) -> bool:
+        return (
+            self.benchmark(item)
+            and item.get_closest_marker("xfail") is None
+            and not may_rerun(item)
+            and self._index(item) is not None
+        )
+
+    def _index(self, item: pytest.Item) -> int | None:
+        index = getattr(self.worker, "item_index", None)
+        items = item.session.items
+        if isinstance(index, int) and 0 <= index < len(items) and items[index] is item:
+            return index
+        return None
+
+    def _report_ended(self) -> None:
+        pending = self.pending
+        if pending is not None and pending.reports is not None:
+            assert pending.thread is not None
+            if not pending.thread.is_alive():
+                self._finish()
+
+    def _make_room(self) -> None:
+        """Wait for the confirmation that runs aside, and report its test: another starts.
+        The device is let go of meanwhile (its fresh processes need it)."""
+        if self.pending is None:
+            return
+        holding = self.holding
+        if holding:
+            self.lock().release()
+        try:
+            self._finish()
+        finally:
+            if holding:
+                self.lock().acquire(wait_s=-1)
+
+    def _finish(self) -> None:
+        """Wait for the confirmation aside to end; report its test."""
+        pending, self.pending = self.pending, None
+        if pending is None:
+            return
+        assert pending.thread is not None
+        pending.thread.join()
+        if pending.reports is None:
+            return  # its protocol did not end (interrupted): pytest says so
+        if pending.error is not None:
+            results, failures = pending.settle(pending.first)
+            failures.append(
+                f"gpubench: its confirmation failed: {type(pending.error).__name__}: "
+                f"{pending.error}"
+            )
+        else:
+            assert pending.confirmed is not None
+            results, failures = pending.settle(pending.confirmed)
+        for report in pending.reports:
+            if report.when != "call":
+                continue
+            setattr(report, REPORT_ATTRIBUTE, tuple(results))
+            if failures and report.passed:
+                report.outcome = "failed"
+                report.longrepr = failure_repr(pending.item, "\n".join(failures))
+        current = getattr(self.worker, "item_index", None)
+        setattr(self.worker, "item_index", pending.index)  # noqa: B010 (xdist's own)
+        try:
+            self._log(pending.item, pending.reports)
+        finally:
+            setattr(self.worker, "item_index", current)  # noqa: B010
+
+    @staticmethod
+    def _log(item: pytest.Item, reports: Sequence[pytest.TestReport]) -> None:
+        for report in reports:
+            item.ihook.pytest_runtest_logreport(report=report)
+        item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+
+
+def may_rerun(item: pytest.Item) -> bool:
+    """Whether a rerun plugin may repeat ``item``: it runs the test's protocol then. Asked
+    of pytest-rerunfailures itself; any other (flaky) is assumed to."""
+    manager = item.config.pluginmanager
+    if manager.hasplugin("flaky"):
+        return True
+    plugin = manager.get_plugin("rerunfailures")
+    if plugin is None:
+        return False
+    count = getattr(plugin, "get_reruns_count", None)
+    try:
+        return count is None or bool(count(item))
+    except Exception:  # its API moved: it may
+        return True
+
+
+def failure_repr(item: pytest.Item, message: str) -> str | TerminalRepr:
+    """What pytest makes of ``pytest.fail(message, pytrace=False)`` in ``item``'s call."""
+    try:
+        pytest.fail(message, pytrace=False)
+    except pytest.fail.Exception:
+        excinfo = pytest.ExceptionInfo.from_current()
+    return item.repr_failure(excinfo)
+
+
+def xdist_worker(config: pytest.Config) -> object | None:
+    """xdist's interactor in this worker process (registered without a name), if any."""
+    for plugin in config.pluginmanager.get_plugins():
+        if type(plugin).__name__ == "WorkerInteractor" and hasattr(plugin, "sendevent"):
+            found: object = plugin
+            return found
+    return None
