@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 
 import pytest
-from support import BENCH, output
+from support import BENCH, output, read_baseline
+from test_lifecycle import Parent, assert_children_gone_and_clean
 
 pytestmark = [pytest.mark.slow]
 
@@ -127,3 +129,15 @@ def test_without_xdist_the_confirmation_is_in_place_and_reported_alike(
     result.assert_outcomes(passed=1, failed=1)
     assert re.findall(r"(test_bench.py::\w+) (?:PASSED|FAILED)", output(result)) == [SUM, JOIN]
     result.stdout.fnmatch_lines([f"FAILED {SUM} - Failed: test_sum regressed: *"])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=str)
+def test_a_killed_controller_takes_the_workers_confirming_processes_with_it(
+    flagged: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, sig: signal.Signals
+) -> None:
+    monkeypatch.setenv("FAKE_CHILD_START_S", "30")
+    before = read_baseline(flagged)
+    parent = Parent(flagged, "--gpubench", "-p", "xdist", "-n", "1")
+    parent.signal_once(sig, children=2)
+    assert_children_gone_and_clean(parent)
+    assert read_baseline(flagged) == before

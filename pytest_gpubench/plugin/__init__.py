@@ -138,7 +138,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         interactor = xdist_worker(config)
         if interactor is not None:
-            aside = ConfirmingAside(interactor, session.device_lock, uses_fixture)
+            aside = ConfirmingAside(interactor, session, uses_fixture)
             manager.register(aside, ASIDE)
     manager.register(Measuring(settings, session, announce, pin=pin, aside=aside), MEASURING)
     if worker:

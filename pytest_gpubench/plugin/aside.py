@@ -36,7 +36,7 @@ from .collect import REPORT_ATTRIBUTE
 if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr
 
-    from ..timing.gpus import DeviceLock
+    from ..run.session import BenchSession
 
 # How long a worker lets go of the device between two tests while a confirmation runs: a
 # few tries of a fresh process that waits for it (timing.gpus.HOLD_POLL_S).
@@ -68,16 +68,17 @@ class Pending:
 
 class ConfirmingAside:
     """Confirmations beside the tests of an xdist worker (``worker``: xdist's interactor),
-    on the device of ``lock``; ``benchmark`` tells the tests that may be flagged."""
+    on the device of ``session``; ``benchmark`` tells the tests that may be flagged. What a
+    test waits for the device before it starts is charged to its first measurement."""
 
     def __init__(
         self,
         worker: object,
-        lock: Callable[[], DeviceLock],
+        session: BenchSession,
         benchmark: Callable[[pytest.Item], bool],
     ) -> None:
         self.worker = worker
-        self.lock = lock
+        self.session = session
         self.benchmark = benchmark
         self.pending: Pending | None = None
         self.stop = threading.Event()
@@ -137,13 +138,16 @@ class ConfirmingAside:
         self._report_ended()
         if self.pending is None:
             return (yield)
-        self.lock().acquire(wait_s=-1)
+        asked = time.perf_counter()
+        self.session.device_lock().acquire(wait_s=-1)
+        self.session.waited_s += time.perf_counter() - asked
         self.holding = True
         try:
             return (yield)
         finally:
             self.holding = False
-            self.lock().release()
+            self.session.waited_s = 0.0  # a test that measured nothing waited for no timing
+            self.session.device_lock().release()
             if self.pending is not None:
                 time.sleep(TURN_S)  # a fresh process waiting for the device takes it now
 
@@ -190,12 +194,12 @@ class ConfirmingAside:
             return
         holding = self.holding
         if holding:
-            self.lock().release()
+            self.session.device_lock().release()
         try:
             self._finish()
         finally:
             if holding:
-                self.lock().acquire(wait_s=-1)
+                self.session.device_lock().acquire(wait_s=-1)
 
     def _finish(self) -> None:
         """Wait for the confirmation aside to end; report its test."""

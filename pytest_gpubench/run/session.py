@@ -133,6 +133,10 @@ class BenchSession:
         self._timer_factory = timer_factory
         self._baseline: store.Baseline | None = None
         self._lock: DeviceLock | None = None
+        # Seconds this process waited for the device before its next measurement asked for
+        # it (an xdist worker holds it over each whole test while a confirmation runs aside:
+        # plugin/aside.py): charged to that measurement's lock_wait_s.
+        self.waited_s = 0.0
 
     @property
     def device(self) -> Device:
@@ -177,6 +181,10 @@ class BenchSession:
         if self._lock is None:
             self._lock = DeviceLock(self.env.machine)
         return self._lock
+
+    def _waited(self) -> float:
+        waited, self.waited_s = self.waited_s, 0.0
+        return waited
 
     def first_call(self, workload: Workload) -> tuple[object, float]:
         """Run the untimed first call; return its result and how long it took in seconds
@@ -235,7 +243,7 @@ class BenchSession:
             matmul=matmul,
             peak_bytes=peak,
             energy=energy,
-            costs=_costs(first_call_s, waited, started, prepared, sampled),
+            costs=_costs(first_call_s, waited - self._waited(), started, prepared, sampled),
         )
         return self._traced(workload, measured, settings)
 
@@ -436,7 +444,7 @@ class BenchSession:
             peak_bytes=peak,
             energy=energy,
             # The pair's costs are the function's; the ratio's, its reference's first call.
-            costs=_costs(first_call_s, waited, started, prepared, sampled),
+            costs=_costs(first_call_s, waited - self._waited(), started, prepared, sampled),
             spec=spec,
             threshold=settings.threshold,
             readings=readings,
