@@ -6,7 +6,8 @@ Plain runs (``xdist:SUITE:WORKERS:CACHE`` steps): each run with workers against 
 run of the same cache state that follows it (warm runs in order: the k-th -n 2 with the k-th
 -n 0): whether their verdicts are the same, the test phase, the timing on the busiest GPU
 (lock wait, timer set-up and sampling summed over its tests: the two GPUs time at once) and
-the first calls (compiling), with pytest's wall time.
+the first calls (compiling), with pytest's wall time; where the busiest GPU waited for
+the device, how long.
 
 A/B runs (``aa`` steps, with and without -n): their verdicts against each other, their wall
 time, and from the JSON where each side ran: each pair's two sessions, base and head, on
@@ -29,6 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from xdist_compare import gpu_of, read_run
+
+# A run whose busiest GPU waited longer than this for the device says how long, and what its
+# timing is without the wait (a worker's tests wait while fresh processes confirm beside them).
+WAITS_SHOWN_S = 1.0
 
 
 def rows_of(logs: Path) -> list[dict[str, str]]:
@@ -95,6 +100,7 @@ def plain_runs(logs: Path, rows: list[dict[str, str]]) -> None:
         "timing, busiest GPU | first calls, summed per GPU | pytest wall |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
+    waits: list[str] = []
     for cache in ("cold", "warm"):
         xdist = [r for r in runs if r["thr"] == cache and r["frac"] != "0"]
         serial = [r for r in runs if r["thr"] == cache and r["frac"] == "0"]
@@ -131,6 +137,16 @@ def plain_runs(logs: Path, rows: list[dict[str, str]]) -> None:
                 f"{a['phase_s']} vs {b['phase_s']} s{ratio} | {timing} | "
                 f"{first[0]} vs {first[1]} s | {a['wall_s']} vs {b['wall_s']} s |"
             )
+            if a["waiting_s"] > WAITS_SHOWN_S:
+                waits.append(
+                    f"{a_row['name']}: of the busiest GPU's {a['measuring_s']} s, "
+                    f"{a['waiting_s']} s waited for the device (fresh processes confirming "
+                    f"beside the worker's tests); less them, "
+                    f"{a['measuring_s'] - a['waiting_s']:.2f} s "
+                    f"({(a['measuring_s'] - a['waiting_s']) / b['measuring_s']:.2f})"
+                )
+    if waits:
+        print("\n" + "\n".join(f"- {line}" for line in waits))
 
 
 def offsets(logs: Path, rows: list[dict[str, str]]) -> None:
