@@ -8,8 +8,9 @@ goes on; the flagged test is reported once its fresh processes have ended, with 
 verdict, which fails it like any failure (under xdist, ``-x`` already stops late). While
 they run, the worker holds the device lock over each whole test, so its GPU work (set-up,
 correctness checks, first calls) never overlaps their timing, and lets go between two tests
-for them to take turns. At most one confirmation runs aside: a test flagged while one runs
-waits for it.
+for them to take turns. At most MAX_ASIDE confirmations run aside: a test flagged while
+they run waits for the first of them (so a suite that regressed as a whole starts no more
+processes than that).
 
 Holding a flagged test's reports means owning the runtest protocol of the gpubench tests, as
 pytest-rerunfailures does (through pytest's ``runtestprotocol``), except where a rerun plugin
@@ -41,6 +42,10 @@ if TYPE_CHECKING:
 # How long a worker lets go of the device between two tests while a confirmation runs: a
 # few tries of a fresh process that waits for it (timing.gpus.HOLD_POLL_S).
 TURN_S = 0.02
+# Confirmations running aside at once, each in its own fresh processes: two flagged tests
+# near the end of a worker's share overlap theirs (measured on two H200s: in turns, the
+# second added its whole 16 s to the run).
+MAX_ASIDE = 2
 # The tests whose protocol this role runs: their reports wait for a confirmation.
 OWNED_KEY: pytest.StashKey[bool] = pytest.StashKey()
 
@@ -80,7 +85,7 @@ class ConfirmingAside:
         self.worker = worker
         self.session = session
         self.benchmark = benchmark
-        self.pending: Pending | None = None
+        self.pending: list[Pending] = []  # in the order flagged
         self.stop = threading.Event()
         self.holding = False
 
@@ -96,7 +101,8 @@ class ConfirmingAside:
         are sent with what ``settle`` makes of the confirmed results once it ends."""
         index = self._index(item)
         assert index is not None  # takes(item)
-        self._make_room()
+        while len(self.pending) >= MAX_ASIDE:
+            self._make_room()
         pending = Pending(item, index, first, settle)
 
         def run() -> None:
@@ -106,7 +112,7 @@ class ConfirmingAside:
                 pending.error = exc
 
         pending.thread = threading.Thread(target=run, name="gpubench-confirm-aside", daemon=True)
-        self.pending = pending
+        self.pending.append(pending)
         pending.thread.start()
 
     @pytest.hookimpl(tryfirst=True)
@@ -122,8 +128,8 @@ class ConfirmingAside:
         item.stash[OWNED_KEY] = True
         item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
         reports = runtestprotocol(item, nextitem=nextitem, log=False)
-        pending = self.pending
-        if pending is not None and pending.item is item:
+        pending = next((p for p in self.pending if p.item is item), None)
+        if pending is not None:
             pending.reports = reports  # sent once its confirmation ends
         else:
             self._log(item, reports)
@@ -133,10 +139,10 @@ class ConfirmingAside:
     def pytest_runtest_protocol_around(
         self, item: pytest.Item, nextitem: pytest.Item | None
     ) -> Generator[None, object, object]:
-        """Before each test, the flagged test whose confirmation ended is reported; while one
-        runs, the test holds the device, and lets go of it afterwards for a moment."""
+        """Before each test, the flagged tests whose confirmations ended are reported; while
+        one runs, the test holds the device, and lets go of it afterwards for a moment."""
         self._report_ended()
-        if self.pending is None:
+        if not self.pending:
             return (yield)
         asked = time.perf_counter()
         self.session.device_lock().acquire(wait_s=-1)
@@ -148,14 +154,14 @@ class ConfirmingAside:
             self.holding = False
             self.session.waited_s = 0.0  # a test that measured nothing waited for no timing
             self.session.device_lock().release()
-            if self.pending is not None:
+            if self.pending:
                 time.sleep(TURN_S)  # a fresh process waiting for the device takes it now
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
-        """After the worker's last test, its flagged test waits for its confirmation and is
-        reported; an interrupted worker stops the confirmation (its verdict stays
-        unconfirmed) and reports it all the same."""
+        """After the worker's last test, its flagged tests wait for their confirmations and
+        are reported; an interrupted worker stops the confirmations (their verdicts stay
+        unconfirmed) and reports them all the same."""
         try:
             return (yield)
         except BaseException:
@@ -163,7 +169,8 @@ class ConfirmingAside:
             raise
         finally:
             with contextlib.suppress(Exception):
-                self._finish()
+                while self.pending:
+                    self._finish()
 
     def _owns(self, item: pytest.Item) -> bool:
         return (
@@ -181,17 +188,16 @@ class ConfirmingAside:
         return None
 
     def _report_ended(self) -> None:
-        pending = self.pending
-        if pending is not None and pending.reports is not None:
-            assert pending.thread is not None
-            if not pending.thread.is_alive():
-                self._finish()
+        """Report the flagged tests whose confirmations ended, in the order flagged."""
+        while self.pending and self.pending[0].reports is not None:
+            thread = self.pending[0].thread
+            if thread is None or thread.is_alive():
+                return
+            self._finish()
 
     def _make_room(self) -> None:
-        """Wait for the confirmation that runs aside, and report its test: another starts.
-        The device is let go of meanwhile (its fresh processes need it)."""
-        if self.pending is None:
-            return
+        """Wait for the first confirmation that runs aside, and report its test. The device
+        is let go of meanwhile (fresh processes need it)."""
         holding = self.holding
         if holding:
             self.session.device_lock().release()
@@ -202,10 +208,8 @@ class ConfirmingAside:
                 self.session.device_lock().acquire(wait_s=-1)
 
     def _finish(self) -> None:
-        """Wait for the confirmation aside to end; report its test."""
-        pending, self.pending = self.pending, None
-        if pending is None:
-            return
+        """Wait for the first confirmation aside to end; report its test."""
+        pending = self.pending.pop(0)
         assert pending.thread is not None
         pending.thread.join()
         if pending.reports is None:
