@@ -109,14 +109,23 @@ def test_a_confirmed_regression_still_stops_the_run(flagged: pytest.Pytester, op
     result.stdout.fnmatch_lines(["*stopping after 1 failures*"])
 
 
-def test_two_flagged_tests_are_confirmed_one_after_the_other(
+def test_two_flagged_tests_are_confirmed_at_once_and_reported_in_the_order_flagged(
     saved: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """At most one confirmation runs aside: the second flagged test waits for the first."""
+    """Two confirmations run aside at once (aside.MAX_ASIDE); the second flagged test's
+    processes are started before the first's end, and its report follows the first's."""
     pytest.importorskip("xdist")
     monkeypatch.setenv("FAKE_SCALE", "1.3")
+    spans = saved.path / "spans.txt"
+    monkeypatch.setenv("FAKE_CHILD_SPANS", str(spans))
+    monkeypatch.setenv("FAKE_CHILD_START_S", "3")
     result = saved.runpytest_subprocess("--gpubench", *XDIST)
     result.assert_outcomes(failed=2)
+    lines = [line.split() for line in spans.read_text().splitlines()]
+    starts = sorted(float(t) for _, event, t in lines if event == "start")
+    ends = sorted(float(t) for _, event, t in lines if event == "end")
+    assert len(starts) == len(ends) == 4
+    assert starts[-1] < ends[0]  # every process started before any ended: at once
     assert order(result) == [SUM, JOIN], output(result)
     found = results(saved)
     assert all(len(found[k]["confirmations"]) == 2 for k in (SUM, JOIN))  # type: ignore[arg-type]
