@@ -1,9 +1,10 @@
 """The host's cost of one cupti-graph sample, by step, in this process (issue 20).
 
 A cupti-graph sample is a graph replay under ``torch.profiler``, its trace exported to a
-file and read back (timing/cuda.py). On two H200s, two xdist workers each timing on its own
-GPU took 2.3 times as long per sample of a 1 us kernel as one process alone (20 samples:
-1.02 s against 0.44 s): this says which step grows. Run it alone, then one per GPU at once:
+file and read back (timing/cuda.py). On two H200s, a 1 us test's 20 samples (with their
+warm-up) took 1.02 s on an xdist worker beside another, against 0.44 s in a serial run
+(bench/results/h200x2-2026-11-28f): this says whether the sample's own steps grow when
+both GPUs sample. Run it alone, then one per GPU at once:
 
     python bench/sample_cost.py [SAMPLES]                       # one process
     bash -c 'for g in 0 1; do CUDA_VISIBLE_DEVICES=$g python bench/sample_cost.py & done; wait'

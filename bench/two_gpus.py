@@ -6,8 +6,8 @@ Plain runs (``xdist:SUITE:WORKERS:CACHE`` steps): each run with workers against 
 run of the same cache state that follows it (warm runs in order: the k-th -n 2 with the k-th
 -n 0): whether their verdicts are the same, the test phase, the timing on the busiest GPU
 (lock wait, timer set-up and sampling summed over its tests: the two GPUs time at once) and
-the first calls (compiling), with pytest's wall time; where the busiest GPU waited for
-the device, how long.
+the first calls (compiling), with pytest's wall time; where a GPU waited for the device
+lock, how long, and the busiest GPU's timing less the waits.
 
 A/B runs (``aa`` steps, with and without -n): their verdicts against each other, their wall
 time, and from the JSON where each side ran: each pair's two sessions, base and head, on
@@ -31,8 +31,9 @@ from typing import Any
 
 from xdist_compare import gpu_of, read_run
 
-# A run whose busiest GPU waited longer than this for the device says how long, and what its
-# timing is without the wait (a worker's tests wait while fresh processes confirm beside them).
+# A run whose GPU waited longer than this for the device lock says how long, and what the
+# busiest GPU timed less the waits (a worker's tests wait while fresh processes confirm
+# beside them: branch confirm-aside).
 WAITS_SHOWN_S = 1.0
 
 
@@ -137,13 +138,11 @@ def plain_runs(logs: Path, rows: list[dict[str, str]]) -> None:
                 f"{a['phase_s']} vs {b['phase_s']} s{ratio} | {timing} | "
                 f"{first[0]} vs {first[1]} s | {a['wall_s']} vs {b['wall_s']} s |"
             )
-            if a["waiting_s"] > WAITS_SHOWN_S:
+            if a["waited_s"] > WAITS_SHOWN_S:
                 waits.append(
-                    f"{a_row['name']}: of the busiest GPU's {a['measuring_s']} s, "
-                    f"{a['waiting_s']} s waited for the device (fresh processes confirming "
-                    f"beside the worker's tests); less them, "
-                    f"{a['measuring_s'] - a['waiting_s']:.2f} s "
-                    f"({(a['measuring_s'] - a['waiting_s']) / b['measuring_s']:.2f})"
+                    f"{a_row['name']}: a GPU waited {a['waited_s']} s for the device lock; less "
+                    f"the waits, the busiest GPU timed {a['unwaited_s']} s "
+                    f"({a['unwaited_s'] / b['measuring_s']:.2f} of the serial run's timing)"
                 )
     if waits:
         print("\n" + "\n".join(f"- {line}" for line in waits))

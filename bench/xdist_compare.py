@@ -47,19 +47,23 @@ def read_run(stem: Path, n: int | str) -> dict:
         sum(steps.get(k, 0.0) for k in ("lock_wait_s", "timer_setup_s", "sampling_s"))
         for steps in costs.values()
     ]
-    busiest = max(
-        costs.values(),
-        key=lambda steps: sum(
-            steps.get(k, 0.0) for k in ("lock_wait_s", "timer_setup_s", "sampling_s")
-        ),
-        default={},
-    )
     return {
         "costs": costs,
         "measuring_s": round(max(timing, default=0.0), 2),
-        # Of it, waiting for the device: fresh processes confirming beside the worker's tests
-        # (plugin/aside.py), or another process timing on the GPU.
-        "waiting_s": round(busiest.get("lock_wait_s", 0.0), 2),
+        # Less the waits for the device lock, the GPU that timed longest: where another
+        # process timed on a GPU meanwhile (fresh processes confirming beside a worker's tests,
+        # on branch confirm-aside), what this run's own processes spent timing.
+        "waited_s": round(max((s.get("lock_wait_s", 0.0) for s in costs.values()), default=0.0), 2),
+        "unwaited_s": round(
+            max(
+                (
+                    t - s.get("lock_wait_s", 0.0)
+                    for t, s in zip(timing, costs.values(), strict=True)
+                ),
+                default=0.0,
+            ),
+            2,
+        ),
         "confirmed": sum(1 for r in data["results"] if r.get("confirmations")),
         "timing_s": None if phase is None else round(phase - waited, 2),
         "verdicts": {r["test"]: r["status"] for r in data["results"]},

@@ -79,21 +79,6 @@ def pytest_configure(config):
         time.sleep(float(os.environ.get("FAKE_CHILD_START_S", "0")))
         if os.environ.get("FAKE_CHILD_CRASH"):
             raise RuntimeError("no GPU here")
-        span("start")
-
-
-def pytest_unconfigure(config):
-    if CHILD:
-        span("end")
-
-
-def span(event):
-    """FAKE_CHILD_SPANS: a child's start (once it slept FAKE_CHILD_START_S) and end, with
-    the wall clock's time, one line each."""
-    spans = os.environ.get("FAKE_CHILD_SPANS")
-    if spans:
-        with open(spans, "a") as log:
-            log.write(f"{os.getpid()} {event} {time.time()!r}\\n")
 
 
 def factor_of_this_test(variable):

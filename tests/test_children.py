@@ -11,7 +11,6 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -593,13 +592,7 @@ class ScriptedLauncher:
         self.failing = failing
 
     def confirming(
-        self,
-        nodeids: Any,
-        count: int,
-        device_index: Any,
-        progress: Any,
-        first: int = 0,
-        stop: Any = None,
+        self, nodeids: Any, count: int, device_index: Any, progress: Any, first: int = 0
     ) -> list[children.ChildRun]:
         self.batches.append((first, count))
         if len(self.batches) in self.failing:
@@ -879,20 +872,3 @@ def test_a_real_child_ends_as_pytest_would_after_a_later_sessionfinish(
     assert done.returncode == code, done.stdout + done.stderr
     assert says in done.stdout + done.stderr
     assert json.loads(out.read_text())["results"] == []  # written before, as always
-
-
-def test_a_wait_stopped_from_another_thread_ends_at_once(tmp_path: Path) -> None:
-    """An xdist worker interrupted while a confirmation runs aside (plugin/aside.py) stops
-    its thread's wait; the caller (run_children) then kills the children."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True
-    )
-    stop = threading.Event()
-    stop.set()
-    try:
-        with pytest.raises(children.Stopped):
-            children.finish_child(proc, tmp_path / "child-0.json", stop=stop)
-        assert proc.poll() is None  # still running: the wait ended, not the child
-    finally:
-        proc.kill()
-        proc.wait()

@@ -37,7 +37,7 @@ from ..core.settings import OPTIONS, MarkerSpec, MeasureSettings, Settings
 from ..store import files as storage
 from . import hookspecs
 from .collect import Collected
-from .measuring import BENCH_KEY, MARKER, SPEC_KEY, Measuring, resolve_markers, uses_fixture
+from .measuring import BENCH_KEY, MARKER, SPEC_KEY, Measuring, resolve_markers
 
 if TYPE_CHECKING:
     from ..core.device import Device
@@ -52,7 +52,6 @@ CHILD = "gpubench-child"
 DISTRIBUTED = "gpubench-distributed"
 BENCHMARK = "gpubench-benchmark-fixture"
 SELECTION = "gpubench-selection"
-ASIDE = "gpubench-confirming-aside"
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -131,16 +130,8 @@ def pytest_configure(config: pytest.Config) -> None:
         manager.register(Selection(only=settings.only), SELECTION)
     # An xdist worker, or a fresh process, times on the GPU it was given (gpus.pin_worker).
     pin = worker or settings.child is not None
+    manager.register(Measuring(settings, session, announce, pin=pin), MEASURING)
     against = settings.against is not None and session is not None
-    aside = None
-    if worker and session is not None and not against and settings.confirm:
-        from .aside import ConfirmingAside, xdist_worker
-
-        interactor = xdist_worker(config)
-        if interactor is not None:
-            aside = ConfirmingAside(interactor, session, uses_fixture)
-            manager.register(aside, ASIDE)
-    manager.register(Measuring(settings, session, announce, pin=pin, aside=aside), MEASURING)
     if worker:
         if against and session is not None:
             from .distributed import FOLDER_INPUT, WorkerVerdicts

@@ -28,7 +28,6 @@ from ..run.children import (
     watch_parent,
 )
 from ..store import files as storage
-from ..timing.gpus import HOLD_POLL_S
 from .collect import Collected
 
 if TYPE_CHECKING:
@@ -129,7 +128,7 @@ class Child:
         if self.session is None or not self.hold_device:
             return
         try:
-            self.session.device_lock().acquire(wait_s=-1, poll_s=HOLD_POLL_S)
+            self.session.device_lock().acquire(wait_s=-1)
             self.held = True
         except GpubenchError:
             return  # each measurement still waits for the device itself

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import threading
 from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING
 
@@ -22,13 +21,12 @@ import pytest
 
 from ..core.errors import GpubenchError
 from ..core.records import Result
-from ..core.settings import MarkerSpec, MeasureSettings, Settings, check_marker_keywords
+from ..core.settings import MarkerSpec, Settings, check_marker_keywords
 from .collect import REPORT_ATTRIBUTE, SKIPPED_ATTRIBUTE
 
 if TYPE_CHECKING:
     from ..run.fixture import GpuBench
     from ..run.session import BenchSession
-    from .aside import ConfirmingAside
 
 MARKER = "gpubench"
 # How a test's body ends other than by returning: an error, or pytest's own outcomes (which
@@ -70,8 +68,7 @@ class Measuring:
     """Times the gpubench tests of this process: the user's own run, an xdist worker, or a
     fresh process the plugin started. ``session`` is None without ``--gpubench``;
     ``announce`` writes a line for the user (a no-op where no one reads it); ``pin``: this
-    process times on the GPU it was given (an xdist worker's, a fresh process's parent's);
-    ``aside``: an xdist worker's confirmations, beside its next tests (plugin/aside.py)."""
+    process times on the GPU it was given (an xdist worker's, a fresh process's parent's)."""
 
     def __init__(
         self,
@@ -80,13 +77,11 @@ class Measuring:
         announce: Callable[[str], None],
         *,
         pin: bool,
-        aside: ConfirmingAside | None = None,
     ) -> None:
         self.settings = settings
         self.session = session
         self.announce = announce
         self.pin = pin
-        self.aside = aside
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -176,9 +171,6 @@ class Measuring:
             and not problem
             and any(gate.needs_confirmation(r) for r in results)
         ):
-            if self.aside is not None and self.aside.takes(item):
-                self._confirm_aside(item, results, settings)
-                return []
             try:
                 with timeout_paused(item):
                     results = self.session.confirm(
@@ -192,44 +184,6 @@ class Measuring:
                 # flagged verdicts stay unconfirmed.
                 results = tuple(gate.unconfirmed(r, "interrupted") for r in results)
                 item.session.shouldstop = f"interrupted while confirming {item.nodeid}"
-        return self._settled(item, results, problem, compared=compared)[1]
-
-    def _confirm_aside(
-        self, item: pytest.Item, first: tuple[Result, ...], settings: MeasureSettings
-    ) -> None:
-        """Confirm ``first`` beside the worker's next tests; the test is reported with the
-        verdicts once its fresh processes have ended."""
-        session = self.session
-        assert session is not None
-        nodeid, progress = item.nodeid, self._progress(item.name)
-
-        def confirm(stop: threading.Event) -> tuple[Result, ...]:
-            from ..run.children import Stopped
-
-            try:
-                return session.confirm(
-                    first, nodeid=nodeid, settings=settings, progress=progress, stop=stop
-                )
-            except Stopped:  # the worker was interrupted
-                return tuple(session.gate.unconfirmed(r, "interrupted") for r in first)
-
-        item.stash[RESULTS_KEY] = first  # until the confirmation ends
-        assert self.aside is not None
-        self.aside.start(item, first, confirm, lambda done: self._settled(item, tuple(done), None))
-
-    def _settled(
-        self,
-        item: pytest.Item,
-        results: tuple[Result, ...],
-        problem: str | None,
-        *,
-        compared: bool = False,
-    ) -> tuple[tuple[Result, ...], list[str]]:
-        """The test's final results (evidence kept for those that fail, with Nsight
-        Compute's metrics where asked), kept for its call's report, and the lines of what
-        fails the test."""
-        assert self.session is not None
-        gate = self.session.gate
         results = self.session.kept_evidence(results)
         if (
             not compared
@@ -241,10 +195,10 @@ class Measuring:
                 results = self.session.with_ncu(results, item.nodeid)
         item.stash[RESULTS_KEY] = results
         if problem:
-            return results, [problem]
+            return [problem]
         from ..report.summary import failure_message
 
-        return results, [
+        return [
             "\n  ".join(filter(None, [failure_message(r), gate.refusal(r.verdict)]))
             for r in results
             if gate.fails(r.verdict)

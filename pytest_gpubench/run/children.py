@@ -141,11 +141,6 @@ FILE_WRITING_PLUGINS = (
 )
 
 
-class Stopped(Exception):
-    """The caller stopped waiting for its children (``stop`` set from another thread: the
-    run was cancelled); they were killed."""
-
-
 @dataclass(frozen=True)
 class ChildRun:
     """What one fresh process measured (each result with whether its test passed), or why
@@ -242,18 +237,14 @@ class Launcher:
         device_index: int | None,
         progress: Callable[[int, int], None],
         first: int = 0,
-        stop: threading.Event | None = None,
     ) -> list[ChildRun]:
         """``count`` fresh processes that time the tests ``nodeids`` on the device
         ``device_index``, started together (each holds the device from its first test to
         its last), named from ``child-{first}`` on (a later batch of a sequential
-        confirmation continues the numbering). Once ``stop`` is set, they are killed and
-        :class:`Stopped` raised."""
+        confirmation continues the numbering)."""
         args = self._args(save=False, confirm=0, single=self.xdist)
         names = [f"child-{first + i}" for i in range(count)]
-        return run_children(
-            names, args, self, device_index, progress, Request(tuple(nodeids)), stop
-        )
+        return run_children(names, args, self, device_index, progress, Request(tuple(nodeids)))
 
     def measuring_args(self) -> list[str]:
         """The arguments of a fresh process that times the tests of a request holding the
@@ -508,14 +499,10 @@ def _end_group(proc: subprocess.Popen[bytes]) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _stuck(
-    proc: subprocess.Popen[bytes], signs: Signs, stop: threading.Event | None = None
-) -> bool:
+def _stuck(proc: subprocess.Popen[bytes], signs: Signs) -> bool:
     """Wait for ``proc`` to end (False; it is left unreaped) or to show no sign for
-    CHILD_TIMEOUT_S (True); raise :class:`Stopped` once ``stop`` is set."""
+    CHILD_TIMEOUT_S (True)."""
     while _running(proc):
-        if stop is not None and stop.is_set():
-            raise Stopped
         left = CHILD_TIMEOUT_S - signs.quiet_s()
         if left <= 0:
             return _running(proc)  # one that ended meanwhile is not stuck
@@ -524,10 +511,7 @@ def _stuck(
 
 
 def finish_child(
-    proc: subprocess.Popen[bytes] | ChildRun,
-    out: Path,
-    signs: Signs | None = None,
-    stop: threading.Event | None = None,
+    proc: subprocess.Popen[bytes] | ChildRun, out: Path, signs: Signs | None = None
 ) -> ChildRun:
     """Wait for a started child until it ends, or is stuck: no sign of progress for
     CHILD_TIMEOUT_S (``signs``: by default its own beat file's since now; a batch's, whose
@@ -535,7 +519,7 @@ def finish_child(
     Then read what it measured from ``out``."""
     if isinstance(proc, ChildRun):
         return proc  # it did not start
-    stuck = _stuck(proc, signs or Signs((beat_of(out),)), stop)
+    stuck = _stuck(proc, signs or Signs((beat_of(out),)))
     _end_group(proc)  # also once it ended: what it left behind would outlive it
     if stuck:
         proc.kill()
@@ -622,15 +606,13 @@ def run_children(
     device_index: int | None,
     progress: Callable[[int, int], None] | None,
     request: Request | None,
-    stop: threading.Event | None = None,
 ) -> list[ChildRun]:
     """Fresh processes, one per name, started together, each writing to files of its own
     (named after it) in a folder of this process's, removed when they are done.
 
     ``request``: they time only these tests (a confirmation: each holds the device lock from
     its first test to its exit, so their start-up overlaps and their GPU work does not);
-    otherwise the user's selection (a recorded session). Once ``stop`` is set (from another
-    thread), they are killed and :class:`Stopped` raised."""
+    otherwise the user's selection (a recorded session)."""
     sweep_folders()
     with tempfile.TemporaryDirectory(prefix=folder_prefix()) as directory:
         folder = Path(directory)
@@ -654,7 +636,7 @@ def run_children(
             runs = []
             for proc, out in zip(started, outs, strict=True):
                 signs.renew()  # the one before it ended: its turn may have come
-                runs.append(finish_child(proc, out, signs, stop))
+                runs.append(finish_child(proc, out, signs))
             return runs
         finally:  # interrupted: no child goes on timing behind the user's back
             _kill(started)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import statistics
-import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -133,10 +132,6 @@ class BenchSession:
         self._timer_factory = timer_factory
         self._baseline: store.Baseline | None = None
         self._lock: DeviceLock | None = None
-        # Seconds this process waited for the device before its next measurement asked for
-        # it (an xdist worker holds it over each whole test while a confirmation runs aside:
-        # plugin/aside.py): charged to that measurement's lock_wait_s.
-        self.waited_s = 0.0
 
     @property
     def device(self) -> Device:
@@ -181,10 +176,6 @@ class BenchSession:
         if self._lock is None:
             self._lock = DeviceLock(self.env.machine)
         return self._lock
-
-    def _waited(self) -> float:
-        waited, self.waited_s = self.waited_s, 0.0
-        return waited
 
     def first_call(self, workload: Workload) -> tuple[object, float]:
         """Run the untimed first call; return its result and how long it took in seconds
@@ -243,7 +234,7 @@ class BenchSession:
             matmul=matmul,
             peak_bytes=peak,
             energy=energy,
-            costs=_costs(first_call_s, waited - self._waited(), started, prepared, sampled),
+            costs=_costs(first_call_s, waited, started, prepared, sampled),
         )
         return self._traced(workload, measured, settings)
 
@@ -444,7 +435,7 @@ class BenchSession:
             peak_bytes=peak,
             energy=energy,
             # The pair's costs are the function's; the ratio's, its reference's first call.
-            costs=_costs(first_call_s, waited - self._waited(), started, prepared, sampled),
+            costs=_costs(first_call_s, waited, started, prepared, sampled),
             spec=spec,
             threshold=settings.threshold,
             readings=readings,
@@ -572,14 +563,11 @@ class BenchSession:
         nodeid: str,
         settings: MeasureSettings,
         progress: Callable[[int, int], None],
-        stop: threading.Event | None = None,
     ) -> tuple[Result, ...]:
         """Time the test ``nodeid`` again in fresh processes, batch after batch, while the
         gate wants more sessions of any of its results (up to its cap), judging each wanted
         result on all its sessions after every batch; the others stay as they are. Why fresh
-        processes measured nothing is said in the note of the results they were to confirm.
-        Once ``stop`` is set (from another thread), the processes are killed and
-        ``run.children.Stopped`` raised."""
+        processes measured nothing is said in the note of the results they were to confirm."""
         gate = self.gate
         if self.launcher is None:
             return tuple(
@@ -597,7 +585,7 @@ class BenchSession:
             batch = max(gate.next_batch(r) for r, w in zip(results, wanted, strict=True) if w)
             started = time.perf_counter()
             runs = self.launcher.confirming(
-                [nodeid], batch, self._device_index, progress, first=done, stop=stop
+                [nodeid], batch, self._device_index, progress, first=done
             )
             done += batch
             share = (time.perf_counter() - started) / sum(wanted)

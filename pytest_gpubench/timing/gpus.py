@@ -25,12 +25,6 @@ from ..core.errors import GpubenchError
 
 # How long a measurement waits for another process's measurement on the same device.
 LOCK_TIMEOUT_S = 900.0
-# How often a process waiting for the device tries its lock: filelock's default; a fresh
-# process holding the device for a whole confirmation tries more often (HOLD_POLL_S): an
-# xdist worker that goes on with its tests meanwhile lets go of the device between two tests
-# for a moment only (plugin/aside.py).
-POLL_S = 0.05
-HOLD_POLL_S = 0.005
 
 
 def lock_path(identity: str, directory: Path | None = None) -> Path:
@@ -65,15 +59,13 @@ class DeviceLock:
         self.acquire()
         return self
 
-    def acquire(self, wait_s: float | None = None, poll_s: float = POLL_S) -> None:
+    def acquire(self, wait_s: float | None = None) -> None:
         """Take the lock (once more: each acquire needs its release), waiting ``wait_s``
-        (None: the lock's timeout; -1: as long as it takes), trying every ``poll_s``."""
+        (None: the lock's timeout; -1: as long as it takes)."""
         from filelock import Timeout
 
         try:
-            self._lock.acquire(
-                timeout=self.timeout_s if wait_s is None else wait_s, poll_interval=poll_s
-            )
+            self._lock.acquire(timeout=self.timeout_s if wait_s is None else wait_s)
         except Timeout:
             raise GpubenchError(
                 f"waited {self.timeout_s:g} s for the device lock {self.path}: another "
