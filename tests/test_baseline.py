@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from pytest_gpubench.core.errors import BaselineError, GpubenchError
+from pytest_gpubench.core.jsondata import columns
 from pytest_gpubench.core.kernels import Launch, fingerprint
 from pytest_gpubench.core.records import SessionInfo, SessionRecord, SessionSummary
 from pytest_gpubench.store import baseline as store
@@ -1114,6 +1115,37 @@ def test_records_made_at_once_are_those_read_one_by_one(seed: int) -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         made[0].median_ms = 2.0  # type: ignore[misc]
     assert SessionRecord.many([]) == []
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_columns_of_objects_in_one_key_order_are_those_read_key_by_key(seed: int) -> None:
+    """Objects whose keys all come in one order are read in one pass over their values; the
+    columns are those read key by key (an object in another order, or of other keys, makes
+    ``columns`` read them so), a missing key its default, an unknown one None either way."""
+    import random
+
+    rng = random.Random(seed)
+    keys = rng.sample(["a", "b:c", "d", "e", ""], rng.randint(1, 5))
+    values = [None, 0, 1, 1.0, True, "", "x", [], {}, [1], {"k": 2}, -0.0]
+    objects = [{k: rng.choice(values) for k in keys} for _ in range(rng.randint(1, 40))]
+    defaults = {k: rng.choice(values) for k in ["a", "b:c", "d", "e", "", "absent"]}
+
+    def by_key(objs: list[dict[str, Any]]) -> dict[str, list[Any]] | None:
+        if any(set(o) - set(defaults) for o in objs):
+            return None
+        return {k: [o.get(k, d) for o in objs] for k, d in defaults.items()}
+
+    reordered = [*objects, dict(reversed(objects[0].items()))]
+    fewer = [*objects, {k: v for k, v in objects[0].items() if k != keys[0]}]
+    unknown = [*objects, {**objects[0], "z": 1}]
+
+    def types(found: dict[str, list[Any]] | None) -> object:
+        return found and {k: list(map(type, v)) for k, v in found.items()}
+
+    for objs in (objects, reordered, fewer, unknown, unknown[::-1], []):
+        found, expected = columns(objs, defaults), by_key(objs)
+        assert found == expected and types(found) == types(expected)  # 1 == 1.0 == True
+    assert columns(objects, {k: None for k in keys[1:]}) is None
 
 
 @pytest.mark.parametrize(
