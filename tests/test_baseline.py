@@ -23,6 +23,7 @@ from pytest_gpubench.core.jsondata import columns
 from pytest_gpubench.core.kernels import Launch, fingerprint
 from pytest_gpubench.core.records import SessionInfo, SessionRecord, SessionSummary
 from pytest_gpubench.store import baseline as store
+from pytest_gpubench.store import files as storage
 from pytest_gpubench.store.baseline import (
     REMEDY,
     SCHEMA,
@@ -1253,6 +1254,61 @@ def test_entries_made_at_once_are_those_read_one_by_one(path: Path) -> None:
     assert types(at_once) == types(one_by_one)  # 2 read as 2.0 both ways; 4096 kept whole
     write(path, dumps(document(**entries)))
     assert load(path).entries == one_by_one
+
+
+# A key written twice in a file of entries made at once: what, and where it goes twice.
+TWICE = [
+    ('"n": 20,', 1),  # in an anchor's record, with the same value
+    ('"n": 20,', -1),  # in the last history's
+    ('"epoch": "20260101T000000Z-000001",', 1),  # in an entry made whole
+    ('"name": "k",', 1),  # in a launch (its entry not made whole)
+    ('"commit": "abc123",', 1),  # in a session of the table
+    ('"python": "3.11.0",', -1),  # in its versions
+    ('"kernels": [],', 2),  # a list of nothing dropped
+]
+
+
+@pytest.mark.parametrize("twice, at", TWICE)
+def test_a_key_twice_in_a_file_made_at_once_is_refused_as_before(
+    path: Path, monkeypatch: pytest.MonkeyPatch, twice: str, at: int
+) -> None:
+    """The objects of a file read without a check each (``keys_unique`` checks them all at
+    once): a key that appears twice anywhere, even with the same value or a value that holds
+    nothing, is refused with the message of the read that checks each object; a file without
+    one is read once, its objects not checked each."""
+    entries = usual_entries()
+    entries["t.py::test_5"] |= {"group": "a: b", "note": "{}"}
+    text = dumps(document(**entries))
+    reads: list[bool] = []
+    parse = storage.parse_json
+    monkeypatch.setattr(
+        storage, "parse_json", lambda *a, **k: reads.append(k["unique"]) or parse(*a, **k)
+    )
+    write(path, text)
+    assert load(path).entries == {
+        k: BaselineEntry.from_json(e, {S1: INFO}) for k, e in entries.items()
+    }
+    assert reads == [False]
+    parts = text.split(twice)  # the at-th place of ``twice``, from the end where negative
+    at = at if at > 0 else len(parts) + at
+    assert 0 < at < len(parts)
+    write(path, twice.join(parts[:at]) + twice + " " + twice + twice.join(parts[at:]))
+    with pytest.raises(BaselineError) as each:
+        load(path, every_object=True)
+    assert "appears twice in one object" in str(each.value)
+    reads.clear()
+    with pytest.raises(BaselineError) as at_once:
+        load(path)
+    assert str(at_once.value) == str(each.value) and reads == [False, True]
+
+
+def test_a_file_with_a_backslash_has_each_object_checked(path: Path) -> None:
+    entries = {"t.py::test_[a\\b]": raw(), "t.py::test_[é]": raw()}
+    write(path, dumps(document(**entries)))
+    assert list(load(path).entries) == list(entries)
+    write(path, dumps(document(**entries)).replace('"epoch":', '"epoch": "x", "epoch":', 1))
+    with pytest.raises(BaselineError, match="the key 'epoch' appears twice in one object"):
+        load(path)
 
 
 UNUSUAL = [
