@@ -273,12 +273,15 @@ class SessionRecord:
         ):
             return None
         sessions, medians, ns, ses, calls, peaks = map(found.__getitem__, _USUAL_TYPES)
-        # filter(None, ...) leaves out None and zero: both valid where they are allowed.
+        # A NaN compares false, so min and max may pass it by: the sum is NaN then (and no
+        # sum of medians in bounds overflows). filter(None, ...) leaves out None and zero:
+        # both valid where they are allowed.
         if not (
-            all(map(operator.le, repeat(MIN_SAMPLE_MS), medians))  # False for NaN
-            and all(map(operator.ge, repeat(MAX_SAMPLE_MS), medians))
-            and all(map(operator.le, repeat(1), ns))
-            and all(map(operator.le, repeat(1), calls))
+            MIN_SAMPLE_MS <= min(medians)
+            and max(medians) <= MAX_SAMPLE_MS
+            and math.isfinite(sum(medians))
+            and min(ns) >= 1
+            and min(calls) >= 1
             and all(map(operator.le, repeat(0.0), filter(None, ses)))
             and all(map(operator.gt, repeat(math.inf), filter(None, ses)))
             and all(map(operator.le, repeat(0), filter(None, peaks)))
