@@ -45,6 +45,8 @@ class EntryView:
 
     @property
     def flags(self) -> str:
+        if self.judgement.gated and not self.judgement.noisy:
+            return ""  # most tests: no list to join
         words = []
         if self.judgement.noisy:
             words.append("noisy")
