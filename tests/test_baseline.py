@@ -21,7 +21,12 @@ import pytest
 from pytest_gpubench.core.errors import BaselineError, GpubenchError
 from pytest_gpubench.core.jsondata import columns
 from pytest_gpubench.core.kernels import Launch, fingerprint
-from pytest_gpubench.core.records import SessionInfo, SessionRecord, SessionSummary
+from pytest_gpubench.core.records import (
+    SessionInfo,
+    SessionRecord,
+    SessionSummary,
+    made_from_rows,
+)
 from pytest_gpubench.store import baseline as store
 from pytest_gpubench.store import files as storage
 from pytest_gpubench.store.baseline import (
@@ -1116,6 +1121,21 @@ def test_records_made_at_once_are_those_read_one_by_one(seed: int) -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         made[0].median_ms = 2.0  # type: ignore[misc]
     assert SessionRecord.many([]) == []
+
+
+def test_records_made_from_rows_are_those_made_one_by_one() -> None:
+    """Each field set as the frozen ``__init__`` sets it: equal records, as frozen, with a
+    cached property of their own; a row short of a field is refused."""
+    entries = [stored(1.0 + i, group=f"g{i}" if i % 2 else None) for i in range(5)]
+    rows = [tuple(getattr(e, f.name) for f in dataclasses.fields(e)) for e in entries]
+    made = made_from_rows(BaselineEntry, rows)
+    assert made == entries and all(type(e) is BaselineEntry for e in made)
+    assert [e.median_ms for e in made] == [e.median_ms for e in entries]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made[0].timer = "other"  # type: ignore[misc]
+    with pytest.raises(ValueError, match="shorter"):
+        made_from_rows(BaselineEntry, [rows[0][:-1]])
+    assert made_from_rows(SessionSummary, []) == []
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

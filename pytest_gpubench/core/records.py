@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from types import MappingProxyType
-from typing import TypeGuard
+from typing import TYPE_CHECKING, TypeGuard, TypeVar
 
 from .jsondata import Json, columns
 from .kernels import Launch, fingerprint
@@ -39,6 +39,26 @@ def rounded(value: float) -> float:
 # Keys of a stored object that this version does not know (a newer version wrote them): read
 # into a record's ``extra`` and written back by a save, so an older version loses nothing.
 NO_EXTRA: Mapping[str, Json] = MappingProxyType({})
+
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+Frozen = TypeVar("Frozen", bound="DataclassInstance")
+
+
+def made_from_rows(cls: type[Frozen], rows: Iterable[Sequence[object]]) -> list[Frozen]:
+    """Instances of the frozen dataclass ``cls`` (one with a ``__dict__``), each row the
+    values of all its fields in order: set as its frozen ``__init__`` sets them, without its
+    call (half the time of the 10^5 entries, cases and views of a file of 10^5 tests). They
+    are as immutable as any other."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    made = []
+    for row in rows:
+        instance = object.__new__(cls)
+        instance.__dict__.update(zip(names, row, strict=True))
+        made.append(instance)
+    return made
 
 
 def no_extra() -> Mapping[str, Json]:

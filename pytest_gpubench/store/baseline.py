@@ -59,6 +59,7 @@ from ..core.records import (
     Versus,
     at_least,
     is_number,
+    made_from_rows,
     no_extra,
     rounded,
     unknown_keys,
@@ -328,8 +329,7 @@ def entries_made_at_once(raw: Mapping[str, Json], made: Made) -> dict[str, Basel
         except Exception:  # whatever it is, the entry's own read says it, in its order
             return None
     parts = list(map(made.__getitem__, map(id, entries)))
-    made_entries = map(
-        BaselineEntry,
+    rows = zip(
         timers,
         epochs,
         map(operator.itemgetter(0), parts),  # anchor
@@ -341,8 +341,11 @@ def entries_made_at_once(raw: Mapping[str, Json], made: Made) -> dict[str, Basel
         columns["flops"],
         repeat(None),  # extra_info
         columns["note"],
+        repeat(()),  # others
+        repeat(None),  # versus
+        repeat(NO_EXTRA),  # extra
     )
-    return dict(zip(raw.keys(), made_entries, strict=True))
+    return dict(zip(raw.keys(), made_from_rows(BaselineEntry, rows), strict=True))
 
 
 def _records(raw: list[Json], sessions: Mapping[str, SessionInfo]) -> tuple[SessionRecord, ...]:
