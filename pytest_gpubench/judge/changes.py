@@ -254,8 +254,9 @@ def rank(x: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class _Levels:
     """The null of one statistic: its distinct values, ascending, and how many of the null
-    lie below each, then all of them. A statistic of ranks takes a few dozen values: a
-    search among them, not among the null's 10^5 (a fifth of the time of 10^5 tests)."""
+    lie below each, then all of them. A statistic of ranks takes a few dozen values: the
+    share of a history is searched among them, not among the null's 10^5 (10^5 histories in
+    a fifth of the time)."""
 
     values: np.ndarray
     below: np.ndarray
