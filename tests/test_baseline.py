@@ -19,9 +19,16 @@ from typing import Any
 import pytest
 
 from pytest_gpubench.core.errors import BaselineError, GpubenchError
+from pytest_gpubench.core.jsondata import columns
 from pytest_gpubench.core.kernels import Launch, fingerprint
-from pytest_gpubench.core.records import SessionInfo, SessionRecord, SessionSummary
+from pytest_gpubench.core.records import (
+    SessionInfo,
+    SessionRecord,
+    SessionSummary,
+    made_from_rows,
+)
 from pytest_gpubench.store import baseline as store
+from pytest_gpubench.store import files as storage
 from pytest_gpubench.store.baseline import (
     REMEDY,
     SCHEMA,
@@ -1116,6 +1123,52 @@ def test_records_made_at_once_are_those_read_one_by_one(seed: int) -> None:
     assert SessionRecord.many([]) == []
 
 
+def test_records_made_from_rows_are_those_made_one_by_one() -> None:
+    """Each field set as the frozen ``__init__`` sets it: equal records, as frozen, with a
+    cached property of their own; a row short of a field is refused."""
+    entries = [stored(1.0 + i, group=f"g{i}" if i % 2 else None) for i in range(5)]
+    rows = [tuple(getattr(e, f.name) for f in dataclasses.fields(e)) for e in entries]
+    made = made_from_rows(BaselineEntry, rows)
+    assert made == entries and all(type(e) is BaselineEntry for e in made)
+    assert [e.median_ms for e in made] == [e.median_ms for e in entries]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made[0].timer = "other"  # type: ignore[misc]
+    with pytest.raises(ValueError, match="shorter"):
+        made_from_rows(BaselineEntry, [rows[0][:-1]])
+    assert made_from_rows(SessionSummary, []) == []
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_columns_of_objects_in_one_key_order_are_those_read_key_by_key(seed: int) -> None:
+    """Objects whose keys all come in one order are read in one pass over their values; the
+    columns are those read key by key (an object in another order, or of other keys, makes
+    ``columns`` read them so), a missing key its default, an unknown one None either way."""
+    import random
+
+    rng = random.Random(seed)
+    keys = rng.sample(["a", "b:c", "d", "e", ""], rng.randint(1, 5))
+    values = [None, 0, 1, 1.0, True, "", "x", [], {}, [1], {"k": 2}, -0.0]
+    objects = [{k: rng.choice(values) for k in keys} for _ in range(rng.randint(1, 40))]
+    defaults = {k: rng.choice(values) for k in ["a", "b:c", "d", "e", "", "absent"]}
+
+    def by_key(objs: list[dict[str, Any]]) -> dict[str, list[Any]] | None:
+        if any(set(o) - set(defaults) for o in objs):
+            return None
+        return {k: [o.get(k, d) for o in objs] for k, d in defaults.items()}
+
+    reordered = [*objects, dict(reversed(objects[0].items()))]
+    fewer = [*objects, {k: v for k, v in objects[0].items() if k != keys[0]}]
+    unknown = [*objects, {**objects[0], "z": 1}]
+
+    def types(found: dict[str, list[Any]] | None) -> object:
+        return found and {k: list(map(type, v)) for k, v in found.items()}
+
+    for objs in (objects, reordered, fewer, unknown, unknown[::-1], []):
+        found, expected = columns(objs, defaults), by_key(objs)
+        assert found == expected and types(found) == types(expected)  # 1 == 1.0 == True
+    assert columns(objects, {k: None for k in keys[1:]}) is None
+
+
 @pytest.mark.parametrize(
     "change",
     [
@@ -1221,6 +1274,61 @@ def test_entries_made_at_once_are_those_read_one_by_one(path: Path) -> None:
     assert types(at_once) == types(one_by_one)  # 2 read as 2.0 both ways; 4096 kept whole
     write(path, dumps(document(**entries)))
     assert load(path).entries == one_by_one
+
+
+# A key written twice in a file of entries made at once: what, and where it goes twice.
+TWICE = [
+    ('"n": 20,', 1),  # in an anchor's record, with the same value
+    ('"n": 20,', -1),  # in the last history's
+    ('"epoch": "20260101T000000Z-000001",', 1),  # in an entry made whole
+    ('"name": "k",', 1),  # in a launch (its entry not made whole)
+    ('"commit": "abc123",', 1),  # in a session of the table
+    ('"python": "3.11.0",', -1),  # in its versions
+    ('"kernels": [],', 2),  # a list of nothing dropped
+]
+
+
+@pytest.mark.parametrize("twice, at", TWICE)
+def test_a_key_twice_in_a_file_made_at_once_is_refused_as_before(
+    path: Path, monkeypatch: pytest.MonkeyPatch, twice: str, at: int
+) -> None:
+    """The objects of a file read without a check each (``keys_unique`` checks them all at
+    once): a key that appears twice anywhere, even with the same value or a value that holds
+    nothing, is refused with the message of the read that checks each object; a file without
+    one is read once, its objects not checked each."""
+    entries = usual_entries()
+    entries["t.py::test_5"] |= {"group": "a: b", "note": "{}"}
+    text = dumps(document(**entries))
+    reads: list[bool] = []
+    parse = storage.parse_json
+    monkeypatch.setattr(
+        storage, "parse_json", lambda *a, **k: reads.append(k["unique"]) or parse(*a, **k)
+    )
+    write(path, text)
+    assert load(path).entries == {
+        k: BaselineEntry.from_json(e, {S1: INFO}) for k, e in entries.items()
+    }
+    assert reads == [False]
+    parts = text.split(twice)  # the at-th place of ``twice``, from the end where negative
+    at = at if at > 0 else len(parts) + at
+    assert 0 < at < len(parts)
+    write(path, twice.join(parts[:at]) + twice + " " + twice + twice.join(parts[at:]))
+    with pytest.raises(BaselineError) as each:
+        load(path, every_object=True)
+    assert "appears twice in one object" in str(each.value)
+    reads.clear()
+    with pytest.raises(BaselineError) as at_once:
+        load(path)
+    assert str(at_once.value) == str(each.value) and reads == [False, True]
+
+
+def test_a_file_with_a_backslash_has_each_object_checked(path: Path) -> None:
+    entries = {"t.py::test_[a\\b]": raw(), "t.py::test_[é]": raw()}
+    write(path, dumps(document(**entries)))
+    assert list(load(path).entries) == list(entries)
+    write(path, dumps(document(**entries)).replace('"epoch":', '"epoch": "x", "epoch":', 1))
+    with pytest.raises(BaselineError, match="the key 'epoch' appears twice in one object"):
+        load(path)
 
 
 UNUSUAL = [

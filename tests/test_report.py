@@ -147,6 +147,24 @@ def test_one_time_format_for_tables_and_messages(ms: float, text: str) -> None:
     assert report.format_time(ms) == text
 
 
+def test_the_unit_of_a_time_is_the_largest_in_which_it_reads_1_or_more() -> None:
+    """``time_unit`` stops at the first unit the time is under 1 in (each next is larger):
+    the unit that trying every unit gives, at and about each unit's edges."""
+
+    def every_unit(ms: float) -> tuple[str, float]:
+        found = TIME_UNITS[0]
+        for name, size in TIME_UNITS:
+            value = abs(ms / size)
+            if value >= 1 or (value >= 0.999 and abs(float(f"{ms / size:.3g}")) >= 1):
+                found = (name, size)
+        return found
+
+    edges = [size * f for _, size in TIME_UNITS for f in (0.9985, 0.999, 0.99949, 0.9995, 1)]
+    times = [*edges, *(10.0**e for e in range(-12, 9)), 1e-300, 1e300, 0.0]
+    for ms in times + [-t for t in times]:
+        assert time_unit(ms) == every_unit(ms)
+
+
 @pytest.mark.parametrize(
     "value, text",
     [(None, "-"), (0.041, "4.1%"), (0.0004, "0.0%"), (0.25, "25.0%"), (math.inf, "-")],

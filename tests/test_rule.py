@@ -355,6 +355,20 @@ def test_the_bracketed_bisection_lands_on_the_bits_of_the_plain_one(seed: int, u
         assert np.array_equal(plain.view(np.int64), bracketed.view(np.int64))
 
 
+def test_excursions_taken_by_rows_are_those_of_the_rows() -> None:
+    """``Excursions.take`` (the bisection's rows) is ``Excursions.of`` the rows' own: rows in
+    any order, repeated, none, rows that saw no excursion."""
+    rng = np.random.default_rng(5)
+    seen = np.where(rng.random((300, 12)) < 0.1, rng.exponential(0.05, (300, 12)), np.nan)
+    size0 = rng.uniform(0.01, 0.1, 300)
+    whole = rule.Excursions.of(seen, size0)
+    for rows in (np.arange(300), rng.permutation(300)[:77], rng.integers(0, 300, 50), []):
+        rows = np.asarray(rows, dtype=int)
+        taken, own = whole.take(rows), rule.Excursions.of(seen[rows], size0[rows])
+        for name in ("count", "some", "sizes", "scale"):
+            assert np.array_equal(getattr(taken, name), getattr(own, name), equal_nan=True)
+
+
 @pytest.mark.parametrize("shape", [(400, 1), (400, 2), (400, 7), (400, 20), (30, 4, 9), (5,)])
 def test_nanmedian_is_numpys_bit_for_bit(shape: tuple[int, ...]) -> None:
     """Zeros of both signs, infinities, ties, huge values whose sum overflows, rows of no

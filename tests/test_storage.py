@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import os
+import random
 import threading
 from pathlib import Path
 
@@ -109,6 +111,76 @@ def test_parse_json_reads_bare_values_and_paired_surrogates(text: str, value: ob
     """A bare value is JSON (its reader says it is not the document it wants); a surrogate
     pair is one character."""
     assert storage.parse_json(text, "x") == value
+
+
+PLAIN_WORDS = ["a", "b", "a:b", ":", "é", "\U0001f600", "", " ", "{}", "[", ","]
+ESCAPED_WORDS = ['x"y', "back\\slash", "n\nl"]
+
+
+def json_text(rng: random.Random, words: list[str], depth: int = 0) -> str:
+    """A JSON text whose objects may hold a key twice: keys of a few, colons and brackets in
+    strings and keys, nested objects, arrays of objects, empty ones, unicode; quotes and
+    backslashes (escaped) where ``words`` have them."""
+    ascii_only = ESCAPED_WORDS[0] in words and rng.random() < 0.3  # unicode escaped
+    roll = rng.random()
+    if depth > 3 or roll < 0.3:
+        value = rng.choice([0, -1.5, 1e300, True, False, None, *words])
+        return json.dumps(value, ensure_ascii=ascii_only)
+    if roll < 0.6:
+        items = [json_text(rng, words, depth + 1) for _ in range(rng.randint(0, 4))]
+        return "[" + ", ".join(items) + "]"
+    pairs = [
+        json.dumps(rng.choice(words), ensure_ascii=ascii_only)
+        + rng.choice([":", " : "])
+        + json_text(rng, words, depth + 1)
+        for _ in range(rng.randint(0, 4))
+    ]
+    return "{" + ",".join(pairs) + "}"
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_keys_checked_all_at_once_are_those_checked_object_by_object(seed: int) -> None:
+    """A text without a backslash read without the check of each object (``unique=False``),
+    then checked all at once (``keys_unique``): refused where the check of each object
+    refuses it (with its message, where the read fails), else the same data."""
+    rng = random.Random(seed)
+    at_once = collections.Counter()
+    for _ in range(400):
+        words = PLAIN_WORDS + (ESCAPED_WORDS if rng.random() < 0.2 else [])
+        text = json_text(rng, words)
+        if rng.random() < 0.1:  # a key twice, then something else wrong: the key is told
+            text = '[{"k": 1, "k": 2}, ' + rng.choice(["NaN]", "1 2]", "[" * 200_000]) + "]"
+        try:
+            expected: object = storage.parse_json(text, "x")
+        except StorageError as exc:
+            expected = str(exc)
+        strings = storage.strings_in(text)
+        assert (strings is None) == ("\\" in text)
+        try:
+            found: object = storage.parse_json(text, "x", unique=strings is None)
+        except StorageError as exc:
+            found = str(exc)
+        else:
+            if strings is not None:
+                twice = not storage.keys_unique(found, strings)
+                assert twice == ("appears twice" in str(expected))
+                at_once[twice] += 1
+                if twice:
+                    continue
+        assert found == expected and type(found) is type(expected)
+    assert at_once[True] > 10 and at_once[False] > 10
+
+
+def test_keys_known_are_not_walked_again() -> None:
+    """Containers whose keys and strings the caller counted are taken at its count."""
+    records = [{"a": "s", "b": 1}, {"a": "t", "b": 2}]
+    data = {"x": records, "y": "z"}
+    text = json.dumps(data)
+    strings = storage.strings_in(text)
+    assert strings == 9 and storage.keys_unique(data, strings)
+    known = storage.Known({id(records): 2}, keys=4, strings=2)
+    assert storage.keys_unique(data, strings, known)
+    assert not storage.keys_unique(data, strings, storage.Known({id(records): 2}, 3, 2))
 
 
 # --- writing --------------------------------------------------------------------------------

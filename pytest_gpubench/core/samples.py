@@ -108,6 +108,8 @@ def time_unit(ms: float) -> tuple[str, float]:
         # 1 or more below 1, nor one under 0.999 up to 1: only those between are formatted.
         if value >= 1 or (value >= 0.999 and abs(float(f"{ms / size:.3g}")) >= 1):
             unit, scale = name, size
+        elif value < 0.999:
+            break  # each next unit is larger: the time is under 1 in it too
     return unit, scale
 
 

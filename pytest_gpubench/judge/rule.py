@@ -296,22 +296,12 @@ class Fit:
     fast_size: np.ndarray
     slow_total: np.ndarray  # the rate's evidence in sessions: history plus prior weight
     fast_total: np.ndarray
-    # The history's own excursions (log size beyond m, NaN-padded per row): their sizes'
-    # survival is these, shrunk toward the prior's exponential (``size0``) worth SIZE_WEIGHT.
-    slow_seen: np.ndarray
-    fast_seen: np.ndarray
+    # The history's own excursions (log size beyond m): their sizes' survival is these,
+    # shrunk toward the prior's exponential (``size0``) worth SIZE_WEIGHT.
+    slow_excursions: Excursions
+    fast_excursions: Excursions
     slow_size0: np.ndarray
     fast_size0: np.ndarray
-
-    @functools.cached_property
-    def slow_excursions(self) -> Excursions:
-        """``slow_seen`` as the bisections read it."""
-        return Excursions.of(self.slow_seen, self.slow_size0)
-
-    @functools.cached_property
-    def fast_excursions(self) -> Excursions:
-        """``fast_seen`` as the bisections read it."""
-        return Excursions.of(self.fast_seen, self.fast_size0)
 
     def at(self, n: np.ndarray | int) -> Fit:
         """This fit with each excursion rate replaced by the one whose n-th power is the
@@ -451,8 +441,9 @@ def fit(history: np.ndarray, prior: PriorArrays) -> Fit:
         out[f"{name}_rate"] = (count + weight * rate0) / (k + weight)
         out[f"{name}_total"] = k + weight
         out[f"{name}_size"] = (sizes + SIZE_WEIGHT * size0) / (count + SIZE_WEIGHT)
-        out[f"{name}_seen"] = np.where(beyond, sign * dev, np.nan)
         out[f"{name}_size0"] = np.broadcast_to(np.asarray(size0, dtype=float), k.shape)
+        seen = np.where(beyond, sign * dev, np.nan)
+        out[f"{name}_excursions"] = Excursions.of(seen, out[f"{name}_size0"])
     return Fit(
         m=m,
         k=k,
@@ -472,7 +463,8 @@ def _spread(f: Fit, se: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class Excursions:
     """One side's excursions of a fit's rows as :func:`_sizes_beyond` reads them, made once
-    per fit: the bisection of ``_bound`` asks a hundred times of every row."""
+    per fit (and taken by rows, :meth:`take`): the bisection of ``_bound`` asks a hundred
+    times of every row."""
 
     count: np.ndarray  # per row (a trailing axis of 1)
     some: np.ndarray  # the rows that saw an excursion (most saw none; theirs sum to 0)
@@ -484,6 +476,17 @@ class Excursions:
         count = np.sum(~np.isnan(seen), axis=-1)[..., None]
         some = count[..., 0] > 0
         return cls(count, some, seen[some][..., None, :], size0[some][..., None, None])
+
+    def take(self, rows: np.ndarray) -> Excursions:
+        """Those of ``rows`` (indices along the one axis of rows): :meth:`of` their own."""
+        some = self.some[rows]
+        kept = self._places[rows][some]
+        return Excursions(self.count[rows], some, self.sizes[kept], self.scale[kept])
+
+    @functools.cached_property
+    def _places(self) -> np.ndarray:
+        """The place of each row among those that saw an excursion."""
+        return np.cumsum(self.some) - 1
 
 
 def _sizes_beyond(seen: Excursions, size0: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -540,8 +543,8 @@ def _mirrored(f: Fit) -> Fit:
         fast_rate=f.slow_rate,
         fast_size=f.slow_size,
         fast_total=f.slow_total,
-        slow_seen=f.fast_seen,
-        fast_seen=f.slow_seen,
+        slow_excursions=f.fast_excursions,
+        fast_excursions=f.slow_excursions,
         slow_size0=f.fast_size0,
         fast_size0=f.slow_size0,
     )
@@ -688,10 +691,16 @@ def _bracket(
 
 def _take(f: Fit, idx: np.ndarray) -> Fit:
     """The rows ``idx`` of a fit (of rows along one axis)."""
-    return Fit(**{name: getattr(f, name)[idx] for name in _FIT_FIELDS})
+    return Fit(
+        **{name: getattr(f, name)[idx] for name in _ARRAY_FIELDS},
+        slow_excursions=f.slow_excursions.take(idx),
+        fast_excursions=f.fast_excursions.take(idx),
+    )
 
 
-_FIT_FIELDS = tuple(field.name for field in dataclasses.fields(Fit))
+_ARRAY_FIELDS = tuple(
+    field.name for field in dataclasses.fields(Fit) if not field.name.endswith("_excursions")
+)
 
 
 @dataclass(frozen=True)

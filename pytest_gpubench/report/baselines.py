@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..core.kernels import describe, describe_configs, launch_count
-from ..core.records import Judgement, SessionSummary
+from ..core.records import Judgement, SessionSummary, made_from_rows
 from ..judge.rule import Case, judge_many
 from ..store.baseline import Baseline, BaselineEntry, reference_of_logs
 from .summary import aligned, format_share, format_value
@@ -45,6 +45,8 @@ class EntryView:
 
     @property
     def flags(self) -> str:
+        if self.judgement.gated and not self.judgement.noisy:
+            return ""  # most tests: no list to join
         words = []
         if self.judgement.noisy:
             words.append("noisy")
@@ -67,18 +69,21 @@ def survey(baseline: Baseline, threshold: float, alpha: float) -> list[EntryView
     history_logs = list(map(logs.__getitem__, map(slice, [0, *ends[:-1]], ends)))
     references = list(map(reference_of_logs, history_logs))
     latest = list(map(operator.itemgetter(-1), histories))
-    current = map(SessionSummary, references, map(_N, latest), map(_SE_LOG, latest))
+    current = made_from_rows(
+        SessionSummary, zip(references, map(_N, latest), map(_SE_LOG, latest), strict=True)
+    )
     # Column by column: a file of 10^5 tests. Its records as they are: the rule reads their
     # medians (or the logs above).
-    cases = list(
-        map(
-            Case,
+    cases = made_from_rows(
+        Case,
+        zip(
             histories,
             map(list, zip(current)),  # each a list of one session
             map(_TIMER, entries),
             map(launch_count, map(_KERNELS, entries)),
             map(_VERSUS, entries),
-        )
+            strict=True,
+        ),
     )
     judgements = judge_many(
         cases,
@@ -87,16 +92,9 @@ def survey(baseline: Baseline, threshold: float, alpha: float) -> list[EntryView
         family=max(1, len(entries)),
         history_logs=history_logs,
     )
-    return list(
-        map(
-            EntryView,
-            keys,
-            entries,
-            judgements,
-            itertools.repeat(threshold),
-            references,
-            history_logs,
-        )
+    return made_from_rows(
+        EntryView,
+        zip(keys, entries, judgements, itertools.repeat(threshold), references, history_logs),
     )
 
 

@@ -59,6 +59,7 @@ from ..core.records import (
     Versus,
     at_least,
     is_number,
+    made_from_rows,
     no_extra,
     rounded,
     unknown_keys,
@@ -328,8 +329,7 @@ def entries_made_at_once(raw: Mapping[str, Json], made: Made) -> dict[str, Basel
         except Exception:  # whatever it is, the entry's own read says it, in its order
             return None
     parts = list(map(made.__getitem__, map(id, entries)))
-    made_entries = map(
-        BaselineEntry,
+    rows = zip(
         timers,
         epochs,
         map(operator.itemgetter(0), parts),  # anchor
@@ -341,8 +341,11 @@ def entries_made_at_once(raw: Mapping[str, Json], made: Made) -> dict[str, Basel
         columns["flops"],
         repeat(None),  # extra_info
         columns["note"],
+        repeat(()),  # others
+        repeat(None),  # versus
+        repeat(NO_EXTRA),  # extra
     )
-    return dict(zip(raw.keys(), made_entries, strict=True))
+    return dict(zip(raw.keys(), made_from_rows(BaselineEntry, rows), strict=True))
 
 
 def _records(raw: list[Json], sessions: Mapping[str, SessionInfo]) -> tuple[SessionRecord, ...]:
@@ -594,19 +597,25 @@ def path_for(directory: Path, device_key: str) -> Path:
     return directory / f"{device_key}.json"
 
 
-def load(path: Path) -> Baseline:
-    """The baseline at ``path``; an empty one if the file does not exist."""
+def load(path: Path, every_object: bool = False) -> Baseline:
+    """The baseline at ``path``; an empty one if the file does not exist. ``every_object``:
+    each object of the file checked for a key that appears twice as it is read, not all of
+    them at once after (which names no key)."""
     _check_directory(path.parent)
     try:
         text = storage.read_text(path, WHAT, MAX_BYTES)
         if text is None:
             return Baseline(path)
-        data = storage.parse_json(text, f"{WHAT} {path}", nesting=False)
+        strings = None if every_object else storage.strings_in(text)
+        data = storage.parse_json(text, f"{WHAT} {path}", nesting=False, unique=strings is None)
         del text  # not held while the records are made: 200 MB in a file of 10^5 tests
         made = _made(data)
         ready = _made_entries(data, made)
-        # What was made is known to be shallow: not walked again.
-        storage.check_nesting(data, f"{WHAT} {path}", _depths(data, made, ready))
+        # What was made is known: not walked again.
+        known = _known(data, made, ready)
+        if strings is not None and not storage.keys_unique(data, strings, known):
+            return load(path, every_object=True)  # which names the key (in the file as it is)
+        storage.check_nesting(data, f"{WHAT} {path}", known.depths)
     except StorageError as exc:
         raise BaselineError(f"{exc}; {REMEDY}") from None
     try:
@@ -634,20 +643,27 @@ def _made_entries(data: Json, made: Made) -> dict[str, BaselineEntry] | None:
     return entries_made_at_once(data["benchmarks"], made)
 
 
-def _depths(data: Json, made: Made, ready: Mapping[str, BaselineEntry] | None) -> dict[int, int]:
-    """The nesting depth of what was made, by ``id``: an entry made at once without launches
-    (its values plain, lists of plain values or of records), or else the anchor and history
-    lists whose records were made (lists of objects of plain values)."""
+def _known(data: Json, made: Made, ready: Mapping[str, BaselineEntry] | None) -> storage.Known:
+    """What was made, by ``id``: an entry made at once without launches (its values plain,
+    lists of plain values or of records), or else the anchor and history lists whose records
+    were made (lists of objects of plain values); their nesting depth, and the keys and
+    strings they hold (a record made holds one string: its session). Column by column: a
+    file of 10^5 tests."""
     if not made:
-        return {}
-    depths = {}
-    for entry in data["benchmarks"].values():
-        if ready is not None and not entry.get("kernels"):
-            depths[id(entry)] = 3
-        elif id(entry) in made:
-            depths[id(entry["history"])] = 2
-            depths[id(entry["anchor"])] = 2 if entry["anchor"] else 1
-    return depths
+        return storage.NOTHING_KNOWN
+    entries = list(data["benchmarks"].values())
+    with_launches = list(map(dict.get, entries, repeat("kernels"))) if ready is not None else []
+    whole = list(itertools.compress(entries, map(operator.not_, with_launches)))
+    depths = dict.fromkeys(map(id, whole), 3)
+    for entry in itertools.compress(entries, with_launches) if ready is not None else entries:
+        depths[id(entry["history"])] = 2
+        depths[id(entry["anchor"])] = 2 if entry["anchor"] else 1
+    records = [*map(dict.__getitem__, entries, repeat("anchor"))]
+    records += map(dict.__getitem__, entries, repeat("history"))
+    values = itertools.chain.from_iterable(map(dict.values, whole))
+    keys = sum(map(len, whole)) + sum(map(len, itertools.chain.from_iterable(records)))
+    strings = list(map(type, values)).count(str) + sum(map(len, records))
+    return storage.Known(depths, keys, strings)
 
 
 def _from_document(
@@ -743,15 +759,17 @@ FIELDS: dict[str, tuple[Callable[[Json], bool], str]] = {
 
 def samples_problem(samples: Json, minimum: int = 2) -> str:
     """'' if ``samples`` is a list of at least ``minimum`` valid times, else what is wrong."""
-    # Set, min, max and fsum run in C: a file of 40 000 entries of 400 samples loads in
-    # seconds; only a bad list is walked in Python, to name the culprit.
+    # Set, min, max and sum run in C: a file of 40 000 entries of 400 samples loads in
+    # seconds; only a bad list is walked in Python, to name the culprit. A NaN compares
+    # false, so min and max may pass it by: the sum is NaN then (and no sum of samples in
+    # bounds overflows).
     if not isinstance(samples, list) or not set(map(type, samples)) <= {int, float}:
         return "has a 'samples_ms' that is not a list of numbers"
     if len(samples) < minimum:
         return f"has fewer than {minimum} samples"
     if samples and not (
         MIN_SAMPLE_MS <= min(samples) <= max(samples) <= MAX_SAMPLE_MS
-        and math.isfinite(math.fsum(samples))
+        and math.isfinite(sum(samples))
     ):
         problem = next(filter(None, map(sample_problem, samples)), "")
         return f"has a sample of {problem}"

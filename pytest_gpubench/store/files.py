@@ -18,6 +18,7 @@ import os
 import stat
 import tempfile
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -75,28 +76,21 @@ def read_text(path: Path, what: str, max_bytes: int) -> str | None:
         ) from None
 
 
-def parse_json(text: str, where: str, nesting: bool = True) -> Any:
+def parse_json(text: str, where: str, nesting: bool = True, unique: bool = True) -> Any:
     """Strict JSON (no NaN or Infinity, no duplicate keys, bounded nesting); errors name
     ``where``. Unpaired surrogates are kept: undecodable bytes of a file name make them.
     ``nesting=False``: the caller checks the nesting (:func:`check_nesting`) before it reads
-    anything."""
-
-    def refuse(constant: str) -> Any:
-        raise ValueError(f"{constant} is not a JSON number")
-
-    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        # Two values for one key: the reader would keep one and drop the other unsaid.
-        found = dict(pairs)  # C speed: a file of 10^5 tests holds millions of objects
-        if len(found) < len(pairs):
-            keys: set[str] = set()
-            for key, _ in pairs:
-                if key in keys:
-                    raise ValueError(f"the key {key[:80]!r} appears twice in one object")
-                keys.add(key)
-        return found
-
+    anything. ``unique=False``: the objects are read without the check of keys that appear
+    twice (a call of ours per object: a file of 10^5 tests holds 1.6 x 10^6), which the
+    caller makes (:func:`keys_unique`) before it reads anything, and the nesting's after it;
+    an error is the one of the read that checks each object (a key twice before it)."""
+    if not unique:
+        try:
+            return json.loads(text, parse_constant=_refuse)
+        except (ValueError, RecursionError):
+            pass  # said by the read below, as it says it
     try:
-        data = json.loads(text, parse_constant=refuse, object_pairs_hook=unique)
+        data = json.loads(text, parse_constant=_refuse, object_pairs_hook=_unique)
     except json.JSONDecodeError as exc:
         raise StorageError(f"{where} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
     except ValueError as exc:
@@ -106,6 +100,65 @@ def parse_json(text: str, where: str, nesting: bool = True) -> Any:
     if nesting:
         check_nesting(data, where)
     return data
+
+
+def _refuse(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON number")
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # Two values for one key: the reader would keep one and drop the other unsaid.
+    found = dict(pairs)  # C speed: a file of 10^5 tests holds millions of objects
+    if len(found) < len(pairs):
+        keys: set[str] = set()
+        for key, _ in pairs:
+            if key in keys:
+                raise ValueError(f"the key {key[:80]!r} appears twice in one object")
+            keys.add(key)
+    return found
+
+
+def strings_in(text: str) -> int | None:
+    """The strings of a JSON text, keys included: half its quotes where it has no backslash
+    (each quote then opens or closes a string); None where it has one."""
+    return None if "\\" in text else text.count('"') // 2
+
+
+@dataclass(frozen=True)
+class Known:
+    """What a caller knows of some containers of data read by :func:`parse_json`, which the
+    checks do not walk again: the depth of each, by ``id``, and the keys and the strings
+    (values, not keys) that all of them hold, their own included."""
+
+    depths: Mapping[int, int]
+    keys: int = 0
+    strings: int = 0
+
+
+NOTHING_KNOWN = Known(NONE_KNOWN)
+
+
+def keys_unique(data: Any, strings: int, known: Known = NOTHING_KNOWN) -> bool:
+    """Whether no key appeared twice in an object of ``data``, read by :func:`parse_json`
+    with ``unique=False`` from a text of ``strings`` strings (:func:`strings_in`). Each key
+    and string value of ``data`` is a string of the text; a key that appeared twice kept
+    one key of two (and one value): ``data`` then holds fewer."""
+    keys, values = known.keys, known.strings
+    level = [data]
+    while level:
+        nested: list[Any] = []
+        for item in level:
+            kind = type(item)
+            if kind is str:
+                values += 1
+            elif kind in CONTAINERS and id(item) not in known.depths:
+                if kind is dict:
+                    keys += len(item)
+                    nested.extend(item.values())
+                else:
+                    nested.extend(item)
+        level = nested
+    return keys + values == strings
 
 
 def check_nesting(data: Any, where: str, known: Mapping[int, int] = NONE_KNOWN) -> None:
