@@ -33,7 +33,7 @@ from xdist_compare import gpu_of, read_run
 
 # A run whose GPU waited longer than this for the device lock says how long, and what the
 # busiest GPU timed less the waits (a worker's tests wait while fresh processes confirm
-# beside them: branch confirm-aside).
+# beside them: commits c281cbd-65b9de6, not kept).
 WAITS_SHOWN_S = 1.0
 
 

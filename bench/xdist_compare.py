@@ -52,7 +52,7 @@ def read_run(stem: Path, n: int | str) -> dict:
         "measuring_s": round(max(timing, default=0.0), 2),
         # Less the waits for the device lock, the GPU that timed longest: where another
         # process timed on a GPU meanwhile (fresh processes confirming beside a worker's tests,
-        # on branch confirm-aside), what this run's own processes spent timing.
+        # commits c281cbd-65b9de6, not kept), what this run's own processes spent timing.
         "waited_s": round(max((s.get("lock_wait_s", 0.0) for s in costs.values()), default=0.0), 2),
         "unwaited_s": round(
             max(
