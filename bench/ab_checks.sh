@@ -38,6 +38,7 @@ mkdir -p "$logs" "$stage"
 export PYTHONUNBUFFERED=1
 suite_dir() { case $1 in example) echo "$root/example_suite" ;; user) echo "$root/bench/user_suite" ;; esac; }
 knob=bench/user_suite/test_user.py
+beside=  # "-beside-gpuN" while a busy:N load runs
 
 run_step() {
   local step=$1 n kind suite frac thr dir args=() started rc
@@ -53,6 +54,7 @@ run_step() {
   dir=$(suite_dir "$suite")
   local name="$n-$kind-$suite${frac:+-$frac}${thr:+-${thr%\%}}"
   case $thr in *%) name+=pct ;; esac
+  name+=$beside  # a run beside a load on another GPU says so
   case $kind in
     aa) args=(--gpubench-against HEAD); [ -z "$frac" ] || args+=(-n "$frac") ;;
     xdist)
@@ -108,9 +110,11 @@ neighbour() {
         python3 -m pytest -q -p no:cacheprovider --gpubench --gpubench-dir="$2"; done' \
       _ "$root" "$logs/busy-gpu$2-baselines" >> "$logs/busy-gpu$2.txt" 2>&1 < /dev/null &
     echo $! > "$pidfile"
+    beside="-beside-gpu$2"
     sleep 20  # its first run past its start-up and compiles
   elif [ -e "$pidfile" ]; then
     kill -- -"$(cat "$pidfile")" 2> /dev/null; rm -f "$pidfile"; sleep 2
+    beside=
   fi
   echo "$(date -u +%T) $1:$2 ($(grep -c passed "$logs/busy-gpu$2.txt" 2>/dev/null) runs of GPU $2 ended so far)"
 }

@@ -7,7 +7,8 @@ run of the same cache state that follows it (warm runs in order: the k-th -n 2 w
 -n 0): whether their verdicts are the same, the test phase, the timing on the busiest GPU
 (lock wait, timer set-up and sampling summed over its tests: the two GPUs time at once) and
 the first calls (compiling), with pytest's wall time; where a GPU waited for the device
-lock, how long, and the busiest GPU's timing less the waits.
+lock, how long, and the busiest GPU's timing less the waits. Then each plain run on its
+own: its flags, its sampling per measurement, its times against the history's.
 
 A/B runs (``aa`` steps, with and without -n): their verdicts against each other, their wall
 time, and from the JSON where each side ran: each pair's two sessions, base and head, on
@@ -172,6 +173,56 @@ def offsets(logs: Path, rows: list[dict[str, str]]) -> None:
         print(f"| {where} | {sum(map(len, cells))} | {shown[0]} | {shown[1]} |")
 
 
+def each_run(logs: Path, rows: list[dict[str, str]]) -> None:
+    """Each plain run on its own: its first looks flagged (confirmed in fresh processes), its
+    sampling per measurement, and its times against the recorded history's (the median of
+    the tests' ratios, as :func:`offsets` takes them)."""
+    print("\n## Each plain run\n")
+    print(
+        "| run | workers | measurements | flagged | sampling per measurement | "
+        "median time / history's, < 20 us | >= 20 us | samples' p90 / median, graphs of "
+        "15-200 us |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        if row["kind"] != "xdist":
+            continue
+        results = json.loads((logs / f"{row['name']}.json").read_text())["results"]
+        kept = [
+            r
+            for r in results
+            if r["status"] != "changed" and ":ratio" not in r["timer"] and r.get("reference_ms")
+        ]
+        cells = [
+            [r["median_ms"] / r["reference_ms"] for r in kept if (r["median_ms"] >= 0.02) == big]
+            for big in (False, True)
+        ]
+        shown = [f"{statistics.median(c):.4f} ({len(c)})" if c else "-" for c in cells]
+        sampling = statistics.mean(r["costs"]["sampling_s"] for r in results)
+        flagged = sum(bool(r["confirmations"]) for r in results)
+        tails = [tail(r["samples_ms"]) for r in results if tails_shown(r)]
+        spread = f"{statistics.mean(tails):.4f} ({len(tails)})" if tails else "-"
+        print(
+            f"| {row['name']} | {row['frac']} | {len(results)} | {flagged} | "
+            f"{sampling:.3f} s | {shown[0]} | {shown[1]} | {spread} |"
+        )
+
+
+def tails_shown(r: dict[str, Any]) -> bool:
+    """The tests whose samples' tail the table shows: CUDA-graph timings of 15-200 us, the
+    class that first looks under -n 2 flagged (docs/performance.md), with 10 samples or more."""
+    return (
+        r["timer"] == "cuda-graph"
+        and 0.015 <= r["median_ms"] < 0.2
+        and len(r.get("samples_ms") or []) >= 10
+    )
+
+
+def tail(samples: list[float]) -> float:
+    """The 90th percentile of a test's samples over their median."""
+    return statistics.quantiles(samples, n=10)[-1] / statistics.median(samples)
+
+
 def ab_runs(logs: Path, rows: list[dict[str, str]]) -> None:
     runs = [r for r in rows if r["kind"] == "aa"]
     print("\n## A/B runs against HEAD: with and without -n\n")
@@ -222,6 +273,7 @@ def main() -> None:
         rows = rows_of(logs)
         plain_runs(logs, rows)
         offsets(logs, rows)
+        each_run(logs, rows)
         ab_runs(logs, rows)
 
 
