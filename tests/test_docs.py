@@ -256,6 +256,9 @@ def test_the_bisect_table_of_verdict_md_is_the_recorded_run() -> None:
             "| 06-xdist-example-2-warm / 07-xdist-example-0-warm | warm | same |",
         ),
         ("h200x2-2026-11-28g", "less the waits, the busiest GPU timed 11.45 s (0.62 of"),
+        ("h200-2026-11-28i", "| 04-xdist-example-2-warm | 2 | 96 | 3 | 0.214 s |"),
+        ("h200x2-2026-11-28h", "| 07-xdist-example-0-warm | 0 | 96 | 1 | 0.142 s |"),
+        ("h200-2026-11-29", "| 04-xdist-example-1-warm | 1 | 96 | 0 | 0.176 s |"),
     ],
 )
 def test_the_two_gpu_tables_are_what_the_script_prints(
