@@ -22,7 +22,7 @@
 # xdist:SUITE:WORKERS:CACHE a plain --gpubench run with -n WORKERS (0: none) against the
 # sessions a sessions:SUITE:N step recorded, its test phase clocked (bench/phase_clock.py),
 # CACHE warm (the user's compile caches) or cold (empty ones of its own); bench/two_gpus.py
-# compares them. busy:N and idle:N start and end a load on GPU N (neighbour, below). after:N:SECONDS waits (at most SECONDS) for the plan of GPU N to end (GPU=N),
+# compares them. busy:N[:SECONDS] and idle:N start and end a load on GPU N (neighbour, below). after:N:SECONDS waits (at most SECONDS) for the plan of GPU N to end (GPU=N),
 # and for a side job that marks its end the same way ($logs-gpuN/stage/done).
 # Each run's report is $LOGS/NN-STEP.json, its output .txt; runs.tsv lists them with seconds.
 # GPU=N (start and poll) runs a plan on GPU N only, beside other plans on other GPUs of the
@@ -49,7 +49,7 @@ run_step() {
     echo "$(date -u +%T) after GPU $suite's plan: $([ -e "/tmp/gpubench-ab-gpu$suite/stage/done" ] && echo ended || echo "still running")"
     return
   fi
-  if [ "$kind" = busy ] || [ "$kind" = idle ]; then neighbour "$kind" "$suite"; return; fi
+  if [ "$kind" = busy ] || [ "$kind" = idle ]; then neighbour "$kind" "$suite" "${frac:-20}"; return; fi
   n=$(printf %02d $(( $(cat "$logs/runs.tsv" 2>/dev/null | wc -l) + 1 )))
   dir=$(suite_dir "$suite")
   local name="$n-$kind-$suite${frac:+-$frac}${thr:+-${thr%\%}}"
@@ -100,9 +100,11 @@ run_step() {
   echo "$(date -u +%T) $name: $(( $(date +%s) - started )) s, exit $rc: $(tail -n 1 "$logs/$name.txt")"
 }
 
-# busy:N starts the example suite's --gpubench runs, one after another, on GPU N in the
-# background (its own compile caches warm, its own baselines: a second xdist worker's load on
-# its own GPU, without xdist); idle:N ends them. The runs' outputs: $logs/busy-gpuN.txt.
+# busy:N[:SECONDS] starts the example suite's --gpubench runs, one after another, on GPU N in
+# the background (its own compile caches warm, its own baselines: a second xdist worker's
+# load on its own GPU, without xdist), then waits SECONDS (default 20: past its first run's
+# start-up and compiles; 0: its first run starts with the next step's, as two xdist workers
+# start together); idle:N ends them. The runs' outputs: $logs/busy-gpuN.txt.
 neighbour() {
   local pidfile="$stage/busy-gpu$2.pid"
   if [ "$1" = busy ]; then
@@ -111,7 +113,7 @@ neighbour() {
       _ "$root" "$logs/busy-gpu$2-baselines" >> "$logs/busy-gpu$2.txt" 2>&1 < /dev/null &
     echo $! > "$pidfile"
     beside="-beside-gpu$2"
-    sleep 20  # its first run past its start-up and compiles
+    sleep "$3"
   elif [ -e "$pidfile" ]; then
     kill -- -"$(cat "$pidfile")" 2> /dev/null; rm -f "$pidfile"; sleep 2
     beside=
