@@ -22,7 +22,7 @@
 # xdist:SUITE:WORKERS:CACHE a plain --gpubench run with -n WORKERS (0: none) against the
 # sessions a sessions:SUITE:N step recorded, its test phase clocked (bench/phase_clock.py),
 # CACHE warm (the user's compile caches) or cold (empty ones of its own); bench/two_gpus.py
-# compares them. busy:N[:SECONDS] and idle:N start and end a load on GPU N (neighbour, below). after:N:SECONDS waits (at most SECONDS) for the plan of GPU N to end (GPU=N),
+# compares them. pyc writes bytecode caches (bytecode, below). busy:N[:SECONDS] and idle:N start and end a load on GPU N (neighbour, below). after:N:SECONDS waits (at most SECONDS) for the plan of GPU N to end (GPU=N),
 # and for a side job that marks its end the same way ($logs-gpuN/stage/done).
 # Each run's report is $LOGS/NN-STEP.json, its output .txt; runs.tsv lists them with seconds.
 # GPU=N (start and poll) runs a plan on GPU N only, beside other plans on other GPUs of the
@@ -50,6 +50,7 @@ run_step() {
     return
   fi
   if [ "$kind" = busy ] || [ "$kind" = idle ]; then neighbour "$kind" "$suite" "${frac:-20}"; return; fi
+  if [ "$kind" = pyc ]; then bytecode; return; fi
   n=$(printf %02d $(( $(cat "$logs/runs.tsv" 2>/dev/null | wc -l) + 1 )))
   dir=$(suite_dir "$suite")
   local name="$n-$kind-$suite${frac:+-$frac}${thr:+-${thr%\%}}"
@@ -98,6 +99,25 @@ run_step() {
   rm -rf "$logs/$name.caches"
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$kind" "$suite" "${frac:-0}" "${thr:-}" "$(( $(date +%s) - started ))" "$rc" >> "$logs/runs.tsv"
   echo "$(date -u +%T) $name: $(( $(date +%s) - started )) s, exit $rc: $(tail -n 1 "$logs/$name.txt")"
+}
+
+# pyc writes the bytecode caches of the packages a run imports and of the project, where the
+# machine lacks them (pip leaves them on a user's machine; a fresh process of a confirmation
+# spent 4.4 s compiling Python source on an H200 host without them, performance.md section 0),
+# so that later steps' processes, the fresh ones included, read them.
+bytecode() {
+  local started dirs rc
+  started=$(date +%s)
+  dirs=$(python3 -c 'import importlib.util as u, os
+for name in ("torch", "triton", "sympy", "numpy", "scipy", "_pytest", "pluggy", "xdist", "execnet", "filelock", "jinja2", "networkx", "pytest_gpubench"):
+    spec = u.find_spec(name)
+    if spec is not None and spec.submodule_search_locations:
+        print(*spec.submodule_search_locations)
+print(os.path.dirname(os.__file__))')
+  # shellcheck disable=SC2086  # one directory per word
+  python3 -m compileall -q -j 0 $dirs > "$logs/pyc.txt" 2>&1
+  rc=$?  # not 0 where any file does not compile (some packages ship tests that must not)
+  echo "$(date -u +%T) pyc: $(( $(date +%s) - started )) s, exit $rc: $(echo $dirs | wc -w) directories"
 }
 
 # busy:N[:SECONDS] starts the example suite's --gpubench runs, one after another, on GPU N in
