@@ -22,8 +22,10 @@
 # xdist:SUITE:WORKERS:CACHE a plain --gpubench run with -n WORKERS (0: none) against the
 # sessions a sessions:SUITE:N step recorded, its test phase clocked (bench/phase_clock.py),
 # CACHE warm (the user's compile caches) or cold (empty ones of its own); bench/two_gpus.py
-# compares them. pyc writes bytecode caches (bytecode, below). busy:N[:SECONDS] and idle:N start and end a load on GPU N (neighbour, below). after:N:SECONDS waits (at most SECONDS) for the plan of GPU N to end (GPU=N),
-# and for a side job that marks its end the same way ($logs-gpuN/stage/done).
+# compares them. pyc writes bytecode caches (bytecode, below). busy:N[:SECONDS] and idle:N
+# start and end a load on GPU N (neighbour, below). after:N:SECONDS waits (at most SECONDS)
+# for the plan of GPU N to end (GPU=N), and for a side job that marks its end the same way
+# ($logs-gpuN/stage/done).
 # Each run's report is $LOGS/NN-STEP.json, its output .txt; runs.tsv lists them with seconds.
 # GPU=N (start and poll) runs a plan on GPU N only, beside other plans on other GPUs of the
 # host: its own logs, tree copy and bisect repository, the installed package the first plan's

@@ -149,6 +149,12 @@ def plain_runs(logs: Path, rows: list[dict[str, str]]) -> None:
         print("\n" + "\n".join(f"- {line}" for line in waits))
 
 
+def against_history(r: dict[str, Any]) -> bool:
+    """A result whose time is comparable with its history's: of the history's binary (not
+    changed), a time (not a ratio to a reference), with a reference time."""
+    return r["status"] != "changed" and ":ratio" not in r["timer"] and bool(r.get("reference_ms"))
+
+
 def offsets(logs: Path, rows: list[dict[str, str]]) -> None:
     """Each warm plain run's times against the recorded history's (the median of the
     tests' ratios to their reference), by GPU and duration: what timing on both GPUs at
@@ -159,7 +165,7 @@ def offsets(logs: Path, rows: list[dict[str, str]]) -> None:
         if row["kind"] != "xdist" or row["thr"] != "warm":
             continue
         for r in json.loads((logs / f"{row['name']}.json").read_text())["results"]:
-            if r["status"] == "changed" or ":ratio" in r["timer"] or not r.get("reference_ms"):
+            if not against_history(r):
                 continue
             where = f"-n {row['frac']}, {gpu_of(r)}"
             size = ">= 20 us" if r["median_ms"] >= 0.02 else "< 20 us"
@@ -176,7 +182,7 @@ def offsets(logs: Path, rows: list[dict[str, str]]) -> None:
 def each_run(logs: Path, rows: list[dict[str, str]]) -> None:
     """Each plain run on its own: its first looks flagged (confirmed in fresh processes), its
     sampling per measurement, and its times against the recorded history's (the median of
-    the tests' ratios, as :func:`offsets` takes them)."""
+    the tests' ratios, as :func:`offsets` takes them: :func:`against_history`)."""
     print("\n## Each plain run\n")
     print(
         "| run | workers | measurements | flagged | sampling per measurement | "
@@ -188,11 +194,7 @@ def each_run(logs: Path, rows: list[dict[str, str]]) -> None:
         if row["kind"] != "xdist":
             continue
         results = json.loads((logs / f"{row['name']}.json").read_text())["results"]
-        kept = [
-            r
-            for r in results
-            if r["status"] != "changed" and ":ratio" not in r["timer"] and r.get("reference_ms")
-        ]
+        kept = list(filter(against_history, results))
         cells = [
             [r["median_ms"] / r["reference_ms"] for r in kept if (r["median_ms"] >= 0.02) == big]
             for big in (False, True)
