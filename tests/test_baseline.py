@@ -1137,6 +1137,17 @@ def test_records_made_from_rows_are_those_made_one_by_one() -> None:
         made_from_rows(BaselineEntry, [rows[0][:-1]])
     assert made_from_rows(SessionSummary, []) == []
 
+    @dataclasses.dataclass(frozen=True)
+    class Checked:
+        value: float
+
+        def __post_init__(self) -> None:
+            if self.value < 0:
+                raise ValueError("negative")
+
+    with pytest.raises(TypeError, match="__post_init__"):
+        made_from_rows(Checked, [(-1.0,)])
+
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_columns_of_objects_in_one_key_order_are_those_read_key_by_key(seed: int) -> None:

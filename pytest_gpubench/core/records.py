@@ -51,7 +51,10 @@ def made_from_rows(cls: type[Frozen], rows: Iterable[Sequence[object]]) -> list[
     """Instances of the frozen dataclass ``cls`` (one with a ``__dict__``), each row the
     values of all its fields in order: set as its frozen ``__init__`` sets them, without its
     call (half the time of the 10^5 entries, cases and views of a file of 10^5 tests). They
-    are as immutable as any other."""
+    are as immutable as any other. A class whose ``__init__`` does more (``__post_init__``)
+    is refused: its instances would skip it."""
+    if hasattr(cls, "__post_init__"):
+        raise TypeError(f"{cls.__name__} has a __post_init__, which made_from_rows would skip")
     names = [f.name for f in dataclasses.fields(cls)]
     made = []
     for row in rows:
