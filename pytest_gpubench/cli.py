@@ -18,9 +18,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import gc
+import json
 import math
 import os
+import pickle
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,13 +46,21 @@ from .core.version import __version__
 from .judge.gate import Gate
 from .judge.rule import MIN_GATED_SESSIONS
 from .report import baselines
-from .report import changes as history_changes
 from .report import summary as report
-from .run import ab
+from .run import ab, helpers
 from .run import bisect as bisection
 from .store import files as storage
 from .store import runs as stored_runs
-from .store.baseline import Baseline, BaselineEntry, Update, load
+from .store.baseline import (
+    Baseline,
+    BaselineEntry,
+    Share,
+    Update,
+    complete,
+    load,
+    load_share,
+    parse_to_share,
+)
 from .store.merge import merge_files
 
 RESULT_FILE = "result file"
@@ -522,16 +533,84 @@ def run_show(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     for i, path in enumerate(baseline_paths(args.paths)):
-        baseline = read_baseline(path)
+        lines = _shared_lines(path, args.threshold, args.alpha) if _to_share(path) else None
+        if lines is None:
+            baseline = read_baseline(path)
+            title = f"{baseline.path}: {baselines.file_header(baseline)}"
+            lines = baselines.show_lines(
+                title, [baselines.shown(baseline, args.threshold, args.alpha)]
+            )
         if i:
             print()
-        views = baselines.survey(baseline, args.threshold, args.alpha)
-        print("\n".join(baselines.show_lines(baseline, views)))
-        logs = {view.key: view.log_medians for view in views}  # taken once, by the survey
-        for line in history_changes.show_lines(baseline, args.threshold, logs):
-            print(line)
+        print("\n".join(lines))
     print(baselines.SHOW_NOTE)
     return 0
+
+
+# A baseline file this big is shown by two processes, each judging the entries of one half
+# of its keys, where two CPUs are there: 10^5 tests (200 MB) took 10-12 s in one, 7 s in
+# two (docs/performance.md).
+SHARE_BYTES = 32 << 20
+SHARES = 2
+
+
+def _to_share(path: Path) -> bool:
+    """Whether ``show`` of the file at ``path`` is shared out (SHARE_BYTES)."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return False  # the read of the whole says what is wrong
+    return size >= SHARE_BYTES and _cpus() >= SHARES
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _shared_lines(path: Path, threshold: float, alpha: float) -> list[str] | None:
+    """``show``'s lines of the file at ``path``, parsed once: its first share judged here
+    while helpers judge the others. None where a share is not valid (the read of the whole
+    says what is wrong) or a helper failed."""
+    parsed = parse_to_share(path)
+    if parsed is None:
+        return None
+
+    def judged(index: int) -> tuple[Share, baselines.Shown] | None:
+        share = load_share(parsed, index, SHARES)
+        if share is None:
+            return None
+        return share, baselines.shown(share.baseline, threshold, alpha, share.entries)
+
+    def handed(index: int) -> bytes:
+        found = judged(index)
+        return b"" if found is None else pickle.dumps((found[0].tally, found[1]))
+
+    started = [helpers.start_helper(functools.partial(handed, i)) for i in range(1, SHARES)]
+    try:
+        mine = judged(0) if None not in started else None
+        if mine is None:
+            return None
+        tallies, shares = [mine[0].tally], [mine[1]]
+        for helper in started:
+            assert helper is not None
+            output = helpers.helper_output(helper)
+            if not output:
+                return None
+            tally, shown = pickle.loads(output)  # from a fork of this process
+            tallies.append(tally)
+            shares.append(shown)
+    finally:
+        for helper in started:
+            if helper is not None:
+                helpers.end_helper(helper)
+    if not complete(tallies):
+        return None  # a key twice: the read of the whole names it
+    baseline = mine[0].baseline
+    header = baselines.file_header(baseline, mine[0].entries)
+    return baselines.show_lines(f"{baseline.path}: {header}", shares)
 
 
 def run_plot(args: argparse.Namespace) -> int:
@@ -571,7 +650,6 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def run_bisect(args: argparse.Namespace) -> int:
-    import json
 
     target = None if args.json is None else Path(args.json)
     if target is not None:

@@ -15,6 +15,7 @@ from ..core.kernels import describe, describe_configs, launch_count
 from ..core.records import Judgement, SessionSummary, made_from_rows
 from ..judge.rule import Case, judge_many
 from ..store.baseline import Baseline, BaselineEntry, reference_of_logs
+from . import changes as history_changes
 from .summary import aligned, format_share, format_value
 
 
@@ -55,11 +56,14 @@ class EntryView:
         return ", ".join(words)
 
 
-def survey(baseline: Baseline, threshold: float, alpha: float) -> list[EntryView]:
+def survey(
+    baseline: Baseline, threshold: float, alpha: float, family: int | None = None
+) -> list[EntryView]:
     """Each entry of ``baseline`` (sorted by key), judged as if a next single session
     measured exactly its reference median: the rule's spread, bar and gateable slowdown for
-    that session. ``family``: all entries of the file, as a run of them all would use. All
-    entries are judged in one pass (``judge_many``): one at a time, 10^5 tests took hours."""
+    that session. ``family``: all entries of the file, as a run of them all would use (by
+    default those of ``baseline``: of a share of a file, its caller says). All entries are
+    judged in one pass (``judge_many``): one at a time, 10^5 tests took hours."""
     keys = sorted(baseline.entries)
     entries = list(map(baseline.entries.__getitem__, keys))
     histories = [entry.history for entry in entries]
@@ -89,7 +93,7 @@ def survey(baseline: Baseline, threshold: float, alpha: float) -> list[EntryView
         cases,
         threshold=threshold,
         alpha=alpha,
-        family=max(1, len(entries)),
+        family=max(1, len(entries) if family is None else family),
         history_logs=history_logs,
     )
     return made_from_rows(
@@ -127,27 +131,52 @@ def show_rows(views: Sequence[EntryView]) -> list[list[str]]:
     return rows
 
 
-def file_header(baseline: Baseline) -> str:
-    """``NVIDIA H100 80GB HBM3: 12 sessions, 2026-01-02 to 2026-03-04, 8 tests``."""
+def file_header(baseline: Baseline, tests: int | None = None) -> str:
+    """``NVIDIA H100 80GB HBM3: 12 sessions, 2026-01-02 to 2026-03-04, 8 tests`` (``tests``:
+    those of the whole file, where ``baseline`` holds a share of them)."""
     name = baseline.device.get("name") or "unknown device"
     dates = sorted(info.date[:10] for info in baseline.sessions.values())
     span = f", {dates[0]} to {dates[-1]}" if dates else ""
     count = len(baseline.sessions)
-    tests = len(baseline.entries)
+    tests = len(baseline.entries) if tests is None else tests
     return (
         f"{name}: {count} session{'s' if count != 1 else ''}{span}, "
         f"{tests} test{'s' if tests != 1 else ''}"
     )
 
 
-def show_lines(baseline: Baseline, views: Sequence[EntryView]) -> list[str]:
-    lines = [f"== {baseline.path}: {file_header(baseline)}"]
-    lines += aligned(show_rows(views), last_left=True)
-    binaries = [line for view in views for line in binary_lines(view)]
+@dataclass(frozen=True)
+class Shown:
+    """What ``gpubench show`` prints of some entries of a file, in key order: all of them, or
+    a share of a big file's that another process judged (cli). Plain strings: they travel
+    between processes as JSON."""
+
+    rows: list[list[str]]  # of the table (show_rows), without its header
+    binaries: list[str]  # binary_lines of each entry
+    changes: list[str]  # the flagged histories (report.changes.flagged_of), without a heading
+
+
+def shown(baseline: Baseline, threshold: float, alpha: float, family: int | None = None) -> Shown:
+    """What ``show`` prints of the entries of ``baseline`` (``family``: as :func:`survey`)."""
+    views = survey(baseline, threshold, alpha, family)
+    logs = {view.key: view.log_medians for view in views}  # taken once, by the survey
+    return Shown(
+        show_rows(views)[1:],
+        [line for view in views for line in binary_lines(view)],
+        history_changes.flagged_of(baseline, threshold, logs),
+    )
+
+
+def show_lines(title: str, shares: Sequence[Shown]) -> list[str]:
+    """The lines ``show`` prints of one file (``title``: ``path: file_header``), its entries
+    in ``shares``, in order."""
+    rows = [list(SHOW_COLUMNS), *itertools.chain.from_iterable(s.rows for s in shares)]
+    lines = [f"== {title}", *aligned(rows, last_left=True)]
+    binaries = [line for s in shares for line in s.binaries]
     if binaries:
         lines.append("binaries (what one call launches), the latest saved first:")
         lines += binaries
-    return lines
+    return lines + history_changes.headed([line for s in shares for line in s.changes])
 
 
 def binary_lines(view: EntryView) -> list[str]:

@@ -85,10 +85,21 @@ def show_lines(
     """``gpubench show``: each entry whose latest binary's history is flagged, under a
     heading; none when none is. ``logs``: the log-medians of each entry's history, by key,
     where the caller took them already (``report.baselines.survey``)."""
+    return headed(flagged_of(baseline, threshold, logs))
+
+
+def flagged_of(
+    baseline: Baseline, threshold: float, logs: Mapping[str, Sequence[float]] | None = None
+) -> list[str]:
+    """The lines of :func:`show_lines` under its heading, sorted by key."""
     changes = {
         k: of_sessions(baseline.entries[k].history, threshold) for k in _candidates(baseline, logs)
     }
-    lines = flagged_lines(changes, {})
+    return flagged_lines(changes, {})
+
+
+def headed(lines: Sequence[str]) -> list[str]:
+    """``show``'s flagged lines under their heading; none when none is flagged."""
     return [SHOW_HEADING, *(f"  {line}" for line in lines)] if lines else []
 
 

@@ -837,15 +837,15 @@ _watching: list[int] = []  # the parent this process already watches (once per p
 
 def watch_parent(
     parent_pid: int,
-    folder: Path,
+    folder: Path | None,
     interval_s: float = LIFELINE_INTERVAL_S,
     wrapped: bool | None = None,
 ) -> None:
     """End this process once the process ``parent_pid`` that started it is gone: remove the
-    folder it shares with its siblings (only a folder of ours), then exit at once
-    (``os._exit``: no cleanup that could write, no waiting for the test that runs). A daemon
-    thread, started once; the main thread may be anywhere (a conftest's import, a CUDA call,
-    a user's test), so the exit does not wait for it."""
+    folder it shares with its siblings (only a folder of ours; None: it has none), then exit
+    at once (``os._exit``: no cleanup that could write, no waiting for the test that runs). A
+    daemon thread, started once; the main thread may be anywhere (a conftest's import, a CUDA
+    call, a user's test), so the exit does not wait for it."""
     if _watching:
         return
     _watching.append(parent_pid)
@@ -859,7 +859,7 @@ def watch_parent(
     def watch() -> None:
         while os.getppid() == first and (first == parent_pid or alive(parent_pid)):
             time.sleep(interval_s)
-        if folder.name.startswith(FOLDER_PREFIX):
+        if folder is not None and folder.name.startswith(FOLDER_PREFIX):
             shutil.rmtree(folder, ignore_errors=True)
         os._exit(ORPHANED)
 

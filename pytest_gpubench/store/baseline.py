@@ -624,6 +624,88 @@ def load(path: Path, every_object: bool = False) -> Baseline:
         raise BaselineError(f"{WHAT} {path} {exc}; {REMEDY}") from None
 
 
+@dataclass(frozen=True)
+class Parsed:
+    """A schema 2 baseline file as parsed, nothing of it checked yet: several processes
+    each read one share of its entries (:func:`load_share`; ``gpubench show`` of a big file,
+    cli)."""
+
+    path: Path
+    data: dict[str, Json]
+    keys: list[str]  # of its entries, sorted
+    strings: int  # of its text (storage.strings_in)
+
+
+def parse_to_share(path: Path) -> Parsed | None:
+    """The baseline file at ``path`` parsed; None where it is not one to share (missing, not
+    of schema 2, a backslash in its text) or not valid JSON: :func:`load` says what."""
+    try:
+        _check_directory(path.parent)
+        text = storage.read_text(path, WHAT, MAX_BYTES)
+        strings = None if text is None else storage.strings_in(text)
+        if text is None or strings is None:
+            return None
+        data = storage.parse_json(text, f"{WHAT} {path}", nesting=False, unique=False)
+    except (BaselineError, StorageError):
+        return None
+    if type(data) is not dict or data.get("schema") != SCHEMA:
+        return None
+    benchmarks = data.get("benchmarks")
+    if type(benchmarks) is not dict:
+        return None
+    return Parsed(path, data, sorted(benchmarks), strings)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """What a share counted of its file: over all shares (:func:`complete`), whether the file
+    held a key twice (what :func:`load` checks of the whole)."""
+
+    strings: int  # of the whole text (storage.strings_in)
+    shared: int  # strings the document holds without its entries: every share holds them
+    own: int  # strings this share's entries hold, their keys included
+
+
+def complete(tallies: Sequence[Tally]) -> bool:
+    """Whether ``tallies``, one of each share of one file, hold every string of its text: no
+    key appeared twice in it."""
+    if len({(t.strings, t.shared) for t in tallies}) != 1:
+        return False
+    return tallies[0].shared + sum(t.own for t in tallies) == tallies[0].strings
+
+
+@dataclass(frozen=True)
+class Share:
+    """One share of a baseline file: its device and sessions and the entries of one range
+    of its sorted keys, read and checked as :func:`load` reads them."""
+
+    baseline: Baseline
+    entries: int  # of the whole file
+    tally: Tally
+
+
+def load_share(parsed: Parsed, index: int, count: int) -> Share | None:
+    """Share ``index`` of ``count`` of a parsed file: the entries whose keys are the
+    ``index``-th of ``count`` equal ranges of its sorted keys. None where anything in it is
+    not valid: :func:`load` of the whole says what."""
+    data, keys = parsed.data, parsed.keys
+    chosen = keys[index * len(keys) // count : (index + 1) * len(keys) // count]
+    benchmarks = data["benchmarks"]
+    entries = dict(zip(chosen, map(benchmarks.__getitem__, chosen), strict=True))
+    document = {**data, "benchmarks": entries}
+    try:
+        made = _made(document)
+        ready = _made_entries(document, made)
+        known = _known(document, made, ready)
+        shared = storage.strings_held({**data, "benchmarks": {}})
+        own = storage.strings_held(document, known) - shared
+        storage.check_nesting(document, f"{WHAT} {parsed.path}", known.depths)
+        share = _from_document(parsed.path, document, made, ready)
+    except Exception:  # whatever it is, the read of the whole file says it, as it says it
+        return None
+    return Share(share, len(keys), Tally(parsed.strings, shared, own))
+
+
 def _made(data: Json) -> Made:
     """The session records of a schema 2 document's entries, made at once
     (:func:`made_at_once`) before anything else is read; none where it is not one."""

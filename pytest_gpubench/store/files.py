@@ -143,6 +143,11 @@ def keys_unique(data: Any, strings: int, known: Known = NOTHING_KNOWN) -> bool:
     with ``unique=False`` from a text of ``strings`` strings (:func:`strings_in`). Each key
     and string value of ``data`` is a string of the text; a key that appeared twice kept
     one key of two (and one value): ``data`` then holds fewer."""
+    return strings_held(data, known) == strings
+
+
+def strings_held(data: Any, known: Known = NOTHING_KNOWN) -> int:
+    """The keys and string values ``data`` holds (``known``'s counted as it says)."""
     keys, values = known.keys, known.strings
     level = [data]
     while level:
@@ -158,7 +163,7 @@ def keys_unique(data: Any, strings: int, known: Known = NOTHING_KNOWN) -> bool:
                 else:
                     nested.extend(item)
         level = nested
-    return keys + values == strings
+    return keys + values
 
 
 def check_nesting(data: Any, where: str, known: Mapping[int, int] = NONE_KNOWN) -> None:
