@@ -32,8 +32,8 @@ history)
   rm -f "$logs"/baselines/*.json
   for k in $(seq 1 "${2:-3}"); do
     SECONDS=0
-    LIBRARY_SUITE_REVERSE=$(order "$k") pt --gpubench --gpubench-save --gpubench-dir "$logs/baselines" \
-      --gpubench-json "$logs/session-$k.json" > "$logs/session-$k.txt" 2>&1
+    LIBRARY_SUITE_REVERSE=$(order "$k") pt --gpubench --gpubench-save --gpubench-dir="$logs/baselines" \
+      --gpubench-json="$logs/session-$k.json" > "$logs/session-$k.txt" 2>&1
     echo "session $k (reversed: $(order "$k")), $SECONDS s: $(tail -n 1 "$logs/session-$k.txt")"
   done
   cp "$logs"/baselines/*.json "$out/" 2>/dev/null
@@ -41,8 +41,8 @@ history)
 runs)
   for k in $(seq 1 "${2:-3}"); do
     SECONDS=0
-    LIBRARY_SUITE_REVERSE=$(order "$k") pt --gpubench --gpubench-dir "$logs/baselines" \
-      --gpubench-json "$logs/run-$k.json" > "$logs/run-$k.txt" 2>&1
+    LIBRARY_SUITE_REVERSE=$(order "$k") pt --gpubench --gpubench-dir="$logs/baselines" \
+      --gpubench-json="$logs/run-$k.json" > "$logs/run-$k.txt" 2>&1
     echo "run $k (reversed: $(order "$k")), $SECONDS s: $(tail -n 1 "$logs/run-$k.txt")"
   done
   ;;
