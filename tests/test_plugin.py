@@ -1586,3 +1586,39 @@ def test_a_call_faster_than_its_declared_bytes_allow_fails_as_impossible(
         assert statuses["test_cached"] == "impossible" and statuses["test_honest"] != "impossible"
     stored = json.loads(next((fake.path / ".gpubench").glob("*.json")).read_text())
     assert list(stored["benchmarks"]) == ["test_bench.py::test_honest"]
+
+
+IN_PLACE = """
+import torch
+
+def test_in_place(gpubench):
+    x = torch.zeros(4)
+    y = gpubench(torch.Tensor.add_, x, 1)
+    assert y.tolist() == [1.0] * 4  # the first call's result
+    assert x[0].item() > 1  # what the timed calls did to their argument
+
+def test_views_in_a_tuple(gpubench):
+    q, k = torch.zeros(4), torch.ones(4)
+    a, b, c = gpubench(lambda q, k: (q[1:].add_(1), k, torch.ones(2)), q, k)
+    assert a.tolist() == [1.0] * 3 and b.tolist() == [1.0] * 4
+    assert q[1].item() > 1
+
+def test_a_result_of_its_own_is_not_copied(gpubench):
+    made = []
+    y = gpubench(lambda t: made.append(t * 2) or made[-1], torch.ones(4))
+    assert y is made[0] and len(made) > 1
+"""
+
+
+def test_the_result_returned_is_the_first_calls_where_later_calls_write_into_it(
+    pytester: pytest.Pytester,
+) -> None:
+    """Found on Liger-Kernel's rotary embedding, which rotates its arguments in place and
+    returns views of them: the timed calls after the first rotated them again, and the
+    fixture returned what the last call left, not the first call's result (a test that
+    passed without --gpubench failed with it). A tensor of the result that shares memory
+    with an argument is now copied after the first call."""
+    pytest.importorskip("torch")
+    pytester.makepyfile(IN_PLACE)
+    result = pytester.runpytest("--gpubench", "--gpubench-timer=wall", "--gpubench-budget-s=0.05")
+    result.assert_outcomes(passed=3)

@@ -11,6 +11,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from ..core.device import Device, slug
 from .engine import Workload
@@ -97,6 +98,49 @@ def synchronizer(kind: str) -> Callable[[], None]:
     import torch
 
     return torch.cuda.synchronize
+
+
+def kept_apart(result: object, workload: Workload) -> object:
+    """``result``, of the untimed first call of ``workload``, with a copy of each tensor in it
+    (in tuples, lists and dicts) that shares memory with a tensor argument: the calls timed
+    after it may write into their arguments (a rotary embedding in place, a backward into
+    the incoming gradient), and the fixture returns what the first call gave."""
+    torch = sys.modules.get("torch")
+    if torch is None or workload.setup is not None:  # fresh arguments for every call
+        return result
+    inputs = set(_storages([workload.args, list(workload.kwargs.values())], torch))
+    if not inputs:
+        return result
+
+    def kept(value: object) -> object:
+        if isinstance(value, torch.Tensor):
+            shared = not inputs.isdisjoint(_storages([value], torch))
+            return value.clone() if shared else value
+        if type(value) is tuple:
+            return tuple(map(kept, value))
+        if type(value) is list:
+            return list(map(kept, value))
+        if type(value) is dict:
+            return {k: kept(v) for k, v in value.items()}
+        return value
+
+    return kept(result)
+
+
+def _storages(values: Iterable[object], torch: Any) -> Iterator[int]:
+    """The addresses of the memory the tensors among ``values`` (and in their tuples, lists
+    and dicts) view; none of a tensor without one of its own (sparse, empty)."""
+    tensor = torch.Tensor
+    for value in values:
+        if isinstance(value, tensor):
+            with contextlib.suppress(Exception):  # sparse, nested and meta tensors have none
+                address = value.untyped_storage().data_ptr()
+                if address:
+                    yield address
+        elif isinstance(value, tuple | list) and type(value) in (tuple, list):
+            yield from _storages(value, torch)
+        elif isinstance(value, dict) and type(value) is dict:
+            yield from _storages(value.values(), torch)
 
 
 def peak_bytes(kind: str, workload: Workload) -> int | None:
