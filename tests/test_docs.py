@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 from unittest import mock
 
@@ -182,6 +183,26 @@ def test_the_example_suites_aa_table_is_what_its_results_say() -> None:
     peak = {round(r["peak_gbs"], -1) for r in results.values() if r.get("peak_gbs")}
     assert len(peak) == 1
     assert f"({peak.pop():.0f} GB/s" in text
+
+
+def test_the_library_suites_table_is_what_its_reports_say() -> None:
+    """bench/results/h200-2026-11-29b: runs.md is bench/sessions_summary.py over the judged
+    runs' reports in logs.tgz, and the README quotes it."""
+    campaign = RESULTS / "h200-2026-11-29b"
+    with tarfile.open(campaign / "logs.tgz") as logs, tempfile.TemporaryDirectory() as tmp:
+        names = sorted(n for n in logs.getnames() if Path(n).name.startswith("run-"))
+        logs.extractall(tmp, members=[logs.getmember(n) for n in names], filter="data")
+        reports = sorted(str(Path(tmp, n)) for n in names if n.endswith(".json"))
+        assert len(reports) == 3
+        printed = subprocess.run(
+            [sys.executable, str(ROOT / "bench" / "sessions_summary.py"), *reports],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    table = (campaign / "runs.md").read_text("utf-8")
+    assert printed == table
+    assert table in (campaign / "README.md").read_text("utf-8")
 
 
 def test_the_readmes_summary_rows_are_what_pytest_printed() -> None:
