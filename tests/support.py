@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -281,3 +282,21 @@ def bench_module(name: str) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def running(pid: int) -> bool:
+    """Whether the process ``pid`` runs: a zombie does not (its reaper may be slow), and it
+    is gone for the user."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return not Path("/proc").is_dir()  # gone meanwhile, or a system without /proc
+    except OSError:
+        return True
+    return state != "Z"

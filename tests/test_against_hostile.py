@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support import KERNELS, TESTS, USAGE_ERROR, commit, git, output
+from support import KERNELS, TESTS, USAGE_ERROR, commit, git, output, running
 
 from pytest_gpubench.run import revision
 
@@ -112,19 +112,6 @@ def remove_checkouts(repo: Path, temp: Path) -> None:
         )
         shutil.rmtree(left, ignore_errors=True)
     git(repo, "worktree", "prune")
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is gone for the user: only a running process counts.
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return True
-    return state != "Z"
 
 
 # --- what behaves as it should -----------------------------------------------------------
@@ -353,7 +340,7 @@ def test_ctrl_c_during_the_pairs_stops_and_cleans_up(
     assert left_in(temp) == []
     assert len(worktrees(repo.path)) == 1
     started = [int(p) for p in pids.read_text().split()]
-    assert started and not any(alive(p) for p in started)
+    assert started and not any(running(p) for p in started)
 
 
 @pytest.mark.slow
@@ -494,10 +481,10 @@ def test_a_signal_during_the_build_ends_the_build(
     build_pid = int(pid_file.read_text())
     try:
         time.sleep(1.0)
-        assert not alive(build_pid), out
+        assert not running(build_pid), out
         assert list(temp.glob("gpubench-ref-*")) == []
     finally:
-        if alive(build_pid):
+        if running(build_pid):
             os.kill(build_pid, signal.SIGKILL)
         remove_checkouts(repo.path, temp)
 

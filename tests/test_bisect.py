@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support import KERNELS, TESTS, commit, git
+from support import KERNELS, TESTS, commit, git, running
 
 from pytest_gpubench import cli
 from pytest_gpubench.core.records import Status
@@ -599,19 +599,7 @@ def test_a_signal_ends_the_step_and_leaves_nothing_behind(
     assert "Traceback" not in err
     assert left_in(temp) == [] and len(worktrees(repo)) == 1
     started = [int(p) for p in pids.read_text().split()]
-    assert started and not any(_alive(p) for p in started)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is gone for the user
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return True
-    return state != "Z"
+    assert started and not any(running(p) for p in started)
 
 
 @pytest.mark.slow
@@ -632,7 +620,7 @@ def test_kill_9_ends_the_steps_processes_and_the_next_run_removes_what_is_left(
         proc.wait()
     started = [int(p) for p in pids.read_text().split()]
     deadline = time.monotonic() + 60
-    while any(_alive(p) for p in [*step, *started]):
+    while any(running(p) for p in [*step, *started]):
         assert time.monotonic() < deadline, "a process of the step outlived bisect"
         time.sleep(0.2)
     left = left_in(temp)

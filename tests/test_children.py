@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import running
 
 from pytest_gpubench.core.records import Measurement, Result, SessionInfo, Status, Verdict
 from pytest_gpubench.plugin.child import Child
@@ -506,15 +507,6 @@ esac
 """
 
 
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` is a process that runs (a zombie does not: its reaper may be slow)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
 @pytest.mark.parametrize("end", ["exits", "dies", "hangs"])
 def test_a_wrapper_that_ends_before_its_child_leaves_no_process_behind(
@@ -552,7 +544,7 @@ def _left(wrapper: int, child: int) -> list[int]:
             group = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[2])
         except (OSError, ValueError, IndexError):
             continue
-        if (group == wrapper or int(proc.name) in (wrapper, child)) and _alive(int(proc.name)):
+        if (group == wrapper or int(proc.name) in (wrapper, child)) and running(int(proc.name)):
             found.append(int(proc.name))
     return found
 

@@ -11,21 +11,13 @@ import time
 from pathlib import Path
 
 import pytest
+from support import running
 
 from pytest_gpubench.run import helpers
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/self/stat").exists(), reason="helpers are forks of Linux; read from /proc"
 )
-
-
-def running(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie does not: its reaper may be slow)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def gone_soon(pid: int, seconds: float = 10.0) -> bool:
