@@ -25,6 +25,7 @@ import math
 import os
 import pickle
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -560,7 +561,7 @@ def _to_share(path: Path) -> bool:
         size = path.stat().st_size
     except OSError:
         return False  # the read of the whole says what is wrong
-    return size >= SHARE_BYTES and _cpus() >= SHARES
+    return size >= SHARE_BYTES and _cpus() >= SHARES and helpers.available()
 
 
 def _cpus() -> int:
@@ -568,6 +569,12 @@ def _cpus() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+# How long the first process waits for its helpers after its own share: this many times
+# that share's time, and at least HELPER_WAIT_S (then it reads the file alone).
+HELPER_WAIT_SHARES = 4
+HELPER_WAIT_S = 30.0
 
 
 def _shared_lines(path: Path, threshold: float, alpha: float) -> list[str] | None:
@@ -588,24 +595,23 @@ def _shared_lines(path: Path, threshold: float, alpha: float) -> list[str] | Non
         found = judged(index)
         return b"" if found is None else pickle.dumps((found[0].tally, found[1]))
 
-    started = [helpers.start_helper(functools.partial(handed, i)) for i in range(1, SHARES)]
-    try:
-        mine = judged(0) if None not in started else None
+    with helpers.Helpers() as started:
+        for index in range(1, SHARES):
+            if started.start(functools.partial(handed, index)) is None:
+                return None
+        began = time.monotonic()
+        mine = judged(0)
         if mine is None:
             return None
+        wait_s = max(HELPER_WAIT_S, HELPER_WAIT_SHARES * (time.monotonic() - began))
         tallies, shares = [mine[0].tally], [mine[1]]
-        for helper in started:
-            assert helper is not None
-            output = helpers.helper_output(helper)
+        for helper in started.started:
+            output = started.output(helper, wait_s)
             if not output:
                 return None
             tally, shown = pickle.loads(output)  # from a fork of this process
             tallies.append(tally)
             shares.append(shown)
-    finally:
-        for helper in started:
-            if helper is not None:
-                helpers.end_helper(helper)
     if not complete(tallies):
         return None  # a key twice: the read of the whole names it
     baseline = mine[0].baseline
@@ -650,7 +656,6 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def run_bisect(args: argparse.Namespace) -> int:
-
     target = None if args.json is None else Path(args.json)
     if target is not None:
         storage.check_target(target, "bisect JSON file")  # before hours of steps, not after

@@ -1389,3 +1389,16 @@ def test_entries_not_all_usual_are_not_made_at_once(path: Path, change: dict[str
         assert str(exc) in str(refused.value)
     else:
         assert load(path).entries == expected
+
+
+def test_shares_are_complete_when_their_strings_add_up_to_the_texts() -> None:
+    """``gpubench show`` of a big file in shares: each counts the strings its entries hold;
+    with the rest of the document's, they are the text's unless a key appeared twice, or the
+    shares read different texts."""
+    from pytest_gpubench.store.baseline import Tally, complete
+
+    assert complete([Tally(strings=20, shared=6, own=9), Tally(strings=20, shared=6, own=5)])
+    assert not complete([Tally(20, 6, 9), Tally(20, 6, 4)])  # one pair lost to a duplicate
+    assert not complete([Tally(20, 6, 9), Tally(21, 6, 6)])  # another text
+    assert not complete([Tally(20, 6, 9), Tally(20, 5, 6)])
+    assert complete([Tally(7, 7, 0)])  # a file of no entries

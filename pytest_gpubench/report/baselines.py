@@ -148,8 +148,8 @@ def file_header(baseline: Baseline, tests: int | None = None) -> str:
 @dataclass(frozen=True)
 class Shown:
     """What ``gpubench show`` prints of some entries of a file, in key order: all of them, or
-    a share of a big file's that another process judged (cli). Plain strings: they travel
-    between processes as JSON."""
+    a share of a big file's that another process judged (cli). Plain strings: a helper
+    pickles them to its parent."""
 
     rows: list[list[str]]  # of the table (show_rows), without its header
     binaries: list[str]  # binary_lines of each entry

@@ -833,6 +833,8 @@ def foreign_imports() -> tuple[str, ...]:
 
 
 _watching: list[int] = []  # the parent this process already watches (once per process)
+if hasattr(os, "register_at_fork"):  # a fork has no thread of its parent's: nor its watch
+    os.register_at_fork(after_in_child=_watching.clear)
 
 
 def watch_parent(

@@ -12,6 +12,7 @@ from ..core.errors import GpubenchError
 from ..core.records import RATIO_KEY
 from ..core.settings import MarkerSpec, check_work
 from ..store.files import plain_data_problem
+from ..timing.device import kept_apart
 from ..timing.engine import Workload
 from .call import Call
 
@@ -174,6 +175,7 @@ class GpuBench:
         # Untimed: compiles, warms caches, gives the result; its duration tells the timers
         # whether the function is slow for its budget.
         result, first_call_s = self.session.first_call(workload)
+        result = kept_apart(result, workload)  # the timed calls may write into its arguments
         suffix = f"#{name}" if name is not None else ""
         call = Call(
             key=self.context.nodeid + suffix,

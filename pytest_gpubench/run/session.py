@@ -37,7 +37,7 @@ from ..core.settings import MarkerSpec, MeasureSettings, Settings
 from ..store import baseline as store
 from ..store.runs import ignore_all
 from ..timing.clocks import ClockReading
-from ..timing.device import call_dtype, in_range, kept_apart, peak_bytes, synchronizer, trace
+from ..timing.device import call_dtype, in_range, peak_bytes, synchronizer, trace
 from ..timing.energy import measure_energy
 from ..timing.engine import (
     SLOW_SHARE,
@@ -185,8 +185,7 @@ class BenchSession:
         started = time.perf_counter()
         result = call()
         sync()
-        took = time.perf_counter() - started
-        return kept_apart(result, workload), took
+        return result, time.perf_counter() - started
 
     def measure(self, workload: Workload, call: Call) -> Measurement:
         """Time ``workload`` under the device lock.

@@ -100,36 +100,48 @@ def synchronizer(kind: str) -> Callable[[], None]:
     return torch.cuda.synchronize
 
 
+# How deep kept_apart looks into tuples, lists and dicts: a result or arguments nested
+# deeper (or holding themselves) are not walked further.
+NESTING = 8
+
+
 def kept_apart(result: object, workload: Workload) -> object:
     """``result``, of the untimed first call of ``workload``, with a copy of each tensor in it
     (in tuples, lists and dicts) that shares memory with a tensor argument: the calls timed
     after it may write into their arguments (a rotary embedding in place, a backward into
-    the incoming gradient), and the fixture returns what the first call gave."""
+    the incoming gradient), and the fixture returns what the first call gave. A copy that
+    does not fit in the device's memory is not made: the tensor is returned as it is."""
     torch = sys.modules.get("torch")
     if torch is None or workload.setup is not None:  # fresh arguments for every call
         return result
-    inputs = set(_storages([workload.args, list(workload.kwargs.values())], torch))
-    if not inputs:
+    if not any(_storages([result], torch)):  # most results: nothing of the arguments'
         return result
+    inputs = set(_storages([workload.args, list(workload.kwargs.values())], torch))
 
-    def kept(value: object) -> object:
+    def kept(value: object, depth: int) -> object:
         if isinstance(value, torch.Tensor):
-            shared = not inputs.isdisjoint(_storages([value], torch))
-            return value.clone() if shared else value
+            if inputs.isdisjoint(_storages([value], torch)):
+                return value
+            try:
+                return value.clone()
+            except RuntimeError:  # out of memory, among others: as it is, shared
+                return value
+        if depth >= NESTING:
+            return value
         if type(value) is tuple:
-            return tuple(map(kept, value))
+            return tuple(kept(v, depth + 1) for v in value)
         if type(value) is list:
-            return list(map(kept, value))
+            return [kept(v, depth + 1) for v in value]
         if type(value) is dict:
-            return {k: kept(v) for k, v in value.items()}
+            return {k: kept(v, depth + 1) for k, v in value.items()}
         return value
 
-    return kept(result)
+    return kept(result, 0)
 
 
-def _storages(values: Iterable[object], torch: Any) -> Iterator[int]:
+def _storages(values: Iterable[object], torch: Any, depth: int = 0) -> Iterator[int]:
     """The addresses of the memory the tensors among ``values`` (and in their tuples, lists
-    and dicts) view; none of a tensor without one of its own (sparse, empty)."""
+    and dicts, NESTING deep) view; none of a tensor without one of its own (sparse, empty)."""
     tensor = torch.Tensor
     for value in values:
         if isinstance(value, tensor):
@@ -137,10 +149,12 @@ def _storages(values: Iterable[object], torch: Any) -> Iterator[int]:
                 address = value.untyped_storage().data_ptr()
                 if address:
                     yield address
+        elif depth >= NESTING:
+            continue
         elif isinstance(value, tuple | list) and type(value) in (tuple, list):
-            yield from _storages(value, torch)
+            yield from _storages(value, torch, depth + 1)
         elif isinstance(value, dict) and type(value) is dict:
-            yield from _storages(value.values(), torch)
+            yield from _storages(value.values(), torch, depth + 1)
 
 
 def peak_bytes(kind: str, workload: Workload) -> int | None:
