@@ -185,10 +185,13 @@ def test_the_example_suites_aa_table_is_what_its_results_say() -> None:
     assert f"({peak.pop():.0f} GB/s" in text
 
 
-def test_the_library_suites_table_is_what_its_reports_say() -> None:
-    """bench/results/h200-2026-11-29b: runs.md is bench/sessions_summary.py over the judged
-    runs' reports in logs.tgz, and the README quotes it."""
-    campaign = RESULTS / "h200-2026-11-29b"
+@pytest.mark.parametrize("machine", ["", "second"])
+def test_the_library_suites_table_is_what_its_reports_say(machine: str) -> None:
+    """bench/results/h200-2026-11-29b (and its second machine's folder): runs.md is
+    bench/sessions_summary.py over the judged runs' reports in logs.tgz, and the README
+    quotes it."""
+    readme = RESULTS / "h200-2026-11-29b" / "README.md"
+    campaign = readme.parent / machine
     with tarfile.open(campaign / "logs.tgz") as logs, tempfile.TemporaryDirectory() as tmp:
         names = sorted(n for n in logs.getnames() if Path(n).name.startswith("run-"))
         logs.extractall(tmp, members=[logs.getmember(n) for n in names], filter="data")
@@ -202,7 +205,7 @@ def test_the_library_suites_table_is_what_its_reports_say() -> None:
         ).stdout
     table = (campaign / "runs.md").read_text("utf-8")
     assert printed == table
-    assert table in (campaign / "README.md").read_text("utf-8")
+    assert table in readme.read_text("utf-8")
 
 
 def test_the_readmes_summary_rows_are_what_pytest_printed() -> None:
