@@ -549,8 +549,8 @@ def _show(args: argparse.Namespace) -> int:
 
 
 # A baseline file this big is shown by two processes, each judging the entries of one half
-# of its keys, where two CPUs are there: on 2 cores, 10^5 tests (196 MB) took 10.3-12.9 s in
-# one and 8.0-9.3 s in two; 2 x 10^4 (39 MB) gained 0.1 s (docs/performance.md).
+# of its keys, where two CPUs are there: on 2 cores, 10^5 tests (196 MB) took 9.3-13.1 s in
+# one and 6.8-9.3 s in two; 2 x 10^4 (39 MB) gained 0.1 s (docs/performance.md).
 SHARE_BYTES = 64 << 20
 SHARES = 2
 
