@@ -1004,3 +1004,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # gpubench show | head: the reader has all it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: a line, not a traceback (the commands write nothing
+        # but their own target files, atomically; bisect says what it ended itself)
+        print("gpubench: interrupted", file=sys.stderr)
+        return 130

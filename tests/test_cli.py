@@ -558,15 +558,19 @@ def test_a_shared_show_of_a_damaged_file_says_what_one_process_says(
 
 
 @LINUX
-def test_ctrl_c_during_a_shared_show_ends_its_helper(
-    tmp_path: Path, sharing: dict[str, list[Any]], monkeypatch: pytest.MonkeyPatch
+def test_ctrl_c_during_a_shared_show_ends_its_helper_and_says_so_in_a_line(
+    tmp_path: Path,
+    sharing: dict[str, list[Any]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     def interrupted(helper: Any, timeout_s: float) -> bytes:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(helpers.Helpers, "output", staticmethod(interrupted))
-    with pytest.raises(KeyboardInterrupt):
-        cli.main(["show", str(shared_baseline(tmp_path))])
+    path = str(shared_baseline(tmp_path))
+    capsys.readouterr()
+    assert run(capsys, "show", path) == (130, "", "gpubench: interrupted\n")
     [helper] = sharing["helpers"]
     with pytest.raises(ChildProcessError):  # reaped: nothing of it runs
         os.waitpid(helper.pid, os.WNOHANG)
