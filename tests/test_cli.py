@@ -936,7 +936,7 @@ def test_show_looks_for_creep_only_in_histories_whose_p_values_could_flag_it(
     monkeypatch.setattr(
         history_changes, "detect", lambda x, **k: searched.append(len(x)) or detect(x, **k)
     )
-    assert history_changes.show_lines(base, 0.05) == []
+    assert history_changes.flagged_of(base, 0.05) == []
     assert searched == []  # 31 steady histories, and one too short to tell a change
 
 
@@ -951,6 +951,7 @@ def test_show_flags_creep_alike_from_the_log_medians_of_the_survey(tmp_path: Pat
     assert store.save(base, DEVICE, base.sessions, [update])
     base = store.load(path)
     logs = {view.key: view.log_medians for view in baselines.survey(base, 0.05, 0.01)}
-    lines = history_changes.show_lines(base, 0.05, logs)
-    assert lines == history_changes.show_lines(base, 0.05)
-    assert lines[1].startswith("  tests/test_k.py::test_creep: creep: +1.0%/session")
+    lines = history_changes.flagged_of(base, 0.05, logs)
+    assert lines == history_changes.flagged_of(base, 0.05)
+    assert lines[0].startswith("tests/test_k.py::test_creep: creep: +1.0%/session")
+    assert history_changes.headed(lines) == [history_changes.SHOW_HEADING, f"  {lines[0]}"]

@@ -79,19 +79,13 @@ def saved_lines(results: Sequence[Result], baseline: Baseline) -> list[str]:
     return [SAVED_HEADING, *(f"  {line}" for line in lines)] if lines else []
 
 
-def show_lines(
-    baseline: Baseline, threshold: float, logs: Mapping[str, Sequence[float]] | None = None
-) -> list[str]:
-    """``gpubench show``: each entry whose latest binary's history is flagged, under a
-    heading; none when none is. ``logs``: the log-medians of each entry's history, by key,
-    where the caller took them already (``report.baselines.survey``)."""
-    return headed(flagged_of(baseline, threshold, logs))
-
-
 def flagged_of(
     baseline: Baseline, threshold: float, logs: Mapping[str, Sequence[float]] | None = None
 ) -> list[str]:
-    """The lines of :func:`show_lines` under its heading, sorted by key."""
+    """``gpubench show``: a line for each entry whose latest binary's history is flagged,
+    sorted by key (:func:`headed` puts them under their heading). ``logs``: the log-medians
+    of each entry's history, by key, where the caller took them already
+    (``report.baselines.survey``)."""
     changes = {
         k: of_sessions(baseline.entries[k].history, threshold) for k in _candidates(baseline, logs)
     }

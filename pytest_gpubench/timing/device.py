@@ -114,7 +114,7 @@ def kept_apart(result: object, workload: Workload) -> object:
     torch = sys.modules.get("torch")
     if torch is None or workload.setup is not None:  # fresh arguments for every call
         return result
-    if not any(_storages([result], torch)):  # most results: nothing of the arguments'
+    if not any(_storages([result], torch)):  # no tensor in it: nothing to keep apart
         return result
     inputs = set(_storages([workload.args, list(workload.kwargs.values())], torch))
 
