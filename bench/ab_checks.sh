@@ -26,6 +26,9 @@
 # start and end a load on GPU N (neighbour, below). after:N:SECONDS waits (at most SECONDS)
 # for the plan of GPU N to end (GPU=N), and for a side job that marks its end the same way
 # ($logs-gpuN/stage/done).
+# AB_ARGS (start): options every run of the plan gets before its step's own, e.g.
+# AB_ARGS="--gpubench-pairing=lockstep --gpubench-threshold=2%" (issue 44: both sides in one
+# process); a run with --gpubench-pairing=lockstep is named -lockstep.
 # Each run's report is $LOGS/NN-STEP.json, its output .txt; runs.tsv lists them with seconds.
 # GPU=N (start and poll) runs a plan on GPU N only, beside other plans on other GPUs of the
 # host: its own logs, tree copy and bisect repository, the installed package the first plan's
@@ -58,6 +61,7 @@ run_step() {
   local name="$n-$kind-$suite${frac:+-$frac}${thr:+-${thr%\%}}"
   case $thr in *%) name+=pct ;; esac
   name+=$beside  # a run beside a load on another GPU says so
+  case " ${AB_ARGS:-} " in *" --gpubench-pairing=lockstep "*) name+=-lockstep ;; esac
   case $kind in
     aa) args=(--gpubench-against HEAD); [ -z "$frac" ] || args+=(-n "$frac") ;;
     xdist)
@@ -92,7 +96,8 @@ run_step() {
     (cd "$dir" && python3 -m pytest_gpubench bisect "HEAD~$suite" HEAD --json "$logs/$name.json" \
        -- -p no:cacheprovider -k test_copy_blocks) > "$logs/$name.txt" 2>&1
   else
-    (cd "$dir" && python3 -m pytest -q -p no:cacheprovider --gpubench "${args[@]}" \
+    # shellcheck disable=SC2086  # AB_ARGS: one option per word
+    (cd "$dir" && python3 -m pytest -q -p no:cacheprovider --gpubench ${AB_ARGS:-} "${args[@]}" \
        --gpubench-json="$logs/$name.json") > "$logs/$name.txt" 2>&1
   fi
   rc=$?
@@ -178,7 +183,7 @@ start)
   fi
   nvidia-smi ${GPU:+-i "$GPU"} --query-gpu=name,uuid,driver_version --format=csv,noheader > "$logs/gpu.txt"
   echo "GPU: $(cat "$logs/gpu.txt"); $(git log -2 --format=%h) changes: $(git status --porcelain | wc -l)"
-  GPUBENCH_ROOT=$copy STOP_AT=$(( $(date +%s) + seconds )) setsid nohup bash "$copy/bench/ab_checks.sh" run "$@" > "$stage/plan.log" 2>&1 < /dev/null &
+  AB_ARGS=${AB_ARGS:-} GPUBENCH_ROOT=$copy STOP_AT=$(( $(date +%s) + seconds )) setsid nohup bash "$copy/bench/ab_checks.sh" run "$@" > "$stage/plan.log" 2>&1 < /dev/null &
   echo "plan started"
   ;;
 run)

@@ -960,13 +960,15 @@ class Paired:
     (``--gpubench-against``): the revision as typed, its full commit, and each side's
     sessions. The first ``pairs`` of each are the judged pairs, aligned (pair i's base and
     head at index i); a measurement with no pair (one side only, another timer) lists what
-    each side measured, ``pairs`` 0."""
+    each side measured, ``pairs`` 0. ``lockstep``: each pair's sides shared one process,
+    timed alternately (run/lockstep.py), not a fresh process each (run/ab.py)."""
 
     revision: str
     commit: str
     base_sessions: tuple[SessionRecord, ...] = ()
     head_sessions: tuple[SessionRecord, ...] = ()
     pairs: int = 0
+    lockstep: bool = False
 
     def __post_init__(self) -> None:
         if not 0 <= self.pairs <= min(len(self.base_sessions), len(self.head_sessions)):
@@ -992,6 +994,7 @@ class Paired:
             "revision": self.revision,
             "commit": self.commit,
             "pairs": self.pairs,
+            **({"lockstep": True} if self.lockstep else {}),
             "base_sessions": [r.to_json() for r in self.base_sessions],
             "head_sessions": [r.to_json() for r in self.head_sessions],
         }
@@ -1012,7 +1015,10 @@ class Paired:
         pairs = data.get("pairs", 0)
         if not whole(0)(pairs):
             raise ValueError(f"has an 'against' with {pairs!r:.40} pairs, not a count")
-        return cls(data["revision"], data["commit"], sides[0], sides[1], int(pairs))
+        lockstep = data.get("lockstep", False)
+        if not isinstance(lockstep, bool):
+            raise ValueError(f"has an 'against' whose 'lockstep' is {lockstep!r:.40}, not true")
+        return cls(data["revision"], data["commit"], sides[0], sides[1], int(pairs), lockstep)
 
 
 def _median_of(records: Iterable[SessionRecord]) -> float | None:

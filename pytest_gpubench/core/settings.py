@@ -191,6 +191,18 @@ def parse_changed(text: object) -> str:
     return value
 
 
+# How the two sides of --gpubench-against are timed: both in one process where it can,
+# alternately (run/lockstep.py), else a fresh process each (run/ab.py); or always the latter.
+PAIRINGS = ("lockstep", "processes")
+
+
+def parse_pairing(text: object) -> str:
+    value = str(text).strip()
+    if value not in PAIRINGS:
+        raise ValueError("expected lockstep or processes")
+    return value
+
+
 def parse_bool(text: object) -> bool:
     if isinstance(text, bool):
         return text
@@ -413,6 +425,15 @@ OPTIONS: tuple[OptionSpec, ...] = (
         metavar="CMD",
     ),
     OptionSpec(
+        "pairing",
+        "With --gpubench-against: processes (default) gives each side its own fresh "
+        "processes; lockstep times both sides of a test in one process, alternately, where "
+        "one process can hold both (else a fresh process each)",
+        parse_pairing,
+        "processes",
+        metavar="lockstep|processes",
+    ),
+    OptionSpec(
         "pairs",
         "With --gpubench-against: pairs of fresh processes (one per side) before the first "
         "verdict (default 3); the tests still unsure get 7 more, none with --gpubench-confirm 0",
@@ -593,6 +614,7 @@ class Settings:
     against: str | None = None  # a git revision measured in the same job (run/ab.py)
     build: str | None = None  # a shell command run in that revision's checkout
     pairs: int = 3  # pairs of fresh processes before the first verdict against it
+    pairing: str = "processes"  # how the sides are timed against it (PAIRINGS)
     json: Path | None = None
     markdown: Path | None = None
     benchmark_json: Path | None = None

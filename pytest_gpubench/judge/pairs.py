@@ -30,7 +30,17 @@ import numpy as np
 from scipy import special  # not scipy.stats: rule.py says why
 
 from ..core.records import RATIO_SUFFIX, Judgement, SessionSummary, Status, Versus, bar_of_change
-from .rule import NOT_GATED_BEYOND, Z_POWER, Prior, corrected_alpha, prior_for
+from ..core.samples import sample_problem
+from .rule import (
+    LOG_MAX,
+    NOT_GATED_BEYOND,
+    Z_POWER,
+    Prior,
+    corrected_alpha,
+    known_versus,
+    prior_for,
+    ratio_interval,
+)
 
 # A pair's spread expected before its own pairs say: the spread of the difference of two
 # sessions under the history prior of the test's duration and timer (rule.prior_for), its
@@ -65,6 +75,23 @@ SAME_LEVEL = 0.05
 # The smallest pair spread believed (log scale): below it, pairs that agree to the last digit
 # would make any difference significant.
 MIN_PAIR_SIGMA = 2e-4
+# Lockstep pairs (run/lockstep.py): both sides timed alternately in one process, so a pair's
+# difference is one in-process ratio's session, whose spread between processes is far smaller
+# than that of two processes' difference. Fitted by bench/lockstep_prior.py to the ratios of a
+# function to a reference timed alternately in one process (126 tests, two H200s and an H100;
+# bench/results/lockstep-prior.md): per timer, the median over tests of the between-session sd
+# of log(ratio) in bins of the time per call under 5 µs, to 100 µs, from 100 µs (a bin without
+# tests takes its neighbour's), and the weight 1 / (2 v), v the variance between tests of
+# log(sd / sigma0) beyond its sampling noise. A timer not recorded so takes half the pair
+# prior's variance: one process's share of a difference of two.
+LOCKSTEP_SIGMA: dict[str, tuple[float, float, float]] = {
+    "cuda-graph": (0.00176, 0.00176, 0.00194),
+    "cupti-graph": (0.00559, 0.00431, 0.00431),
+}
+LOCKSTEP_BINS_MS = (0.005, 0.1)
+LOCKSTEP_PRIOR_WEIGHT = 1.6
+# The most pairs :func:`pairs_to_gate` looks through.
+PAIRS_TO_GATE_LIMIT = 10_000
 
 
 @dataclass(frozen=True)
@@ -95,6 +122,14 @@ class PairDesign:
         if pairs < self.first:
             return self.first - pairs
         return max(0, min(self.batch, self.cap - pairs))
+
+
+# Lockstep pairs: the first from the process that runs the test, then up to 4 more from fresh
+# processes for the tests still unsure, judged again at 5 (two looks). Chosen by
+# bench/lockstep_prior.py: about 1.03 processes per test at a 5% threshold (3.25 at 2%), no
+# false failure in 20000 resampled runs of 54 tests at 1, 2 or 5%. One pair alone never fails
+# a test (1.6 degrees of freedom): it only clears the clearly same.
+LOCKSTEP_DESIGN = PairDesign(first=1, batch=4, cap=5)
 
 
 @dataclass(frozen=True)
@@ -128,10 +163,13 @@ def decide_pairs(
     threshold: float,
     alpha1: float,
     design: PairDesign,
+    weight: float | None = None,
 ) -> PairDecision:
     """The rule on NaN-padded rows of pair differences (log scale), each row with the prior
-    spread ``sigma0`` of one pair. ``alpha1``: the one-sided level of each direction after
-    the multiplicity correction, spent over ``design.looks``."""
+    spread ``sigma0`` of one pair, worth ``weight`` pairs (PAIR_PRIOR_WEIGHT by default).
+    ``alpha1``: the one-sided level of each direction after the multiplicity correction,
+    spent over ``design.looks``."""
+    weight = PAIR_PRIOR_WEIGHT if weight is None else weight
     present = ~np.isnan(diffs)
     n = present.sum(axis=-1)
     if (n < 1).any():
@@ -140,10 +178,10 @@ def decide_pairs(
         d = np.nansum(np.where(present, diffs, 0.0), axis=-1) / n
         ss = np.nansum(np.where(present, (diffs - d[..., None]) ** 2, 0.0), axis=-1)
     own_df = np.maximum(n - 1, 0)
-    df = PAIR_PRIOR_WEIGHT + own_df
-    s = np.sqrt((PAIR_PRIOR_WEIGHT * sigma0**2 + ss) / df)
+    df = weight + own_df
+    s = np.sqrt((weight * sigma0**2 + ss) / df)
     s = np.maximum(s, MIN_PAIR_SIGMA)
-    share = PAIR_PRIOR_WEIGHT / df
+    share = weight / df
     se = s / np.sqrt(n)
     level = alpha1 / design.looks
     t = d / se
@@ -157,12 +195,14 @@ def decide_pairs(
     final = n >= design.cap
     # Fewer pairs than the first look's (a process that failed): more before any verdict.
     more = (~up & ~down & ~same & ~final) | (n < design.first)
-    q = special.stdtrit(df, 1 - level)
-    bar = np.maximum(q * se, effect - Z_POWER * se)
-    # At the cap: its pairs' error and degrees of freedom, this spread.
-    se_cap = s / math.sqrt(design.cap)
-    df_cap = PAIR_PRIOR_WEIGHT + design.cap - 1
-    gateable = np.expm1(np.maximum(effect, (special.stdtrit(df_cap, 1 - level) + Z_POWER) * se_cap))
+    q = t_quantile(df, level)
+    # Few pairs at a small level make these overflow to inf: judge_pairs reads that as no bound.
+    with np.errstate(over="ignore"):
+        bar = np.maximum(q * se, effect - Z_POWER * se)
+        # At the cap: its pairs' error and degrees of freedom, this spread.
+        se_cap = s / math.sqrt(design.cap)
+        df_cap = weight + design.cap - 1
+        gateable = np.expm1(np.maximum(effect, (t_quantile(df_cap, level) + Z_POWER) * se_cap))
     return PairDecision(
         direction=np.where(up, 1, np.where(down, -1, 0)),
         same=same,
@@ -178,6 +218,28 @@ def decide_pairs(
         gateable=gateable,
         same_margin=same_margin,
     )
+
+
+def t_quantile(df: np.ndarray | float, level: float) -> np.ndarray:
+    """The t quantile that a one-sided ``level`` leaves above it: ``stdtrit(df, 1 - level)``,
+    or from the lower tail where ``1 - level`` rounds to 1 (alpha 1e-20); inf where neither
+    holds it (a level of 0)."""
+    q = special.stdtrit(df, 1 - level)
+    # abs: stdtrit answers +inf, not -inf, where the lower tail overflows too.
+    return np.asarray(np.where(np.isfinite(q), q, np.abs(special.stdtrit(df, level))))
+
+
+def pairs_to_gate(
+    s: float, level: float, threshold: float, weight: float = PAIR_PRIOR_WEIGHT
+) -> int | None:
+    """The fewest pairs of spread ``s`` (log scale) that would catch a slowdown of
+    ``threshold`` at ``level`` with the target power (:func:`decide_pairs`' gateable at their
+    count); None beyond PAIRS_TO_GATE_LIMIT."""
+    counts = np.arange(1, PAIRS_TO_GATE_LIMIT + 1)
+    with np.errstate(over="ignore"):
+        q = t_quantile(weight + counts - 1, level)
+        gates = (q + Z_POWER) * s / np.sqrt(counts) <= math.log1p(threshold)
+    return int(counts[np.argmax(gates)]) if gates.any() else None
 
 
 def prior_pair_spread(prior: Prior) -> float:
@@ -196,10 +258,23 @@ def pair_sigma0(
 ) -> float:
     """The prior spread of one pair of a test of ``duration_ms`` timed by ``timer`` (of a
     ratio to a reference, comparing ``versus``)."""
+    versus = known_versus(versus)
     prior = prior_for(duration_ms, timer, launches, versus, graph=PAIR_BASIS)
     # A ratio whose two times are unknown keeps its noisiest prior whole.
     scaled = timer.removesuffix(RATIO_SUFFIX) if versus is not None else timer
     return PAIR_PRIOR_SCALE.get(scaled, 1.0) * prior_pair_spread(prior)
+
+
+def lockstep_sigma0(duration_ms: float, timer: str, launches: int = 1) -> float:
+    """The prior spread of one lockstep pair (LOCKSTEP_SIGMA) of a call of ``duration_ms``."""
+    table = LOCKSTEP_SIGMA.get(timer)
+    if table is None:
+        return pair_sigma0(duration_ms, timer, launches) / math.sqrt(2)
+    return table[sum(duration_ms >= edge for edge in LOCKSTEP_BINS_MS)]
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'s' if count != 1 else ''}"
 
 
 def judge_pairs(
@@ -215,25 +290,64 @@ def judge_pairs(
     design: PairDesign = PairDesign(),
     against: str = "the revision",
     versus: Versus | None = None,
+    lockstep: bool = False,
 ) -> Judgement:
     """Judge one test's head sessions against its base sessions, paired by index (the
     first ``min(len)`` of each). ``needs_confirmation`` asks for ``design.next_batch`` more
     pairs. ``against`` names the base side in the reason; ``versus``, what a ratio to a
-    reference compares (its prior: rule.prior_for)."""
-    if not threshold > 0:
+    reference compares (its prior: rule.prior_for); ``lockstep``: each pair's sides shared
+    one process (the lockstep prior, :func:`lockstep_sigma0`).
+
+    Every set of sessions gets a verdict: no pair, a median no timer reports, or a bound
+    beyond a float is ``unsure``, its reason saying what would judge it (its numbers finite
+    or None). Only a threshold or alpha out of range raises ValueError."""
+    if not 0 < threshold < math.inf:
         raise ValueError(f"invalid threshold {threshold!r}: expected a fraction > 0 such as 0.05")
     if not 0 < alpha < 1:
         raise ValueError(f"invalid alpha {alpha!r}: expected a level in (0, 1) such as 0.01")
     n = min(len(base), len(head))
+    pairs = _plural(n, "pair")
+
+    def unsure(
+        reason: str,
+        more: bool,
+        ratio: float | None = None,
+        tau: float | None = None,
+        share: float | None = None,
+        p_value: float | None = None,
+    ) -> Judgement:
+        return Judgement(
+            Status.UNSURE,
+            ratio=ratio,
+            tau=tau,
+            prior_share=share,
+            p_value=p_value,
+            needs_confirmation=more,
+            against="revision",
+            history_sessions=n,
+            current_sessions=n,
+            reason=reason,
+        )
+
     if n < 1:
-        raise ValueError("judge_pairs needs at least one session of each side")
-    for s in (*base[:n], *head[:n]):
-        if not s.median_ms > 0:
-            raise ValueError(f"invalid session median {s.median_ms!r} ms: expected > 0")
+        more = _plural(design.next_batch(0), "more pair")
+        return unsure(f"unsure: no pair measured both sides; {more}", True)
+    for side, sessions in ((against, base), ("the working tree", head)):
+        for i, s in enumerate(sessions[:n]):
+            # Outside a timer's range (core.samples); more pairs would not drop it.
+            if sample_problem(s.median_ms):
+                return unsure(
+                    f"unsure: pair {i + 1}'s session of {side} has a median no timer reports: "
+                    "needs its pairs timed again",
+                    False,
+                )
     b = np.log([s.median_ms for s in base[:n]])
     h = np.log([s.median_ms for s in head[:n]])
     base_ms = math.exp(float(np.median(b)))
-    sigma0 = pair_sigma0(base_ms, timer, launches, versus)
+    if lockstep:
+        sigma0, weight = lockstep_sigma0(base_ms, timer, launches), LOCKSTEP_PRIOR_WEIGHT
+    else:
+        sigma0, weight = pair_sigma0(base_ms, timer, launches, versus), PAIR_PRIOR_WEIGHT
     alpha1 = corrected_alpha(alpha, family, fail_on_improvement)
     dec = decide_pairs(
         (h - b)[None, :],
@@ -241,6 +355,7 @@ def judge_pairs(
         threshold=threshold,
         alpha1=alpha1,
         design=design,
+        weight=weight,
     )
     d, se = float(dec.d[0]), float(dec.se[0])
     direction = int(dec.direction[0])
@@ -250,16 +365,44 @@ def judge_pairs(
         status = Status.SAME
     else:
         status = Status.UNSURE
-    bar = math.expm1(float(dec.bar[0]))
-    gateable = float(dec.gateable[0])
     level = alpha1 / design.looks
-    z = float(special.stdtrit(float(dec.df[0]), 1 - level))
     ratio = math.exp(d)
     verb = "slower" if d >= 0 else "faster"
-    pairs = f"{n} pair{'s' if n != 1 else ''}"
-    reason = f"{verb} by {abs(math.expm1(d)):.1%} than {against} over {pairs}"
+    where = " in lockstep" if lockstep else ""
+    reason = f"{verb} by {abs(math.expm1(d)):.1%} than {against} over {pairs}{where}"
+    cap = _plural(design.cap, "pair")
+    bar_log = float(dec.bar[0])
+    if not bar_log <= LOG_MAX:
+        # Too few pairs for the level: the t quantile of half a degree of freedom (one pair)
+        # at alpha 0.01 over 8 tests is 2.6e5, a bound of e^1000. What would judge it: the
+        # pairs that would gate the threshold (a bound a float holds may still be e^200).
+        needed = pairs_to_gate(float(dec.s[0]), level, threshold, weight)
+        tests = _plural(max(1, family), "test")
+        why = f"{pairs} cannot bound the change at alpha {alpha:g} over {tests}"
+        if needed is None:
+            reason += (
+                f"; unsure: {why}, nor could {PAIRS_TO_GATE_LIMIT} pairs: needs a larger alpha"
+            )
+        else:
+            to_gate = f"needs {_plural(needed, 'pair')} like these to gate {threshold * 100:g}%"
+            if n < design.cap:
+                reason += (
+                    f"; unsure: {why}: {to_gate}; {_plural(design.next_batch(n), 'more pair')}"
+                )
+            else:
+                reason += f"; unsure at the cap of {cap}: {why}: {to_gate} (--gpubench-pairs)"
+        return unsure(
+            reason,
+            needed is not None and n < design.cap,
+            ratio,
+            float(dec.s[0]),
+            float(dec.prior_share[0]),
+            float(dec.p_up[0] if d >= 0 else dec.p_down[0]),
+        )
+    bar = math.expm1(bar_log)
+    gateable = float(dec.gateable[0])
+    z = float(t_quantile(float(dec.df[0]), level))
     gates = gateable <= NOT_GATED_BEYOND  # a gate of hundreds of percent is no gate
-    cap = f"{design.cap} pair{'s' if design.cap != 1 else ''}"
     if status is Status.UNSURE and n >= design.cap and gates:
         reason += f"; unsure at the cap of {cap}: can gate >= {gateable:.1%}"
     elif status is Status.UNSURE and n >= design.cap:
@@ -268,17 +411,20 @@ def judge_pairs(
             f"{NOT_GATED_BEYOND:.0%}: run more pairs (--gpubench-pairs) to gate it"
         )
     elif status is Status.UNSURE:
-        reason += f"; unsure: {design.next_batch(n)} more pairs"
-    else:
+        reason += f"; unsure: {_plural(design.next_batch(n), 'more pair')}"
+    elif gates:
         reason += f", bar {bar_of_change(bar, ratio):.1%}"
+    else:  # a bar of hundreds of percent says nothing: what would judge it does
+        reason += f"; no bar under {NOT_GATED_BEYOND:.0%} from {pairs}"
     # A same is read on its own interval, narrower than the corrected one (which bisect reads).
     same = status is Status.SAME
     margin = float(dec.same_margin[0])
+    low, high = ratio_interval(d, z * se)
     return Judgement(
         status=status,
         ratio=ratio,
-        ratio_low=math.exp(d - z * se),
-        ratio_high=math.exp(d + z * se),
+        ratio_low=low,
+        ratio_high=high,
         same_low=math.exp(d - margin) if same else None,
         same_high=math.exp(d + margin) if same else None,
         bar=bar if gates else None,

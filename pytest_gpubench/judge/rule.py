@@ -45,6 +45,7 @@ import functools
 import itertools
 import math
 import operator
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
@@ -64,6 +65,7 @@ from ..core.records import (
     bar_of_change,
     is_ratio,
 )
+from ..core.samples import MAX_SAMPLE_MS, MIN_SAMPLE_MS, sample_problem
 
 # --- constants ------------------------------------------------------------------------------
 
@@ -102,6 +104,8 @@ SCREEN_Z = float(special.ndtri(0.99))
 # After a look that decided nothing, more sessions are taken while the significance is
 # within this factor of the look's level (a borderline test), up to the cap.
 CONTINUE_FACTOR = 1e3
+# The largest log a float's exp holds: an interval's end beyond it is unbounded (None).
+LOG_MAX = math.log(sys.float_info.max)
 
 
 @dataclass(frozen=True)
@@ -187,9 +191,18 @@ def prior_for(
     RATIO_SUFFIX) with what it compares, ``versus``, gets :func:`ratio_prior`. ``graph``:
     the table of the graph's timers (the pair prior keeps the one its scales were fitted
     against)."""
+    versus = known_versus(versus)
     if versus is not None and is_ratio(timer):
         return ratio_prior(versus, timer.removesuffix(RATIO_SUFFIX), graph)
     return priors_for([duration_ms], timer, [launches], graph).row(0)
+
+
+def known_versus(versus: Versus | None) -> Versus | None:
+    """``versus``, None where its times are no numbers: a ratio whose times are unknown gets
+    the noisiest prior, not one of NaN."""
+    if versus is None or math.isfinite(versus.fn_ms + versus.reference_ms):
+        return versus
+    return None
 
 
 def priors_for(
@@ -270,6 +283,27 @@ class Design:
     def next_batch(self, sessions: int) -> int:
         """Fresh sessions to add to a test judged on ``sessions`` so far (0: no more)."""
         return max(0, min(self.batch, 1 + self.cap - sessions))
+
+
+def normal_quantile(level: float) -> float:
+    """The normal quantile that a one-sided ``level`` leaves above it: ``ndtri(1 - level)``,
+    or from the lower tail where ``1 - level`` rounds to 1 (alpha 1e-20 over a family); inf
+    for a level of 0 (alpha 5e-324)."""
+    z = float(special.ndtri(1 - level))
+    return z if math.isfinite(z) else float(-special.ndtri(level))
+
+
+def bounded_exp(x: float) -> float | None:
+    """``exp(x)``, None where a float cannot hold it (an interval's unbounded end)."""
+    return math.exp(x) if x <= LOG_MAX else None
+
+
+def ratio_interval(d: float, half: float) -> tuple[float | None, float | None]:
+    """The ratios at ``d`` (log) plus or minus ``half``; none where ``half`` is negative (a
+    one-sided level above one half, alpha 0.75: an interval that would end before it began)."""
+    if not half >= 0:
+        return None, None
+    return math.exp(d - half), bounded_exp(d + half)
 
 
 def corrected_alpha(alpha: float, family: int, fail_on_improvement: bool) -> float:
@@ -457,7 +491,10 @@ def fit(history: np.ndarray, prior: PriorArrays) -> Fit:
 def _spread(f: Fit, se: np.ndarray) -> np.ndarray:
     """sd of one current session about ``m``: floor, the median's own error, its samples'."""
     var_m = (math.pi / 2) * f.sigma**2 / np.maximum(f.k, 1)
-    return np.asarray(np.sqrt(f.sigma[..., None] ** 2 + var_m[..., None] + np.nan_to_num(se) ** 2))
+    # An error a float cannot square (a damaged record's 1e200) leaves the spread inf: not gated.
+    with np.errstate(over="ignore"):
+        own = np.where(np.isfinite(se), se, 0.0)  # NaN: untold (one sample), as is inf
+        return np.asarray(np.sqrt(f.sigma[..., None] ** 2 + var_m[..., None] + own**2))
 
 
 @dataclass(frozen=True)
@@ -763,7 +800,8 @@ def decide(
     n_cap = 1 + design.cap
     q = float(special.ndtri(special.ndtr(Z_POWER) ** (1 / n_cap)))
     sig_cap = _bound(f, np.full(f.m.shape, n_cap), level, spread, up=True)
-    gateable = np.expm1(sig_cap + q * spread[..., 0])
+    with np.errstate(over="ignore"):  # inf: not gated
+        gateable = np.expm1(sig_cap + q * spread[..., 0])
     gated = (f.k >= min_sessions) & (f.prior_share <= MAX_PRIOR_SHARE)
     gated &= gateable <= NOT_GATED_BEYOND
     # The bar shown is the change that fails at the look that decides: a first session that
@@ -829,10 +867,12 @@ class Timed(Protocol):
 def _log_medians(rows: Sequence[Sequence[Timed]]) -> np.ndarray:
     """The log-medians of rows of as many sessions each, as one 2-D array."""
     medians = list(map(operator.attrgetter("median_ms"), itertools.chain.from_iterable(rows)))
-    positive = np.array(medians, dtype=float) > 0  # false for NaN too
-    if not positive.all():
-        bad = medians[int(np.argmin(positive))]
-        raise ValueError(f"invalid session median {bad!r} ms: expected > 0")
+    # A time a timer may report (core.samples): their logs and ratios stay far from overflow.
+    values = np.array(medians, dtype=float)
+    times = (values >= MIN_SAMPLE_MS) & (values <= MAX_SAMPLE_MS)  # false for NaN too
+    if not times.all():
+        bad = medians[int(np.argmin(times))]
+        raise ValueError(f"invalid session median {sample_problem(bad)}")
     # math.log, as the rule always took them (numpy's log may differ in the last bit).
     return np.array(list(map(math.log, medians)), dtype=float).reshape(len(rows), -1)
 
@@ -932,7 +972,7 @@ def judge_many(
     passes, not 10^5 (a test not gated still asks :func:`sessions_to_gate` on its own).
     ``history_logs``: the ``math.log`` of each case's history medians, where the caller
     took them already."""
-    if not threshold > 0:
+    if not 0 < threshold < math.inf:
         raise ValueError(f"invalid threshold {threshold!r}: expected a fraction > 0 such as 0.05")
     if not 0 < alpha < 1:
         raise ValueError(f"invalid alpha {alpha!r}: expected a level in (0, 1) such as 0.01")
@@ -941,7 +981,7 @@ def judge_many(
     if any(not case.current for case in cases):
         raise ValueError("judge needs at least one current session")
     alpha1 = corrected_alpha(alpha, family, fail_on_improvement)
-    z = float(special.ndtri(1 - alpha1 / design.looks))
+    z = normal_quantile(alpha1 / design.looks)
     judgements: list[Judgement | None] = [None] * len(cases)
     shapes: dict[tuple[int, int], list[int]] = {}
     for i, case in enumerate(cases):
@@ -1040,6 +1080,7 @@ def _gated_judgements(
     judgements = []
     for d, se, gateable, _, direction, bar_log, share, tau, more, p_up, p_down, exc in rows:
         ratio = math.exp(d)
+        low, high = ratio_interval(d, z * se)
         bar = math.expm1(bar_log)
         noisy = gateable > threshold
         reason = (
@@ -1054,8 +1095,8 @@ def _gated_judgements(
         judgement.__dict__.update(
             status=_DIRECTIONS[direction],
             ratio=ratio,
-            ratio_low=math.exp(d - z * se),
-            ratio_high=math.exp(d + z * se),
+            ratio_low=low,
+            ratio_high=high,
             same_low=None,
             same_high=None,
             bar=bar,
@@ -1098,6 +1139,7 @@ def _judgement(
     ref = f"history of {k} session{'s' if k != 1 else ''}"
     share = row.prior_share
     reason = f"{verb} by {abs(math.expm1(d)):.1%} vs {ref}"
+    low, high = ratio_interval(d, z * se)
     to_gate = None
     if not gated:
         status = Status.NOT_GATED
@@ -1124,8 +1166,8 @@ def _judgement(
     return Judgement(
         status=status,
         ratio=math.exp(d),
-        ratio_low=math.exp(d - z * se),
-        ratio_high=math.exp(d + z * se),
+        ratio_low=low,
+        ratio_high=high,
         bar=bar if gated else None,
         gateable=gateable if gated else None,
         noisy=gated and gateable > threshold,

@@ -130,7 +130,10 @@ def pytest_configure(config: pytest.Config) -> None:
         manager.register(Selection(only=settings.only), SELECTION)
     # An xdist worker, or a fresh process, times on the GPU it was given (gpus.pin_worker).
     pin = worker or settings.child is not None
-    manager.register(Measuring(settings, session, announce, pin=pin), MEASURING)
+    measuring = Measuring(settings, session, announce, pin=pin)
+    manager.register(measuring, MEASURING)
+    if settings.child is not None and session is not None:
+        _pair_in_child(measuring, session, settings)
     against = settings.against is not None and session is not None
     if worker:
         if against and session is not None:
@@ -161,7 +164,7 @@ def pytest_configure(config: pytest.Config) -> None:
     else:
         from .controller import Controller
 
-        controller = Controller(config, settings, session, collected, announce)
+        controller = Controller(config, settings, session, collected, announce, measuring)
         manager.register(controller, CONTROLLER)
         distributed = (
             manager.hasplugin("xdist")
@@ -173,6 +176,24 @@ def pytest_configure(config: pytest.Config) -> None:
 
             # The workers collect and run the tests: the comparison waits for their collection.
             manager.register(DistributedComparison(controller), DISTRIBUTED)
+
+
+def _pair_in_child(measuring: Measuring, session: BenchSession, settings: Settings) -> None:
+    """A fresh process whose parent times tests in lockstep (run/lockstep.py) does the same,
+    in the parent's checkout: one more pair of each test it runs."""
+    from ..run.lockstep import CHECKOUT_VARIABLE
+
+    if CHECKOUT_VARIABLE not in os.environ:
+        return
+    from .. import __file__ as package_init
+    from ..run.lockstep import Pairing, TwoSides
+
+    two = TwoSides.from_environment(Path(package_init).parent)
+    os.environ.pop(CHECKOUT_VARIABLE)
+    if two is not None:
+        measuring.pairing = Pairing(two, session, settings, None)
+        session.lockstep = True
+        session.comparison = {}
 
 
 def _rotate_workers(config: pytest.Config) -> None:

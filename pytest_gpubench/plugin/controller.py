@@ -10,8 +10,10 @@ saves wrote. A run that is interrupted saves nothing more.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import tempfile
+import time
 from collections.abc import Callable, Collection, Generator, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,10 +25,12 @@ from ..core.jsondata import Json
 from ..core.records import Result
 from ..core.settings import MarkerSpec, MeasureSettings, Settings
 from .collect import Collected
-from .measuring import REFUSED_KEY, SPEC_KEY, uses_fixture
+from .lockstep import lockstep_refusal
+from .measuring import REFUSED_KEY, SPEC_KEY, Measuring, uses_fixture
 
 if TYPE_CHECKING:
     from ..report.files import RunInfo
+    from ..run.revision import Revision
     from ..run.session import BenchSession, Saved
 
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
@@ -42,8 +46,10 @@ class Controller:
         session: BenchSession | None,
         collected: Collected,
         announce: Callable[[str], None],
+        measuring: Measuring,
     ) -> None:
         self.config = config
+        self.measuring = measuring  # the role that times: its pairing in lockstep
         self.settings = settings
         self.session = session
         self.collected = collected
@@ -63,107 +69,231 @@ class Controller:
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
-        """Against a revision: both sides are timed in fresh processes before the tests run
-        (run/ab.py); each test then runs untimed and takes its verdict from them, so a
-        regression fails its test as any failure does (``-x``, ``--lf``, JUnit)."""
+        """Against a revision: the tests that both sides can run in this process are timed
+        in lockstep as they run (run/lockstep.py), the revision's checkout held meanwhile;
+        the others are timed in fresh processes before the tests run (run/ab.py), and then
+        run untimed and take their verdicts from them. Either way a regression fails its
+        test as any failure does (``-x``, ``--lf``, JUnit)."""
         option = session.config.option
         collection_failed = session.testsfailed and not option.continue_on_collection_errors
         if (
-            self.session is not None
-            and self.settings.against is not None
-            and not option.collectonly
-            and not collection_failed
+            self.session is None
+            or self.settings.against is None
+            or option.collectonly
+            or collection_failed
         ):
+            return (yield)
+        if not self._lockstep_possible():
             self._compare(session)
-        return (yield)
+            return (yield)
+        with contextlib.ExitStack() as stack:
+            rev, folder = self._checkout(stack, len([i for i in session.items if uses_fixture(i)]))
+            self._pair(session, rev, folder)
+            started = time.perf_counter()
+            try:
+                return (yield)
+            finally:
+                self._lockstep_line(rev, time.perf_counter() - started)
+
+    def _lockstep_line(self, rev: Revision, spent_s: float) -> None:
+        """What the lockstep structure did, for under the table: its tests, and the pairs
+        fresh processes added to the unsure ones."""
+        paired = [
+            r.verdict.paired
+            for r in self.collected.results
+            if r.verdict.paired is not None and r.verdict.paired.lockstep
+        ]
+        if not paired:
+            return
+        more = [p.pairs - 1 for p in paired if p.pairs > 1]
+        tests = f"{len(paired)} measurement{'s' if len(paired) != 1 else ''}"
+        extra = f"; {len(more)} unsure got {sum(more)} more from fresh processes" if more else ""
+        self.lines.append(
+            f"against {rev.ref} ({rev.commit[:8]}): {tests} timed in lockstep, both sides in "
+            f"one process, a pair each{extra}; the tests took {spent_s:.0f} s"
+        )
+
+    def _lockstep_possible(self) -> bool:
+        """Whether the tests may run both sides here: asked, without a build step (whose
+        output may be a native library of the revision), not under xdist's controller
+        (plugin/distributed.py times each side in processes of its own)."""
+        distributed = self.config.getoption("dist", "no") != "no"
+        return (
+            self.settings.pairing == "lockstep" and self.settings.build is None and not distributed
+        )
+
+    def _measures(self, items: Iterable[pytest.Item]) -> dict[str, MeasureSettings]:
+        specs = {i.nodeid: i.stash.get(SPEC_KEY, None) for i in items if uses_fixture(i)}
+        return {
+            nodeid: spec.measure if isinstance(spec, MarkerSpec) else self.settings.measure
+            for nodeid, spec in specs.items()
+        }
 
     def _compare(self, session: pytest.Session) -> None:
-        items = [i for i in session.items if uses_fixture(i)]
-        specs = {i.nodeid: i.stash.get(SPEC_KEY, None) for i in items}
-        self.compare(
-            {
-                nodeid: spec.measure if isinstance(spec, MarkerSpec) else self.settings.measure
-                for nodeid, spec in specs.items()
-            }
+        self.compare(self._measures(session.items))
+
+    def _pair(self, session: pytest.Session, rev: Revision, folder: Path) -> None:
+        """Set up both sides in this process: the tests whose revision's file cannot be
+        loaded beside the working tree's are compared in fresh processes now; the others
+        when they run, in lockstep (plugin/measuring.py), or in fresh processes from the
+        first whose fixture values turn out to hold code (:meth:`apart`)."""
+        assert self.session is not None
+        from .. import __file__ as package_init
+        from ..run.lockstep import Pairing, TwoSides
+
+        two = TwoSides(rev, Path(package_init).parent)
+        pairing = Pairing(two, self.session, self.settings, self.session.launcher)
+        pairing.apart = self._apart_from
+        self.measuring.pairing = pairing
+        self.session.lockstep = True
+        self.session.comparison = {}
+        self._folder, self._rev = folder, rev
+        self._items = [i for i in session.items if uses_fixture(i)]
+        why: dict[str, list[str]] = {}
+        for item in self._items:
+            problem = lockstep_refusal(item, two)
+            if problem:
+                why.setdefault(problem, []).append(item.nodeid)
+        for problem, nodeids in why.items():
+            self.apart(nodeids, problem)
+        self.announce(
+            f"against {rev.ref} ({rev.commit[:8]}): {len(self._items) - len(self.session.apart)}"
+            " tests timed in lockstep in this process, both sides alternately"
         )
+
+    def _apart_from(self, nodeid: str, why: str, fixture: str) -> None:
+        """The test ``nodeid`` is found, as it runs, to need a process per side: so are the
+        later tests using the same culprit ``fixture`` (one batch of processes for all)."""
+        ids = [i.nodeid for i in self._items]
+        later = self._items[ids.index(nodeid) + 1 :] if nodeid in ids and fixture else []
+        self.apart(
+            [nodeid, *(i.nodeid for i in later if fixture in getattr(i, "fixturenames", ()))], why
+        )
+
+    def apart(self, nodeids: Sequence[str], why: str) -> None:
+        """Time the tests ``nodeids`` in pairs of fresh processes, one per side, now, for
+        ``why`` one process cannot hold both sides: their verdicts wait for them."""
+        assert self.session is not None and self.session.comparison is not None
+        wanted = [n for n in nodeids if n not in self.session.apart]
+        if not wanted:
+            return
+        self.session.apart.update(wanted)
+        tests = f"{len(wanted)} test{'s' if len(wanted) != 1 else ''}"
+        self.announce(f"{tests} in pairs of fresh processes: {why}")
+        measures = self._measures(i for i in self._items if i.nodeid in wanted)
+        found = self._compare_in(measures, (), self._rev, self._folder, why=why)
+        self.session.comparison = {**self.session.comparison, **found}
+
+    def _checkout(self, stack: contextlib.ExitStack, tests: int) -> tuple[Revision, Path]:
+        """The revision checked out (and built) for as long as ``stack`` holds, in a folder
+        of the comparison's own (its compile caches); SIGTERM ends it as Ctrl-C does. An
+        error exits the session in one line."""
+        from ..run import revision
+
+        ref = self.settings.against
+        assert ref is not None
+        log = Path(tempfile.gettempdir()) / f"gpubench-build-{os.getpid()}.log"
+        stack.callback(_terminate_as_interrupt())
+        revision.sweep(Path(tempfile.gettempdir()).resolve(), AB_FOLDER)  # runs killed outright
+        try:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix=AB_FOLDER))
+            revision.own(Path(folder))  # owned before the checkout: swept if we are killed
+            rev = stack.enter_context(
+                revision.checkout(
+                    ref, self.config.invocation_params.dir, build=self.settings.build, log=log
+                )
+            )
+        except GpubenchError as exc:
+            if "--gpubench-build" not in str(exc):
+                with contextlib.suppress(OSError):
+                    log.unlink()
+            stack.close()
+            pytest.exit(f"gpubench: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                log.unlink()
+            raise
+        with contextlib.suppress(OSError):
+            log.unlink()  # built: its output is not needed
+        return rev, Path(folder)
 
     def compare(
         self, measures: Mapping[str, MeasureSettings], devices: Sequence[int] = ()
     ) -> Mapping[str, Result]:
         """Time the benchmarks ``measures`` names (node id: its measurement settings) on both
-        sides, on this process's GPU or spread over ``devices``, and keep their verdicts for
-        the tests (none when there are none); exits the session on an error, in one line."""
-        assert self.session is not None and self.settings.against is not None
+        sides in fresh processes, on this process's GPU or spread over ``devices``, and keep
+        their verdicts for the tests (none when there are none); exits the session on an
+        error, in one line."""
+        assert self.session is not None
+        if not measures or self.session.launcher is None:
+            return {}
+        with contextlib.ExitStack() as stack:
+            rev, folder = self._checkout(stack, len(measures))
+            found = self._compare_in(measures, devices, rev, folder)
+        self.session.comparison = found
+        self.session.family = max(1, len(found))
+        return found
+
+    def _compare_in(
+        self,
+        measures: Mapping[str, MeasureSettings],
+        devices: Sequence[int],
+        rev: Revision,
+        folder: Path,
+        why: str = "",
+    ) -> Mapping[str, Result]:
+        assert self.session is not None and self.session.launcher is not None
         from .. import __file__ as package_init
         from ..run import ab, revision
 
-        if not measures or self.session.launcher is None:
-            return {}
         items = list(measures)
 
         def measure_of(nodeid: str) -> MeasureSettings:
             return measures.get(nodeid, self.settings.measure)
 
         ref = self.settings.against
-        log = Path(tempfile.gettempdir()) / f"gpubench-build-{os.getpid()}.log"
-        terminated = _terminate_as_interrupt()
-        revision.sweep(Path(tempfile.gettempdir()).resolve(), AB_FOLDER)  # runs killed outright
+        if not why:
+            tests = f"{len(items)} test{'s' if len(items) != 1 else ''}"
+            self.announce(
+                f"against {ref} ({rev.commit[:8]}): {tests}, timed in pairs of fresh "
+                "processes, one of each side"
+            )
         try:
-            with (
-                tempfile.TemporaryDirectory(prefix=AB_FOLDER) as folder,
-                # Owned before the checkout and build: swept if we are killed meanwhile.
-                contextlib.nullcontext(revision.own(Path(folder))),
-                revision.checkout(
-                    ref, self.config.invocation_params.dir, build=self.settings.build, log=log
-                ) as rev,
-            ):
-                tests = f"{len(items)} test{'s' if len(items) != 1 else ''}"
-                self.announce(
-                    f"against {ref} ({rev.commit[:8]}): {tests}, timed in pairs of fresh "
-                    "processes, one of each side"
-                )
-                found = ab.compare(
-                    items,
-                    ab.sides(
-                        self.session.launcher,
-                        rev,
-                        Path(folder),
-                        Path(package_init).parent,
-                        self.settings.dir,
-                        revision.import_roots(),
-                    ),
+            found = ab.compare(
+                items,
+                ab.sides(
+                    self.session.launcher,
                     rev,
-                    self.settings,
-                    measure_of,
-                    list(devices) or [self._device_index()],
-                    self.announce,
-                )
+                    folder,
+                    Path(package_init).parent,
+                    self.settings.dir,
+                    revision.import_roots(),
+                ),
+                rev,
+                self.settings,
+                measure_of,
+                list(devices) or [self._device_index()],
+                self.announce,
+            )
         except GpubenchError as exc:
-            failed_build = "--gpubench-build" in str(exc)
-            if not failed_build:
-                with contextlib.suppress(OSError):
-                    log.unlink()
             pytest.exit(f"gpubench: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                log.unlink()
-            raise
-        finally:
-            terminated()
-        with contextlib.suppress(OSError):
-            log.unlink()  # built: its output is not needed
-        self.session.comparison = found.results
-        self.session.family = max(1, len(found.results))
         tested = set(items)
+        results = dict(found.results)
         for key, result in found.results.items():
+            if why and key.split("#")[0] in tested:  # why they did not run in lockstep
+                verdict = dataclasses.replace(
+                    result.verdict, reason=f"{result.verdict.reason}; {why}"
+                )
+                results[key] = dataclasses.replace(result, verdict=verdict)
             if key.split("#")[0] not in tested:  # on the revision's side only
                 self.collected.add(result)
         self.lines.extend(found.lines)
         pairs = f"{found.pairs} pair{'s' if found.pairs != 1 else ''}"
         self.lines.append(
             f"against {ref} ({rev.commit[:8]}): {pairs} of fresh processes in {found.cost_s:.0f} s"
+            + (f" ({why})" if why else "")
         )
-        return found.results
+        return results
 
     def _device_index(self) -> int | None:
         assert self.session is not None

@@ -25,7 +25,10 @@ from ..core.settings import MarkerSpec, Settings, check_marker_keywords
 from .collect import REPORT_ATTRIBUTE, SKIPPED_ATTRIBUTE
 
 if TYPE_CHECKING:
+    from ..core.records import Measurement
+    from ..core.settings import MeasureSettings
     from ..run.fixture import GpuBench
+    from ..run.lockstep import Lockstep, Pairing
     from ..run.session import BenchSession
 
 MARKER = "gpubench"
@@ -33,6 +36,10 @@ MARKER = "gpubench"
 # are no Exception). Its measurements are reported, unconfirmed; KeyboardInterrupt passes.
 OUTCOMES = (Exception, pytest.fail.Exception, pytest.skip.Exception, pytest.xfail.Exception)
 BENCH_KEY: pytest.StashKey[GpuBench] = pytest.StashKey()
+# Against a revision in this process: the test's two sides, and why its revision's body did
+# not pass ('' when it did); None otherwise.
+LOCK_KEY: pytest.StashKey[tuple[Lockstep, str] | None] = pytest.StashKey()
+
 # A test's markers, resolved once at collection: its settings, or why they are invalid.
 SPEC_KEY: pytest.StashKey[MarkerSpec | str] = pytest.StashKey()
 # Set when the run stopped at a damaged baseline (a usage error, said in one line): the
@@ -82,6 +89,9 @@ class Measuring:
         self.session = session
         self.announce = announce
         self.pin = pin
+        # Against a revision in this process: its two sides (set by the controller, or
+        # from the parent's checkout in a fresh process).
+        self.pairing: Pairing | None = None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -135,6 +145,8 @@ class Measuring:
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
         item.stash[RESULTS_KEY] = ()  # a rerun's call starts afresh
+        item.stash[LOCK_KEY] = None
+        self._base_side(item)
         try:
             outcome = yield
         except GpubenchError as exc:
@@ -148,6 +160,30 @@ class Measuring:
             pytest.fail("\n".join(failures), pytrace=False)
         return outcome
 
+    def _base_side(self, item: pytest.Item) -> None:
+        """Against a revision in this process: run the revision's body of the test first,
+        its calls held for the working tree's (run/lockstep.py); where one process cannot
+        hold both sides, the test and the later ones sharing the culprit are timed in pairs
+        of fresh processes now (Controller.apart) and run untimed."""
+        session = self.session
+        bench = item.stash.get(BENCH_KEY, None)
+        if session is None or self.pairing is None or bench is None:
+            return
+        if session.untimed(item.nodeid):
+            return
+        from ..run.lockstep import Lockstep
+        from .lockstep import base_side
+
+        pairing = self.pairing
+        found = base_side(item, pairing, bench)
+        if found.apart and pairing.apart is not None:
+            pairing.apart(item.nodeid, found.apart, found.fixture)
+            return
+        # The revision lacks the test (new), or a fresh process cannot pair it (unsure).
+        lock = found.lock or Lockstep(pairing.two, head=True)
+        bench.lockstep = lock
+        item.stash[LOCK_KEY] = (lock, found.failed or found.apart)
+
     def _settle(self, item: pytest.Item, *, confirm: bool) -> list[str]:
         """Judge the test's measurements, confirm the flagged ones when ``confirm``, keep the
         results for the call's report; return what fails the test: the line of an
@@ -156,13 +192,17 @@ class Measuring:
         if bench is None:
             return []
         problem, measurements = bench.finish()
-        compared = self.session is not None and self.session.comparison is not None
-        if self.session is None or not (measurements or compared):
+        compared = self.session is not None and self.session.untimed(item.nodeid)
+        paired = item.stash.get(LOCK_KEY, None)
+        if self.session is None or not (measurements or compared or paired):
             return [problem] if problem else []
         gate = self.session.gate
         settings = bench.context.spec.measure
         if compared:  # judged against a revision before the tests ran: its verdicts
             results = self.session.compared(item.nodeid)
+        elif paired is not None and self.pairing is not None:
+            results = self._paired(item, paired, measurements, settings, confirm and not problem)
+            compared = True  # confirmed as pairs, not against a history
         else:
             results = tuple(self.session.judge(m, settings) for m in measurements)
         if (
@@ -203,6 +243,42 @@ class Measuring:
             for r in results
             if gate.fails(r.verdict)
         ]
+
+    def _paired(
+        self,
+        item: pytest.Item,
+        paired: tuple[Lockstep, str],
+        measurements: tuple[Measurement, ...],
+        settings: MeasureSettings,
+        replicate: bool,
+    ) -> tuple[Result, ...]:
+        """The verdicts of a test timed in lockstep: on this process's pairs, and more from
+        fresh processes while unsure; a fresh process's own results are both sides', for its
+        parent to pair (run.lockstep.child_results)."""
+        assert self.session is not None and self.pairing is not None
+        from ..run.lockstep import child_results
+
+        pairing = self.pairing
+        lock, failed = paired
+        pairing.finish_base(lock)
+        child = self.settings.child is not None
+        with timeout_paused(item):
+            try:
+                results = pairing.verdicts(
+                    item.nodeid,
+                    measurements,
+                    lock.base,
+                    settings,
+                    failed=failed,
+                    replicate=replicate and not child,
+                    progress=self._progress(item.name),
+                )
+            except KeyboardInterrupt:
+                item.session.shouldstop = f"interrupted while confirming {item.nodeid}"
+                results = pairing.verdicts(
+                    item.nodeid, measurements, lock.base, settings, failed=failed, replicate=False
+                )
+        return child_results(results, lock.base) if child else results
 
     def _progress(self, name: str) -> Callable[[int, int], None]:
         def progress(i: int, n: int) -> None:

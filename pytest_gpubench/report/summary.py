@@ -225,9 +225,9 @@ def _ncu_value(value: float, unit: str) -> str:
 def _sessions(result: Result) -> str:
     j = result.verdict.judgement
     if j is not None and j.against == "revision":
-        return (
-            f"{j.current_sessions} pair{'s' if j.current_sessions != 1 else ''} of fresh processes"
-        )
+        paired = result.verdict.paired
+        how = "in lockstep" if paired is not None and paired.lockstep else "of fresh processes"
+        return f"{j.current_sessions} pair{'s' if j.current_sessions != 1 else ''} {how}"
     current = len(result.measurement.sessions)
     ran = f"{current} session{'s' if current != 1 else ''}"
     if j is None:

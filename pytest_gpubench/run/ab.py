@@ -282,8 +282,8 @@ def compare(
             )
         gate = Gate.of(settings, family=max(1, len(_keys(runs))))
         results = {
-            key: _held_to_floors(
-                _paired_result(
+            key: held_to_floors(
+                paired_result(
                     key,
                     runs,
                     failed,
@@ -454,7 +454,7 @@ def _keys(runs: Mapping[str, list[dict[str, Measurement]]]) -> list[str]:
     return list(keys)
 
 
-def _held_to_floors(result: Result, gate: Gate) -> Result:
+def held_to_floors(result: Result, gate: Gate) -> Result:
     """``result`` with the working tree's measurement held to its declared bytes and flops
     (:func:`floored`); the revision's (removed) measurement has none of the head's."""
     if result.status is Status.REMOVED:
@@ -496,7 +496,7 @@ def floored(verdict: Verdict, measurement: Measurement, gate: Gate) -> Verdict:
     )
 
 
-def _paired_result(
+def paired_result(
     key: str,
     runs: Mapping[str, list[dict[str, Measurement]]],
     failed: Mapping[str, set[str]],
@@ -505,9 +505,12 @@ def _paired_result(
     measure: MeasureSettings,
     design: PairDesign,
     revision: Revision,
+    *,
+    lockstep: bool = False,
 ) -> Result:
     """One measurement's verdict on its complete pairs (a pair whose two sides measured it
-    by one timer, each with enough samples)."""
+    by one timer, each with enough samples); ``lockstep``: each pair's sides shared one
+    process (run/lockstep.py)."""
     base = [run.get(key) for run in runs[BASE]]
     head = [run.get(key) for run in runs[HEAD]]
     pairs = [
@@ -527,6 +530,7 @@ def _paired_result(
         revision.commit,
         tuple(b.record for b in bases),
         tuple(h.record for h in heads),
+        lockstep=lockstep,
     )
     name = sides.label
     # One side only: its first session shows (more would read as confirmations).
@@ -582,6 +586,7 @@ def _paired_result(
         tuple(b.record for b, _ in pairs),
         tuple(h.record for _, h in pairs),
         pairs=len(pairs),
+        lockstep=lockstep,
     )
     verdict = paired_verdict(
         paired,
@@ -633,6 +638,7 @@ def paired_verdict(
         design=design,
         against=paired.label,
         versus=versus,
+        lockstep=paired.lockstep,
     )
     status, reason = judgement.status, judgement.reason
     if kernel_changes:

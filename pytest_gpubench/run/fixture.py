@@ -18,6 +18,7 @@ from .call import Call
 
 if TYPE_CHECKING:  # the session imports the statistics: a run without --gpubench never does
     from ..core.records import Measurement
+    from .lockstep import Lockstep
     from .session import BenchSession
 
 
@@ -43,6 +44,8 @@ class GpuBench:
     session: BenchSession | None = None  # when timing, else None
     device_probe: Callable[[], bool] = lambda: False
     extra_info: dict[str, Any] = field(default_factory=dict)
+    # Against a revision in this process: the test's two sides (run/lockstep.py).
+    lockstep: Lockstep | None = None
     _measurements: list[Measurement] = field(default_factory=list)
     _names: list[str | None] = field(default_factory=list)
 
@@ -167,7 +170,7 @@ class GpuBench:
         where = f"gpubench(..., {{}}=...) in {self.context.name}"
         bytes = check_work("bytes", bytes, where.format("bytes"))
         flops = check_work("flops", flops, where.format("flops"))
-        if self.session is None or self.session.comparison is not None:
+        if self.session is None or self.session.untimed(self.context.nodeid):
             # Not timed here: without --gpubench, or judged against a revision, whose
             # fresh processes timed both sides before the tests ran (run/ab.py). A
             # reference is only timed: correctness runs stay as fast as without one.
@@ -189,6 +192,23 @@ class GpuBench:
         )
         if self.session.ncu_ranges:  # under Nsight Compute: its call, nothing timed
             self.session.profile_call(workload, call.key)
+            return result
+        lock = self.lockstep
+        if lock is not None and not lock.head:  # the revision's body: held for its pair
+            from .lockstep import Held
+
+            lock.held[call.key] = Held(workload, call)
+            return result
+        held = lock.held.pop(call.key, None) if lock is not None else None
+        if lock is not None and held is not None:  # the same call of both sides, alternately
+            measured, base = self.session.measure_sides(
+                lock.two.on_side(False, workload),
+                lock.two.on_side(True, held.workload),
+                call,
+                held.call.first_call_s,
+            )
+            self._measurements.append(measured)
+            lock.base[call.key] = base
             return result
         if reference is not None:
             against = dataclasses.replace(workload, fn=reference)

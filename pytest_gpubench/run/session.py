@@ -41,7 +41,9 @@ from ..timing.device import call_dtype, in_range, peak_bytes, synchronizer, trac
 from ..timing.energy import measure_energy
 from ..timing.engine import (
     SLOW_SHARE,
+    PairSampling,
     Plan,
+    Profile,
     Sampler,
     Sampling,
     Timer,
@@ -101,6 +103,18 @@ class Saved:
     not_saved: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class _TwoSampled:
+    """Two workloads sampled alternately: the pairs, the first's measurement, the settings
+    and clock readings they were taken with, each sampler's profile."""
+
+    pair: PairSampling
+    first: Measurement
+    settings: MeasureSettings
+    readings: tuple[ClockReading | None, ...]
+    profiles: tuple[Profile | None, Profile | None]
+
+
 class BenchSession:
     def __init__(
         self,
@@ -119,6 +133,11 @@ class BenchSession:
         # Against a revision (run/ab.py): each measurement key's result, found before the
         # tests run; the tests then run untimed, and take their verdicts from here.
         self.comparison: Mapping[str, Result] | None = None
+        # Against a revision in this process (run/lockstep.py): the tests not in ``apart``
+        # run both sides here, timed in lockstep; those in it take their verdicts from
+        # ``comparison``.
+        self.lockstep = False
+        self.apart: set[str] = set()
         # In a fresh process its parent asked for evidence: every measurement's trace goes
         # into this folder (run/ab.py, a failure against a revision).
         self.trace_into: Path | None = None
@@ -167,7 +186,7 @@ class BenchSession:
         return version_changes(dict(base.latest_versions()), self.env.fingerprint())
 
     @property
-    def _device_index(self) -> int | None:
+    def device_index(self) -> int | None:
         """The GPU a fresh process times on: this process's."""
         return self.device.index if self.device.kind == "cuda" else None
 
@@ -318,7 +337,7 @@ class BenchSession:
             report = Path()
         else:
             report = self.settings.evidence / f"{ncu.stem(nodeid)}{ncu.SUFFIX}"
-            kernels, error = ncu.profile(self.launcher, path, [nodeid], report, self._device_index)
+            kernels, error = ncu.profile(self.launcher, path, [nodeid], report, self.device_index)
         out = []
         for r in results:
             if r.key in failing:
@@ -372,9 +391,83 @@ class BenchSession:
 
         The pair's budget is twice a single measurement's (PAIR_BUDGET): each side gets about
         the time it would have alone. ``warmup`` and ``rounds`` count pairs."""
+        two = self._sample_pair(
+            workload, reference, call, call.key + RATIO_KEY, reference_first_call_s
+        )
+        pair, first, spec = two.pair, two.first, call.spec
+        reference_ms = statistics.median(pair.second.samples_ms)
+        problem = ""
+        if pair.first.timer != pair.second.timer:
+            problem = (
+                f"the reference was timed by {pair.second.timer} "
+                f"({time_text(reference_ms)}), this function by {pair.first.timer}: a ratio "
+                "of two timers' numbers is not measured"
+            )
+        elif any(sample_problem(r) for r in pair.ratios):
+            problem = "a pair's ratio is beyond what a sample may hold"
+        if problem:
+            return first.noted(f"no ratio to its reference: {problem}"), None
+        ratio = self._measurement(
+            dataclasses.replace(
+                pair.second,
+                timer=pair.first.timer + RATIO_SUFFIX,
+                samples_ms=pair.ratios,
+                calls_per_sample=1,
+                profile=None,
+                note=f"reference: {pair.second.note}" if pair.second.note else "",
+                caveat="; ".join(filter(None, [pair.first.caveat, pair.second.caveat])),
+            ),
+            key=call.key + RATIO_KEY,
+            test=call.test + RATIO_KEY,
+            spec=spec,
+            threshold=two.settings.threshold,
+            readings=two.readings,
+            costs=Costs(first_call_s=reference_first_call_s),
+        )
+        launches = [p.launches if p is not None else () for p in two.profiles]
+        versus = Versus(
+            first.summary.median_ms,
+            reference_ms,
+            launch_count(launches[0]),
+            launch_count(launches[1]),
+        )
+        # The ratio's binary is the pair's: either side running other kernels changes it.
+        ratio = dataclasses.replace(ratio, kernels=launches[0] + launches[1], versus=versus)
+        return first, self._traced(workload, ratio, two.settings, reference=reference)
+
+    def measure_sides(
+        self, head: Workload, base: Workload, call: Call, base_first_call_s: float
+    ) -> tuple[Measurement, Measurement]:
+        """Both revisions of one call timed alternately in this process (run/lockstep.py):
+        the working tree's ``head`` and the revision's ``base``, by one timer where one
+        times both, each its own measurement of ``call.key``: a pair of sessions that shared
+        the process, its clocks and its drift. The revision's holds no declared work: the
+        working tree's alone is held to it (run.ab.floored)."""
+        two = self._sample_pair(head, base, call, call.key, base_first_call_s)
+        second = two.pair.second
+        base_measurement = self._measurement(
+            second,
+            key=call.key,
+            test=call.test,
+            spec=call.spec,
+            threshold=two.settings.threshold,
+            readings=two.readings,
+            costs=Costs(first_call_s=base_first_call_s),
+        )
+        return two.first, base_measurement
+
+    def _sample_pair(
+        self,
+        workload: Workload,
+        other: Workload,
+        call: Call,
+        other_key: str,
+        other_first_call_s: float,
+    ) -> _TwoSampled:
+        """``workload`` and ``other`` sampled alternately under the device lock, and
+        ``workload``'s measurement (with its trace where one is kept)."""
         key, spec, first_call_s = call.key, call.spec, call.first_call_s
-        ratio_key = key + RATIO_KEY
-        settings = self._settings(spec.measure, key, ratio_key)
+        settings = self._settings(spec.measure, key, other_key)
         has_setup = workload.setup is not None
 
         def timer_named(name: str) -> Timer:
@@ -397,7 +490,7 @@ class BenchSession:
                 timer,
                 timer_named,
                 dataclasses.replace(workload, slow=first_call_s >= slow_s),
-                dataclasses.replace(reference, slow=reference_first_call_s >= slow_s),
+                dataclasses.replace(other, slow=other_first_call_s >= slow_s),
             )
             prepared = time.perf_counter()
             try:
@@ -414,16 +507,6 @@ class BenchSession:
             sampled = time.perf_counter()
             rates = self.env.copy_rates() if bytes and self.measures_floors else None
             matmul = self._matmul(call, workload)
-        reference_ms = statistics.median(pair.second.samples_ms)
-        problem = ""
-        if pair.first.timer != pair.second.timer:
-            problem = (
-                f"the reference was timed by {pair.second.timer} "
-                f"({time_text(reference_ms)}), this function by {pair.first.timer}: a ratio "
-                "of two timers' numbers is not measured"
-            )
-        elif any(sample_problem(r) for r in pair.ratios):
-            problem = "a pair's ratio is beyond what a sample may hold"
         first = self._measurement(
             pair.first,
             key=key,
@@ -434,42 +517,15 @@ class BenchSession:
             matmul=matmul,
             peak_bytes=peak,
             energy=energy,
-            # The pair's costs are the function's; the ratio's, its reference's first call.
+            # The pair's costs are the function's; the other's first call is its own.
             costs=_costs(first_call_s, waited, started, prepared, sampled),
             spec=spec,
             threshold=settings.threshold,
             readings=readings,
         )
         first = self._traced(workload, first, settings)
-        if problem:
-            return first.noted(f"no ratio to its reference: {problem}"), None
-        ratio = self._measurement(
-            dataclasses.replace(
-                pair.second,
-                timer=pair.first.timer + RATIO_SUFFIX,
-                samples_ms=pair.ratios,
-                calls_per_sample=1,
-                profile=None,
-                note=f"reference: {pair.second.note}" if pair.second.note else "",
-                caveat="; ".join(filter(None, [pair.first.caveat, pair.second.caveat])),
-            ),
-            key=ratio_key,
-            test=call.test + RATIO_KEY,
-            spec=spec,
-            threshold=settings.threshold,
-            readings=readings,
-            costs=Costs(first_call_s=reference_first_call_s),
-        )
-        launches = [p.launches if p is not None else () for p in (a.profile, b.profile)]
-        versus = Versus(
-            first.summary.median_ms,
-            reference_ms,
-            launch_count(launches[0]),
-            launch_count(launches[1]),
-        )
-        # The ratio's binary is the pair's: either side running other kernels changes it.
-        ratio = dataclasses.replace(ratio, kernels=launches[0] + launches[1], versus=versus)
-        return first, self._traced(workload, ratio, settings, reference=reference)
+        profiles = (a.profile, b.profile)
+        return _TwoSampled(pair, first, settings, tuple(readings), profiles)
 
     def _settings(self, settings: MeasureSettings, *keys: str) -> MeasureSettings:
         """The measurement settings with the timer to ask for: ``auto`` keeps the graph timer
@@ -546,6 +602,13 @@ class BenchSession:
             costs=costs,
         )
 
+    def untimed(self, nodeid: str) -> bool:
+        """Whether the test ``nodeid`` runs untimed here: judged against a revision by
+        fresh processes before it ran (run/ab.py), not in lockstep in this process."""
+        if self.comparison is None:
+            return False
+        return not self.lockstep or nodeid in self.apart
+
     def compared(self, nodeid: str) -> tuple[Result, ...]:
         """The results of the test ``nodeid`` against the revision (its measurements' keys)."""
         found = self.comparison or {}
@@ -585,7 +648,7 @@ class BenchSession:
             batch = max(gate.next_batch(r) for r, w in zip(results, wanted, strict=True) if w)
             started = time.perf_counter()
             runs = self.launcher.confirming(
-                [nodeid], batch, self._device_index, progress, first=done
+                [nodeid], batch, self.device_index, progress, first=done
             )
             done += batch
             share = (time.perf_counter() - started) / sum(wanted)
@@ -627,7 +690,7 @@ class BenchSession:
         """Session number ``session`` of the user's selection, timed in a fresh process."""
         if self.launcher is None:
             return ChildRun(error="no fresh process can be started from here")
-        return self.launcher.recording(self._device_index, session)
+        return self.launcher.recording(self.device_index, session)
 
     def save(self, outcomes: Iterable[tuple[Result, bool]]) -> Saved:
         """Add this run's session of the passing results to the baselines: what the gate

@@ -1,0 +1,90 @@
+"""Against a revision in this process: what a test item tells run/lockstep.py.
+
+The pytest side of the lockstep structure: where a test's function lives (its file, the name
+pytest imported it under, its qualified name), its fixture values, and the revision's body
+run with them before the working tree's (plugin/measuring.py calls :func:`base_side`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from ..run.fixture import GpuBench
+    from ..run.lockstep import Lockstep, Pairing, TwoSides
+
+
+def _where(item: pytest.Item) -> tuple[Any, str, str] | None:
+    """The test's file, the module name pytest imported it as, its function's qualified
+    name; None for an item that is no Python function (a doctest, a plugin's item)."""
+    if not isinstance(item, pytest.Function) or item.module is None:
+        return None
+    function = getattr(item, "function", None)
+    qualname = getattr(function, "__qualname__", item.originalname)
+    return item.path, item.module.__name__, qualname
+
+
+def lockstep_refusal(item: pytest.Item, two: TwoSides) -> str:
+    """Why the test cannot run both sides in this process, as far as its files tell before
+    it runs ('' when they do not: its fixture values are asked when it runs)."""
+    where = _where(item)
+    if where is None:
+        return "it is not a Python test function"
+    found = two.test_function(*where)
+    if isinstance(found, str):
+        return found
+    return two.native()
+
+
+@dataclass(frozen=True)
+class BaseSide:
+    """What running the revision's body found: the test's lockstep (None where the revision
+    has no such test, or where one process cannot hold both sides), why its test did not
+    pass there, and why it must be timed apart (the culprit fixture's name, if one)."""
+
+    lock: Lockstep | None = None
+    failed: str = ""
+    apart: str = ""
+    fixture: str = ""
+
+
+def base_side(item: pytest.Item, pairing: Pairing, bench: GpuBench) -> BaseSide:
+    """Run the revision's body of the test ``item`` with its fixture values, unless one
+    process cannot hold both sides."""
+    from ..run.lockstep import Lockstep
+
+    where = _where(item)
+    found = pairing.two.test_function(*where) if where is not None else None
+    if found is None:
+        return BaseSide()
+    if isinstance(found, str):
+        return BaseSide(apart=found)
+    assert isinstance(item, pytest.Function)
+    values = {k: v for k, v in item.funcargs.items() if v is not bench}
+    holder = pairing.holding_code(values)
+    if holder:
+        return BaseSide(
+            apart=f"its fixture {holder!r} holds code of the working tree", fixture=holder
+        )
+    try:
+        wanted = list(inspect.signature(found).parameters)
+    except (TypeError, ValueError):
+        wanted = list(item.funcargs)
+    missing = [name for name in wanted if name not in item.funcargs]
+    if missing:
+        return BaseSide(
+            apart="the revision's test asks for fixtures the working tree's does not "
+            f"({', '.join(missing[:3])})"
+        )
+    lock = Lockstep(pairing.two)
+    # The revision's gpubench: the test's, holding its calls for the working tree's.
+    twin = dataclasses.replace(bench, lockstep=lock, extra_info={}, _measurements=[], _names=[])
+    args = {k: twin if item.funcargs[k] is bench else item.funcargs[k] for k in wanted}
+    failed = pairing.run_base(found, args, lock)
+    problem = pairing.two.native()
+    return BaseSide(apart=problem) if problem else BaseSide(lock, failed)

@@ -1,0 +1,460 @@
+"""Both revisions of a test in one process: the first structure of ``--gpubench-against``.
+
+Alternating inside one process cancels what differs between processes (where buffers land
+in L2, the process's clocks and drift); alternating processes does not (METHOD.md, section
+7). So where it can, the process that runs a test runs both of its revisions: the
+revision's test function and the project code it imports are loaded from the revision's
+checkout (run/revision.py) under the same module names as the working tree's, kept in a
+namespace of their own (:class:`TwoSides`). While the revision's side runs, its modules
+stand in ``sys.modules`` and its folders on ``sys.path``, so an import inside a function
+finds its own side. The revision's test body runs first, with the working tree's fixture
+values; each of its gpubench calls makes its untimed first call and is held (:class:`Held`).
+The working tree's body then runs, and each of its calls is timed alternately with the
+revision's call of the same key (BenchSession.measure_sides): a pair of sessions from one
+process. Further pairs come from fresh processes doing the same (run/ab.py judges them).
+
+Where one process cannot hold both, :meth:`TwoSides.refusal` says why and the test is
+timed in pairs of fresh processes, one per side, as before: a native extension of the
+project (two revisions' libraries would register one name), a fixture value that carries
+code (the revision's test would run the working tree's), a test file that cannot be
+imported beside the working tree's, a test whose fixtures differ between the revisions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import importlib.machinery
+import importlib.util
+import inspect
+import os
+import sys
+import sysconfig
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FunctionType, ModuleType
+from typing import TYPE_CHECKING, Any
+
+from ..core.records import Measurement, Result, Status, Verdict
+from ..core.settings import MeasureSettings, Settings
+from ..judge.gate import Gate
+from ..judge.pairs import LOCKSTEP_DESIGN, PairDesign
+from ..timing.engine import Workload
+from .ab import BASE, HEAD, held_to_floors, paired_result
+from .call import Call
+from .children import Launcher
+from .revision import Revision
+
+if TYPE_CHECKING:
+    from .session import BenchSession
+
+# What a process that runs both sides is told: the checkout's top level, the repository's,
+# the revision as typed and its commit, one per line (a fresh process doing a replication
+# reuses its parent's checkout).
+CHECKOUT_VARIABLE = "GPUBENCH_LOCKSTEP_CHECKOUT"
+# The key suffix of the revision's measurement of a call, in a fresh process's results.
+BASE_SUFFIX = "@revision"
+NATIVE_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+
+
+@dataclass(frozen=True)
+class Held:
+    """A call of the revision's test body: made once (untimed), waiting for its pair."""
+
+    workload: Workload
+    call: Call
+
+
+@dataclass
+class Lockstep:
+    """One test's two sides in this process: the revision's held calls (until the working
+    tree's call of the same key takes them) and its measurements, by key."""
+
+    two: TwoSides
+    head: bool = False  # the working tree's body is running
+    # Why the revision's test did not pass: its calls are then not timed (as a fresh
+    # process's failed test is not judged, run/ab.py).
+    failed: str = ""
+    held: dict[str, Held] = field(default_factory=dict)
+    base: dict[str, Measurement] = field(default_factory=dict)
+
+
+class TwoSides:
+    """The revision's modules beside the working tree's in one process. ``plugin``: this
+    package's folder (one copy serves both sides)."""
+
+    def __init__(self, revision: Revision, plugin: Path) -> None:
+        self.revision = revision
+        self.plugin = plugin.resolve()
+        self.repo = revision.repo.resolve()
+        self.root = revision.root.resolve()
+        self._base: dict[str, ModuleType] = {}
+        self._head: dict[str, ModuleType] = {}
+        self._in_base = False
+        self._files: dict[Path, ModuleType | str | None] = {}
+        self._installed = tuple(
+            Path(p).resolve()
+            for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, *sysconfig.get_paths().values()}
+            if p
+        )
+        self.foreign: list[str] = []  # the working tree's modules the revision's side imported
+        self.natives: list[str] = []  # native extensions not installed, loaded on its side
+
+    @classmethod
+    def from_environment(cls, plugin: Path) -> TwoSides | None:
+        """The two sides of a fresh process whose parent runs both (CHECKOUT_VARIABLE)."""
+        lines = os.environ.get(CHECKOUT_VARIABLE, "").split("\n")
+        if len(lines) != 4 or not all(lines):
+            return None
+        root, repo, ref, commit = lines
+        return cls(Revision(ref, commit, Path(repo), Path(root)), plugin)
+
+    def environment(self) -> tuple[str, str]:
+        """The variable that hands this process's checkout to a fresh process."""
+        r = self.revision
+        return CHECKOUT_VARIABLE, "\n".join([str(r.root), str(r.repo), r.ref, r.commit])
+
+    def owner(self, module: object) -> str:
+        """'base', 'head' or '' (not the project's: installed, the standard library, us)."""
+        file = getattr(module, "__file__", None)
+        paths = [file] if isinstance(file, str) else list(getattr(module, "__path__", []) or [])
+        for entry in paths[:1]:
+            path = Path(entry).resolve()
+            if path.is_relative_to(self.plugin) or any(
+                path.is_relative_to(p) for p in self._installed
+            ):
+                return ""
+            if path.is_relative_to(self.root):
+                return "base"
+            if path.is_relative_to(self.repo):
+                return "head"
+        return ""
+
+    def _take(self, side: str) -> dict[str, ModuleType]:
+        """The modules of ``side`` out of sys.modules."""
+        taken = {n: m for n, m in list(sys.modules.items()) if self.owner(m) == side}
+        for name in taken:
+            del sys.modules[name]
+        return taken
+
+    def _path(self, entries: list[str]) -> list[str]:
+        """sys.path for the revision's side: each folder of the repository replaced by its
+        place in the checkout, the checkout's top level first."""
+        moved = [str(self.root)]
+        for entry in entries:
+            path = Path(entry or os.getcwd()).resolve()
+            moved.append(
+                str(self.root / path.relative_to(self.repo))
+                if path.is_relative_to(self.repo)
+                else entry
+            )
+        return list(dict.fromkeys(moved))
+
+    @contextlib.contextmanager
+    def base(self) -> Iterator[None]:
+        """The revision's side in sys.modules and on sys.path meanwhile (re-entrant)."""
+        if self._in_base:
+            yield
+            return
+        self._head = self._take("head")
+        saved = list(sys.path)
+        sys.path[:] = self._path(saved)
+        sys.modules.update(self._base)
+        self._in_base = True
+        before = set(sys.modules)
+        try:
+            yield
+        finally:
+            self._in_base = False
+            self._loaded_native(set(sys.modules) - before)
+            stray = self._take("head")  # the working tree's code, imported by the revision's
+            self.foreign += [n for n in stray if n not in self.foreign]
+            self._base = self._take("base")
+            sys.path[:] = saved
+            sys.modules.update(self._head)
+
+    def on_side(self, base: bool, workload: Workload) -> Workload:
+        """``workload`` whose every call finds its side's modules (a lazy import inside a
+        timed call): both sides pay the same two dictionary updates per call."""
+        mine = self._base if base else self._head
+        head = self._head
+        fn = workload.fn
+
+        @functools.wraps(fn)  # its attributes too (a test's timer may read them)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            sys.modules.update(mine)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                sys.modules.update(head)
+
+        return Workload(call, workload.args, workload.kwargs, workload.setup, workload.slow)
+
+    def test_function(
+        self, path: Path, module: str, qualname: str
+    ) -> Callable[..., Any] | str | None:
+        """The revision's function of the test at ``qualname`` in the file ``path`` of the
+        working tree, imported as ``module``; None where the revision has no such test, a
+        line saying why where it cannot be run here."""
+        there = self.revision.counterpart(path)
+        if not there.is_file():
+            return None
+        loaded = self._files.get(there, "")
+        if loaded == "":
+            loaded = self._files[there] = self._import(there, module)
+        if loaded is None or isinstance(loaded, str):
+            return loaded
+        obj: Any = loaded
+        for part in qualname.split("."):
+            obj = getattr(obj, part, None)
+            if obj is None:
+                return None
+            if inspect.isclass(obj) and part != qualname.split(".")[-1]:
+                obj = obj()  # pytest makes an instance of a test class per test
+        return obj if callable(obj) else None
+
+    def _import(self, file: Path, module: str) -> ModuleType | str:
+        """The revision's test file as ``module``, in its namespace."""
+        with self.base():
+            sys.modules.pop(module, None)
+            try:
+                spec = importlib.util.spec_from_file_location(module, file)
+                if spec is None or spec.loader is None:
+                    return f"{file.name} of the revision is not a Python module"
+                loaded = importlib.util.module_from_spec(spec)
+                sys.modules[module] = loaded
+                spec.loader.exec_module(loaded)
+            except Exception as exc:  # the revision's code: its error, said in one line
+                sys.modules.pop(module, None)
+                return f"its file cannot be imported beside the working tree's ({_line(exc)})"
+        return self.native() or loaded
+
+    def native(self) -> str:
+        """Why one process cannot hold both sides' code: the revision's side loaded a native
+        extension not installed (the project's, or one it built: both revisions' libraries
+        would register one name), or imported the working tree's code; '' when neither."""
+        if self.natives:
+            return f"it loads a native extension ({self.natives[0]}), which one process holds once"
+        if self.foreign:
+            return f"the revision's code imported the working tree's {', '.join(self.foreign[:3])}"
+        return ""
+
+    def _loaded_native(self, names: set[str]) -> None:
+        for name in sorted(names):
+            file = getattr(sys.modules.get(name), "__file__", None)
+            if (
+                isinstance(file, str)
+                and file.endswith(NATIVE_SUFFIXES)
+                and not any(Path(file).resolve().is_relative_to(p) for p in self._installed)
+                and name not in self.natives
+            ):
+                self.natives.append(name)
+
+
+def holding_code(values: Mapping[str, object], project: Callable[[object], bool]) -> str:
+    """The name of the first fixture value in ``values`` that holds code of the project or
+    native code (a module, a function or class of the project, an instance of one of its
+    classes, one level into a list, tuple or dict): the revision's test would call the
+    working tree's; '' when none."""
+
+    def code(value: object) -> bool:
+        if isinstance(value, ModuleType):
+            return project(value) or _native(value)
+        if isinstance(value, FunctionType | type):
+            return project(sys.modules.get(value.__module__))
+        return project(sys.modules.get(type(value).__module__))
+
+    for name, value in values.items():
+        inner: list[object] = [value]
+        if isinstance(value, list | tuple):
+            inner += list(value)
+        elif isinstance(value, dict):
+            inner += list(value.values())
+        if any(code(v) for v in inner):
+            return name
+    return ""
+
+
+def _native(module: ModuleType) -> bool:
+    file = getattr(module, "__file__", None)
+    return isinstance(file, str) and file.endswith(NATIVE_SUFFIXES)
+
+
+def _line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}"[:200] if text else type(exc).__name__
+
+
+class Pairing:
+    """The tests of this process judged on pairs made in lockstep: the first from this
+    process, more from fresh processes doing the same while a verdict is unsure (each
+    judged by run/ab.py's rule with the lockstep prior, judge/pairs.py)."""
+
+    def __init__(
+        self,
+        two: TwoSides,
+        session: BenchSession,
+        settings: Settings,
+        launcher: Launcher | None,
+    ) -> None:
+        self.two = two
+        self.session = session
+        self.settings = settings
+        self.design = LOCKSTEP_DESIGN if settings.confirm > 0 else PairDesign(1, 1, 1)
+        # Set by the process that owns the run: time a test (and the later ones using the
+        # fixture named, if any) in pairs of fresh processes, for the reason given.
+        self.apart: Callable[[str, str, str], None] | None = None
+        self.launcher = (
+            None
+            if launcher is None
+            else dataclasses.replace(launcher, env=(*launcher.env, two.environment()))
+        )
+
+    def holding_code(self, values: Mapping[str, object]) -> str:
+        """The fixture whose value cannot serve both sides (:func:`holding_code`); ''."""
+        return holding_code(values, lambda m: m is not None and self.two.owner(m) == "head")
+
+    def run_base(self, fn: Callable[..., Any], kwargs: Mapping[str, Any], lock: Lockstep) -> str:
+        """Run the revision's test body ``fn`` with ``kwargs`` (its ``gpubench`` the
+        revision's, holding its calls in ``lock``): why its test did not pass there, '' when
+        it did (its held calls are then dropped). A KeyboardInterrupt passes."""
+        failed = ""
+        with self.two.base():
+            try:
+                fn(**kwargs)
+            except Exception as exc:  # the revision's test: its failure is a fact, not ours
+                failed = f"its test failed on the revision's side ({_line(exc)})"
+            except BaseException as exc:  # pytest.skip and the like, not KeyboardInterrupt
+                if isinstance(exc, KeyboardInterrupt | SystemExit):
+                    raise
+                failed = f"its test did not pass on the revision's side ({_line(exc)})"
+        lock.head = True
+        lock.failed = failed
+        if failed:
+            lock.held.clear()
+        return failed
+
+    def finish_base(self, lock: Lockstep) -> None:
+        """The revision's calls the working tree's body did not pair: timed alone."""
+        for key, held in list(lock.held.items()):
+            with self.two.base():
+                lock.base[key] = self.session.measure(held.workload, held.call)
+            del lock.held[key]
+
+    def verdicts(
+        self,
+        nodeid: str,
+        head: Sequence[Measurement],
+        base: Mapping[str, Measurement],
+        measure: MeasureSettings,
+        *,
+        failed: str = "",
+        replicate: bool = True,
+        progress: Callable[[int, int], None] = lambda i, n: None,
+    ) -> tuple[Result, ...]:
+        """The verdicts on the test ``nodeid``: on this process's pair of each key (``head``
+        and ``base``, the revision's by key; ``failed``: why its test did not pass on the
+        revision's side), then, while any is unsure and ``replicate``, on more pairs from
+        fresh processes running the test in lockstep, batch after batch up to the design's
+        cap. Why fresh processes measured nothing is said in the results' notes."""
+        runs: dict[str, list[dict[str, Measurement]]] = {
+            BASE: [dict(base)],
+            HEAD: [{m.key: m for m in head}],
+        }
+        if failed:
+            runs[BASE] = [{}]
+        lost = {BASE: set(runs[HEAD][0]) if failed else set(), HEAD: set()}
+        results = self._judged(runs, lost, measure, failed)
+        errors: list[str] = []
+        spent_s = 0.0  # in fresh processes
+        while replicate and self.launcher is not None:
+            done = len(runs[HEAD])
+            if not any(
+                r.verdict.judgement and r.verdict.judgement.needs_confirmation for r in results
+            ):
+                break
+            count = self.design.next_batch(done)
+            if count == 0:
+                break
+            started = time.perf_counter()
+            ran = self.launcher.confirming(
+                [nodeid], count, self.session.device_index, progress, first=done
+            )
+            spent_s += time.perf_counter() - started
+            for run in ran:
+                if run.error:
+                    errors.append(run.error)
+                sides: dict[str, dict[str, Measurement]] = {BASE: {}, HEAD: {}}
+                for result, passed in run.results:
+                    key = result.measurement.key
+                    side = BASE if key.endswith(BASE_SUFFIX) else HEAD
+                    if passed or side == BASE:
+                        m = result.measurement
+                        sides[side][key.removesuffix(BASE_SUFFIX)] = dataclasses.replace(
+                            m, key=key.removesuffix(BASE_SUFFIX)
+                        )
+                if sides[HEAD]:
+                    runs[BASE].append(sides[BASE])
+                    runs[HEAD].append(sides[HEAD])
+            if len(runs[HEAD]) == done:
+                break  # the batch measured nothing: another would not either
+            results = self._judged(runs, lost, measure, failed)
+        note = "; ".join(dict.fromkeys(errors))[:300]
+        return tuple(_with_cost(r, spent_s / max(1, len(results)), note) for r in results)
+
+    def _judged(
+        self,
+        runs: Mapping[str, list[dict[str, Measurement]]],
+        lost: Mapping[str, set[str]],
+        measure: MeasureSettings,
+        failed: str,
+    ) -> tuple[Result, ...]:
+        gate = Gate.of(self.settings, family=self.session.family)
+        keys = list(dict.fromkeys(k for side in (HEAD, BASE) for run in runs[side] for k in run))
+        found = []
+        for key in keys:
+            result = held_to_floors(
+                paired_result(
+                    key,
+                    runs,
+                    lost,
+                    {},
+                    gate,
+                    measure,
+                    self.design,
+                    self.two.revision,
+                    lockstep=True,
+                ),
+                gate,
+            )
+            if failed and key in lost[BASE]:
+                verdict = dataclasses.replace(result.verdict, reason=failed)
+                result = dataclasses.replace(result, verdict=verdict)
+            found.append(result)
+        return tuple(found)
+
+
+def _with_cost(result: Result, confirm_s: float, note: str) -> Result:
+    """``result`` with its share of the fresh processes' time, and their errors noted."""
+    m = result.measurement.noted(note) if note else result.measurement
+    if m.costs is not None and confirm_s:
+        m = dataclasses.replace(m, costs=dataclasses.replace(m.costs, confirm_s=confirm_s))
+    return dataclasses.replace(result, measurement=m)
+
+
+def child_results(head: Sequence[Result], base: Mapping[str, Measurement]) -> tuple[Result, ...]:
+    """A fresh process's results of a test in lockstep: the working tree's, and the
+    revision's measurements under their key and BASE_SUFFIX, for its parent to pair."""
+    return (
+        *head,
+        *(
+            Result(
+                dataclasses.replace(m, key=key + BASE_SUFFIX),
+                Verdict(Status.NEW, reason="the revision's side of a pair"),
+            )
+            for key, m in base.items()
+        ),
+    )

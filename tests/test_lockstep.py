@@ -1,0 +1,182 @@
+"""``--gpubench-against REF --gpubench-pairing=lockstep`` as users run it, on generated git
+repositories with the fake timer: both revisions of a test in one process, timed alternately
+(run/lockstep.py), and the tests one process cannot hold timed in fresh processes instead.
+
+The fake timer multiplies a function's time by its ``fake_factor`` attribute and by a factor
+drawn once per process (FAKE_SHIFT): a commit that sets the attribute makes that function
+slower on its side only, and a process's own shift falls on both sides alike."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from support import KERNELS, TESTS, commit, git, output
+
+if shutil.which("git") is None:
+    pytest.skip("git is not on PATH", allow_module_level=True)
+
+pytest_plugins = ["pytester"]
+
+LOCKSTEP = ("--gpubench-pairing=lockstep", "--gpubench-confirm=0")
+
+
+@pytest.fixture
+def repo(fake: pytest.Pytester) -> pytest.Pytester:
+    """A git repository of a kernel module and its tests, committed once."""
+    fake.makepyfile(kernels=KERNELS.format(factor=1.0), test_bench=TESTS)
+    fake.path.joinpath(".gitignore").write_text("__pycache__/\n.gpubench/\ntimer-calls.log\n")
+    git(fake.path, "init", "-q", "-b", "main")
+    commit(fake.path, "kernels and their tests")
+    return fake
+
+
+def slower(repo: pytest.Pytester, factor: float) -> None:
+    repo.makepyfile(kernels=KERNELS.format(factor=factor))
+
+
+def test_against_its_own_revision_both_sides_run_here(repo: pytest.Pytester) -> None:
+    result = repo.runpytest_subprocess("--gpubench-against=HEAD", *LOCKSTEP)
+    result.assert_outcomes(passed=2)
+    text = output(result)
+    assert "2 tests timed in lockstep in this process" in text
+    assert "fresh processes" not in text  # no process but this one
+    assert "regressed" not in text and "Traceback" not in text
+
+
+def test_a_slower_commit_fails_in_one_process_whatever_its_shift(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process's shift of 10% (sd) falls on both sides: the 8% slower commit is judged
+    on their ratio."""
+    slower(repo, 1.08)
+    commit(repo.path, "a slower kernel")
+    monkeypatch.setenv("FAKE_SHIFT", "0.1")
+    result = repo.runpytest_subprocess("--gpubench-against=HEAD~1", *LOCKSTEP)
+    result.assert_outcomes(passed=1, failed=1)
+    text = output(result)
+    assert "FAILED test_bench.py::test_sum" in text
+    assert "slower by 8.0% than HEAD~1" in text
+
+
+def test_the_working_tree_is_the_head_side_and_a_lazy_import_finds_its_side(
+    repo: pytest.Pytester,
+) -> None:
+    """A function that imports its module when called: each side's call finds its own
+    (the revision's sees the committed factor, the working tree's its uncommitted one)."""
+    repo.makepyfile(
+        test_lazy="""
+def lazily(n):
+    import kernels
+
+    return kernels.work(n)
+
+
+def test_lazy(gpubench):
+    import kernels
+
+    lazily.fake_factor = kernels.work.fake_factor
+    assert gpubench(lazily, 10) == 45
+"""
+    )
+    commit(repo.path, "a lazy test")
+    slower(repo, 0.8)  # not committed
+    result = repo.runpytest_subprocess("--gpubench-against=main", *LOCKSTEP)
+    result.assert_outcomes(passed=3)
+    text = output(result)
+    assert text.count("improved") >= 2  # test_sum and test_lazy, each against its own side
+    assert "faster by 20.0% than main" in text
+
+
+def test_tests_on_one_side_only_are_new_or_removed(repo: pytest.Pytester) -> None:
+    repo.makepyfile(test_gone="def test_old(gpubench):\n    assert gpubench(len, 'ab') == 2\n")
+    commit(repo.path, "a test that the working tree removes")
+    git(repo.path, "rm", "-q", "test_gone.py")
+    repo.makepyfile(test_new="def test_fresh(gpubench):\n    assert gpubench(abs, -1) == 1\n")
+    result = repo.runpytest_subprocess("--gpubench-against=HEAD", *LOCKSTEP)
+    text = output(result)
+    result.assert_outcomes(passed=3)
+    assert "test_fresh" in text and " new " in text
+    # A file the working tree lacks: its tests are not collected here, so its side runs
+    # in fresh processes.
+    assert "Traceback" not in text
+
+
+@pytest.mark.slow
+def test_a_fixture_holding_code_is_timed_in_fresh_processes(repo: pytest.Pytester) -> None:
+    """A fixture whose value is the project's module would hand the working tree's code to
+    the revision's test: that test, and the later ones using the fixture, are timed in
+    pairs of fresh processes (one batch), and the reason is said."""
+    repo.makepyfile(
+        test_fixture="""
+import pytest
+
+import kernels
+
+
+@pytest.fixture
+def module():
+    return kernels
+
+
+@pytest.mark.parametrize("n", [10, 20])
+def test_module(gpubench, module, n):
+    assert gpubench(module.work, n) == sum(range(n))
+"""
+    )
+    commit(repo.path, "a fixture that returns a module")
+    slower(repo, 1.3)
+    result = repo.runpytest_subprocess("--gpubench-against=HEAD", "--gpubench-pairs=2", *LOCKSTEP)
+    text = output(result)
+    result.assert_outcomes(passed=1, failed=3)  # test_sum in lockstep, the others apart
+    assert "test_sum regressed: 1.00 ms -> 1.30 ms (+30.0%; bar 4.7%, 1 pair in lockstep" in text
+    assert "2 tests in pairs of fresh processes: its fixture 'module' holds code" in text
+    assert "2 pairs of fresh processes" in text
+    assert "slower by 30.0% than HEAD" in text
+
+
+def test_a_revision_whose_test_fails_there_is_unsure_not_failed(repo: pytest.Pytester) -> None:
+    repo.makepyfile(test_bench=TESTS.replace("== 4950", "== 4951"))  # wrong on the revision
+    commit(repo.path, "a wrong assertion")
+    repo.makepyfile(test_bench=TESTS)
+    result = repo.runpytest_subprocess("--gpubench-against=HEAD", *LOCKSTEP)
+    result.assert_outcomes(passed=2)
+    text = output(result)
+    assert "its test failed on the revision's side (AssertionError" in text
+    assert "unsure" in text
+
+
+@pytest.mark.slow
+def test_a_revision_file_that_cannot_be_imported_here_goes_to_fresh_processes(
+    repo: pytest.Pytester,
+) -> None:
+    repo.makepyfile(test_bench=TESTS + "\nimport no_such_module_anywhere\n")
+    commit(repo.path, "a broken import")
+    repo.makepyfile(test_bench=TESTS)
+    result = repo.runpytest_subprocess("--gpubench-against=HEAD", "--gpubench-pairs=2", *LOCKSTEP)
+    text = output(result)
+    assert "INTERNALERROR" not in text and "Traceback" not in text
+    assert "2 tests in pairs of fresh processes: its file cannot be imported" in text
+    assert "ModuleNotFoundError" in text
+
+
+@pytest.mark.slow
+def test_an_unsure_test_gets_more_pairs_from_fresh_processes_in_lockstep(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A change one pair cannot tell at a strict level is unsure: fresh processes, each
+    running both sides in lockstep (the parent's checkout), add pairs up to the cap."""
+    slower(repo, 1.06)
+    commit(repo.path, "a kernel 6% slower")
+    monkeypatch.setenv("FAKE_SHIFT", "0.05")  # each fresh process its own shift
+    monkeypatch.setenv("FAKE_SHIFT_SEED", "3")
+    result = repo.runpytest_subprocess(
+        "--gpubench-against=HEAD~1", "--gpubench-pairing=lockstep", "--gpubench-alpha=0.0001"
+    )
+    text = output(result)
+    result.assert_outcomes(passed=1, failed=1)
+    assert "confirming test_sum in 4 fresh processes" in text
+    # Each process's shift (5%) falls on both of its sides: the ratio stays 1.06.
+    assert "slower by 6.0% than HEAD~1" in text and "over 5 pairs in lockstep" in text
+    assert "1 unsure got 4 more from fresh processes" in text
+    assert not list(repo.path.parent.glob("gpubench-ref-*"))  # the checkout is gone
