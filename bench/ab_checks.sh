@@ -13,7 +13,9 @@
 # by FRACTION in whole blocks in the working tree only, judged at THRESHOLD),
 # slowtime:SUITE:TARGET:THRESHOLD (as slow, each copy's fraction sized so that its time grows
 # by TARGET: bench/calibrate_slowdown.py, its ratios in NN-STEP.calibration.json), plain:SUITE (one
-# plain --gpubench run against the suite's committed baselines), sessions:SUITE:N (N sessions,
+# plain --gpubench run against the suite's committed baselines), fresh:SUITE (a plain run
+# with no baseline: nothing to confirm; an A/B run's cost is measured against it),
+# sessions:SUITE:N (N sessions,
 # fresh processes, recorded into $LOGS/SUITE-baselines: the spread between sessions of times
 # and of ratios to a reference), bisect:COMMITS:SLOW_AT:FRACTION (a generated repository of
 # the user suite with COMMITS commits after its first, the SLOW_AT-th making the copies'
@@ -61,7 +63,7 @@ run_step() {
   local name="$n-$kind-$suite${frac:+-$frac}${thr:+-${thr%\%}}"
   case $thr in *%) name+=pct ;; esac
   name+=$beside  # a run beside a load on another GPU says so
-  case " ${AB_ARGS:-} " in *" --gpubench-pairing=lockstep "*) name+=-lockstep ;; esac
+  case "$kind: ${AB_ARGS:-} " in aa:*" --gpubench-pairing=lockstep "* | slow*" --gpubench-pairing=lockstep "*) name+=-lockstep ;; esac
   case $kind in
     aa) args=(--gpubench-against HEAD); [ -z "$frac" ] || args+=(-n "$frac") ;;
     xdist)
@@ -88,6 +90,7 @@ run_step() {
       fi
       args=(--gpubench-against HEAD --gpubench-threshold "$thr") ;;
     plain) args=() ;;
+    fresh) args=(--gpubench-dir="$logs/$name-baselines") ;;
     sessions) args=(--gpubench-save --gpubench-sessions "$frac" --gpubench-dir="$logs/$suite-baselines") ;;
     bisect) dir=$(bisect_repo "$suite" "$frac" "$thr") ;;
   esac

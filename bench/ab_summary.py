@@ -154,7 +154,7 @@ def table(runs: list[Run]) -> None:
         statuses = collections.Counter(r["status"] for r in results)
         pairs = (
             max((r.get("history_sessions", 0) for r in results), default=0)
-            if run.kind != "plain"
+            if run.kind not in ("plain", "fresh")
             else "-"
         )
         got = []
@@ -177,7 +177,7 @@ def table(runs: list[Run]) -> None:
             f"| {'; '.join(got) or '-'}{planted} |"
         )
     print()
-    for kind in ("aa", *SLOW, "plain"):
+    for kind in ("aa", *SLOW, "plain", "fresh"):
         if totals[kind]:
             print(f"{kind}: {totals[kind]} runs, {totals[f'{kind}-false']} with a false verdict")
     for (kind, frac, thr, cls), hits in sorted(caught.items()):
