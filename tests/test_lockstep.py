@@ -9,6 +9,7 @@ slower on its side only, and a process's own shift falls on both sides alike."""
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 from support import KERNELS, TESTS, commit, git, output
@@ -180,3 +181,60 @@ def test_an_unsure_test_gets_more_pairs_from_fresh_processes_in_lockstep(
     assert "slower by 6.0% than HEAD~1" in text and "over 5 pairs in lockstep" in text
     assert "1 unsure got 4 more from fresh processes" in text
     assert not list(repo.path.parent.glob("gpubench-ref-*"))  # the checkout is gone
+
+
+def test_fixture_values_that_hold_code_are_named() -> None:
+    """A module, a function or class of the project, an instance of one of its classes, one
+    level into a container: the revision's test would run the working tree's code."""
+    import types
+
+    from pytest_gpubench.run.lockstep import holding_code
+
+    project = types.ModuleType("kernels")
+    project.__file__ = "/repo/kernels.py"
+    exec("class Config: pass\ndef work(): pass", project.__dict__)
+    native = types.ModuleType("ext")
+    native.__file__ = "/tmp/build/ext.cpython-311-x86_64-linux-gnu.so"
+    import sys
+
+    sys.modules["kernels"] = project
+    try:
+
+        def ours(m: object) -> bool:
+            return m is project
+
+        assert holding_code({"n": 3, "x": [1.0], "m": project}, ours) == "m"
+        assert holding_code({"f": project.work}, ours) == "f"
+        assert holding_code({"c": project.Config()}, ours) == "c"
+        assert holding_code({"pair": (1, project.Config)}, ours) == "pair"
+        assert holding_code({"ext": native}, ours) == "ext"
+        assert holding_code({"n": 3, "text": "kernels", "d": {"a": 1}}, ours) == ""
+    finally:
+        del sys.modules["kernels"]
+
+
+def test_a_compilers_cached_library_is_no_native_extension_of_the_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Triton loads a launcher per kernel from its cache (content-addressed): not the
+    project's library; one loaded from elsewhere on the revision's side is."""
+    import sys
+    import types
+
+    from pytest_gpubench.run.lockstep import TwoSides
+    from pytest_gpubench.run.revision import Revision
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    two = TwoSides(
+        Revision("HEAD", "0" * 40, tmp_path / "repo", tmp_path / "checkout"), tmp_path / "plugin"
+    )
+    launcher = types.ModuleType("__triton_launcher")
+    launcher.__file__ = str(tmp_path / "triton" / "ab12" / "__triton_launcher.so")
+    built = types.ModuleType("my_ext")
+    built.__file__ = str(tmp_path / "build" / "my_ext.so")
+    with two.base():
+        monkeypatch.setitem(sys.modules, "__triton_launcher", launcher)
+    assert two.native() == ""
+    with two.base():
+        monkeypatch.setitem(sys.modules, "my_ext", built)
+    assert two.native() == "it loads a native extension (my_ext), which one process holds once"

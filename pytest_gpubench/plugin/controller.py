@@ -25,7 +25,7 @@ from ..core.jsondata import Json
 from ..core.records import Result
 from ..core.settings import MarkerSpec, MeasureSettings, Settings
 from .collect import Collected
-from .lockstep import lockstep_refusal
+from .lockstep import EVERY, lockstep_refusal
 from .measuring import REFUSED_KEY, SPEC_KEY, Measuring, uses_fixture
 
 if TYPE_CHECKING:
@@ -166,9 +166,10 @@ class Controller:
         later tests using the same culprit ``fixture`` (one batch of processes for all)."""
         ids = [i.nodeid for i in self._items]
         later = self._items[ids.index(nodeid) + 1 :] if nodeid in ids and fixture else []
-        self.apart(
-            [nodeid, *(i.nodeid for i in later if fixture in getattr(i, "fixturenames", ()))], why
-        )
+        shared = [
+            i.nodeid for i in later if fixture == EVERY or fixture in getattr(i, "fixturenames", ())
+        ]
+        self.apart([nodeid, *shared], why)
 
     def apart(self, nodeids: Sequence[str], why: str) -> None:
         """Time the tests ``nodeids`` in pairs of fresh processes, one per side, now, for

@@ -41,6 +41,10 @@ def lockstep_refusal(item: pytest.Item, two: TwoSides) -> str:
     return two.native()
 
 
+# BaseSide.fixture of a culprit that holds for every later test (a library loaded for good).
+EVERY = "*"
+
+
 @dataclass(frozen=True)
 class BaseSide:
     """What running the revision's body found: the test's lockstep (None where the revision
@@ -60,10 +64,11 @@ def base_side(item: pytest.Item, pairing: Pairing, bench: GpuBench) -> BaseSide:
 
     where = _where(item)
     found = pairing.two.test_function(*where) if where is not None else None
+    if isinstance(found, str) or pairing.two.native():
+        problem = found if isinstance(found, str) else pairing.two.native()
+        return BaseSide(apart=problem, fixture="" if isinstance(found, str) else EVERY)
     if found is None:
         return BaseSide()
-    if isinstance(found, str):
-        return BaseSide(apart=found)
     assert isinstance(item, pytest.Function)
     values = {k: v for k, v in item.funcargs.items() if v is not bench}
     holder = pairing.holding_code(values)
@@ -87,4 +92,5 @@ def base_side(item: pytest.Item, pairing: Pairing, bench: GpuBench) -> BaseSide:
     args = {k: twin if item.funcargs[k] is bench else item.funcargs[k] for k in wanted}
     failed = pairing.run_base(found, args, lock)
     problem = pairing.two.native()
-    return BaseSide(apart=problem) if problem else BaseSide(lock, failed)
+    # Loaded into this process for good: every later test too.
+    return BaseSide(apart=problem, fixture=EVERY) if problem else BaseSide(lock, failed)

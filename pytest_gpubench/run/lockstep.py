@@ -25,12 +25,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import getpass
 import importlib.machinery
 import importlib.util
 import inspect
 import os
 import sys
 import sysconfig
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -100,6 +102,9 @@ class TwoSides:
             for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, *sysconfig.get_paths().values()}
             if p
         )
+        # Compilers' caches, keyed by what they compile: a library loaded from one (Triton's
+        # launcher of a kernel) is that code's, whichever side compiled it.
+        self._known = (*self._installed, *(Path(p).resolve() for p in compile_caches()))
         self.foreign: list[str] = []  # the working tree's modules the revision's side imported
         self.natives: list[str] = []  # native extensions not installed, loaded on its side
 
@@ -248,10 +253,22 @@ class TwoSides:
             if (
                 isinstance(file, str)
                 and file.endswith(NATIVE_SUFFIXES)
-                and not any(Path(file).resolve().is_relative_to(p) for p in self._installed)
+                and not any(Path(file).resolve().is_relative_to(p) for p in self._known)
                 and name not in self.natives
             ):
                 self.natives.append(name)
+
+
+def compile_caches() -> list[str]:
+    """Where Triton and Inductor keep what they compile (their defaults, or the variables
+    that move them)."""
+    triton = os.environ.get("TRITON_CACHE_DIR") or os.path.join(
+        os.environ.get("TRITON_HOME") or os.path.expanduser("~"), ".triton", "cache"
+    )
+    inductor = os.environ.get("TORCHINDUCTOR_CACHE_DIR") or os.path.join(
+        tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}"
+    )
+    return [triton, inductor]
 
 
 def holding_code(values: Mapping[str, object], project: Callable[[object], bool]) -> str:
