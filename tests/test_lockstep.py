@@ -133,6 +133,9 @@ def test_module(gpubench, module, n):
     assert "test_sum regressed: 1.00 ms -> 1.30 ms (+30.0%; bar " in text
     assert "1 pair in lockstep, threshold 5%" in text
     assert "2 tests in pairs of fresh processes: its fixture 'module' holds code" in text
+    assert "pair 1/2: the working tree, 2 tests" in text  # only those: test_sum ran here
+    rows = [line.split()[0] for line in text.splitlines() if " cuda-graph " in line]
+    assert sorted(rows) == ["test_join", "test_module[10]", "test_module[20]", "test_sum"]
     assert "2 pairs of fresh processes" in text
     assert "slower by 30.0% than HEAD" in text
 

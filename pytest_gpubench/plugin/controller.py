@@ -260,16 +260,19 @@ class Controller:
                 "processes, one of each side"
             )
         try:
+            sides = ab.sides(
+                self.session.launcher,
+                rev,
+                folder,
+                Path(package_init).parent,
+                self.settings.dir,
+                revision.import_roots(),
+            )
+            if why:  # only these tests: the others run in lockstep
+                sides = dataclasses.replace(sides, narrow=True)
             found = ab.compare(
                 items,
-                ab.sides(
-                    self.session.launcher,
-                    rev,
-                    folder,
-                    Path(package_init).parent,
-                    self.settings.dir,
-                    revision.import_roots(),
-                ),
+                sides,
                 rev,
                 self.settings,
                 measure_of,
@@ -279,8 +282,8 @@ class Controller:
         except GpubenchError as exc:
             pytest.exit(f"gpubench: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
         tested = set(items)
-        results = dict(found.results)
-        for key, result in found.results.items():
+        results = {k: r for k, r in found.results.items() if not why or k.split("#")[0] in tested}
+        for key, result in results.items():
             if why and key.split("#")[0] in tested:  # why they did not run in lockstep
                 verdict = dataclasses.replace(
                     result.verdict, reason=f"{result.verdict.reason}; {why}"
