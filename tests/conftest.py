@@ -8,7 +8,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import BENCH, FAKE_CONFTEST, FAKE_NAME, NO_CONFIRM
+from support import (
+    BENCH,
+    FAKE_CONFTEST,
+    FAKE_NAME,
+    IGNORED,
+    KERNELS,
+    NO_CONFIRM,
+    TESTS,
+    commit,
+    git,
+)
 
 # Suites that tests run through pytester, not tests of this project (data/*/README.md).
 collect_ignore = ["data"]
@@ -57,6 +67,17 @@ def _frozen_heap() -> Iterator[None]:
     gc.freeze()
     yield
     gc.unfreeze()
+
+
+@pytest.fixture
+def repo(fake: pytest.Pytester) -> pytest.Pytester:
+    """The fake timer's directory as a git repository: a kernel module and its two tests,
+    committed once on main (--gpubench-against and bisect)."""
+    fake.makepyfile(kernels=KERNELS.format(factor=1.0), test_bench=TESTS)
+    fake.path.joinpath(".gitignore").write_text(IGNORED)
+    git(fake.path, "init", "-q", "-b", "main")
+    commit(fake.path, "kernels and their tests")
+    return fake
 
 
 @pytest.fixture(autouse=True)

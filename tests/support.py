@@ -259,6 +259,15 @@ def work(n):
 work.fake_factor = {factor}
 """
 
+# What a generated repository ignores: the plugin's and pytest's files, the fake timer's log.
+IGNORED = "__pycache__/\n.gpubench/\n.pytest_cache/\ntimer-calls.log\n"
+
+
+def slower(repo: pytest.Pytester, factor: float = 1.5, where: str = "kernels") -> None:
+    """The working tree's ``work`` (in module ``where``) made ``factor`` times slower."""
+    repo.makepyfile(**{where: KERNELS.format(factor=factor)})
+
+
 TESTS = """
 from kernels import work
 

@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support import KERNELS, TESTS, USAGE_ERROR, commit, git, output
+from support import KERNELS, USAGE_ERROR, commit, git, output, slower
 
 if shutil.which("git") is None:
     pytest.skip("git is not on PATH", allow_module_level=True)
@@ -23,21 +23,6 @@ pytest_plugins = ["pytester"]
 
 # Fewer pairs than the default: each pair is two fresh pytest processes.
 FAST = ("--gpubench-pairs=2", "--gpubench-confirm=0")
-
-
-@pytest.fixture
-def repo(fake: pytest.Pytester) -> pytest.Pytester:
-    """The fake timer's directory as a git repository: a kernel module and its tests,
-    committed once (the conftest with the fake timer included)."""
-    fake.makepyfile(kernels=KERNELS.format(factor=1.0), test_bench=TESTS)
-    fake.path.joinpath(".gitignore").write_text("__pycache__/\n.gpubench/\ntimer-calls.log\n")
-    git(fake.path, "init", "-q", "-b", "main")
-    commit(fake.path, "kernels and their tests")
-    return fake
-
-
-def slower(repo: pytest.Pytester, factor: float) -> None:
-    repo.makepyfile(kernels=KERNELS.format(factor=factor))
 
 
 @pytest.mark.slow

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support import KERNELS, TESTS, USAGE_ERROR, commit, git, output, running
+from support import IGNORED, KERNELS, TESTS, USAGE_ERROR, commit, git, output, running, slower
 
 from pytest_gpubench.run import revision
 
@@ -30,11 +30,6 @@ pytest_plugins = ["pytester"]
 # where a verdict does (a +50% slowdown over 2 pairs is "regressed").
 ONE = ("--gpubench-pairs=1", "--gpubench-confirm=0")
 TWO = ("--gpubench-pairs=2", "--gpubench-confirm=0")
-IGNORED = "__pycache__/\n.gpubench/\n.pytest_cache/\ntimer-calls.log\n"
-
-
-def slower(repo: pytest.Pytester, factor: float = 1.5, where: str = "kernels") -> None:
-    repo.makepyfile(**{where: KERNELS.format(factor=factor)})
 
 
 def worktrees(repo: Path) -> list[str]:
@@ -55,16 +50,6 @@ def temp(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("TMPDIR", str(folder))  # a run in a process of its own
     monkeypatch.setattr(tempfile, "tempdir", str(folder))  # one in this process
     return folder
-
-
-@pytest.fixture
-def repo(fake: pytest.Pytester) -> pytest.Pytester:
-    """A kernel module and its two tests, committed once on main."""
-    fake.makepyfile(kernels=KERNELS.format(factor=1.0), test_bench=TESTS)
-    fake.path.joinpath(".gitignore").write_text(IGNORED)
-    git(fake.path, "init", "-q", "-b", "main")
-    commit(fake.path, "kernels and their tests")
-    return fake
 
 
 def run_until(

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support import KERNELS, TESTS, commit, git, running
+from support import KERNELS, commit, git, running
 
 from pytest_gpubench import cli
 from pytest_gpubench.core.records import Status
@@ -44,7 +44,6 @@ pytest_plugins = ["pytester"]
 
 SUM = "test_bench.py::test_sum"
 JOIN = "test_bench.py::test_join"
-IGNORED = "__pycache__/\n.gpubench/\n.pytest_cache/\ntimer-calls.log\n"
 # Two pairs: a +50% slowdown is regressed, nothing changed is same (one pair is unsure);
 # no further pairs for unsure tests, no re-runs with more.
 FAST = ("--pairs", "2", "--max-pairs", "2")
@@ -357,17 +356,6 @@ needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not o
 def temp(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The temporary directory of the command's processes: what a run leaves there is its."""
     return tmp_path_factory.mktemp("tmpdir")
-
-
-@pytest.fixture
-def repo(fake: pytest.Pytester) -> pytest.Pytester:
-    """A kernel module and its two tests (the fake timer's conftest with them), committed
-    once on main."""
-    fake.makepyfile(kernels=KERNELS.format(factor=1.0), test_bench=TESTS)
-    fake.path.joinpath(".gitignore").write_text(IGNORED)
-    git(fake.path, "init", "-q", "-b", "main")
-    commit(fake.path, "kernels and their tests")
-    return fake
 
 
 def changes(repo: pytest.Pytester, count: int, slow_at: int | None = None) -> list[str]:

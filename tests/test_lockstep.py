@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support import KERNELS, TESTS, commit, git, output
+from support import TESTS, commit, git, output, slower
 
 if shutil.which("git") is None:
     pytest.skip("git is not on PATH", allow_module_level=True)
@@ -20,20 +20,6 @@ if shutil.which("git") is None:
 pytest_plugins = ["pytester"]
 
 LOCKSTEP = ("--gpubench-pairing=lockstep", "--gpubench-confirm=0")
-
-
-@pytest.fixture
-def repo(fake: pytest.Pytester) -> pytest.Pytester:
-    """A git repository of a kernel module and its tests, committed once."""
-    fake.makepyfile(kernels=KERNELS.format(factor=1.0), test_bench=TESTS)
-    fake.path.joinpath(".gitignore").write_text("__pycache__/\n.gpubench/\ntimer-calls.log\n")
-    git(fake.path, "init", "-q", "-b", "main")
-    commit(fake.path, "kernels and their tests")
-    return fake
-
-
-def slower(repo: pytest.Pytester, factor: float) -> None:
-    repo.makepyfile(kernels=KERNELS.format(factor=factor))
 
 
 def test_against_its_own_revision_both_sides_run_here(repo: pytest.Pytester) -> None:
