@@ -334,7 +334,7 @@ def compare_pairs(
             f"{confirm!r:.40}, not counts; write it again with pytest --gpubench-against REF "
             "--gpubench-json"
         )
-    design = ab.design_of(int(pairs), int(confirm) > 0)
+    designs = {lock: ab.design_of(int(pairs), int(confirm) > 0, lock) for lock in (False, True)}
     judged = []
     for key, result in run.results.items():
         m, verdict = result.measurement, result.verdict
@@ -347,7 +347,7 @@ def compare_pairs(
                     launches=launch_count(m.kernels),
                     measure=measure,
                     gate=gate,
-                    design=design,
+                    design=designs[verdict.paired.lockstep],
                     kernel_changes=verdict.kernel_changes,
                     same_kernels=verdict.same_kernels,
                     baseline_binary=verdict.baseline_binary,

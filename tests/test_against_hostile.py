@@ -508,3 +508,42 @@ def test_one_pair_reads_in_the_singular_with_a_sane_gate(repo: pytest.Pytester) 
     assert "1 test," in text and "1 pair of fresh processes" in text
     # a gate of thousands of percent is no gate: say "not gated" or what gates, not a number
     assert not any(line.endswith("00.0%") or "can gate >= 1" in line for line in text.splitlines())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["Ctrl-C", "kill -9"])
+def test_a_signal_while_lockstep_pairs_are_added_leaves_no_process(
+    repo: pytest.Pytester, temp: Path, monkeypatch: pytest.MonkeyPatch, sig: signal.Signals
+) -> None:
+    """Against a revision in lockstep, a test unsure on its pair gets more from fresh
+    processes: Ctrl-C ends them and removes the checkout; kill -9 of the run leaves them to
+    notice their parent is gone, and the next run sweeps the checkout."""
+    slower(repo, 1.06)
+    commit(repo.path, "a kernel 6% slower")
+    pids = repo.path / "child-pids.txt"
+    monkeypatch.setenv("FAKE_CHILD_PIDS", str(pids))
+    monkeypatch.setenv("FAKE_CHILD_START_S", "30")
+    args = ["--gpubench-against=HEAD~1", "--gpubench-pairing=lockstep", "--gpubench-alpha=0.0001"]
+    proc, out = run_until(repo, args, pids, sig)
+    try:
+        children = [int(p) for p in pids.read_text().split()]
+        deadline = time.monotonic() + 15
+        while any(running(pid) for pid in children) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(running(pid) for pid in children), out
+        if sig == signal.SIGINT:
+            assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+            assert "Traceback" not in out and "INTERNALERROR" not in out
+        else:
+            swept = subprocess.run(
+                [sys.executable, "-m", "pytest", "--gpubench-against=HEAD", "-k", "nothing"],
+                cwd=repo.path,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert swept.returncode in (0, pytest.ExitCode.NO_TESTS_COLLECTED), swept.stdout
+        assert list(temp.glob("gpubench-ref-*")) == [], out
+        assert len(worktrees(repo.path)) == 1
+    finally:
+        remove_checkouts(repo.path, temp)

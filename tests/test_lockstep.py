@@ -8,11 +8,14 @@ slower on its side only, and a process's own shift falls on both sides alike."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 from support import TESTS, commit, git, output, slower
+
+from pytest_gpubench import cli
 
 if shutil.which("git") is None:
     pytest.skip("git is not on PATH", allow_module_level=True)
@@ -32,18 +35,27 @@ def test_against_its_own_revision_both_sides_run_here(repo: pytest.Pytester) -> 
 
 
 def test_a_slower_commit_fails_in_one_process_whatever_its_shift(
-    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A process's shift of 10% (sd) falls on both sides: the 8% slower commit is judged
     on their ratio."""
     slower(repo, 1.08)
     commit(repo.path, "a slower kernel")
     monkeypatch.setenv("FAKE_SHIFT", "0.1")
-    result = repo.runpytest_subprocess("--gpubench-against=HEAD~1", *LOCKSTEP)
+    result = repo.runpytest_subprocess(
+        "--gpubench-against=HEAD~1", "--gpubench-json=ab.json", *LOCKSTEP
+    )
     result.assert_outcomes(passed=1, failed=1)
     text = output(result)
     assert "FAILED test_bench.py::test_sum" in text
     assert "slower by 8.0% than HEAD~1" in text
+    # The file is judged again as the run judged it: its pairs in lockstep, its design.
+    report = json.loads((repo.path / "ab.json").read_text())
+    [summed] = [r for r in report["results"] if r["test"] == "test_sum"]
+    assert summed["against"]["lockstep"] is True and summed["against"]["pairs"] == 1
+    monkeypatch.chdir(repo.path)
+    assert cli.main(["compare", "ab.json"]) == 1
+    assert "over 1 pair in lockstep" in capsys.readouterr().out
 
 
 def test_the_working_tree_is_the_head_side_and_a_lazy_import_finds_its_side(

@@ -38,7 +38,7 @@ from ..core.kernels import Launch, binary_changes, launch_count, same_work
 from ..core.records import Measurement, NcuKernel, Paired, Result, Status, Verdict, Versus
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import MIN_JUDGED_SAMPLES, Gate, with_memory
-from ..judge.pairs import PairDesign, judge_pairs
+from ..judge.pairs import LOCKSTEP_DESIGN, PairDesign, judge_pairs
 from ..store.runs import ignore_all
 from . import ncu
 from .children import EVERY_BENCHMARK, FOREIGN_VARIABLE, ChildRun, Launcher, Leg, Request, relays
@@ -170,9 +170,12 @@ def pair_design(settings: Settings) -> PairDesign:
     return design_of(settings.pairs, settings.confirm > 0)
 
 
-def design_of(pairs: int, more: bool) -> PairDesign:
+def design_of(pairs: int, more: bool, lockstep: bool = False) -> PairDesign:
     """The design of a run of ``pairs`` first pairs, with a batch for the unsure when
-    ``more`` (gpubench compare re-judges a file with its run's design)."""
+    ``more`` (gpubench compare re-judges a file with its run's design); ``lockstep``: a
+    test's pairs timed in lockstep (run/lockstep.py), the first from the run's process."""
+    if lockstep:
+        return LOCKSTEP_DESIGN if more else PairDesign(1, 1, 1)
     extra = PairDesign().cap - PairDesign().first if more else 0
     return PairDesign(first=pairs, batch=max(1, extra), cap=pairs + extra)
 

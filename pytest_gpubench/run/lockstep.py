@@ -43,9 +43,8 @@ from typing import TYPE_CHECKING, Any
 from ..core.records import Measurement, Result, Status, Verdict
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import Gate
-from ..judge.pairs import LOCKSTEP_DESIGN, PairDesign
 from ..timing.engine import Workload
-from .ab import BASE, HEAD, held_to_floors, paired_result
+from .ab import BASE, HEAD, design_of, held_to_floors, paired_result
 from .call import Call
 from .children import Launcher
 from .revision import Revision
@@ -320,7 +319,7 @@ class Pairing:
         self.two = two
         self.session = session
         self.settings = settings
-        self.design = LOCKSTEP_DESIGN if settings.confirm > 0 else PairDesign(1, 1, 1)
+        self.design = design_of(1, settings.confirm > 0, lockstep=True)
         # Set by the process that owns the run: time a test (and the later ones using the
         # fixture named, if any) in pairs of fresh processes, for the reason given.
         self.apart: Callable[[str, str, str], None] | None = None
