@@ -201,7 +201,7 @@ class Measuring:
         if compared:  # judged against a revision before the tests ran: its verdicts
             results = self.session.compared(item.nodeid)
         elif paired is not None and self.pairing is not None:
-            results = self._paired(item, paired, measurements, settings, confirm and not problem)
+            results = self._paired(item, paired, measurements, settings, confirm, problem)
             compared = True  # confirmed as pairs, not against a history
         else:
             results = tuple(self.session.judge(m, settings) for m in measurements)
@@ -250,7 +250,8 @@ class Measuring:
         paired: tuple[Lockstep, str],
         measurements: tuple[Measurement, ...],
         settings: MeasureSettings,
-        replicate: bool,
+        passed: bool,
+        problem: str,
     ) -> tuple[Result, ...]:
         """The verdicts of a test timed in lockstep: on this process's pairs, and more from
         fresh processes while unsure; a fresh process's own results are both sides', for its
@@ -260,7 +261,10 @@ class Measuring:
 
         pairing = self.pairing
         lock, failed = paired
-        pairing.finish_base(lock)
+        if passed:  # the revision's calls yours never made: timed alone, reported removed
+            pairing.finish_base(lock)
+        else:  # your test failed: what it did not reach is not the revision's alone
+            lock.held.clear()
         child = self.settings.child is not None
         with timeout_paused(item):
             try:
@@ -270,7 +274,7 @@ class Measuring:
                     lock.base,
                     settings,
                     failed=failed,
-                    replicate=replicate and not child,
+                    replicate=passed and not problem and not child,
                     progress=self._progress(item.name),
                 )
             except KeyboardInterrupt:
