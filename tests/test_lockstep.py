@@ -240,3 +240,42 @@ def test_a_compilers_cached_library_is_no_native_extension_of_the_project(
     with two.base():
         monkeypatch.setitem(sys.modules, "my_ext", built)
     assert two.native() == "it loads a native extension (my_ext), which one process holds once"
+
+
+def test_other_inputs_on_the_two_sides_are_reported_not_judged(repo: pytest.Pytester) -> None:
+    """The working tree's test gives its function other inputs than the revision's: the
+    pair times other work, so it is `changed` and names the inputs, whatever it read."""
+    repo.makepyfile(
+        test_bench=TESTS.replace("gpubench(work, 100) == 4950", "gpubench(work, n=100)")
+    )
+    commit(repo.path, "keyword inputs")
+    repo.makepyfile(
+        test_bench=TESTS.replace("gpubench(work, 100) == 4950", "gpubench(work, n=200)")
+    )
+    slower(repo, 1.3)
+    result = repo.runpytest_subprocess("--gpubench-against=HEAD", *LOCKSTEP)
+    result.assert_outcomes(passed=2)
+    text = output(result)
+    assert "test_sum: changed: inputs changed (argument 1: n=100 -> n=200), not judged" in text
+    assert "slower by 30.0%" in text
+
+
+def test_a_calls_inputs_are_described_by_the_work_they_set() -> None:
+    import torch
+
+    from pytest_gpubench.run.lockstep import inputs_changed
+    from pytest_gpubench.timing.device import inputs_of
+    from pytest_gpubench.timing.engine import Workload
+
+    def described(*args: object, **kwargs: object) -> tuple[str, ...]:
+        return inputs_of(Workload(print, args, kwargs))
+
+    x = torch.zeros(4, 3)
+    assert described(x, [1, x], scale=2.0) == ("(4, 3) float32", "[1, (4, 3) float32]", "scale=2.0")
+    assert inputs_changed(described(x), described(x.double())) == (
+        "argument 1: (4, 3) float32 -> (4, 3) float64"
+    )
+    assert inputs_changed(described(x), described(x, 1)) == "1 arguments -> 2"
+    assert inputs_changed(described(x, n=3), described(torch.ones(4, 3), n=3)) == ""
+    # fresh inputs from setup: not described
+    assert inputs_of(Workload(print, (), {}, setup=lambda: None)) == ()

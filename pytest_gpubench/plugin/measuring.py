@@ -274,6 +274,7 @@ class Measuring:
                     lock.base,
                     settings,
                     failed=failed,
+                    inputs=lock.inputs,
                     replicate=passed and not problem and not child,
                     progress=self._progress(item.name),
                 )

@@ -12,7 +12,7 @@ from ..core.errors import GpubenchError
 from ..core.records import RATIO_KEY
 from ..core.settings import MarkerSpec, check_work
 from ..store.files import plain_data_problem
-from ..timing.device import kept_apart
+from ..timing.device import inputs_of, kept_apart
 from ..timing.engine import Workload
 from .call import Call
 
@@ -201,6 +201,11 @@ class GpuBench:
             return result
         held = lock.held.pop(call.key, None) if lock is not None else None
         if lock is not None and held is not None:  # the same call of both sides, alternately
+            from .lockstep import inputs_changed
+
+            changed = inputs_changed(inputs_of(held.workload), inputs_of(workload))
+            if changed:
+                lock.inputs[call.key] = changed
             measured, base = self.session.measure_sides(
                 lock.two.on_side(False, workload),
                 lock.two.on_side(True, held.workload),

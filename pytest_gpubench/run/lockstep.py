@@ -81,6 +81,9 @@ class Lockstep:
     failed: str = ""
     held: dict[str, Held] = field(default_factory=dict)
     base: dict[str, Measurement] = field(default_factory=dict)
+    # What the revision's call was given that the working tree's was not, by key: its time is
+    # of other work, so it is reported, not judged (:func:`inputs_changed`).
+    inputs: dict[str, str] = field(default_factory=dict)
 
 
 class TwoSides:
@@ -368,6 +371,7 @@ class Pairing:
         measure: MeasureSettings,
         *,
         failed: str = "",
+        inputs: Mapping[str, str] | None = None,
         replicate: bool = True,
         progress: Callable[[int, int], None] = lambda i, n: None,
     ) -> tuple[Result, ...]:
@@ -419,6 +423,7 @@ class Pairing:
                 break  # the batch measured nothing: another would not either
             results = self._judged(runs, lost, measure, failed)
         note = "; ".join(dict.fromkeys(errors))[:300]
+        results = tuple(_other_inputs(r, (inputs or {}).get(r.key, "")) for r in results)
         return tuple(_with_cost(r, spent_s / max(1, len(results)), note) for r in results)
 
     def _judged(
@@ -451,6 +456,39 @@ class Pairing:
                 result = dataclasses.replace(result, verdict=verdict)
             found.append(result)
         return tuple(found)
+
+
+def inputs_changed(base: Sequence[str], head: Sequence[str]) -> str:
+    """How the working tree's call's inputs differ from the revision's (their descriptions,
+    timing.device.inputs_of), '' where they do not: ``argument 1: (4096,) float32 ->
+    (8192,) float32``."""
+    if list(base) == list(head):
+        return ""
+    if len(base) != len(head):
+        return f"{len(base)} arguments -> {len(head)}"
+    return "; ".join(
+        f"argument {i + 1}: {b} -> {h}"
+        for i, (b, h) in enumerate(zip(base, head, strict=True))
+        if b != h
+    )[:300]
+
+
+def _other_inputs(result: Result, changed: str) -> Result:
+    """``result`` of a call whose inputs differ between the sides (``changed``): its times
+    are of other work, so it is ``changed``, not regressed or improved; its reason says so."""
+    verdict = result.verdict
+    if not changed or verdict.judgement is None:
+        return result
+    reason = f"inputs changed ({changed}), not judged: {verdict.reason}"
+    judgement = dataclasses.replace(
+        verdict.judgement, status=Status.CHANGED, reason=reason, same_low=None, same_high=None
+    )
+    return dataclasses.replace(
+        result,
+        verdict=dataclasses.replace(
+            verdict, status=Status.CHANGED, reason=reason, judgement=judgement
+        ),
+    )
 
 
 def _with_cost(result: Result, confirm_s: float, note: str) -> Result:

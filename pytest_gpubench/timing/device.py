@@ -194,6 +194,35 @@ def call_dtype(values: Iterable[object]) -> str:
     return "float32"
 
 
+def inputs_of(workload: Workload) -> tuple[str, ...]:
+    """What a call is given, as the work it sets: a tensor's shape and dtype, a number's or
+    a string's value, another object's type (one level into a list or tuple), arguments
+    then keywords; a call with ``setup`` takes its inputs from it, so is not described."""
+    if workload.setup is not None:
+        return ()
+    torch = sys.modules.get("torch")
+
+    def one(value: object) -> str:
+        if torch is not None and isinstance(value, torch.Tensor):
+            return f"{tuple(value.shape)} {str(value.dtype).removeprefix('torch.')}"
+        if isinstance(value, bool | int | float | str | None):
+            return repr(value)[:40]
+        if isinstance(value, list | tuple) and len(value) <= 16:
+            return (
+                "["
+                + ", ".join(
+                    one(v) if not isinstance(v, list | tuple) else type(v).__name__ for v in value
+                )
+                + "]"
+            )
+        return type(value).__name__
+
+    return (
+        *(one(a) for a in workload.args),
+        *(f"{k}={one(v)}" for k, v in sorted(workload.kwargs.items())),
+    )
+
+
 def matmul_workload(kind: str, dtype: str) -> tuple[Workload, float] | None:
     """A square matmul of ``dtype`` and its flops (None: no matmul of that dtype is measured).
     On a GPU float32 runs on the tensor cores (TF32, torch.backends' switch on while it is
