@@ -99,6 +99,7 @@ class TwoSides:
         self._head: dict[str, ModuleType] = {}
         self._in_base = False
         self._files: dict[Path, ModuleType | str | None] = {}
+        self._owners: dict[str, str] = {}  # by a module's file
         self._installed = tuple(
             Path(p).resolve()
             for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, *sysconfig.get_paths().values()}
@@ -128,17 +129,23 @@ class TwoSides:
         """'base', 'head' or '' (not the project's: installed, the standard library, us)."""
         file = getattr(module, "__file__", None)
         paths = [file] if isinstance(file, str) else list(getattr(module, "__path__", []) or [])
-        for entry in paths[:1]:
-            path = Path(entry).resolve()
-            if path.is_relative_to(self.plugin) or any(
-                path.is_relative_to(p) for p in self._installed
-            ):
-                return ""
-            if path.is_relative_to(self.root):
-                return "base"
-            if path.is_relative_to(self.repo):
-                return "head"
-        return ""
+        if not paths or not isinstance(paths[0], str):
+            return ""
+        found = self._owners.get(paths[0])
+        if found is None:  # once per file: every swap asks of every module
+            path = Path(paths[0]).resolve()
+            found = (
+                ""
+                if path.is_relative_to(self.plugin)
+                or any(path.is_relative_to(p) for p in self._installed)
+                else "base"
+                if path.is_relative_to(self.root)
+                else "head"
+                if path.is_relative_to(self.repo)
+                else ""
+            )
+            self._owners[paths[0]] = found
+        return found
 
     def _take(self, side: str) -> dict[str, ModuleType]:
         """The modules of ``side`` out of sys.modules."""
@@ -188,6 +195,7 @@ class TwoSides:
         timed call): both sides pay the same two dictionary updates per call."""
         mine = self._base if base else self._head
         head = self._head
+        only_mine = [name for name in mine if name not in head]
         fn = workload.fn
 
         @functools.wraps(fn)  # its attributes too (a test's timer may read them)
@@ -197,6 +205,8 @@ class TwoSides:
                 return fn(*args, **kwargs)
             finally:
                 sys.modules.update(head)
+                for name in only_mine:  # the revision's alone: never the working tree's
+                    sys.modules.pop(name, None)
 
         return Workload(call, workload.args, workload.kwargs, workload.setup, workload.slow)
 
