@@ -535,6 +535,7 @@ def test_a_signal_while_lockstep_pairs_are_added_leaves_no_process(
         if sig == signal.SIGINT:
             assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
             assert "Traceback" not in out and "INTERNALERROR" not in out
+            assert "not confirmed: interrupted" in out
         else:
             # The next run against a revision sweeps what the killed one left.
             swept = subprocess.run(

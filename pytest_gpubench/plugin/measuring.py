@@ -279,9 +279,20 @@ class Measuring:
                     progress=self._progress(item.name),
                 )
             except KeyboardInterrupt:
+                # Ctrl-C while fresh processes add pairs: the run stops after this test, its
+                # unsure verdicts unconfirmed (they fail nothing).
                 item.session.shouldstop = f"interrupted while confirming {item.nodeid}"
-                results = pairing.verdicts(
-                    item.nodeid, measurements, lock.base, settings, failed=failed, replicate=False
+                results = tuple(
+                    self.session.gate.unconfirmed(r, "interrupted")
+                    for r in pairing.verdicts(
+                        item.nodeid,
+                        measurements,
+                        lock.base,
+                        settings,
+                        failed=failed,
+                        inputs=lock.inputs,
+                        replicate=False,
+                    )
                 )
         return child_results(results, lock.base) if child else results
 
