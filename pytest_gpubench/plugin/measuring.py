@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING
 
@@ -266,15 +267,18 @@ class Measuring:
         else:  # your test failed: what it did not reach is not the revision's alone
             lock.held.clear()
         child = self.settings.child is not None
+        verdicts = functools.partial(
+            pairing.verdicts,
+            item.nodeid,
+            measurements,
+            lock.base,
+            settings,
+            failed=failed,
+            inputs=lock.inputs,
+        )
         with timeout_paused(item):
             try:
-                results = pairing.verdicts(
-                    item.nodeid,
-                    measurements,
-                    lock.base,
-                    settings,
-                    failed=failed,
-                    inputs=lock.inputs,
+                results = verdicts(
                     replicate=passed and not problem and not child,
                     progress=self._progress(item.name),
                 )
@@ -282,17 +286,9 @@ class Measuring:
                 # Ctrl-C while fresh processes add pairs: the run stops after this test, its
                 # unsure verdicts unconfirmed (they fail nothing).
                 item.session.shouldstop = f"interrupted while confirming {item.nodeid}"
+                gate = self.session.gate
                 results = tuple(
-                    self.session.gate.unconfirmed(r, "interrupted")
-                    for r in pairing.verdicts(
-                        item.nodeid,
-                        measurements,
-                        lock.base,
-                        settings,
-                        failed=failed,
-                        inputs=lock.inputs,
-                        replicate=False,
-                    )
+                    gate.unconfirmed(r, "interrupted") for r in verdicts(replicate=False)
                 )
         return child_results(results, lock.base) if child else results
 
