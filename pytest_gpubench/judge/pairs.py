@@ -134,7 +134,7 @@ class PairDesign:
 # threshold (3.25 at 2%), no false failure in 20000 resampled runs of 54 tests at 1, 2 or 5%.
 # On the first A/A runs (one H200) 2 of 51 measurements took more pairs at 5%; under the
 # refitted prior above one more would (bench/lockstep_runs.py). One pair can fail a test
-# only far beyond its threshold (1.6 degrees of freedom).
+# only far beyond its threshold (1.6 degrees of freedom: docs/verdict.md, its bars).
 LOCKSTEP_DESIGN = PairDesign(first=1, batch=4, cap=5)
 
 
