@@ -87,7 +87,7 @@ class Controller:
             self._compare(session)
             return (yield)
         with contextlib.ExitStack() as stack:
-            rev, folder = self._checkout(stack, len([i for i in session.items if uses_fixture(i)]))
+            rev, folder = self._checkout(stack)
             self._pair(session, rev, folder)
             started = time.perf_counter()
             try:
@@ -185,7 +185,7 @@ class Controller:
         found = self._compare_in(measures, (), self._rev, self._folder, why=why)
         self.session.comparison = {**self.session.comparison, **found}
 
-    def _checkout(self, stack: contextlib.ExitStack, tests: int) -> tuple[Revision, Path]:
+    def _checkout(self, stack: contextlib.ExitStack) -> tuple[Revision, Path]:
         """The revision checked out (and built) for as long as ``stack`` holds, in a folder
         of the comparison's own (its compile caches); SIGTERM ends it as Ctrl-C does. An
         error exits the session in one line."""
@@ -229,7 +229,7 @@ class Controller:
         if not measures or self.session.launcher is None:
             return {}
         with contextlib.ExitStack() as stack:
-            rev, folder = self._checkout(stack, len(measures))
+            rev, folder = self._checkout(stack)
             found = self._compare_in(measures, devices, rev, folder)
         self.session.comparison = found
         self.session.family = max(1, len(found))

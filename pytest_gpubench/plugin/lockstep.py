@@ -64,9 +64,11 @@ def base_side(item: pytest.Item, pairing: Pairing, bench: GpuBench) -> BaseSide:
 
     where = _where(item)
     found = pairing.two.test_function(*where) if where is not None else None
-    if isinstance(found, str) or pairing.two.native():
-        problem = found if isinstance(found, str) else pairing.two.native()
-        return BaseSide(apart=problem, fixture="" if isinstance(found, str) else EVERY)
+    if isinstance(found, str):
+        return BaseSide(apart=found)
+    loaded = pairing.two.native()  # loaded for good by an earlier test: this one goes too
+    if loaded:
+        return BaseSide(apart=loaded, fixture=EVERY)
     if found is None:
         return BaseSide()
     assert isinstance(item, pytest.Function)
