@@ -19,7 +19,9 @@
 # fresh processes, recorded into $LOGS/SUITE-baselines: the spread between sessions of times
 # and of ratios to a reference), bisect:COMMITS:SLOW_AT:FRACTION (a generated repository of
 # the user suite with COMMITS commits after its first, the SLOW_AT-th making the copies'
-# work grow by FRACTION; gpubench bisect over them, its copy tests). SUITE: example or user.
+# work grow by FRACTION; gpubench bisect over them, its copy tests). SUITE: example, user or
+# fla (bench/fla_suite, a kernel library's Triton kernels: its wheels in the tree's .whl/,
+# fetched as the device README says: fla-core==0.6.0 einops, installed by start).
 # With two GPUs (issue 20): aa:SUITE:WORKERS is the A/A run under pytest-xdist -n WORKERS;
 # xdist:SUITE:WORKERS:CACHE a plain --gpubench run with -n WORKERS (0: none) against the
 # sessions a sessions:SUITE:N step recorded, its test phase clocked (bench/phase_clock.py),
@@ -43,7 +45,7 @@ logs=${LOGS:-/tmp/gpubench-ab$sfx}
 stage=$logs/stage
 mkdir -p "$logs" "$stage"
 export PYTHONUNBUFFERED=1
-suite_dir() { case $1 in example) echo "$root/example_suite" ;; user) echo "$root/bench/user_suite" ;; esac; }
+suite_dir() { case $1 in example) echo "$root/example_suite" ;; user) echo "$root/bench/user_suite" ;; fla) echo "$root/bench/fla_suite" ;; esac; }
 knob=bench/user_suite/test_user.py
 beside=  # "-beside-gpuN" while a busy:N load runs
 
@@ -176,6 +178,7 @@ start)
   sleep 1; rm -rf "$copy" "$stage"; mkdir -p "$stage"
   cp -a "$root" "$copy" && cp "$root"/bench/{ab_checks.sh,ab_summary.py,two_gpus.py,xdist_compare.py} "$stage"/
   cd "$copy" || exit 1
+  mkdir -p .git/info && echo /.whl/ >> .git/info/exclude  # wheels travel, uncommitted
   git add -A && git -c user.name=gpubench -c user.email=gpubench@localhost \
      commit -qm "the plan's tree" --no-verify > /dev/null 2>&1
   installed=$(cd / && python3 -c "import pytest_gpubench; print(pytest_gpubench.__file__)" 2> /dev/null)
@@ -183,6 +186,11 @@ start)
     echo "installed by another plan: $installed" > "$logs/install.txt"
   else
     python3 -m pip install --no-build-isolation --no-deps -e "$copy" -q > "$logs/install.txt" 2>&1 || { cat "$logs/install.txt"; exit 1; }
+  fi
+  if compgen -G "$root/.whl/*.whl" > /dev/null; then  # a kernel library for bench/fla_suite
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target /tmp/gpubench-site "$root"/.whl/*.whl >> "$logs/install.txt" 2>&1 || exit 1
+    export PYTHONPATH=/tmp/gpubench-site
   fi
   nvidia-smi ${GPU:+-i "$GPU"} --query-gpu=name,uuid,driver_version --format=csv,noheader > "$logs/gpu.txt"
   echo "GPU: $(cat "$logs/gpu.txt"); $(git log -2 --format=%h) changes: $(git status --porcelain | wc -l)"

@@ -651,13 +651,16 @@ class Costs:
     """Seconds a measurement took, by step: the untimed first call, waiting for the device
     lock (other processes timing on the GPU), the timer's set-up (capture, validation, the
     CUPTI profile of eager calls), the sampling itself, and its share of the fresh processes
-    that confirmed its verdict (their wall time over the measurements they confirmed)."""
+    that confirmed its verdict (their wall time over the measurements they confirmed). A
+    function timed alternately with another (``reference=``, the revision's side in
+    lockstep) adds the other's untimed first call: its compile and autotuning."""
 
     first_call_s: float = 0.0
     lock_wait_s: float = 0.0
     timer_setup_s: float = 0.0
     sampling_s: float = 0.0
     confirm_s: float = 0.0
+    other_first_call_s: float = 0.0
 
     def to_json(self) -> dict[str, float]:
         return {k: round(v, 4) for k, v in dataclasses.asdict(self).items()}

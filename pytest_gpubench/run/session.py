@@ -517,8 +517,10 @@ class BenchSession:
             matmul=matmul,
             peak_bytes=peak,
             energy=energy,
-            # The pair's costs are the function's; the other's first call is its own.
-            costs=_costs(first_call_s, waited, started, prepared, sampled),
+            costs=dataclasses.replace(
+                _costs(first_call_s, waited, started, prepared, sampled),
+                other_first_call_s=other_first_call_s,
+            ),
             spec=spec,
             threshold=settings.threshold,
             readings=readings,
