@@ -9,7 +9,12 @@ per timer and bin of the time per call (judge.pairs.LOCKSTEP_BINS_MS), their rob
 (1.4826 x the median of |d|, which one excursion does not move) beside the prior's sigma
 (judge.pairs.LOCKSTEP_SIGMA). Then every lockstep measurement of every run, re-judged by
 judge.pairs.judge_pairs on its recorded pairs with the run's threshold and family: its
-verdict then and now.
+verdict then and now. Last, where each run's time went: pytest's time, the untimed first
+calls of both sides (compiles, autotuning), the timers' set-up, the sampling, the fresh
+processes that added lockstep pairs to unsure tests (the steps so far: the measurements
+timed in lockstep), the pairs of fresh processes of the tests that could not run both sides
+in one process, and the rest (start-up, collection, checkout, the tests' own bodies and
+checks).
 
     python bench/lockstep_runs.py ARCHIVE...
 """
@@ -20,6 +25,7 @@ import collections
 import io
 import json
 import math
+import re
 import statistics
 import sys
 import tarfile
@@ -35,21 +41,54 @@ from pytest_gpubench.judge.pairs import (
 )
 
 
-def reports(archive: Path) -> list[tuple[str, dict[str, Any]]]:
-    """(run name, its JSON report) of an archive or folder."""
+def reports(archive: Path) -> list[tuple[str, dict[str, Any], str]]:
+    """(run name, its JSON report, its output) of an archive or folder."""
+    texts: dict[str, str] = {}
     found = []
     if archive.is_dir():
-        for path in sorted(archive.glob("*.json")):
-            found.append((path.stem, json.loads(path.read_text())))
+        for path in sorted(archive.glob("*-lockstep.json")):
+            output = path.with_suffix(".txt")
+            text = output.read_text() if output.exists() else ""
+            found.append((path.stem, json.loads(path.read_text()), text))
         return found
     with tarfile.open(archive) as tar:
         for member in tar.getmembers():
             name = Path(member.name).name
-            if name.endswith("-lockstep.json"):
-                data = tar.extractfile(member)
-                assert data is not None
-                found.append((name.removesuffix(".json"), json.load(io.TextIOWrapper(data))))
-    return found
+            run = name.endswith(("-lockstep.json", "-lockstep.txt"))
+            data = tar.extractfile(member) if run else None
+            if data is None:
+                continue
+            if name.endswith(".txt"):
+                texts[name.removesuffix(".txt")] = data.read().decode(errors="replace")
+            elif name.endswith(".json"):
+                found.append((name.removesuffix(".json"), json.load(io.TextIOWrapper(data)), ""))
+    return [(name, document, texts.get(name, "")) for name, document, _ in found]
+
+
+def seconds(pattern: str, text: str) -> float:
+    """The seconds a line of a run's output gives (the last such line; 0 where none)."""
+    found = re.findall(pattern, text)
+    return float(found[-1]) if found else 0.0
+
+
+def costs_line(name: str, document: dict[str, Any], text: str) -> str:
+    """Where a run's time went, in seconds (see the module's docstring)."""
+    total: collections.Counter[str] = collections.Counter()
+    for result in document["results"]:  # the others' are inside the pairs of processes'
+        if (result.get("against") or {}).get("lockstep"):
+            total.update(result.get("costs") or {})
+    pytest_s = seconds(r"in ([0-9.]+)s", text)
+    apart_s = seconds(r"pairs of fresh processes in ([0-9.]+) s", text)
+    steps = {
+        "first calls": total["first_call_s"] + total["other_first_call_s"],
+        "timer set-up": total["timer_setup_s"],
+        "sampling": total["sampling_s"],
+        "more pairs": total["confirm_s"],
+        "apart": apart_s,
+    }
+    rest = pytest_s - sum(steps.values()) if pytest_s else math.nan
+    shown = " | ".join(f"{label} {value:.0f}" for label, value in steps.items())
+    return f"  {name}: pytest {pytest_s:.0f} | {shown} | rest {rest:.0f}"
 
 
 def pairs_of(result: dict[str, Any]) -> tuple[list[float], list[float]] | None:
@@ -70,7 +109,7 @@ def main(archives: list[Path]) -> int:
         print("no lockstep run in these archives", file=sys.stderr)
         return 1
     spread: dict[tuple[str, int], list[float]] = collections.defaultdict(list)
-    for name, document in runs:
+    for name, document, _ in runs:
         if "-aa-" not in name:
             continue
         for result in document["results"]:
@@ -86,7 +125,7 @@ def main(archives: list[Path]) -> int:
         prior = lockstep_sigma0((0.001, 0.02, 0.2)[cell], timer)
         print(f"  {timer} {edges[cell]}: {robust:.3%} | {prior:.3%} | {len(ds)}")
     print("\nEvery lockstep measurement re-judged: run, test, pairs, d per pair, then -> now")
-    for name, document in runs:
+    for name, document, _ in runs:
         settings = document.get("settings", {})
         threshold = float(settings.get("threshold", 0.05))
         family = max(1, len(document["results"]))
@@ -116,6 +155,9 @@ def main(archives: list[Path]) -> int:
                 f"  {name} {result['test']}: {len(base)}, {' '.join(moved)}: "
                 f"{result['status']} -> {now.status.value}{mark}"
             )
+    print("\nWhere each run's time went (s): pytest's time, then its steps")
+    for name, document, text in runs:
+        print(costs_line(name, document, text))
     return 0
 
 
