@@ -21,7 +21,9 @@
 # the user suite with COMMITS commits after its first, the SLOW_AT-th making the copies'
 # work grow by FRACTION; gpubench bisect over them, its copy tests). SUITE: example, user or
 # fla (bench/fla_suite, a kernel library's Triton kernels: its wheels in the tree's .whl/,
-# fetched as the device README says: fla-core==0.6.0 einops, installed by start).
+# fetched as the device README says: fla-core==0.6.0 einops, installed by start) or resetup
+# (bench/resetup_suite: tiny kernels set up again and again in one process,
+# bench/resetup_spread.py).
 # With two GPUs (issue 20): aa:SUITE:WORKERS is the A/A run under pytest-xdist -n WORKERS;
 # xdist:SUITE:WORKERS:CACHE a plain --gpubench run with -n WORKERS (0: none) against the
 # sessions a sessions:SUITE:N step recorded, its test phase clocked (bench/phase_clock.py),
@@ -45,7 +47,7 @@ logs=${LOGS:-/tmp/gpubench-ab$sfx}
 stage=$logs/stage
 mkdir -p "$logs" "$stage"
 export PYTHONUNBUFFERED=1
-suite_dir() { case $1 in example) echo "$root/example_suite" ;; user) echo "$root/bench/user_suite" ;; fla) echo "$root/bench/fla_suite" ;; esac; }
+suite_dir() { case $1 in example) echo "$root/example_suite" ;; user) echo "$root/bench/user_suite" ;; fla) echo "$root/bench/fla_suite" ;; resetup) echo "$root/bench/resetup_suite" ;; esac; }
 knob=bench/user_suite/test_user.py
 beside=  # "-beside-gpuN" while a busy:N load runs
 
