@@ -48,7 +48,7 @@ from .judge.gate import Gate
 from .judge.rule import MIN_GATED_SESSIONS
 from .report import baselines
 from .report import summary as report
-from .run import ab, helpers
+from .run import ab, helpers, processes
 from .run import bisect as bisection
 from .store import files as storage
 from .store import runs as stored_runs
@@ -664,7 +664,7 @@ def run_bisect(args: argparse.Namespace) -> int:
         print(f"gpubench bisect: {line}", file=sys.stderr, flush=True)
 
     try:
-        with bisection.interrupts():
+        with processes.interrupts():
             found = bisection.bisect(
                 args.good,
                 args.bad,

@@ -21,10 +21,9 @@ from support import running
 from pytest_gpubench.core.records import Measurement, Result, SessionInfo, Status, Verdict
 from pytest_gpubench.plugin.child import Child
 from pytest_gpubench.plugin.collect import Collected
-from pytest_gpubench.run import children, owner
+from pytest_gpubench.run import children, owner, processes
 from pytest_gpubench.run.children import (
     EVERY_BENCHMARK,
-    FOLDER_PREFIX,
     STALE_AFTER_S,
     Launcher,
     Request,
@@ -36,6 +35,7 @@ from pytest_gpubench.run.children import (
     sweep_folders,
     write_request,
 )
+from pytest_gpubench.run.processes import FOLDER_PREFIX
 
 PLUGINS = frozenset({"cacheprovider", "junitxml", "rerunfailures"})
 
@@ -366,11 +366,11 @@ def test_children_are_killed_and_reaped_though_an_interrupt_left_popens_lock_tak
 ) -> None:
     """A Ctrl-C that lands inside Popen.wait(timeout) between its lock's acquire and its
     try leaves the lock taken (a CI run hung there): the kill still ends and reaps."""
-    monkeypatch.setattr(children, "KILLED_WAIT_S", 0.5)
+    monkeypatch.setattr(processes, "KILLED_WAIT_S", 0.5)
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     assert proc._waitpid_lock.acquire(False)  # as the interrupted wait left it
     started = time.monotonic()
-    children._kill([proc])
+    processes.kill_all([proc])
     assert time.monotonic() - started < 30
     assert proc.returncode == -9  # killed, and Popen knows it
     with pytest.raises(ProcessLookupError):  # reaped: no zombie left under its pid
@@ -439,14 +439,14 @@ def test_a_child_removes_only_a_folder_of_ours_when_its_parent_is_gone(tmp_path:
     ours.mkdir()
     code = (
         "import sys, time; from pathlib import Path; "
-        "from pytest_gpubench.run.children import watch_parent; "
+        "from pytest_gpubench.run.processes import watch_parent; "
         "watch_parent(int(sys.argv[1]), Path(sys.argv[2]), interval_s=0.05); time.sleep(30)"
     )
     for folder in (keep, ours):
         child = subprocess.run(
             [sys.executable, "-c", code, "1", str(folder)], timeout=60, capture_output=True
         )  # its parent is not pid 1: the lifeline ends it at once
-        assert child.returncode == children.ORPHANED
+        assert child.returncode == processes.ORPHANED
     assert (keep / "precious.txt").read_text() == "mine" and not ours.exists()
 
 
@@ -457,7 +457,7 @@ def test_a_child_under_a_wrapper_ends_with_the_wrapper_or_with_the_plugins_proce
     process that started it: the child watches both."""
     code = (
         "import sys, time; from pathlib import Path; "
-        "from pytest_gpubench.run.children import watch_parent; "
+        "from pytest_gpubench.run.processes import watch_parent; "
         "watch_parent(int(sys.argv[1]), Path(sys.argv[2]), interval_s=0.05, wrapped=True); "
         "time.sleep(0.5); print('alive'); sys.stdout.flush(); time.sleep(30)"
     )
@@ -480,7 +480,7 @@ def test_a_child_under_a_wrapper_ends_with_the_wrapper_or_with_the_plugins_proce
          gone.stdout.strip(), str(folder)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    assert ended.stdout.strip() == f"ended {children.ORPHANED}"
+    assert ended.stdout.strip() == f"ended {processes.ORPHANED}"
     assert time.monotonic() - started < 20 and not folder.exists()
     # The wrapper killed: its child ends too.
     folder.mkdir()
@@ -550,7 +550,7 @@ def _left(wrapper: int, child: int) -> list[int]:
 
 
 def test_the_folder_is_in_the_temporary_directory_and_named_after_its_owner() -> None:
-    assert children.FOLDER_PREFIX == "gpubench-child-"
+    assert processes.FOLDER_PREFIX == "gpubench-child-"
     with tempfile.TemporaryDirectory(prefix=folder_prefix()) as name:
         sweep_folders(min_age_s=0)  # its owner is alive: kept
         assert Path(name).exists()
@@ -801,7 +801,7 @@ def test_a_real_child_ends_once_pytest_is_done(tmp_path: Path, wrapped: bool) ->
     }
     env.pop("PYTEST_ADDOPTS", None)
     if wrapped:
-        env[children.WRAPPED_VARIABLE] = "1"
+        env[processes.WRAPPED_VARIABLE] = "1"
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_x.py"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,

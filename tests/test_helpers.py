@@ -106,9 +106,9 @@ def test_a_helper_dies_with_its_parent(tmp_path: Path, end: signal.Signals, watc
     do (the fork inherits no thread, so it starts its own watch)."""
     script = f"""if True:
         import os, time
-        from pytest_gpubench.run import children, helpers
+        from pytest_gpubench.run import helpers, processes
         if {watching}:
-            children.watch_parent(os.getppid(), None, wrapped=False)
+            processes.watch_parent(os.getppid(), None, wrapped=False)
         with helpers.Helpers() as started:
             helper = started.start(lambda: time.sleep(60) or b"")
             print(helper.pid, flush=True)

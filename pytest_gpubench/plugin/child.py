@@ -3,7 +3,8 @@ record a session.
 
 It runs the tests its parent asked for, hands what it measured to its parent in a file of
 the parent's folder, and writes nothing else of the user's: its parent judges, saves and
-reports. It dies with its parent (``watch_parent``), and writes nothing when interrupted.
+reports. It dies with its parent (``run.processes.watch_parent``), and writes nothing when
+interrupted.
 Once pytest is done it ends at once (``pytest_unconfigure``): its parent waits for it.
 """
 
@@ -19,14 +20,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..core.errors import GpubenchError
-from ..run.children import (
-    WRAPPED_VARIABLE,
-    beat,
-    child_document,
-    foreign_imports,
-    read_request,
-    watch_parent,
-)
+from ..run.children import beat, child_document, foreign_imports, read_request
+from ..run.processes import WRAPPED_VARIABLE, watch_parent
 from ..store import files as storage
 from .collect import Collected
 

@@ -189,12 +189,12 @@ class Controller:
         """The revision checked out (and built) for as long as ``stack`` holds, in a folder
         of the comparison's own (its compile caches); SIGTERM ends it as Ctrl-C does. An
         error exits the session in one line."""
-        from ..run import revision
+        from ..run import processes, revision
 
         ref = self.settings.against
         assert ref is not None
         log = Path(tempfile.gettempdir()) / f"gpubench-build-{os.getpid()}.log"
-        stack.callback(_terminate_as_interrupt())
+        stack.enter_context(processes.interrupts())  # SIGTERM and SIGHUP: as Ctrl-C
         revision.sweep(Path(tempfile.gettempdir()).resolve(), AB_FOLDER)  # runs killed outright
         try:
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix=AB_FOLDER))
@@ -489,29 +489,6 @@ class Controller:
         # The family of a run against a revision: every measurement of either side.
         counted = "known at collection" if self.settings.against is None else "of either side"
         write(summary.footer(results, self.settings.measure, self.session.family, counted))
-
-
-def _terminate_as_interrupt() -> Callable[[], None]:
-    """SIGTERM (a CI job cancelled) and SIGHUP raise KeyboardInterrupt while the revision is checked
-    out, built and timed, so that the build and the fresh processes are ended and the
-    checkout removed, as on Ctrl-C; returns what restores the previous handler."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    # SIGHUP too: a closed terminal, a dropped ssh session.
-    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
-
-    def restore() -> None:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-
-    return restore
 
 
 def settings_dict(settings: Settings) -> dict[str, Json]:

@@ -30,17 +30,14 @@ The search (:class:`Range`, :func:`classify`, :func:`search`) and the report
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import math
 import os
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,9 +45,11 @@ from ..core.errors import GpubenchError
 from ..core.jsondata import Json
 from ..core.records import Result, Status
 from ..store import files as storage
-from . import revision
-from .children import FOREIGN_VARIABLE, exited, telling
+from . import processes, revision
+from .children import FOREIGN_VARIABLE, telling
 
+# Who runs git, in the error of a missing or hung git.
+WHO = "gpubench bisect"
 # --gpubench-pairs' own limit: more pairs than this the A/B run refuses.
 MAX_PAIRS = 20
 DEFAULT_PAIRS = 3
@@ -537,7 +536,7 @@ def history(good: str, bad: str, cwd: Path) -> History:
     """GOOD, BAD and what lies between, checked: one line (BisectError) when ``cwd`` is in no
     git repository, a revision is unknown or GOOD is no ancestor of BAD; an empty
     ``commits`` when GOOD and BAD are one commit."""
-    top = _git(cwd, "rev-parse", "--show-toplevel")
+    top = revision.git(cwd, ["rev-parse", "--show-toplevel"], who=WHO)
     if top.returncode != 0:
         raise BisectError(
             f"bisect: {cwd} is not in a git repository ({revision.last_line(top.stderr)}); "
@@ -546,9 +545,10 @@ def history(good: str, bad: str, cwd: Path) -> History:
     repo = Path(top.stdout.strip()).resolve()
     good_sha, bad_sha = (_resolve(ref, what, repo) for ref, what in ((good, "GOOD"), (bad, "BAD")))
     if good_sha != bad_sha:
-        ancestor = _git(repo, "merge-base", "--is-ancestor", good_sha, bad_sha)
+        ancestor = revision.git(repo, ["merge-base", "--is-ancestor", good_sha, bad_sha], who=WHO)
         if ancestor.returncode != 0:
-            reverse = _git(repo, "merge-base", "--is-ancestor", bad_sha, good_sha).returncode == 0
+            back = ["merge-base", "--is-ancestor", bad_sha, good_sha]
+            reverse = revision.git(repo, back, who=WHO).returncode == 0
             hint = (
                 "they are the wrong way round: name the older commit first"
                 if reverse
@@ -558,9 +558,8 @@ def history(good: str, bad: str, cwd: Path) -> History:
                 f"bisect: GOOD {good!r} ({good_sha[:7]}) is not an ancestor of BAD {bad!r} "
                 f"({bad_sha[:7]}); {hint}"
             )
-    listed = _git(
-        repo, "log", "--first-parent", "--reverse", "--format=%H%x00%s", f"{good_sha}..{bad_sha}"
-    )
+    log = ["log", "--first-parent", "--reverse", "--format=%H%x00%s", f"{good_sha}..{bad_sha}"]
+    listed = revision.git(repo, log, who=WHO)
     if listed.returncode != 0:
         raise BisectError(
             f"bisect: git log failed in {repo} ({revision.last_line(listed.stderr)}); "
@@ -573,7 +572,9 @@ def history(good: str, bad: str, cwd: Path) -> History:
     # merged into BAD's line (a release tag) leaves commits on the line that lack GOOD's
     # changes: one of them could read as the first bad commit.
     parent = (
-        _git(repo, "rev-parse", "--verify", "--quiet", f"{commits[0].sha}^1") if commits else None
+        revision.git(repo, ["rev-parse", "--verify", "--quiet", f"{commits[0].sha}^1"], who=WHO)
+        if commits
+        else None
     )
     if parent is not None and parent.stdout.strip() != good_sha:
         raise BisectError(
@@ -589,7 +590,7 @@ def _resolve(ref: str, what: str, repo: Path) -> str:
     found = (
         None
         if ref.startswith("-") or not ref.strip()
-        else _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+        else revision.git(repo, ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], who=WHO)
     )
     if found is None or found.returncode != 0:
         raise BisectError(
@@ -600,11 +601,7 @@ def _resolve(ref: str, what: str, repo: Path) -> str:
 
 
 def _subject(repo: Path, sha: str) -> str:
-    return _git(repo, "log", "-1", "--format=%s", sha).stdout.strip()
-
-
-def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return revision.git(cwd, args, who="gpubench bisect")
+    return revision.git(repo, ["log", "-1", "--format=%s", sha], who=WHO).stdout.strip()
 
 
 # --- the steps' processes -------------------------------------------------------------------
@@ -753,42 +750,18 @@ def run_pytest(
 ) -> int | None:
     """Run ``args`` in ``cwd`` in a process group of its own, its output to ``output``; its
     exit status, None when it ran over ``timeout_s``. Interrupted (Ctrl-C, or SIGTERM as
-    :func:`interrupts` makes it), the group gets SIGTERM, so that the step's pytest ends its
+    processes.interrupts makes it), the group gets SIGTERM, so that the step's pytest ends its
     processes and removes its checkout, and SIGKILL after GRACE_S; killed outright, the
-    step's pytest gets SIGTERM from the kernel."""
-    with open(output, "wb") as out:  # a file, not a pipe: nobody reads a pipe while we wait
-        proc = subprocess.Popen(
-            list(args),
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # not in the terminal's group: our Ctrl-C ends it, in order
-            preexec_fn=revision.dies_with_us(signal.SIGTERM),  # and so does our SIGKILL
-        )
+    step's pytest gets SIGTERM from the kernel (its lifeline)."""
+    proc = processes.start(args, cwd, env, output)
     try:
         return proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        _end(proc)
+        processes.end(proc, GRACE_S)
         return None
     except BaseException:
-        _end(proc)
+        processes.end(proc, GRACE_S)
         raise
-
-
-def _end(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the group, SIGKILL to what is left after GRACE_S (or a second Ctrl-C).
-    The leader is reaped last: until then its group's id cannot be reused."""
-    with contextlib.suppress(OSError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    deadline = time.monotonic() + GRACE_S
-    with contextlib.suppress(KeyboardInterrupt):
-        while time.monotonic() < deadline and not exited(proc.pid):
-            time.sleep(0.1)
-    with contextlib.suppress(OSError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
 
 
 def _failure(code: int, output: str) -> str:
@@ -803,25 +776,6 @@ def _failure(code: int, output: str) -> str:
     what = {2: "was interrupted", 3: "had an internal error", 4: "refused its arguments"}
     how = what.get(code, f"was killed by signal {-code}" if code < 0 else f"exited {code}")
     return f"{how}: {telling(output) or 'no output'}"
-
-
-@contextlib.contextmanager
-def interrupts() -> Iterator[None]:
-    """SIGTERM and SIGHUP (a cancelled CI job, a closed terminal) raise KeyboardInterrupt
-    meanwhile, so that a step's processes are ended and its checkout removed as on Ctrl-C."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
 
 
 def bisect(

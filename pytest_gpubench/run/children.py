@@ -12,8 +12,8 @@ A child dies with its parent, whatever ends the parent:
   making progress, or the parent is interrupted. What the child started goes with it, and so
   does the child of a wrapper (Nsight Compute) that ended before that child's plugin could
   watch it;
-- each child watches its parent (``watch_parent``): once the parent is gone (SIGTERM and
-  SIGKILL included), it removes the folder and exits at once, writing nothing;
+- each child watches its parent (``processes.watch_parent``): once the parent is gone
+  (SIGTERM and SIGKILL included), it removes the folder and exits at once, writing nothing;
 - a folder whose owner died with no child left to remove it is removed by the next parent
   that starts children (``sweep_folders``).
 A child gets no option that would write where its parent writes: its own ``--basetemp``,
@@ -29,7 +29,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import site
 import subprocess
 import sys
@@ -44,7 +43,9 @@ from pathlib import Path
 from ..core.errors import GpubenchError
 from ..core.records import Result
 from ..timing.gpus import DEVICE_VARIABLE
+from . import processes
 from .owner import alive, identity
+from .processes import FOLDER_PREFIX, ORPHANED, WRAPPED_VARIABLE
 
 # Where a fresh process the plugin starts writes what it measured: an environment variable,
 # not an option, since a path among the arguments would move pytest's rootdir and ini file.
@@ -54,9 +55,6 @@ PARENT_VARIABLE = "PYTEST_GPUBENCH_PARENT"
 # Trees a side of a comparison must not import code from, os.pathsep-separated: the other
 # side's (run/ab.py). Measurements of the other side's code would make the two sides same.
 FOREIGN_VARIABLE = "PYTEST_GPUBENCH_NOT_FROM"
-# Set in a child started under a wrapper command (Launcher.wrapper): its parent process is the
-# wrapper, which it watches as well as the plugin's process.
-WRAPPED_VARIABLE = "PYTEST_GPUBENCH_WRAPPED"
 # In a child of a relay (``relay``): the file it makes once it holds the device (the next
 # child starts then, and queues behind it).
 TURN_VARIABLE = "PYTEST_GPUBENCH_TURN"
@@ -69,16 +67,8 @@ CHILD_TIMEOUT_S = 1800.0
 # How often a parent looks at a child while it waits for it: whether it ended, and its beat
 # (Popen.wait with a timeout looks as often).
 BEAT_POLL_S = 0.05
-# How long a killed child may take to be reaped by Popen before we reap it ourselves.
-KILLED_WAIT_S = 5.0
-# How often a child looks for its parent.
-LIFELINE_INTERVAL_S = 0.2
 # How often a relay's parent and its waiting child look for a turn's file.
 TURN_POLL_S = 0.02
-# The exit status of a child whose parent is gone.
-ORPHANED = 70
-# Folders of children: <prefix><host>-<parent pid>-<random>, in the temporary directory.
-FOLDER_PREFIX = "gpubench-child-"
 # A folder whose parent is gone is swept once it is this old: a margin, as the parent's end is
 # read from a pid (run.owner), and its children end with it.
 STALE_AFTER_S = 4 * 3600.0
@@ -407,21 +397,17 @@ def start_child(
     """Start ``python -m pytest *args`` in ``cwd`` (under ``wrapper``, a command that runs
     it), its output to a file beside ``out`` (a pipe nobody reads while another child runs
     could fill up and stop it)."""
-    try:
-        with open(out.with_suffix(".log"), "wb") as log:
-            return subprocess.Popen(
-                [*wrapper, sys.executable, "-m", "pytest", *args],
-                cwd=cwd,
-                env=child_environment(
-                    out, device_index, [*extra, *([(WRAPPED_VARIABLE, "1")] if wrapper else [])]
-                ),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                # A group of its own, ended as one (_end_group): what the child starts, and a
-                # wrapper's child that outlives the wrapper, are in it.
-                start_new_session=True,
-            )
+    env = child_environment(
+        out, device_index, [*extra, *([(WRAPPED_VARIABLE, "1")] if wrapper else [])]
+    )
+    try:  # it watches its parent itself (watch_parent): no lifeline of the kernel's
+        return processes.start(
+            [*wrapper, sys.executable, "-m", "pytest", *args],
+            cwd,
+            env,
+            out.with_suffix(".log"),
+            lifeline=False,
+        )
     except OSError as exc:
         return ChildRun(error=f"cannot start a fresh process: {exc.strerror or exc}")
 
@@ -473,39 +459,13 @@ def _mtime_ns(path: Path) -> int | None:
         return None
 
 
-def exited(pid: int) -> bool:
-    """Whether the child ``pid`` has ended, without reaping it (reaped, it is no child)."""
-    try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:
-        return True
-
-
-def _running(proc: subprocess.Popen[bytes]) -> bool:
-    """Whether the child ``proc`` still runs. One that ended is left unreaped (its reaper
-    ends its group first: :func:`_end_group`): until then its group's id, its pid, can be no
-    other process's."""
-    if proc.returncode is None and hasattr(os, "waitid"):  # not reaped: asked without reaping
-        return not exited(proc.pid)
-    return proc.poll() is None  # where there is no waitid (macOS), reaped: its group stays
-
-
-def _end_group(proc: subprocess.Popen[bytes]) -> None:
-    """Kill every process of the child's group (start_child: the child leads it): what it
-    started, a wrapper's child that outlived the wrapper, and the child where it still runs.
-    Only before the child is reaped, while the group's id cannot be another's."""
-    if proc.returncode is None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-
-
 def _stuck(proc: subprocess.Popen[bytes], signs: Signs) -> bool:
     """Wait for ``proc`` to end (False; it is left unreaped) or to show no sign for
     CHILD_TIMEOUT_S (True)."""
-    while _running(proc):
+    while processes.running(proc):
         left = CHILD_TIMEOUT_S - signs.quiet_s()
         if left <= 0:
-            return _running(proc)  # one that ended meanwhile is not stuck
+            return processes.running(proc)  # one that ended meanwhile is not stuck
         time.sleep(min(left, BEAT_POLL_S))
     return False
 
@@ -520,7 +480,7 @@ def finish_child(
     if isinstance(proc, ChildRun):
         return proc  # it did not start
     stuck = _stuck(proc, signs or Signs((beat_of(out),)))
-    _end_group(proc)  # also once it ended: what it left behind would outlive it
+    processes.kill_group(proc)  # also once it ended: what it left behind would outlive it
     if stuck:
         proc.kill()
     proc.wait()
@@ -694,7 +654,7 @@ def relay(
 
         def ended(i: int) -> bool:
             proc = started[i]
-            return isinstance(proc, ChildRun) or not _running(proc)
+            return isinstance(proc, ChildRun) or not processes.running(proc)
 
         try:
             for i in range(len(legs)):
@@ -775,23 +735,8 @@ def relays(
 
 
 def _kill(started: Sequence[subprocess.Popen[bytes] | ChildRun]) -> None:
-    """Kill the children not yet reaped, with their groups (:func:`_end_group`: also those
-    that ended, whose group may hold what outlived them), then wait for them."""
-    left = [
-        p for p in started if not isinstance(p, ChildRun) and (_running(p) or p.returncode is None)
-    ]
-    for proc in left:  # all of them first: a second Ctrl-C may cut the waits short
-        _end_group(proc)
-        proc.kill()
-    for proc in left:
-        try:
-            proc.wait(timeout=KILLED_WAIT_S)
-        except subprocess.TimeoutExpired:
-            # A Ctrl-C inside Popen.wait(timeout) can leave its lock taken (CPython: between
-            # its acquire and its try); an untimed wait would then wait forever: reap it here.
-            with contextlib.suppress(ChildProcessError):
-                _, status = os.waitpid(proc.pid, 0)
-                proc.returncode = os.waitstatus_to_exitcode(status)
+    """Kill the children that started, with their groups (processes.kill_all)."""
+    processes.kill_all([p for p in started if not isinstance(p, ChildRun)])
 
 
 def child_document(results: Sequence[tuple[Result, bool]], foreign: Sequence[str] = ()) -> str:
@@ -832,47 +777,11 @@ def foreign_imports() -> tuple[str, ...]:
 # --- the child's side -----------------------------------------------------------------------
 
 
-_watching: list[int] = []  # the parent this process already watches (once per process)
-if hasattr(os, "register_at_fork"):  # a fork has no thread of its parent's: nor its watch
-    os.register_at_fork(after_in_child=_watching.clear)
-
-
-def watch_parent(
-    parent_pid: int,
-    folder: Path | None,
-    interval_s: float = LIFELINE_INTERVAL_S,
-    wrapped: bool | None = None,
-) -> None:
-    """End this process once the process ``parent_pid`` that started it is gone: remove the
-    folder it shares with its siblings (only a folder of ours; None: it has none), then exit
-    at once (``os._exit``: no cleanup that could write, no waiting for the test that runs). A
-    daemon thread, started once; the main thread may be anywhere (a conftest's import, a CUDA
-    call, a user's test), so the exit does not wait for it."""
-    if _watching:
-        return
-    _watching.append(parent_pid)
-
-    # Under a wrapper (Nsight Compute: run/ncu.py) its parent process is the wrapper: it ends
-    # once either is gone (a wrapper does not end with the process that started it).
-    if wrapped is None:
-        wrapped = WRAPPED_VARIABLE in os.environ
-    first = os.getppid() if wrapped else parent_pid
-
-    def watch() -> None:
-        while os.getppid() == first and (first == parent_pid or alive(parent_pid)):
-            time.sleep(interval_s)
-        if folder is not None and folder.name.startswith(FOLDER_PREFIX):
-            shutil.rmtree(folder, ignore_errors=True)
-        os._exit(ORPHANED)
-
-    threading.Thread(target=watch, name="gpubench-lifeline", daemon=True).start()
-
-
 def watch_parent_from_environment() -> None:
     """In a fresh process the plugin started (its environment says so), watch its parent."""
     out, parent = os.environ.get(CHILD_VARIABLE), os.environ.get(PARENT_VARIABLE, "")
     if out and parent.isdigit():
-        watch_parent(int(parent), Path(out).parent)
+        processes.watch_parent(int(parent), Path(out).parent)
 
 
 def folder_prefix() -> str:

@@ -10,7 +10,7 @@ A helper dies with its parent, whatever ends the parent:
   interrupts the parent, which kills its helpers as it leaves their ``Helpers`` block. The
   terminal's signals wait while a helper is made and while helpers are ended, so that no
   interrupt falls between a fork and its registration, or cuts an ending short;
-- it watches its parent (``children.watch_parent``) and exits at once once it is gone.
+- it watches its parent (``processes.watch_parent``) and exits at once once it is gone.
 It writes nothing but its bytes, to a pipe, and leaves through ``os._exit``: none of the
 parent's buffers or clean-ups runs twice.
 """
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-from .children import watch_parent
+from .processes import watch_parent
 
 # Signals of a terminal, held back while a helper is made or ended.
 TERMINAL_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)

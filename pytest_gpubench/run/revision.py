@@ -10,19 +10,17 @@ and branches as they are, committed or not (the head side is the working tree). 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import GpubenchError
+from . import processes
 from .owner import alive, identity
 
 # git's quick calls (rev-parse, merge-base, the cleanup): longer than this, git hangs.
@@ -32,10 +30,10 @@ FOLDER_PREFIX = "gpubench-ref-"
 # of the same machine, boot and pid namespace removes the folders of runs killed outright).
 OWNER = "owner"
 # The user's build command runs under a Python process that takes its process group down
-# with it on SIGTERM or SIGHUP (``dies_with_us`` sends SIGTERM when we are killed outright,
-# and then nobody can kill the group): SIGTERM to a shell alone would leave the compilers.
-# The command keeps SIGINT (a shell's background job would not); killed by a signal, the
-# runner dies by it too, so that its caller says which.
+# with it on SIGTERM or SIGHUP (its lifeline, run.processes.start, sends SIGTERM when we are
+# killed outright, and then nobody can kill the group): SIGTERM to a shell alone would leave
+# the compilers. The command keeps SIGINT (a shell's background job would not); killed by a
+# signal, the runner dies by it too, so that its caller says which.
 BUILD_RUNNER = """
 import os, signal, subprocess, sys
 for s in (signal.SIGTERM, signal.SIGHUP):
@@ -47,8 +45,6 @@ if code < 0:
     os.kill(os.getpid(), -code)
 sys.exit(code)
 """
-# prctl(2): the signal a process gets when the thread that started it ends.
-PR_SET_PDEATHSIG = 1
 # Variables that point git at a repository, index or work tree (set when pytest runs from a
 # git hook): with them, `git -C <checkout>` would act on the user's repository and index.
 LOCATION_VARIABLES = (
@@ -278,17 +274,9 @@ def _submodules(revision: Revision, timeout_s: float) -> None:
 
 def _build(revision: Revision, command: str, log: Path, keep_log: bool, timeout_s: float) -> None:
     try:
-        with open(log, "wb") as out:  # a file, not a pipe: a background job cannot block us
-            proc = subprocess.Popen(
-                [sys.executable, "-c", BUILD_RUNNER, command],
-                cwd=revision.root,
-                env=_environment(),
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # its own process group: killed as one
-                preexec_fn=dies_with_us(signal.SIGTERM),
-            )
+        proc = processes.start(
+            [sys.executable, "-c", BUILD_RUNNER, command], revision.root, _environment(), log
+        )
     except OSError as exc:
         raise RevisionError(
             f"--gpubench-build {command!r}: cannot run it in {_where(revision)} "
@@ -302,7 +290,7 @@ def _build(revision: Revision, command: str, log: Path, keep_log: bool, timeout_
     finally:
         # Also once it succeeded: a background job or compile server it left would outlive
         # us, writing into a checkout we remove.
-        _kill_group(proc)
+        processes.end(proc)
     if code == 0:
         return
     if code is None:
@@ -313,34 +301,6 @@ def _build(revision: Revision, command: str, log: Path, keep_log: bool, timeout_
         what = f"failed in {_where(revision)} with exit {code}"
     output = f"; its output: {log}" if keep_log else ""  # ours goes with the folder
     raise RevisionError(f"--gpubench-build {command!r} {what}: {_tail(log)}{output}")
-
-
-def dies_with_us(signum: int) -> Callable[[], None] | None:
-    """A ``preexec_fn`` that has the kernel send ``signum`` to the new process once this
-    thread is gone, also when it is killed outright (Linux's PR_SET_PDEATHSIG); None where
-    there is no such thing. A process in a session of its own is out of reach of the
-    terminal's signals and of our ``killpg`` once we are gone: this is its lifeline."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:  # resolved here, not after the fork
-        prctl = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def arm() -> None:
-        prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
-        if os.getppid() != parent:  # gone before the lifeline was armed
-            os.kill(os.getpid(), signum)
-
-    return arm
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    # The group outlives its leader while a member runs, so its id is not reused meanwhile.
-    with contextlib.suppress(OSError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
 
 
 def _remove(repo: Path, folder: Path, tree: Path) -> None:
