@@ -3,7 +3,7 @@
     python bench/bisect_resample.py [--trials N] [--json OUT.json]   # seconds
 
 Each trial is a bisection of 16 commits after GOOD, run by the plugin's own search
-(``pytest_gpubench.run.bisect.search``: BAD first, then halving, an unsure step again with
+(``pytest_gpubench.versus.bisect.search``: BAD first, then halving, an unsure step again with
 twice the pairs up to 12, the tests that regressed at BAD followed) with a step runner made
 of recorded sessions instead of GPU processes. A step of ``n`` pairs at a commit is a block of
 ``2 n`` consecutive sessions of one recorded history (bench/pair_resample.py: any start, either
@@ -40,7 +40,7 @@ import numpy as np
 
 from pytest_gpubench.core.records import SessionSummary
 from pytest_gpubench.judge import pairs
-from pytest_gpubench.run import bisect
+from pytest_gpubench.versus import bisect
 
 HERE = Path(__file__).resolve().parent
 SEED = 20261124

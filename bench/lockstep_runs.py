@@ -146,7 +146,7 @@ def main(archives: list[Path]) -> int:
             )
             moved = [f"{math.log(h / b):+.2%}" for b, h in zip(base, head, strict=True)]
             then = result["status"]
-            # Other launches than the revision's make a same or unsure one changed (run.ab).
+            # Other launches than the revision's make a same or unsure one changed (versus.ab).
             kept = now.status.value == then or (
                 then == "changed" and now.status.value in ("same", "unsure")
             )

@@ -5,8 +5,9 @@ names (``last``, ``last~1``, the start of an id) where it takes files.
 
 ``gpubench compare BASE.json HEAD.json`` reads two files of ``pytest --gpubench-json`` and
 judges HEAD against BASE with the plugin's own gate (judge.gate); ``gpubench compare AB.json``
-judges again the pairs of a file of ``pytest --gpubench-against`` (run.ab); ``gpubench show`` lists
-what baseline files hold and how small a slowdown each test can gate (report.baselines);
+judges again the pairs of a file of ``pytest --gpubench-against`` (versus.ab); ``gpubench
+show`` lists what baseline files hold and how small a slowdown each test can gate
+(report.baselines);
 ``gpubench plot`` draws their histories (report.plots, with matplotlib, imported only there).
 
 Errors a user can fix are one line, ``gpubench: error: ...``, and exit status 2, as in the
@@ -48,8 +49,7 @@ from .judge.gate import Gate
 from .judge.rule import MIN_GATED_SESSIONS
 from .report import baselines
 from .report import summary as report
-from .run import ab, helpers, processes
-from .run import bisect as bisection
+from .run import helpers, processes
 from .store import files as storage
 from .store import runs as stored_runs
 from .store.baseline import (
@@ -63,6 +63,8 @@ from .store.baseline import (
     parse_to_share,
 )
 from .store.merge import merge_files
+from .versus import ab
+from .versus import bisect as bisection
 
 RESULT_FILE = "result file"
 # A result file holds the samples of each test of one run; far larger is no result file.

@@ -300,7 +300,7 @@ def test_under_xdist_with_two_gpus_a_later_look_splits_its_pairs_between_them(
 
 
 def test_pair_blocks_keep_each_gpus_sides_alternating() -> None:
-    from pytest_gpubench.run.ab import pair_blocks
+    from pytest_gpubench.versus.ab import pair_blocks
 
     assert pair_blocks(range(4, 11), 2) == [range(4, 8), range(8, 11)]
     assert pair_blocks(range(4, 11), 4) == [range(4, 6), range(6, 8), range(8, 10), range(10, 11)]

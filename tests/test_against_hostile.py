@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from support import IGNORED, KERNELS, TESTS, USAGE_ERROR, commit, git, output, running, slower
 
-from pytest_gpubench.run import revision
+from pytest_gpubench.versus import revision
 
 if shutil.which("git") is None:
     pytest.skip("git is not on PATH", allow_module_level=True)

@@ -35,7 +35,7 @@ from pytest_gpubench.judge.gate import Gate
 from pytest_gpubench.judge.pairs import SAME_LEVEL
 from pytest_gpubench.report import benchjson
 from pytest_gpubench.report import summary as report
-from pytest_gpubench.run import ab
+from pytest_gpubench.versus import ab
 
 pytest_plugins = ["pytester"]
 

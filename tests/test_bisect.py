@@ -1,4 +1,4 @@
-"""``gpubench bisect GOOD BAD``: the search and its report on fake steps (run/bisect.py, no
+"""``gpubench bisect GOOD BAD``: the search and its report on fake steps (versus/bisect.py, no
 git), then the command as users run it on generated git repositories with the fake timer.
 
 The fake timer multiplies a function's time by its ``fake_factor``: the commit that sets it
@@ -22,7 +22,7 @@ from support import KERNELS, commit, git, running
 
 from pytest_gpubench import cli
 from pytest_gpubench.core.records import Status
-from pytest_gpubench.run.bisect import (
+from pytest_gpubench.versus.bisect import (
     Bisection,
     Commit,
     Outcome,

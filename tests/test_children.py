@@ -725,8 +725,8 @@ def test_a_child_hands_back_the_modules_it_imported_from_the_other_sides_tree(
 def test_the_revisions_side_gets_the_rootdir_and_ini_file_at_their_places_in_its_checkout(
     tmp_path: Path,
 ) -> None:
-    from pytest_gpubench.run import ab
-    from pytest_gpubench.run.revision import Revision
+    from pytest_gpubench.versus import ab
+    from pytest_gpubench.versus.revision import Revision
 
     repo, root = tmp_path / "repo", tmp_path / "checkout"
     for top in (repo, root):

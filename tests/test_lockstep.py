@@ -1,6 +1,6 @@
 """``--gpubench-against REF --gpubench-pairing=lockstep`` as users run it, on generated git
 repositories with the fake timer: both revisions of a test in one process, timed alternately
-(run/lockstep.py), and the tests one process cannot hold timed in fresh processes instead.
+(versus/lockstep.py), and the tests one process cannot hold timed in fresh processes instead.
 
 The fake timer multiplies a function's time by its ``fake_factor`` attribute and by a factor
 drawn once per process (FAKE_SHIFT): a commit that sets the attribute makes that function
@@ -190,7 +190,7 @@ def test_fixture_values_that_hold_code_are_named() -> None:
     level into a container: the revision's test would run the working tree's code."""
     import types
 
-    from pytest_gpubench.run.lockstep import holding_code
+    from pytest_gpubench.versus.lockstep import holding_code
 
     project = types.ModuleType("kernels")
     project.__file__ = "/repo/kernels.py"
@@ -223,8 +223,8 @@ def test_a_compilers_cached_library_is_no_native_extension_of_the_project(
     import sys
     import types
 
-    from pytest_gpubench.run.lockstep import TwoSides
-    from pytest_gpubench.run.revision import Revision
+    from pytest_gpubench.versus.lockstep import TwoSides
+    from pytest_gpubench.versus.revision import Revision
 
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
     two = TwoSides(
@@ -263,7 +263,7 @@ def test_other_inputs_on_the_two_sides_are_reported_not_judged(repo: pytest.Pyte
 def test_a_calls_inputs_are_described_by_the_work_they_set() -> None:
     import torch
 
-    from pytest_gpubench.run.lockstep import inputs_changed
+    from pytest_gpubench.run.sides import inputs_changed
     from pytest_gpubench.timing.device import inputs_of
     from pytest_gpubench.timing.engine import Workload
 

@@ -1,4 +1,4 @@
-"""Unit tests of the base side of --gpubench-against (run/revision.py), on git repositories
+"""Unit tests of the base side of --gpubench-against (versus/revision.py), on git repositories
 generated here: what a revision resolves to, what its checkout holds and builds, and that
 nothing of it is left afterwards, whatever ends it."""
 
@@ -20,7 +20,7 @@ import pytest
 from support import git
 
 from pytest_gpubench.run.owner import identity
-from pytest_gpubench.run.revision import RevisionError, checkout, merge_base, resolve
+from pytest_gpubench.versus.revision import RevisionError, checkout, merge_base, resolve
 
 if shutil.which("git") is None:
     pytest.skip("git is not on PATH", allow_module_level=True)
@@ -319,7 +319,7 @@ def test_a_build_of_a_run_killed_outright_ends_with_its_children(
     script = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from pytest_gpubench.run.revision import checkout\n"
+        "from pytest_gpubench.versus.revision import checkout\n"
         "with checkout('v1', Path(sys.argv[1]), build=sys.argv[2]):\n"
         "    pass\n"
     )
@@ -407,7 +407,7 @@ def test_a_checkout_of_a_killed_run_is_removed_by_the_next(repo: Repo, tmp_path:
     script = (
         "import os, sys, time\n"
         "from pathlib import Path\n"
-        "from pytest_gpubench.run.revision import checkout\n"
+        "from pytest_gpubench.versus.revision import checkout\n"
         "with checkout('HEAD', Path(sys.argv[1])) as r:\n"
         "    print(r.root, flush=True)\n"
         "    time.sleep(60)\n"

@@ -964,7 +964,7 @@ class Paired:
     sessions. The first ``pairs`` of each are the judged pairs, aligned (pair i's base and
     head at index i); a measurement with no pair (one side only, another timer) lists what
     each side measured, ``pairs`` 0. ``lockstep``: each pair's sides shared one process,
-    timed alternately (run/lockstep.py), not a fresh process each (run/ab.py)."""
+    timed alternately (versus/lockstep.py), not a fresh process each (versus/ab.py)."""
 
     revision: str
     commit: str

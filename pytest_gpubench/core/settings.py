@@ -192,7 +192,7 @@ def parse_changed(text: object) -> str:
 
 
 # How the two sides of --gpubench-against are timed: both in one process where it can,
-# alternately (run/lockstep.py), else a fresh process each (run/ab.py); or always the latter.
+# alternately (versus/lockstep.py), else a fresh process each (versus/ab.py); or always the latter.
 PAIRINGS = ("lockstep", "processes")
 
 
@@ -611,7 +611,7 @@ class Settings:
     fail_on_improvement: bool = False
     allow_incomparable: bool = False
     changed: str = "work"  # what a changed binary does (CHANGED_ACTIONS)
-    against: str | None = None  # a git revision measured in the same job (run/ab.py)
+    against: str | None = None  # a git revision measured in the same job (versus/ab.py)
     build: str | None = None  # a shell command run in that revision's checkout
     pairs: int = 3  # pairs of fresh processes before the first verdict against it
     pairing: str = "processes"  # how the sides are timed against it (PAIRINGS)

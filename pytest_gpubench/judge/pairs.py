@@ -75,7 +75,7 @@ SAME_LEVEL = 0.05
 # The smallest pair spread believed (log scale): below it, pairs that agree to the last digit
 # would make any difference significant.
 MIN_PAIR_SIGMA = 2e-4
-# Lockstep pairs (run/lockstep.py): both sides timed alternately in one process, so a pair's
+# Lockstep pairs (versus/lockstep.py): both sides timed alternately in one process, so a pair's
 # difference is one process's, far steadier than that of two processes. Per timer, in bins
 # of the time per call under 5 µs, to 100 µs, from 100 µs (a bin without data takes its
 # neighbour's): the larger of two fits. bench/lockstep_prior.py fitted the sd between

@@ -179,14 +179,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _pair_in_child(measuring: Measuring, session: BenchSession, settings: Settings) -> None:
-    """A fresh process whose parent times tests in lockstep (run/lockstep.py) does the same,
+    """A fresh process whose parent times tests in lockstep (versus/lockstep.py) does the same,
     in the parent's checkout: one more pair of each test it runs."""
-    from ..run.lockstep import CHECKOUT_VARIABLE
+    from ..versus.lockstep import CHECKOUT_VARIABLE
 
     if CHECKOUT_VARIABLE not in os.environ:
         return
     from .. import __file__ as package_init
-    from ..run.lockstep import Pairing, TwoSides
+    from ..versus.lockstep import Pairing, TwoSides
 
     two = TwoSides.from_environment(Path(package_init).parent)
     os.environ.pop(CHECKOUT_VARIABLE)

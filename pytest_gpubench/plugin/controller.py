@@ -30,8 +30,8 @@ from .measuring import REFUSED_KEY, SPEC_KEY, Measuring, uses_fixture
 
 if TYPE_CHECKING:
     from ..report.files import RunInfo
-    from ..run.revision import Revision
     from ..run.session import BenchSession, Saved
+    from ..versus.revision import Revision
 
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 # The folder of a run against a revision (its compile caches), in the temporary directory.
@@ -70,8 +70,8 @@ class Controller:
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         """Against a revision: the tests that both sides can run in this process are timed
-        in lockstep as they run (run/lockstep.py), the revision's checkout held meanwhile;
-        the others are timed in fresh processes before the tests run (run/ab.py), and then
+        in lockstep as they run (versus/lockstep.py), the revision's checkout held meanwhile;
+        the others are timed in fresh processes before the tests run (versus/ab.py), and then
         run untimed and take their verdicts from them. Either way a regression fails its
         test as any failure does (``-x``, ``--lf``, JUnit)."""
         option = session.config.option
@@ -139,7 +139,7 @@ class Controller:
         first whose fixture values turn out to hold code (:meth:`apart`)."""
         assert self.session is not None
         from .. import __file__ as package_init
-        from ..run.lockstep import Pairing, TwoSides
+        from ..versus.lockstep import Pairing, TwoSides
 
         two = TwoSides(rev, Path(package_init).parent)
         pairing = Pairing(two, self.session, self.settings, self.session.launcher)
@@ -189,7 +189,8 @@ class Controller:
         """The revision checked out (and built) for as long as ``stack`` holds, in a folder
         of the comparison's own (its compile caches); SIGTERM ends it as Ctrl-C does. An
         error exits the session in one line."""
-        from ..run import processes, revision
+        from ..run import processes
+        from ..versus import revision
 
         ref = self.settings.against
         assert ref is not None
@@ -245,7 +246,7 @@ class Controller:
     ) -> Mapping[str, Result]:
         assert self.session is not None and self.session.launcher is not None
         from .. import __file__ as package_init
-        from ..run import ab, revision
+        from ..versus import ab, revision
 
         items = list(measures)
 

@@ -4,7 +4,7 @@ workers.
 An xdist controller collects nothing: its workers collect and run the tests. Each worker
 writes, as it collects, the measurement settings of its benchmarks (their markers') into a
 folder of the controller's; once every worker has collected, and before the scheduler hands
-out a test, the controller times both sides in fresh processes (run/ab.py, as without
+out a test, the controller times both sides in fresh processes (versus/ab.py, as without
 xdist; with several GPUs, one relay of processes on each of as many as there are workers:
 each over its share of the tests in the first look, its block of the pairs in a later one)
 and writes every verdict into that folder; each worker's
@@ -26,8 +26,8 @@ import pytest
 from ..core.errors import GpubenchError
 from ..core.records import Result
 from ..core.settings import MeasureSettings
-from ..run import revision
 from ..store import files as storage
+from ..versus import revision
 from .measuring import resolve_markers, uses_fixture
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""Against a revision in this process: what a test item tells run/lockstep.py.
+"""Against a revision in this process: what a test item tells versus/lockstep.py.
 
 The pytest side of the lockstep structure: where a test's function lives (its file, the name
 pytest imported it under, its qualified name), its fixture values, and the revision's body
@@ -16,7 +16,8 @@ import pytest
 
 if TYPE_CHECKING:
     from ..run.fixture import GpuBench
-    from ..run.lockstep import Lockstep, Pairing, TwoSides
+    from ..run.sides import Lockstep
+    from ..versus.lockstep import Pairing, TwoSides
 
 
 def _where(item: pytest.Item) -> tuple[Any, str, str] | None:
@@ -60,7 +61,7 @@ class BaseSide:
 def base_side(item: pytest.Item, pairing: Pairing, bench: GpuBench) -> BaseSide:
     """Run the revision's body of the test ``item`` with its fixture values, unless one
     process cannot hold both sides."""
-    from ..run.lockstep import Lockstep
+    from ..run.sides import Lockstep
 
     where = _where(item)
     found = pairing.two.test_function(*where) if where is not None else None

@@ -29,8 +29,9 @@ if TYPE_CHECKING:
     from ..core.records import Measurement
     from ..core.settings import MeasureSettings
     from ..run.fixture import GpuBench
-    from ..run.lockstep import Lockstep, Pairing
     from ..run.session import BenchSession
+    from ..run.sides import Lockstep
+    from ..versus.lockstep import Pairing
 
 MARKER = "gpubench"
 # How a test's body ends other than by returning: an error, or pytest's own outcomes (which
@@ -163,7 +164,7 @@ class Measuring:
 
     def _base_side(self, item: pytest.Item) -> None:
         """Against a revision in this process: run the revision's body of the test first,
-        its calls held for the working tree's (run/lockstep.py); where one process cannot
+        its calls held for the working tree's (versus/lockstep.py); where one process cannot
         hold both sides, the test and the later ones sharing the culprit are timed in pairs
         of fresh processes now (Controller.apart) and run untimed."""
         session = self.session
@@ -172,7 +173,7 @@ class Measuring:
             return
         if session.untimed(item.nodeid):
             return
-        from ..run.lockstep import Lockstep
+        from ..run.sides import Lockstep
         from .lockstep import base_side
 
         pairing = self.pairing
@@ -256,9 +257,9 @@ class Measuring:
     ) -> tuple[Result, ...]:
         """The verdicts of a test timed in lockstep: on this process's pairs, and more from
         fresh processes while unsure; a fresh process's own results are both sides', for its
-        parent to pair (run.lockstep.child_results)."""
+        parent to pair (versus.lockstep.child_results)."""
         assert self.session is not None and self.pairing is not None
-        from ..run.lockstep import child_results
+        from ..versus.lockstep import child_results
 
         pairing = self.pairing
         lock, failed = paired

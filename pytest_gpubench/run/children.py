@@ -53,7 +53,7 @@ CHILD_VARIABLE = "PYTEST_GPUBENCH_CHILD"
 # The pid of the process that started a child: the child exits once it is gone.
 PARENT_VARIABLE = "PYTEST_GPUBENCH_PARENT"
 # Trees a side of a comparison must not import code from, os.pathsep-separated: the other
-# side's (run/ab.py). Measurements of the other side's code would make the two sides same.
+# side's (versus/ab.py). Measurements of the other side's code would make the two sides same.
 FOREIGN_VARIABLE = "PYTEST_GPUBENCH_NOT_FROM"
 # In a child of a relay (``relay``): the file it makes once it holds the device (the next
 # child starts then, and queues behind it).
@@ -209,7 +209,7 @@ class Launcher:
     writes: frozenset[str] = frozenset()
     addopts: tuple[str, ...] = ()
     # Variables a child gets on top of this process's (a side of a comparison: its paths and
-    # compile caches, run/ab.py).
+    # compile caches, versus/ab.py).
     env: tuple[tuple[str, str], ...] = ()
     # This process's rootdir and ini file, given to a child: pytest finds them from the
     # positional arguments before it knows a plugin's options, so `--gpubench-dir DIR` (DIR
@@ -238,7 +238,7 @@ class Launcher:
 
     def measuring_args(self) -> list[str]:
         """The arguments of a fresh process that times the tests of a request holding the
-        device from its first test to its last (a side of a comparison, run/ab.py)."""
+        device from its first test to its last (a side of a comparison, versus/ab.py)."""
         # A test the other side lacks, or a module it has not built, fails one file's
         # collection there, not the comparison.
         args = [*self._args(save=False, confirm=0, single=self.xdist)]
@@ -308,14 +308,14 @@ class Request:
     fixture: str | None = None
     excluded: tuple[str, ...] = ()  # a relay of another GPU times these
     # A profiler trace of one call of every measurement into this folder (the evidence of a
-    # failure against a revision, run/ab.py), else none.
+    # failure against a revision, versus/ab.py), else none.
     evidence: str | None = None
     # One call of each measurement in its NVTX range, nothing timed: the process runs under
     # Nsight Compute (run/ncu.py).
     ncu: bool = False
     # The copy and matmul rates declared bytes= and flops= are held to, measured as in the
     # user's own run (once per process): a side of a comparison, whose parent holds the
-    # working tree's measurements to them (run/ab.py). A confirmation skips them: its parent
+    # working tree's measurements to them (versus/ab.py). A confirmation skips them: its parent
     # has them.
     floors: bool = False
 

@@ -15,10 +15,10 @@ from ..store.files import plain_data_problem
 from ..timing.device import inputs_of, kept_apart
 from ..timing.engine import Workload
 from .call import Call
+from .sides import Held, Lockstep, inputs_changed
 
 if TYPE_CHECKING:  # the session imports the statistics: a run without --gpubench never does
     from ..core.records import Measurement
-    from .lockstep import Lockstep
     from .session import BenchSession
 
 
@@ -44,7 +44,7 @@ class GpuBench:
     session: BenchSession | None = None  # when timing, else None
     device_probe: Callable[[], bool] = lambda: False
     extra_info: dict[str, Any] = field(default_factory=dict)
-    # Against a revision in this process: the test's two sides (run/lockstep.py).
+    # Against a revision in this process: the test's two sides (run/sides.py).
     lockstep: Lockstep | None = None
     _measurements: list[Measurement] = field(default_factory=list)
     _names: list[str | None] = field(default_factory=list)
@@ -172,7 +172,7 @@ class GpuBench:
         flops = check_work("flops", flops, where.format("flops"))
         if self.session is None or self.session.untimed(self.context.nodeid):
             # Not timed here: without --gpubench, or judged against a revision, whose
-            # fresh processes timed both sides before the tests ran (run/ab.py). A
+            # fresh processes timed both sides before the tests ran (versus/ab.py). A
             # reference is only timed: correctness runs stay as fast as without one.
             return workload.prepare()()
         # Untimed: compiles, warms caches, gives the result; its duration tells the timers
@@ -195,14 +195,10 @@ class GpuBench:
             return result
         lock = self.lockstep
         if lock is not None and not lock.head:  # the revision's body: held for its pair
-            from .lockstep import Held
-
             lock.held[call.key] = Held(workload, call)
             return result
         held = lock.held.pop(call.key, None) if lock is not None else None
         if lock is not None and held is not None:  # the same call of both sides, alternately
-            from .lockstep import inputs_changed
-
             changed = inputs_changed(inputs_of(held.workload), inputs_of(workload))
             if changed:
                 lock.inputs[call.key] = changed

@@ -130,22 +130,22 @@ class BenchSession:
         )
         self.launcher = launcher
         self.family = 1  # measurements judged in this run: set once the tests are collected
-        # Against a revision (run/ab.py): each measurement key's result, found before the
+        # Against a revision (versus/ab.py): each measurement key's result, found before the
         # tests run; the tests then run untimed, and take their verdicts from here.
         self.comparison: Mapping[str, Result] | None = None
-        # Against a revision in this process (run/lockstep.py): the tests not in ``apart``
+        # Against a revision in this process (versus/lockstep.py): the tests not in ``apart``
         # run both sides here, timed in lockstep; those in it take their verdicts from
         # ``comparison``.
         self.lockstep = False
         self.apart: set[str] = set()
         # In a fresh process its parent asked for evidence: every measurement's trace goes
-        # into this folder (run/ab.py, a failure against a revision).
+        # into this folder (versus/ab.py, a failure against a revision).
         self.trace_into: Path | None = None
         # In a fresh process under Nsight Compute: each measurement is one call in its NVTX
         # range, nothing timed (run/ncu.py).
         self.ncu_ranges = False
         # In a fresh process timing a side of a comparison: its parent holds the working
-        # tree's measurements to their declared bytes and flops (run/ab.py), so it measures
+        # tree's measurements to their declared bytes and flops (versus/ab.py), so it measures
         # the rates those are held to, as the user's own run does.
         self.floors = False
         self._timer_factory = timer_factory
@@ -438,11 +438,11 @@ class BenchSession:
     def measure_sides(
         self, head: Workload, base: Workload, call: Call, base_first_call_s: float
     ) -> tuple[Measurement, Measurement]:
-        """Both revisions of one call timed alternately in this process (run/lockstep.py):
+        """Both revisions of one call timed alternately in this process (versus/lockstep.py):
         the working tree's ``head`` and the revision's ``base``, by one timer where one
         times both, each its own measurement of ``call.key``: a pair of sessions that shared
         the process, its clocks and its drift. The revision's holds no declared work: the
-        working tree's alone is held to it (run.ab.floored)."""
+        working tree's alone is held to it (versus.ab.floored)."""
         two = self._sample_pair(head, base, call, call.key, base_first_call_s)
         second = two.pair.second
         base_measurement = self._measurement(
@@ -606,7 +606,7 @@ class BenchSession:
 
     def untimed(self, nodeid: str) -> bool:
         """Whether the test ``nodeid`` runs untimed here: judged against a revision by
-        fresh processes before it ran (run/ab.py), not in lockstep in this process."""
+        fresh processes before it ran (versus/ab.py), not in lockstep in this process."""
         if self.comparison is None:
             return False
         return not self.lockstep or nodeid in self.apart

@@ -4,14 +4,14 @@ Alternating inside one process cancels what differs between processes (where buf
 in L2, the process's clocks and drift); alternating processes does not (METHOD.md, section
 7). So where it can, the process that runs a test runs both of its revisions: the
 revision's test function and the project code it imports are loaded from the revision's
-checkout (run/revision.py) under the same module names as the working tree's, kept in a
+checkout (versus/revision.py) under the same module names as the working tree's, kept in a
 namespace of their own (:class:`TwoSides`). While the revision's side runs, its modules
 stand in ``sys.modules`` and its folders on ``sys.path``, so an import inside a function
 finds its own side. The revision's test body runs first, with the working tree's fixture
 values; each of its gpubench calls makes its untimed first call and is held (:class:`Held`).
 The working tree's body then runs, and each of its calls is timed alternately with the
 revision's call of the same key (BenchSession.measure_sides): a pair of sessions from one
-process. Further pairs come from fresh processes doing the same (run/ab.py judges them).
+process. Further pairs come from fresh processes doing the same (versus/ab.py judges them).
 
 Where one process cannot hold both, :meth:`TwoSides.refusal` says why and the test is
 timed in pairs of fresh processes, one per side, as before: a native extension of the
@@ -35,7 +35,6 @@ import sysconfig
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import FunctionType, ModuleType
 from typing import TYPE_CHECKING, Any
@@ -43,14 +42,14 @@ from typing import TYPE_CHECKING, Any
 from ..core.records import Measurement, Result, Status, Verdict
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import Gate
+from ..run.children import Launcher
+from ..run.sides import Lockstep
 from ..timing.engine import Workload
 from .ab import BASE, HEAD, design_of, held_to_floors, paired_result
-from .call import Call
-from .children import Launcher
 from .revision import Revision
 
 if TYPE_CHECKING:
-    from .session import BenchSession
+    from ..run.session import BenchSession
 
 # What a process that runs both sides is told: the checkout's top level, the repository's,
 # the revision as typed and its commit, one per line (a fresh process doing a replication
@@ -59,31 +58,6 @@ CHECKOUT_VARIABLE = "GPUBENCH_LOCKSTEP_CHECKOUT"
 # The key suffix of the revision's measurement of a call, in a fresh process's results.
 BASE_SUFFIX = "@revision"
 NATIVE_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
-
-
-@dataclass(frozen=True)
-class Held:
-    """A call of the revision's test body: made once (untimed), waiting for its pair."""
-
-    workload: Workload
-    call: Call
-
-
-@dataclass
-class Lockstep:
-    """One test's two sides in this process: the revision's held calls (until the working
-    tree's call of the same key takes them) and its measurements, by key."""
-
-    two: TwoSides
-    head: bool = False  # the working tree's body is running
-    # Why the revision's test did not pass: its calls are then not timed (as a fresh
-    # process's failed test is not judged, run/ab.py).
-    failed: str = ""
-    held: dict[str, Held] = field(default_factory=dict)
-    base: dict[str, Measurement] = field(default_factory=dict)
-    # What the revision's call was given that the working tree's was not, by key: its time is
-    # of other work, so it is reported, not judged (:func:`inputs_changed`).
-    inputs: dict[str, str] = field(default_factory=dict)
 
 
 class TwoSides:
@@ -320,7 +294,7 @@ def _line(exc: BaseException) -> str:
 class Pairing:
     """The tests of this process judged on pairs made in lockstep: the first from this
     process, more from fresh processes doing the same while a verdict is unsure (each
-    judged by run/ab.py's rule with the lockstep prior, judge/pairs.py)."""
+    judged by versus/ab.py's rule with the lockstep prior, judge/pairs.py)."""
 
     def __init__(
         self,
@@ -466,21 +440,6 @@ class Pairing:
                 result = dataclasses.replace(result, verdict=verdict)
             found.append(result)
         return tuple(found)
-
-
-def inputs_changed(base: Sequence[str], head: Sequence[str]) -> str:
-    """How the working tree's call's inputs differ from the revision's (their descriptions,
-    timing.device.inputs_of), '' where they do not: ``argument 1: (4096,) float32 ->
-    (8192,) float32``."""
-    if list(base) == list(head):
-        return ""
-    if len(base) != len(head):
-        return f"{len(base)} arguments -> {len(head)}"
-    return "; ".join(
-        f"argument {i + 1}: {b} -> {h}"
-        for i, (b, h) in enumerate(zip(base, head, strict=True))
-        if b != h
-    )[:300]
 
 
 def _other_inputs(result: Result, changed: str) -> Result:

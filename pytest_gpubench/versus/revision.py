@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import GpubenchError
-from . import processes
-from .owner import alive, identity
+from ..run import processes
+from ..run.owner import alive, identity
 
 # git's quick calls (rev-parse, merge-base, the cleanup): longer than this, git hangs.
 GIT_TIMEOUT_S = 120.0

@@ -2,7 +2,7 @@
 
 A stored baseline carries everything that differs between the machine and day it was
 recorded on and today; a revision measured now, on this GPU, carries none of it. The
-revision's checkout (run/revision.py) is the base side, the working tree the head side. Both
+revision's checkout (versus/revision.py) is the base side, the working tree the head side. Both
 time the selected gpubench tests in fresh processes, one side after the other, base first in
 odd pairs and head first in even ones, each process holding the device from its first test
 to its last, each started as the one before it takes the device (run.children.relay:
@@ -39,9 +39,17 @@ from ..core.records import Measurement, NcuKernel, Paired, Result, Status, Verdi
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import MIN_JUDGED_SAMPLES, Gate, with_memory
 from ..judge.pairs import LOCKSTEP_DESIGN, PairDesign, judge_pairs
+from ..run import ncu
+from ..run.children import (
+    EVERY_BENCHMARK,
+    FOREIGN_VARIABLE,
+    ChildRun,
+    Launcher,
+    Leg,
+    Request,
+    relays,
+)
 from ..store.runs import ignore_all
-from . import ncu
-from .children import EVERY_BENCHMARK, FOREIGN_VARIABLE, ChildRun, Launcher, Leg, Request, relays
 from .revision import Revision, code_paths
 
 BASE, HEAD = "base", "head"
@@ -173,7 +181,7 @@ def pair_design(settings: Settings) -> PairDesign:
 def design_of(pairs: int, more: bool, lockstep: bool = False) -> PairDesign:
     """The design of a run of ``pairs`` first pairs, with a batch for the unsure when
     ``more`` (gpubench compare re-judges a file with its run's design); ``lockstep``: a
-    test's pairs timed in lockstep (run/lockstep.py), the first from the run's process."""
+    test's pairs timed in lockstep (versus/lockstep.py), the first from the run's process."""
     if lockstep:
         return LOCKSTEP_DESIGN if more else PairDesign(1, 1, 1)
     extra = PairDesign().cap - PairDesign().first if more else 0
@@ -513,7 +521,7 @@ def paired_result(
 ) -> Result:
     """One measurement's verdict on its complete pairs (a pair whose two sides measured it
     by one timer, each with enough samples); ``lockstep``: each pair's sides shared one
-    process (run/lockstep.py)."""
+    process (versus/lockstep.py)."""
     base = [run.get(key) for run in runs[BASE]]
     head = [run.get(key) for run in runs[HEAD]]
     pairs = [

@@ -1,8 +1,8 @@
 """``gpubench bisect GOOD BAD``: the first commit at which the selected gpubench tests got
 slower, by a binary search over the first-parent commits after GOOD up to BAD.
 
-Each step is the A/B run users know (run/ab.py): the candidate commit is checked out
-outside the user's tree (run/revision.py, built by ``--build``), and a fresh
+Each step is the A/B run users know (versus/ab.py): the candidate commit is checked out
+outside the user's tree (versus/revision.py, built by ``--build``), and a fresh
 ``python -m pytest --gpubench --gpubench-against GOOD`` runs in that checkout, its code first
 on the path; its JSON report says what each measurement did against GOOD.
 
@@ -44,9 +44,10 @@ from pathlib import Path
 from ..core.errors import GpubenchError
 from ..core.jsondata import Json
 from ..core.records import Result, Status
+from ..run import processes
+from ..run.children import FOREIGN_VARIABLE, telling
 from ..store import files as storage
-from . import processes, revision
-from .children import FOREIGN_VARIABLE, telling
+from . import revision
 
 # Who runs git, in the error of a missing or hung git.
 WHO = "gpubench bisect"

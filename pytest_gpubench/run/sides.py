@@ -1,0 +1,65 @@
+"""A test's two sides in this process, as the fixture holds them: the revision's calls
+waiting for their pair, the measurements of its side, and what its inputs were.
+
+The seam between the fixture (run.fixture) and the lockstep structure of
+``--gpubench-against`` (versus/lockstep.py), which sets the sides up and judges the pairs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..core.records import Measurement
+from ..timing.engine import Workload
+from .call import Call
+
+
+class Sides(Protocol):
+    """The two sides' modules in one process (versus.lockstep.TwoSides)."""
+
+    def on_side(self, base: bool, workload: Workload) -> Workload:
+        """``workload`` whose every call finds its side's modules (the revision's where
+        ``base``)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Held:
+    """A call of the revision's test body: made once (untimed), waiting for its pair."""
+
+    workload: Workload
+    call: Call
+
+
+@dataclass
+class Lockstep:
+    """One test's two sides in this process: the revision's held calls (until the working
+    tree's call of the same key takes them) and its measurements, by key."""
+
+    two: Sides
+    head: bool = False  # the working tree's body is running
+    # Why the revision's test did not pass: its calls are then not timed (as a fresh
+    # process's failed test is not judged, versus/ab.py).
+    failed: str = ""
+    held: dict[str, Held] = field(default_factory=dict)
+    base: dict[str, Measurement] = field(default_factory=dict)
+    # What the revision's call was given that the working tree's was not, by key: its time is
+    # of other work, so it is reported, not judged (:func:`inputs_changed`).
+    inputs: dict[str, str] = field(default_factory=dict)
+
+
+def inputs_changed(base: Sequence[str], head: Sequence[str]) -> str:
+    """How the working tree's call's inputs differ from the revision's (their descriptions,
+    timing.device.inputs_of), '' where they do not: ``argument 1: (4096,) float32 ->
+    (8192,) float32``."""
+    if list(base) == list(head):
+        return ""
+    if len(base) != len(head):
+        return f"{len(base)} arguments -> {len(head)}"
+    return "; ".join(
+        f"argument {i + 1}: {b} -> {h}"
+        for i, (b, h) in enumerate(zip(base, head, strict=True))
+        if b != h
+    )[:300]
