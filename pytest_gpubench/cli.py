@@ -329,14 +329,15 @@ def compare_pairs(
         changed_fails=changed == "fail" and not allow_incomparable,
         work_fails=changed != "warn" and not allow_incomparable,
     )
-    pairs, confirm = run.settings.get("pairs", 3), run.settings.get("confirm", 6)
-    if not (whole(1)(pairs) and whole(0)(confirm)):
+    pairs, confirm = run.settings.get("pairs"), run.settings.get("confirm", 6)
+    if not ((pairs is None or whole(1)(pairs)) and whole(0)(confirm)):
         raise GpubenchError(
             f"{RESULT_FILE} {run.path} has settings 'pairs' {pairs!r:.40} and 'confirm' "
             f"{confirm!r:.40}, not counts; write it again with pytest --gpubench-against REF "
             "--gpubench-json"
         )
-    designs = {lock: ab.design_of(int(pairs), int(confirm) > 0, lock) for lock in (False, True)}
+    first = None if pairs is None else int(pairs)
+    designs = {lock: ab.design_of(first, int(confirm) > 0, lock) for lock in (False, True)}
     judged = []
     for key, result in run.results.items():
         m, verdict = result.measurement, result.verdict

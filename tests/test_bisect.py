@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -521,6 +522,28 @@ def test_bisect_finds_the_slow_commit_among_16(
         assert step["outcome"] == ("bad" if step["position"] >= slow_at - 1 else "good"), step
     assert document["steps"][0]["commit"] == shas[-1]  # BAD first
     assert lines[-1].startswith("cost: 5 steps, 10 pairs (20 timing processes), ")
+    assert left_in(temp) == [] and len(worktrees(repo)) == 1
+
+
+@pytest.mark.slow
+@needs_git
+def test_bisect_in_lockstep_finds_the_slow_commit(repo: pytest.Pytester, temp: Path) -> None:
+    """Each step's pytest pairs in lockstep: a test's first pair from the step's process
+    (both commits side by side), the second from a fresh process doing the same."""
+    shas = changes(repo, 4, slow_at=3)
+    good = git(repo.path, "rev-parse", "HEAD~4")
+    lockstep = (*AFTER, "--gpubench-pairing=lockstep")
+    done = gpubench(repo, temp, "bisect", good[:10], "HEAD", *FAST, "--json", "b.json", *lockstep)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert f"first bad commit: {shas[2]} change 3" in lines
+    assert f"  {SUM}: x1.500 (slower by 50.0% than {good[:10]}, 2 pairs)" in lines
+    document = json.loads((repo.path / "b.json").read_text())
+    for step in document["steps"]:
+        assert step["outcome"] == ("bad" if step["position"] >= 2 else "good"), step
+        assert all(r["lockstep"] and r["pairs"] == 2 for r in step["tests"]), step
+    assert document["cost"]["processes"] is None
+    assert re.match(r"cost: \d steps, \d+ pairs in lockstep, \d+ s$", lines[-1]), lines[-1]
     assert left_in(temp) == [] and len(worktrees(repo)) == 1
 
 

@@ -16,6 +16,8 @@ import pytest
 from support import TESTS, commit, git, output, slower
 
 from pytest_gpubench import cli
+from pytest_gpubench.judge.pairs import LOCKSTEP_DESIGN, PairDesign
+from pytest_gpubench.versus.ab import design_of
 
 if shutil.which("git") is None:
     pytest.skip("git is not on PATH", allow_module_level=True)
@@ -183,6 +185,32 @@ def test_an_unsure_test_gets_more_pairs_from_fresh_processes_in_lockstep(
     assert "slower by 6.0% than HEAD~1" in text and "over 5 pairs in lockstep" in text
     assert "1 unsure got 4 more from fresh processes" in text
     assert not list(repo.path.parent.glob("gpubench-ref-*"))  # the checkout is gone
+
+
+@pytest.mark.slow
+def test_pairs_asked_are_every_tests_first_look_in_lockstep(repo: pytest.Pytester) -> None:
+    """``--gpubench-pairs 3`` in lockstep (as bisect's steps ask): each test's pair from
+    this process and 2 from fresh processes, sure or not; no more with confirm 0."""
+    result = repo.runpytest_subprocess(
+        "--gpubench-against=HEAD", "--gpubench-pairs=3", "--gpubench-json=ab.json", *LOCKSTEP
+    )
+    result.assert_outcomes(passed=2)
+    text = output(result)
+    assert "confirming test_sum in 2 fresh processes" in text
+    report = json.loads((repo.path / "ab.json").read_text())
+    assert {r["against"]["pairs"] for r in report["results"]} == {3}
+    assert all(r["against"]["lockstep"] for r in report["results"])
+
+
+def test_the_pairs_asked_set_the_first_look_of_either_pairing() -> None:
+    """None is the pairing's own: 3 pairs of processes then 7 more, or 1 in lockstep then
+    4 more; pairs asked replace the first look, confirm 0 the more."""
+    assert design_of(None, True) == PairDesign(3, 7, 10)
+    assert design_of(None, True, lockstep=True) == LOCKSTEP_DESIGN == PairDesign(1, 4, 5)
+    assert design_of(None, False, lockstep=True) == PairDesign(1, 1, 1)
+    assert design_of(3, False, lockstep=True) == PairDesign(3, 1, 3)
+    assert design_of(2, True, lockstep=True) == PairDesign(2, 4, 6)
+    assert design_of(5, True) == PairDesign(5, 7, 12)
 
 
 def test_fixture_values_that_hold_code_are_named() -> None:

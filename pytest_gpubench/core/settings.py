@@ -435,10 +435,12 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "pairs",
-        "With --gpubench-against: pairs of fresh processes (one per side) before the first "
-        "verdict (default 3); the tests still unsure get 7 more, none with --gpubench-confirm 0",
+        "With --gpubench-against: pairs before the first verdict (default 3 pairs of fresh "
+        "processes, one per side; in lockstep 1, from the run's process, the others from "
+        "fresh processes); the tests still unsure get more (7; in lockstep 4), none with "
+        "--gpubench-confirm 0",
         parse_pairs,
-        3,
+        None,
         metavar="N",
     ),
     OptionSpec(
@@ -613,7 +615,8 @@ class Settings:
     changed: str = "work"  # what a changed binary does (CHANGED_ACTIONS)
     against: str | None = None  # a git revision measured in the same job (versus/ab.py)
     build: str | None = None  # a shell command run in that revision's checkout
-    pairs: int = 3  # pairs of fresh processes before the first verdict against it
+    # Pairs before the first verdict against it; None: the pairing's own (versus.ab.design_of)
+    pairs: int | None = None
     pairing: str = "processes"  # how the sides are timed against it (PAIRINGS)
     json: Path | None = None
     markdown: Path | None = None

@@ -178,14 +178,15 @@ def pair_design(settings: Settings) -> PairDesign:
     return design_of(settings.pairs, settings.confirm > 0)
 
 
-def design_of(pairs: int, more: bool, lockstep: bool = False) -> PairDesign:
-    """The design of a run of ``pairs`` first pairs, with a batch for the unsure when
-    ``more`` (gpubench compare re-judges a file with its run's design); ``lockstep``: a
-    test's pairs timed in lockstep (versus/lockstep.py), the first from the run's process."""
-    if lockstep:
-        return LOCKSTEP_DESIGN if more else PairDesign(1, 1, 1)
-    extra = PairDesign().cap - PairDesign().first if more else 0
-    return PairDesign(first=pairs, batch=max(1, extra), cap=pairs + extra)
+def design_of(pairs: int | None, more: bool, lockstep: bool = False) -> PairDesign:
+    """The design of a run of ``pairs`` first pairs (None: the pairing's default), with a
+    batch of the default's size for the unsure when ``more`` (gpubench compare re-judges a
+    file with its run's design); ``lockstep``: a test's pairs timed in lockstep
+    (versus/lockstep.py), the first from the run's process, the others from fresh ones."""
+    default = LOCKSTEP_DESIGN if lockstep else PairDesign()
+    first = default.first if pairs is None else pairs
+    extra = default.cap - default.first if more else 0
+    return PairDesign(first=first, batch=max(1, extra), cap=first + extra)
 
 
 def compare(

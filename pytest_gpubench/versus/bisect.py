@@ -4,7 +4,10 @@ slower, by a binary search over the first-parent commits after GOOD up to BAD.
 Each step is the A/B run users know (versus/ab.py): the candidate commit is checked out
 outside the user's tree (versus/revision.py, built by ``--build``), and a fresh
 ``python -m pytest --gpubench --gpubench-against GOOD`` runs in that checkout, its code first
-on the path; its JSON report says what each measurement did against GOOD.
+on the path; its JSON report says what each measurement did against GOOD. Where that pytest
+pairs in lockstep (``-- --gpubench-pairing=lockstep``, or the ini's ``gpubench_pairing``),
+each test's first pair is timed in the step's own process, both commits side by side, and
+its others in fresh processes doing the same (versus/lockstep.py).
 
 BAD itself is the first step: the tests it regressed are the ones followed (a test that
 regressed and recovered in between, but is fine at BAD, is no regression to hunt), each with
@@ -100,10 +103,11 @@ class Reading:
     pairs: int = 0
     reason: str = ""
     ratio_low: float | None = None
+    lockstep: bool = False  # its pairs timed both sides in one process (versus/lockstep.py)
 
     @classmethod
     def of(cls, result: Result) -> Reading:
-        judgement = result.verdict.judgement
+        judgement, paired = result.verdict.judgement, result.verdict.paired
         return cls(
             key=result.key,
             status=result.status,
@@ -113,6 +117,7 @@ class Reading:
             pairs=result.verdict.history_sessions,
             reason=result.verdict.reason,
             ratio_low=None if judgement is None else judgement.ratio_low,
+            lockstep=paired is not None and paired.lockstep,
         )
 
     @property
@@ -179,6 +184,7 @@ class Reading:
             "threshold": self.threshold,
             "pairs": self.pairs,
             "reason": self.reason,
+            "lockstep": self.lockstep,
         }
 
 
@@ -333,6 +339,13 @@ class Bisection:
         return sum(s.run.pairs for s in self.steps)
 
     @property
+    def processes(self) -> int | None:
+        """The timing processes the steps started: two a pair; None where a step timed any
+        test in lockstep (one process for both sides, more for the unsure: its report's)."""
+        readings = [r for step in self.steps for r in step.run.readings.values()]
+        return None if any(r.lockstep for r in readings) else 2 * self.pairs
+
+    @property
     def tested(self) -> int:
         return len({s.position for s in self.steps})
 
@@ -478,9 +491,11 @@ def report_lines(bisection: Bisection) -> list[str]:
     runs = len(bisection.steps)
     tested = bisection.tested
     reruns = f" ({runs} runs)" if runs != tested else ""
+    processes = bisection.processes
+    how = "in lockstep" if processes is None else f"({processes} timing processes)"
     lines.append(
         f"cost: {tested} step{'s' if tested != 1 else ''}{reruns}, {bisection.pairs} pairs "
-        f"({2 * bisection.pairs} timing processes), {bisection.seconds:.0f} s"
+        f"{how}, {bisection.seconds:.0f} s"
     )
     return lines
 
@@ -504,7 +519,7 @@ def report_json(bisection: Bisection, pytest_args: Sequence[str]) -> dict[str, J
             "steps": bisection.tested,
             "runs": len(bisection.steps),
             "pairs": bisection.pairs,
-            "processes": 2 * bisection.pairs,
+            "processes": bisection.processes,
             "seconds": round(bisection.seconds, 3),
         },
     }

@@ -306,7 +306,7 @@ class Pairing:
         self.two = two
         self.session = session
         self.settings = settings
-        self.design = design_of(1, settings.confirm > 0, lockstep=True)
+        self.design = design_of(settings.pairs, settings.confirm > 0, lockstep=True)
         # Set by the process that owns the run: time a test (and the later ones using the
         # fixture named, if any) in pairs of fresh processes, for the reason given.
         self.apart: Callable[[str, str, str], None] | None = None
