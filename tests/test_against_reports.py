@@ -23,6 +23,7 @@ from support import FAKE_NAME, NO_CONFIRM, commit, git, output
 
 from pytest_gpubench import cli
 from pytest_gpubench.core.records import (
+    Costs,
     Measurement,
     Paired,
     Result,
@@ -641,3 +642,15 @@ def test_compare_of_the_runs_file_reproduces_its_verdicts(
     repo.runpytest("--gpubench", NO_CONFIRM, "--gpubench-json=plain.json").assert_outcomes(passed=3)
     err = one_line_error(capsys, "compare", str(repo.path / "plain.json"), path)
     assert f"{path} is the file of an A/B run" in err and "pass it alone" in err
+
+
+def test_a_reports_costs_read_back_and_a_later_releases_steps_are_left_out() -> None:
+    same = unchanged()
+    costs = Costs(first_call_s=0.5, sampling_s=1.25, other_first_call_s=0.75)
+    same = dataclasses.replace(same, measurement=dataclasses.replace(same.measurement, costs=costs))
+    document = json.loads(report.json_text(report.json_document([same], DEVICE, SETTINGS)))
+    [entry] = document["results"]
+    assert Result.from_dict(entry).measurement.costs == costs
+    entry["costs"] |= {"compile_s": 2.0, "sampling_s": "slow"}  # a later release's; damaged
+    back = Result.from_dict(entry).measurement.costs
+    assert back == dataclasses.replace(costs, sampling_s=0.0)

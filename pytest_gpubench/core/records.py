@@ -665,6 +665,19 @@ class Costs:
     def to_json(self) -> dict[str, float]:
         return {k: round(v, 4) for k, v in dataclasses.asdict(self).items()}
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> Costs:
+        """Its steps in a file, those this release knows (a later one's extra steps, or a
+        value that is no number, are left out: costs are informational)."""
+        steps = {f.name for f in dataclasses.fields(cls)}
+        return cls(
+            **{
+                k: float(v)
+                for k, v in data.items()
+                if k in steps and isinstance(v, int | float) and not isinstance(v, bool)
+            }
+        )
+
 
 @dataclass(frozen=True)
 class CopyRates:
@@ -938,7 +951,7 @@ class Measurement:
             session_infos={
                 k: SessionInfo.from_json(v) for k, v in data.get("session_infos", {}).items()
             },
-            costs=Costs(**costs) if isinstance(costs, dict) else None,
+            costs=Costs.from_json(costs) if isinstance(costs, dict) else None,
             trace=data.get("trace") if isinstance(data.get("trace"), str) else None,
             reference_trace=(
                 data["reference_trace"] if isinstance(data.get("reference_trace"), str) else None
