@@ -9,6 +9,7 @@ slower on its side only, and a process's own shift falls on both sides alike."""
 from __future__ import annotations
 
 import json
+import random
 import shutil
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from support import TESTS, commit, git, output, slower
 
 from pytest_gpubench import cli
 from pytest_gpubench.judge.pairs import LOCKSTEP_DESIGN, PairDesign
+from pytest_gpubench.timing.device import placed_anew
+from pytest_gpubench.timing.engine import Workload
 from pytest_gpubench.versus.ab import design_of
 
 if shutil.which("git") is None:
@@ -188,6 +191,32 @@ def test_an_unsure_test_gets_more_pairs_from_fresh_processes_in_lockstep(
 
 
 @pytest.mark.slow
+def test_more_pairs_in_this_process_when_asked(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GPUBENCH_LOCKSTEP_MORE=process: an unsure test's more pairs are timed here, each
+    side's inputs placed anew, and no fresh process starts; the summary says where."""
+    slower(repo, 1.06)
+    commit(repo.path, "a kernel 6% slower")
+    monkeypatch.setenv("GPUBENCH_LOCKSTEP_MORE", "process")
+    result = repo.runpytest_subprocess(
+        "--gpubench-against=HEAD~1",
+        "--gpubench-pairing=lockstep",
+        "--gpubench-alpha=0.0001",
+        "--gpubench-json=ab.json",
+    )
+    text = output(result)
+    result.assert_outcomes(passed=1, failed=1)
+    assert "fresh process" not in text
+    assert "slower by 6.0% than HEAD~1" in text and "over 5 pairs in lockstep" in text
+    assert "1 unsure got 4 more from this process" in text
+    report = json.loads((repo.path / "ab.json").read_text())
+    [summed] = [r for r in report["results"] if r["test"] == "test_sum"]
+    assert summed["against"]["pairs"] == 5 and "4 more pairs in this process" in summed["note"]
+    assert summed["costs"]["confirm_s"] > 0
+
+
+@pytest.mark.slow
 def test_pairs_asked_are_every_tests_first_look_in_lockstep(repo: pytest.Pytester) -> None:
     """``--gpubench-pairs 3`` in lockstep (as bisect's steps ask): each test's pair from
     this process and 2 from fresh processes, sure or not; no more with confirm 0."""
@@ -200,6 +229,22 @@ def test_pairs_asked_are_every_tests_first_look_in_lockstep(repo: pytest.Pyteste
     report = json.loads((repo.path / "ab.json").read_text())
     assert {r["against"]["pairs"] for r in report["results"]} == {3}
     assert all(r["against"]["lockstep"] for r in report["results"])
+
+
+def test_inputs_placed_anew_are_copies_behind_pads_and_the_rest_as_it_was() -> None:
+    """Device tensors (``meta`` stands in for a GPU's here), one level into a list or dict,
+    are copied, a pad held before each; other values, and a call with ``setup``, stay."""
+    torch = pytest.importorskip("torch")
+    x = torch.empty(8, device="meta", requires_grad=True)
+    y, host = torch.empty(4, device="meta"), torch.zeros(2)
+    plain = Workload(fn=print, args=(x, [y, 3], host), kwargs={"z": {"a": y}, "n": 5})
+    fresh = Workload(fn=print, setup=lambda: None)
+    with placed_anew([plain, fresh], random.Random(1)) as ((again, same), copied):
+        assert copied == 3 and same is fresh
+        (x2, (y2, three), host2), kwargs = again.args, again.kwargs
+        assert x2 is not x and x2.shape == x.shape and x2.requires_grad and x2.is_leaf
+        assert y2 is not y and kwargs["z"]["a"] is not y and host2 is host
+        assert three == 3 and kwargs["n"] == 5
 
 
 def test_the_pairs_asked_set_the_first_look_of_either_pairing() -> None:

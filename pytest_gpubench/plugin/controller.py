@@ -107,7 +107,9 @@ class Controller:
             return
         more = [p.pairs - 1 for p in paired if p.pairs > 1]
         tests = f"{len(paired)} measurement{'s' if len(paired) != 1 else ''}"
-        extra = f"; {len(more)} unsure got {sum(more)} more from fresh processes" if more else ""
+        pairing = self.measuring.pairing
+        where = "this process" if pairing is not None and pairing.in_process else "fresh processes"
+        extra = f"; {len(more)} unsure got {sum(more)} more from {where}" if more else ""
         self.lines.append(
             f"against {rev.ref} ({rev.commit[:8]}): {tests} timed in lockstep, both sides in "
             f"one process, a pair each{extra}; the tests took {spent_s:.0f} s"

@@ -276,6 +276,7 @@ class Measuring:
             settings,
             failed=failed,
             inputs=lock.inputs,
+            paired=lock.paired,
         )
         with timeout_paused(item):
             try:

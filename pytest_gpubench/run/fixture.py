@@ -202,14 +202,11 @@ class GpuBench:
             changed = inputs_changed(inputs_of(held.workload), inputs_of(workload))
             if changed:
                 lock.inputs[call.key] = changed
-            measured, base = self.session.measure_sides(
-                lock.two.on_side(False, workload),
-                lock.two.on_side(True, held.workload),
-                call,
-                held.call.first_call_s,
-            )
+            sides = lock.two.on_side(False, workload), lock.two.on_side(True, held.workload)
+            measured, base = self.session.measure_sides(*sides, call, held.call.first_call_s)
             self._measurements.append(measured)
             lock.base[call.key] = base
+            lock.paired[call.key] = (*sides, call)
             return result
         if reference is not None:
             against = dataclasses.replace(workload, fn=reference)

@@ -48,6 +48,9 @@ class Lockstep:
     # What the revision's call was given that the working tree's was not, by key: its time is
     # of other work, so it is reported, not judged (:func:`inputs_changed`).
     inputs: dict[str, str] = field(default_factory=dict)
+    # The calls timed in lockstep, by key: the working tree's and the revision's workloads
+    # (each finding its side's modules) and the call, for more pairs in this process.
+    paired: dict[str, tuple[Workload, Workload, Call]] = field(default_factory=dict)
 
 
 def inputs_changed(base: Sequence[str], head: Sequence[str]) -> str:

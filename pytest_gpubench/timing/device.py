@@ -5,11 +5,13 @@ bandwidth is the yardstick of "% of peak", the matmul whose rate declared flops 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.metadata
 import platform
+import random
 import sys
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -221,6 +223,58 @@ def inputs_of(workload: Workload) -> tuple[str, ...]:
         *(one(a) for a in workload.args),
         *(f"{k}={one(v)}" for k, v in sorted(workload.kwargs.items())),
     )
+
+
+# The largest pad placed before each input set up anew (placed_anew).
+PAD_MAX_BYTES = 4 << 20
+
+
+@contextlib.contextmanager
+def placed_anew(
+    workloads: Sequence[Workload], draw: random.Random
+) -> Iterator[tuple[list[Workload], int]]:
+    """``workloads`` with each device tensor they are given (one level into a list, tuple or
+    dict) copied to new memory behind a pad of a random size, held meanwhile: the inputs
+    where another set-up of the test might have put them. Also how many were copied (0: the
+    calls take none, or take them from ``setup`` or a closure, and run as they were)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield list(workloads), 0
+        return
+    held: list[object] = []
+
+    def anew(value: object) -> object:
+        if isinstance(value, torch.Tensor) and value.device.type != "cpu":
+            held.append(
+                torch.empty(draw.randrange(PAD_MAX_BYTES), dtype=torch.uint8, device=value.device)
+            )
+            copy = value.detach().clone()
+            return copy.requires_grad_(value.requires_grad) if value.is_leaf else copy
+        if isinstance(value, list | tuple) and len(value) <= 16:
+            return type(value)(
+                anew(v) if not isinstance(v, list | tuple | dict) else v for v in value
+            )
+        if isinstance(value, dict) and len(value) <= 16:
+            return {
+                k: anew(v) if not isinstance(v, list | tuple | dict) else v
+                for k, v in value.items()
+            }
+        return value
+
+    placed = [
+        w
+        if w.setup is not None
+        else dataclasses.replace(
+            w,
+            args=tuple(anew(a) for a in w.args),
+            kwargs={k: anew(v) for k, v in w.kwargs.items()},
+        )
+        for w in workloads
+    ]
+    try:
+        yield placed, len(held)
+    finally:
+        held.clear()
 
 
 def matmul_workload(kind: str, dtype: str) -> tuple[Workload, float] | None:

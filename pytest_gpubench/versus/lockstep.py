@@ -30,6 +30,7 @@ import importlib.machinery
 import importlib.util
 import inspect
 import os
+import random
 import sys
 import sysconfig
 import tempfile
@@ -42,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.records import Measurement, Result, Status, Verdict
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import Gate
+from ..run.call import Call
 from ..run.children import Launcher
 from ..run.sides import Lockstep
 from ..timing.engine import Workload
@@ -57,6 +59,11 @@ if TYPE_CHECKING:
 CHECKOUT_VARIABLE = "GPUBENCH_LOCKSTEP_CHECKOUT"
 # The key suffix of the revision's measurement of a call, in a fresh process's results.
 BASE_SUFFIX = "@revision"
+# Where a lockstep test's more pairs come from: fresh processes (the default), or, with
+# "process", this process, each pair's inputs placed anew (timing.device.placed_anew). An
+# experiment until GPU runs tell whether a set-up in this process moves a pair as a fresh
+# process does (bench/resetup_suite); the reasons and the summary say which ran.
+MORE_VARIABLE = "GPUBENCH_LOCKSTEP_MORE"
 NATIVE_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 
 
@@ -307,6 +314,9 @@ class Pairing:
         self.session = session
         self.settings = settings
         self.design = design_of(settings.pairs, settings.confirm > 0, lockstep=True)
+        # More pairs from this process (MORE_VARIABLE), their inputs placed anew.
+        self.in_process = os.environ.get(MORE_VARIABLE) == "process"
+        self._draw = random.Random()
         # Set by the process that owns the run: time a test (and the later ones using the
         # fixture named, if any) in pairs of fresh processes, for the reason given.
         self.apart: Callable[[str, str, str], None] | None = None
@@ -358,12 +368,14 @@ class Pairing:
         inputs: Mapping[str, str] | None = None,
         replicate: bool = True,
         progress: Callable[[int, int], None] = lambda i, n: None,
+        paired: Mapping[str, tuple[Workload, Workload, Call]] | None = None,
     ) -> tuple[Result, ...]:
         """The verdicts on the test ``nodeid``: on this process's pair of each key (``head``
         and ``base``, the revision's by key; ``failed``: why its test did not pass on the
         revision's side), then, while any is unsure and ``replicate``, on more pairs from
-        fresh processes running the test in lockstep, batch after batch up to the design's
-        cap. Why fresh processes measured nothing is said in the results' notes."""
+        fresh processes running the test in lockstep (or from this process, ``paired``'s
+        calls with their inputs placed anew: ``in_process``), batch after batch up to the
+        design's cap. Why fresh processes measured nothing is said in the results' notes."""
         runs: dict[str, list[dict[str, Measurement]]] = {
             BASE: [dict(base)],
             HEAD: [{m.key: m for m in head}],
@@ -373,8 +385,9 @@ class Pairing:
         lost = {BASE: set(runs[HEAD][0]) if failed else set(), HEAD: set()}
         results = self._judged(runs, lost, measure, failed)
         errors: list[str] = []
-        spent_s = 0.0  # in fresh processes
-        while replicate and self.launcher is not None:
+        spent_s = 0.0  # on more pairs
+        here = self.in_process and bool(paired)
+        while replicate and (here or self.launcher is not None):
             done = len(runs[HEAD])
             if not any(
                 r.verdict.judgement and r.verdict.judgement.needs_confirmation for r in results
@@ -384,31 +397,69 @@ class Pairing:
             if count == 0:
                 break
             started = time.perf_counter()
-            ran = self.launcher.confirming(
-                [nodeid], count, self.session.device_index, progress, first=done
-            )
+            if here:
+                assert paired is not None
+                batch = [self._pair_again(paired) for _ in range(count)]
+                errors.append(f"{count} more pair{'s' if count != 1 else ''} in this process")
+            else:
+                batch = self._fresh_pairs(nodeid, count, done, progress, errors)
             spent_s += time.perf_counter() - started
-            for run in ran:
-                if run.error:
-                    errors.append(run.error)
-                sides: dict[str, dict[str, Measurement]] = {BASE: {}, HEAD: {}}
-                for result, passed in run.results:
-                    key = result.measurement.key
-                    side = BASE if key.endswith(BASE_SUFFIX) else HEAD
-                    if passed or side == BASE:
-                        m = result.measurement
-                        sides[side][key.removesuffix(BASE_SUFFIX)] = dataclasses.replace(
-                            m, key=key.removesuffix(BASE_SUFFIX)
-                        )
-                if sides[HEAD]:
-                    runs[BASE].append(sides[BASE])
-                    runs[HEAD].append(sides[HEAD])
+            for sides in batch:
+                runs[BASE].append(sides[BASE])
+                runs[HEAD].append(sides[HEAD])
             if len(runs[HEAD]) == done:
                 break  # the batch measured nothing: another would not either
             results = self._judged(runs, lost, measure, failed)
         note = "; ".join(dict.fromkeys(errors))[:300]
         results = tuple(_other_inputs(r, (inputs or {}).get(r.key, "")) for r in results)
         return tuple(_with_cost(r, spent_s / max(1, len(results)), note) for r in results)
+
+    def _fresh_pairs(
+        self,
+        nodeid: str,
+        count: int,
+        done: int,
+        progress: Callable[[int, int], None],
+        errors: list[str],
+    ) -> list[dict[str, dict[str, Measurement]]]:
+        """Each side's measurements of ``count`` fresh processes running the test in
+        lockstep (those that measured the working tree's side); their errors to ``errors``."""
+        assert self.launcher is not None
+        batch = []
+        ran = self.launcher.confirming(
+            [nodeid], count, self.session.device_index, progress, first=done
+        )
+        for run in ran:
+            if run.error:
+                errors.append(run.error)
+            sides: dict[str, dict[str, Measurement]] = {BASE: {}, HEAD: {}}
+            for result, passed in run.results:
+                key = result.measurement.key
+                side = BASE if key.endswith(BASE_SUFFIX) else HEAD
+                if passed or side == BASE:
+                    m = result.measurement
+                    sides[side][key.removesuffix(BASE_SUFFIX)] = dataclasses.replace(
+                        m, key=key.removesuffix(BASE_SUFFIX)
+                    )
+            if sides[HEAD]:
+                batch.append(sides)
+        return batch
+
+    def _pair_again(
+        self, paired: Mapping[str, tuple[Workload, Workload, Call]]
+    ) -> dict[str, dict[str, Measurement]]:
+        """One more pair of each call of the test, timed in lockstep in this process, each
+        side's inputs placed anew (timing.device.placed_anew)."""
+        from ..timing.device import placed_anew
+
+        sides: dict[str, dict[str, Measurement]] = {BASE: {}, HEAD: {}}
+        for key, (head, base, call) in paired.items():
+            with placed_anew([head, base], self._draw) as ((head_anew, base_anew), _):
+                # Its first calls' durations as before: they set how each side is sampled.
+                sides[HEAD][key], sides[BASE][key] = self.session.measure_sides(
+                    head_anew, base_anew, call, call.first_call_s
+                )
+        return sides
 
     def _judged(
         self,
