@@ -32,6 +32,9 @@
 # start and end a load on GPU N (neighbour, below). after:N:SECONDS waits (at most SECONDS)
 # for the plan of GPU N to end (GPU=N), and for a side job that marks its end the same way
 # ($logs-gpuN/stage/done).
+# more:process and more:fresh set where the later lockstep runs take an unsure test's more
+# pairs (GPUBENCH_LOCKSTEP_MORE: its own process, inputs placed anew, or fresh processes,
+# the default); a run after more:process is named -here.
 # AB_ARGS (start): options every run of the plan gets before its step's own, e.g.
 # AB_ARGS="--gpubench-pairing=lockstep --gpubench-threshold=2%" (issue 44: both sides in one
 # process); a run with --gpubench-pairing=lockstep is named -lockstep.
@@ -62,11 +65,15 @@ run_step() {
   fi
   if [ "$kind" = busy ] || [ "$kind" = idle ]; then neighbour "$kind" "$suite" "${frac:-20}"; return; fi
   if [ "$kind" = pyc ]; then bytecode; return; fi
+  if [ "$kind" = more ]; then  # more:process|fresh: where later lockstep runs take more pairs
+    export GPUBENCH_LOCKSTEP_MORE=$suite; echo "$(date -u +%T) more pairs from: $suite"; return
+  fi
   n=$(printf %02d $(( $(cat "$logs/runs.tsv" 2>/dev/null | wc -l) + 1 )))
   dir=$(suite_dir "$suite")
   local name="$n-$kind-$suite${frac:+-$frac}${thr:+-${thr%\%}}"
   case $thr in *%) name+=pct ;; esac
   name+=$beside  # a run beside a load on another GPU says so
+  [ "${GPUBENCH_LOCKSTEP_MORE:-}" = process ] && name+=-here  # more pairs in its process
   case "$kind: ${AB_ARGS:-} " in aa:*" --gpubench-pairing=lockstep "* | slow*" --gpubench-pairing=lockstep "*) name+=-lockstep ;; esac
   case $kind in
     aa) args=(--gpubench-against HEAD); [ -z "$frac" ] || args+=(-n "$frac") ;;

@@ -292,6 +292,8 @@ class Measuring:
                 results = tuple(
                     gate.unconfirmed(r, "interrupted") for r in verdicts(replicate=False)
                 )
+            finally:
+                lock.paired.clear()  # their inputs: the next test's memory
         return child_results(results, lock.base) if child else results
 
     def _progress(self, name: str) -> Callable[[int, int], None]:
