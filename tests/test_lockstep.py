@@ -134,7 +134,7 @@ def test_module(gpubench, module, n):
     text = output(result)
     result.assert_outcomes(passed=1, failed=3)  # test_sum in lockstep, the others apart
     assert "test_sum regressed: 1.00 ms -> 1.30 ms (+30.0%; bar " in text
-    assert "1 pair in lockstep, threshold 5%" in text
+    assert "2 pairs in lockstep, threshold 5%" in text  # --gpubench-pairs: every first look
     assert "2 tests in pairs of fresh processes: its fixture 'module' holds code" in text
     assert "pair 1/2: the working tree, 2 tests" in text  # only those: test_sum ran here
     rows = [line.split()[0] for line in text.splitlines() if " cuda-graph " in line]
