@@ -8,6 +8,7 @@ slower on its side only, and a process's own shift falls on both sides alike."""
 
 from __future__ import annotations
 
+import collections
 import json
 import random
 import shutil
@@ -183,7 +184,7 @@ def test_an_unsure_test_gets_more_pairs_from_fresh_processes_in_lockstep(
     )
     text = output(result)
     result.assert_outcomes(passed=1, failed=1)
-    assert "confirming test_sum in 4 fresh processes" in text
+    assert "more pairs of test_sum from 4 fresh processes" in text
     # Each process's shift (5%) falls on both of its sides: the ratio stays 1.06.
     assert "slower by 6.0% than HEAD~1" in text and "over 5 pairs in lockstep" in text
     assert "1 unsure got 4 more from fresh processes" in text
@@ -212,7 +213,9 @@ def test_more_pairs_in_this_process_when_asked(
     assert "1 unsure got 4 more from this process" in text
     report = json.loads((repo.path / "ab.json").read_text())
     [summed] = [r for r in report["results"] if r["test"] == "test_sum"]
-    assert summed["against"]["pairs"] == 5 and "4 more pairs in this process" in summed["note"]
+    # Its calls take no device tensor: timed again as they were, and the note says so.
+    assert summed["against"]["pairs"] == 5
+    assert "4 more pairs in this process, inputs placed anew for 0 of 1 call" in summed["note"]
     assert summed["costs"]["confirm_s"] > 0
 
 
@@ -225,7 +228,7 @@ def test_pairs_asked_are_every_tests_first_look_in_lockstep(repo: pytest.Pyteste
     )
     result.assert_outcomes(passed=2)
     text = output(result)
-    assert "confirming test_sum in 2 fresh processes" in text
+    assert "more pairs of test_sum from 2 fresh processes" in text
     report = json.loads((repo.path / "ab.json").read_text())
     assert {r["against"]["pairs"] for r in report["results"]} == {3}
     assert all(r["against"]["lockstep"] for r in report["results"])
@@ -233,18 +236,27 @@ def test_pairs_asked_are_every_tests_first_look_in_lockstep(repo: pytest.Pyteste
 
 def test_inputs_placed_anew_are_copies_behind_pads_and_the_rest_as_it_was() -> None:
     """Device tensors (``meta`` stands in for a GPU's here), one level into a list or dict,
-    are copied, a pad held before each; other values, and a call with ``setup``, stay."""
+    are copied once each, a pad held before each, keeping strides, offset and the need of a
+    gradient; an expanded tensor, a namedtuple's fields, host tensors, other values and a
+    call with ``setup`` stay as they were."""
     torch = pytest.importorskip("torch")
-    x = torch.empty(8, device="meta", requires_grad=True)
+    w = torch.empty(4, 6, device="meta", requires_grad=True)
+    computed, view = w * 3, w[1:3, 2:]
+    expanded = torch.empty(1, 4, device="meta").expand(1000, 4)
     y, host = torch.empty(4, device="meta"), torch.zeros(2)
-    plain = Workload(fn=print, args=(x, [y, 3], host), kwargs={"z": {"a": y}, "n": 5})
+    pair = collections.namedtuple("pair", "a b")(y, 1)
+    given = (w, computed, view, expanded, pair, [y, y, 3], host)
+    plain = Workload(fn=print, args=given, kwargs={"z": {"a": y}, "n": 5})
     fresh = Workload(fn=print, setup=lambda: None)
     with placed_anew([plain, fresh], random.Random(1)) as ((again, same), copied):
-        assert copied == 3 and same is fresh
-        (x2, (y2, three), host2), kwargs = again.args, again.kwargs
-        assert x2 is not x and x2.shape == x.shape and x2.requires_grad and x2.is_leaf
-        assert y2 is not y and kwargs["z"]["a"] is not y and host2 is host
-        assert three == 3 and kwargs["n"] == 5
+        assert copied == 4 and same is fresh  # w, computed, view, y
+        (w2, c2, v2, e2, p2, (y2, y3, three), h2), kwargs = again.args, again.kwargs
+        assert w2 is not w and w2.shape == w.shape and w2.requires_grad and w2.is_leaf
+        assert c2 is not computed and c2.requires_grad
+        assert (v2.stride(), v2.storage_offset()) == (view.stride(), view.storage_offset())
+        assert v2 is not view and v2.requires_grad
+        assert e2 is expanded and p2 is pair and h2 is host and three == 3
+        assert y2 is y3 is kwargs["z"]["a"] and y2 is not y and kwargs["n"] == 5
 
 
 def test_the_pairs_asked_set_the_first_look_of_either_pairing() -> None:

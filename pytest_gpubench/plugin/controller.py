@@ -97,7 +97,7 @@ class Controller:
 
     def _lockstep_line(self, rev: Revision, spent_s: float) -> None:
         """What the lockstep structure did, for under the table: its tests, and the pairs
-        fresh processes added to the unsure ones."""
+        added to the unsure ones (beyond a first look of --gpubench-pairs), by where."""
         paired = [
             r.verdict.paired
             for r in self.collected.results
@@ -105,14 +105,19 @@ class Controller:
         ]
         if not paired:
             return
-        more = [p.pairs - 1 for p in paired if p.pairs > 1]
         tests = f"{len(paired)} measurement{'s' if len(paired) != 1 else ''}"
         pairing = self.measuring.pairing
-        where = "this process" if pairing is not None and pairing.in_process else "fresh processes"
-        extra = f"; {len(more)} unsure got {sum(more)} more from {where}" if more else ""
+        added = {} if pairing is None else pairing.added
+        extra = "".join(
+            f"; {tests} unsure got {pairs} more from {where}"
+            for where, (tests, pairs) in added.items()
+            if tests
+        )
+        first = 1 if pairing is None else pairing.design.first
+        each = "a pair each" if first == 1 else f"{first} pairs each, the first there"
         self.lines.append(
             f"against {rev.ref} ({rev.commit[:8]}): {tests} timed in lockstep, both sides in "
-            f"one process, a pair each{extra}; the tests took {spent_s:.0f} s"
+            f"one process, {each}{extra}; the tests took {spent_s:.0f} s"
         )
 
     def _lockstep_possible(self) -> bool:
@@ -141,10 +146,16 @@ class Controller:
         first whose fixture values turn out to hold code (:meth:`apart`)."""
         assert self.session is not None
         from .. import __file__ as package_init
-        from ..versus.lockstep import Pairing, TwoSides
+        from ..versus.lockstep import MORE_VARIABLE, Pairing, TwoSides
 
         two = TwoSides(rev, Path(package_init).parent)
-        pairing = Pairing(two, self.session, self.settings, self.session.launcher)
+        pairing = Pairing(
+            two,
+            self.session,
+            self.settings,
+            self.session.launcher,
+            in_process=os.environ.get(MORE_VARIABLE) == "process",
+        )
         pairing.apart = self._apart_from
         self.measuring.pairing = pairing
         self.session.lockstep = True

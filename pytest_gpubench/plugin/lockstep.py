@@ -89,7 +89,7 @@ def base_side(item: pytest.Item, pairing: Pairing, bench: GpuBench) -> BaseSide:
             apart="the revision's test asks for fixtures the working tree's does not "
             f"({', '.join(missing[:3])})"
         )
-    lock = Lockstep(pairing.two)
+    lock = Lockstep(pairing.two, keep=pairing.in_process)
     # The revision's gpubench: the test's, holding its calls for the working tree's.
     twin = dataclasses.replace(bench, lockstep=lock, extra_info={}, _measurements=[], _names=[])
     args = {k: twin if item.funcargs[k] is bench else item.funcargs[k] for k in wanted}

@@ -263,44 +263,45 @@ class Measuring:
 
         pairing = self.pairing
         lock, failed = paired
-        if passed:  # the revision's calls yours never made: timed alone, reported removed
-            pairing.finish_base(lock)
-        else:  # your test failed: what it did not reach is not the revision's alone
-            lock.held.clear()
-        child = self.settings.child is not None
-        verdicts = functools.partial(
-            pairing.verdicts,
-            item.nodeid,
-            measurements,
-            lock.base,
-            settings,
-            failed=failed,
-            inputs=lock.inputs,
-            paired=lock.paired,
-        )
-        with timeout_paused(item):
-            try:
-                results = verdicts(
-                    replicate=passed and not problem and not child,
-                    progress=self._progress(item.name),
-                )
-            except KeyboardInterrupt:
-                # Ctrl-C while fresh processes add pairs: the run stops after this test, its
-                # unsure verdicts unconfirmed (they fail nothing).
-                item.session.shouldstop = f"interrupted while confirming {item.nodeid}"
-                gate = self.session.gate
-                results = tuple(
-                    gate.unconfirmed(r, "interrupted") for r in verdicts(replicate=False)
-                )
-            finally:
-                lock.paired.clear()  # their inputs: the next test's memory
-        return child_results(results, lock.base) if child else results
+        try:
+            if passed:  # the revision's calls yours never made: timed alone, reported removed
+                pairing.finish_base(lock)
+            else:  # your test failed: what it did not reach is not the revision's alone
+                lock.held.clear()
+            child = self.settings.child is not None
+            verdicts = functools.partial(
+                pairing.verdicts,
+                item.nodeid,
+                measurements,
+                lock.base,
+                settings,
+                failed=failed,
+                inputs=lock.inputs,
+                paired=lock.paired,
+            )
+            with timeout_paused(item):
+                try:
+                    results = verdicts(
+                        replicate=passed and not problem and not child,
+                        progress=self._progress(item.name, "more pairs of {} from"),
+                    )
+                except KeyboardInterrupt:
+                    # Ctrl-C while fresh processes add pairs: the run stops after this test, its
+                    # unsure verdicts unconfirmed (they fail nothing).
+                    item.session.shouldstop = f"interrupted while confirming {item.nodeid}"
+                    gate = self.session.gate
+                    results = tuple(
+                        gate.unconfirmed(r, "interrupted") for r in verdicts(replicate=False)
+                    )
+            return child_results(results, lock.base) if child else results
+        finally:
+            lock.paired.clear()  # their inputs: the next test's memory
 
-    def _progress(self, name: str) -> Callable[[int, int], None]:
+    def _progress(self, name: str, what: str = "confirming {} in") -> Callable[[int, int], None]:
         def progress(i: int, n: int) -> None:
             if i == 1:  # they start together
                 many = f"{n} fresh processes ({n} at once)" if n > 1 else "a fresh process"
-                self.announce(f"confirming {name} in {many}")
+                self.announce(f"{what.format(name)} {many}")
 
         return progress
 

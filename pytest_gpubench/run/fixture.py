@@ -15,7 +15,7 @@ from ..store.files import plain_data_problem
 from ..timing.device import inputs_of, kept_apart
 from ..timing.engine import Workload
 from .call import Call
-from .sides import Held, Lockstep, inputs_changed
+from .sides import Held, Lockstep, Pair, inputs_changed
 
 if TYPE_CHECKING:  # the session imports the statistics: a run without --gpubench never does
     from ..core.records import Measurement
@@ -206,7 +206,8 @@ class GpuBench:
             measured, base = self.session.measure_sides(*sides, call, held.call.first_call_s)
             self._measurements.append(measured)
             lock.base[call.key] = base
-            lock.paired[call.key] = (*sides, call)
+            if lock.keep:
+                lock.paired[call.key] = Pair(*sides, call, held.call.first_call_s)
             return result
         if reference is not None:
             against = dataclasses.replace(workload, fn=reference)

@@ -33,6 +33,18 @@ class Held:
     call: Call
 
 
+@dataclass(frozen=True)
+class Pair:
+    """A call timed in lockstep, kept for more pairs in this process: each side's workload
+    (finding its side's modules), the working tree's call and the revision's first call's
+    duration (which sets how its side is sampled)."""
+
+    head: Workload
+    base: Workload
+    call: Call
+    base_first_call_s: float
+
+
 @dataclass
 class Lockstep:
     """One test's two sides in this process: the revision's held calls (until the working
@@ -48,9 +60,10 @@ class Lockstep:
     # What the revision's call was given that the working tree's was not, by key: its time is
     # of other work, so it is reported, not judged (:func:`inputs_changed`).
     inputs: dict[str, str] = field(default_factory=dict)
-    # The calls timed in lockstep, by key: the working tree's and the revision's workloads
-    # (each finding its side's modules) and the call, for more pairs in this process.
-    paired: dict[str, tuple[Workload, Workload, Call]] = field(default_factory=dict)
+    # More pairs come from this process (versus.lockstep.Pairing.in_process): the calls
+    # timed in lockstep, by key, kept (their inputs alive) until the test's verdict.
+    keep: bool = False
+    paired: dict[str, Pair] = field(default_factory=dict)
 
 
 def inputs_changed(base: Sequence[str], head: Sequence[str]) -> str:

@@ -235,30 +235,48 @@ def placed_anew(
 ) -> Iterator[tuple[list[Workload], int]]:
     """``workloads`` with each device tensor they are given (one level into a list, tuple or
     dict) copied to new memory behind a pad of a random size, held meanwhile: the inputs
-    where another set-up of the test might have put them. Also how many were copied (0: the
-    calls take none, or take them from ``setup`` or a closure, and run as they were)."""
+    where another set-up of the test might have put them. A copy keeps the tensor's
+    strides and storage offset (a view stays a view of a buffer as large as its base's),
+    ``requires_grad``, and its aliases (one tensor given twice is one copy); a tensor whose
+    elements overlap (``expand``) stays as it is, as does a call with ``setup``. Also how many
+    tensors were copied (0: the calls take none, or by ``setup`` or a closure)."""
     torch = sys.modules.get("torch")
     if torch is None:
         yield list(workloads), 0
         return
-    held: list[object] = []
+    pads: list[object] = []
+    copies: dict[int, object] = {}  # by the id of the tensor copied
 
-    def anew(value: object) -> object:
-        if isinstance(value, torch.Tensor) and value.device.type != "cpu":
-            held.append(
-                torch.empty(draw.randrange(PAD_MAX_BYTES), dtype=torch.uint8, device=value.device)
-            )
-            copy = value.detach().clone()
-            return copy.requires_grad_(value.requires_grad) if value.is_leaf else copy
-        if isinstance(value, list | tuple) and len(value) <= 16:
-            return type(value)(
-                anew(v) if not isinstance(v, list | tuple | dict) else v for v in value
-            )
-        if isinstance(value, dict) and len(value) <= 16:
-            return {
-                k: anew(v) if not isinstance(v, list | tuple | dict) else v
-                for k, v in value.items()
-            }
+    def copied(value: Any) -> Any:
+        if id(value) in copies:
+            return copies[id(value)]
+        base = value._base if value._base is not None else value
+        if 0 in value.stride() and value.numel() > 1 or base.device != value.device:
+            return value  # overlapping elements: no copy says the same
+        pads.append(
+            torch.empty(draw.randrange(PAD_MAX_BYTES), dtype=torch.uint8, device=value.device)
+        )
+        with torch.no_grad():
+            buffer = torch.empty_like(base, memory_format=torch.preserve_format).copy_(base)
+        buffer.requires_grad_(base.requires_grad)  # a view of it then needs grad as before
+        copy = (
+            buffer
+            if base is value
+            else buffer.as_strided(value.size(), value.stride(), value.storage_offset())
+        )
+        copies[id(value)] = copy
+        return copy
+
+    def anew(value: object, depth: int = 0) -> object:
+        if isinstance(value, torch.Tensor):
+            return copied(value) if value.device.type != "cpu" else value
+        # One level into plain containers (a namedtuple's fields are its own: left as is).
+        if depth == 0 and type(value) in (list, tuple) and len(value) <= 16:  # type: ignore[arg-type]
+            assert isinstance(value, list | tuple)
+            return type(value)(anew(v, 1) for v in value)
+        if depth == 0 and type(value) is dict and len(value) <= 16:
+            assert isinstance(value, dict)
+            return {k: anew(v, 1) for k, v in value.items()}
         return value
 
     placed = [
@@ -272,9 +290,10 @@ def placed_anew(
         for w in workloads
     ]
     try:
-        yield placed, len(held)
+        yield placed, len(copies)
     finally:
-        held.clear()
+        pads.clear()
+        copies.clear()
 
 
 def matmul_workload(kind: str, dtype: str) -> tuple[Workload, float] | None:

@@ -339,7 +339,7 @@ class Bisection:
         return sum(s.run.pairs for s in self.steps)
 
     @property
-    def processes(self) -> int | None:
+    def timing_processes(self) -> int | None:
         """The timing processes the steps started: two a pair; None where a step timed any
         test in lockstep (one process for both sides, more for the unsure: its report's)."""
         readings = [r for step in self.steps for r in step.run.readings.values()]
@@ -491,8 +491,8 @@ def report_lines(bisection: Bisection) -> list[str]:
     runs = len(bisection.steps)
     tested = bisection.tested
     reruns = f" ({runs} runs)" if runs != tested else ""
-    processes = bisection.processes
-    how = "in lockstep" if processes is None else f"({processes} timing processes)"
+    count = bisection.timing_processes
+    how = "in lockstep" if count is None else f"({count} timing processes)"
     lines.append(
         f"cost: {tested} step{'s' if tested != 1 else ''}{reruns}, {bisection.pairs} pairs "
         f"{how}, {bisection.seconds:.0f} s"
@@ -519,7 +519,7 @@ def report_json(bisection: Bisection, pytest_args: Sequence[str]) -> dict[str, J
             "steps": bisection.tested,
             "runs": len(bisection.steps),
             "pairs": bisection.pairs,
-            "processes": bisection.processes,
+            "processes": bisection.timing_processes,
             "seconds": round(bisection.seconds, 3),
         },
     }

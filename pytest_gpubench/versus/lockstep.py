@@ -43,9 +43,8 @@ from typing import TYPE_CHECKING, Any
 from ..core.records import Measurement, Result, Status, Verdict
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import Gate
-from ..run.call import Call
 from ..run.children import Launcher
-from ..run.sides import Lockstep
+from ..run.sides import Lockstep, Pair
 from ..timing.engine import Workload
 from .ab import BASE, HEAD, design_of, held_to_floors, paired_result
 from .revision import Revision
@@ -62,7 +61,7 @@ BASE_SUFFIX = "@revision"
 # Where a lockstep test's more pairs come from: fresh processes (the default), or, with
 # "process", this process, each pair's inputs placed anew (timing.device.placed_anew). An
 # experiment until GPU runs tell whether a set-up in this process moves a pair as a fresh
-# process does (bench/resetup_suite); the reasons and the summary say which ran.
+# process does (bench/resetup_suite); the notes and the summary say which ran.
 MORE_VARIABLE = "GPUBENCH_LOCKSTEP_MORE"
 NATIVE_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 
@@ -309,14 +308,19 @@ class Pairing:
         session: BenchSession,
         settings: Settings,
         launcher: Launcher | None,
+        *,
+        in_process: bool = False,
     ) -> None:
         self.two = two
         self.session = session
         self.settings = settings
         self.design = design_of(settings.pairs, settings.confirm > 0, lockstep=True)
-        # More pairs from this process (MORE_VARIABLE), their inputs placed anew.
-        self.in_process = os.environ.get(MORE_VARIABLE) == "process"
-        self._draw = random.Random()
+        # More pairs from this process (MORE_VARIABLE), their inputs placed anew; the pads'
+        # sizes drawn from a seeded stream, so that a run can be replayed.
+        self.in_process = in_process
+        self._draw = random.Random(0)
+        # The tests that took more pairs and how many, by where: for the run's summary.
+        self.added = {"this process": [0, 0], "fresh processes": [0, 0]}
         # Set by the process that owns the run: time a test (and the later ones using the
         # fixture named, if any) in pairs of fresh processes, for the reason given.
         self.apart: Callable[[str, str, str], None] | None = None
@@ -368,7 +372,7 @@ class Pairing:
         inputs: Mapping[str, str] | None = None,
         replicate: bool = True,
         progress: Callable[[int, int], None] = lambda i, n: None,
-        paired: Mapping[str, tuple[Workload, Workload, Call]] | None = None,
+        paired: Mapping[str, Pair] | None = None,
     ) -> tuple[Result, ...]:
         """The verdicts on the test ``nodeid``: on this process's pair of each key (``head``
         and ``base``, the revision's by key; ``failed``: why its test did not pass on the
@@ -387,6 +391,7 @@ class Pairing:
         errors: list[str] = []
         spent_s = 0.0  # on more pairs
         here = self.in_process and bool(paired)
+        placed: list[int] = []  # per pair added here, the calls whose inputs moved
         while replicate and (here or self.launcher is not None):
             done = len(runs[HEAD])
             if not any(
@@ -399,8 +404,11 @@ class Pairing:
             started = time.perf_counter()
             if here:
                 assert paired is not None
-                batch = [self._pair_again(paired) for _ in range(count)]
-                errors.append(f"{count} more pair{'s' if count != 1 else ''} in this process")
+                batch = []
+                for _ in range(count):
+                    sides, moved = self._pair_again(paired)
+                    batch.append(sides)
+                    placed.append(moved)
             else:
                 batch = self._fresh_pairs(nodeid, count, done, progress, errors)
             spent_s += time.perf_counter() - started
@@ -410,6 +418,16 @@ class Pairing:
             if len(runs[HEAD]) == done:
                 break  # the batch measured nothing: another would not either
             results = self._judged(runs, lost, measure, failed)
+        more = len(runs[HEAD]) - 1 - max(0, self.design.first - 1)  # beyond the first look's
+        if more > 0:
+            tally = self.added["this process" if here else "fresh processes"]
+            tally[0], tally[1] = tally[0] + 1, tally[1] + more
+        if placed:
+            calls = len(paired or {})
+            errors.append(
+                f"{len(placed)} more pair{'s' if len(placed) != 1 else ''} in this process, "
+                f"inputs placed anew for {min(placed)} of {calls} call{'s' if calls != 1 else ''}"
+            )
         note = "; ".join(dict.fromkeys(errors))[:300]
         results = tuple(_other_inputs(r, (inputs or {}).get(r.key, "")) for r in results)
         return tuple(_with_cost(r, spent_s / max(1, len(results)), note) for r in results)
@@ -446,20 +464,23 @@ class Pairing:
         return batch
 
     def _pair_again(
-        self, paired: Mapping[str, tuple[Workload, Workload, Call]]
-    ) -> dict[str, dict[str, Measurement]]:
+        self, paired: Mapping[str, Pair]
+    ) -> tuple[dict[str, dict[str, Measurement]], int]:
         """One more pair of each call of the test, timed in lockstep in this process, each
-        side's inputs placed anew (timing.device.placed_anew)."""
+        side's inputs placed anew (timing.device.placed_anew); and of how many calls both
+        sides' inputs moved (a call given none, or given them by ``setup=`` or a closure, is
+        timed again as it was)."""
         from ..timing.device import placed_anew
 
         sides: dict[str, dict[str, Measurement]] = {BASE: {}, HEAD: {}}
-        for key, (head, base, call) in paired.items():
-            with placed_anew([head, base], self._draw) as ((head_anew, base_anew), _):
-                # Its first calls' durations as before: they set how each side is sampled.
+        moved = 0
+        for key, pair in paired.items():
+            with placed_anew([pair.head, pair.base], self._draw) as ((head, base), copied):
                 sides[HEAD][key], sides[BASE][key] = self.session.measure_sides(
-                    head_anew, base_anew, call, call.first_call_s
+                    head, base, pair.call, pair.base_first_call_s
                 )
-        return sides
+            moved += copied > 0
+        return sides, moved
 
     def _judged(
         self,
