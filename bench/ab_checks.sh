@@ -33,8 +33,9 @@
 # for the plan of GPU N to end (GPU=N), and for a side job that marks its end the same way
 # ($logs-gpuN/stage/done).
 # more:process and more:fresh set where the later lockstep runs take an unsure test's more
-# pairs (GPUBENCH_LOCKSTEP_MORE: its own process, inputs placed anew, or fresh processes,
-# the default); a run after more:process is named -here.
+# pairs (GPUBENCH_LOCKSTEP_MORE: its own process, inputs placed anew, the default, or fresh
+# processes); a run after more:fresh is named -fresh (before 2026-11-29e the default was
+# fresh processes, and a run after more:process was named -here).
 # AB_ARGS (start): options every run of the plan gets before its step's own, e.g.
 # AB_ARGS="--gpubench-pairing=lockstep --gpubench-threshold=2%" (issue 44: both sides in one
 # process); a run with --gpubench-pairing=lockstep is named -lockstep.
@@ -73,7 +74,7 @@ run_step() {
   local name="$n-$kind-$suite${frac:+-$frac}${thr:+-${thr%\%}}"
   case $thr in *%) name+=pct ;; esac
   name+=$beside  # a run beside a load on another GPU says so
-  [ "${GPUBENCH_LOCKSTEP_MORE:-}" = process ] && name+=-here  # more pairs in its process
+  [ "${GPUBENCH_LOCKSTEP_MORE:-}" = fresh ] && name+=-fresh  # more pairs from fresh processes
   case "$kind: ${AB_ARGS:-} " in aa:*" --gpubench-pairing=lockstep "* | slow*" --gpubench-pairing=lockstep "*) name+=-lockstep ;; esac
   case $kind in
     aa) args=(--gpubench-against HEAD); [ -z "$frac" ] || args+=(-n "$frac") ;;

@@ -529,7 +529,7 @@ def test_bisect_finds_the_slow_commit_among_16(
 @needs_git
 def test_bisect_in_lockstep_finds_the_slow_commit(repo: pytest.Pytester, temp: Path) -> None:
     """Each step's pytest pairs in lockstep: a test's first pair from the step's process
-    (both commits side by side), the second from a fresh process doing the same."""
+    (both commits side by side), the second set up again there."""
     shas = changes(repo, 4, slow_at=3)
     good = git(repo.path, "rev-parse", "HEAD~4")
     lockstep = (*AFTER, "--gpubench-pairing=lockstep")

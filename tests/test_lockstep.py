@@ -22,6 +22,7 @@ from pytest_gpubench.judge.pairs import LOCKSTEP_DESIGN, PairDesign
 from pytest_gpubench.timing.device import placed_anew
 from pytest_gpubench.timing.engine import Workload
 from pytest_gpubench.versus.ab import design_of
+from pytest_gpubench.versus.lockstep import MORE_PAIR_SAMPLES
 
 if shutil.which("git") is None:
     pytest.skip("git is not on PATH", allow_module_level=True)
@@ -173,10 +174,12 @@ def test_a_revision_file_that_cannot_be_imported_here_goes_to_fresh_processes(
 def test_an_unsure_test_gets_more_pairs_from_fresh_processes_in_lockstep(
     repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A change one pair cannot tell at a strict level is unsure: fresh processes, each
-    running both sides in lockstep (the parent's checkout), add pairs up to the cap."""
+    """GPUBENCH_LOCKSTEP_MORE=fresh: a change one pair cannot tell at a strict level is
+    unsure: fresh processes, each running both sides in lockstep (the parent's checkout),
+    add pairs up to the cap."""
     slower(repo, 1.06)
     commit(repo.path, "a kernel 6% slower")
+    monkeypatch.setenv("GPUBENCH_LOCKSTEP_MORE", "fresh")
     monkeypatch.setenv("FAKE_SHIFT", "0.05")  # each fresh process its own shift
     monkeypatch.setenv("FAKE_SHIFT_SEED", "3")
     result = repo.runpytest_subprocess(
@@ -192,14 +195,11 @@ def test_an_unsure_test_gets_more_pairs_from_fresh_processes_in_lockstep(
 
 
 @pytest.mark.slow
-def test_more_pairs_in_this_process_when_asked(
-    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """GPUBENCH_LOCKSTEP_MORE=process: an unsure test's more pairs are timed here, each
-    side's inputs placed anew, and no fresh process starts; the summary says where."""
+def test_more_pairs_in_this_process(repo: pytest.Pytester) -> None:
+    """By default an unsure test's more pairs are timed here, each side's inputs placed
+    anew, and no fresh process starts; the summary says where."""
     slower(repo, 1.06)
     commit(repo.path, "a kernel 6% slower")
-    monkeypatch.setenv("GPUBENCH_LOCKSTEP_MORE", "process")
     result = repo.runpytest_subprocess(
         "--gpubench-against=HEAD~1",
         "--gpubench-pairing=lockstep",
@@ -216,19 +216,23 @@ def test_more_pairs_in_this_process_when_asked(
     # Its calls take no device tensor: timed again as they were, and the note says so.
     assert summed["against"]["pairs"] == 5
     assert "4 more pairs in this process, inputs placed anew for 0 of 1 call" in summed["note"]
+    # The first pair takes the settings' least samples (20), the more pairs fewer: from
+    # MORE_PAIR_SAMPLES on, until the ratio is as precise as the settings ask.
+    first, *more = summed["against"]["head_sessions"]
+    assert first["n"] >= 20 and all(MORE_PAIR_SAMPLES <= s["n"] < 20 for s in more)
     assert summed["costs"]["confirm_s"] > 0
 
 
 @pytest.mark.slow
 def test_pairs_asked_are_every_tests_first_look_in_lockstep(repo: pytest.Pytester) -> None:
-    """``--gpubench-pairs 3`` in lockstep (as bisect's steps ask): each test's pair from
-    this process and 2 from fresh processes, sure or not; no more with confirm 0."""
+    """``--gpubench-pairs 3`` in lockstep (as bisect's steps ask): each test's 3 pairs
+    from this process, sure or not; no more with confirm 0; no fresh process."""
     result = repo.runpytest_subprocess(
         "--gpubench-against=HEAD", "--gpubench-pairs=3", "--gpubench-json=ab.json", *LOCKSTEP
     )
     result.assert_outcomes(passed=2)
     text = output(result)
-    assert "more pairs of test_sum from 2 fresh processes" in text
+    assert "fresh process" not in text
     report = json.loads((repo.path / "ab.json").read_text())
     assert {r["against"]["pairs"] for r in report["results"]} == {3}
     assert all(r["against"]["lockstep"] for r in report["results"])

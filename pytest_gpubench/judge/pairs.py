@@ -128,8 +128,9 @@ class PairDesign:
         return max(0, min(self.batch, self.cap - pairs))
 
 
-# Lockstep pairs: the first from the process that runs the test, then up to 4 more from fresh
-# processes for the tests still unsure, judged again at 5 (two looks). Chosen by
+# Lockstep pairs: the first from the process that runs the test, then up to 4 more (set up
+# again in that process: versus.lockstep.MORE_VARIABLE) for the tests still unsure, judged
+# again at 5 (two looks). Chosen by
 # bench/lockstep_prior.py on the ratios' prior: about 1.03 processes per test at a 5%
 # threshold (3.25 at 2%), no false failure in 20000 resampled runs of 54 tests at 1, 2 or 5%.
 # On the first A/A runs (one H200) 2 of 51 measurements took more pairs at 5%; under the

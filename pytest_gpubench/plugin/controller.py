@@ -154,7 +154,7 @@ class Controller:
             self.session,
             self.settings,
             self.session.launcher,
-            in_process=os.environ.get(MORE_VARIABLE) == "process",
+            in_process=os.environ.get(MORE_VARIABLE) != "fresh",
         )
         pairing.apart = self._apart_from
         self.measuring.pairing = pairing

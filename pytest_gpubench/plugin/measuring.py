@@ -255,9 +255,9 @@ class Measuring:
         passed: bool,
         problem: str,
     ) -> tuple[Result, ...]:
-        """The verdicts of a test timed in lockstep: on this process's pairs, and more from
-        fresh processes while unsure; a fresh process's own results are both sides', for its
-        parent to pair (versus.lockstep.child_results)."""
+        """The verdicts of a test timed in lockstep: on this process's pairs, and more while
+        unsure (from this process, or fresh ones); a fresh process's own results are both
+        sides', for its parent to pair (versus.lockstep.child_results)."""
         assert self.session is not None and self.pairing is not None
         from ..versus.lockstep import child_results
 
@@ -286,7 +286,7 @@ class Measuring:
                         progress=self._progress(item.name, "more pairs of {} from"),
                     )
                 except KeyboardInterrupt:
-                    # Ctrl-C while fresh processes add pairs: the run stops after this test, its
+                    # Ctrl-C while more pairs are timed: the run stops after this test, its
                     # unsure verdicts unconfirmed (they fail nothing).
                     item.session.shouldstop = f"interrupted while confirming {item.nodeid}"
                     gate = self.session.gate

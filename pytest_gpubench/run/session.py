@@ -436,14 +436,21 @@ class BenchSession:
         return first, self._traced(workload, ratio, two.settings, reference=reference)
 
     def measure_sides(
-        self, head: Workload, base: Workload, call: Call, base_first_call_s: float
+        self,
+        head: Workload,
+        base: Workload,
+        call: Call,
+        base_first_call_s: float,
+        *,
+        samples: int | None = None,
     ) -> tuple[Measurement, Measurement]:
         """Both revisions of one call timed alternately in this process (versus/lockstep.py):
         the working tree's ``head`` and the revision's ``base``, by one timer where one
         times both, each its own measurement of ``call.key``: a pair of sessions that shared
         the process, its clocks and its drift. The revision's holds no declared work: the
-        working tree's alone is held to it (versus.ab.floored)."""
-        two = self._sample_pair(head, base, call, call.key, base_first_call_s)
+        working tree's alone is held to it (versus.ab.floored). ``samples``: fewer samples
+        than the settings' least, where they suffice (a lockstep test's more pairs)."""
+        two = self._sample_pair(head, base, call, call.key, base_first_call_s, samples)
         second = two.pair.second
         base_measurement = self._measurement(
             second,
@@ -463,6 +470,7 @@ class BenchSession:
         call: Call,
         other_key: str,
         other_first_call_s: float,
+        samples: int | None = None,
     ) -> _TwoSampled:
         """``workload`` and ``other`` sampled alternately under the device lock, and
         ``workload``'s measurement (with its trace where one is kept)."""
@@ -480,6 +488,8 @@ class BenchSession:
         budget_s = PAIR_BUDGET * settings.budget_s
         slow_s = SLOW_SHARE * settings.budget_s  # of its own share of the budget
         plan = dataclasses.replace(_plan(settings, call), budget_s=budget_s)
+        if samples is not None:
+            plan = dataclasses.replace(plan, min_samples=min(plan.min_samples, samples))
         readings: list[ClockReading | None] = []
         bytes = call.work_bytes
         waited = time.perf_counter()
