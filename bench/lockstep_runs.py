@@ -7,7 +7,8 @@ For each A/A run (aa), every measurement timed in lockstep gives one pair's diff
 d = log(head median / base median) from the process that ran the tests (its first pair):
 per timer and bin of the time per call (judge.pairs.LOCKSTEP_BINS_MS), their robust sd
 (1.4826 x the median of |d|, which one excursion does not move) beside the prior's sigma
-(judge.pairs.LOCKSTEP_SIGMA). Then every lockstep measurement of every run, re-judged by
+(judge.pairs.LOCKSTEP_SIGMA); and the same of the more pairs of unsure tests, by where they
+were set up (the test's own process, inputs placed anew, or fresh processes). Then every lockstep measurement of every run, re-judged by
 judge.pairs.judge_pairs on its recorded pairs with the run's threshold and family: its
 verdict then and now. Last, where each run's time went: pytest's time, the untimed first
 calls of both sides (compiles, autotuning), the timers' set-up, the sampling, the fresh
@@ -103,6 +104,27 @@ def pairs_of(result: dict[str, Any]) -> tuple[list[float], list[float]] | None:
     )
 
 
+def more_pairs(runs: list[tuple[str, dict[str, Any], str]]) -> dict[tuple[str, int, str], list[float]]:
+    """The A/A runs' d of each pair after a test's first, by timer, bin of the time per call
+    and where the pair was set up: in the test's own process (its note says so), or in fresh
+    processes."""
+    found: dict[tuple[str, int, str], list[float]] = collections.defaultdict(list)
+    for name, document, _ in runs:
+        if "-aa-" not in name:
+            continue
+        for result in document["results"]:
+            pairs = pairs_of(result)
+            if pairs is None or len(pairs[0]) < 2:
+                continue
+            base, head = pairs
+            where = "this process" if "in this process" in result.get("note", "") else "fresh"
+            cell = sum(base[0] >= edge for edge in LOCKSTEP_BINS_MS)
+            found[(result["timer"], cell, where)] += [
+                math.log(h / b) for b, h in zip(base[1:], head[1:], strict=True)
+            ]
+    return found
+
+
 def main(archives: list[Path]) -> int:
     runs = [run for archive in archives for run in reports(archive)]
     if not runs:
@@ -124,6 +146,10 @@ def main(archives: list[Path]) -> int:
         robust = 1.4826 * statistics.median(abs(d) for d in ds)
         prior = lockstep_sigma0((0.001, 0.02, 0.2)[cell], timer)
         print(f"  {timer} {edges[cell]}: {robust:.3%} | {prior:.3%} | {len(ds)}")
+    print("\nA/A: the more pairs' d (beyond a test's first), by where they were set up: robust sd | pairs")
+    for (timer, cell, where), ds in sorted(more_pairs(runs).items()):
+        robust = 1.4826 * statistics.median(abs(d) for d in ds)
+        print(f"  {timer} {edges[cell]}, {where}: {robust:.3%} | {len(ds)}")
     print("\nEvery lockstep measurement re-judged: run, test, pairs, d per pair, then -> now")
     for name, document, _ in runs:
         settings = document.get("settings", {})
