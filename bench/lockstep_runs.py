@@ -8,12 +8,12 @@ d = log(head median / base median) from the process that ran the tests (its firs
 per timer and bin of the time per call (judge.pairs.LOCKSTEP_BINS_MS), their robust sd
 (1.4826 x the median of |d|, which one excursion does not move) beside the prior's sigma
 (judge.pairs.LOCKSTEP_SIGMA); and the same of the more pairs of unsure tests, by where they
-were set up (the test's own process, inputs placed anew, or fresh processes). Then every lockstep measurement of every run, re-judged by
-judge.pairs.judge_pairs on its recorded pairs with the run's threshold and family: its
-verdict then and now. Last, where each run's time went: pytest's time, the untimed first
-calls of both sides (compiles, autotuning), the timers' set-up, the sampling, the fresh
-processes that added lockstep pairs to unsure tests (the steps so far: the measurements
-timed in lockstep), the pairs of fresh processes of the tests that could not run both sides
+were set up (the test's own process, inputs placed anew, or fresh processes). Then every
+lockstep measurement of every run, re-judged by judge.pairs.judge_pairs on its recorded
+pairs with the run's threshold and family: its verdict then and now. Last, where each run's
+time went: pytest's time, the untimed first calls of both sides (compiles, autotuning), the
+timers' set-up, the sampling, the more pairs of unsure tests (the measurements timed in
+lockstep), the pairs of fresh processes of the tests that could not run both sides
 in one process, and the rest (start-up, collection, checkout, the tests' own bodies and
 checks).
 
@@ -41,8 +41,10 @@ from pytest_gpubench.judge.pairs import (
     lockstep_sigma0,
 )
 
+Run = tuple[str, dict[str, Any], str]  # its name, its JSON report, its output
 
-def reports(archive: Path) -> list[tuple[str, dict[str, Any], str]]:
+
+def reports(archive: Path) -> list[Run]:
     """(run name, its JSON report, its output) of an archive or folder."""
     texts: dict[str, str] = {}
     found = []
@@ -104,7 +106,7 @@ def pairs_of(result: dict[str, Any]) -> tuple[list[float], list[float]] | None:
     )
 
 
-def more_pairs(runs: list[tuple[str, dict[str, Any], str]]) -> dict[tuple[str, int, str], list[float]]:
+def more_pairs(runs: list[Run]) -> dict[tuple[str, int, str], list[float]]:
     """The A/A runs' d of each pair after a test's first, by timer, bin of the time per call
     and where the pair was set up: in the test's own process (its note says so), or in fresh
     processes."""
@@ -146,7 +148,7 @@ def main(archives: list[Path]) -> int:
         robust = 1.4826 * statistics.median(abs(d) for d in ds)
         prior = lockstep_sigma0((0.001, 0.02, 0.2)[cell], timer)
         print(f"  {timer} {edges[cell]}: {robust:.3%} | {prior:.3%} | {len(ds)}")
-    print("\nA/A: the more pairs' d (beyond a test's first), by where they were set up: robust sd | pairs")
+    print("\nA/A: the more pairs' d (after a test's first), by where set up: robust sd | pairs")
     for (timer, cell, where), ds in sorted(more_pairs(runs).items()):
         robust = 1.4826 * statistics.median(abs(d) for d in ds)
         print(f"  {timer} {edges[cell]}, {where}: {robust:.3%} | {len(ds)}")

@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support import TESTS, commit, git, output, slower
+from support import KERNELS, TESTS, commit, git, output, slower
 
 from pytest_gpubench import cli
 from pytest_gpubench.judge.pairs import LOCKSTEP_DESIGN, PairDesign
@@ -224,6 +224,33 @@ def test_more_pairs_in_this_process(repo: pytest.Pytester) -> None:
 
 
 @pytest.mark.slow
+def test_a_pair_set_up_again_that_raises_ends_the_more_pairs(repo: pytest.Pytester) -> None:
+    """The working tree's function fails from its 40th call on (a test's code that fails on
+    its inputs placed anew, or out of memory): no more pairs are timed, the note says why,
+    and the test keeps the verdict of the pairs it has; no traceback of ours."""
+    repo.makepyfile(
+        kernels=KERNELS.format(factor=1.06)
+        + "\ncalls = []\n\n\ndef work(n, _work=work):\n    calls.append(n)\n"
+        "    if len(calls) >= 40:\n        raise RuntimeError('no memory left')\n"
+        "    return _work(n)\n\n\nwork.fake_factor = 1.06\n"
+    )
+    commit(repo.path, "a kernel 6% slower, failing from its 40th call")
+    result = repo.runpytest_subprocess(
+        "--gpubench-against=HEAD~1",
+        "--gpubench-pairing=lockstep",
+        "--gpubench-alpha=0.0001",
+        "--gpubench-json=ab.json",
+    )
+    text = output(result)
+    result.assert_outcomes(passed=2)
+    assert "Traceback" not in text and "INTERNALERROR" not in text
+    report = json.loads((repo.path / "ab.json").read_text())
+    [summed] = [r for r in report["results"] if r["test"] == "test_sum"]
+    assert summed["status"] == "unsure" and summed["against"]["pairs"] < 5
+    assert "no more pairs in this process: RuntimeError: no memory left" in summed["note"]
+
+
+@pytest.mark.slow
 def test_pairs_asked_are_every_tests_first_look_in_lockstep(repo: pytest.Pytester) -> None:
     """``--gpubench-pairs 3`` in lockstep (as bisect's steps ask): each test's 3 pairs
     from this process, sure or not; no more with confirm 0; no fresh process."""
@@ -272,6 +299,27 @@ def test_the_pairs_asked_set_the_first_look_of_either_pairing() -> None:
     assert design_of(3, False, lockstep=True) == PairDesign(3, 1, 3)
     assert design_of(2, True, lockstep=True) == PairDesign(2, 4, 6)
     assert design_of(5, True) == PairDesign(5, 7, 12)
+
+
+def test_inputs_the_device_cannot_copy_stay_where_they_are(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A test whose inputs fill the device: the copy that runs out of memory is not made,
+    that tensor is timed again where it is, the others still move, and nothing is raised."""
+    torch = pytest.importorskip("torch")
+    big, small = torch.empty(1 << 20, device="meta"), torch.empty(4, device="meta")
+    empty_like = torch.empty_like
+
+    def out_of_memory(t: object, **kwargs: object) -> object:
+        if t is big:
+            raise torch.OutOfMemoryError("CUDA out of memory (a test's stand-in)")
+        return empty_like(t, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(torch, "empty_like", out_of_memory)
+    given = Workload(fn=print, args=(big, small, big))
+    with placed_anew([given], random.Random(1)) as ([again], copied):
+        assert copied == 1
+        assert again.args[0] is big and again.args[2] is big and again.args[1] is not small
 
 
 def test_fixture_values_that_hold_code_are_named() -> None:

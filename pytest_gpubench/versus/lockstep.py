@@ -414,7 +414,11 @@ class Pairing:
                 assert paired is not None
                 batch = []
                 for _ in range(count):
-                    sides, moved = self._pair_again(paired)
+                    try:
+                        sides, moved = self._pair_again(paired)
+                    except Exception as exc:  # the test's code, on its inputs placed anew
+                        errors.append(f"no more pairs in this process: {_line(exc)}")
+                        break
                     batch.append(sides)
                     placed.append(moved)
             else:
