@@ -109,12 +109,14 @@ class Controller:
         pairing = self.measuring.pairing
         added = {} if pairing is None else pairing.added
         extra = "".join(
-            f"; {tests} unsure got {pairs} more from {where}"
-            for where, (tests, pairs) in added.items()
-            if tests
+            f"; {unsure} unsure got {pairs} more from {where}"
+            for where, (unsure, pairs) in added.items()
+            if unsure
         )
         first = 1 if pairing is None else pairing.design.first
-        each = "a pair each" if first == 1 else f"{first} pairs each, the first there"
+        each = "a pair each" if first == 1 else f"{first} pairs each"
+        if first > 1 and pairing is not None and not pairing.in_process:
+            each += ", the first there"
         self.lines.append(
             f"against {rev.ref} ({rev.commit[:8]}): {tests} timed in lockstep, both sides in "
             f"one process, {each}{extra}; the tests took {spent_s:.0f} s"

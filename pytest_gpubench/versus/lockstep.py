@@ -430,7 +430,7 @@ class Pairing:
             if len(runs[HEAD]) == done:
                 break  # the batch measured nothing: another would not either
             results = self._judged(runs, lost, measure, failed)
-        more = len(runs[HEAD]) - 1 - max(0, self.design.first - 1)  # beyond the first look's
+        more = len(runs[HEAD]) - self.design.first  # beyond the first look's
         if more > 0:
             tally = self.added["this process" if here else "fresh processes"]
             tally[0], tally[1] = tally[0] + 1, tally[1] + more
