@@ -12,7 +12,9 @@ import collections
 import json
 import random
 import shutil
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import KERNELS, TESTS, commit, git, output, slower
@@ -194,60 +196,83 @@ def test_an_unsure_test_gets_more_pairs_from_fresh_processes_in_lockstep(
     assert not list(repo.path.parent.glob("gpubench-ref-*"))  # the checkout is gone
 
 
+def failing_on(call: int, then: str) -> str:
+    """A kernel module whose ``work`` is 6% slower and does ``then`` on its ``call``-th
+    call in the process (the first pair takes about 25, a more pair about 12)."""
+    return (
+        KERNELS.format(factor=1.06)
+        + f"\nimport time\n\ncalls = []\n\n\ndef work(n, _work=work):\n    calls.append(n)\n"
+        f"    if len(calls) == {call}:\n        {then}\n    return _work(n)\n\n\n"
+        "work.fake_factor = 1.06\n"
+    )
+
+
+def against_previous(repo: pytest.Pytester) -> tuple[pytest.RunResult, str, dict[str, Any]]:
+    """A lockstep run against HEAD~1 at a strict level: its result, output and test_sum's
+    record in its JSON report."""
+    result = repo.runpytest_subprocess(
+        "--gpubench-against=HEAD~1",
+        "--gpubench-pairing=lockstep",
+        "--gpubench-alpha=0.0001",
+        "--gpubench-json=ab.json",
+    )
+    report = json.loads((repo.path / "ab.json").read_text())
+    [summed] = [r for r in report["results"] if r["test"] == "test_sum"]
+    return result, output(result), summed
+
+
 @pytest.mark.slow
 def test_more_pairs_in_this_process(repo: pytest.Pytester) -> None:
     """By default an unsure test's more pairs are timed here, each side's inputs placed
     anew, and no fresh process starts; the summary says where."""
     slower(repo, 1.06)
     commit(repo.path, "a kernel 6% slower")
-    result = repo.runpytest_subprocess(
-        "--gpubench-against=HEAD~1",
-        "--gpubench-pairing=lockstep",
-        "--gpubench-alpha=0.0001",
-        "--gpubench-json=ab.json",
-    )
-    text = output(result)
+    result, text, summed = against_previous(repo)
     result.assert_outcomes(passed=1, failed=1)
     assert "fresh process" not in text
     assert "slower by 6.0% than HEAD~1" in text and "over 5 pairs in lockstep" in text
     assert "1 unsure got 4 more from this process" in text
-    report = json.loads((repo.path / "ab.json").read_text())
-    [summed] = [r for r in report["results"] if r["test"] == "test_sum"]
     # Its calls take no device tensor: timed again as they were, and the note says so.
     assert summed["against"]["pairs"] == 5
     assert "4 more pairs in this process, inputs placed anew for 0 of 1 call" in summed["note"]
-    # The first pair takes the settings' least samples (20), the more pairs fewer: from
-    # MORE_PAIR_SAMPLES on, until the ratio is as precise as the settings ask.
+    # The first pair takes the settings' least samples (20), the more pairs fewer
+    # (MORE_PAIR_SAMPLES) where the ratio is then as precise as the settings ask.
     first, *more = summed["against"]["head_sessions"]
-    assert first["n"] >= 20 and all(MORE_PAIR_SAMPLES <= s["n"] < 20 for s in more)
+    assert first["n"] >= 20 and {s["n"] for s in more} == {MORE_PAIR_SAMPLES}
     assert summed["costs"]["confirm_s"] > 0
 
 
 @pytest.mark.slow
 def test_a_pair_set_up_again_that_raises_ends_the_more_pairs(repo: pytest.Pytester) -> None:
-    """The working tree's function fails from its 40th call on (a test's code that fails on
-    its inputs placed anew, or out of memory): no more pairs are timed, the note says why,
-    and the test keeps the verdict of the pairs it has; no traceback of ours."""
-    repo.makepyfile(
-        kernels=KERNELS.format(factor=1.06)
-        + "\ncalls = []\n\n\ndef work(n, _work=work):\n    calls.append(n)\n"
-        "    if len(calls) >= 40:\n        raise RuntimeError('no memory left')\n"
-        "    return _work(n)\n\n\nwork.fake_factor = 1.06\n"
-    )
-    commit(repo.path, "a kernel 6% slower, failing from its 40th call")
-    result = repo.runpytest_subprocess(
-        "--gpubench-against=HEAD~1",
-        "--gpubench-pairing=lockstep",
-        "--gpubench-alpha=0.0001",
-        "--gpubench-json=ab.json",
-    )
-    text = output(result)
+    """The working tree's function fails on its 55th call, in the second more pair (a
+    test's code that fails on its inputs placed anew, or out of memory): no more pairs are
+    timed, the note says why, and the test keeps the verdict of the pairs it has; no
+    traceback of ours."""
+    repo.makepyfile(kernels=failing_on(55, "raise RuntimeError('no memory left')"))
+    commit(repo.path, "a kernel 6% slower, failing on its 55th call")
+    result, text, summed = against_previous(repo)
     result.assert_outcomes(passed=2)
     assert "Traceback" not in text and "INTERNALERROR" not in text
-    report = json.loads((repo.path / "ab.json").read_text())
-    [summed] = [r for r in report["results"] if r["test"] == "test_sum"]
-    assert summed["status"] == "unsure" and summed["against"]["pairs"] < 5
+    assert summed["status"] == "unsure" and summed["against"]["pairs"] == 2
     assert "no more pairs in this process: RuntimeError: no memory left" in summed["note"]
+    assert "1 more pair in this process" in summed["note"]
+
+
+@pytest.mark.slow
+def test_a_pair_set_up_again_is_bounded_by_the_tests_timeout(repo: pytest.Pytester) -> None:
+    """pytest-timeout's timer is paused while a verdict is confirmed, but a pair timed in
+    the test's own process runs its code: a hang there is the test's timeout, not a hung
+    run."""
+    repo.makepyfile(kernels=failing_on(55, "time.sleep(60)"))
+    commit(repo.path, "a kernel 6% slower, hanging on its 55th call")
+    started = time.monotonic()
+    result = repo.runpytest_subprocess(
+        "--gpubench-against=HEAD~1", "--gpubench-pairing=lockstep", "-p", "timeout", "--timeout=3"
+    )
+    assert time.monotonic() - started < 40
+    text = output(result)
+    result.assert_outcomes(passed=1, failed=1)
+    assert "Timeout" in text and "INTERNALERROR" not in text
 
 
 @pytest.mark.slow

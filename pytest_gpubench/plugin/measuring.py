@@ -16,7 +16,7 @@ import contextlib
 import dataclasses
 import functools
 from collections.abc import Callable, Generator, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -284,6 +284,8 @@ class Measuring:
                     results = verdicts(
                         replicate=passed and not problem and not child,
                         progress=self._progress(item.name, "more pairs of {} from"),
+                        # A pair timed here runs the test's code: bounded as the test is.
+                        each_pair=functools.partial(timeout_armed, item),
                     )
                 except KeyboardInterrupt:
                     # Ctrl-C while more pairs are timed: the run stops after this test, its
@@ -351,20 +353,44 @@ def skip_reason(report: pytest.TestReport) -> str:
 
 @contextlib.contextmanager
 def timeout_paused(item: pytest.Item) -> Iterator[None]:
-    """pytest-timeout's timer of the test stopped while fresh processes confirm its verdict:
-    their time is the plugin's, not the test's (they bound their own tests with the same
-    timeout). Re-armed afterwards, for the teardown, with the test's own settings; a timer
-    of the call alone (``timeout_func_only``) has already stopped here."""
+    """pytest-timeout's timer of the test stopped while its verdict is confirmed: that time
+    is the plugin's, not the test's (fresh processes bound their own tests with the same
+    timeout; a pair timed here is bounded by :func:`timeout_armed`). Re-armed afterwards,
+    for the teardown, with the test's own settings; a timer of the call alone
+    (``timeout_func_only``) has already stopped here."""
+    timer = _timeout_of(item)
+    if timer is not None:
+        timer[0](item=item)
+    try:
+        yield
+    finally:
+        if timer is not None:
+            timer[1](item=item, settings=timer[2])
+
+
+@contextlib.contextmanager
+def timeout_armed(item: pytest.Item) -> Iterator[None]:
+    """pytest-timeout's timer of the test armed anew, with its own settings, for what runs
+    inside (a pair timed in this process, inside :func:`timeout_paused`), stopped after."""
+    timer = _timeout_of(item)
+    if timer is not None:
+        timer[1](item=item, settings=timer[2])
+    try:
+        yield
+    finally:
+        if timer is not None:
+            timer[0](item=item)
+
+
+def _timeout_of(item: pytest.Item) -> tuple[Any, Any, Any] | None:
+    """pytest-timeout's hooks to stop and set the test's timer, and the test's settings;
+    None where no timer bounds the test's whole run."""
     manager = item.config.pluginmanager
     timeout = manager.get_plugin("timeout")
     # Its hooks are public; what the test's settings are, it only tells through this.
     settings_of = getattr(timeout, "_get_item_settings", None)
     settings = settings_of(item) if settings_of is not None else None
-    armed = bool(settings is not None and settings.timeout and not settings.func_only)
-    if armed:
-        manager.hook.pytest_timeout_cancel_timer(item=item)
-    try:
-        yield
-    finally:
-        if armed:
-            manager.hook.pytest_timeout_set_timer(item=item, settings=settings)
+    if not (settings is not None and settings.timeout and not settings.func_only):
+        return None
+    hook = manager.hook
+    return hook.pytest_timeout_cancel_timer, hook.pytest_timeout_set_timer, settings

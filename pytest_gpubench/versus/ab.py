@@ -182,7 +182,8 @@ def design_of(pairs: int | None, more: bool, lockstep: bool = False) -> PairDesi
     """The design of a run of ``pairs`` first pairs (None: the pairing's default), with a
     batch of the default's size for the unsure when ``more`` (gpubench compare re-judges a
     file with its run's design); ``lockstep``: a test's pairs timed in lockstep
-    (versus/lockstep.py), the first from the run's process, the others from fresh ones."""
+    (versus/lockstep.py), all from the run's process, the others than the first set up
+    again there."""
     default = LOCKSTEP_DESIGN if lockstep else PairDesign()
     first = default.first if pairs is None else pairs
     extra = default.cap - default.first if more else 0

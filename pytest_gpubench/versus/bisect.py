@@ -6,8 +6,8 @@ outside the user's tree (versus/revision.py, built by ``--build``), and a fresh
 ``python -m pytest --gpubench --gpubench-against GOOD`` runs in that checkout, its code first
 on the path; its JSON report says what each measurement did against GOOD. Where that pytest
 pairs in lockstep (``-- --gpubench-pairing=lockstep``, or the ini's ``gpubench_pairing``),
-each test's first pair is timed in the step's own process, both commits side by side, and
-its others in fresh processes doing the same (versus/lockstep.py).
+each test's pairs are timed in the step's own process, both commits side by side, the
+others than the first set up again there (versus/lockstep.py).
 
 BAD itself is the first step: the tests it regressed are the ones followed (a test that
 regressed and recovered in between, but is fine at BAD, is no regression to hunt), each with

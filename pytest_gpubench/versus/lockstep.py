@@ -68,8 +68,9 @@ MORE_VARIABLE = "GPUBENCH_LOCKSTEP_MORE"
 # The fewest samples of each side in a more pair made in this process: between set-ups a
 # small kernel's pair moves by 0.3-1.9%, within one its ratio is known to 0.02-0.15% after 20
 # samples, so a pair's samples beyond a few buy nothing the next pair would not buy better.
-# The precision target still holds (timing.engine), so a noisy call takes more.
-MORE_PAIR_SAMPLES = 5
+# 10: the precision target (timing.engine, still held: a noisy call takes more) is checked
+# every 5 samples, and the median's 95% interval needs 6.
+MORE_PAIR_SAMPLES = 10
 NATIVE_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 
 
@@ -381,13 +382,16 @@ class Pairing:
         replicate: bool = True,
         progress: Callable[[int, int], None] = lambda i, n: None,
         paired: Mapping[str, Pair] | None = None,
+        each_pair: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
     ) -> tuple[Result, ...]:
         """The verdicts on the test ``nodeid``: on this process's pair of each key (``head``
         and ``base``, the revision's by key; ``failed``: why its test did not pass on the
         revision's side), then, while any is unsure and ``replicate``, on more pairs from
         this process, ``paired``'s calls with their inputs placed anew (``in_process``; or
         from fresh processes running the test in lockstep), batch after batch up to the
-        design's cap. Why fresh processes measured nothing is said in the results' notes."""
+        design's cap. Each pair timed here runs inside ``each_pair()`` (the test's timeout);
+        the first that raises ends the more pairs. Why more pairs measured nothing is said
+        in the results' notes."""
         runs: dict[str, list[dict[str, Measurement]]] = {
             BASE: [dict(base)],
             HEAD: [{m.key: m for m in head}],
@@ -400,7 +404,8 @@ class Pairing:
         spent_s = 0.0  # on more pairs
         here = self.in_process and bool(paired)
         placed: list[int] = []  # per pair added here, the calls whose inputs moved
-        while replicate and (here or self.launcher is not None):
+        stopped = False  # a pair timed here raised: no more
+        while replicate and not stopped and (here or self.launcher is not None):
             done = len(runs[HEAD])
             if not any(
                 r.verdict.judgement and r.verdict.judgement.needs_confirmation for r in results
@@ -415,9 +420,11 @@ class Pairing:
                 batch = []
                 for _ in range(count):
                     try:
-                        sides, moved = self._pair_again(paired)
+                        with each_pair():
+                            sides, moved = self._pair_again(paired)
                     except Exception as exc:  # the test's code, on its inputs placed anew
                         errors.append(f"no more pairs in this process: {_line(exc)}")
+                        stopped = True
                         break
                     batch.append(sides)
                     placed.append(moved)
@@ -545,7 +552,7 @@ def _other_inputs(result: Result, changed: str) -> Result:
 
 
 def _with_cost(result: Result, confirm_s: float, note: str) -> Result:
-    """``result`` with its share of the fresh processes' time, and their errors noted."""
+    """``result`` with its share of the more pairs' time, and why they stopped noted."""
     m = result.measurement.noted(note) if note else result.measurement
     if m.costs is not None and confirm_s:
         m = dataclasses.replace(m, costs=dataclasses.replace(m.costs, confirm_s=confirm_s))
