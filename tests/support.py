@@ -268,6 +268,17 @@ def slower(repo: pytest.Pytester, factor: float = 1.5, where: str = "kernels") -
     repo.makepyfile(**{where: KERNELS.format(factor=factor)})
 
 
+def failing_on(call: int, then: str) -> str:
+    """A kernel module whose ``work`` is 6% slower and does ``then`` on its ``call``-th
+    call in the process (the first pair takes about 25, a more pair about 12)."""
+    return (
+        KERNELS.format(factor=1.06)
+        + f"\nimport time\n\ncalls = []\n\n\ndef work(n, _work=work):\n    calls.append(n)\n"
+        f"    if len(calls) == {call}:\n        {then}\n    return _work(n)\n\n\n"
+        "work.fake_factor = 1.06\n"
+    )
+
+
 TESTS = """
 from kernels import work
 

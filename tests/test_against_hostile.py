@@ -17,7 +17,18 @@ import time
 from pathlib import Path
 
 import pytest
-from support import IGNORED, KERNELS, TESTS, USAGE_ERROR, commit, git, output, running, slower
+from support import (
+    IGNORED,
+    KERNELS,
+    TESTS,
+    USAGE_ERROR,
+    commit,
+    failing_on,
+    git,
+    output,
+    running,
+    slower,
+)
 
 from pytest_gpubench.versus import revision
 
@@ -512,15 +523,37 @@ def test_one_pair_reads_in_the_singular_with_a_sane_gate(repo: pytest.Pytester) 
 
 
 @pytest.mark.slow
+def test_ctrl_c_while_more_pairs_are_timed_here(repo: pytest.Pytester, temp: Path) -> None:
+    """Ctrl-C while an unsure test's more pairs are timed in its own process (the default):
+    the run stops after that test, its verdict unconfirmed (it fails nothing), and the
+    checkout is removed."""
+    ready = repo.path / "in-more-pairs.txt"
+    repo.makepyfile(kernels=failing_on(55, f"open({str(ready)!r}, 'w').write('x'); time.sleep(60)"))
+    commit(repo.path, "a kernel 6% slower, slow in its second more pair")
+    args = ["--gpubench-against=HEAD~1", "--gpubench-pairing=lockstep", "--gpubench-alpha=0.0001"]
+    try:
+        proc, out = run_until(repo, args, ready, signal.SIGINT)
+        assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+        assert "Traceback" not in out and "INTERNALERROR" not in out
+        assert "not confirmed: interrupted" in out
+        assert list(temp.glob("gpubench-ref-*")) == [], out
+        assert len(worktrees(repo.path)) == 1
+    finally:
+        remove_checkouts(repo.path, temp)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["Ctrl-C", "kill -9"])
 def test_a_signal_while_lockstep_pairs_are_added_leaves_no_process(
     repo: pytest.Pytester, temp: Path, monkeypatch: pytest.MonkeyPatch, sig: signal.Signals
 ) -> None:
     """Against a revision in lockstep, a test unsure on its pair gets more from fresh
-    processes: Ctrl-C ends them and removes the checkout; kill -9 of the run leaves them to
-    notice their parent is gone, and the next run sweeps the checkout."""
+    processes (GPUBENCH_LOCKSTEP_MORE=fresh): Ctrl-C ends them and removes the checkout;
+    kill -9 of the run leaves them to notice their parent is gone, and the next run sweeps
+    the checkout."""
     slower(repo, 1.06)
     commit(repo.path, "a kernel 6% slower")
+    monkeypatch.setenv("GPUBENCH_LOCKSTEP_MORE", "fresh")
     pids = repo.path / "child-pids.txt"
     monkeypatch.setenv("FAKE_CHILD_PIDS", str(pids))
     monkeypatch.setenv("FAKE_CHILD_START_S", "30")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import KERNELS, TESTS, commit, git, output, slower
+from support import TESTS, commit, failing_on, git, output, slower
 
 from pytest_gpubench import cli
 from pytest_gpubench.judge.pairs import LOCKSTEP_DESIGN, PairDesign
@@ -194,17 +194,6 @@ def test_an_unsure_test_gets_more_pairs_from_fresh_processes_in_lockstep(
     assert "slower by 6.0% than HEAD~1" in text and "over 5 pairs in lockstep" in text
     assert "1 unsure got 4 more from fresh processes" in text
     assert not list(repo.path.parent.glob("gpubench-ref-*"))  # the checkout is gone
-
-
-def failing_on(call: int, then: str) -> str:
-    """A kernel module whose ``work`` is 6% slower and does ``then`` on its ``call``-th
-    call in the process (the first pair takes about 25, a more pair about 12)."""
-    return (
-        KERNELS.format(factor=1.06)
-        + f"\nimport time\n\ncalls = []\n\n\ndef work(n, _work=work):\n    calls.append(n)\n"
-        f"    if len(calls) == {call}:\n        {then}\n    return _work(n)\n\n\n"
-        "work.fake_factor = 1.06\n"
-    )
 
 
 def against_previous(repo: pytest.Pytester) -> tuple[pytest.RunResult, str, dict[str, Any]]:
