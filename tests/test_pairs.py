@@ -118,6 +118,25 @@ def test_a_slowdown_of_the_threshold_in_every_pair_regresses() -> None:
     assert "slower by 5.0%" in j.reason and "3 pairs" in j.reason
 
 
+def test_a_same_on_one_pair_claims_no_bar_of_hundreds_of_percent() -> None:
+    """One lockstep pair of a small kernel among 63 at 2% (an H200's A/A run): the same on
+    its own interval, while the family's bar is over 100%, which says nothing: not shown."""
+    from pytest_gpubench.judge.pairs import LOCKSTEP_DESIGN
+
+    one = judge_pairs(
+        sessions(0.0081),
+        sessions(0.0081 * 1.0002),
+        threshold=0.02,
+        alpha=0.01,
+        family=63,
+        timer="cupti-graph",
+        design=LOCKSTEP_DESIGN,
+        lockstep=True,
+    )
+    assert one.status is Status.SAME and one.bar is not None and one.bar > 1
+    assert ", bar " not in one.reason and "no bar under 50% from 1 pair" in one.reason
+
+
 def test_an_improvement_is_judged_like_a_regression() -> None:
     base = [0.100, 0.1003, 0.0998]
     assert verdict(base, [b / 1.06 for b in base]).status is Status.IMPROVED

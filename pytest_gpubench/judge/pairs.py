@@ -419,7 +419,7 @@ def judge_pairs(
         )
     elif status is Status.UNSURE:
         reason += f"; unsure: {_plural(design.next_batch(n), 'more pair')}"
-    elif gates:
+    elif gates and bar_of_change(bar, ratio) <= NOT_GATED_BEYOND:
         reason += f", bar {bar_of_change(bar, ratio):.1%}"
     else:  # a bar of hundreds of percent says nothing: what would judge it does
         reason += f"; no bar under {NOT_GATED_BEYOND:.0%} from {pairs}"
