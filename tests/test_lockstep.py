@@ -223,7 +223,10 @@ def test_more_pairs_in_this_process(repo: pytest.Pytester) -> None:
     assert "1 unsure got 4 more from this process" in text
     # Its calls take no device tensor: timed again as they were, and the note says so.
     assert summed["against"]["pairs"] == 5
-    assert "4 more pairs in this process, inputs placed anew for 0 of 1 call" in summed["note"]
+    assert (
+        "4 pairs set up again in this process, inputs placed anew for 0 of 1 call"
+        in (summed["note"])
+    )
     # The first pair takes the settings' least samples (20), the more pairs fewer
     # (MORE_PAIR_SAMPLES) where the ratio is then as precise as the settings ask.
     first, *more = summed["against"]["head_sessions"]
@@ -244,7 +247,7 @@ def test_a_pair_set_up_again_that_raises_ends_the_more_pairs(repo: pytest.Pytest
     assert "Traceback" not in text and "INTERNALERROR" not in text
     assert summed["status"] == "unsure" and summed["against"]["pairs"] == 2
     assert "no more pairs in this process: RuntimeError: no memory left" in summed["note"]
-    assert "1 more pair in this process" in summed["note"]
+    assert "1 pair set up again in this process" in summed["note"]
 
 
 @pytest.mark.slow

@@ -444,8 +444,9 @@ class Pairing:
         if placed:
             calls = len(paired or {})
             errors.append(
-                f"{len(placed)} more pair{'s' if len(placed) != 1 else ''} in this process, "
-                f"inputs placed anew for {min(placed)} of {calls} call{'s' if calls != 1 else ''}"
+                f"{len(placed)} pair{'s' if len(placed) != 1 else ''} set up again in this "
+                f"process, inputs placed anew for {min(placed)} of {calls} "
+                f"call{'s' if calls != 1 else ''}"
             )
         note = "; ".join(dict.fromkeys(errors))[:300]
         results = tuple(_other_inputs(r, (inputs or {}).get(r.key, "")) for r in results)
