@@ -111,10 +111,11 @@ def test_tests_on_one_side_only_are_new_or_removed(repo: pytest.Pytester) -> Non
 
 
 @pytest.mark.slow
-def test_a_fixture_holding_code_is_timed_in_fresh_processes(repo: pytest.Pytester) -> None:
+def test_a_fixture_holding_code_is_timed_in_duos(repo: pytest.Pytester) -> None:
     """A fixture whose value is the project's module would hand the working tree's code to
-    the revision's test: that test, and the later ones using the fixture, are timed in
-    pairs of fresh processes (one batch), and the reason is said."""
+    the revision's test: that test, and the later ones using the fixture, are timed in duos
+    (a fresh process per side at once, their calls alternated: run/duo.py), one batch, and
+    the reason is said."""
     repo.makepyfile(
         test_fixture="""
 import pytest
@@ -139,12 +140,45 @@ def test_module(gpubench, module, n):
     result.assert_outcomes(passed=1, failed=3)  # test_sum in lockstep, the others apart
     assert "test_sum regressed: 1.00 ms -> 1.30 ms (+30.0%; bar " in text
     assert "2 pairs in lockstep, threshold 5%" in text  # --gpubench-pairs: every first look
-    assert "2 tests in pairs of fresh processes: its fixture 'module' holds code" in text
-    assert "pair 1/2: the working tree, 2 tests" in text  # only those: test_sum ran here
+    assert "2 tests in duos, a fresh process per side at once: its fixture 'module'" in text
+    assert "duo 1/2: both sides at once, 2 tests" in text  # only those: test_sum ran here
     rows = [line.split()[0] for line in text.splitlines() if " cuda-graph " in line]
     assert sorted(rows) == ["test_join", "test_module[10]", "test_module[20]", "test_sum"]
-    assert "2 pairs of fresh processes" in text
-    assert "slower by 30.0% than HEAD" in text
+    assert "2 duos (a fresh process per side, at once)" in text
+    assert "test_module[20]: regressed: slower by 30.0% than HEAD" in text
+    assert "holds code of the working tree: timed in duos" in text
+
+
+@pytest.mark.slow
+def test_a_duo_whose_revision_process_dies_says_so(repo: pytest.Pytester) -> None:
+    """The revision's process of a duo exits in the middle of a test: the working tree's
+    fails its tests there, and a run in which no duo measured anything ends in one line
+    saying why; no process is left."""
+    body = """
+import os
+
+import pytest
+
+import kernels
+
+
+@pytest.fixture
+def module():
+    return kernels
+
+
+def test_module(gpubench, module):
+    if {crash} and os.environ.get("GPUBENCH_DUO", "").startswith("follower "):
+        os._exit(3)
+    assert gpubench(module.work, 10) == 45
+"""
+    repo.makepyfile(test_fixture=body.format(crash=True))
+    commit(repo.path, "a test that ends its process on the revision's side of a duo")
+    repo.makepyfile(test_fixture=body.format(crash=False))
+    result = repo.runpytest_subprocess("--gpubench-against=HEAD", "-k", "module", *LOCKSTEP)
+    text = output(result)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, text
+    assert "no duo measured anything" in text and "Traceback" not in text
 
 
 def test_a_revision_whose_test_fails_there_is_unsure_not_failed(repo: pytest.Pytester) -> None:
@@ -159,7 +193,7 @@ def test_a_revision_whose_test_fails_there_is_unsure_not_failed(repo: pytest.Pyt
 
 
 @pytest.mark.slow
-def test_a_revision_file_that_cannot_be_imported_here_goes_to_fresh_processes(
+def test_a_revision_file_that_cannot_be_imported_here_goes_to_duos(
     repo: pytest.Pytester,
 ) -> None:
     repo.makepyfile(test_bench=TESTS + "\nimport no_such_module_anywhere\n")
@@ -168,8 +202,10 @@ def test_a_revision_file_that_cannot_be_imported_here_goes_to_fresh_processes(
     result = repo.runpytest_subprocess("--gpubench-against=HEAD", "--gpubench-pairs=2", *LOCKSTEP)
     text = output(result)
     assert "INTERNALERROR" not in text and "Traceback" not in text
-    assert "2 tests in pairs of fresh processes: its file cannot be imported" in text
+    assert "2 tests in duos, a fresh process per side at once: its file cannot be imported" in text
     assert "ModuleNotFoundError" in text
+    # The revision's process could not collect it: unsure, with its error, not new.
+    assert "2 unsure" in text
 
 
 @pytest.mark.slow

@@ -93,6 +93,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "precision=, group=, bytes=, flops=): per-test benchmark settings and work",
     )
     from ..run.children import CHILD_VARIABLE, PARENT_VARIABLE, TURN_VARIABLE
+    from ..run.duo import follows_in_duo
     from . import benchmark
 
     # Taken out of the environment: processes the tests start are no children of ours.
@@ -156,7 +157,9 @@ def pytest_configure(config: pytest.Config) -> None:
                 session,
                 collected,
                 parent=int(parent) if parent.isdigit() else None,
-                hold_device=settings.confirming,  # its siblings start with it: one on the GPU
+                # Its siblings start with it: one on the GPU. A duo's follower samples only
+                # while its leader, which holds the device, waits (run/duo.py).
+                hold_device=settings.confirming and not follows_in_duo(),
                 turn=turn,
             ),
             CHILD,

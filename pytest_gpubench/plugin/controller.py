@@ -31,6 +31,7 @@ from .measuring import REFUSED_KEY, SPEC_KEY, Measuring, uses_fixture
 if TYPE_CHECKING:
     from ..report.files import RunInfo
     from ..run.session import BenchSession, Saved
+    from ..versus.ab import Sides
     from ..versus.revision import Revision
 
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
@@ -98,10 +99,13 @@ class Controller:
     def _lockstep_line(self, rev: Revision, spent_s: float) -> None:
         """What the lockstep structure did, for under the table: its tests, and the pairs
         added to the unsure ones (beyond a first look of --gpubench-pairs), by where."""
+        duos = self.session.apart if self.session is not None else set()
         paired = [
             r.verdict.paired
             for r in self.collected.results
-            if r.verdict.paired is not None and r.verdict.paired.lockstep
+            if r.verdict.paired is not None
+            and r.verdict.paired.lockstep
+            and r.measurement.key.split("#")[0] not in duos  # said on their own line
         ]
         if not paired:
             return
@@ -195,10 +199,43 @@ class Controller:
             return
         self.session.apart.update(wanted)
         tests = f"{len(wanted)} test{'s' if len(wanted) != 1 else ''}"
-        self.announce(f"{tests} in pairs of fresh processes: {why}")
+        self.announce(f"{tests} in duos, a fresh process per side at once: {why}")
         measures = self._measures(i for i in self._items if i.nodeid in wanted)
-        found = self._compare_in(measures, (), self._rev, self._folder, why=why)
+        found = self._duo_in(measures, why)
         self.session.comparison = {**self.session.comparison, **found}
+
+    def _duo_in(self, measures: Mapping[str, MeasureSettings], why: str) -> Mapping[str, Result]:
+        """The tests ``measures`` names timed in duos (versus.lockstep.Pairing.duo_verdicts):
+        their results by key, each reason saying ``why`` they ran there."""
+        pairing = self.measuring.pairing
+        assert pairing is not None
+        started = time.perf_counter()
+        rev = self._rev
+        try:
+            sides = self._sides(rev, self._folder)
+            found, errors, duos = pairing.duo_verdicts(
+                list(measures),
+                sides.head,
+                sides.base,
+                lambda nodeid: measures.get(nodeid, self.settings.measure),
+                self.announce,
+            )
+        except GpubenchError as exc:
+            pytest.exit(f"gpubench: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+        results = {}
+        for key, result in found.items():
+            if key.split("#")[0] in measures:
+                reason = f"{result.verdict.reason}; {why}: timed in duos"
+                results[key] = dataclasses.replace(
+                    result, verdict=dataclasses.replace(result.verdict, reason=reason)
+                )
+        self.lines.extend(errors)
+        self.lines.append(
+            f"against {rev.ref} ({rev.commit[:8]}): {duos} duo{'s' if duos != 1 else ''} "
+            f"(a fresh process per side, at once) in {time.perf_counter() - started:.0f} s "
+            f"({why})"
+        )
+        return results
 
     def _checkout(self, stack: contextlib.ExitStack) -> tuple[Revision, Path]:
         """The revision checked out (and built) for as long as ``stack`` holds, in a folder
@@ -257,11 +294,8 @@ class Controller:
         devices: Sequence[int],
         rev: Revision,
         folder: Path,
-        why: str = "",
     ) -> Mapping[str, Result]:
-        assert self.session is not None and self.session.launcher is not None
-        from .. import __file__ as package_init
-        from ..versus import ab, revision
+        from ..versus import ab
 
         items = list(measures)
 
@@ -269,26 +303,15 @@ class Controller:
             return measures.get(nodeid, self.settings.measure)
 
         ref = self.settings.against
-        if not why:
-            tests = f"{len(items)} test{'s' if len(items) != 1 else ''}"
-            self.announce(
-                f"against {ref} ({rev.commit[:8]}): {tests}, timed in pairs of fresh "
-                "processes, one of each side"
-            )
+        tests = f"{len(items)} test{'s' if len(items) != 1 else ''}"
+        self.announce(
+            f"against {ref} ({rev.commit[:8]}): {tests}, timed in pairs of fresh "
+            "processes, one of each side"
+        )
         try:
-            sides = ab.sides(
-                self.session.launcher,
-                rev,
-                folder,
-                Path(package_init).parent,
-                self.settings.dir,
-                revision.import_roots(),
-            )
-            if why:  # only these tests: the others run in lockstep
-                sides = dataclasses.replace(sides, narrow=True)
             found = ab.compare(
                 items,
-                sides,
+                self._sides(rev, folder),
                 rev,
                 self.settings,
                 measure_of,
@@ -297,23 +320,30 @@ class Controller:
             )
         except GpubenchError as exc:
             pytest.exit(f"gpubench: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
-        tested = set(items)
-        results = {k: r for k, r in found.results.items() if not why or k.split("#")[0] in tested}
-        for key, result in results.items():
-            if why and key.split("#")[0] in tested:  # why they did not run in lockstep
-                verdict = dataclasses.replace(
-                    result.verdict, reason=f"{result.verdict.reason}; {why}"
-                )
-                results[key] = dataclasses.replace(result, verdict=verdict)
-            if key.split("#")[0] not in tested:  # on the revision's side only
+        for key, result in found.results.items():
+            if key.split("#")[0] not in measures:  # on the revision's side only
                 self.collected.add(result)
         self.lines.extend(found.lines)
         pairs = f"{found.pairs} pair{'s' if found.pairs != 1 else ''}"
         self.lines.append(
             f"against {ref} ({rev.commit[:8]}): {pairs} of fresh processes in {found.cost_s:.0f} s"
-            + (f" ({why})" if why else "")
         )
-        return results
+        return found.results
+
+    def _sides(self, rev: Revision, folder: Path) -> Sides:
+        """The launchers of both sides of a comparison (versus.ab.sides)."""
+        assert self.session is not None and self.session.launcher is not None
+        from .. import __file__ as package_init
+        from ..versus import ab, revision
+
+        return ab.sides(
+            self.session.launcher,
+            rev,
+            folder,
+            Path(package_init).parent,
+            self.settings.dir,
+            revision.import_roots(),
+        )
 
     def _device_index(self) -> int | None:
         assert self.session is not None

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import os
 from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -23,11 +24,13 @@ import pytest
 from ..core.errors import GpubenchError
 from ..core.records import Result
 from ..core.settings import MarkerSpec, Settings, check_marker_keywords
+from ..run.duo import DUO_VARIABLE
 from .collect import REPORT_ATTRIBUTE, SKIPPED_ATTRIBUTE
 
 if TYPE_CHECKING:
     from ..core.records import Measurement
     from ..core.settings import MeasureSettings
+    from ..run.duo import Follower, Leader
     from ..run.fixture import GpuBench
     from ..run.session import BenchSession
     from ..run.sides import Lockstep
@@ -94,6 +97,10 @@ class Measuring:
         # Against a revision in this process: its two sides (set by the controller, or
         # from the parent's checkout in a fresh process).
         self.pairing: Pairing | None = None
+        # This fresh process's end of a duo (run/duo.py): the revision's side in another;
+        # once the other process is gone, why (every later test then fails: no verdict).
+        self.duo: Leader | Follower | None = None
+        self.duo_ended = ""
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -137,6 +144,17 @@ class Measuring:
                 own = sum(1 for k in keys if k == nodeid or k.startswith(nodeid + "#"))
                 family += max(1, own)
             self.session.family = max(1, family)
+        spec = os.environ.get(DUO_VARIABLE)
+        if spec and self.session is not None and self.settings.child is not None:
+            from ..run.duo import joined
+
+            self.duo = joined(spec, [i.nodeid for i in benchmarks])
+
+    def pytest_sessionfinish(self) -> None:
+        from ..run.duo import Follower
+
+        if isinstance(self.duo, Follower):
+            self.duo.end()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -149,14 +167,18 @@ class Measuring:
         item.stash[RESULTS_KEY] = ()  # a rerun's call starts afresh
         item.stash[LOCK_KEY] = None
         self._base_side(item)
+        self._duo_before(item)
         try:
             outcome = yield
         except GpubenchError as exc:
+            self._duo_after(item, str(exc))
             self._settle(item, confirm=False)
             raise pytest.fail.Exception(str(exc), pytrace=False) from None
-        except OUTCOMES:
+        except OUTCOMES as exc:
+            self._duo_after(item, f"its test did not pass there ({type(exc).__name__})")
             self._settle(item, confirm=False)  # the test failed or skipped: its numbers show
             raise
+        self._duo_after(item, "")
         failures = self._settle(item, confirm=True)
         if failures:
             pytest.fail("\n".join(failures), pytrace=False)
@@ -186,6 +208,72 @@ class Measuring:
         bench.lockstep = lock
         item.stash[LOCK_KEY] = (lock, found.failed or found.apart)
 
+    def _duo_before(self, item: pytest.Item) -> None:
+        """In a duo (run/duo.py): the follower holds the test's calls for the leader; the
+        leader finds the follower's run of the test and pairs its calls with it."""
+        from ..run.duo import DuoError, Follower, Same
+        from ..run.sides import Lockstep
+
+        bench = item.stash.get(BENCH_KEY, None)
+        if self.duo_ended:
+            pytest.fail(f"the duo ended: {self.duo_ended}", pytrace=False)
+        if self.duo is None or bench is None:
+            return
+        if isinstance(self.duo, Follower):
+            bench.lockstep = Lockstep(Same())
+            return
+        try:
+            offer = self.duo.offer(item.nodeid)
+        except DuoError as exc:
+            self.duo_ended = str(exc)
+            pytest.fail(f"the duo ended: {exc}", pytrace=False)
+        if offer is not None:  # else the revision has no such test: its calls are new
+            bench.lockstep = Lockstep(
+                Same(),
+                head=True,
+                remote_first=dict(zip(offer.keys, offer.first_calls, strict=False)),
+                remote=self.duo.sampler,
+            )
+
+    def _duo_after(self, item: pytest.Item, failed: str) -> None:
+        """In a duo: the follower offers the calls its test held and samples them as the
+        leader asks; the leader tells it the test is done."""
+        from ..run.duo import DuoError
+
+        bench = item.stash.get(BENCH_KEY, None)
+        lock = bench.lockstep if bench is not None else None
+        if self.duo is None or lock is None or self.session is None:
+            return
+        session = self.session
+        try:
+            self._duo_done(item, lock, session, failed)
+        except DuoError as exc:
+            self.duo_ended = str(exc)
+
+    def _duo_done(
+        self, item: pytest.Item, lock: Lockstep, session: BenchSession, failed: str
+    ) -> None:
+        from ..run.duo import Follower, Offer
+
+        assert self.duo is not None
+        if isinstance(self.duo, Follower):
+            held = dict(lock.held)
+            offer = Offer(
+                item.nodeid,
+                tuple(held),
+                failed,
+                tuple(h.call.first_call_s for h in held.values()),
+            )
+            self.duo.serve(
+                offer,
+                lambda key, timer: session.remote_sampler(
+                    held[key].workload, held[key].call, timer
+                ),
+            )
+            lock.held.clear()
+        else:
+            self.duo.done(item.nodeid)
+
     def _settle(self, item: pytest.Item, *, confirm: bool) -> list[str]:
         """Judge the test's measurements, confirm the flagged ones when ``confirm``, keep the
         results for the call's report; return what fails the test: the line of an
@@ -207,6 +295,13 @@ class Measuring:
             compared = True  # confirmed as pairs, not against a history
         else:
             results = tuple(self.session.judge(m, settings) for m in measurements)
+            lock = bench.lockstep
+            if self.duo is not None and lock is not None and lock.base:
+                from ..versus.lockstep import child_results
+
+                # A duo's leader: both sides, for its parent to pair.
+                results = child_results(results, lock.base)
+                compared = True
         if (
             confirm
             and not compared

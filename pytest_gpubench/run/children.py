@@ -602,6 +602,42 @@ def run_children(
             _kill(started)
 
 
+def run_duo(
+    head: Launcher,
+    base: Launcher,
+    nodeids: Sequence[str],
+    device_index: int | None,
+    name: str,
+) -> tuple[ChildRun, ChildRun]:
+    """A duo (run/duo.py): the working tree's fresh process (``head``, the leader) and the
+    revision's (``base``, the follower) started together on the tests ``nodeids``, joined by
+    a socket in a folder of this process's; their runs, the leader's holding both sides."""
+    from .duo import DUO_VARIABLE
+
+    sweep_folders()
+    with tempfile.TemporaryDirectory(prefix=folder_prefix()) as directory:
+        folder = Path(directory)
+        key = os.urandom(16).hex()
+        roles = (("leader", head), ("follower", base))
+        outs = [folder / f"{name}-{role}.json" for role, _ in roles]
+        started: list[subprocess.Popen[bytes] | ChildRun] = []
+        try:
+            for (role, launcher), out in zip(roles, outs, strict=True):
+                write_request(out, Request(tuple(nodeids)))
+                args = [*launcher.measuring_args(), *launcher.overrides(folder, f"{name}-{role}")]
+                env = [*launcher.env, (DUO_VARIABLE, f"{role} {folder / 'duo.sock'} {key}")]
+                started.append(
+                    start_child(args, launcher.cwd, out, device_index, env, launcher.wrapper)
+                )
+            signs = Signs([beat_of(out) for out in outs])
+            leader, follower = (
+                finish_child(proc, out, signs) for proc, out in zip(started, outs, strict=True)
+            )
+            return leader, follower
+        finally:  # interrupted: neither goes on behind the user's back
+            _kill(started)
+
+
 @dataclass(frozen=True)
 class Leg:
     """One fresh process of a relay: who starts it, what it times, its name, and what to

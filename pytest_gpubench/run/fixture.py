@@ -197,6 +197,17 @@ class GpuBench:
         if lock is not None and not lock.head:  # the revision's body: held for its pair
             lock.held[call.key] = Held(workload, call)
             return result
+        if lock is not None and lock.remote is not None and call.key in lock.remote_first:
+            remote = lock.remote  # the revision's call in the other process of a duo
+            measured, base = self.session.measure_sides(
+                workload,
+                lambda timer: remote(call.key, timer),
+                call,
+                lock.remote_first.pop(call.key),
+            )
+            self._measurements.append(measured)
+            lock.base[call.key] = base
+            return result
         held = lock.held.pop(call.key, None) if lock is not None else None
         if lock is not None and held is not None:  # the same call of both sides, alternately
             changed = inputs_changed(inputs_of(held.workload), inputs_of(workload))

@@ -438,7 +438,7 @@ class BenchSession:
     def measure_sides(
         self,
         head: Workload,
-        base: Workload,
+        base: Workload | Callable[[str], Sampler],
         call: Call,
         base_first_call_s: float,
         *,
@@ -449,7 +449,9 @@ class BenchSession:
         times both, each its own measurement of ``call.key``: a pair of sessions that shared
         the process, its clocks and its drift. The revision's holds no declared work: the
         working tree's alone is held to it (versus.ab.floored). ``samples``: fewer samples
-        than the settings' least, where they suffice (a lockstep test's more pairs)."""
+        than the settings' least, where they suffice (a lockstep test's more pairs). ``base``
+        may be the revision's call in another process (run/duo.py): its sampler by the
+        timer named."""
         two = self._sample_pair(head, base, call, call.key, base_first_call_s, samples)
         second = two.pair.second
         base_measurement = self._measurement(
@@ -463,10 +465,18 @@ class BenchSession:
         )
         return two.first, base_measurement
 
+    def remote_sampler(self, workload: Workload, call: Call, timer: str) -> Sampler:
+        """A sampler of the held call ``call`` by the timer named, for the other process of a
+        duo (run/duo.py), which takes its samples while holding the device lock."""
+        settings = dataclasses.replace(call.spec.measure, timer=timer)
+        slow = call.first_call_s >= SLOW_SHARE * settings.budget_s
+        factory = self._timer_factory(settings, self.device, workload.setup is not None)
+        return factory.sampler(dataclasses.replace(workload, slow=slow))
+
     def _sample_pair(
         self,
         workload: Workload,
-        other: Workload,
+        other: Workload | Callable[[str], Sampler],
         call: Call,
         other_key: str,
         other_first_call_s: float,
@@ -477,6 +487,7 @@ class BenchSession:
         key, spec, first_call_s = call.key, call.spec, call.first_call_s
         settings = self._settings(spec.measure, key, other_key)
         has_setup = workload.setup is not None
+        slow_s = SLOW_SHARE * settings.budget_s  # of its own share of the budget
 
         def timer_named(name: str) -> Timer:
             return self._timer_factory(
@@ -486,7 +497,6 @@ class BenchSession:
         timer = self._timer_factory(settings, self.device, has_setup)
         self.env.clock_monitor()
         budget_s = PAIR_BUDGET * settings.budget_s
-        slow_s = SLOW_SHARE * settings.budget_s  # of its own share of the budget
         plan = dataclasses.replace(_plan(settings, call), budget_s=budget_s)
         if samples is not None:
             plan = dataclasses.replace(plan, min_samples=min(plan.min_samples, samples))
@@ -496,12 +506,17 @@ class BenchSession:
         with self.device_lock():
             started = time.perf_counter()
             deadline = started + budget_s
-            a, b = paired_samplers(
-                timer,
-                timer_named,
-                dataclasses.replace(workload, slow=first_call_s >= slow_s),
-                dataclasses.replace(other, slow=other_first_call_s >= slow_s),
-            )
+            mine = dataclasses.replace(workload, slow=first_call_s >= slow_s)
+            if isinstance(other, Workload):
+                theirs = dataclasses.replace(other, slow=other_first_call_s >= slow_s)
+                a, b = paired_samplers(timer, timer_named, mine, theirs)
+            else:  # the other process's call (run/duo.py), by this side's timer
+                a = timer.sampler(mine)
+                try:
+                    b = other(a.timer)
+                except BaseException:
+                    a.close()
+                    raise
             prepared = time.perf_counter()
             try:
                 left = dataclasses.replace(plan, budget_s=deadline - prepared)

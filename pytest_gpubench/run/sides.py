@@ -7,12 +7,12 @@ The seam between the fixture (run.fixture) and the lockstep structure of
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..core.records import Measurement
-from ..timing.engine import Workload
+from ..timing.engine import Sampler, Workload
 from .call import Call
 
 
@@ -64,6 +64,10 @@ class Lockstep:
     # timed in lockstep, by key, kept (their inputs alive) until the test's verdict.
     keep: bool = False
     paired: dict[str, Pair] = field(default_factory=dict)
+    # The revision's calls held by another process (run/duo.py): their first calls'
+    # durations by key, and the sampler of a key's call by a timer's name.
+    remote_first: dict[str, float] = field(default_factory=dict)
+    remote: Callable[[str, str], Sampler] | None = None
 
 
 def inputs_changed(base: Sequence[str], head: Sequence[str]) -> str:

@@ -15,7 +15,8 @@ process. Further pairs come from the same process, each side's inputs placed ane
 each pair (MORE_VARIABLE; versus/ab.py judges them).
 
 Where one process cannot hold both, :meth:`TwoSides.refusal` says why and the test is
-timed in pairs of fresh processes, one per side, as before: a native extension of the
+timed in duos (:meth:`Pairing.duo_verdicts`, run/duo.py: a fresh process per side at once,
+each call alternated between them): a native extension of the
 project (two revisions' libraries would register one name), a fixture value that carries
 code (the revision's test would run the working tree's), a test file that cannot be
 imported beside the working tree's, a test whose fixtures differ between the revisions.
@@ -41,10 +42,11 @@ from pathlib import Path
 from types import FunctionType, ModuleType
 from typing import TYPE_CHECKING, Any
 
+from ..core.errors import GpubenchError
 from ..core.records import Measurement, Result, Status, Verdict
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import Gate
-from ..run.children import Launcher
+from ..run.children import ChildRun, Launcher
 from ..run.sides import Lockstep, Pair
 from ..timing.engine import Workload
 from .ab import BASE, HEAD, design_of, held_to_floors, paired_result
@@ -399,7 +401,7 @@ class Pairing:
         if failed:
             runs[BASE] = [{}]
         lost = {BASE: set(runs[HEAD][0]) if failed else set(), HEAD: set()}
-        results = self._judged(runs, lost, measure, failed)
+        results = self._judged(runs, lost, lambda _: measure, failed)
         errors: list[str] = []
         spent_s = 0.0  # on more pairs
         here = self.in_process and bool(paired)
@@ -436,7 +438,7 @@ class Pairing:
                 runs[HEAD].append(sides[HEAD])
             if len(runs[HEAD]) == done:
                 break  # the batch measured nothing: another would not either
-            results = self._judged(runs, lost, measure, failed)
+            results = self._judged(runs, lost, lambda _: measure, failed)
         more = len(runs[HEAD]) - self.design.first  # beyond the first look's
         if more > 0:
             tally = self.added["this process" if here else "fresh processes"]
@@ -470,18 +472,63 @@ class Pairing:
         for run in ran:
             if run.error:
                 errors.append(run.error)
-            sides: dict[str, dict[str, Measurement]] = {BASE: {}, HEAD: {}}
-            for result, passed in run.results:
-                key = result.measurement.key
-                side = BASE if key.endswith(BASE_SUFFIX) else HEAD
-                if passed or side == BASE:
-                    m = result.measurement
-                    sides[side][key.removesuffix(BASE_SUFFIX)] = dataclasses.replace(
-                        m, key=key.removesuffix(BASE_SUFFIX)
-                    )
+            sides = _sides_of(run)
             if sides[HEAD]:
                 batch.append(sides)
         return batch
+
+    def duo_verdicts(
+        self,
+        nodeids: Sequence[str],
+        head: Launcher,
+        base: Launcher,
+        measure_of: Callable[[str], MeasureSettings],
+        announce: Callable[[str], None],
+    ) -> tuple[dict[str, Result], list[str], int]:
+        """The tests ``nodeids``, which one process cannot hold, timed in duos (run/duo.py):
+        each pair the working tree's fresh process (``head``) and the revision's (``base``)
+        at once, their calls alternated between them; more duos for the unsure, by the
+        lockstep design. Their results by key, what went wrong, and how many duos ran."""
+        from ..run.children import run_duo
+
+        runs: dict[str, list[dict[str, Measurement]]] = {BASE: [], HEAD: []}
+        lost: dict[str, set[str]] = {BASE: set(), HEAD: set()}
+        errors: list[str] = []
+        uncollected: dict[str, str] = {}  # files the revision's side could not collect: why
+        results: dict[str, Result] = {}
+        wanted = list(nodeids)
+        while wanted:
+            done = len(runs[HEAD])
+            count = self.design.first if done == 0 else self.design.next_batch(done)
+            if count == 0:
+                break
+            for i in range(done + 1, done + count + 1):
+                tests = f"{len(wanted)} test{'s' if len(wanted) != 1 else ''}"
+                announce(f"duo {i}/{self.design.cap}: both sides at once, {tests}")
+                leader, follower = run_duo(
+                    head, base, wanted, self.session.device_index, f"duo-{i}"
+                )
+                errors += [r.error for r in (leader, follower) if r.error]
+                uncollected.update(follower.uncollected)
+                sides = _sides_of(leader)
+                runs[BASE].append(sides[BASE])
+                runs[HEAD].append(sides[HEAD])
+            if not any(runs[HEAD]):
+                break
+            judged = self._judged(runs, lost, measure_of, uncollected=uncollected)
+            results = {r.key: r for r in judged}
+            more = {
+                key.split("#")[0]
+                for key, r in results.items()
+                if r.verdict.judgement is not None and r.verdict.judgement.needs_confirmation
+            }
+            wanted = [n for n in nodeids if n in more]
+        if not results:
+            raise GpubenchError(
+                f"--gpubench-against {self.two.revision.ref}: no duo measured anything "
+                f"({errors[-1] if errors else 'no gpubench test ran'})"
+            )
+        return results, list(dict.fromkeys(errors)), len(runs[HEAD])
 
     def _pair_again(
         self, paired: Mapping[str, Pair]
@@ -506,9 +553,12 @@ class Pairing:
         self,
         runs: Mapping[str, list[dict[str, Measurement]]],
         lost: Mapping[str, set[str]],
-        measure: MeasureSettings,
-        failed: str,
+        measure_of: Callable[[str], MeasureSettings],
+        failed: str = "",
+        uncollected: Mapping[str, str] | None = None,
     ) -> tuple[Result, ...]:
+        """Each key's verdict on its pairs so far (``measure_of`` a key's node id: its
+        settings; ``uncollected``: the revision's files that could not be collected, why)."""
         gate = Gate.of(self.settings, family=self.session.family)
         keys = list(dict.fromkeys(k for side in (HEAD, BASE) for run in runs[side] for k in run))
         found = []
@@ -518,9 +568,9 @@ class Pairing:
                     key,
                     runs,
                     lost,
-                    {},
+                    uncollected or {},
                     gate,
-                    measure,
+                    measure_of(key.split("#")[0]),
                     self.design,
                     self.two.revision,
                     lockstep=True,
@@ -532,6 +582,19 @@ class Pairing:
                 result = dataclasses.replace(result, verdict=verdict)
             found.append(result)
         return tuple(found)
+
+
+def _sides_of(run: ChildRun) -> dict[str, dict[str, Measurement]]:
+    """Each side's measurements in a fresh process's results of tests timed in lockstep (the
+    revision's under BASE_SUFFIX): the working tree's of the tests that passed there."""
+    sides: dict[str, dict[str, Measurement]] = {BASE: {}, HEAD: {}}
+    for result, passed in run.results:
+        key = result.measurement.key
+        side = BASE if key.endswith(BASE_SUFFIX) else HEAD
+        if passed or side == BASE:
+            own = key.removesuffix(BASE_SUFFIX)
+            sides[side][own] = dataclasses.replace(result.measurement, key=own)
+    return sides
 
 
 def _other_inputs(result: Result, changed: str) -> Result:

@@ -1,0 +1,248 @@
+"""Two processes timing a test's calls in lockstep: issue 44's second structure, a duo
+(versus.lockstep.Pairing.duo_verdicts starts them: run.children.run_duo).
+
+Where one process cannot hold both revisions (a native extension of the project, a fixture
+value holding code), the working tree's process (the leader) and the revision's (the
+follower) run the same tests at once, joined by one connection. For each test the follower
+runs its body first, each gpubench call making its untimed first call and being held (as
+the revision's side does in one process, run/sides.py), then tells the leader which calls
+it holds. The leader runs its body; each of its calls is paired with the follower's call of
+the same key by :func:`timing.engine.collect_pair`, the follower's side a :class:`Sampler`
+whose every sample is asked of the follower (:meth:`Leader.sampler`). Only one process
+touches the GPU at a time: the follower samples only when asked, and the leader waits for
+each answer. What the leader measures of both sides goes to its parent as a lockstep child's
+results do (versus.lockstep.child_results).
+
+The messages are tuples, pickled by :mod:`multiprocessing.connection` under an authkey the
+parent draws; every wait is bounded, and a peer gone (its end of the connection closed) or
+silent is a :class:`DuoError` that says which.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Client, Connection, Listener
+from typing import Any
+
+from ..core.errors import GpubenchError
+from ..timing.engine import Sampler
+
+# How long a process waits for its peer's next message by default: a test body's first calls
+# (compiles, autotuning) run between two messages.
+WAIT_S = 600.0
+# What a process of a duo is told by its parent: "leader" or "follower", the socket's path and
+# the authkey in hex, separated by spaces.
+DUO_VARIABLE = "GPUBENCH_DUO"
+
+
+class DuoError(GpubenchError):
+    """The other process ended, went silent or failed to time a call."""
+
+
+@dataclass(frozen=True)
+class Offer:
+    """A test as the follower ran it: the calls it holds (keys), why its body did not pass
+    ('' when it did), and the durations of the calls' untimed first calls (s, by key's
+    place)."""
+
+    nodeid: str
+    keys: tuple[str, ...]
+    failed: str = ""
+    first_calls: tuple[float, ...] = ()
+
+
+class _Peer:
+    def __init__(self, conn: Connection, who: str, wait_s: float) -> None:
+        self.conn = conn
+        self.who = who
+        self.wait_s = wait_s
+
+    def send(self, *message: object) -> None:
+        try:
+            self.conn.send(message)
+        except (OSError, EOFError) as exc:
+            raise DuoError(f"{self.who} ended ({type(exc).__name__})") from None
+
+    def receive(self) -> tuple[Any, ...]:
+        try:
+            if not self.conn.poll(self.wait_s):
+                raise DuoError(f"{self.who} sent nothing for {self.wait_s:.0f} s")
+            message = self.conn.recv()
+        except (OSError, EOFError) as exc:
+            raise DuoError(f"{self.who} ended ({type(exc).__name__})") from None
+        if not isinstance(message, tuple) or not message:
+            raise DuoError(f"{self.who} sent {message!r}, no message of ours")
+        return message
+
+
+class Follower(_Peer):
+    """The revision's process: offers each test's held calls, then samples them as asked."""
+
+    def __init__(self, conn: Connection, wait_s: float = WAIT_S) -> None:
+        super().__init__(conn, "the working tree's process", wait_s)
+
+    def serve(self, offer: Offer, sampler_of: Callable[[str, str], Sampler]) -> set[str]:
+        """Offer a test's held calls and sample them as the leader asks until it is done with
+        the test (or skips it): the keys it timed. ``sampler_of(key, timer)``: a sampler of the
+        held call ``key`` by the timer named (the leader's)."""
+        self.send("test", offer.nodeid, offer.keys, offer.failed, offer.first_calls)
+        timed: set[str] = set()
+        sampler: Sampler | None = None
+        try:
+            while True:
+                kind, *args = self.receive()
+                if kind in ("done", "skip"):
+                    return timed
+                if kind == "sampler":
+                    key, timer = args
+                    if sampler is not None:
+                        sampler.close()
+                        sampler = None
+                    try:
+                        sampler = sampler_of(key, timer)
+                    except Exception as exc:
+                        self.send("error", _line(exc))
+                        continue
+                    timed.add(key)
+                    self.send(
+                        "meta",
+                        sampler.timer,
+                        sampler.calls_per_sample,
+                        sampler.note,
+                        sampler.profile,
+                        tuple(sampler.taken),
+                    )
+                elif kind == "take" and sampler is not None:
+                    try:
+                        self.send("sample", float(sampler.sample()))
+                    except DuoError:
+                        raise
+                    except Exception as exc:
+                        self.send("error", _line(exc))
+                elif kind == "caveat" and sampler is not None:
+                    self.send("caveat", sampler.caveat())
+                elif kind == "close" and sampler is not None:
+                    sampler.close()
+                    sampler = None
+                else:
+                    raise DuoError(f"{self.who} sent {kind!r} out of turn")
+        finally:
+            if sampler is not None:
+                sampler.close()
+
+    def end(self) -> None:
+        """No more tests on this side."""
+        self.send("end")
+
+
+class Leader(_Peer):
+    """The working tree's process: finds the follower's run of each of its tests and times
+    the follower's calls through it. ``order``: the node ids of the tests both run, in the
+    leader's order (a test the follower offers that is not among them is skipped)."""
+
+    def __init__(self, conn: Connection, order: Sequence[str], wait_s: float = WAIT_S) -> None:
+        super().__init__(conn, "the revision's process", wait_s)
+        self.order = {nodeid: i for i, nodeid in enumerate(order)}
+        self._next: Offer | None = None  # an offer of a later test, kept for it
+        self._ended = False
+
+    def offer(self, nodeid: str) -> Offer | None:
+        """The follower's run of the test ``nodeid``: None where it has none (its side has no
+        such test: the follower offered a later one, or ended). Offers of tests the leader
+        does not run, or ran without the follower, are skipped."""
+        mine = self.order.get(nodeid, -1)
+        while True:
+            if self._next is None:
+                if self._ended:
+                    return None
+                kind, *args = self.receive()
+                if kind == "end":
+                    self._ended = True
+                    return None
+                if kind != "test":
+                    raise DuoError(f"{self.who} sent {kind!r} where a test was due")
+                self._next = Offer(args[0], tuple(args[1]), args[2], tuple(args[3]))
+            theirs = self.order.get(self._next.nodeid, -1)
+            if self._next.nodeid == nodeid:
+                found, self._next = self._next, None
+                return found
+            if theirs > mine:
+                return None  # the follower is on a later test: this one is ours alone
+            self.send("skip", self._next.nodeid)
+            self._next = None
+
+    def sampler(self, key: str, timer: str) -> Sampler:
+        """The follower's held call ``key`` as a sampler of this process, by the timer named:
+        each sample asked of the follower, which alone touches the GPU meanwhile."""
+        self.send("sampler", key, timer)
+        meta = self._answer("meta")
+        name, calls, note, profile, taken = meta
+        return Sampler(
+            timer=name,
+            sample=lambda: float(self._ask("take", "sample")[0]),
+            calls_per_sample=int(calls),
+            note=str(note),
+            close=lambda: self.send("close"),
+            profile=profile,
+            taken=tuple(taken),
+            caveat=lambda: str(self._ask("caveat", "caveat")[0]),
+            # The follower's memory and energy are not this process's to read.
+            peak_bytes=lambda: None,
+            energy=lambda per_call_s: None,
+        )
+
+    def done(self, nodeid: str) -> None:
+        """The leader is done with the test ``nodeid``: the follower drops its held calls."""
+        self.send("done", nodeid)
+
+    def _ask(self, kind: str, answer: str) -> tuple[Any, ...]:
+        self.send(kind)
+        return self._answer(answer)
+
+    def _answer(self, kind: str) -> tuple[Any, ...]:
+        got, *args = self.receive()
+        if got == "error":
+            raise DuoError(f"{self.who} could not time its call: {args[0]}")
+        if got != kind:
+            raise DuoError(f"{self.who} sent {got!r} where {kind!r} was due")
+        return tuple(args)
+
+
+def follows_in_duo() -> bool:
+    """Whether this process is the follower of a duo (DUO_VARIABLE)."""
+    return os.environ.get(DUO_VARIABLE, "").startswith("follower ")
+
+
+def joined(spec: str, order: Sequence[str], wait_s: float = WAIT_S) -> Leader | Follower:
+    """This process's end of its duo, from DUO_VARIABLE's value ``spec``: the leader listens
+    on the socket (``order``: the node ids of its tests, in order) and the follower connects,
+    until ``wait_s`` has passed."""
+    role, address, key = spec.split(" ", 2)
+    authkey = bytes.fromhex(key)
+    if role == "leader":
+        with Listener(address, family="AF_UNIX", authkey=authkey) as listener:
+            return Leader(listener.accept(), order, wait_s)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return Follower(Client(address, family="AF_UNIX", authkey=authkey), wait_s)
+        except (FileNotFoundError, ConnectionRefusedError):
+            if time.monotonic() > deadline:
+                raise DuoError(f"the working tree's process never listened on {address}") from None
+            time.sleep(0.05)
+
+
+class Same:
+    """The sides of a duo process's lockstep (run.sides.Sides): one each, so a call finds
+    its own modules as they are."""
+
+    def on_side(self, base: bool, workload: Any) -> Any:
+        return workload
+
+
+def _line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}"[:200] if text else type(exc).__name__

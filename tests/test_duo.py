@@ -1,0 +1,185 @@
+"""Two processes timing a test's calls in lockstep (run/duo.py): a real second process as
+the follower, fake samplers, the leader's side in this process."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+import pytest
+from support import KERNELS, TESTS
+
+from pytest_gpubench.core.records import Result
+from pytest_gpubench.run.duo import DUO_VARIABLE, DuoError, Follower, Leader, Offer
+from pytest_gpubench.timing.engine import Plan, Sampler, collect_pair
+
+FORK = multiprocessing.get_context("fork")
+
+
+def follow(conn: Connection, offers: list[Offer], ms: dict[str, float], report: Connection) -> None:
+    """The follower: serve each offer with samplers of ``ms[key]`` ms (a key missing: its
+    sampler cannot be built), then end; what it timed, and how many samples, to ``report``."""
+    follower = Follower(conn, wait_s=20)
+    taken: dict[str, int] = {}
+
+    def sampler_of(key: str, timer: str) -> Sampler:
+        value = ms[key]  # KeyError: the call cannot be timed
+
+        def sample() -> float:
+            taken[key] = taken.get(key, 0) + 1
+            return value
+
+        return Sampler(timer=timer, sample=sample, note=f"{key} there")
+
+    timed = [sorted(follower.serve(offer, sampler_of)) for offer in offers]
+    follower.end()
+    report.send((timed, taken))
+
+
+@pytest.fixture
+def duo() -> Iterator[Callable[..., tuple[Leader, Connection]]]:
+    """Start a follower process with its offers and times: the leader and the follower's
+    report."""
+    started: list[multiprocessing.process.BaseProcess] = []
+
+    def start(
+        offers: list[Offer], ms: dict[str, float], order: list[str]
+    ) -> tuple[Leader, Connection]:
+        mine, theirs = FORK.Pipe()
+        report, reported = FORK.Pipe()
+        process = FORK.Process(target=follow, args=(theirs, offers, ms, reported), daemon=True)
+        process.start()
+        started.append(process)
+        return Leader(mine, order, wait_s=20), report
+
+    yield start
+    for process in started:
+        process.join(timeout=10)
+        if process.is_alive():
+            process.kill()
+
+
+def test_a_call_is_timed_alternately_with_the_followers_call_of_its_key(
+    duo: Callable[..., tuple[Leader, Connection]],
+) -> None:
+    leader, report = duo([Offer("t::a", ("k1", "k2"))], {"k1": 2.0, "k2": 4.0}, ["t::a"])
+    offer = leader.offer("t::a")
+    assert offer == Offer("t::a", ("k1", "k2"))
+    here = Sampler(timer="fake", sample=lambda: 1.0)
+    there = leader.sampler("k1", "fake")
+    assert (there.timer, there.note, there.peak_bytes and there.peak_bytes()) == (
+        "fake",
+        "k1 there",
+        None,
+    )
+    pair = collect_pair(here, there, Plan(warmup=1, rounds=5))
+    there.close()
+    leader.done("t::a")
+    assert pair.ratios == (0.5,) * 5 and pair.second.samples_ms == (2.0,) * 5
+    timed, taken = report.recv()
+    assert timed == [["k1"]] and taken == {"k1": 6}  # one warm-up pair, five pairs
+
+
+def test_tests_on_one_side_only_are_found_missing_or_skipped(
+    duo: Callable[..., tuple[Leader, Connection]],
+) -> None:
+    """The follower offers x (not the leader's), a and c; the leader runs a, b, c: a and c
+    pair, b is the leader's alone, x is skipped; after the follower's end, none."""
+    offers = [Offer("t::x", ()), Offer("t::a", ("k",)), Offer("t::c", ("k",), failed="boom")]
+    leader, report = duo(offers, {"k": 1.0}, ["t::a", "t::b", "t::c", "t::d"])
+    assert leader.offer("t::a") == Offer("t::a", ("k",))
+    leader.done("t::a")
+    assert leader.offer("t::b") is None
+    assert leader.offer("t::c") == Offer("t::c", ("k",), "boom")
+    leader.done("t::c")
+    assert leader.offer("t::d") is None
+    assert report.recv() == ([[], [], []], {})
+
+
+def test_a_call_the_follower_cannot_time_is_an_error_and_it_goes_on(
+    duo: Callable[..., tuple[Leader, Connection]],
+) -> None:
+    leader, report = duo([Offer("t::a", ("gone", "k"))], {"k": 3.0}, ["t::a"])
+    assert leader.offer("t::a") is not None
+    with pytest.raises(DuoError, match="could not time its call: KeyError: 'gone'"):
+        leader.sampler("gone", "fake")
+    there = leader.sampler("k", "fake")
+    assert there.sample() == 3.0
+    there.close()
+    leader.done("t::a")
+    assert report.recv() == ([["k"]], {"k": 1})
+
+
+def test_a_follower_gone_or_silent_is_said() -> None:
+    mine, theirs = FORK.Pipe()
+    process = FORK.Process(target=os._exit, args=(3,))
+    process.start()
+    process.join()
+    theirs.close()  # the follower's end closed, as its exit closes it
+    with pytest.raises(DuoError, match="the revision's process ended"):
+        Leader(mine, ["t::a"], wait_s=5).offer("t::a")
+    silent, _kept = FORK.Pipe()
+    with pytest.raises(DuoError, match="the revision's process sent nothing for 1 s"):
+        Leader(silent, ["t::a"], wait_s=1).offer("t::a")
+
+
+def test_a_leader_gone_ends_the_follower() -> None:
+    mine, theirs = FORK.Pipe()
+    mine.close()
+    with pytest.raises(DuoError, match="the working tree's process ended"):
+        Follower(theirs, wait_s=5).serve(Offer("t::a", ()), lambda key, timer: None)  # type: ignore[arg-type,return-value]
+
+
+@pytest.mark.slow
+def test_two_pytest_processes_time_each_call_in_lockstep(
+    fake: pytest.Pytester, tmp_path: Path
+) -> None:
+    """A duo as its parent will start it (by hand here): the working tree's pytest leads,
+    the revision's (a copy whose kernel is 6% faster) follows; the leader's results hold
+    both sides of each call, paired in its process."""
+    fake.makepyfile(kernels=KERNELS.format(factor=1.06), test_bench=TESTS)
+    base = fake.path.parent / "revision"
+    shutil.copytree(fake.path, base)
+    (base / "kernels.py").write_text(KERNELS.format(factor=1.0))
+    socket, key = tmp_path / "duo.sock", os.urandom(16).hex()
+
+    def start(role: str, cwd: Path) -> subprocess.Popen[str]:
+        env = {
+            **os.environ,
+            "PYTEST_GPUBENCH_CHILD": str(tmp_path / f"{role}.json"),
+            DUO_VARIABLE: f"{role} {socket} {key}",
+        }
+        return subprocess.Popen(
+            [sys.executable, "-m", "pytest", "--gpubench", "-p", "no:randomly"],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+    leader, follower = start("leader", fake.path), start("follower", base)
+    try:
+        said = [p.communicate(timeout=120)[0] for p in (leader, follower)]
+    finally:  # a hung duo: no process of this test outlives it
+        for process in (leader, follower):
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    assert (leader.returncode, follower.returncode) == (0, 0), said
+    document = json.loads((tmp_path / "leader.json").read_text())
+    medians = {
+        r.measurement.key: r.measurement.summary.median_ms
+        for r in (Result.from_dict(entry) for entry in document["results"])
+    }
+    ratio = medians["test_bench.py::test_sum"] / medians["test_bench.py::test_sum@revision"]
+    assert ratio == pytest.approx(1.06, rel=0.005), medians
+    joined = medians["test_bench.py::test_join"] / medians["test_bench.py::test_join@revision"]
+    assert joined == pytest.approx(1.0, rel=0.005), medians
