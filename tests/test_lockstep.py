@@ -153,7 +153,7 @@ def test_module(gpubench, module, n):
 def test_a_duo_whose_revision_process_dies_says_so(repo: pytest.Pytester) -> None:
     """The revision's process of a duo exits in the middle of a test: the working tree's
     fails its tests there, and a run in which no duo measured anything ends in one line
-    saying why; no process is left."""
+    saying why."""
     body = """
 import os
 
