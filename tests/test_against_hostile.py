@@ -523,6 +523,50 @@ def test_one_pair_reads_in_the_singular_with_a_sane_gate(repo: pytest.Pytester) 
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["Ctrl-C", "kill -9"])
+def test_a_signal_while_a_duo_runs_leaves_no_process(
+    repo: pytest.Pytester, temp: Path, monkeypatch: pytest.MonkeyPatch, sig: signal.Signals
+) -> None:
+    """A test whose fixture holds code is timed in a duo (a fresh process per side at once):
+    Ctrl-C or kill -9 of the run while both are starting leaves neither behind."""
+    repo.makepyfile(
+        test_fixture="""
+import pytest
+
+import kernels
+
+
+@pytest.fixture
+def module():
+    return kernels
+
+
+def test_module(gpubench, module):
+    assert gpubench(module.work, 10) == 45
+"""
+    )
+    commit(repo.path, "a fixture that returns a module")
+    pids = repo.path / "child-pids.txt"
+    monkeypatch.setenv("FAKE_CHILD_PIDS", str(pids))
+    monkeypatch.setenv("FAKE_CHILD_START_S", "30")
+    args = ["--gpubench-against=HEAD", "-k", "module", *LOCKSTEP_ONE]
+    proc, out = run_until(repo, args, pids, sig)
+    try:
+        children = [int(p) for p in pids.read_text().split()]
+        assert len(children) == 2, out  # the duo: both sides' processes had started
+        deadline = time.monotonic() + 15
+        while any(running(pid) for pid in children) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(running(pid) for pid in children), out
+        if sig == signal.SIGINT:
+            assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+            assert "Traceback" not in out and "INTERNALERROR" not in out
+            assert list(temp.glob("gpubench-ref-*")) == [], out
+    finally:
+        remove_checkouts(repo.path, temp)
+
+
+@pytest.mark.slow
 def test_ctrl_c_while_more_pairs_are_timed_here(repo: pytest.Pytester, temp: Path) -> None:
     """Ctrl-C while an unsure test's more pairs are timed in its own process (the default):
     the run stops after that test, its verdict unconfirmed (it fails nothing), and the
