@@ -92,6 +92,17 @@ def run_until(
     return proc, out
 
 
+def gone(pids: Path, out: str) -> list[int]:
+    """The processes whose ids the file ``pids`` lists, once none of them runs (within 15 s
+    of asking: a child notices its parent gone within a second)."""
+    children = [int(p) for p in pids.read_text().split()]
+    deadline = time.monotonic() + 15
+    while any(running(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(running(pid) for pid in children), out
+    return children
+
+
 def left_in(temp: Path) -> list[Path]:
     """What a run left in the temporary directory ``temp``, but the device locks (shared by
     every run on the machine, kept on purpose)."""
@@ -552,12 +563,7 @@ def test_module(gpubench, module):
     args = ["--gpubench-against=HEAD", "-k", "module", *LOCKSTEP_ONE]
     proc, out = run_until(repo, args, pids, sig)
     try:
-        children = [int(p) for p in pids.read_text().split()]
-        assert len(children) == 2, out  # the duo: both sides' processes had started
-        deadline = time.monotonic() + 15
-        while any(running(pid) for pid in children) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not any(running(pid) for pid in children), out
+        assert len(gone(pids, out)) == 2, out  # the duo: both sides' processes had started
         if sig == signal.SIGINT:
             assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
             assert "Traceback" not in out and "INTERNALERROR" not in out
@@ -604,11 +610,7 @@ def test_a_signal_while_lockstep_pairs_are_added_leaves_no_process(
     args = ["--gpubench-against=HEAD~1", "--gpubench-pairing=lockstep", "--gpubench-alpha=0.0001"]
     proc, out = run_until(repo, args, pids, sig)
     try:
-        children = [int(p) for p in pids.read_text().split()]
-        deadline = time.monotonic() + 15
-        while any(running(pid) for pid in children) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not any(running(pid) for pid in children), out
+        gone(pids, out)
         if sig == signal.SIGINT:
             assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
             assert "Traceback" not in out and "INTERNALERROR" not in out
