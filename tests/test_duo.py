@@ -17,7 +17,8 @@ import pytest
 from support import KERNELS, TESTS
 
 from pytest_gpubench.core.records import Result
-from pytest_gpubench.run.duo import DUO_VARIABLE, DuoError, Follower, Leader, Offer
+from pytest_gpubench.run.children import DUO_VARIABLE
+from pytest_gpubench.run.duo import DuoError, Follower, Leader, Offer
 from pytest_gpubench.timing.engine import Plan, Sampler, collect_pair
 
 FORK = multiprocessing.get_context("fork")

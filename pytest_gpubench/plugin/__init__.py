@@ -92,8 +92,7 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{MARKER}(threshold=, alpha=, timer=, budget_s=, min_samples=, max_samples=, "
         "precision=, group=, bytes=, flops=): per-test benchmark settings and work",
     )
-    from ..run.children import CHILD_VARIABLE, PARENT_VARIABLE, TURN_VARIABLE
-    from ..run.duo import follows_in_duo
+    from ..run.children import CHILD_VARIABLE, PARENT_VARIABLE, TURN_VARIABLE, follows_in_duo
     from . import benchmark
 
     # Taken out of the environment: processes the tests start are no children of ours.

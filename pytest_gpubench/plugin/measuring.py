@@ -24,7 +24,6 @@ import pytest
 from ..core.errors import GpubenchError
 from ..core.records import Result
 from ..core.settings import MarkerSpec, Settings, check_marker_keywords
-from ..run.duo import DUO_VARIABLE
 from .collect import REPORT_ATTRIBUTE, SKIPPED_ATTRIBUTE
 
 if TYPE_CHECKING:
@@ -144,11 +143,13 @@ class Measuring:
                 own = sum(1 for k in keys if k == nodeid or k.startswith(nodeid + "#"))
                 family += max(1, own)
             self.session.family = max(1, family)
-        spec = os.environ.get(DUO_VARIABLE)
-        if spec and self.session is not None and self.settings.child is not None:
+        if self.session is not None and self.settings.child is not None:
+            from ..run.children import DUO_VARIABLE
             from ..run.duo import joined
 
-            self.duo = joined(spec, [i.nodeid for i in benchmarks])
+            spec = os.environ.get(DUO_VARIABLE)
+            if spec:
+                self.duo = joined(spec, [i.nodeid for i in benchmarks])
 
     def pytest_sessionfinish(self) -> None:
         from ..run.duo import Follower
@@ -237,42 +238,29 @@ class Measuring:
 
     def _duo_after(self, item: pytest.Item, failed: str) -> None:
         """In a duo: the follower offers the calls its test held and samples them as the
-        leader asks; the leader tells it the test is done."""
-        from ..run.duo import DuoError
+        leader asks; the leader tells it the test is done. The other process gone: why."""
+        from ..run.duo import DuoError, Follower, Offer
 
         bench = item.stash.get(BENCH_KEY, None)
         lock = bench.lockstep if bench is not None else None
-        if self.duo is None or lock is None or self.session is None:
-            return
         session = self.session
+        if self.duo is None or lock is None or session is None:
+            return
+        held = dict(lock.held)
+        lock.held.clear()
         try:
-            self._duo_done(item, lock, session, failed)
-        except DuoError as exc:
-            self.duo_ended = str(exc)
-
-    def _duo_done(
-        self, item: pytest.Item, lock: Lockstep, session: BenchSession, failed: str
-    ) -> None:
-        from ..run.duo import Follower, Offer
-
-        assert self.duo is not None
-        if isinstance(self.duo, Follower):
-            held = dict(lock.held)
-            offer = Offer(
-                item.nodeid,
-                tuple(held),
-                failed,
-                tuple(h.call.first_call_s for h in held.values()),
-            )
+            if not isinstance(self.duo, Follower):
+                self.duo.done(item.nodeid)
+                return
+            first_calls = tuple(h.call.first_call_s for h in held.values())
             self.duo.serve(
-                offer,
+                Offer(item.nodeid, tuple(held), failed, first_calls),
                 lambda key, timer: session.remote_sampler(
                     held[key].workload, held[key].call, timer
                 ),
             )
-            lock.held.clear()
-        else:
-            self.duo.done(item.nodeid)
+        except DuoError as exc:
+            self.duo_ended = str(exc)
 
     def _settle(self, item: pytest.Item, *, confirm: bool) -> list[str]:
         """Judge the test's measurements, confirm the flagged ones when ``confirm``, keep the

@@ -58,6 +58,9 @@ FOREIGN_VARIABLE = "PYTEST_GPUBENCH_NOT_FROM"
 # In a child of a relay (``relay``): the file it makes once it holds the device (the next
 # child starts then, and queues behind it).
 TURN_VARIABLE = "PYTEST_GPUBENCH_TURN"
+# What a process of a duo (run/duo.py) is told: "leader" or "follower", the socket's path and
+# the authkey in hex, separated by spaces.
+DUO_VARIABLE = "GPUBENCH_DUO"
 # A child runs one test, or the whole selection when recording a session or timing a side of
 # a comparison, for as long as it makes progress: it touches its beat file (beat_of) as each
 # file is collected and each test starts and ends. Quiet for this long since it could start
@@ -602,6 +605,11 @@ def run_children(
             _kill(started)
 
 
+def follows_in_duo() -> bool:
+    """Whether this process is the follower of a duo (DUO_VARIABLE)."""
+    return os.environ.get(DUO_VARIABLE, "").startswith("follower ")
+
+
 def run_duo(
     head: Launcher,
     base: Launcher,
@@ -612,8 +620,6 @@ def run_duo(
     """A duo (run/duo.py): the working tree's fresh process (``head``, the leader) and the
     revision's (``base``, the follower) started together on the tests ``nodeids``, joined by
     a socket in a folder of this process's; their runs, the leader's holding both sides."""
-    from .duo import DUO_VARIABLE
-
     sweep_folders()
     with tempfile.TemporaryDirectory(prefix=folder_prefix()) as directory:
         folder = Path(directory)

@@ -20,7 +20,6 @@ silent is a :class:`DuoError` that says which.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,9 +32,6 @@ from ..timing.engine import Sampler
 # How long a process waits for its peer's next message by default: a test body's first calls
 # (compiles, autotuning) run between two messages.
 WAIT_S = 600.0
-# What a process of a duo is told by its parent: "leader" or "follower", the socket's path and
-# the authkey in hex, separated by spaces.
-DUO_VARIABLE = "GPUBENCH_DUO"
 
 
 class DuoError(GpubenchError):
@@ -211,15 +207,10 @@ class Leader(_Peer):
         return tuple(args)
 
 
-def follows_in_duo() -> bool:
-    """Whether this process is the follower of a duo (DUO_VARIABLE)."""
-    return os.environ.get(DUO_VARIABLE, "").startswith("follower ")
-
-
 def joined(spec: str, order: Sequence[str], wait_s: float = WAIT_S) -> Leader | Follower:
-    """This process's end of its duo, from DUO_VARIABLE's value ``spec``: the leader listens
-    on the socket (``order``: the node ids of its tests, in order) and the follower connects,
-    until ``wait_s`` has passed."""
+    """This process's end of its duo, from run.children.DUO_VARIABLE's value ``spec``: the
+    leader listens on the socket (``order``: the node ids of its tests, in order) and the
+    follower connects, until ``wait_s`` has passed."""
     role, address, key = spec.split(" ", 2)
     authkey = bytes.fromhex(key)
     if role == "leader":
