@@ -534,12 +534,14 @@ def test_one_pair_reads_in_the_singular_with_a_sane_gate(repo: pytest.Pytester) 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["Ctrl-C", "kill -9"])
+@pytest.mark.parametrize(
+    "sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["Ctrl-C", "SIGTERM", "kill -9"]
+)
 def test_a_signal_while_a_duo_runs_leaves_no_process(
     repo: pytest.Pytester, temp: Path, monkeypatch: pytest.MonkeyPatch, sig: signal.Signals
 ) -> None:
     """A test whose fixture holds code is timed in a duo (a fresh process per side at once):
-    Ctrl-C or kill -9 of the run while both are starting leaves neither behind."""
+    Ctrl-C, SIGTERM or kill -9 of the run while both are starting leaves neither behind."""
     repo.makepyfile(
         test_fixture="""
 import pytest
@@ -564,7 +566,7 @@ def test_module(gpubench, module):
     proc, out = run_until(repo, args, pids, sig)
     try:
         assert len(gone(pids, out)) == 2, out  # the duo: both sides' processes had started
-        if sig == signal.SIGINT:
+        if sig != signal.SIGKILL:  # SIGTERM ends the run as Ctrl-C does
             assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
             assert "Traceback" not in out and "INTERNALERROR" not in out
             assert list(temp.glob("gpubench-ref-*")) == [], out
