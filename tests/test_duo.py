@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -17,9 +18,12 @@ import pytest
 from support import KERNELS, TESTS
 
 from pytest_gpubench.core.records import Result
+from pytest_gpubench.core.settings import MarkerSpec, MeasureSettings
+from pytest_gpubench.run.call import Call
 from pytest_gpubench.run.children import DUO_VARIABLE
-from pytest_gpubench.run.duo import DuoError, Follower, Leader, Offer
-from pytest_gpubench.timing.engine import Plan, Sampler, collect_pair
+from pytest_gpubench.run.duo import Follower, Leader, Offer, held_samplers
+from pytest_gpubench.run.sides import DuoError, Held
+from pytest_gpubench.timing.engine import Plan, Sampler, Workload, collect_pair
 
 FORK = multiprocessing.get_context("fork")
 
@@ -142,9 +146,10 @@ def test_a_leader_gone_ends_the_follower() -> None:
 def test_two_pytest_processes_time_each_call_in_lockstep(
     fake: pytest.Pytester, tmp_path: Path
 ) -> None:
-    """A duo as its parent will start it (by hand here): the working tree's pytest leads,
-    the revision's (a copy whose kernel is 6% faster) follows; the leader's results hold
-    both sides of each call, paired in its process."""
+    """A duo as its parent will start it (by hand here), each call taking 3 pairs: the
+    working tree's pytest leads, the revision's (a copy whose kernel is 6% faster) follows;
+    the leader's results hold both sides of each call's pairs, paired in its process, the
+    later ones under their number."""
     fake.makepyfile(kernels=KERNELS.format(factor=1.06), test_bench=TESTS)
     base = fake.path.parent / "revision"
     shutil.copytree(fake.path, base)
@@ -155,7 +160,7 @@ def test_two_pytest_processes_time_each_call_in_lockstep(
         env = {
             **os.environ,
             "PYTEST_GPUBENCH_CHILD": str(tmp_path / f"{role}.json"),
-            DUO_VARIABLE: f"{role} {socket} {key}",
+            DUO_VARIABLE: f"{role} {key} 2 {socket}",
         }
         return subprocess.Popen(
             [sys.executable, "-m", "pytest", "--gpubench", "-p", "no:randomly"],
@@ -180,7 +185,35 @@ def test_two_pytest_processes_time_each_call_in_lockstep(
         r.measurement.key: r.measurement.summary.median_ms
         for r in (Result.from_dict(entry) for entry in document["results"])
     }
-    ratio = medians["test_bench.py::test_sum"] / medians["test_bench.py::test_sum@revision"]
-    assert ratio == pytest.approx(1.06, rel=0.005), medians
-    joined = medians["test_bench.py::test_join"] / medians["test_bench.py::test_join@revision"]
-    assert joined == pytest.approx(1.0, rel=0.005), medians
+    for again in ("", "@again1", "@again2"):
+        sums = [medians[f"test_bench.py::test_sum{again}{side}"] for side in ("", "@revision")]
+        assert sums[0] / sums[1] == pytest.approx(1.06, rel=0.005), medians
+        joins = [medians[f"test_bench.py::test_join{again}{side}"] for side in ("", "@revision")]
+        assert joins[0] / joins[1] == pytest.approx(1.0, rel=0.005), medians
+    assert not any("@again3" in key for key in medians)
+
+
+def test_the_follower_places_a_calls_inputs_anew_for_each_later_pair() -> None:
+    """A held call's first sampler is of its inputs as the test gave them; each later one
+    (a pair set up again) of copies placed anew, held until that sampler closes."""
+    torch = pytest.importorskip("torch")
+    x = torch.empty(8, device="meta")  # a GPU's tensor, as placed_anew sees it
+    call = Call(key="t::a", test="t::a", spec=MarkerSpec(MeasureSettings()))
+    held = {"t::a": Held(Workload(fn=print, args=(x,)), call)}
+    given: list[Workload] = []
+    closed: list[str] = []
+
+    def make(workload: Workload, call: Call, timer: str) -> Sampler:
+        given.append(workload)
+        return Sampler(timer=timer, sample=lambda: 1.0, close=lambda: closed.append(timer))
+
+    sampler_of = held_samplers(held, make, random.Random(0))
+    first = sampler_of("t::a", "fake")
+    assert given[0].args[0] is x
+    first.close()
+    later = sampler_of("t::a", "fake")
+    assert given[1].args[0] is not x and given[1].args[0].shape == x.shape
+    later.close()
+    assert closed == ["fake", "fake"]
+    with pytest.raises(KeyError):
+        sampler_of("t::gone", "fake")

@@ -21,10 +21,10 @@ from support import TESTS, commit, failing_on, git, output, slower
 
 from pytest_gpubench import cli
 from pytest_gpubench.judge.pairs import LOCKSTEP_DESIGN, PairDesign
+from pytest_gpubench.run.sides import MORE_PAIR_SAMPLES
 from pytest_gpubench.timing.device import placed_anew
 from pytest_gpubench.timing.engine import Workload
 from pytest_gpubench.versus.ab import design_of
-from pytest_gpubench.versus.lockstep import MORE_PAIR_SAMPLES
 
 if shutil.which("git") is None:
     pytest.skip("git is not on PATH", allow_module_level=True)
@@ -141,12 +141,79 @@ def test_module(gpubench, module, n):
     assert "test_sum regressed: 1.00 ms -> 1.30 ms (+30.0%; bar " in text
     assert "2 pairs in lockstep, threshold 5%" in text  # --gpubench-pairs: every first look
     assert "2 tests in duos, a fresh process per side at once: its fixture 'module'" in text
-    assert "duo 1/2: both sides at once, 2 tests" in text  # only those: test_sum ran here
+    # Only those (test_sum ran here), each call taking the first look's 2 pairs in its duo.
+    assert "duo 1: both sides at once, 2 tests, 2 pairs each" in text
     rows = [line.split()[0] for line in text.splitlines() if " cuda-graph " in line]
     assert sorted(rows) == ["test_join", "test_module[10]", "test_module[20]", "test_sum"]
-    assert "2 duos (a fresh process per side, at once)" in text
+    assert "1 duo (a fresh process per side, at once)" in text
     assert "test_module[20]: regressed: slower by 30.0% than HEAD" in text
     assert "holds code of the working tree: timed in duos" in text
+
+
+@pytest.mark.slow
+def test_a_duos_more_pairs_are_set_up_again_in_its_processes(repo: pytest.Pytester) -> None:
+    """Tests timed in duos and unsure after their first pair take the design's more pairs
+    in one more duo, each call set up again there (not a duo per pair); the revision's
+    process makes its timer before it offers a test, so a slow first timer (CUPTI's start,
+    seconds on a GPU) costs no pair its samples."""
+    repo.makepyfile(
+        test_fixture="""
+import pytest
+
+import kernels
+
+
+@pytest.fixture
+def module():
+    return kernels
+
+
+@pytest.mark.parametrize("n", [10, 20])
+def test_module(gpubench, module, n):
+    assert gpubench(module.work, n) == sum(range(n))
+""",
+        slow_start="""
+import os
+import time
+
+import pytest
+
+made = []
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_gpubench_make_timer(settings, device, with_setup):
+    if not made and os.environ.get("GPUBENCH_DUO", "").startswith("follower "):
+        time.sleep(3)  # longer than a pair's budget
+    made.append(1)
+    return (yield)
+""",
+    )
+    conftest = repo.path / "conftest.py"
+    conftest.write_text(conftest.read_text() + '\npytest_plugins = ["slow_start"]\n')
+    commit(repo.path, "a fixture that returns a module, a slow first timer")
+    slower(repo, 1.08)  # unsure on one pair: beyond its bar of 12%
+    result = repo.runpytest_subprocess(
+        "--gpubench-against=HEAD",
+        "--gpubench-json=ab.json",
+        "--gpubench-pairing=lockstep",
+        "-k",
+        "test_module",
+    )
+    text = output(result)
+    result.assert_outcomes(failed=2, deselected=2)
+    assert "duo 1: both sides at once, 2 tests\n" in text
+    assert "duo 2: both sides at once, 2 tests, 4 pairs each" in text
+    assert "2 duos (a fresh process per side, at once)" in text
+    found = {
+        r["test"]: r["against"] for r in json.loads((repo.path / "ab.json").read_text())["results"]
+    }
+    for n in (10, 20):
+        against = found[f"test_module[{n}]"]
+        assert against["verdict"] == "regressed" and against["pairs"] == 5
+        assert against["ratio"] == pytest.approx(1.08, rel=0.01)
+        # The first pair sampled in full on both sides, the first test's included.
+        assert against["base_sessions"][0]["n"] >= 20 and against["head_sessions"][0]["n"] >= 20
 
 
 @pytest.mark.slow

@@ -212,8 +212,8 @@ class Measuring:
     def _duo_before(self, item: pytest.Item) -> None:
         """In a duo (run/duo.py): the follower holds the test's calls for the leader; the
         leader finds the follower's run of the test and pairs its calls with it."""
-        from ..run.duo import DuoError, Follower, Same
-        from ..run.sides import Lockstep
+        from ..run.duo import Follower, Same
+        from ..run.sides import DuoError, Lockstep
 
         bench = item.stash.get(BENCH_KEY, None)
         if self.duo_ended:
@@ -234,12 +234,14 @@ class Measuring:
                 head=True,
                 remote_first=dict(zip(offer.keys, offer.first_calls, strict=False)),
                 remote=self.duo.sampler,
+                again=self.duo.again,
             )
 
     def _duo_after(self, item: pytest.Item, failed: str) -> None:
         """In a duo: the follower offers the calls its test held and samples them as the
         leader asks; the leader tells it the test is done. The other process gone: why."""
-        from ..run.duo import DuoError, Follower, Offer
+        from ..run.duo import Follower, Offer, held_samplers
+        from ..run.sides import DuoError
 
         bench = item.stash.get(BENCH_KEY, None)
         lock = bench.lockstep if bench is not None else None
@@ -253,11 +255,11 @@ class Measuring:
                 self.duo.done(item.nodeid)
                 return
             first_calls = tuple(h.call.first_call_s for h in held.values())
+            for one in held.values():
+                session.timer_ready(one.call)
             self.duo.serve(
                 Offer(item.nodeid, tuple(held), failed, first_calls),
-                lambda key, timer: session.remote_sampler(
-                    held[key].workload, held[key].call, timer
-                ),
+                held_samplers(held, session.remote_sampler, lock.draw),
             )
         except DuoError as exc:
             self.duo_ended = str(exc)
@@ -288,7 +290,7 @@ class Measuring:
                 from ..versus.lockstep import child_results
 
                 # A duo's leader: both sides, for its parent to pair.
-                results = child_results(results, lock.base)
+                results = child_results(results, lock.base, lock.more, lock.stopped)
                 compared = True
         if (
             confirm

@@ -20,22 +20,23 @@ silent is a :class:`DuoError` that says which.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Client, Connection, Listener
 from typing import Any
 
-from ..core.errors import GpubenchError
-from ..timing.engine import Sampler
+from ..timing.device import placed_anew
+from ..timing.engine import Sampler, Workload
+from .call import Call
+from .sides import DuoError, Held
 
 # How long a process waits for its peer's next message by default: a test body's first calls
 # (compiles, autotuning) run between two messages.
 WAIT_S = 600.0
-
-
-class DuoError(GpubenchError):
-    """The other process ended, went silent or failed to time a call."""
 
 
 @dataclass(frozen=True)
@@ -137,11 +138,15 @@ class Follower(_Peer):
 class Leader(_Peer):
     """The working tree's process: finds the follower's run of each of its tests and times
     the follower's calls through it. ``order``: the node ids of the tests both run, in the
-    leader's order (a test the follower offers that is not among them is skipped)."""
+    leader's order (a test the follower offers that is not among them is skipped);
+    ``again``: the pairs of each call set up again in the duo after its first."""
 
-    def __init__(self, conn: Connection, order: Sequence[str], wait_s: float = WAIT_S) -> None:
+    def __init__(
+        self, conn: Connection, order: Sequence[str], again: int = 0, wait_s: float = WAIT_S
+    ) -> None:
         super().__init__(conn, "the revision's process", wait_s)
         self.order = {nodeid: i for i, nodeid in enumerate(order)}
+        self.again = again  # pairs of each call set up again after its first (run.fixture)
         self._next: Offer | None = None  # an offer of a later test, kept for it
         self._ended = False
 
@@ -211,11 +216,11 @@ def joined(spec: str, order: Sequence[str], wait_s: float = WAIT_S) -> Leader | 
     """This process's end of its duo, from run.children.DUO_VARIABLE's value ``spec``: the
     leader listens on the socket (``order``: the node ids of its tests, in order) and the
     follower connects, until ``wait_s`` has passed."""
-    role, address, key = spec.split(" ", 2)
+    role, key, again, address = spec.split(" ", 3)
     authkey = bytes.fromhex(key)
     if role == "leader":
         with Listener(address, family="AF_UNIX", authkey=authkey) as listener:
-            return Leader(listener.accept(), order, wait_s)
+            return Leader(listener.accept(), order, int(again), wait_s)
     deadline = time.monotonic() + wait_s
     while True:
         try:
@@ -224,6 +229,41 @@ def joined(spec: str, order: Sequence[str], wait_s: float = WAIT_S) -> Leader | 
             if time.monotonic() > deadline:
                 raise DuoError(f"the working tree's process never listened on {address}") from None
             time.sleep(0.05)
+
+
+def held_samplers(
+    held: Mapping[str, Held],
+    make: Callable[[Workload, Call, str], Sampler],
+    draw: random.Random,
+) -> Callable[[str, str], Sampler]:
+    """The follower's samplers of its ``held`` calls (by key and timer name, for
+    :meth:`Follower.serve`; ``make``: run.session.BenchSession.remote_sampler): a call's
+    first on its inputs as the test gave them, each later one (a pair set up again,
+    run.fixture) on its inputs placed anew (timing.device.placed_anew), until it closes."""
+    asked: set[str] = set()
+
+    def sampler_of(key: str, timer: str) -> Sampler:
+        one = held[key]
+        if key not in asked:
+            asked.add(key)
+            return make(one.workload, one.call, timer)
+        stack = contextlib.ExitStack()
+        try:
+            (workload,), _ = stack.enter_context(placed_anew([one.workload], draw))
+            made = make(workload, one.call, timer)
+        except BaseException:
+            stack.close()
+            raise
+
+        def close() -> None:
+            try:
+                made.close()
+            finally:
+                stack.close()
+
+        return dataclasses.replace(made, close=close)
+
+    return sampler_of
 
 
 class Same:

@@ -12,10 +12,10 @@ from ..core.errors import GpubenchError
 from ..core.records import RATIO_KEY
 from ..core.settings import MarkerSpec, check_work
 from ..store.files import plain_data_problem
-from ..timing.device import inputs_of, kept_apart
-from ..timing.engine import Workload
+from ..timing.device import inputs_of, kept_apart, placed_anew
+from ..timing.engine import Sampler, Workload
 from .call import Call
-from .sides import Held, Lockstep, Pair, inputs_changed
+from .sides import MORE_PAIR_SAMPLES, DuoError, Held, Lockstep, Pair, inputs_changed
 
 if TYPE_CHECKING:  # the session imports the statistics: a run without --gpubench never does
     from ..core.records import Measurement
@@ -198,15 +198,7 @@ class GpuBench:
             lock.held[call.key] = Held(workload, call)
             return result
         if lock is not None and lock.remote is not None and call.key in lock.remote_first:
-            remote = lock.remote  # the revision's call in the other process of a duo
-            measured, base = self.session.measure_sides(
-                workload,
-                lambda timer: remote(call.key, timer),
-                call,
-                lock.remote_first.pop(call.key),
-            )
-            self._measurements.append(measured)
-            lock.base[call.key] = base
+            self._measurements.append(self._in_duo(lock, workload, call))
             return result
         held = lock.held.pop(call.key, None) if lock is not None else None
         if lock is not None and held is not None:  # the same call of both sides, alternately
@@ -239,6 +231,33 @@ class GpuBench:
             return result
         self._measurements.append(self.session.measure(workload, call))
         return result
+
+    def _in_duo(self, lock: Lockstep, workload: Workload, call: Call) -> Measurement:
+        """The working tree's call ``workload`` paired with the revision's in the other
+        process of a duo (run/duo.py), then set up again for ``lock.again`` more pairs, each
+        side's inputs placed anew (the other's by that process); the first that raises ends
+        them, saying why. The working tree's measurement of the first pair."""
+        remote, session = lock.remote, self.session
+        assert remote is not None and session is not None
+        first_s = lock.remote_first.pop(call.key)
+
+        def theirs(timer: str) -> Sampler:
+            return remote(call.key, timer)
+
+        measured, lock.base[call.key] = session.measure_sides(workload, theirs, call, first_s)
+        for _ in range(0 if lock.stopped else lock.again):
+            try:
+                with placed_anew([workload], lock.draw) as ((mine,), _):
+                    pair = session.measure_sides(
+                        mine, theirs, call, first_s, samples=MORE_PAIR_SAMPLES
+                    )
+            except DuoError:
+                raise  # the duo is over: no later pair either
+            except Exception as exc:  # the test's code, on its inputs placed anew
+                lock.stopped = f"no more pairs in this duo: {type(exc).__name__}: {exc}"[:200]
+                break
+            lock.more.setdefault(call.key, []).append(pair)
+        return measured
 
     def finish(self) -> tuple[str, tuple[Measurement, ...]]:
         """At the end of the test's call: '' and the measurements with ``extra_info``

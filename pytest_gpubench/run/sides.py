@@ -7,13 +7,28 @@ The seam between the fixture (run.fixture) and the lockstep structure of
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ..core.errors import GpubenchError
 from ..core.records import Measurement
 from ..timing.engine import Sampler, Workload
 from .call import Call
+
+# The fewest samples of each side in a pair set up again in its process (a lockstep test's
+# more pairs, versus/lockstep.py, and a duo's, run/duo.py): between set-ups a small kernel's
+# pair moves by 0.3-1.9%, within one its ratio is known to 0.02-0.15% after 20 samples, so a
+# pair's samples beyond a few buy nothing the next pair would not buy better. 10: the
+# precision target (timing.engine, still held: a noisy call takes more) is checked every 5
+# samples, and the median's 95% interval needs 6.
+MORE_PAIR_SAMPLES = 10
+
+
+class DuoError(GpubenchError):
+    """The other process of a duo (run/duo.py) ended, went silent or failed to time a
+    call."""
 
 
 class Sides(Protocol):
@@ -68,6 +83,14 @@ class Lockstep:
     # durations by key, and the sampler of a key's call by a timer's name.
     remote_first: dict[str, float] = field(default_factory=dict)
     remote: Callable[[str, str], Sampler] | None = None
+    # A duo's leader: the pairs of each call set up again after its first (both sides'
+    # inputs placed anew), their measurements (the working tree's, the revision's) by key;
+    # why they stopped early ('' when they did not).
+    again: int = 0
+    more: dict[str, list[tuple[Measurement, Measurement]]] = field(default_factory=dict)
+    stopped: str = ""
+    # The pads' sizes of inputs placed anew (timing.device.placed_anew), seeded: replayable.
+    draw: random.Random = field(default_factory=lambda: random.Random(0))
 
 
 def inputs_changed(base: Sequence[str], head: Sequence[str]) -> str:

@@ -47,7 +47,7 @@ from ..core.records import Measurement, Result, Status, Verdict
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import Gate
 from ..run.children import ChildRun, Launcher
-from ..run.sides import Lockstep, Pair
+from ..run.sides import MORE_PAIR_SAMPLES, Lockstep, Pair
 from ..timing.engine import Workload
 from .ab import BASE, HEAD, design_of, held_to_floors, paired_result
 from .revision import Revision
@@ -61,18 +61,14 @@ if TYPE_CHECKING:
 CHECKOUT_VARIABLE = "GPUBENCH_LOCKSTEP_CHECKOUT"
 # The key suffix of the revision's measurement of a call, in a fresh process's results.
 BASE_SUFFIX = "@revision"
+# The key suffix of a duo's pairs after the first, before their number (child_results).
+AGAIN_SUFFIX = "@again"
 # Where a lockstep test's more pairs come from: this process, each pair's inputs placed anew
 # (timing.device.placed_anew; the default), or, with "fresh", fresh processes. On an H200 a
 # pair set up again in one process moved as much as one from a fresh process, and no part of
 # the spread belonged to the process (docs/performance.md, lockstep); "fresh" is kept to
 # compare them. The notes and the summary say which ran.
 MORE_VARIABLE = "GPUBENCH_LOCKSTEP_MORE"
-# The fewest samples of each side in a more pair made in this process: between set-ups a
-# small kernel's pair moves by 0.3-1.9%, within one its ratio is known to 0.02-0.15% after 20
-# samples, so a pair's samples beyond a few buy nothing the next pair would not buy better.
-# 10: the precision target (timing.engine, still held: a noisy call takes more) is checked
-# every 5 samples, and the median's 95% interval needs 6.
-MORE_PAIR_SAMPLES = 10
 NATIVE_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 
 
@@ -472,9 +468,7 @@ class Pairing:
         for run in ran:
             if run.error:
                 errors.append(run.error)
-            sides = _sides_of(run)
-            if sides[HEAD]:
-                batch.append(sides)
+            batch += [sides for sides in _sides_of(run) if sides[HEAD]]
         return batch
 
     def duo_verdicts(
@@ -486,9 +480,11 @@ class Pairing:
         announce: Callable[[str], None],
     ) -> tuple[dict[str, Result], list[str], int]:
         """The tests ``nodeids``, which one process cannot hold, timed in duos (run/duo.py):
-        each pair the working tree's fresh process (``head``) and the revision's (``base``)
-        at once, their calls alternated between them; more duos for the unsure, by the
-        lockstep design. Their results by key, what went wrong, and how many duos ran."""
+        the working tree's fresh process (``head``) and the revision's (``base``) at once,
+        their calls alternated between them; a duo for each look of the lockstep design,
+        over the tests still unsure, each call taking the look's pairs in it (the others
+        than the first set up again there, as a test's more pairs are in one process). Their
+        results by key, what went wrong, and how many duos ran."""
         from ..run.children import run_duo
 
         runs: dict[str, list[dict[str, Measurement]]] = {BASE: [], HEAD: []}
@@ -497,24 +493,27 @@ class Pairing:
         uncollected: dict[str, str] = {}  # files the revision's side could not collect: why
         results: dict[str, Result] = {}
         wanted = list(nodeids)
+        duos = 0
         while wanted:
             done = len(runs[HEAD])
-            count = self.design.first if done == 0 else self.design.next_batch(done)
+            count = self.design.next_batch(done)
             if count == 0:
                 break
-            for i in range(done + 1, done + count + 1):
-                tests = f"{len(wanted)} test{'s' if len(wanted) != 1 else ''}"
-                announce(f"duo {i}/{self.design.cap}: both sides at once, {tests}")
-                leader, follower = run_duo(
-                    head, base, wanted, self.session.device_index, f"duo-{i}"
-                )
-                errors += [r.error for r in (leader, follower) if r.error]
-                uncollected.update(follower.uncollected)
-                sides = _sides_of(leader)
+            duos += 1
+            tests = f"{len(wanted)} test{'s' if len(wanted) != 1 else ''}"
+            pairs = f", {count} pairs each" if count > 1 else ""
+            announce(f"duo {duos}: both sides at once, {tests}{pairs}")
+            leader, follower = run_duo(
+                head, base, wanted, self.session.device_index, f"duo-{duos}", count
+            )
+            errors += [r.error for r in (leader, follower) if r.error]
+            uncollected.update(follower.uncollected)
+            new = _sides_of(leader)
+            for sides in new:
                 runs[BASE].append(sides[BASE])
                 runs[HEAD].append(sides[HEAD])
-            if not any(runs[HEAD]):
-                break
+            if not any(sides[HEAD] for sides in new):
+                break  # this duo measured nothing: another would not either
             judged = self._judged(runs, lost, measure_of, uncollected=uncollected)
             results = {r.key: r for r in judged}
             more = {
@@ -528,7 +527,7 @@ class Pairing:
                 f"--gpubench-against {self.two.revision.ref}: no duo measured anything "
                 f"({errors[-1] if errors else 'no gpubench test ran'})"
             )
-        return results, list(dict.fromkeys(errors)), len(runs[HEAD])
+        return results, list(dict.fromkeys(errors)), duos
 
     def _pair_again(
         self, paired: Mapping[str, Pair]
@@ -584,17 +583,21 @@ class Pairing:
         return tuple(found)
 
 
-def _sides_of(run: ChildRun) -> dict[str, dict[str, Measurement]]:
-    """Each side's measurements in a fresh process's results of tests timed in lockstep (the
-    revision's under BASE_SUFFIX): the working tree's of the tests that passed there."""
-    sides: dict[str, dict[str, Measurement]] = {BASE: {}, HEAD: {}}
+def _sides_of(run: ChildRun) -> list[dict[str, dict[str, Measurement]]]:
+    """Each pair's sides in a fresh process's results of tests timed in lockstep (the
+    revision's under BASE_SUFFIX; a duo's pairs after the first under AGAIN_SUFFIX and
+    their number): the working tree's of the tests that passed there."""
+    pairs: list[dict[str, dict[str, Measurement]]] = []
     for result, passed in run.results:
         key = result.measurement.key
         side = BASE if key.endswith(BASE_SUFFIX) else HEAD
+        own, _, again = key.removesuffix(BASE_SUFFIX).partition(AGAIN_SUFFIX)
+        i = int(again) if again.isdigit() else 0
+        while len(pairs) <= i:
+            pairs.append({BASE: {}, HEAD: {}})
         if passed or side == BASE:
-            own = key.removesuffix(BASE_SUFFIX)
-            sides[side][own] = dataclasses.replace(result.measurement, key=own)
-    return sides
+            pairs[i][side][own] = dataclasses.replace(result.measurement, key=own)
+    return pairs or [{BASE: {}, HEAD: {}}]
 
 
 def _other_inputs(result: Result, changed: str) -> Result:
@@ -623,16 +626,37 @@ def _with_cost(result: Result, confirm_s: float, note: str) -> Result:
     return dataclasses.replace(result, measurement=m)
 
 
-def child_results(head: Sequence[Result], base: Mapping[str, Measurement]) -> tuple[Result, ...]:
+def child_results(
+    head: Sequence[Result],
+    base: Mapping[str, Measurement],
+    more: Mapping[str, Sequence[tuple[Measurement, Measurement]]] | None = None,
+    stopped: str = "",
+) -> tuple[Result, ...]:
     """A fresh process's results of a test in lockstep: the working tree's, and the
-    revision's measurements under their key and BASE_SUFFIX, for its parent to pair."""
+    revision's measurements under their key and BASE_SUFFIX, for its parent to pair; a duo's
+    ``more`` pairs of a key (run.fixture) under AGAIN_SUFFIX and their number; ``stopped``:
+    why they ended early, noted on the working tree's."""
+
+    def side(m: Measurement, key: str) -> Result:
+        return Result(
+            dataclasses.replace(m, key=key),
+            Verdict(Status.NEW, reason="the revision's side of a pair"),
+        )
+
+    again = [
+        result
+        for key, pairs in (more or {}).items()
+        for i, (h, b) in enumerate(pairs, 1)
+        for result in (
+            side(h, f"{key}{AGAIN_SUFFIX}{i}"),
+            side(b, f"{key}{AGAIN_SUFFIX}{i}{BASE_SUFFIX}"),
+        )
+    ]
     return (
-        *head,
         *(
-            Result(
-                dataclasses.replace(m, key=key + BASE_SUFFIX),
-                Verdict(Status.NEW, reason="the revision's side of a pair"),
-            )
-            for key, m in base.items()
+            dataclasses.replace(r, measurement=r.measurement.noted(stopped)) if stopped else r
+            for r in head
         ),
+        *(side(m, key + BASE_SUFFIX) for key, m in base.items()),
+        *again,
     )
