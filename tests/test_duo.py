@@ -160,7 +160,7 @@ def test_two_pytest_processes_time_each_call_in_lockstep(
         env = {
             **os.environ,
             "PYTEST_GPUBENCH_CHILD": str(tmp_path / f"{role}.json"),
-            DUO_VARIABLE: f"{role} {key} 2 {socket}",
+            DUO_VARIABLE: f"{role} {key} 3 0 1 {socket}",
         }
         return subprocess.Popen(
             [sys.executable, "-m", "pytest", "--gpubench", "-p", "no:randomly"],

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ..run.duo import Follower, Leader
     from ..run.fixture import GpuBench
     from ..run.session import BenchSession
-    from ..run.sides import Lockstep
+    from ..run.sides import Lockstep, Looks
     from ..versus.lockstep import Pairing
 
 MARKER = "gpubench"
@@ -234,8 +234,18 @@ class Measuring:
                 head=True,
                 remote_first=dict(zip(offer.keys, offer.first_calls, strict=False)),
                 remote=self.duo.sampler,
-                again=self.duo.again,
+                looks=self._looks(self.duo.looks),
             )
+
+    def _looks(self, looks: tuple[int, int, int]) -> Looks:
+        """The pairs a duo's leader takes of each call (first, more, the family its parent
+        judges): the more judged as the parent will."""
+        from ..run.sides import Looks
+        from ..versus.lockstep import unsure_in_duo
+
+        first, more, family = looks
+        unsure = unsure_in_duo(self.settings, family, first, more) if more else None
+        return Looks(first, more, unsure)
 
     def _duo_after(self, item: pytest.Item, failed: str) -> None:
         """In a duo: the follower offers the calls its test held and samples them as the

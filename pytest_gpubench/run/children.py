@@ -59,8 +59,8 @@ FOREIGN_VARIABLE = "PYTEST_GPUBENCH_NOT_FROM"
 # child starts then, and queues behind it).
 TURN_VARIABLE = "PYTEST_GPUBENCH_TURN"
 # What a process of a duo (run/duo.py) is told: "leader" or "follower", the authkey in hex,
-# the pairs of each call set up again after its first, and the socket's path, separated by
-# spaces.
+# the pairs of each call to take at once and the more where those leave it unsure, the
+# number of measurements judged, and the socket's path, separated by spaces.
 DUO_VARIABLE = "GPUBENCH_DUO"
 # A child runs one test, or the whole selection when recording a session or timing a side of
 # a comparison, for as long as it makes progress: it touches its beat file (beat_of) as each
@@ -617,12 +617,14 @@ def run_duo(
     nodeids: Sequence[str],
     device_index: int | None,
     name: str,
-    pairs: int = 1,
+    looks: tuple[int, int, int] = (1, 0, 1),
 ) -> tuple[ChildRun, ChildRun]:
     """A duo (run/duo.py): the working tree's fresh process (``head``, the leader) and the
     revision's (``base``, the follower) started together on the tests ``nodeids``, joined by
-    a socket in a folder of this process's, taking ``pairs`` pairs of each call (the others
-    than the first set up again); their runs, the leader's holding both sides."""
+    a socket in a folder of this process's. Each call takes ``looks``: its first pairs, and
+    its more pairs where those leave it unsure among that many measurements (the others
+    than the first set up again, run.sides.Looks); their runs, the leader's holding both
+    sides."""
     sweep_folders()
     with tempfile.TemporaryDirectory(prefix=folder_prefix()) as directory:
         folder = Path(directory)
@@ -634,7 +636,7 @@ def run_duo(
             for (role, launcher), out in zip(roles, outs, strict=True):
                 write_request(out, Request(tuple(nodeids)))
                 args = [*launcher.measuring_args(), *launcher.overrides(folder, f"{name}-{role}")]
-                duo = f"{role} {key} {max(0, pairs - 1)} {folder / 'duo.sock'}"
+                duo = " ".join([role, key, *map(str, looks), str(folder / "duo.sock")])
                 env = [*launcher.env, (DUO_VARIABLE, duo)]
                 started.append(
                     start_child(args, launcher.cwd, out, device_index, env, launcher.wrapper)

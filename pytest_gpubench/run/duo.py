@@ -139,14 +139,20 @@ class Leader(_Peer):
     """The working tree's process: finds the follower's run of each of its tests and times
     the follower's calls through it. ``order``: the node ids of the tests both run, in the
     leader's order (a test the follower offers that is not among them is skipped);
-    ``again``: the pairs of each call set up again in the duo after its first."""
+    ``looks``: the pairs of each call to take at once, the more pairs to take where those
+    leave its verdict unsure, and the number of measurements its parent judges (the
+    family of run.sides.Looks's judge)."""
 
     def __init__(
-        self, conn: Connection, order: Sequence[str], again: int = 0, wait_s: float = WAIT_S
+        self,
+        conn: Connection,
+        order: Sequence[str],
+        looks: tuple[int, int, int] = (1, 0, 1),
+        wait_s: float = WAIT_S,
     ) -> None:
         super().__init__(conn, "the revision's process", wait_s)
         self.order = {nodeid: i for i, nodeid in enumerate(order)}
-        self.again = again  # pairs of each call set up again after its first (run.fixture)
+        self.looks = looks
         self._next: Offer | None = None  # an offer of a later test, kept for it
         self._ended = False
 
@@ -216,11 +222,12 @@ def joined(spec: str, order: Sequence[str], wait_s: float = WAIT_S) -> Leader | 
     """This process's end of its duo, from run.children.DUO_VARIABLE's value ``spec``: the
     leader listens on the socket (``order``: the node ids of its tests, in order) and the
     follower connects, until ``wait_s`` has passed."""
-    role, key, again, address = spec.split(" ", 3)
+    role, key, first, more, family, address = spec.split(" ", 5)
     authkey = bytes.fromhex(key)
     if role == "leader":
+        looks = (int(first), int(more), int(family))
         with Listener(address, family="AF_UNIX", authkey=authkey) as listener:
-            return Leader(listener.accept(), order, int(again), wait_s)
+            return Leader(listener.accept(), order, looks, wait_s)
     deadline = time.monotonic() + wait_s
     while True:
         try:

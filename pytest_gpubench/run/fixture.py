@@ -234,30 +234,40 @@ class GpuBench:
 
     def _in_duo(self, lock: Lockstep, workload: Workload, call: Call) -> Measurement:
         """The working tree's call ``workload`` paired with the revision's in the other
-        process of a duo (run/duo.py), then set up again for ``lock.again`` more pairs, each
-        side's inputs placed anew (the other's by that process); the first that raises ends
-        them, saying why. The working tree's measurement of the first pair."""
-        remote, session = lock.remote, self.session
+        process of a duo (run/duo.py), as many times as ``lock.looks`` asks: the pairs after
+        the first set up again, each side's inputs placed anew (the other's by that
+        process); the first that raises ends them, saying why. The working tree's
+        measurement of the first pair."""
+        remote, session, looks = lock.remote, self.session, lock.looks
         assert remote is not None and session is not None
         first_s = lock.remote_first.pop(call.key)
 
         def theirs(timer: str) -> Sampler:
             return remote(call.key, timer)
 
-        measured, lock.base[call.key] = session.measure_sides(workload, theirs, call, first_s)
-        for _ in range(0 if lock.stopped else lock.again):
-            try:
-                with placed_anew([workload], lock.draw) as ((mine,), _):
-                    pair = session.measure_sides(
-                        mine, theirs, call, first_s, samples=MORE_PAIR_SAMPLES
-                    )
-            except DuoError:
-                raise  # the duo is over: no later pair either
-            except Exception as exc:  # the test's code, on its inputs placed anew
-                lock.stopped = f"no more pairs in this duo: {type(exc).__name__}: {exc}"[:200]
-                break
-            lock.more.setdefault(call.key, []).append(pair)
-        return measured
+        pairs = [session.measure_sides(workload, theirs, call, first_s)]
+
+        def until(count: int) -> None:
+            while len(pairs) < count and not lock.stopped:
+                try:
+                    with placed_anew([workload], lock.draw) as ((mine,), _):
+                        pairs.append(
+                            session.measure_sides(
+                                mine, theirs, call, first_s, samples=MORE_PAIR_SAMPLES
+                            )
+                        )
+                except DuoError:
+                    raise  # the duo is over: no later pair either
+                except Exception as exc:  # the test's code, on its inputs placed anew
+                    lock.stopped = f"no more pairs in this duo: {type(exc).__name__}: {exc}"[:200]
+
+        until(looks.first)
+        if looks.more and looks.unsure is not None and looks.unsure(call.spec.measure, pairs):
+            until(looks.first + looks.more)
+        lock.base[call.key] = pairs[0][1]
+        if len(pairs) > 1:
+            lock.more[call.key] = pairs[1:]
+        return pairs[0][0]
 
     def finish(self) -> tuple[str, tuple[Measurement, ...]]:
         """At the end of the test's call: '' and the measurements with ``extra_info``

@@ -14,6 +14,7 @@ from typing import Protocol
 
 from ..core.errors import GpubenchError
 from ..core.records import Measurement
+from ..core.settings import MeasureSettings
 from ..timing.engine import Sampler, Workload
 from .call import Call
 
@@ -60,6 +61,22 @@ class Pair:
     base_first_call_s: float
 
 
+# Whether a call's pairs so far (the working tree's measurement, the revision's), under its
+# measurement settings, leave its verdict unsure (versus.lockstep.unsure_in_duo).
+Unsure = Callable[[MeasureSettings, Sequence[tuple[Measurement, Measurement]]], bool]
+
+
+@dataclass(frozen=True)
+class Looks:
+    """The pairs a duo's leader takes of each call (run/duo.py): ``first`` at once, then
+    ``more`` where ``unsure`` of its verdict on them, as its parent will judge them (the
+    lockstep design's two looks in one duo)."""
+
+    first: int = 1
+    more: int = 0
+    unsure: Unsure | None = None
+
+
 @dataclass
 class Lockstep:
     """One test's two sides in this process: the revision's held calls (until the working
@@ -83,10 +100,10 @@ class Lockstep:
     # durations by key, and the sampler of a key's call by a timer's name.
     remote_first: dict[str, float] = field(default_factory=dict)
     remote: Callable[[str, str], Sampler] | None = None
-    # A duo's leader: the pairs of each call set up again after its first (both sides'
-    # inputs placed anew), their measurements (the working tree's, the revision's) by key;
-    # why they stopped early ('' when they did not).
-    again: int = 0
+    # A duo's leader: how many pairs of each call it takes, those after the first (set up
+    # again, both sides' inputs placed anew) by key (the working tree's measurement, the
+    # revision's), and why they stopped early ('' when they did not).
+    looks: Looks = field(default_factory=lambda: Looks())
     more: dict[str, list[tuple[Measurement, Measurement]]] = field(default_factory=dict)
     stopped: str = ""
     # The pads' sizes of inputs placed anew (timing.device.placed_anew), seeded: replayable.

@@ -46,8 +46,9 @@ from ..core.errors import GpubenchError
 from ..core.records import Measurement, Result, Status, Verdict
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import Gate
+from ..judge.pairs import PairDesign
 from ..run.children import ChildRun, Launcher
-from ..run.sides import MORE_PAIR_SAMPLES, Lockstep, Pair
+from ..run.sides import MORE_PAIR_SAMPLES, Lockstep, Pair, Unsure
 from ..timing.engine import Workload
 from .ab import BASE, HEAD, design_of, held_to_floors, paired_result
 from .revision import Revision
@@ -500,11 +501,16 @@ class Pairing:
             if count == 0:
                 break
             duos += 1
+            # The first duo takes the design's looks in one: the more pairs of a call whose
+            # first leave it unsure (its leader judges them as this process will).
+            more = self.design.cap - count if done == 0 else 0
             tests = f"{len(wanted)} test{'s' if len(wanted) != 1 else ''}"
             pairs = f", {count} pairs each" if count > 1 else ""
-            announce(f"duo {duos}: both sides at once, {tests}{pairs}")
+            unsure = f" (+{more} where unsure)" if more else ""
+            announce(f"duo {duos}: both sides at once, {tests}{pairs}{unsure}")
+            looks = (count, more, self.session.family)
             leader, follower = run_duo(
-                head, base, wanted, self.session.device_index, f"duo-{duos}", count
+                head, base, wanted, self.session.device_index, f"duo-{duos}", looks
             )
             errors += [r.error for r in (leader, follower) if r.error]
             uncollected.update(follower.uncollected)
@@ -516,12 +522,12 @@ class Pairing:
                 break  # this duo measured nothing: another would not either
             judged = self._judged(runs, lost, measure_of, uncollected=uncollected)
             results = {r.key: r for r in judged}
-            more = {
+            unsure_ones = {
                 key.split("#")[0]
                 for key, r in results.items()
                 if r.verdict.judgement is not None and r.verdict.judgement.needs_confirmation
             }
-            wanted = [n for n in nodeids if n in more]
+            wanted = [n for n in nodeids if n in unsure_ones]
         if not results:
             raise GpubenchError(
                 f"--gpubench-against {self.two.revision.ref}: no duo measured anything "
@@ -581,6 +587,25 @@ class Pairing:
                 result = dataclasses.replace(result, verdict=verdict)
             found.append(result)
         return tuple(found)
+
+
+def unsure_in_duo(settings: Settings, family: int, first: int, more: int) -> Unsure:
+    """Whether a call's pairs in a duo leave its verdict unsure, judged in the duo's leader
+    as its parent will judge them (run.sides.Looks): by the lockstep rule and prior, the
+    design of ``first`` pairs then ``more``, among ``family`` measurements."""
+    gate = Gate.of(settings, family=family)
+    design = PairDesign(first=first, batch=max(1, more), cap=first + more)
+    unnamed = Revision("", "", Path(), Path())  # its name is for the reports, not the verdict
+
+    def unsure(measure: MeasureSettings, pairs: Sequence[tuple[Measurement, Measurement]]) -> bool:
+        key = pairs[0][0].key
+        runs = {BASE: [{key: b} for _, b in pairs], HEAD: [{key: h} for h, _ in pairs]}
+        lost: dict[str, set[str]] = {BASE: set(), HEAD: set()}
+        result = paired_result(key, runs, lost, {}, gate, measure, design, unnamed, lockstep=True)
+        judgement = result.verdict.judgement
+        return judgement is not None and judgement.needs_confirmation
+
+    return unsure
 
 
 def _sides_of(run: ChildRun) -> list[dict[str, dict[str, Measurement]]]:
