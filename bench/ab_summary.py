@@ -234,6 +234,20 @@ def tally(archives: list[Path]) -> str:
             f"| A/A, {suite} suite | {TARGETS[f'aa {suite}']} | {len(aa)} "
             f"| {false} with a false verdict |"
         )
+    for suite in ("example", "fla"):  # issue 44: both sides in one process, at 2%
+        aa = [
+            run
+            for run in done
+            if run.kind == "aa"
+            and run.suite == suite
+            and run.document["settings"].get("pairing") == "lockstep"
+            and run.document["settings"].get("threshold") == 0.02
+        ]
+        false = sum(bool(false_of(run)) for run in aa)
+        out.append(
+            f"| A/A in lockstep at a 2% threshold, {suite} suite | 10 runs, 0 false | {len(aa)} "
+            f"| {false} with a false verdict |"
+        )
     slow = [run for run in done if run.kind in SLOW]
     false = sum(bool(false_of(run)) for run in slow)
     out.append(

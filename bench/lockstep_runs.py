@@ -82,12 +82,14 @@ def costs_line(name: str, document: dict[str, Any], text: str) -> str:
             total.update(result.get("costs") or {})
     pytest_s = seconds(r"in ([0-9.]+)s", text)
     apart_s = seconds(r"pairs of fresh processes in ([0-9.]+) s", text)
+    duos_s = seconds(r"duos? \(a fresh process per side, at once\) in ([0-9.]+) s", text)
     steps = {
         "first calls": total["first_call_s"] + total["other_first_call_s"],
         "timer set-up": total["timer_setup_s"],
         "sampling": total["sampling_s"],
         "more pairs": total["confirm_s"],
         "apart": apart_s,
+        "duos": duos_s,
     }
     rest = pytest_s - sum(steps.values()) if pytest_s else math.nan
     shown = " | ".join(f"{label} {value:.0f}" for label, value in steps.items())
@@ -111,15 +113,19 @@ def more_pairs(runs: list[Run]) -> dict[tuple[str, int, str], list[float]]:
     and where the pair was set up: in the test's own process (its note says so), or in fresh
     processes."""
     found: dict[tuple[str, int, str], list[float]] = collections.defaultdict(list)
-    for name, document, _ in runs:
+    for name, document, text in runs:
         if "-aa-" not in name:
             continue
+        # Since 2026-12-01 (0e62bd2) a duo's calls take their more pairs in the duo.
+        in_duo = "pairs each" in text or "where unsure)" in text
         for result in document["results"]:
             pairs = pairs_of(result)
             if pairs is None or len(pairs[0]) < 2:
                 continue
             base, head = pairs
             where = "this process" if "in this process" in result.get("note", "") else "fresh"
+            if "timed in duos" in result.get("reason", ""):
+                where = "its duo" if in_duo else "a duo each"
             cell = sum(base[0] >= edge for edge in LOCKSTEP_BINS_MS)
             found[(result["timer"], cell, where)] += [
                 math.log(h / b) for b, h in zip(base[1:], head[1:], strict=True)
