@@ -74,9 +74,10 @@ def duo() -> Iterator[Callable[..., tuple[Leader, Connection]]]:
 def test_a_call_is_timed_alternately_with_the_followers_call_of_its_key(
     duo: Callable[..., tuple[Leader, Connection]],
 ) -> None:
-    leader, report = duo([Offer("t::a", ("k1", "k2"))], {"k1": 2.0, "k2": 4.0}, ["t::a"])
+    offered = Offer("t::a", ("k1", "k2"), first_calls=(0.5, 0.25), inputs=(("(4,) float32",), ()))
+    leader, report = duo([offered], {"k1": 2.0, "k2": 4.0}, ["t::a"])
     offer = leader.offer("t::a")
-    assert offer == Offer("t::a", ("k1", "k2"))
+    assert offer == offered
     here = Sampler(timer="fake", sample=lambda: 1.0)
     there = leader.sampler("k1", "fake")
     assert (there.timer, there.note, there.peak_bytes and there.peak_bytes()) == (

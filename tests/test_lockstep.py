@@ -220,6 +220,35 @@ def pytest_gpubench_make_timer(settings, device, with_setup):
 
 
 @pytest.mark.slow
+def test_other_inputs_in_a_duo_are_reported_not_judged(repo: pytest.Pytester) -> None:
+    """A test timed in duos whose working tree gives its call other inputs than the
+    revision's: `changed`, naming them, as in one process."""
+    body = """
+import pytest
+
+import kernels
+
+
+@pytest.fixture
+def module():
+    return kernels
+
+
+def test_module(gpubench, module):
+    gpubench(module.work, {n})
+"""
+    repo.makepyfile(test_fixture=body.format(n=100))
+    commit(repo.path, "a fixture that returns a module")
+    repo.makepyfile(test_fixture=body.format(n=200))
+    slower(repo, 1.3)
+    result = repo.runpytest_subprocess("--gpubench-against=HEAD", *LOCKSTEP, "-k", "test_module")
+    text = output(result)
+    result.assert_outcomes(passed=1, deselected=2)
+    assert "1 duo (a fresh process per side, at once)" in text
+    assert "test_module: changed: inputs changed (argument 1: 100 -> 200), not judged" in text
+
+
+@pytest.mark.slow
 def test_a_duo_whose_revision_process_dies_says_so(repo: pytest.Pytester) -> None:
     """The revision's process of a duo exits in the middle of a test: the working tree's
     fails its tests there, and a run in which no duo measured anything ends in one line

@@ -233,6 +233,7 @@ class Measuring:
                 Same(),
                 head=True,
                 remote_first=dict(zip(offer.keys, offer.first_calls, strict=False)),
+                remote_inputs=dict(zip(offer.keys, offer.inputs, strict=False)),
                 remote=self.duo.sampler,
                 looks=self._looks(self.duo.looks),
             )
@@ -252,6 +253,7 @@ class Measuring:
         leader asks; the leader tells it the test is done. The other process gone: why."""
         from ..run.duo import Follower, Offer, held_samplers
         from ..run.sides import DuoError
+        from ..timing.device import inputs_of
 
         bench = item.stash.get(BENCH_KEY, None)
         lock = bench.lockstep if bench is not None else None
@@ -265,10 +267,11 @@ class Measuring:
                 self.duo.done(item.nodeid)
                 return
             first_calls = tuple(h.call.first_call_s for h in held.values())
+            inputs = tuple(inputs_of(h.workload) for h in held.values())
             for one in held.values():
                 session.timer_ready(one.call)
             self.duo.serve(
-                Offer(item.nodeid, tuple(held), failed, first_calls),
+                Offer(item.nodeid, tuple(held), failed, first_calls, inputs),
                 held_samplers(held, session.remote_sampler, lock.draw),
             )
         except DuoError as exc:
@@ -300,7 +303,7 @@ class Measuring:
                 from ..versus.lockstep import child_results
 
                 # A duo's leader: both sides, for its parent to pair.
-                results = child_results(results, lock.base, lock.more, lock.stopped)
+                results = child_results(results, lock.base, lock.more, lock.stopped, lock.inputs)
                 compared = True
         if (
             confirm

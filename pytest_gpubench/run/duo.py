@@ -42,13 +42,14 @@ WAIT_S = 600.0
 @dataclass(frozen=True)
 class Offer:
     """A test as the follower ran it: the calls it holds (keys), why its body did not pass
-    ('' when it did), and the durations of the calls' untimed first calls (s, by key's
-    place)."""
+    ('' when it did), and by key's place the durations of the calls' untimed first calls
+    (s) and what each was given (timing.device.inputs_of)."""
 
     nodeid: str
     keys: tuple[str, ...]
     failed: str = ""
     first_calls: tuple[float, ...] = ()
+    inputs: tuple[tuple[str, ...], ...] = ()
 
 
 class _Peer:
@@ -85,7 +86,7 @@ class Follower(_Peer):
         """Offer a test's held calls and sample them as the leader asks until it is done with
         the test (or skips it): the keys it timed. ``sampler_of(key, timer)``: a sampler of the
         held call ``key`` by the timer named (the leader's)."""
-        self.send("test", offer.nodeid, offer.keys, offer.failed, offer.first_calls)
+        self.send("test", offer.nodeid, offer.keys, offer.failed, offer.first_calls, offer.inputs)
         timed: set[str] = set()
         sampler: Sampler | None = None
         try:
@@ -171,7 +172,10 @@ class Leader(_Peer):
                     return None
                 if kind != "test":
                     raise DuoError(f"{self.who} sent {kind!r} where a test was due")
-                self._next = Offer(args[0], tuple(args[1]), args[2], tuple(args[3]))
+                named, keys, failed, first_calls, inputs = args
+                self._next = Offer(
+                    named, tuple(keys), failed, tuple(first_calls), tuple(map(tuple, inputs))
+                )
             theirs = self.order.get(self._next.nodeid, -1)
             if self._next.nodeid == nodeid:
                 found, self._next = self._next, None

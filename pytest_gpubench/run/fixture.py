@@ -241,6 +241,10 @@ class GpuBench:
         remote, session, looks = lock.remote, self.session, lock.looks
         assert remote is not None and session is not None
         first_s = lock.remote_first.pop(call.key)
+        given = lock.remote_inputs.pop(call.key, None)
+        changed = inputs_changed(given, inputs_of(workload)) if given is not None else ""
+        if changed:
+            lock.inputs[call.key] = changed
 
         def theirs(timer: str) -> Sampler:
             return remote(call.key, timer)

@@ -97,8 +97,10 @@ class Lockstep:
     keep: bool = False
     paired: dict[str, Pair] = field(default_factory=dict)
     # The revision's calls held by another process (run/duo.py): their first calls'
-    # durations by key, and the sampler of a key's call by a timer's name.
+    # durations and what they were given by key, and the sampler of a key's call by a
+    # timer's name.
     remote_first: dict[str, float] = field(default_factory=dict)
+    remote_inputs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     remote: Callable[[str, str], Sampler] | None = None
     # A duo's leader: how many pairs of each call it takes, those after the first (set up
     # again, both sides' inputs placed anew) by key (the working tree's measurement, the

@@ -492,6 +492,7 @@ class Pairing:
         lost: dict[str, set[str]] = {BASE: set(), HEAD: set()}
         errors: list[str] = []
         uncollected: dict[str, str] = {}  # files the revision's side could not collect: why
+        inputs: dict[str, str] = {}  # how a call's inputs differ between the sides, by key
         results: dict[str, Result] = {}
         wanted = list(nodeids)
         duos = 0
@@ -514,6 +515,7 @@ class Pairing:
             )
             errors += [r.error for r in (leader, follower) if r.error]
             uncollected.update(follower.uncollected)
+            inputs.update(_changed_inputs(leader))
             new = _sides_of(leader)
             for sides in new:
                 runs[BASE].append(sides[BASE])
@@ -521,7 +523,7 @@ class Pairing:
             if not any(sides[HEAD] for sides in new):
                 break  # this duo measured nothing: another would not either
             judged = self._judged(runs, lost, measure_of, uncollected=uncollected)
-            results = {r.key: r for r in judged}
+            results = {r.key: _other_inputs(r, inputs.get(r.key, "")) for r in judged}
             unsure_ones = {
                 key.split("#")[0]
                 for key, r in results.items()
@@ -656,13 +658,20 @@ def child_results(
     base: Mapping[str, Measurement],
     more: Mapping[str, Sequence[tuple[Measurement, Measurement]]] | None = None,
     stopped: str = "",
+    inputs: Mapping[str, str] | None = None,
 ) -> tuple[Result, ...]:
     """A fresh process's results of a test in lockstep: the working tree's, and the
     revision's measurements under their key and BASE_SUFFIX, for its parent to pair; a duo's
     ``more`` pairs of a key (run.fixture) under AGAIN_SUFFIX and their number; ``stopped``:
-    why they ended early, noted on the working tree's."""
+    why they ended early, noted on the working tree's; ``inputs``: how a key's inputs differ
+    between the sides, as its revision's side's status (changed) and reason."""
+    changed = inputs or {}
 
-    def side(m: Measurement, key: str) -> Result:
+    def side(m: Measurement, key: str, own: str) -> Result:
+        if own in changed:
+            return Result(
+                dataclasses.replace(m, key=key), Verdict(Status.CHANGED, reason=changed[own])
+            )
         return Result(
             dataclasses.replace(m, key=key),
             Verdict(Status.NEW, reason="the revision's side of a pair"),
@@ -673,8 +682,8 @@ def child_results(
         for key, pairs in (more or {}).items()
         for i, (h, b) in enumerate(pairs, 1)
         for result in (
-            side(h, f"{key}{AGAIN_SUFFIX}{i}"),
-            side(b, f"{key}{AGAIN_SUFFIX}{i}{BASE_SUFFIX}"),
+            side(h, f"{key}{AGAIN_SUFFIX}{i}", ""),
+            side(b, f"{key}{AGAIN_SUFFIX}{i}{BASE_SUFFIX}", ""),
         )
     ]
     return (
@@ -682,6 +691,18 @@ def child_results(
             dataclasses.replace(r, measurement=r.measurement.noted(stopped)) if stopped else r
             for r in head
         ),
-        *(side(m, key + BASE_SUFFIX) for key, m in base.items()),
+        *(side(m, key + BASE_SUFFIX, key) for key, m in base.items()),
         *again,
     )
+
+
+def _changed_inputs(run: ChildRun) -> dict[str, str]:
+    """How each call's inputs differ between the sides, by key, in a duo leader's results
+    (child_results: its revision's side's reason)."""
+    return {
+        result.measurement.key.removesuffix(BASE_SUFFIX): result.verdict.reason
+        for result, _ in run.results
+        if result.measurement.key.endswith(BASE_SUFFIX)
+        and AGAIN_SUFFIX not in result.measurement.key
+        and result.verdict.status is Status.CHANGED
+    }
