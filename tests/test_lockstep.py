@@ -32,6 +32,27 @@ if shutil.which("git") is None:
 pytest_plugins = ["pytester"]
 
 LOCKSTEP = ("--gpubench-pairing=lockstep", "--gpubench-confirm=0")
+# A test file's start whose fixture hands the project's module to its tests: one process
+# cannot hold both sides of those (timed in duos).
+MODULE_FIXTURE = """
+import pytest
+
+import kernels
+
+
+@pytest.fixture
+def module():
+    return kernels
+"""
+MODULE_TESTS = (
+    MODULE_FIXTURE
+    + """
+
+@pytest.mark.parametrize("n", [10, 20])
+def test_module(gpubench, module, n):
+    assert gpubench(module.work, n) == sum(range(n))
+"""
+)
 
 
 def test_against_its_own_revision_both_sides_run_here(repo: pytest.Pytester) -> None:
@@ -116,23 +137,7 @@ def test_a_fixture_holding_code_is_timed_in_duos(repo: pytest.Pytester) -> None:
     the revision's test: that test, and the later ones using the fixture, are timed in duos
     (a fresh process per side at once, their calls alternated: run/duo.py), one batch, and
     the reason is said."""
-    repo.makepyfile(
-        test_fixture="""
-import pytest
-
-import kernels
-
-
-@pytest.fixture
-def module():
-    return kernels
-
-
-@pytest.mark.parametrize("n", [10, 20])
-def test_module(gpubench, module, n):
-    assert gpubench(module.work, n) == sum(range(n))
-"""
-    )
+    repo.makepyfile(test_fixture=MODULE_TESTS)
     commit(repo.path, "a fixture that returns a module")
     slower(repo, 1.3)
     result = repo.runpytest_subprocess("--gpubench-against=HEAD", "--gpubench-pairs=2", *LOCKSTEP)
@@ -161,21 +166,7 @@ def test_a_duos_more_pairs_are_set_up_again_in_its_processes(
     test, so a slow first timer (CUPTI's start, seconds on a GPU) costs no pair its
     samples. A call sure after its first pair (+30%, beyond its bar of 12%) takes no more."""
     repo.makepyfile(
-        test_fixture="""
-import pytest
-
-import kernels
-
-
-@pytest.fixture
-def module():
-    return kernels
-
-
-@pytest.mark.parametrize("n", [10, 20])
-def test_module(gpubench, module, n):
-    assert gpubench(module.work, n) == sum(range(n))
-""",
+        test_fixture=MODULE_TESTS,
         slow_start="""
 import os
 import time
@@ -223,20 +214,14 @@ def pytest_gpubench_make_timer(settings, device, with_setup):
 def test_other_inputs_in_a_duo_are_reported_not_judged(repo: pytest.Pytester) -> None:
     """A test timed in duos whose working tree gives its call other inputs than the
     revision's: `changed`, naming them, as in one process."""
-    body = """
-import pytest
-
-import kernels
-
-
-@pytest.fixture
-def module():
-    return kernels
-
+    body = (
+        MODULE_FIXTURE
+        + """
 
 def test_module(gpubench, module):
     gpubench(module.work, {n})
 """
+    )
     repo.makepyfile(test_fixture=body.format(n=100))
     commit(repo.path, "a fixture that returns a module")
     repo.makepyfile(test_fixture=body.format(n=200))
@@ -253,24 +238,17 @@ def test_a_duo_whose_revision_process_dies_says_so(repo: pytest.Pytester) -> Non
     """The revision's process of a duo exits in the middle of a test: the working tree's
     fails its tests there, and a run in which no duo measured anything ends in one line
     saying why."""
-    body = """
-import os
-
-import pytest
-
-import kernels
-
-
-@pytest.fixture
-def module():
-    return kernels
-
+    body = (
+        "\nimport os\n"
+        + MODULE_FIXTURE
+        + """
 
 def test_module(gpubench, module):
     if {crash} and os.environ.get("GPUBENCH_DUO", "").startswith("follower "):
         os._exit(3)
     assert gpubench(module.work, 10) == 45
 """
+    )
     repo.makepyfile(test_fixture=body.format(crash=True))
     commit(repo.path, "a test that ends its process on the revision's side of a duo")
     repo.makepyfile(test_fixture=body.format(crash=False))
