@@ -24,6 +24,7 @@
 # fetched as the device README says: fla-core==0.6.0 einops, installed by start) or resetup
 # (bench/resetup_suite: tiny kernels set up again and again in one process,
 # bench/resetup_spread.py).
+# aa:SUITE::THRESHOLD judges the A/A run at THRESHOLD (over AB_ARGS's).
 # With two GPUs (issue 20): aa:SUITE:WORKERS is the A/A run under pytest-xdist -n WORKERS;
 # xdist:SUITE:WORKERS:CACHE a plain --gpubench run with -n WORKERS (0: none) against the
 # sessions a sessions:SUITE:N step recorded, its test phase clocked (bench/phase_clock.py),
@@ -77,7 +78,9 @@ run_step() {
   [ "${GPUBENCH_LOCKSTEP_MORE:-}" = fresh ] && name+=-fresh  # more pairs from fresh processes
   case "$kind: ${AB_ARGS:-} " in aa:*" --gpubench-pairing=lockstep "* | slow*" --gpubench-pairing=lockstep "*) name+=-lockstep ;; esac
   case $kind in
-    aa) args=(--gpubench-against HEAD); [ -z "$frac" ] || args+=(-n "$frac") ;;
+    aa)
+      args=(--gpubench-against HEAD); [ -z "$frac" ] || args+=(-n "$frac")
+      [ -z "$thr" ] || args+=(--gpubench-threshold "$thr") ;;  # after AB_ARGS: it wins
     xdist)
       # A plain run against the suite's recorded sessions, -n $frac, the test phase clocked;
       # cold: in compile caches of its own, empty (the workers share them, as by default).
