@@ -211,6 +211,23 @@ def pytest_gpubench_make_timer(settings, device, with_setup):
 
 
 @pytest.mark.slow
+def test_a_build_step_times_every_test_in_duos(repo: pytest.Pytester) -> None:
+    """With --gpubench-build the revision's checkout holds what its build made (native
+    code, perhaps), which one process cannot hold beside yours: every test is timed in
+    duos, the revision's side in its built checkout, and the reason says so."""
+    slower(repo, 1.3)
+    build = "--gpubench-build=echo built > built.txt"
+    result = repo.runpytest_subprocess("--gpubench-against=HEAD", build, *LOCKSTEP)
+    text = output(result)
+    result.assert_outcomes(passed=1, failed=1)
+    assert "2 tests in duos, a fresh process per side at once: --gpubench-build" in text
+    assert "tests timed in lockstep in this process" not in text
+    assert "test_sum: regressed: slower by 30.0% than HEAD" in text
+    assert "builds the revision's code: timed in duos" in text
+    assert "1 duo (a fresh process per side, at once)" in text
+
+
+@pytest.mark.slow
 def test_other_inputs_in_a_duo_are_reported_not_judged(repo: pytest.Pytester) -> None:
     """A test timed in duos whose working tree gives its call other inputs than the
     revision's: `changed`, naming them, as in one process."""

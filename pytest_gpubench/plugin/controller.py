@@ -127,13 +127,10 @@ class Controller:
         )
 
     def _lockstep_possible(self) -> bool:
-        """Whether the tests may run both sides here: asked, without a build step (whose
-        output may be a native library of the revision), not under xdist's controller
-        (plugin/distributed.py times each side in processes of its own)."""
+        """Whether the tests may run both sides in lockstep: asked, not under xdist's
+        controller (plugin/distributed.py times each side in processes of its own)."""
         distributed = self.config.getoption("dist", "no") != "no"
-        return (
-            self.settings.pairing == "lockstep" and self.settings.build is None and not distributed
-        )
+        return self.settings.pairing == "lockstep" and not distributed
 
     def _measures(self, items: Iterable[pytest.Item]) -> dict[str, MeasureSettings]:
         specs = {i.nodeid: i.stash.get(SPEC_KEY, None) for i in items if uses_fixture(i)}
@@ -169,16 +166,21 @@ class Controller:
         self._folder, self._rev = folder, rev
         self._items = [i for i in session.items if uses_fixture(i)]
         why: dict[str, list[str]] = {}
-        for item in self._items:
+        if self.settings.build is not None:  # its output may be native code of the revision
+            built = f"--gpubench-build {self.settings.build!r} builds the revision's code"
+            why[built] = [i.nodeid for i in self._items]
+        for item in self._items if not why else ():
             problem = lockstep_refusal(item, two)
             if problem:
                 why.setdefault(problem, []).append(item.nodeid)
         for problem, nodeids in why.items():
             self.apart(nodeids, problem)
-        self.announce(
-            f"against {rev.ref} ({rev.commit[:8]}): {len(self._items) - len(self.session.apart)}"
-            " tests timed in lockstep in this process, both sides alternately"
-        )
+        here = len(self._items) - len(self.session.apart)
+        if here:
+            self.announce(
+                f"against {rev.ref} ({rev.commit[:8]}): {here}"
+                " tests timed in lockstep in this process, both sides alternately"
+            )
 
     def _apart_from(self, nodeid: str, why: str, fixture: str) -> None:
         """The test ``nodeid`` is found, as it runs, to need a process per side: so are the
