@@ -17,13 +17,15 @@ from pathlib import Path
 import pytest
 from support import KERNELS, TESTS
 
-from pytest_gpubench.core.records import Result
+from pytest_gpubench.core.records import Measurement, Result, Status, Verdict
 from pytest_gpubench.core.settings import MarkerSpec, MeasureSettings
 from pytest_gpubench.run.call import Call
-from pytest_gpubench.run.children import DUO_VARIABLE
+from pytest_gpubench.run.children import DUO_VARIABLE, ChildRun
 from pytest_gpubench.run.duo import Follower, Leader, Offer, held_samplers
 from pytest_gpubench.run.sides import DuoError, Held
 from pytest_gpubench.timing.engine import Plan, Sampler, Workload, collect_pair
+from pytest_gpubench.versus.ab import BASE, HEAD
+from pytest_gpubench.versus.lockstep import _changed_inputs, _sides_of, child_results
 
 FORK = multiprocessing.get_context("fork")
 
@@ -218,3 +220,32 @@ def test_the_follower_places_a_calls_inputs_anew_for_each_later_pair() -> None:
     assert closed == ["fake", "fake"]
     with pytest.raises(KeyError):
         sampler_of("t::gone", "fake")
+
+
+def test_a_duos_pairs_reach_its_parent_under_their_numbers_whatever_the_names() -> None:
+    """A duo leader's results (child_results) read back pair by pair (_sides_of), a name
+    holding "@again" included, with the inputs a call was given otherwise on each side."""
+
+    def m(key: str, ms: float) -> Measurement:
+        return Measurement(
+            key=key,
+            test=key,
+            timer="fake",
+            samples_ms=(ms,) * 20,
+            warmup=0,
+            calls_per_sample=1,
+            threshold=0.05,
+            session="s",
+        )
+
+    first = {"t::a#x@again": m("t::a#x@again", 2.0), "t::b": m("t::b", 3.0)}
+    base = {key: m(key, 1.0) for key in first}
+    more = {"t::b": [(m("t::b", 3.1), m("t::b", 1.1)), (m("t::b", 3.2), m("t::b", 1.2))]}
+    head = tuple(Result(measured, Verdict(Status.NEW)) for measured in first.values())
+    results = child_results(head, base, more, inputs={"t::b": "argument 1: 1 -> 2"})
+    run = ChildRun(tuple((r, True) for r in results))
+    pairs = _sides_of(run)
+    assert [sorted(p[HEAD]) for p in pairs] == [sorted(first), ["t::b"], ["t::b"]]
+    assert [p[BASE]["t::b"].summary.median_ms for p in pairs] == [1.0, 1.1, 1.2]
+    assert pairs[0][HEAD]["t::a#x@again"].summary.median_ms == 2.0
+    assert _changed_inputs(run) == {"t::b": "argument 1: 1 -> 2"}

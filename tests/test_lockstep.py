@@ -381,6 +381,36 @@ def test_a_pair_set_up_again_that_raises_ends_the_more_pairs(repo: pytest.Pytest
 
 
 @pytest.mark.slow
+def test_a_duos_later_pair_the_revision_cannot_time_ends_its_pairs(
+    repo: pytest.Pytester,
+) -> None:
+    """In a duo, the revision's function fails on its 55th call, in a later pair (its code
+    on its inputs placed anew): that call's pairs end there, saying why, and the test keeps
+    the verdict of the pairs it has; the duo goes on."""
+    repo.makepyfile(
+        kernels=failing_on(55, "raise RuntimeError('no memory left')"),
+        test_fixture=MODULE_FIXTURE + "\n\ndef test_module(gpubench, module):\n"
+        "    gpubench(module.work, 100)\n",
+    )
+    commit(repo.path, "a kernel 6% slower, failing on its 55th call")
+    slower(repo, 1.0)
+    result = repo.runpytest_subprocess(
+        "--gpubench-against=HEAD",
+        "--gpubench-pairing=lockstep",
+        "--gpubench-json=ab.json",
+        "-k",
+        "test_module",
+    )
+    text = output(result)
+    result.assert_outcomes(passed=1, deselected=2)
+    assert "Traceback" not in text and "INTERNALERROR" not in text
+    [found] = json.loads((repo.path / "ab.json").read_text())["results"]
+    assert 1 < found["against"]["pairs"] < 5
+    assert "no more pairs in this duo: RemoteCallError: " in found["note"]
+    assert "RuntimeError: no memory left" in found["note"]
+
+
+@pytest.mark.slow
 def test_a_pair_set_up_again_is_bounded_by_the_tests_timeout(repo: pytest.Pytester) -> None:
     """pytest-timeout's timer is paused while a verdict is confirmed, but a pair timed in
     the test's own process runs its code: a hang there is the test's timeout, not a hung

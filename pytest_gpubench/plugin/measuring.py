@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import functools
 import os
+import random
 from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -221,7 +222,8 @@ class Measuring:
         if self.duo is None or bench is None:
             return
         if isinstance(self.duo, Follower):
-            bench.lockstep = Lockstep(Same())
+            # Its pads drawn apart from the leader's, as one process draws both sides'.
+            bench.lockstep = Lockstep(Same(), draw=random.Random(1))
             return
         try:
             offer = self.duo.offer(item.nodeid)
@@ -269,7 +271,9 @@ class Measuring:
             first_calls = tuple(h.call.first_call_s for h in held.values())
             inputs = tuple(inputs_of(h.workload) for h in held.values())
             for one in held.values():
-                session.timer_ready(one.call)
+                # A timer that cannot be made is said when the leader asks for its sampler.
+                with contextlib.suppress(Exception):
+                    session.timer_ready(one.call)
             self.duo.serve(
                 Offer(item.nodeid, tuple(held), failed, first_calls, inputs),
                 held_samplers(held, session.remote_sampler, lock.draw),

@@ -32,7 +32,7 @@ from typing import Any
 from ..timing.device import placed_anew
 from ..timing.engine import Sampler, Workload
 from .call import Call
-from .sides import DuoError, Held
+from .sides import DuoError, Held, RemoteCallError
 
 # How long a process waits for its peer's next message by default: a test body's first calls
 # (compiles, autotuning) run between two messages.
@@ -216,7 +216,7 @@ class Leader(_Peer):
     def _answer(self, kind: str) -> tuple[Any, ...]:
         got, *args = self.receive()
         if got == "error":
-            raise DuoError(f"{self.who} could not time its call: {args[0]}")
+            raise RemoteCallError(f"{self.who} could not time its call: {args[0]}")
         if got != kind:
             raise DuoError(f"{self.who} sent {got!r} where {kind!r} was due")
         return tuple(args)

@@ -15,7 +15,15 @@ from ..store.files import plain_data_problem
 from ..timing.device import inputs_of, kept_apart, placed_anew
 from ..timing.engine import Sampler, Workload
 from .call import Call
-from .sides import MORE_PAIR_SAMPLES, DuoError, Held, Lockstep, Pair, inputs_changed
+from .sides import (
+    MORE_PAIR_SAMPLES,
+    DuoError,
+    Held,
+    Lockstep,
+    Pair,
+    RemoteCallError,
+    inputs_changed,
+)
 
 if TYPE_CHECKING:  # the session imports the statistics: a run without --gpubench never does
     from ..core.records import Measurement
@@ -236,7 +244,7 @@ class GpuBench:
         """The working tree's call ``workload`` paired with the revision's in the other
         process of a duo (run/duo.py), as many times as ``lock.looks`` asks: the pairs after
         the first set up again, each side's inputs placed anew (the other's by that
-        process); the first that raises ends them, saying why. The working tree's
+        process); the first that raises ends this call's, saying why. The working tree's
         measurement of the first pair."""
         remote, session, looks = lock.remote, self.session, lock.looks
         assert remote is not None and session is not None
@@ -252,7 +260,7 @@ class GpuBench:
         pairs = [session.measure_sides(workload, theirs, call, first_s)]
 
         def until(count: int) -> None:
-            while len(pairs) < count and not lock.stopped:
+            while len(pairs) < count:
                 try:
                     with placed_anew([workload], lock.draw) as ((mine,), _):
                         pairs.append(
@@ -260,13 +268,22 @@ class GpuBench:
                                 mine, theirs, call, first_s, samples=MORE_PAIR_SAMPLES
                             )
                         )
+                        continue
+                except RemoteCallError as exc:  # its call, on its inputs placed anew
+                    error: Exception = exc
                 except DuoError:
                     raise  # the duo is over: no later pair either
                 except Exception as exc:  # the test's code, on its inputs placed anew
-                    lock.stopped = f"no more pairs in this duo: {type(exc).__name__}: {exc}"[:200]
+                    error = exc
+                # This call's more pairs end here, and why is said (the first such).
+                said = f"no more pairs in this duo: {type(error).__name__}: {error}"[:200]
+                lock.stopped = lock.stopped or said
+                return
 
         until(looks.first)
-        if looks.more and looks.unsure is not None and looks.unsure(call.spec.measure, pairs):
+        unsure = looks.unsure
+        judged = len(pairs) == looks.first and not changed  # other inputs: never judged
+        if looks.more and judged and unsure is not None and unsure(call.spec.measure, pairs):
             until(looks.first + looks.more)
         lock.base[call.key] = pairs[0][1]
         if len(pairs) > 1:

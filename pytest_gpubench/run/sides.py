@@ -32,6 +32,10 @@ class DuoError(GpubenchError):
     call."""
 
 
+class RemoteCallError(DuoError):
+    """The other process of a duo could not time its call, and goes on."""
+
+
 class Sides(Protocol):
     """The two sides' modules in one process (versus.lockstep.TwoSides)."""
 

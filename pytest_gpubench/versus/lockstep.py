@@ -497,7 +497,11 @@ class Pairing:
         wanted = list(nodeids)
         duos = 0
         while wanted:
-            done = len(runs[HEAD])
+            # The fewest pairs a wanted test has: a call whose pairs stopped early may be
+            # behind the others.
+            done = min(
+                sum(any(k.split("#")[0] == n for k in run) for run in runs[HEAD]) for n in wanted
+            )
             count = self.design.next_batch(done)
             if count == 0:
                 break
@@ -527,7 +531,9 @@ class Pairing:
             unsure_ones = {
                 key.split("#")[0]
                 for key, r in results.items()
-                if r.verdict.judgement is not None and r.verdict.judgement.needs_confirmation
+                if r.verdict.judgement is not None
+                and r.verdict.judgement.needs_confirmation
+                and key not in inputs  # other inputs: never judged
             }
             wanted = [n for n in nodeids if n in unsure_ones]
         if not results:
@@ -618,8 +624,7 @@ def _sides_of(run: ChildRun) -> list[dict[str, dict[str, Measurement]]]:
     for result, passed in run.results:
         key = result.measurement.key
         side = BASE if key.endswith(BASE_SUFFIX) else HEAD
-        own, _, again = key.removesuffix(BASE_SUFFIX).partition(AGAIN_SUFFIX)
-        i = int(again) if again.isdigit() else 0
+        own, i = _pair_of(key.removesuffix(BASE_SUFFIX))
         while len(pairs) <= i:
             pairs.append({BASE: {}, HEAD: {}})
         if passed or side == BASE:
@@ -699,10 +704,18 @@ def child_results(
 def _changed_inputs(run: ChildRun) -> dict[str, str]:
     """How each call's inputs differ between the sides, by key, in a duo leader's results
     (child_results: its revision's side's reason)."""
-    return {
-        result.measurement.key.removesuffix(BASE_SUFFIX): result.verdict.reason
-        for result, _ in run.results
-        if result.measurement.key.endswith(BASE_SUFFIX)
-        and AGAIN_SUFFIX not in result.measurement.key
-        and result.verdict.status is Status.CHANGED
-    }
+    found = {}
+    for result, _ in run.results:
+        key = result.measurement.key
+        if key.endswith(BASE_SUFFIX) and result.verdict.status is Status.CHANGED:
+            own, i = _pair_of(key.removesuffix(BASE_SUFFIX))
+            if i == 0:
+                found[own] = result.verdict.reason
+    return found
+
+
+def _pair_of(key: str) -> tuple[str, int]:
+    """A key of a lockstep child's results without AGAIN_SUFFIX and its number, and the
+    pair's place (0: the first, whose key has none)."""
+    own, suffix, number = key.rpartition(AGAIN_SUFFIX)
+    return (own, int(number)) if suffix and number.isdigit() else (key, 0)
