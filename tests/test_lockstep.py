@@ -44,6 +44,14 @@ import kernels
 def module():
     return kernels
 """
+# The tests of a file like MODULE_TESTS against HEAD in lockstep, with the JSON report.
+MODULE_IN_DUOS = (
+    "--gpubench-against=HEAD",
+    "--gpubench-pairing=lockstep",
+    "--gpubench-json=ab.json",
+    "-k",
+    "test_module",
+)
 MODULE_TESTS = (
     MODULE_FIXTURE
     + """
@@ -188,13 +196,7 @@ def pytest_gpubench_make_timer(settings, device, with_setup):
     conftest.write_text(conftest.read_text() + '\npytest_plugins = ["slow_start"]\n')
     commit(repo.path, "a fixture that returns a module, a slow first timer")
     slower(repo, factor)  # +8%: unsure on one pair, whose bar is 12%
-    result = repo.runpytest_subprocess(
-        "--gpubench-against=HEAD",
-        "--gpubench-json=ab.json",
-        "--gpubench-pairing=lockstep",
-        "-k",
-        "test_module",
-    )
+    result = repo.runpytest_subprocess(*MODULE_IN_DUOS)
     text = output(result)
     result.assert_outcomes(failed=2, deselected=2)
     assert "duo 1: both sides at once, 2 tests (+4 where unsure)" in text
@@ -394,13 +396,7 @@ def test_a_duos_later_pair_the_revision_cannot_time_ends_its_pairs(
     )
     commit(repo.path, "a kernel 6% slower, failing on its 55th call")
     slower(repo, 1.0)
-    result = repo.runpytest_subprocess(
-        "--gpubench-against=HEAD",
-        "--gpubench-pairing=lockstep",
-        "--gpubench-json=ab.json",
-        "-k",
-        "test_module",
-    )
+    result = repo.runpytest_subprocess(*MODULE_IN_DUOS)
     text = output(result)
     result.assert_outcomes(passed=1, deselected=2)
     assert "Traceback" not in text and "INTERNALERROR" not in text
