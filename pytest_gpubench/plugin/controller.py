@@ -169,10 +169,11 @@ class Controller:
         if self.settings.build is not None:  # its output may be native code of the revision
             built = f"--gpubench-build {self.settings.build!r} builds the revision's code"
             why[built] = [i.nodeid for i in self._items]
-        for item in self._items if not why else ():
-            problem = lockstep_refusal(item, two)
-            if problem:
-                why.setdefault(problem, []).append(item.nodeid)
+        else:
+            for item in self._items:
+                problem = lockstep_refusal(item, two)
+                if problem:
+                    why.setdefault(problem, []).append(item.nodeid)
         for problem, nodeids in why.items():
             self.apart(nodeids, problem)
         here = len(self._items) - len(self.session.apart)

@@ -263,18 +263,18 @@ class GpuBench:
             while len(pairs) < count:
                 try:
                     with placed_anew([workload], lock.draw) as ((mine,), _):
-                        pairs.append(
-                            session.measure_sides(
-                                mine, theirs, call, first_s, samples=MORE_PAIR_SAMPLES
-                            )
+                        pair = session.measure_sides(
+                            mine, theirs, call, first_s, samples=MORE_PAIR_SAMPLES
                         )
-                        continue
                 except RemoteCallError as exc:  # its call, on its inputs placed anew
                     error: Exception = exc
                 except DuoError:
                     raise  # the duo is over: no later pair either
                 except Exception as exc:  # the test's code, on its inputs placed anew
                     error = exc
+                else:
+                    pairs.append(pair)
+                    continue
                 # This call's more pairs end here, and why is said (the first such).
                 said = f"no more pairs in this duo: {type(error).__name__}: {error}"[:200]
                 lock.stopped = lock.stopped or said

@@ -24,6 +24,7 @@ imported beside the working tree's, a test whose fixtures differ between the rev
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import functools
@@ -499,9 +500,10 @@ class Pairing:
         while wanted:
             # The fewest pairs a wanted test has: a call whose pairs stopped early may be
             # behind the others.
-            done = min(
-                sum(any(k.split("#")[0] == n for k in run) for run in runs[HEAD]) for n in wanted
+            measured = collections.Counter(
+                nodeid for run in runs[HEAD] for nodeid in {k.split("#")[0] for k in run}
             )
+            done = min(measured[n] for n in wanted)
             count = self.design.next_batch(done)
             if count == 0:
                 break
