@@ -98,12 +98,20 @@ class FakeTimer:
     FAKE_PEAK_BYTES, a JSON object {test name: bytes}, what one call of the tests it names
     holds at its peak (the others: the device's allocator, none on a CPU), or the function's
     own ``fake_peak_bytes``; FAKE_ENERGY, a JSON object {test name: watts}, the power a call
-    of the tests it names draws (its energy per call: watts x time per call)."""
+    of the tests it names draws (its energy per call: watts x time per call). With
+    FAKE_AGAIN_LOG, a file, a sampler can be made again (Sampler.again, as a graph's is): a
+    line 'made FUNCTION' or 'again FUNCTION' there for each sampler made."""
 
     def __init__(self):
         self.name = os.environ.get("FAKE_NAME", "fake")
 
-    def sampler(self, workload):
+    def sampler(self, workload, made="made"):
+        again = None
+        log = os.environ.get("FAKE_AGAIN_LOG")
+        if log:
+            with open(log, "a") as out:
+                out.write(f"{made} {getattr(workload.fn, '__name__', '?')}\\n")
+            again = lambda other: self.sampler(other, "again")
         scale = float(os.environ.get("FAKE_SCALE", "1.0")) * SHIFT
         scale *= factor_of_this_test("FAKE_SCALES")
         # A factor in the code itself: a commit that makes a function slower (A/B tests).
@@ -131,6 +139,7 @@ class FakeTimer:
             profile=profile(),
             peak_bytes=None if peak is None else (lambda: peak),
             energy=None if watts is None else (lambda per_call_s: fake_energy(watts, per_call_s)),
+            again=again,
         )
 
 
@@ -270,7 +279,7 @@ def slower(repo: pytest.Pytester, factor: float = 1.5, where: str = "kernels") -
 
 def failing_on(call: int, then: str) -> str:
     """A kernel module whose ``work`` is 6% slower and does ``then`` on its ``call``-th
-    call in the process (the first pair takes about 25, a more pair about 12)."""
+    call in the process (the first pair takes about 27, a more pair 7)."""
     return (
         KERNELS.format(factor=1.06)
         + f"\nimport time\n\ncalls = []\n\n\ndef work(n, _work=work):\n    calls.append(n)\n"

@@ -183,6 +183,32 @@ def user_code(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyt
     return pytester
 
 
+@pytest.mark.parametrize("elements", [4096, 1 << 24])  # (on an H200 cupti-graph, cuda-graph)
+def test_a_graph_sampler_made_again_replays_the_new_inputs_as_the_first(elements: int) -> None:
+    """A lockstep pair set up again (inputs placed anew) makes its samplers with
+    Sampler.again: a graph of as many calls, on the new inputs, by the same timer, with the
+    first's profile; no probe."""
+    from pytest_gpubench.timing import cuda
+    from pytest_gpubench.timing.engine import Workload
+
+    x = torch.zeros(elements, device="cuda")
+    first = cuda.make("auto").sampler(Workload(torch.Tensor.add_, (x, 1)))
+    assert first.again is not None
+    y = torch.zeros_like(x)
+    again = first.again(Workload(torch.Tensor.add_, (y, 1)))
+    try:
+        assert (again.timer, again.calls_per_sample) == (first.timer, first.calls_per_sample)
+        assert again.profile == first.profile and again.taken == ()
+        before = x.clone()
+        assert again.sample() > 0
+        torch.cuda.synchronize()
+        assert torch.equal(x, before)  # the first's inputs untouched, the new ones replayed
+        assert torch.all(y == y[0]) and y[0].item() >= again.calls_per_sample
+    finally:
+        first.close()
+        again.close()
+
+
 def results(pytester: pytest.Pytester) -> dict[str, dict[str, object]]:
     report = json.loads((pytester.path / "out.json").read_text())
     return {r["test"]: r for r in report["results"]}

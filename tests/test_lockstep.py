@@ -166,13 +166,14 @@ def test_a_fixture_holding_code_is_timed_in_duos(repo: pytest.Pytester) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize(("factor", "pairs"), [(1.08, 5), (1.3, 1)])
 def test_a_duos_more_pairs_are_set_up_again_in_its_processes(
-    repo: pytest.Pytester, factor: float, pairs: int
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, factor: float, pairs: int
 ) -> None:
     """Tests timed in duos and unsure after their first pair take the design's more pairs
     in the same duo, each call set up again there (not a duo per pair), judged there as
     the parent judges them; the revision's process makes its timer before it offers a
     test, so a slow first timer (CUPTI's start, seconds on a GPU) costs no pair its
-    samples. A call sure after its first pair (+30%, beyond its bar of 12%) takes no more."""
+    samples. A call sure after its first pair (+30%, beyond its bar of 12%) takes no more.
+    Each process makes a call's later samplers as it made its first (Sampler.again)."""
     repo.makepyfile(
         test_fixture=MODULE_TESTS,
         slow_start="""
@@ -196,6 +197,8 @@ def pytest_gpubench_make_timer(settings, device, with_setup):
     conftest.write_text(conftest.read_text() + '\npytest_plugins = ["slow_start"]\n')
     commit(repo.path, "a fixture that returns a module, a slow first timer")
     slower(repo, factor)  # +8%: unsure on one pair, whose bar is 12%
+    made = repo.path.parent / f"{repo.path.name}-samplers.log"
+    monkeypatch.setenv("FAKE_AGAIN_LOG", str(made))
     result = repo.runpytest_subprocess(*MODULE_IN_DUOS)
     text = output(result)
     result.assert_outcomes(failed=2, deselected=2)
@@ -210,6 +213,9 @@ def pytest_gpubench_make_timer(settings, device, with_setup):
         assert against["ratio"] == pytest.approx(factor, rel=0.01)
         # The first pair sampled in full on both sides, the first test's included.
         assert against["base_sessions"][0]["n"] >= 20 and against["head_sessions"][0]["n"] >= 20
+    # Two tests, a process per side: each side's first sampler made, its later ones again.
+    lines = made.read_text().splitlines()
+    assert lines.count("made work") == 4 and lines.count("again work") == 4 * (pairs - 1)
 
 
 @pytest.mark.slow
@@ -343,12 +349,17 @@ def against_previous(repo: pytest.Pytester) -> tuple[pytest.RunResult, str, dict
 
 
 @pytest.mark.slow
-def test_more_pairs_in_this_process(repo: pytest.Pytester) -> None:
+def test_more_pairs_in_this_process(repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     """By default an unsure test's more pairs are timed here, each side's inputs placed
-    anew, and no fresh process starts; the summary says where."""
+    anew, and no fresh process starts; the summary says where. Each more pair's samplers
+    are made again as the first pair's were (Sampler.again: a graph is not probed again)."""
     slower(repo, 1.06)
     commit(repo.path, "a kernel 6% slower")
+    made = repo.path.parent / f"{repo.path.name}-samplers.log"
+    monkeypatch.setenv("FAKE_AGAIN_LOG", str(made))
     result, text, summed = against_previous(repo)
+    lines = made.read_text().splitlines()
+    assert lines.count("made work") == 2 and lines.count("again work") == 8
     result.assert_outcomes(passed=1, failed=1)
     assert "fresh process" not in text
     assert "slower by 6.0% than HEAD~1" in text and "over 5 pairs in lockstep" in text
@@ -359,8 +370,8 @@ def test_more_pairs_in_this_process(repo: pytest.Pytester) -> None:
         "4 pairs set up again in this process, inputs placed anew for 0 of 1 call"
         in (summed["note"])
     )
-    # The first pair takes the settings' least samples (20), the more pairs fewer
-    # (MORE_PAIR_SAMPLES) where the ratio is then as precise as the settings ask.
+    # The first pair takes the settings' least samples (20), the more pairs
+    # MORE_PAIR_SAMPLES.
     first, *more = summed["against"]["head_sessions"]
     assert first["n"] >= 20 and {s["n"] for s in more} == {MORE_PAIR_SAMPLES}
     assert summed["costs"]["confirm_s"] > 0
@@ -368,12 +379,12 @@ def test_more_pairs_in_this_process(repo: pytest.Pytester) -> None:
 
 @pytest.mark.slow
 def test_a_pair_set_up_again_that_raises_ends_the_more_pairs(repo: pytest.Pytester) -> None:
-    """The working tree's function fails on its 55th call, in the second more pair (a
+    """The working tree's function fails on its 38th call, in the second more pair (a
     test's code that fails on its inputs placed anew, or out of memory): no more pairs are
     timed, the note says why, and the test keeps the verdict of the pairs it has; no
     traceback of ours."""
-    repo.makepyfile(kernels=failing_on(55, "raise RuntimeError('no memory left')"))
-    commit(repo.path, "a kernel 6% slower, failing on its 55th call")
+    repo.makepyfile(kernels=failing_on(38, "raise RuntimeError('no memory left')"))
+    commit(repo.path, "a kernel 6% slower, failing on its 38th call")
     result, text, summed = against_previous(repo)
     result.assert_outcomes(passed=2)
     assert "Traceback" not in text and "INTERNALERROR" not in text

@@ -30,7 +30,7 @@ from multiprocessing.connection import Client, Connection, Listener
 from typing import Any
 
 from ..timing.device import placed_anew
-from ..timing.engine import Sampler, Workload
+from ..timing.engine import Again, Sampler, Workload, remade
 from .call import Call
 from .sides import DuoError, Held, RemoteCallError
 
@@ -250,18 +250,23 @@ def held_samplers(
     """The follower's samplers of its ``held`` calls (by key and timer name, for
     :meth:`Follower.serve`; ``make``: run.session.BenchSession.remote_sampler): a call's
     first on its inputs as the test gave them, each later one (a pair set up again,
-    run.fixture) on its inputs placed anew (timing.device.placed_anew), until it closes."""
-    asked: set[str] = set()
+    run.fixture) on its inputs placed anew (timing.device.placed_anew), until it closes,
+    made as the first was (Sampler.again) where that works."""
+    asked: dict[str, Again | None] = {}
 
     def sampler_of(key: str, timer: str) -> Sampler:
         one = held[key]
         if key not in asked:
-            asked.add(key)
-            return make(one.workload, one.call, timer)
+            made = make(one.workload, one.call, timer)
+            asked[key] = made.again
+            return made
         stack = contextlib.ExitStack()
         try:
             (workload,), _ = stack.enter_context(placed_anew([one.workload], draw))
-            made = make(workload, one.call, timer)
+            made = remade(asked[key], workload) or make(workload, one.call, timer)
+            if made.timer != timer:  # (the first was by this timer: so is its again)
+                made.close()
+                made = make(workload, one.call, timer)
         except BaseException:
             stack.close()
             raise

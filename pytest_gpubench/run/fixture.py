@@ -16,7 +16,6 @@ from ..timing.device import inputs_of, kept_apart, placed_anew
 from ..timing.engine import Sampler, Workload
 from .call import Call
 from .sides import (
-    MORE_PAIR_SAMPLES,
     DuoError,
     Held,
     Lockstep,
@@ -263,9 +262,7 @@ class GpuBench:
             while len(pairs) < count:
                 try:
                     with placed_anew([workload], lock.draw) as ((mine,), _):
-                        pair = session.measure_sides(
-                            mine, theirs, call, first_s, samples=MORE_PAIR_SAMPLES
-                        )
+                        pair = session.measure_sides(mine, theirs, call, first_s, again=True)
                 except RemoteCallError as exc:  # its call, on its inputs placed anew
                     error: Exception = exc
                 except DuoError:

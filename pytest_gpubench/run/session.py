@@ -41,6 +41,7 @@ from ..timing.device import call_dtype, in_range, peak_bytes, synchronizer, trac
 from ..timing.energy import measure_energy
 from ..timing.engine import (
     SLOW_SHARE,
+    Again,
     PairSampling,
     Plan,
     Profile,
@@ -51,6 +52,7 @@ from ..timing.engine import (
     collect,
     collect_pair,
     paired_samplers,
+    remade,
 )
 from ..timing.gpus import DeviceLock
 from ..timing.timers import requested
@@ -58,6 +60,7 @@ from . import ncu
 from .call import Call
 from .children import ChildRun, Launcher
 from .environment import Environment, TimerFactory
+from .sides import MORE_PAIR_SAMPLES, MORE_PAIR_WARMUP
 
 if TYPE_CHECKING:
     from ..judge.gate import Gate
@@ -151,6 +154,8 @@ class BenchSession:
         self._timer_factory = timer_factory
         self._baseline: store.Baseline | None = None
         self._lock: DeviceLock | None = None
+        # Each call's samplers' ``again`` (Sampler.again) by key, from its latest pair.
+        self._again: dict[str, tuple[Again | None, Again | None]] = {}
 
     @property
     def device(self) -> Device:
@@ -442,7 +447,7 @@ class BenchSession:
         call: Call,
         base_first_call_s: float,
         *,
-        samples: int | None = None,
+        again: bool = False,
     ) -> tuple[Measurement, Measurement]:
         """Both revisions of one call timed alternately in this process (versus/lockstep.py):
         the working tree's ``head`` and the revision's ``base``, by one timer where one
@@ -452,7 +457,7 @@ class BenchSession:
         than the settings' least, where they suffice (a lockstep test's more pairs). ``base``
         may be the revision's call in another process (run/duo.py): its sampler by the
         timer named."""
-        two = self._sample_pair(head, base, call, call.key, base_first_call_s, samples)
+        two = self._sample_pair(head, base, call, call.key, base_first_call_s, again)
         second = two.pair.second
         base_measurement = self._measurement(
             second,
@@ -486,7 +491,7 @@ class BenchSession:
         call: Call,
         other_key: str,
         other_first_call_s: float,
-        samples: int | None = None,
+        again: bool = False,
     ) -> _TwoSampled:
         """``workload`` and ``other`` sampled alternately under the device lock, and
         ``workload``'s measurement (with its trace where one is kept)."""
@@ -504,8 +509,15 @@ class BenchSession:
         self.env.clock_monitor()
         budget_s = PAIR_BUDGET * settings.budget_s
         plan = dataclasses.replace(_plan(settings, call), budget_s=budget_s)
-        if samples is not None:
-            plan = dataclasses.replace(plan, min_samples=min(plan.min_samples, samples))
+        if again and plan.rounds is None:  # (the test's own rounds and warmup stand)
+            n = MORE_PAIR_SAMPLES  # the budget still holds: a slow call warms up as it can
+            short = plan.warmup is None and first_call_s < slow_s
+            plan = dataclasses.replace(
+                plan,
+                min_samples=n,
+                max_samples=n,
+                warmup=MORE_PAIR_WARMUP if short else plan.warmup,
+            )
         readings: list[ClockReading | None] = []
         bytes = call.work_bytes
         waited = time.perf_counter()
@@ -514,15 +526,8 @@ class BenchSession:
             deadline = started + budget_s
             mine = dataclasses.replace(workload, slow=first_call_s >= slow_s)
             if isinstance(other, Workload):
-                theirs = dataclasses.replace(other, slow=other_first_call_s >= slow_s)
-                a, b = paired_samplers(timer, timer_named, mine, theirs)
-            else:  # the other process's call (run/duo.py), by this side's timer
-                a = timer.sampler(mine)
-                try:
-                    b = other(a.timer)
-                except BaseException:
-                    a.close()
-                    raise
+                other = dataclasses.replace(other, slow=other_first_call_s >= slow_s)
+            a, b = self._samplers(key, mine, other, timer, timer_named, again)
             prepared = time.perf_counter()
             try:
                 left = dataclasses.replace(plan, budget_s=deadline - prepared)
@@ -559,6 +564,37 @@ class BenchSession:
         first = self._traced(workload, first, settings)
         profiles = (a.profile, b.profile)
         return _TwoSampled(pair, first, settings, tuple(readings), profiles)
+
+    def _samplers(
+        self,
+        key: str,
+        mine: Workload,
+        other: Workload | Callable[[str], Sampler],
+        timer: Timer,
+        timer_named: Callable[[str], Timer],
+        again: bool,
+    ) -> tuple[Sampler, Sampler]:
+        """The samplers of a pair: ``other`` a workload here, or the other process's call
+        (run/duo.py) by this side's timer. ``again``: a pair set up again makes this
+        process's as the call's first pair's were (Sampler.again), where that works."""
+        known = self._again.get(key, (None, None)) if again else (None, None)
+        if isinstance(other, Workload):
+            a, b = remade(known[0], mine), remade(known[1], other)
+            if a is None or b is None or a.timer != b.timer:
+                for made in (a, b):
+                    if made is not None:
+                        made.close()
+                a, b = paired_samplers(timer, timer_named, mine, other)
+            self._again[key] = (a.again, b.again)
+            return a, b
+        a = remade(known[0], mine) or timer.sampler(mine)
+        try:
+            b = other(a.timer)
+        except BaseException:
+            a.close()
+            raise
+        self._again[key] = (a.again, None)
+        return a, b
 
     def _settings(self, settings: MeasureSettings, *keys: str) -> MeasureSettings:
         """The measurement settings with the timer to ask for: ``auto`` keeps the graph timer

@@ -35,7 +35,7 @@ from ..core.errors import GpubenchError
 from ..core.kernels import Launch, from_trace, short
 from ..core.samples import time_text
 from .engine import Profile, Sampler, Timer, Workload
-from .fallback import choose, guarded_capture
+from .fallback import GraphPlan, choose, guarded_capture
 from .wall import WallTimer
 
 # The blocking kernel must outlast the host's enqueueing of one sample; with margin.
@@ -431,20 +431,33 @@ class CudaGraphTimer:
             return WallTimer(torch.cuda.synchronize, note=choice.note).sampler(workload)
         if choice.plan is None:
             return CuptiTimer().sampler(workload, choice.note, choice.eager)
-        plan = choice.plan
-        # cupti-graph: a replay's kernel time is the number, the graph's time is kept beside it.
-        measure = plan.graph.kernel_ms if choice.timer == "cupti-graph" else plan.graph.replay_ms
         profile = choice.eager
         if profile is not None and choice.graph_ms is not None:
             profile = dataclasses.replace(profile, graph_ms=choice.graph_ms)
-        return Sampler(
-            timer=choice.timer,
-            sample=lambda: measure() / plan.calls,
-            calls_per_sample=plan.calls,
-            close=plan.graph.reset,
-            profile=profile,
-            taken=plan.taken,
-        )
+        return _replayed(choice.timer, choice.plan, profile)
+
+
+def _replayed(timer: str, plan: GraphPlan, profile: Profile | None) -> Sampler:
+    """The sampler of a validated graph: ``cupti-graph`` a replay's kernel time, the graph's
+    time kept beside it (``profile.graph_ms``), ``cuda-graph`` the replay's time."""
+    measure = plan.graph.kernel_ms if timer == "cupti-graph" else plan.graph.replay_ms
+    calls = plan.calls
+
+    def again(workload: Workload) -> Sampler:
+        # Other inputs of the same shapes: a graph of as many calls, not validated again
+        # (the first was, on this function); its first replays are the pair's warmup.
+        graph = TorchGraph(_capture(workload.prepare(), calls, 0 if workload.slow else 2))
+        return _replayed(timer, GraphPlan(graph, calls), profile)
+
+    return Sampler(
+        timer=timer,
+        sample=lambda: measure() / calls,
+        calls_per_sample=calls,
+        close=plan.graph.reset,
+        profile=profile,
+        taken=plan.taken,
+        again=again,
+    )
 
 
 def _synced_ms(call: Callable[[], object]) -> float:

@@ -99,6 +99,24 @@ class Sampler:
     # Energy per call, given the time per call in seconds (None: not known), read once after
     # sampling where asked for; None here: NVML's counter is read (timing.energy).
     energy: Callable[[float], Energy | None] | None = None
+    # A sampler of the same function on other inputs of the same shapes (a lockstep pair
+    # set up again, its inputs placed anew), made as this one was without probing the
+    # function again; None: make it as the first (``remade``).
+    again: Again | None = None
+
+
+Again = Callable[[Workload], Sampler]
+
+
+def remade(again: Again | None, workload: Workload) -> Sampler | None:
+    """``again(workload)`` (Sampler.again), or None where there is none or it failed: the
+    caller then makes the sampler as the first was, whose probe says why."""
+    if again is None:
+        return None
+    try:
+        return again(workload)
+    except Exception:
+        return None
 
 
 class Timer(Protocol):

@@ -49,7 +49,7 @@ from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import Gate
 from ..judge.pairs import PairDesign
 from ..run.children import ChildRun, Launcher
-from ..run.sides import MORE_PAIR_SAMPLES, Lockstep, Pair, Unsure
+from ..run.sides import Lockstep, Pair, Unsure
 from ..timing.engine import Workload
 from .ab import BASE, HEAD, design_of, held_to_floors, paired_result
 from .revision import Revision
@@ -559,7 +559,7 @@ class Pairing:
         for key, pair in paired.items():
             with placed_anew([pair.head, pair.base], self._draw) as ((head, base), copied):
                 sides[HEAD][key], sides[BASE][key] = self.session.measure_sides(
-                    head, base, pair.call, pair.base_first_call_s, samples=MORE_PAIR_SAMPLES
+                    head, base, pair.call, pair.base_first_call_s, again=True
                 )
             moved += copied > 0
         return sides, moved
