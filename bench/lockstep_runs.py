@@ -13,9 +13,11 @@ lockstep measurement of every run, re-judged by judge.pairs.judge_pairs on its r
 pairs with the run's threshold and family: its verdict then and now. Last, where each run's
 time went: pytest's time, the untimed first calls of both sides (compiles, autotuning), the
 timers' set-up, the sampling, the more pairs of unsure tests (the measurements timed in
-lockstep), the pairs of fresh processes of the tests that could not run both sides
-in one process, and the rest (start-up, collection, checkout, the tests' own bodies and
-checks).
+lockstep in the run's process), the pairs of fresh processes of the tests that could not
+run both sides in one process, their duos (and of those, the duo's pairs: set-up and
+sampling, its later pairs' counted since 2026-12-02; the rest of a duo is its processes'
+start-up, collection, fixtures and first calls), and the rest (start-up, collection,
+checkout, the tests' own bodies and checks).
 
     python bench/lockstep_runs.py ARCHIVE...
 """
@@ -77,9 +79,11 @@ def seconds(pattern: str, text: str) -> float:
 def costs_line(name: str, document: dict[str, Any], text: str) -> str:
     """Where a run's time went, in seconds (see the module's docstring)."""
     total: collections.Counter[str] = collections.Counter()
+    in_duos: collections.Counter[str] = collections.Counter()
     for result in document["results"]:  # the others' are inside the pairs of processes'
         if (result.get("against") or {}).get("lockstep"):
-            total.update(result.get("costs") or {})
+            duo = "timed in duos" in result.get("reason", "")
+            (in_duos if duo else total).update(result.get("costs") or {})
     pytest_s = seconds(r"in ([0-9.]+)s", text)
     apart_s = seconds(r"pairs of fresh processes in ([0-9.]+) s", text)
     duos_s = seconds(r"duos? \(a fresh process per side, at once\) in ([0-9.]+) s", text)
@@ -93,6 +97,8 @@ def costs_line(name: str, document: dict[str, Any], text: str) -> str:
     }
     rest = pytest_s - sum(steps.values()) if pytest_s else math.nan
     shown = " | ".join(f"{label} {value:.0f}" for label, value in steps.items())
+    paired = sum(in_duos[k] for k in ("lock_wait_s", "timer_setup_s", "sampling_s", "confirm_s"))
+    shown += f" (pairs {paired:.0f})" if duos_s else ""
     return f"  {name}: pytest {pytest_s:.0f} | {shown} | rest {rest:.0f}"
 
 

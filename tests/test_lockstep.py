@@ -204,12 +204,12 @@ def pytest_gpubench_make_timer(settings, device, with_setup):
     result.assert_outcomes(failed=2, deselected=2)
     assert "duo 1: both sides at once, 2 tests (+4 where unsure)" in text
     assert "1 duo (a fresh process per side, at once)" in text
-    found = {
-        r["test"]: r["against"] for r in json.loads((repo.path / "ab.json").read_text())["results"]
-    }
+    found = {r["test"]: r for r in json.loads((repo.path / "ab.json").read_text())["results"]}
     for n in (10, 20):
-        against = found[f"test_module[{n}]"]
+        against = found[f"test_module[{n}]"]["against"]
         assert against["verdict"] == "regressed" and against["pairs"] == pairs
+        # Its later pairs' time is its more pairs' cost, as in one process.
+        assert (found[f"test_module[{n}]"]["costs"]["confirm_s"] > 0) == (pairs > 1)
         assert against["ratio"] == pytest.approx(factor, rel=0.01)
         # The first pair sampled in full on both sides, the first test's included.
         assert against["base_sessions"][0]["n"] >= 20 and against["head_sessions"][0]["n"] >= 20

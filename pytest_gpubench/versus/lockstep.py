@@ -543,6 +543,10 @@ class Pairing:
                 f"--gpubench-against {self.two.revision.ref}: no duo measured anything "
                 f"({errors[-1] if errors else 'no gpubench test ran'})"
             )
+        for key, result in results.items():  # each with its later pairs' time (costs)
+            later = [run[key].costs for run in runs[HEAD] if key in run][1:]
+            spent = sum(c.lock_wait_s + c.timer_setup_s + c.sampling_s for c in later if c)
+            results[key] = _with_cost(result, spent, "")
         return results, list(dict.fromkeys(errors)), duos
 
     def _pair_again(
