@@ -187,8 +187,12 @@ made = []
 
 @pytest.hookimpl(wrapper=True)
 def pytest_gpubench_make_timer(settings, device, with_setup):
-    if not made and os.environ.get("GPUBENCH_DUO", "").startswith("follower "):
-        time.sleep(3)  # longer than a pair's budget
+    role = os.environ.get("GPUBENCH_DUO", "parent").split(" ")[0]
+    if not made:
+        if role == "follower":
+            time.sleep(3)  # longer than a pair's budget
+        with open(os.environ["FIRST_TIMERS"], "a") as out:  # made in which test, if any
+            out.write(f"{role} {os.environ.get('PYTEST_CURRENT_TEST', '-').split(' ')[0]}\\n")
     made.append(1)
     return (yield)
 """,
@@ -199,6 +203,8 @@ def pytest_gpubench_make_timer(settings, device, with_setup):
     slower(repo, factor)  # +8%: unsure on one pair, whose bar is 12%
     made = repo.path.parent / f"{repo.path.name}-samplers.log"
     monkeypatch.setenv("FAKE_AGAIN_LOG", str(made))
+    first_timers = repo.path.parent / f"{repo.path.name}-first-timers.log"
+    monkeypatch.setenv("FIRST_TIMERS", str(first_timers))
     result = repo.runpytest_subprocess(*MODULE_IN_DUOS)
     text = output(result)
     result.assert_outcomes(failed=2, deselected=2)
@@ -213,6 +219,10 @@ def pytest_gpubench_make_timer(settings, device, with_setup):
         assert against["ratio"] == pytest.approx(factor, rel=0.01)
         # The first pair sampled in full on both sides, the first test's included.
         assert against["base_sessions"][0]["n"] >= 20 and against["head_sessions"][0]["n"] >= 20
+    # The leader starts its profiler (its first timer) as it joins the follower, before any
+    # test, while the follower runs its first test: the two do not wait for each other's.
+    firsts = dict(line.split(" ") for line in first_timers.read_text().splitlines())
+    assert firsts["leader"] == "-" and firsts["follower"].endswith("test_module[10]")
     # Two tests, a process per side: each side's first sampler made, its later ones again.
     lines = made.read_text().splitlines()
     assert lines.count("made work") == 4 and lines.count("again work") == 4 * (pairs - 1)

@@ -470,11 +470,13 @@ class BenchSession:
         )
         return two.first, base_measurement
 
-    def timer_ready(self, call: Call) -> None:
-        """Make ``call``'s timer before the other process of a duo times it (run/duo.py): a
+    def timer_ready(self, call: Call | None = None) -> None:
+        """Make ``call``'s timer (or the settings') before a duo times it (run/duo.py): a
         process's first timer starts the profiler (seconds: timing.cuda.prime_profiler),
-        which that process's pair budget must not pay."""
-        self._timer_factory(call.spec.measure, self.device, False)
+        which no pair's budget must pay, and the two processes of a duo pay at once."""
+        self._timer_factory(
+            call.spec.measure if call else self.settings.measure, self.device, False
+        )
 
     def remote_sampler(self, workload: Workload, call: Call, timer: str) -> Sampler:
         """A sampler of the held call ``call`` by the timer named, for the other process of a
