@@ -580,7 +580,7 @@ def test_ctrl_c_while_more_pairs_are_timed_here(repo: pytest.Pytester, temp: Pat
     the run stops after that test, its verdict unconfirmed (it fails nothing), and the
     checkout is removed."""
     ready = repo.path / "in-more-pairs.txt"
-    repo.makepyfile(kernels=failing_on(55, f"open({str(ready)!r}, 'w').write('x'); time.sleep(60)"))
+    repo.makepyfile(kernels=failing_on(38, f"open({str(ready)!r}, 'w').write('x'); time.sleep(60)"))
     commit(repo.path, "a kernel 6% slower, slow in its second more pair")
     args = ["--gpubench-against=HEAD~1", "--gpubench-pairing=lockstep", "--gpubench-alpha=0.0001"]
     try:

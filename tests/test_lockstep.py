@@ -407,15 +407,15 @@ def test_a_pair_set_up_again_that_raises_ends_the_more_pairs(repo: pytest.Pytest
 def test_a_duos_later_pair_the_revision_cannot_time_ends_its_pairs(
     repo: pytest.Pytester,
 ) -> None:
-    """In a duo, the revision's function fails on its 55th call, in a later pair (its code
+    """In a duo, the revision's function fails on its 38th call, in a later pair (its code
     on its inputs placed anew): that call's pairs end there, saying why, and the test keeps
     the verdict of the pairs it has; the duo goes on."""
     repo.makepyfile(
-        kernels=failing_on(55, "raise RuntimeError('no memory left')"),
+        kernels=failing_on(38, "raise RuntimeError('no memory left')"),
         test_fixture=MODULE_FIXTURE + "\n\ndef test_module(gpubench, module):\n"
         "    gpubench(module.work, 100)\n",
     )
-    commit(repo.path, "a kernel 6% slower, failing on its 55th call")
+    commit(repo.path, "a kernel 6% slower, failing on its 38th call")
     slower(repo, 1.0)
     result = repo.runpytest_subprocess(*MODULE_IN_DUOS)
     text = output(result)
@@ -432,8 +432,8 @@ def test_a_pair_set_up_again_is_bounded_by_the_tests_timeout(repo: pytest.Pytest
     """pytest-timeout's timer is paused while a verdict is confirmed, but a pair timed in
     the test's own process runs its code: a hang there is the test's timeout, not a hung
     run."""
-    repo.makepyfile(kernels=failing_on(55, "time.sleep(60)"))
-    commit(repo.path, "a kernel 6% slower, hanging on its 55th call")
+    repo.makepyfile(kernels=failing_on(38, "time.sleep(60)"))
+    commit(repo.path, "a kernel 6% slower, hanging on its 38th call")
     started = time.monotonic()
     result = repo.runpytest_subprocess(
         "--gpubench-against=HEAD~1", "--gpubench-pairing=lockstep", "-p", "timeout", "--timeout=3"
