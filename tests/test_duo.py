@@ -23,7 +23,7 @@ from pytest_gpubench.run.call import Call
 from pytest_gpubench.run.children import DUO_VARIABLE, ChildRun
 from pytest_gpubench.run.duo import Follower, Leader, Offer, held_samplers
 from pytest_gpubench.run.sides import DuoError, Held
-from pytest_gpubench.timing.engine import Plan, Sampler, Workload, collect_pair
+from pytest_gpubench.timing.engine import Again, Plan, Sampler, Workload, collect_pair
 from pytest_gpubench.versus.ab import BASE, HEAD
 from pytest_gpubench.versus.lockstep import _changed_inputs, _sides_of, child_results
 
@@ -198,24 +198,30 @@ def test_two_pytest_processes_time_each_call_in_lockstep(
 
 def test_the_follower_places_a_calls_inputs_anew_for_each_later_pair() -> None:
     """A held call's first sampler is of its inputs as the test gave them; each later one
-    (a pair set up again) of copies placed anew, held until that sampler closes."""
+    (a pair set up again) of copies placed anew, held until that sampler closes, and made
+    as the first was (the first's Sampler.again)."""
     torch = pytest.importorskip("torch")
     x = torch.empty(8, device="meta")  # a GPU's tensor, as placed_anew sees it
     call = Call(key="t::a", test="t::a", spec=MarkerSpec(MeasureSettings()))
     held = {"t::a": Held(Workload(fn=print, args=(x,)), call)}
-    given: list[Workload] = []
+    given: list[tuple[Workload, Again | None]] = []
     closed: list[str] = []
 
-    def make(workload: Workload, call: Call, timer: str) -> Sampler:
-        given.append(workload)
-        return Sampler(timer=timer, sample=lambda: 1.0, close=lambda: closed.append(timer))
+    def again(workload: Workload) -> Sampler:
+        raise AssertionError("made by remote_sampler, not here")
+
+    def make(workload: Workload, call: Call, timer: str, like: Again | None) -> Sampler:
+        given.append((workload, like))
+        close = lambda: closed.append(timer)  # noqa: E731
+        return Sampler(timer=timer, sample=lambda: 1.0, close=close, again=again)
 
     sampler_of = held_samplers(held, make, random.Random(0))
     first = sampler_of("t::a", "fake")
-    assert given[0].args[0] is x
+    assert given[0][0].args[0] is x and given[0][1] is None
     first.close()
     later = sampler_of("t::a", "fake")
-    assert given[1].args[0] is not x and given[1].args[0].shape == x.shape
+    assert given[1][0].args[0] is not x and given[1][0].args[0].shape == x.shape
+    assert given[1][1] is again
     later.close()
     assert closed == ["fake", "fake"]
     with pytest.raises(KeyError):
@@ -249,3 +255,41 @@ def test_a_duos_pairs_reach_its_parent_under_their_numbers_whatever_the_names() 
     assert [p[BASE]["t::b"].summary.median_ms for p in pairs] == [1.0, 1.1, 1.2]
     assert pairs[0][HEAD]["t::a#x@again"].summary.median_ms == 2.0
     assert _changed_inputs(run) == {"t::b": "argument 1: 1 -> 2"}
+
+
+def test_the_followers_later_sampler_is_made_as_its_first_was(tmp_path: Path) -> None:
+    """remote_sampler with the first sampler's Sampler.again: made by it, the call's
+    slowness told (a slow call's graph is not warmed up); one by another timer than the
+    leader's is closed and the timer made instead; no again: the timer."""
+    from pytest_gpubench.core.settings import Settings
+    from pytest_gpubench.run.session import BenchSession
+
+    probed: list[bool] = []
+
+    class Timer:
+        name = "fake"
+
+        def sampler(self, workload: Workload) -> Sampler:
+            probed.append(workload.slow)
+            return Sampler(timer="fake", sample=lambda: 1.0)
+
+    settings = Settings.resolve({"enabled": True}, {}, tmp_path)
+    session = BenchSession(settings, tmp_path, lambda *a: Timer(), lambda: False)
+    slow = Call(key="t::a", test="t::a", spec=MarkerSpec(MeasureSettings()), first_call_s=60.0)
+    workload = Workload(fn=print)
+    told: list[bool] = []
+    closed: list[str] = []
+
+    def again(timer: str) -> Again:
+        def make(workload: Workload) -> Sampler:
+            told.append(workload.slow)
+            return Sampler(timer=timer, sample=lambda: 2.0, close=lambda: closed.append(timer))
+
+        return make
+
+    assert session.remote_sampler(workload, slow, "fake", again("fake")).sample() == 2.0
+    assert told == [True] and probed == [] and closed == []
+    assert session.remote_sampler(workload, slow, "fake", again("cupti")).sample() == 1.0
+    assert closed == ["cupti"] and probed == [True]
+    assert session.remote_sampler(workload, slow, "fake").sample() == 1.0
+    assert probed == [True, True]

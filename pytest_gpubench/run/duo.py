@@ -30,7 +30,7 @@ from multiprocessing.connection import Client, Connection, Listener
 from typing import Any
 
 from ..timing.device import placed_anew
-from ..timing.engine import Again, Sampler, Workload, remade
+from ..timing.engine import Again, Sampler, Workload
 from .call import Call
 from .sides import DuoError, Held, RemoteCallError
 
@@ -244,7 +244,7 @@ def joined(spec: str, order: Sequence[str], wait_s: float = WAIT_S) -> Leader | 
 
 def held_samplers(
     held: Mapping[str, Held],
-    make: Callable[[Workload, Call, str], Sampler],
+    make: Callable[[Workload, Call, str, Again | None], Sampler],
     draw: random.Random,
 ) -> Callable[[str, str], Sampler]:
     """The follower's samplers of its ``held`` calls (by key and timer name, for
@@ -257,16 +257,13 @@ def held_samplers(
     def sampler_of(key: str, timer: str) -> Sampler:
         one = held[key]
         if key not in asked:
-            made = make(one.workload, one.call, timer)
+            made = make(one.workload, one.call, timer, None)
             asked[key] = made.again
             return made
         stack = contextlib.ExitStack()
         try:
             (workload,), _ = stack.enter_context(placed_anew([one.workload], draw))
-            made = remade(asked[key], workload) or make(workload, one.call, timer)
-            if made.timer != timer:  # (the first was by this timer: so is its again)
-                made.close()
-                made = make(workload, one.call, timer)
+            made = make(workload, one.call, timer, asked[key])
         except BaseException:
             stack.close()
             raise

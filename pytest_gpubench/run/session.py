@@ -81,6 +81,25 @@ def _plan(settings: MeasureSettings, call: Call) -> Plan:
     )
 
 
+def _remade_pair(
+    head: Again, base: Again, mine: Workload, theirs: Workload
+) -> tuple[Sampler, Sampler] | None:
+    """Both sides' samplers made again as their first pair's were (Sampler.again), or None
+    where either cannot be (or their timers differ): each one made is closed then."""
+    a = b = None
+    try:
+        a = remade(head, mine)
+        b = remade(base, theirs) if a is not None else None
+    finally:
+        if a is None or b is None or a.timer != b.timer:
+            for made in (a, b):
+                if made is not None:
+                    made.close()
+    if a is None or b is None or a.timer != b.timer:
+        return None
+    return a, b
+
+
 def _costs(
     first_call_s: float, waited: float, started: float, prepared: float, sampled: float
 ) -> Costs:
@@ -478,13 +497,22 @@ class BenchSession:
             call.spec.measure if call else self.settings.measure, self.device, False
         )
 
-    def remote_sampler(self, workload: Workload, call: Call, timer: str) -> Sampler:
+    def remote_sampler(
+        self, workload: Workload, call: Call, timer: str, again: Again | None = None
+    ) -> Sampler:
         """A sampler of the held call ``call`` by the timer named, for the other process of a
-        duo (run/duo.py), which takes its samples while holding the device lock."""
+        duo (run/duo.py), which takes its samples while holding the device lock; made as
+        its first was (``again``: that sampler's Sampler.again) where that works."""
         settings = dataclasses.replace(call.spec.measure, timer=timer)
         slow = call.first_call_s >= SLOW_SHARE * settings.budget_s
+        workload = dataclasses.replace(workload, slow=slow)
+        made = remade(again, workload)
+        if made is not None and made.timer == timer:
+            return made
+        if made is not None:  # (its first was asked for this timer and got another)
+            made.close()
         factory = self._timer_factory(settings, self.device, workload.setup is not None)
-        return factory.sampler(dataclasses.replace(workload, slow=slow))
+        return factory.sampler(workload)
 
     def _sample_pair(
         self,
@@ -512,8 +540,9 @@ class BenchSession:
         budget_s = PAIR_BUDGET * settings.budget_s
         plan = dataclasses.replace(_plan(settings, call), budget_s=budget_s)
         if again and plan.rounds is None:  # (the test's own rounds and warmup stand)
-            n = MORE_PAIR_SAMPLES  # the budget still holds: a slow call warms up as it can
-            short = plan.warmup is None and first_call_s < slow_s
+            n = min(MORE_PAIR_SAMPLES, plan.max_samples)
+            # A slow call on either side warms up as the budget lets it.
+            short = plan.warmup is None and max(first_call_s, other_first_call_s) < slow_s
             plan = dataclasses.replace(
                 plan,
                 min_samples=n,
@@ -581,12 +610,10 @@ class BenchSession:
         process's as the call's first pair's were (Sampler.again), where that works."""
         known = self._again.get(key, (None, None)) if again else (None, None)
         if isinstance(other, Workload):
-            a, b = remade(known[0], mine), remade(known[1], other)
-            if a is None or b is None or a.timer != b.timer:
-                for made in (a, b):
-                    if made is not None:
-                        made.close()
-                a, b = paired_samplers(timer, timer_named, mine, other)
+            pair = None
+            if known[0] is not None and known[1] is not None:
+                pair = _remade_pair(known[0], known[1], mine, other)
+            a, b = pair or paired_samplers(timer, timer_named, mine, other)
             self._again[key] = (a.again, b.again)
             return a, b
         a = remade(known[0], mine) or timer.sampler(mine)

@@ -445,7 +445,7 @@ def _replayed(timer: str, plan: GraphPlan, profile: Profile | None) -> Sampler:
 
     def again(workload: Workload) -> Sampler:
         # Other inputs of the same shapes: a graph of as many calls, not validated again
-        # (the first was, on this function); its first replays are the pair's warmup.
+        # (the first was, on this function).
         graph = TorchGraph(_capture(workload.prepare(), calls, 0 if workload.slow else 2))
         return _replayed(timer, GraphPlan(graph, calls), profile)
 

@@ -44,7 +44,7 @@ from types import FunctionType, ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import GpubenchError
-from ..core.records import Measurement, Result, Status, Verdict
+from ..core.records import Costs, Measurement, Result, Status, Verdict
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import Gate
 from ..judge.pairs import PairDesign
@@ -543,10 +543,13 @@ class Pairing:
                 f"--gpubench-against {self.two.revision.ref}: no duo measured anything "
                 f"({errors[-1] if errors else 'no gpubench test ran'})"
             )
-        for key, result in results.items():  # each with its later pairs' time (costs)
-            later = [run[key].costs for run in runs[HEAD] if key in run][1:]
-            spent = sum(c.lock_wait_s + c.timer_setup_s + c.sampling_s for c in later if c)
-            results[key] = _with_cost(result, spent, "")
+
+        def paid(costs: Costs | None) -> float:
+            return costs.lock_wait_s + costs.timer_setup_s + costs.sampling_s if costs else 0.0
+
+        for key, result in results.items():  # each with its other pairs' time (costs)
+            spent = sum(paid(run[key].costs) for run in runs[HEAD] if key in run)
+            results[key] = _with_cost(result, spent - paid(result.measurement.costs), "")
         return results, list(dict.fromkeys(errors)), duos
 
     def _pair_again(
