@@ -10,7 +10,10 @@ per timer and bin of the time per call (judge.pairs.LOCKSTEP_BINS_MS), their rob
 (judge.pairs.LOCKSTEP_SIGMA); and the same of the more pairs of unsure tests, by where they
 were set up (the test's own process, inputs placed anew, or fresh processes). Then every
 lockstep measurement of every run, re-judged by judge.pairs.judge_pairs on its recorded
-pairs with the run's threshold and family: its verdict then and now. Last, where each run's
+pairs with the run's threshold and family: its verdict then and now. Then what differs
+between a duo's two processes: the tests whose pairs all came from one duo, their mean d
+(in an A/A run, what the two processes differ by, plus the pairs' own noise over their
+count). Last, where each run's
 time went: pytest's time, the untimed first calls of both sides (compiles, autotuning), the
 timers' set-up, the sampling, the more pairs of unsure tests (the measurements timed in
 lockstep in the run's process), the pairs of fresh processes of the tests that could not
@@ -139,6 +142,22 @@ def more_pairs(runs: list[Run]) -> dict[tuple[str, int, str], list[float]]:
     return found
 
 
+def duo_offsets(runs: list[Run]) -> dict[str, list[tuple[float, float, int]]]:
+    """The A/A runs' tests whose pairs all came from one duo (since 2026-12-01, 23810a6),
+    by timer: each one's mean d over its pairs, their variance and how many."""
+    found: dict[str, list[tuple[float, float, int]]] = collections.defaultdict(list)
+    for name, document, text in runs:
+        if "-aa-" not in name or "where unsure)" not in text or "pairs each" in text:
+            continue
+        for result in document["results"]:
+            pairs = pairs_of(result)
+            if pairs is None or len(pairs[0]) < 2 or "timed in duos" not in result["reason"]:
+                continue
+            ds = [math.log(h / b) for b, h in zip(*pairs, strict=True)]
+            found[result["timer"]].append((statistics.fmean(ds), statistics.variance(ds), len(ds)))
+    return found
+
+
 def main(archives: list[Path]) -> int:
     runs = [run for archive in archives for run in reports(archive)]
     if not runs:
@@ -164,6 +183,17 @@ def main(archives: list[Path]) -> int:
     for (timer, cell, where), ds in sorted(more_pairs(runs).items()):
         robust = 1.4826 * statistics.median(abs(d) for d in ds)
         print(f"  {timer} {edges[cell]}, {where}: {robust:.3%} | {len(ds)}")
+    print(
+        "\nA/A: what differs between a duo's two processes, in all of its pairs: per timer, "
+        "sqrt(mean of a test's mean d squared - mean of its pairs' variance / n) | its "
+        "pairs' sd | tests"
+    )
+    for timer, cells in sorted(duo_offsets(runs).items()):
+        between = statistics.fmean(m * m for m, _, _ in cells)
+        within = statistics.fmean(v / n for _, v, n in cells)
+        process = math.sqrt(max(0.0, between - within))
+        inside = math.sqrt(statistics.fmean(v for _, v, _ in cells))
+        print(f"  {timer}: {process:.3%} | {inside:.3%} | {len(cells)}")
     print("\nEvery lockstep measurement re-judged: run, test, pairs, d per pair, then -> now")
     for name, document, _ in runs:
         settings = document.get("settings", {})
