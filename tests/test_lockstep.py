@@ -210,6 +210,7 @@ def pytest_gpubench_make_timer(settings, device, with_setup):
     result.assert_outcomes(failed=2, deselected=2)
     assert "duo 1: both sides at once, 2 tests (+4 where unsure)" in text
     assert "1 duo (a fresh process per side, at once)" in text
+    assert "its bars leave out what differs between them" in text  # (their limit, said)
     found = {r["test"]: r for r in json.loads((repo.path / "ab.json").read_text())["results"]}
     for n in (10, 20):
         against = found[f"test_module[{n}]"]["against"]
