@@ -86,18 +86,19 @@ def _remade_pair(
 ) -> tuple[Sampler, Sampler] | None:
     """Both sides' samplers made again as their first pair's were (Sampler.again), or None
     where either cannot be (or their timers differ): each one made is closed then."""
-    a = b = None
+    a = remade(head, mine)
     try:
-        a = remade(head, mine)
         b = remade(base, theirs) if a is not None else None
-    finally:
-        if a is None or b is None or a.timer != b.timer:
-            for made in (a, b):
-                if made is not None:
-                    made.close()
-    if a is None or b is None or a.timer != b.timer:
-        return None
-    return a, b
+    except BaseException:  # (remade passes on only what stops the run)
+        if a is not None:
+            a.close()
+        raise
+    if a is not None and b is not None and a.timer == b.timer:
+        return a, b
+    for made in (a, b):
+        if made is not None:
+            made.close()
+    return None
 
 
 def _costs(
@@ -472,10 +473,9 @@ class BenchSession:
         the working tree's ``head`` and the revision's ``base``, by one timer where one
         times both, each its own measurement of ``call.key``: a pair of sessions that shared
         the process, its clocks and its drift. The revision's holds no declared work: the
-        working tree's alone is held to it (versus.ab.floored). ``samples``: fewer samples
-        than the settings' least, where they suffice (a lockstep test's more pairs). ``base``
-        may be the revision's call in another process (run/duo.py): its sampler by the
-        timer named."""
+        working tree's alone is held to it (versus.ab.floored). ``again``: a pair set up
+        again after the call's first (run.sides.MORE_PAIR_SAMPLES). ``base`` may be the
+        revision's call in another process (run/duo.py): its sampler by the timer named."""
         two = self._sample_pair(head, base, call, call.key, base_first_call_s, again)
         second = two.pair.second
         base_measurement = self._measurement(
