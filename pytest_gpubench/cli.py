@@ -337,7 +337,11 @@ def compare_pairs(
             "--gpubench-json"
         )
     first = None if pairs is None else int(pairs)
-    designs = {lock: ab.design_of(first, int(confirm) > 0, lock) for lock in (False, True)}
+    designs = {
+        (lock, duos): ab.design_of(first, int(confirm) > 0, lock, duos)
+        for lock in (False, True)
+        for duos in (False, True)
+    }
     judged = []
     for key, result in run.results.items():
         m, verdict = result.measurement, result.verdict
@@ -350,7 +354,7 @@ def compare_pairs(
                     launches=launch_count(m.kernels),
                     measure=measure,
                     gate=gate,
-                    design=designs[verdict.paired.lockstep],
+                    design=designs[verdict.paired.lockstep, bool(verdict.paired.duos)],
                     kernel_changes=verdict.kernel_changes,
                     same_kernels=verdict.same_kernels,
                     baseline_binary=verdict.baseline_binary,

@@ -146,24 +146,26 @@ def test_a_leader_gone_ends_the_follower() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("head_leads", [True, False])
 def test_two_pytest_processes_time_each_call_in_lockstep(
-    fake: pytest.Pytester, tmp_path: Path
+    fake: pytest.Pytester, tmp_path: Path, head_leads: bool
 ) -> None:
     """A duo as its parent will start it (by hand here), each call taking 3 pairs: the
-    working tree's pytest leads, the revision's (a copy whose kernel is 6% faster) follows;
-    the leader's results hold both sides of each call's pairs, paired in its process, the
-    later ones under their number."""
+    working tree's pytest leads and the revision's (a copy whose kernel is 6% faster)
+    follows, or the other way round; the leader's results hold both sides of each call's
+    pairs, paired in its process, its own under the test's key, the later ones under their
+    number."""
     fake.makepyfile(kernels=KERNELS.format(factor=1.06), test_bench=TESTS)
-    base = fake.path.parent / "revision"
+    base = tmp_path / "revision"
     shutil.copytree(fake.path, base)
     (base / "kernels.py").write_text(KERNELS.format(factor=1.0))
     socket, key = tmp_path / "duo.sock", os.urandom(16).hex()
 
-    def start(role: str, cwd: Path) -> subprocess.Popen[str]:
+    def start(role: str, side: str, cwd: Path) -> subprocess.Popen[str]:
         env = {
             **os.environ,
             "PYTEST_GPUBENCH_CHILD": str(tmp_path / f"{role}.json"),
-            DUO_VARIABLE: f"{role} {key} 3 0 1 {socket}",
+            DUO_VARIABLE: f"{role} {side} {key} 3 {socket}",
         }
         return subprocess.Popen(
             [sys.executable, "-m", "pytest", "--gpubench", "-p", "no:randomly"],
@@ -174,7 +176,11 @@ def test_two_pytest_processes_time_each_call_in_lockstep(
             text=True,
         )
 
-    leader, follower = start("leader", fake.path), start("follower", base)
+    if head_leads:
+        leader, follower = start("leader", "head", fake.path), start("follower", "base", base)
+    else:  # the revision's leads: its own side is the revision's
+        leader, follower = start("leader", "base", base), start("follower", "head", fake.path)
+    factor = 1.06 if head_leads else 1 / 1.06
     try:
         said = [p.communicate(timeout=120)[0] for p in (leader, follower)]
     finally:  # a hung duo: no process of this test outlives it
@@ -190,7 +196,7 @@ def test_two_pytest_processes_time_each_call_in_lockstep(
     }
     for again in ("", "@again1", "@again2"):
         sums = [medians[f"test_bench.py::test_sum{again}{side}"] for side in ("", "@revision")]
-        assert sums[0] / sums[1] == pytest.approx(1.06, rel=0.005), medians
+        assert sums[0] / sums[1] == pytest.approx(factor, rel=0.005), medians
         joins = [medians[f"test_bench.py::test_join{again}{side}"] for side in ("", "@revision")]
         assert joins[0] / joins[1] == pytest.approx(1.0, rel=0.005), medians
     assert not any("@again3" in key for key in medians)

@@ -101,6 +101,7 @@ def assert_total(j: Judgement) -> None:
     pair_designs(),
     versuses,
     st.booleans(),
+    st.integers(0, 4),
 )
 def test_the_pair_judge_judges_every_input(
     pairs: tuple[list[SessionSummary], list[SessionSummary]],
@@ -113,8 +114,12 @@ def test_the_pair_judge_judges_every_input(
     design: PairDesign,
     versus: Versus | None,
     lockstep: bool,
+    per_duo: int,
 ) -> None:
+    """``per_duo``: pairs per duo (0: not in duos)."""
     base, head = pairs
+    count = max(len(base), len(head))
+    duos = [1 + i // per_duo for i in range(count)] if per_duo else []
     j = judge_pairs(
         base,
         head,
@@ -127,6 +132,7 @@ def test_the_pair_judge_judges_every_input(
         design=design,
         versus=versus,
         lockstep=lockstep,
+        duos=duos,
     )
     assert_total(j)
     assert j.status in (Status.REGRESSED, Status.IMPROVED, Status.SAME, Status.UNSURE)

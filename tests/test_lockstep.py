@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import json
+import math
 import random
 import shutil
 import time
@@ -154,26 +155,28 @@ def test_a_fixture_holding_code_is_timed_in_duos(repo: pytest.Pytester) -> None:
     assert "test_sum regressed: 1.00 ms -> 1.30 ms (+30.0%; bar " in text
     assert "2 pairs in lockstep, threshold 5%" in text  # --gpubench-pairs: every first look
     assert "2 tests in duos, a fresh process per side at once: its fixture 'module'" in text
-    # Only those (test_sum ran here), each call taking the first look's 2 pairs in its duo.
-    assert "duo 1: both sides at once, 2 tests, 2 pairs each" in text
+    # Only those (test_sum ran here): --gpubench-pairs sets the first look's duos too.
+    assert "duo 2: both sides at once, 2 tests, 3 pairs each" in text
     rows = [line.split()[0] for line in text.splitlines() if " cuda-graph " in line]
     assert sorted(rows) == ["test_join", "test_module[10]", "test_module[20]", "test_sum"]
-    assert "1 duo (a fresh process per side, at once)" in text
+    assert "2 duos (a fresh process per side, at once)" in text
+    assert "slower by 30.0% than HEAD (" in text and "over 6 pairs in 2 duos, bar" in text
     assert "test_module[20]: regressed: slower by 30.0% than HEAD" in text
     assert "holds code of the working tree: timed in duos" in text
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("factor", "pairs"), [(1.08, 5), (1.3, 1)])
-def test_a_duos_more_pairs_are_set_up_again_in_its_processes(
-    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, factor: float, pairs: int
+def test_duos_take_turns_leading_and_set_their_pairs_up_again(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Tests timed in duos and unsure after their first pair take the design's more pairs
-    in the same duo, each call set up again there (not a duo per pair), judged there as
-    the parent judges them; the revision's process makes its timer before it offers a
-    test, so a slow first timer (CUPTI's start, seconds on a GPU) costs no pair its
-    samples. A call sure after its first pair (+30%, beyond its bar of 12%) takes no more.
-    Each process makes a call's later samplers as it made its first (Sampler.again)."""
+    """Tests timed in duos: a duo's pairs share its two processes, so a duo is the unit of
+    the verdict (judge.pairs.DUO_DESIGN): the first look takes two, the working tree's
+    process leading the first and the revision's the second. Each duo takes DUO_PAIRS
+    pairs of each call, the later ones set up again in its processes, each making a call's
+    later samplers as it made its first (Sampler.again). Both processes start their
+    profilers as they join, so a slow first timer (CUPTI's start, seconds on a GPU) costs
+    no pair its samples. +30% is caught on the first look's two duos."""
+    factor, duos = 1.3, 2
     repo.makepyfile(
         test_fixture=MODULE_TESTS,
         slow_start="""
@@ -200,7 +203,7 @@ def pytest_gpubench_make_timer(settings, device, with_setup):
     conftest = repo.path / "conftest.py"
     conftest.write_text(conftest.read_text() + '\npytest_plugins = ["slow_start"]\n')
     commit(repo.path, "a fixture that returns a module, a slow first timer")
-    slower(repo, factor)  # +8%: unsure on one pair, whose bar is 12%
+    slower(repo, factor)
     made = repo.path.parent / f"{repo.path.name}-samplers.log"
     monkeypatch.setenv("FAKE_AGAIN_LOG", str(made))
     first_timers = repo.path.parent / f"{repo.path.name}-first-timers.log"
@@ -208,25 +211,56 @@ def pytest_gpubench_make_timer(settings, device, with_setup):
     result = repo.runpytest_subprocess(*MODULE_IN_DUOS)
     text = output(result)
     result.assert_outcomes(failed=2, deselected=2)
-    assert "duo 1: both sides at once, 2 tests (+4 where unsure)" in text
-    assert "1 duo (a fresh process per side, at once)" in text
-    assert "its bars leave out what differs between them" in text  # (their limit, said)
+    assert "duo 1: both sides at once, 2 tests, 3 pairs each, the working tree's process " in text
+    assert "duo 2: both sides at once, 2 tests, 3 pairs each, the revision's process lead" in text
+    assert f"{duos} duos (a fresh process per side, at once)" in text
+    assert "each duo is judged as one pair of processes" in text
     found = {r["test"]: r for r in json.loads((repo.path / "ab.json").read_text())["results"]}
     for n in (10, 20):
         against = found[f"test_module[{n}]"]["against"]
-        assert against["verdict"] == "regressed" and against["pairs"] == pairs
+        assert against["verdict"] == "regressed" and against["pairs"] == 3 * duos
+        assert against["duos"] == [d for d in range(1, duos + 1) for _ in range(3)]
         # Its later pairs' time is its more pairs' cost, as in one process.
-        assert (found[f"test_module[{n}]"]["costs"]["confirm_s"] > 0) == (pairs > 1)
+        assert found[f"test_module[{n}]"]["costs"]["confirm_s"] > 0
         assert against["ratio"] == pytest.approx(factor, rel=0.01)
         # The first pair sampled in full on both sides, the first test's included.
         assert against["base_sessions"][0]["n"] >= 20 and against["head_sessions"][0]["n"] >= 20
     # Both start their profilers (their first timers) as they join, before any test: the
     # leader does not wait for the follower's to make its own.
-    firsts = dict(line.split(" ") for line in first_timers.read_text().splitlines())
-    assert firsts["leader"] == "-" and firsts["follower"] == "-"
+    firsts = sorted(first_timers.read_text().splitlines())
+    assert firsts == ["follower -"] * duos + ["leader -"] * duos
     # Two tests, a process per side: each side's first sampler made, its later ones again.
     lines = made.read_text().splitlines()
-    assert lines.count("made work") == 4 and lines.count("again work") == 4 * (pairs - 1)
+    assert lines.count("made work") == 4 * duos and lines.count("again work") == 8 * duos
+
+
+@pytest.mark.slow
+def test_a_duos_processes_that_differ_fail_nothing(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An A/A run whose every process runs its code 2% faster or slower than another (as
+    GPU processes differ: FAKE_SHIFT, seeded): a duo's pairs agree with each other but not
+    with the next duo's, so the tests take more duos, up to the design's cap, and none
+    fails."""
+    repo.makepyfile(test_fixture=MODULE_TESTS)
+    commit(repo.path, "a fixture that returns a module")
+    monkeypatch.setenv("FAKE_SHIFT", "0.02")
+    monkeypatch.setenv("FAKE_SHIFT_SEED", "0")
+    result = repo.runpytest_subprocess(*MODULE_IN_DUOS)
+    text = output(result)
+    result.assert_outcomes(passed=2, deselected=2)
+    assert "8 duos (a fresh process per side, at once)" in text
+    found = {r["test"]: r for r in json.loads((repo.path / "ab.json").read_text())["results"]}
+    against = found["test_module[10]"]["against"]
+    assert against["verdict"] in ("same", "unsure") and against["duos"][-1] == 8
+    ds = [
+        math.log(h["median_ms"] / b["median_ms"])
+        for b, h in zip(against["base_sessions"], against["head_sessions"], strict=True)
+    ]
+    # Within a duo its pairs agree to the timer's noise; between duos they moved by more.
+    within = max(max(ds[i : i + 3]) - min(ds[i : i + 3]) for i in range(0, 24, 3))
+    means = [sum(ds[i : i + 3]) / 3 for i in range(0, 24, 3)]
+    assert within < 0.01 < max(means) - min(means)
 
 
 @pytest.mark.slow
@@ -243,7 +277,7 @@ def test_a_build_step_times_every_test_in_duos(repo: pytest.Pytester) -> None:
     assert "tests timed in lockstep in this process" not in text
     assert "test_sum: regressed: slower by 30.0% than HEAD" in text
     assert "builds the revision's code: timed in duos" in text
-    assert "1 duo (a fresh process per side, at once)" in text
+    assert "2 duos (a fresh process per side, at once)" in text
 
 
 @pytest.mark.slow
@@ -265,14 +299,14 @@ def test_module(gpubench, module):
     result = repo.runpytest_subprocess("--gpubench-against=HEAD", *LOCKSTEP, "-k", "test_module")
     text = output(result)
     result.assert_outcomes(passed=1, deselected=2)
-    assert "1 duo (a fresh process per side, at once)" in text
+    assert "2 duos (a fresh process per side, at once)" in text
     assert "test_module: changed: inputs changed (argument 1: 100 -> 200), not judged" in text
 
 
 @pytest.mark.slow
 def test_a_duo_whose_revision_process_dies_says_so(repo: pytest.Pytester) -> None:
-    """The revision's process of a duo exits in the middle of a test: the working tree's
-    fails its tests there, and a run in which no duo measured anything ends in one line
+    """The revision's process of a duo exits in the middle of a test (following or
+    leading): the working tree's fails its tests there, and a run in which no duo measured anything ends in one line
     saying why."""
     body = (
         "\nimport os\n"
@@ -280,7 +314,7 @@ def test_a_duo_whose_revision_process_dies_says_so(repo: pytest.Pytester) -> Non
         + """
 
 def test_module(gpubench, module):
-    if {crash} and os.environ.get("GPUBENCH_DUO", "").startswith("follower "):
+    if {crash} and os.environ.get("GPUBENCH_DUO", "").split(" ")[1:2] == ["base"]:
         os._exit(3)
     assert gpubench(module.work, 10) == 45
 """

@@ -11,6 +11,8 @@ from scipy import stats
 from pytest_gpubench.core.records import Judgement, SessionSummary, Status
 from pytest_gpubench.judge import rule
 from pytest_gpubench.judge.pairs import (
+    DUO_DESIGN,
+    LOCKSTEP_DESIGN,
     PAIR_BASIS,
     PAIR_PRIOR_SCALE,
     SAME_LEVEL,
@@ -213,3 +215,38 @@ def test_bad_medians_are_unsure(bad: float) -> None:
     j = verdict([0.1], [bad])
     assert j.status is Status.UNSURE and not j.needs_confirmation
     assert "has a median no timer reports" in j.reason
+
+
+def test_a_duo_is_one_unit_however_many_pairs_agree_in_it() -> None:
+    """Six pairs +3% slower, from two duos: in one process (lockstep) they regress at 2%;
+    from two duos they are two units, which cannot bound a change at this level (a duo's
+    pairs share its processes): unsure, asking for more duos."""
+    base = [0.1] * 6
+    head = [0.103, 0.1031, 0.1029, 0.103, 0.1029, 0.1031]
+    common = {"threshold": 0.02, "lockstep": True}
+    here = verdict(base, head, design=LOCKSTEP_DESIGN, **common)
+    assert here.status is Status.REGRESSED
+    apart = verdict(base, head, design=DUO_DESIGN, duos=[1, 1, 1, 2, 2, 2], **common)
+    assert apart.status is Status.UNSURE and apart.needs_confirmation
+    assert "over 6 pairs in 2 duos" in apart.reason and "2 more duos" in apart.reason
+    # Its units are the duos' means: three pairs each or one, the same verdict.
+    one_each = verdict([0.1, 0.1], [0.103, 0.103], design=DUO_DESIGN, duos=[1, 2], **common)
+    assert (one_each.status, one_each.ratio) == (apart.status, pytest.approx(apart.ratio))
+
+
+def test_duos_that_differ_widen_the_bar_their_own_pairs_do_not() -> None:
+    """Eight duos whose own pairs agree to 0.1% but whose means move by 1.5%: the spread
+    is the means' and the degrees of freedom the duos', so the bar is wider than that of
+    the same 24 pairs from one process: its interval more than twice as wide."""
+    means = [0.015, -0.015, 0.012, -0.012, 0.015, -0.015, 0.012, -0.012]
+    base = [0.1] * 24
+    head = [0.1 * math.exp(m + e) for m in means for e in (-0.001, 0.0, 0.001)]
+    duos = [d for d in range(1, 9) for _ in range(3)]
+    j = verdict(base, head, threshold=0.02, design=DUO_DESIGN, duos=duos, lockstep=True)
+    here = verdict(base, head, threshold=0.02, design=LOCKSTEP_DESIGN, lockstep=True)
+    assert j.tau is not None and j.tau > 0.012
+    assert j.ratio_low is not None and j.ratio_high is not None
+    assert here.ratio_low is not None and here.ratio_high is not None
+    assert j.ratio_high - j.ratio_low > 2 * (here.ratio_high - here.ratio_low)
+    with pytest.raises(ValueError, match="duos named for"):
+        verdict(base, head, design=DUO_DESIGN, duos=[1, 2])

@@ -976,8 +976,10 @@ class Paired:
     (``--gpubench-against``): the revision as typed, its full commit, and each side's
     sessions. The first ``pairs`` of each are the judged pairs, aligned (pair i's base and
     head at index i); a measurement with no pair (one side only, another timer) lists what
-    each side measured, ``pairs`` 0. ``lockstep``: each pair's sides shared one process,
-    timed alternately (versus/lockstep.py), not a fresh process each (versus/ab.py)."""
+    each side measured, ``pairs`` 0. ``lockstep``: each pair's sides timed alternately
+    (versus/lockstep.py), not a fresh process each (versus/ab.py); ``duos``: per judged
+    pair, the duo that timed it (numbered from 1: a fresh process per side at once,
+    run/duo.py), empty where one process timed both sides."""
 
     revision: str
     commit: str
@@ -985,10 +987,13 @@ class Paired:
     head_sessions: tuple[SessionRecord, ...] = ()
     pairs: int = 0
     lockstep: bool = False
+    duos: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not 0 <= self.pairs <= min(len(self.base_sessions), len(self.head_sessions)):
             raise ValueError(f"has {self.pairs!r} pairs, more than a side's sessions")
+        if self.duos and (len(self.duos) != self.pairs or min(self.duos) < 1):
+            raise ValueError(f"has duos {list(self.duos)!r:.60} for {self.pairs} pairs")
 
     @property
     def label(self) -> str:
@@ -1011,6 +1016,7 @@ class Paired:
             "commit": self.commit,
             "pairs": self.pairs,
             **({"lockstep": True} if self.lockstep else {}),
+            **({"duos": list(self.duos)} if self.duos else {}),
             "base_sessions": [r.to_json() for r in self.base_sessions],
             "head_sessions": [r.to_json() for r in self.head_sessions],
         }
@@ -1034,7 +1040,18 @@ class Paired:
         lockstep = data.get("lockstep", False)
         if not isinstance(lockstep, bool):
             raise ValueError(f"has an 'against' whose 'lockstep' is {lockstep!r:.40}, not true")
-        return cls(data["revision"], data["commit"], sides[0], sides[1], int(pairs), lockstep)
+        duos = data.get("duos", [])
+        if not isinstance(duos, list) or not all(whole(1)(d) for d in duos):
+            raise ValueError(f"has an 'against' whose 'duos' are {duos!r:.40}, not counts")
+        return cls(
+            data["revision"],
+            data["commit"],
+            sides[0],
+            sides[1],
+            int(pairs),
+            lockstep,
+            tuple(int(d) for d in duos),
+        )
 
 
 def _median_of(records: Iterable[SessionRecord]) -> float | None:

@@ -137,6 +137,17 @@ class PairDesign:
 # refitted prior above one more would (bench/lockstep_runs.py). One pair can fail a test
 # only far beyond its threshold (1.6 degrees of freedom: docs/verdict.md, its bars).
 LOCKSTEP_DESIGN = PairDesign(first=1, batch=4, cap=5)
+# Duos (versus/lockstep.py, run/duo.py: one fresh process per side at once, where one
+# process cannot hold both): a duo's pairs share its two processes, and what differs between
+# them stays in every one (A/A duos on H200s: a duo's mean moved by up to 2% while its pairs
+# agreed to 0.2-0.8%; bench/lockstep_runs.py). So a duo is the unit, like a pair of fresh
+# processes (the pair prior, :func:`pair_sigma0`, fitted to such pairs), its pairs only
+# steadying its mean: DUO_PAIRS each, in duos of each role in turn (the working tree's
+# process leads the odd ones), two at the first look and two more per look while unsure, up
+# to 8. On the pair prior, resampled: an A/A at 2% is same after 3-4 duos, +5% caught by
+# 8 duos from 1 µs (bench/lockstep_prior.py --duos).
+DUO_DESIGN = PairDesign(first=2, batch=2, cap=8)
+DUO_PAIRS = 3
 
 
 @dataclass(frozen=True)
@@ -298,12 +309,15 @@ def judge_pairs(
     against: str = "the revision",
     versus: Versus | None = None,
     lockstep: bool = False,
+    duos: Sequence[int] = (),
 ) -> Judgement:
     """Judge one test's head sessions against its base sessions, paired by index (the
     first ``min(len)`` of each). ``needs_confirmation`` asks for ``design.next_batch`` more
     pairs. ``against`` names the base side in the reason; ``versus``, what a ratio to a
     reference compares (its prior: rule.prior_for); ``lockstep``: each pair's sides shared
-    one process (the lockstep prior, :func:`lockstep_sigma0`).
+    one process (the lockstep prior, :func:`lockstep_sigma0`); ``duos``: per pair, the duo
+    that timed it (DUO_DESIGN): each duo's mean difference is one unit, judged by the pair
+    prior, and ``design`` counts duos.
 
     Every set of sessions gets a verdict: no pair, a median no timer reports, or a bound
     beyond a float is ``unsure``, its reason saying what would judge it (its numbers finite
@@ -314,6 +328,7 @@ def judge_pairs(
         raise ValueError(f"invalid alpha {alpha!r}: expected a level in (0, 1) such as 0.01")
     n = min(len(base), len(head))
     pairs = _plural(n, "pair")
+    unit = "pair"  # what the design counts
 
     def unsure(
         reason: str,
@@ -351,13 +366,22 @@ def judge_pairs(
     b = np.log([s.median_ms for s in base[:n]])
     h = np.log([s.median_ms for s in head[:n]])
     base_ms = math.exp(float(np.median(b)))
-    if lockstep:
+    diffs = h - b
+    if duos:
+        if len(duos) < n:
+            raise ValueError(f"{len(duos)} duos named for {n} pairs")
+        groups = list(dict.fromkeys(duos[:n]))
+        diffs = np.array([diffs[np.asarray(duos[:n]) == g].mean() for g in groups])
+        pairs += f" in {_plural(len(groups), 'duo')}"
+        unit = "duo"
+    if lockstep and not duos:
         sigma0, weight = lockstep_sigma0(base_ms, timer, launches), LOCKSTEP_PRIOR_WEIGHT
     else:
         sigma0, weight = pair_sigma0(base_ms, timer, launches, versus), PAIR_PRIOR_WEIGHT
+    units = len(diffs)
     alpha1 = corrected_alpha(alpha, family, fail_on_improvement)
     dec = decide_pairs(
-        (h - b)[None, :],
+        diffs[None, :],
         np.array([sigma0]),
         threshold=threshold,
         alpha1=alpha1,
@@ -375,9 +399,9 @@ def judge_pairs(
     level = alpha1 / design.looks
     ratio = math.exp(d)
     verb = "slower" if d >= 0 else "faster"
-    where = " in lockstep" if lockstep else ""
+    where = " in lockstep" if lockstep and not duos else ""
     reason = f"{verb} by {abs(math.expm1(d)):.1%} than {against} over {pairs}{where}"
-    cap = _plural(design.cap, "pair")
+    cap = _plural(design.cap, unit)
     bar_log = float(dec.bar[0])
     if not bar_log <= LOG_MAX:
         # Too few pairs for the level: the t quantile of half a degree of freedom (one pair)
@@ -391,16 +415,15 @@ def judge_pairs(
                 f"; unsure: {why}, nor could {PAIRS_TO_GATE_LIMIT} pairs: needs a larger alpha"
             )
         else:
-            to_gate = f"needs {_plural(needed, 'pair')} like these to gate {threshold * 100:g}%"
-            if n < design.cap:
-                reason += (
-                    f"; unsure: {why}: {to_gate}; {_plural(design.next_batch(n), 'more pair')}"
-                )
+            to_gate = f"needs {_plural(needed, unit)} like these to gate {threshold * 100:g}%"
+            if units < design.cap:
+                more = _plural(design.next_batch(units), f"more {unit}")
+                reason += f"; unsure: {why}: {to_gate}; {more}"
             else:
                 reason += f"; unsure at the cap of {cap}: {why}: {to_gate} (--gpubench-pairs)"
         return unsure(
             reason,
-            needed is not None and n < design.cap,
+            needed is not None and units < design.cap,
             ratio,
             float(dec.s[0]),
             float(dec.prior_share[0]),
@@ -410,15 +433,15 @@ def judge_pairs(
     gateable = float(dec.gateable[0])
     z = float(t_quantile(float(dec.df[0]), level))
     gates = gateable <= NOT_GATED_BEYOND  # a gate of hundreds of percent is no gate
-    if status is Status.UNSURE and n >= design.cap and gates:
+    if status is Status.UNSURE and units >= design.cap and gates:
         reason += f"; unsure at the cap of {cap}: can gate >= {gateable:.1%}"
-    elif status is Status.UNSURE and n >= design.cap:
+    elif status is Status.UNSURE and units >= design.cap:
         reason += (
             f"; unsure at the cap of {cap}: it could not catch a slowdown under "
             f"{NOT_GATED_BEYOND:.0%}: run more pairs (--gpubench-pairs) to gate it"
         )
     elif status is Status.UNSURE:
-        reason += f"; unsure: {_plural(design.next_batch(n), 'more pair')}"
+        reason += f"; unsure: {_plural(design.next_batch(units), 'more ' + unit)}"
     elif gates and bar_of_change(bar, ratio) <= NOT_GATED_BEYOND:
         reason += f", bar {bar_of_change(bar, ratio):.1%}"
     else:  # a bar of hundreds of percent says nothing: what would judge it does

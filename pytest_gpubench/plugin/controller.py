@@ -236,8 +236,8 @@ class Controller:
         self.lines.append(
             f"against {rev.ref} ({rev.commit[:8]}): {duos} duo{'s' if duos != 1 else ''} "
             f"(a fresh process per side, at once) in {time.perf_counter() - started:.0f} s "
-            f"({why}); a duo's pairs share its two processes, and its bars leave out what "
-            "differs between them (up to 2% seen on an H200)"
+            f"({why}); each duo is judged as one pair of processes (its pairs share them), "
+            "each side leading half of them"
         )
         return results
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ..run.duo import Follower, Leader
     from ..run.fixture import GpuBench
     from ..run.session import BenchSession
-    from ..run.sides import Lockstep, Looks
+    from ..run.sides import Lockstep
     from ..versus.lockstep import Pairing
 
 MARKER = "gpubench"
@@ -244,18 +244,8 @@ class Measuring:
                 remote_first=dict(zip(offer.keys, offer.first_calls, strict=False)),
                 remote_inputs=dict(zip(offer.keys, offer.inputs, strict=False)),
                 remote=self.duo.sampler,
-                looks=self._looks(self.duo.looks),
+                pairs=self.duo.pairs,
             )
-
-    def _looks(self, looks: tuple[int, int, int]) -> Looks:
-        """The pairs a duo's leader takes of each call (first, more, the family its parent
-        judges): the more judged as the parent will."""
-        from ..run.sides import Looks
-        from ..versus.lockstep import unsure_in_duo
-
-        first, more, family = looks
-        unsure = unsure_in_duo(self.settings, family, first, more) if more else None
-        return Looks(first, more, unsure)
 
     def _duo_after(self, item: pytest.Item, failed: str) -> None:
         """In a duo: the follower offers the calls its test held and samples them as the

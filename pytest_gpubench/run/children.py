@@ -617,26 +617,27 @@ def run_duo(
     nodeids: Sequence[str],
     device_index: int | None,
     name: str,
-    looks: tuple[int, int, int] = (1, 0, 1),
+    pairs: int = 1,
+    head_leads: bool = True,
 ) -> tuple[ChildRun, ChildRun]:
-    """A duo (run/duo.py): the working tree's fresh process (``head``, the leader) and the
-    revision's (``base``, the follower) started together on the tests ``nodeids``, joined by
-    a socket in a folder of this process's. Each call takes ``looks``: its first pairs, and
-    its more pairs where those leave it unsure among that many measurements (the others
-    than the first set up again, run.sides.Looks); their runs, the leader's holding both
-    sides."""
+    """A duo (run/duo.py): the working tree's fresh process (``head``) and the revision's
+    (``base``) started together on the tests ``nodeids``, joined by a socket in a folder of
+    this process's, the working tree's leading where ``head_leads``. Each call takes
+    ``pairs`` pairs (the others than the first set up again); their runs, the leader's
+    (holding both sides) first."""
     sweep_folders()
     with tempfile.TemporaryDirectory(prefix=folder_prefix()) as directory:
         folder = Path(directory)
         key = os.urandom(16).hex()
-        roles = (("leader", head), ("follower", base))
-        outs = [folder / f"{name}-{role}.json" for role, _ in roles]
+        sides = (("head", head), ("base", base)) if head_leads else (("base", base), ("head", head))
+        roles = [("leader", *sides[0]), ("follower", *sides[1])]
+        outs = [folder / f"{name}-{role}.json" for role, _, _ in roles]
         started: list[subprocess.Popen[bytes] | ChildRun] = []
         try:
-            for (role, launcher), out in zip(roles, outs, strict=True):
+            for (role, side, launcher), out in zip(roles, outs, strict=True):
                 write_request(out, Request(tuple(nodeids)))
                 args = [*launcher.measuring_args(), *launcher.overrides(folder, f"{name}-{role}")]
-                duo = " ".join([role, key, *map(str, looks), str(folder / "duo.sock")])
+                duo = " ".join([role, side, key, str(pairs), str(folder / "duo.sock")])
                 env = [*launcher.env, (DUO_VARIABLE, duo)]
                 started.append(
                     start_child(args, launcher.cwd, out, device_index, env, launcher.wrapper)

@@ -2,8 +2,9 @@
 (versus.lockstep.Pairing.duo_verdicts starts them: run.children.run_duo).
 
 Where one process cannot hold both revisions (a native extension of the project, a fixture
-value holding code), the working tree's process (the leader) and the revision's (the
-follower) run the same tests at once, joined by one connection. For each test the follower
+value holding code), a process of each side run the same tests at once, joined by one
+connection: the leader (the working tree's in odd duos, the revision's in even ones, so
+that what a role adds falls on both sides alike) and the follower. For each test the follower
 runs its body first, each gpubench call making its untimed first call and being held (as
 the revision's side does in one process, run/sides.py), then tells the leader which calls
 it holds. The leader runs its body; each of its calls is paired with the follower's call of
@@ -11,7 +12,8 @@ the same key by :func:`timing.engine.collect_pair`, the follower's side a :class
 whose every sample is asked of the follower (:meth:`Leader.sampler`). Only one process
 touches the GPU at a time: the follower samples only when asked, and the leader waits for
 each answer. What the leader measures of both sides goes to its parent as a lockstep child's
-results do (versus.lockstep.child_results).
+results do (versus.lockstep.child_results: its own side under the test's key, the
+follower's as the revision's; the parent swaps them back where the revision led).
 
 The messages are tuples, pickled by :mod:`multiprocessing.connection` under an authkey the
 parent draws; every wait is bounded, and a peer gone (its end of the connection closed) or
@@ -77,10 +79,12 @@ class _Peer:
 
 
 class Follower(_Peer):
-    """The revision's process: offers each test's held calls, then samples them as asked."""
+    """The process that does not time: offers each test's held calls, then samples them as asked."""
 
-    def __init__(self, conn: Connection, wait_s: float = WAIT_S) -> None:
-        super().__init__(conn, "the working tree's process", wait_s)
+    def __init__(
+        self, conn: Connection, wait_s: float = WAIT_S, who: str = "the working tree's process"
+    ) -> None:
+        super().__init__(conn, who, wait_s)
 
     def serve(self, offer: Offer, sampler_of: Callable[[str, str], Sampler]) -> set[str]:
         """Offer a test's held calls and sample them as the leader asks until it is done with
@@ -137,23 +141,23 @@ class Follower(_Peer):
 
 
 class Leader(_Peer):
-    """The working tree's process: finds the follower's run of each of its tests and times
-    the follower's calls through it. ``order``: the node ids of the tests both run, in the
+    """The process that times: finds the follower's run of each of its tests and times the
+    follower's calls through it. ``order``: the node ids of the tests both run, in the
     leader's order (a test the follower offers that is not among them is skipped);
-    ``looks``: the pairs of each call to take at once, the more pairs to take where those
-    leave its verdict unsure, and the number of measurements its parent judges (the
-    family of run.sides.Looks's judge)."""
+    ``pairs``: how many pairs of each call it takes (the others than the first set up
+    again)."""
 
     def __init__(
         self,
         conn: Connection,
         order: Sequence[str],
-        looks: tuple[int, int, int] = (1, 0, 1),
+        pairs: int = 1,
         wait_s: float = WAIT_S,
+        who: str = "the revision's process",
     ) -> None:
-        super().__init__(conn, "the revision's process", wait_s)
+        super().__init__(conn, who, wait_s)
         self.order = {nodeid: i for i, nodeid in enumerate(order)}
-        self.looks = looks
+        self.pairs = pairs
         self._next: Offer | None = None  # an offer of a later test, kept for it
         self._ended = False
 
@@ -225,20 +229,21 @@ class Leader(_Peer):
 def joined(spec: str, order: Sequence[str], wait_s: float = WAIT_S) -> Leader | Follower:
     """This process's end of its duo, from run.children.DUO_VARIABLE's value ``spec``: the
     leader listens on the socket (``order``: the node ids of its tests, in order) and the
-    follower connects, until ``wait_s`` has passed."""
-    role, key, first, more, family, address = spec.split(" ", 5)
+    follower connects, until ``wait_s`` has passed. Either side may lead (``side``: this
+    process's, head or base)."""
+    role, side, key, pairs, address = spec.split(" ", 4)
     authkey = bytes.fromhex(key)
+    other = "the revision's process" if side == "head" else "the working tree's process"
     if role == "leader":
-        looks = (int(first), int(more), int(family))
         with Listener(address, family="AF_UNIX", authkey=authkey) as listener:
-            return Leader(listener.accept(), order, looks, wait_s)
+            return Leader(listener.accept(), order, int(pairs), wait_s, other)
     deadline = time.monotonic() + wait_s
     while True:
         try:
-            return Follower(Client(address, family="AF_UNIX", authkey=authkey), wait_s)
+            return Follower(Client(address, family="AF_UNIX", authkey=authkey), wait_s, other)
         except (FileNotFoundError, ConnectionRefusedError):
             if time.monotonic() > deadline:
-                raise DuoError(f"the working tree's process never listened on {address}") from None
+                raise DuoError(f"the leading process never listened on {address}") from None
             time.sleep(0.05)
 
 

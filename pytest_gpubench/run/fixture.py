@@ -241,11 +241,11 @@ class GpuBench:
 
     def _in_duo(self, lock: Lockstep, workload: Workload, call: Call) -> Measurement:
         """The working tree's call ``workload`` paired with the revision's in the other
-        process of a duo (run/duo.py), as many times as ``lock.looks`` asks: the pairs after
+        process of a duo (run/duo.py), as many times as ``lock.pairs`` asks: the pairs after
         the first set up again, each side's inputs placed anew (the other's by that
         process); the first that raises ends this call's, saying why. The working tree's
         measurement of the first pair."""
-        remote, session, looks = lock.remote, self.session, lock.looks
+        remote, session = lock.remote, self.session
         assert remote is not None and session is not None
         first_s = lock.remote_first.pop(call.key)
         given = lock.remote_inputs.pop(call.key, None)
@@ -257,31 +257,23 @@ class GpuBench:
             return remote(call.key, timer)
 
         pairs = [session.measure_sides(workload, theirs, call, first_s)]
-
-        def until(count: int) -> None:
-            while len(pairs) < count:
-                try:
-                    with placed_anew([workload], lock.draw) as ((mine,), _):
-                        pair = session.measure_sides(mine, theirs, call, first_s, again=True)
-                except RemoteCallError as exc:  # its call, on its inputs placed anew
-                    error: Exception = exc
-                except DuoError:
-                    raise  # the duo is over: no later pair either
-                except Exception as exc:  # the test's code, on its inputs placed anew
-                    error = exc
-                else:
-                    pairs.append(pair)
-                    continue
-                # This call's more pairs end here, and why is said (the first such).
-                said = f"no more pairs in this duo: {type(error).__name__}: {error}"[:200]
-                lock.stopped = lock.stopped or said
-                return
-
-        until(looks.first)
-        unsure = looks.unsure
-        judged = len(pairs) == looks.first and not changed  # other inputs: never judged
-        if looks.more and judged and unsure is not None and unsure(call.spec.measure, pairs):
-            until(looks.first + looks.more)
+        while len(pairs) < lock.pairs:
+            try:
+                with placed_anew([workload], lock.draw) as ((mine,), _):
+                    pair = session.measure_sides(mine, theirs, call, first_s, again=True)
+            except RemoteCallError as exc:  # its call, on its inputs placed anew
+                error: Exception = exc
+            except DuoError:
+                raise  # the duo is over: no later pair either
+            except Exception as exc:  # the test's code, on its inputs placed anew
+                error = exc
+            else:
+                pairs.append(pair)
+                continue
+            # This call's more pairs end here, and why is said (the first such).
+            said = f"no more pairs in this duo: {type(error).__name__}: {error}"[:200]
+            lock.stopped = lock.stopped or said
+            break
         lock.base[call.key] = pairs[0][1]
         if len(pairs) > 1:
             lock.more[call.key] = pairs[1:]

@@ -14,7 +14,6 @@ from typing import Protocol
 
 from ..core.errors import GpubenchError
 from ..core.records import Measurement
-from ..core.settings import MeasureSettings
 from ..timing.engine import Sampler, Workload
 from .call import Call
 
@@ -70,22 +69,6 @@ class Pair:
     base_first_call_s: float
 
 
-# Whether a call's pairs so far (the working tree's measurement, the revision's), under its
-# measurement settings, leave its verdict unsure (versus.lockstep.unsure_in_duo).
-Unsure = Callable[[MeasureSettings, Sequence[tuple[Measurement, Measurement]]], bool]
-
-
-@dataclass(frozen=True)
-class Looks:
-    """The pairs a duo's leader takes of each call (run/duo.py): ``first`` at once, then
-    ``more`` where ``unsure`` of its verdict on them, as its parent will judge them (the
-    lockstep design's two looks in one duo)."""
-
-    first: int = 1
-    more: int = 0
-    unsure: Unsure | None = None
-
-
 @dataclass
 class Lockstep:
     """One test's two sides in this process: the revision's held calls (until the working
@@ -112,9 +95,9 @@ class Lockstep:
     remote_inputs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     remote: Callable[[str, str], Sampler] | None = None
     # A duo's leader: how many pairs of each call it takes, those after the first (set up
-    # again, both sides' inputs placed anew) by key (the working tree's measurement, the
-    # revision's), and why they stopped early ('' when they did not).
-    looks: Looks = field(default_factory=lambda: Looks())
+    # again, both sides' inputs placed anew) by key (its own side's measurement, the
+    # other's), and why they stopped early ('' when they did not).
+    pairs: int = 1
     more: dict[str, list[tuple[Measurement, Measurement]]] = field(default_factory=dict)
     stopped: str = ""
     # The pads' sizes of inputs placed anew (timing.device.placed_anew), seeded: replayable.

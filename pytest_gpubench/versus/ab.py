@@ -38,7 +38,7 @@ from ..core.kernels import Launch, binary_changes, launch_count, same_work
 from ..core.records import Measurement, NcuKernel, Paired, Result, Status, Verdict, Versus
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import MIN_JUDGED_SAMPLES, Gate, with_memory
-from ..judge.pairs import LOCKSTEP_DESIGN, PairDesign, judge_pairs
+from ..judge.pairs import DUO_DESIGN, LOCKSTEP_DESIGN, PairDesign, judge_pairs
 from ..run import ncu
 from ..run.children import (
     EVERY_BENCHMARK,
@@ -178,13 +178,15 @@ def pair_design(settings: Settings) -> PairDesign:
     return design_of(settings.pairs, settings.confirm > 0)
 
 
-def design_of(pairs: int | None, more: bool, lockstep: bool = False) -> PairDesign:
+def design_of(
+    pairs: int | None, more: bool, lockstep: bool = False, duos: bool = False
+) -> PairDesign:
     """The design of a run of ``pairs`` first pairs (None: the pairing's default), with a
     batch of the default's size for the unsure when ``more`` (gpubench compare re-judges a
     file with its run's design); ``lockstep``: a test's pairs timed in lockstep
     (versus/lockstep.py), all from the run's process, the others than the first set up
-    again there."""
-    default = LOCKSTEP_DESIGN if lockstep else PairDesign()
+    again there; ``duos``: in duos, the design counting duos (judge.pairs.DUO_DESIGN)."""
+    default = DUO_DESIGN if duos else LOCKSTEP_DESIGN if lockstep else PairDesign()
     first = default.first if pairs is None else pairs
     extra = default.cap - default.first if more else 0
     return PairDesign(first=first, batch=max(1, extra), cap=first + extra)
@@ -520,20 +522,22 @@ def paired_result(
     revision: Revision,
     *,
     lockstep: bool = False,
+    duos: Sequence[int] = (),
 ) -> Result:
     """One measurement's verdict on its complete pairs (a pair whose two sides measured it
     by one timer, each with enough samples); ``lockstep``: each pair's sides shared one
-    process (versus/lockstep.py)."""
+    process (versus/lockstep.py); ``duos``: by pair (runs' index), the duo that timed it."""
     base = [run.get(key) for run in runs[BASE]]
     head = [run.get(key) for run in runs[HEAD]]
-    pairs = [
-        (b, h)
-        for b, h in zip(base, head, strict=False)
+    found = [
+        (i, b, h)
+        for i, (b, h) in enumerate(zip(base, head, strict=False))
         if b is not None
         and h is not None
         and b.timer == h.timer
         and min(len(b.samples_ms), len(h.samples_ms)) >= MIN_JUDGED_SAMPLES
     ]
+    pairs = [(b, h) for _, b, h in found]
     heads = [h for h in head if h is not None]
     bases = [b for b in base if b is not None]
     family = gate.family
@@ -600,6 +604,7 @@ def paired_result(
         tuple(h.record for _, h in pairs),
         pairs=len(pairs),
         lockstep=lockstep,
+        duos=tuple(duos[i] for i, _, _ in found) if duos else (),
     )
     verdict = paired_verdict(
         paired,
@@ -652,6 +657,7 @@ def paired_verdict(
         against=paired.label,
         versus=versus,
         lockstep=paired.lockstep,
+        duos=paired.duos,
     )
     status, reason = judgement.status, judgement.reason
     if kernel_changes:

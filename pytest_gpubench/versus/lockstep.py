@@ -24,7 +24,6 @@ imported beside the working tree's, a test whose fixtures differ between the rev
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import dataclasses
 import functools
@@ -47,9 +46,9 @@ from ..core.errors import GpubenchError
 from ..core.records import Costs, Measurement, Result, Status, Verdict
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import Gate
-from ..judge.pairs import PairDesign
+from ..judge.pairs import DUO_PAIRS
 from ..run.children import ChildRun, Launcher
-from ..run.sides import Lockstep, Pair, Unsure
+from ..run.sides import Lockstep, Pair
 from ..timing.engine import Workload
 from .ab import BASE, HEAD, design_of, held_to_floors, paired_result
 from .revision import Revision
@@ -324,6 +323,7 @@ class Pairing:
         self.session = session
         self.settings = settings
         self.design = design_of(settings.pairs, settings.confirm > 0, lockstep=True)
+        self.duo_design = design_of(settings.pairs, settings.confirm > 0, True, duos=True)
         # More pairs from this process (MORE_VARIABLE), their inputs placed anew; the pads'
         # sizes drawn from a seeded stream, so that a run can be replayed.
         self.in_process = in_process
@@ -483,52 +483,55 @@ class Pairing:
     ) -> tuple[dict[str, Result], list[str], int]:
         """The tests ``nodeids``, which one process cannot hold, timed in duos (run/duo.py):
         the working tree's fresh process (``head``) and the revision's (``base``) at once,
-        their calls alternated between them; a duo for each look of the lockstep design,
-        over the tests still unsure, each call taking the look's pairs in it (the others
-        than the first set up again there, as a test's more pairs are in one process). Their
+        their calls alternated between them, DUO_PAIRS pairs of each call per duo (the
+        others than the first set up again there); the working tree's process leads the odd
+        duos, the revision's the even ones. A duo is one unit of the duo design
+        (judge.pairs.DUO_DESIGN): its looks' duos over the tests still unsure. Their
         results by key, what went wrong, and how many duos ran."""
         from ..run.children import run_duo
 
         runs: dict[str, list[dict[str, Measurement]]] = {BASE: [], HEAD: []}
+        groups: list[int] = []  # by pair, the duo that timed it
         lost: dict[str, set[str]] = {BASE: set(), HEAD: set()}
         errors: list[str] = []
         uncollected: dict[str, str] = {}  # files the revision's side could not collect: why
         inputs: dict[str, str] = {}  # how a call's inputs differ between the sides, by key
         results: dict[str, Result] = {}
         wanted = list(nodeids)
-        duos = 0
-        while wanted:
-            # The fewest pairs a wanted test has: a call whose pairs stopped early may be
-            # behind the others.
-            measured = collections.Counter(
-                nodeid for run in runs[HEAD] for nodeid in {k.split("#")[0] for k in run}
-            )
-            done = min(measured[n] for n in wanted)
-            count = self.design.next_batch(done)
-            if count == 0:
-                break
-            duos += 1
-            # The first duo takes the design's looks in one: the more pairs of a call whose
-            # first leave it unsure (its leader judges them as this process will).
-            more = self.design.cap - count if done == 0 else 0
-            tests = f"{len(wanted)} test{'s' if len(wanted) != 1 else ''}"
-            pairs = f", {count} pairs each" if count > 1 else ""
-            unsure = f" (+{more} where unsure)" if more else ""
-            announce(f"duo {duos}: both sides at once, {tests}{pairs}{unsure}")
-            looks = (count, more, self.session.family)
-            leader, follower = run_duo(
-                head, base, wanted, self.session.device_index, f"duo-{duos}", looks
-            )
-            errors += [r.error for r in (leader, follower) if r.error]
-            uncollected.update(follower.uncollected)
-            inputs.update(_changed_inputs(leader))
-            new = _sides_of(leader)
-            for sides in new:
-                runs[BASE].append(sides[BASE])
-                runs[HEAD].append(sides[HEAD])
-            if not any(sides[HEAD] for sides in new):
-                break  # this duo measured nothing: another would not either
-            judged = self._judged(runs, lost, measure_of, uncollected=uncollected)
+        duos = 0  # a test still wanted was in every duo so far
+        while wanted and (count := self.duo_design.next_batch(duos)):
+            measured = False
+            for _ in range(count):
+                duos += 1
+                head_leads = duos % 2 == 1
+                tests = f"{len(wanted)} test{'s' if len(wanted) != 1 else ''}"
+                who = "the working tree's" if head_leads else "the revision's"
+                announce(
+                    f"duo {duos}: both sides at once, {tests}, {DUO_PAIRS} pairs each, "
+                    f"{who} process leading"
+                )
+                leader, follower = run_duo(
+                    head,
+                    base,
+                    wanted,
+                    self.session.device_index,
+                    f"duo-{duos}",
+                    DUO_PAIRS,
+                    head_leads,
+                )
+                errors += [r.error for r in (leader, follower) if r.error]
+                uncollected.update((follower if head_leads else leader).uncollected)
+                if head_leads:  # the leader says how the revision's inputs differ
+                    inputs.update(_changed_inputs(leader))
+                new = _sides_of(leader, swapped=not head_leads)
+                for sides in new:
+                    runs[BASE].append(sides[BASE])
+                    runs[HEAD].append(sides[HEAD])
+                    groups.append(duos)
+                measured = measured or any(sides[HEAD] or sides[BASE] for sides in new)
+            if not measured:
+                break  # this look's duos measured nothing: another would not either
+            judged = self._judged(runs, lost, measure_of, uncollected=uncollected, groups=groups)
             results = {r.key: _other_inputs(r, inputs.get(r.key, "")) for r in judged}
             unsure_ones = {
                 key.split("#")[0]
@@ -578,9 +581,11 @@ class Pairing:
         measure_of: Callable[[str], MeasureSettings],
         failed: str = "",
         uncollected: Mapping[str, str] | None = None,
+        groups: Sequence[int] = (),
     ) -> tuple[Result, ...]:
         """Each key's verdict on its pairs so far (``measure_of`` a key's node id: its
-        settings; ``uncollected``: the revision's files that could not be collected, why)."""
+        settings; ``uncollected``: the revision's files that could not be collected, why;
+        ``groups``: by pair, the duo that timed it, judged by the duo design)."""
         gate = Gate.of(self.settings, family=self.session.family)
         keys = list(dict.fromkeys(k for side in (HEAD, BASE) for run in runs[side] for k in run))
         found = []
@@ -593,9 +598,10 @@ class Pairing:
                     uncollected or {},
                     gate,
                     measure_of(key.split("#")[0]),
-                    self.design,
+                    self.duo_design if groups else self.design,
                     self.two.revision,
                     lockstep=True,
+                    duos=groups,
                 ),
                 gate,
             )
@@ -606,37 +612,20 @@ class Pairing:
         return tuple(found)
 
 
-def unsure_in_duo(settings: Settings, family: int, first: int, more: int) -> Unsure:
-    """Whether a call's pairs in a duo leave its verdict unsure, judged in the duo's leader
-    as its parent will judge them (run.sides.Looks): by the lockstep rule and prior, the
-    design of ``first`` pairs then ``more``, among ``family`` measurements."""
-    gate = Gate.of(settings, family=family)
-    design = PairDesign(first=first, batch=max(1, more), cap=first + more)
-    unnamed = Revision("", "", Path(), Path())  # its name is for the reports, not the verdict
-
-    def unsure(measure: MeasureSettings, pairs: Sequence[tuple[Measurement, Measurement]]) -> bool:
-        key = pairs[0][0].key
-        runs = {BASE: [{key: b} for _, b in pairs], HEAD: [{key: h} for h, _ in pairs]}
-        lost: dict[str, set[str]] = {BASE: set(), HEAD: set()}
-        result = paired_result(key, runs, lost, {}, gate, measure, design, unnamed, lockstep=True)
-        judgement = result.verdict.judgement
-        return judgement is not None and judgement.needs_confirmation
-
-    return unsure
-
-
-def _sides_of(run: ChildRun) -> list[dict[str, dict[str, Measurement]]]:
-    """Each pair's sides in a fresh process's results of tests timed in lockstep (the
-    revision's under BASE_SUFFIX; a duo's pairs after the first under AGAIN_SUFFIX and
-    their number): the working tree's of the tests that passed there."""
+def _sides_of(run: ChildRun, swapped: bool = False) -> list[dict[str, dict[str, Measurement]]]:
+    """Each pair's sides in a fresh process's results of tests timed in lockstep (the other
+    side's under BASE_SUFFIX; a duo's pairs after the first under AGAIN_SUFFIX and their
+    number): its own of the tests that passed there. ``swapped``: its own side is the
+    revision's (a duo the revision's process led)."""
     pairs: list[dict[str, dict[str, Measurement]]] = []
     for result, passed in run.results:
         key = result.measurement.key
-        side = BASE if key.endswith(BASE_SUFFIX) else HEAD
+        other = key.endswith(BASE_SUFFIX)
+        side = BASE if other != swapped else HEAD
         own, i = _pair_of(key.removesuffix(BASE_SUFFIX))
         while len(pairs) <= i:
             pairs.append({BASE: {}, HEAD: {}})
-        if passed or side == BASE:
+        if passed or other:
             pairs[i][side][own] = dataclasses.replace(result.measurement, key=own)
     return pairs or [{BASE: {}, HEAD: {}}]
 
