@@ -40,6 +40,7 @@ from typing import Any
 
 from pytest_gpubench.core.records import SessionSummary
 from pytest_gpubench.judge.pairs import (
+    DUO_DESIGN,
     LOCKSTEP_BINS_MS,
     LOCKSTEP_DESIGN,
     judge_pairs,
@@ -204,6 +205,7 @@ def main(archives: list[Path]) -> int:
             if found is None:
                 continue
             base, head = found
+            duos = (result.get("against") or {}).get("duos", [])
             now = judge_pairs(
                 [SessionSummary(m, 1, math.nan) for m in base],
                 [SessionSummary(m, 1, math.nan) for m in head],
@@ -211,8 +213,9 @@ def main(archives: list[Path]) -> int:
                 alpha=float(settings.get("alpha", 0.01)),
                 family=family,
                 timer=result["timer"],
-                design=LOCKSTEP_DESIGN,
+                design=DUO_DESIGN if duos else LOCKSTEP_DESIGN,
                 lockstep=True,
+                duos=duos,
             )
             moved = [f"{math.log(h / b):+.2%}" for b, h in zip(base, head, strict=True)]
             then = result["status"]

@@ -716,10 +716,18 @@ def main() -> None:
     parser.add_argument("--replicates", type=int, default=10, help="outlier draws per block")
     parser.add_argument("--runs", type=int, default=1000, help="500-test runs")
     parser.add_argument("--json", type=Path, help="also write the tables' data here")
+    parser.add_argument(
+        "--design",
+        type=int,
+        nargs=3,
+        metavar=("FIRST", "BATCH", "CAP"),
+        help="the A/A and power tables of this design (the duos': 2 2 8, a duo being a pair "
+        "of processes; the default: pairs.PairDesign())",
+    )
     args = parser.parse_args()
     histories = load()
     fit = fit_prior(histories)
-    design = pairs.PairDesign()
+    design = pairs.PairDesign(*args.design) if args.design else pairs.PairDesign()
     aa = aa_table(histories, args.replicates, args.runs, design)
     power, detail = power_table(histories, design)
     designs = design_table(histories, fit)

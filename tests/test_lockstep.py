@@ -156,7 +156,7 @@ def test_a_fixture_holding_code_is_timed_in_duos(repo: pytest.Pytester) -> None:
     assert "2 pairs in lockstep, threshold 5%" in text  # --gpubench-pairs: every first look
     assert "2 tests in duos, a fresh process per side at once: its fixture 'module'" in text
     # Only those (test_sum ran here): --gpubench-pairs sets the first look's duos too.
-    assert "duo 2: both sides at once, 2 tests, 3 pairs each" in text
+    assert "duos 1-2: both sides at once, 2 tests, 3 pairs each" in text
     rows = [line.split()[0] for line in text.splitlines() if " cuda-graph " in line]
     assert sorted(rows) == ["test_join", "test_module[10]", "test_module[20]", "test_sum"]
     assert "2 duos (a fresh process per side, at once)" in text
@@ -198,6 +198,27 @@ def pytest_gpubench_make_timer(settings, device, with_setup):
             out.write(f"{role} {os.environ.get('PYTEST_CURRENT_TEST', '-').split(' ')[0]}\\n")
     made.append(1)
     return (yield)
+
+
+def pytest_configure(config):
+    if "GPUBENCH_DUO" in os.environ:
+        with open(os.environ["TURNS"], "a") as out:
+            out.write(f"{duo()} started {time.time()}\\n")
+
+
+def duo():
+    return os.environ["GPUBENCH_DUO"].split(" ")[-1].rsplit("/", 1)[-1].removesuffix(".sock")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    began = time.time()
+    try:
+        return (yield)
+    finally:
+        if "GPUBENCH_DUO" in os.environ:
+            with open(os.environ["TURNS"], "a") as out:
+                out.write(f"{duo()} test {began} {time.time()}\\n")
 """,
     )
     conftest = repo.path / "conftest.py"
@@ -208,11 +229,23 @@ def pytest_gpubench_make_timer(settings, device, with_setup):
     monkeypatch.setenv("FAKE_AGAIN_LOG", str(made))
     first_timers = repo.path.parent / f"{repo.path.name}-first-timers.log"
     monkeypatch.setenv("FIRST_TIMERS", str(first_timers))
+    turns = repo.path.parent / f"{repo.path.name}-turns.log"
+    monkeypatch.setenv("TURNS", str(turns))
     result = repo.runpytest_subprocess(*MODULE_IN_DUOS)
     text = output(result)
     result.assert_outcomes(failed=2, deselected=2)
-    assert "duo 1: both sides at once, 2 tests, 3 pairs each, the working tree's process " in text
-    assert "duo 2: both sides at once, 2 tests, 3 pairs each, the revision's process lead" in text
+    assert "duos 1-2: both sides at once, 2 tests, 3 pairs each, each side leading in" in text
+    # Both duos' four processes start together; their tests (fixtures, first calls, pairs)
+    # take the device one duo after the other.
+    started: dict[str, list[float]] = collections.defaultdict(list)
+    tested: dict[str, list[float]] = collections.defaultdict(list)
+    for line in turns.read_text().splitlines():
+        name, what, *times = line.split(" ")
+        (started if what == "started" else tested)[name] += map(float, times)
+    assert sorted(started) == sorted(tested) == ["duo-1", "duo-2"]
+    first, second = sorted(tested.values(), key=min)
+    assert max(first) <= min(second)  # one duo's tests on the device at a time
+    assert max(t for ts in started.values() for t in ts) < max(first)  # set up together
     assert f"{duos} duos (a fresh process per side, at once)" in text
     assert "each duo is judged as one pair of processes" in text
     found = {r["test"]: r for r in json.loads((repo.path / "ab.json").read_text())["results"]}

@@ -92,13 +92,20 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{MARKER}(threshold=, alpha=, timer=, budget_s=, min_samples=, max_samples=, "
         "precision=, group=, bytes=, flops=): per-test benchmark settings and work",
     )
-    from ..run.children import CHILD_VARIABLE, PARENT_VARIABLE, TURN_VARIABLE, follows_in_duo
+    from ..run.children import (
+        CHILD_VARIABLE,
+        GATE_VARIABLE,
+        PARENT_VARIABLE,
+        TURN_VARIABLE,
+        follows_in_duo,
+    )
     from . import benchmark
 
     # Taken out of the environment: processes the tests start are no children of ours.
     out = os.environ.pop(CHILD_VARIABLE, None)
     parent = os.environ.pop(PARENT_VARIABLE, "")
     turn = os.environ.pop(TURN_VARIABLE, "")
+    gate = os.environ.pop(GATE_VARIABLE, "")
     settings = _settings(config, Path(out) if out else None)
     session = _session(config, settings) if settings.enabled else None
     worker = hasattr(config, "workerinput")  # an xdist worker: its controller collects
@@ -160,6 +167,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 # while its leader, which holds the device, waits (run/duo.py).
                 hold_device=settings.confirming and not follows_in_duo(),
                 turn=turn,
+                gate=gate,
             ),
             CHILD,
         )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,12 +29,17 @@ from .collect import Collected
 if TYPE_CHECKING:
     from ..run.session import BenchSession
 
+# How often a duo's leader looks whether every process of its look is set up.
+GATE_POLL_S = 0.02
+
 
 class Child:
     """``out``: the file its parent reads its results from; ``parent``: the pid it dies with;
     ``hold_device``: it confirms a verdict, beside siblings that started with it, or times a
     side of a comparison; ``turn``: in a relay of processes, the file to make once it holds
-    the device (run.children.TURN_VARIABLE)."""
+    the device (run.children.TURN_VARIABLE); ``gate``: in duos started together, the file
+    to make once set up and the one to wait for before taking the device
+    (run.children.GATE_VARIABLE)."""
 
     def __init__(
         self,
@@ -44,8 +50,10 @@ class Child:
         parent: int | None,
         hold_device: bool,
         turn: str = "",
+        gate: str = "",
     ) -> None:
         self.out = out
+        self.gate = gate
         self.session = session
         self.collected = collected
         self.hold_device = hold_device
@@ -107,6 +115,7 @@ class Child:
         processes start together (run.children.run_children) or each while the one before
         it times (run.children.relay, which also keeps their order): their start-up
         overlaps, their GPU work (first calls, compiles, samples) does not."""
+        self._wait_gate()
         if not self.held:
             self._hold()
         try:
@@ -116,6 +125,18 @@ class Child:
                 assert self.session is not None
                 self.session.device_lock().release()
                 self.held = False
+
+    def _wait_gate(self) -> None:
+        """In duos started together (run.children.run_duos): say this process is set up
+        (collected, its profiler started), then, leading, wait until its parent says every
+        process is, so that no set-up runs beside a duo's measurements. Its parent bounds
+        the wait (it kills what outlives it)."""
+        if not self.gate:
+            return
+        ready, go = (Path(p) for p in self.gate.split("\n", 1))
+        ready.touch()
+        while self.hold_device and not go.exists():
+            time.sleep(GATE_POLL_S)
 
     def _hold(self) -> None:
         """Take the device lock, waiting as long as it takes (its parent bounds the wait);

@@ -159,6 +159,23 @@ class Measuring:
                     ):
                         self.session.timer_ready()  # (what fails is said when a test times)
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """A duo's leader, which holds the device by now (plugin.child), tells its follower
+        to run its tests; the follower waits for that before any test's fixtures run."""
+        from ..run.duo import Follower
+        from ..run.sides import DuoError
+
+        if self.duo is None:
+            return
+        try:
+            if isinstance(self.duo, Follower):
+                self.duo.wait_go()
+            else:
+                self.duo.go()
+        except DuoError as exc:
+            self.duo_ended = str(exc)
+
     def pytest_sessionfinish(self) -> None:
         from ..run.duo import Follower
 

@@ -58,10 +58,13 @@ FOREIGN_VARIABLE = "PYTEST_GPUBENCH_NOT_FROM"
 # In a child of a relay (``relay``): the file it makes once it holds the device (the next
 # child starts then, and queues behind it).
 TURN_VARIABLE = "PYTEST_GPUBENCH_TURN"
-# What a process of a duo (run/duo.py) is told: "leader" or "follower", the authkey in hex,
-# the pairs of each call to take at once and the more where those leave it unsure, the
-# number of measurements judged, and the socket's path, separated by spaces.
+# What a process of a duo (run/duo.py) is told: "leader" or "follower", its side ("head" or
+# "base"), the authkey in hex, the pairs of each call, and the socket's path, separated by
+# spaces.
 DUO_VARIABLE = "GPUBENCH_DUO"
+# A process of duos started together (``run_duos``): the file it makes once set up, and the
+# file whose making lets a leader take the device, one per line.
+GATE_VARIABLE = "PYTEST_GPUBENCH_GATE"
 # A child runs one test, or the whole selection when recording a session or timing a side of
 # a comparison, for as long as it makes progress: it touches its beat file (beat_of) as each
 # file is collected and each test starts and ends. Quiet for this long since it could start
@@ -611,43 +614,59 @@ def follows_in_duo() -> bool:
     return os.environ.get(DUO_VARIABLE, "").startswith("follower ")
 
 
-def run_duo(
+def run_duos(
     head: Launcher,
     base: Launcher,
     nodeids: Sequence[str],
     device_index: int | None,
-    name: str,
+    duos: Sequence[tuple[str, bool]],
     pairs: int = 1,
-    head_leads: bool = True,
-) -> tuple[ChildRun, ChildRun]:
-    """A duo (run/duo.py): the working tree's fresh process (``head``) and the revision's
-    (``base``) started together on the tests ``nodeids``, joined by a socket in a folder of
-    this process's, the working tree's leading where ``head_leads``. Each call takes
-    ``pairs`` pairs (the others than the first set up again); their runs, the leader's
-    (holding both sides) first."""
+) -> list[tuple[ChildRun, ChildRun]]:
+    """Duos (run/duo.py), all started at once: for each of ``duos`` (its name, whether the
+    working tree's process leads), the working tree's fresh process (``head``) and the
+    revision's (``base``) on the tests ``nodeids``, joined by a socket in a folder of this
+    process's, each call taking ``pairs`` pairs (the others than the first set up again).
+    Their set-up (start-up, collection, the profiler's start) overlaps; no leader touches
+    the device before every process is set up (or ended: GATE_VARIABLE), then they take it
+    in turn. Each duo's runs, the leader's (holding both sides) first."""
     sweep_folders()
     with tempfile.TemporaryDirectory(prefix=folder_prefix()) as directory:
         folder = Path(directory)
-        key = os.urandom(16).hex()
-        sides = (("head", head), ("base", base)) if head_leads else (("base", base), ("head", head))
-        roles = [("leader", *sides[0]), ("follower", *sides[1])]
-        outs = [folder / f"{name}-{role}.json" for role, _, _ in roles]
+        go = folder / "go"
         started: list[subprocess.Popen[bytes] | ChildRun] = []
+        outs: list[Path] = []
         try:
-            for (role, side, launcher), out in zip(roles, outs, strict=True):
-                write_request(out, Request(tuple(nodeids)))
-                args = [*launcher.measuring_args(), *launcher.overrides(folder, f"{name}-{role}")]
-                duo = " ".join([role, side, key, str(pairs), str(folder / "duo.sock")])
-                env = [*launcher.env, (DUO_VARIABLE, duo)]
-                started.append(
-                    start_child(args, launcher.cwd, out, device_index, env, launcher.wrapper)
-                )
+            for name, head_leads in duos:
+                key = os.urandom(16).hex()
+                sides = [("head", head), ("base", base)]
+                ordered = sides if head_leads else sides[::-1]
+                roles = zip(("leader", "follower"), ordered, strict=True)
+                for role, (side, launcher) in roles:
+                    out = folder / f"{name}-{role}.json"
+                    write_request(out, Request(tuple(nodeids)))
+                    args = [*launcher.measuring_args(), *launcher.overrides(folder, out.stem)]
+                    spec = " ".join([role, side, key, str(pairs), str(folder / f"{name}.sock")])
+                    env = [
+                        *launcher.env,
+                        (DUO_VARIABLE, spec),
+                        (GATE_VARIABLE, f"{out.with_suffix('.ready')}\n{go}"),
+                    ]
+                    started.append(
+                        start_child(args, launcher.cwd, out, device_index, env, launcher.wrapper)
+                    )
+                    outs.append(out)
             signs = Signs([beat_of(out) for out in outs])
-            leader, follower = (
-                finish_child(proc, out, signs) for proc, out in zip(started, outs, strict=True)
-            )
-            return leader, follower
-        finally:  # interrupted: neither goes on behind the user's back
+            while signs.quiet_s() <= CHILD_TIMEOUT_S and not all(
+                out.with_suffix(".ready").exists()
+                or isinstance(proc, ChildRun)
+                or not processes.running(proc)
+                for proc, out in zip(started, outs, strict=True)
+            ):
+                time.sleep(TURN_POLL_S)
+            go.touch()
+            runs = [finish_child(proc, out, signs) for proc, out in zip(started, outs, strict=True)]
+            return [(runs[i], runs[i + 1]) for i in range(0, len(runs), 2)]
+        finally:  # interrupted: none goes on behind the user's back
             _kill(started)
 
 

@@ -1,17 +1,18 @@
 """Two processes timing a test's calls in lockstep: issue 44's second structure, a duo
-(versus.lockstep.Pairing.duo_verdicts starts them: run.children.run_duo).
+(versus.lockstep.Pairing.duo_verdicts starts them: run.children.run_duos).
 
 Where one process cannot hold both revisions (a native extension of the project, a fixture
-value holding code), a process of each side run the same tests at once, joined by one
+value holding code), a process of each side runs the same tests at once, joined by one
 connection: the leader (the working tree's in odd duos, the revision's in even ones, so
-that what a role adds falls on both sides alike) and the follower. For each test the follower
-runs its body first, each gpubench call making its untimed first call and being held (as
-the revision's side does in one process, run/sides.py), then tells the leader which calls
-it holds. The leader runs its body; each of its calls is paired with the follower's call of
-the same key by :func:`timing.engine.collect_pair`, the follower's side a :class:`Sampler`
-whose every sample is asked of the follower (:meth:`Leader.sampler`). Only one process
-touches the GPU at a time: the follower samples only when asked, and the leader waits for
-each answer. What the leader measures of both sides goes to its parent as a lockstep child's
+that what a role adds falls on both sides alike) and the follower. For each test the
+follower runs its body first, each gpubench call making its untimed first call and being
+held (as the revision's side does in one process, run/sides.py), then tells the leader which
+calls it holds. The leader runs its body; each of its calls is paired with the follower's
+call of the same key by :func:`timing.engine.collect_pair`, the follower's side a
+:class:`Sampler` whose every sample is asked of the follower (:meth:`Leader.sampler`). Only
+one process touches the GPU at a time: the follower runs its tests once the leader holds
+the device (:meth:`Leader.go`) and samples only when asked, and the leader waits for each
+answer. What the leader measures of both sides goes to its parent as a lockstep child's
 results do (versus.lockstep.child_results: its own side under the test's key, the
 follower's as the revision's; the parent swaps them back where the revision led).
 
@@ -139,6 +140,14 @@ class Follower(_Peer):
         """No more tests on this side."""
         self.send("end")
 
+    def wait_go(self) -> None:
+        """Wait until the leader holds the device (:meth:`Leader.go`): before it, this
+        process's tests (their fixtures, first calls) would run beside another duo's
+        measurements."""
+        kind, *_ = self.receive()
+        if kind != "go":
+            raise DuoError(f"{self.who} sent {kind!r} where 'go' was due")
+
 
 class Leader(_Peer):
     """The process that times: finds the follower's run of each of its tests and times the
@@ -208,6 +217,10 @@ class Leader(_Peer):
             peak_bytes=lambda: None,
             energy=lambda per_call_s: None,
         )
+
+    def go(self) -> None:
+        """This process holds the device: the follower may run its tests."""
+        self.send("go")
 
     def done(self, nodeid: str) -> None:
         """The leader is done with the test ``nodeid``: the follower drops its held calls."""

@@ -488,7 +488,7 @@ class Pairing:
         duos, the revision's the even ones. A duo is one unit of the duo design
         (judge.pairs.DUO_DESIGN): its looks' duos over the tests still unsure. Their
         results by key, what went wrong, and how many duos ran."""
-        from ..run.children import run_duo
+        from ..run.children import run_duos
 
         runs: dict[str, list[dict[str, Measurement]]] = {BASE: [], HEAD: []}
         groups: list[int] = []  # by pair, the duo that timed it
@@ -500,34 +500,34 @@ class Pairing:
         wanted = list(nodeids)
         duos = 0  # a test still wanted was in every duo so far
         while wanted and (count := self.duo_design.next_batch(duos)):
+            numbers = range(duos + 1, duos + count + 1)
+            tests = f"{len(wanted)} test{'s' if len(wanted) != 1 else ''}"
+            which = f"duo {duos + 1}" if count == 1 else f"duos {duos + 1}-{duos + count}"
+            announce(
+                f"{which}: both sides at once, {tests}, {DUO_PAIRS} pairs each, each side "
+                "leading in turn (the working tree's the odd ones), set up together"
+            )
+            ran = run_duos(
+                head,
+                base,
+                wanted,
+                self.session.device_index,
+                [(f"duo-{n}", n % 2 == 1) for n in numbers],
+                DUO_PAIRS,
+            )
+            duos += count
             measured = False
-            for _ in range(count):
-                duos += 1
-                head_leads = duos % 2 == 1
-                tests = f"{len(wanted)} test{'s' if len(wanted) != 1 else ''}"
-                who = "the working tree's" if head_leads else "the revision's"
-                announce(
-                    f"duo {duos}: both sides at once, {tests}, {DUO_PAIRS} pairs each, "
-                    f"{who} process leading"
-                )
-                leader, follower = run_duo(
-                    head,
-                    base,
-                    wanted,
-                    self.session.device_index,
-                    f"duo-{duos}",
-                    DUO_PAIRS,
-                    head_leads,
-                )
+            for n, (leader, follower) in zip(numbers, ran, strict=True):
+                head_leads = n % 2 == 1
                 errors += [r.error for r in (leader, follower) if r.error]
                 uncollected.update((follower if head_leads else leader).uncollected)
-                if head_leads:  # the leader says how the revision's inputs differ
+                if head_leads:  # its leader says how the revision's inputs differ
                     inputs.update(_changed_inputs(leader))
                 new = _sides_of(leader, swapped=not head_leads)
                 for sides in new:
                     runs[BASE].append(sides[BASE])
                     runs[HEAD].append(sides[HEAD])
-                    groups.append(duos)
+                    groups.append(n)
                 measured = measured or any(sides[HEAD] or sides[BASE] for sides in new)
             if not measured:
                 break  # this look's duos measured nothing: another would not either
