@@ -13,7 +13,8 @@ lockstep measurement of every run, re-judged by judge.pairs.judge_pairs on its r
 pairs with the run's threshold and family: its verdict then and now. Then what differs
 between a duo's two processes: the tests whose pairs all came from one duo, their mean d
 (in an A/A run, what the two processes differ by, plus the pairs' own noise over their
-count). Last, where each run's
+count); since duos are units of the verdict, their means, their pairs' spread within, and
+what the leading role adds. Last, where each run's
 time went: pytest's time, the untimed first calls of both sides (compiles, autotuning), the
 timers' set-up, the sampling, the more pairs of unsure tests (the measurements timed in
 lockstep in the run's process), the pairs of fresh processes of the tests that could not
@@ -159,6 +160,27 @@ def duo_offsets(runs: list[Run]) -> dict[str, list[tuple[float, float, int]]]:
     return found
 
 
+def duo_units(runs: list[Run]) -> dict[str, list[tuple[list[float], float]]]:
+    """The A/A runs' tests timed in duos judged as units (since 2026-12-02, 379fd16: their
+    report names each pair's duo), by timer: each one's duo means (its working tree leading
+    the odd duos) and its pairs' variance within a duo."""
+    found: dict[str, list[tuple[list[float], float]]] = collections.defaultdict(list)
+    for name, document, _ in runs:
+        if "-aa-" not in name:
+            continue
+        for result in document["results"]:
+            pairs, duos = pairs_of(result), (result.get("against") or {}).get("duos")
+            if pairs is None or not duos:
+                continue
+            by_duo: dict[int, list[float]] = collections.defaultdict(list)
+            for duo, b, h in zip(duos, *pairs, strict=True):
+                by_duo[duo].append(math.log(h / b))
+            inside = [statistics.variance(ds) for ds in by_duo.values() if len(ds) > 1]
+            means = [statistics.fmean(by_duo[d]) for d in sorted(by_duo)]
+            found[result["timer"]].append((means, statistics.fmean(inside) if inside else 0.0))
+    return found
+
+
 def main(archives: list[Path]) -> int:
     runs = [run for archive in archives for run in reports(archive)]
     if not runs:
@@ -195,6 +217,22 @@ def main(archives: list[Path]) -> int:
         process = math.sqrt(max(0.0, between - within))
         inside = math.sqrt(statistics.fmean(v for _, v, _ in cells))
         print(f"  {timer}: {process:.3%} | {inside:.3%} | {len(cells)}")
+    print(
+        "\nA/A: duos judged as units: per timer, the rms of a duo's mean d | of its pairs' "
+        "sd within it | of a test's role effect (its odd duos' mean less its even ones', "
+        "halved: what leading adds) | tests | duos"
+    )
+    for timer, units in sorted(duo_units(runs).items()):
+        means = [m for ms, _ in units for m in ms]
+        roles = [
+            (statistics.fmean(ms[0::2]) - statistics.fmean(ms[1::2])) / 2
+            for ms, _ in units
+            if len(ms) > 1
+        ]
+        rms = math.sqrt(statistics.fmean(m * m for m in means))
+        inside = math.sqrt(statistics.fmean(v for _, v in units))
+        role = math.sqrt(statistics.fmean(r * r for r in roles)) if roles else math.nan
+        print(f"  {timer}: {rms:.3%} | {inside:.3%} | {role:.3%} | {len(units)} | {len(means)}")
     print("\nEvery lockstep measurement re-judged: run, test, pairs, d per pair, then -> now")
     for name, document, _ in runs:
         settings = document.get("settings", {})

@@ -140,13 +140,14 @@ LOCKSTEP_DESIGN = PairDesign(first=1, batch=4, cap=5)
 # Duos (versus/lockstep.py, run/duo.py: one fresh process per side at once, where one
 # process cannot hold both): a duo's pairs share its two processes, and what differs between
 # them stays in every one (A/A duos on H200s: a duo's mean moved by up to 2% while its pairs
-# agreed to 0.2-0.8%; bench/lockstep_runs.py). So a duo is the unit, like a pair of fresh
-# processes (the pair prior, :func:`pair_sigma0`, fitted to such pairs), its pairs only
-# steadying its mean: DUO_PAIRS each, in duos of each role in turn (the working tree's
-# process leads the odd ones), two at the first look and two more per look while unsure, up
-# to 8. On the pair prior, resampled: an A/A at 2% is same after 3-4 duos, +5% caught by
-# 8 duos from 1 µs (bench/lockstep_prior.py --duos).
-DUO_DESIGN = PairDesign(first=2, batch=2, cap=8)
+# agreed to 0.2-0.8%, and which side led moved some tests' means by 0.7%;
+# bench/results/h200-2026-12-02b). So a duo is the unit, like a pair of fresh processes (the
+# pair prior, :func:`pair_sigma0`, fitted to such pairs), its DUO_PAIRS pairs only steadying
+# its mean, and each side leads half of the duos. Two duos at the first look, six more for
+# the tests still unsure. On recorded sessions, a duo as a pair of processes
+# (``bench/pair_resample.py --design 2 6 8``): no false failure in 324 example-suite runs nor
+# in 1000 of 500 tests at 5, 3 or 2%; at 2%, +2% caught in 26-88% by duration, +5% in 49-100%.
+DUO_DESIGN = PairDesign(first=2, batch=6, cap=8)
 DUO_PAIRS = 3
 
 
