@@ -296,6 +296,49 @@ def test_a_duos_processes_that_differ_fail_nothing(
     assert within < 0.01 < max(means) - min(means)
 
 
+# The working tree's kernel, 8% slower in the run's own process only: what differs between
+# one process's two sides (conftest.CHILD: set in a process the plugin started).
+ONE_PROCESS_SLOWER = """
+import conftest
+
+
+def work(n):
+    return sum(range(n))
+
+
+work.fake_factor = 1.0 if conftest.CHILD else 1.08
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("everywhere", [False, True])
+def test_a_failure_in_lockstep_rests_on_two_processes(
+    repo: pytest.Pytester, everywhere: bool
+) -> None:
+    """A test regressed on pairs from the run's process only is timed again in a fresh
+    process (both sides, the design's 5 pairs there): where that process's verdict fails
+    too, the failure stands and says so; where it does not (the difference was the first
+    process's, between its two sides), the test is unsure and passes."""
+    if everywhere:
+        slower(repo, 1.08)
+    else:
+        repo.makepyfile(kernels=ONE_PROCESS_SLOWER)
+    result = repo.runpytest_subprocess(
+        "--gpubench-against=HEAD", "--gpubench-pairing=lockstep", "--gpubench-json=ab.json"
+    )
+    text = output(result)
+    found = {r["test"]: r for r in json.loads((repo.path / "ab.json").read_text())["results"]}
+    verdict = found["test_sum"]["against"]["verdict"]
+    assert "a second process's 5 pairs read" in text
+    if everywhere:
+        result.assert_outcomes(passed=1, failed=1)
+        assert verdict == "regressed" and "read +8.0% (regressed)" in text
+    else:
+        result.assert_outcomes(passed=2)
+        assert verdict == "unsure"
+        assert "read +0.0% (same): a difference between this process's two sides" in text
+
+
 @pytest.mark.slow
 def test_a_build_step_times_every_test_in_duos(repo: pytest.Pytester) -> None:
     """With --gpubench-build the revision's checkout holds what its build made (native

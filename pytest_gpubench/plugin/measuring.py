@@ -398,7 +398,9 @@ class Measuring:
             with timeout_paused(item):
                 try:
                     results = verdicts(
-                        replicate=passed and not problem and not child,
+                        # A fresh process in lockstep takes its pairs in its own process
+                        # (--gpubench-pairs), its parent's second process for a failure.
+                        replicate=passed and not problem and (not child or pairing.in_process),
                         progress=self._progress(item.name, "more pairs of {} from"),
                         # A pair timed here runs the test's code: bounded as the test is.
                         each_pair=functools.partial(timeout_armed, item),

@@ -234,12 +234,16 @@ class Launcher:
         device_index: int | None,
         progress: Callable[[int, int], None],
         first: int = 0,
+        pairs: int | None = None,
     ) -> list[ChildRun]:
         """``count`` fresh processes that time the tests ``nodeids`` on the device
         ``device_index``, started together (each holds the device from its first test to
         its last), named from ``child-{first}`` on (a later batch of a sequential
-        confirmation continues the numbering)."""
+        confirmation continues the numbering); ``pairs``: in lockstep, the pairs each takes
+        in its own process (``--gpubench-pairs``)."""
         args = self._args(save=False, confirm=0, single=self.xdist)
+        if pairs is not None:
+            args.append(f"--gpubench-pairs={pairs}")
         names = [f"child-{first + i}" for i in range(count)]
         return run_children(names, args, self, device_index, progress, Request(tuple(nodeids)))
 

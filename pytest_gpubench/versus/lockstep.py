@@ -437,6 +437,10 @@ class Pairing:
             if len(runs[HEAD]) == done:
                 break  # the batch measured nothing: another would not either
             results = self._judged(runs, lost, lambda _: measure, failed)
+        if replicate and here and not stopped and self.settings.confirm > 0:
+            started = time.perf_counter()
+            results = self._second_process(nodeid, results, progress)
+            spent_s += time.perf_counter() - started
         more = len(runs[HEAD]) - self.design.first  # beyond the first look's
         if more > 0:
             tally = self.added["this process" if here else "fresh processes"]
@@ -451,6 +455,40 @@ class Pairing:
         note = "; ".join(dict.fromkeys(errors))[:300]
         results = tuple(_other_inputs(r, (inputs or {}).get(r.key, "")) for r in results)
         return tuple(_with_cost(r, spent_s / max(1, len(results)), note) for r in results)
+
+    def _second_process(
+        self, nodeid: str, results: tuple[Result, ...], progress: Callable[[int, int], None]
+    ) -> tuple[Result, ...]:
+        """``results`` whose failures (pairs all from this process) are timed again in a
+        fresh process, the design's cap of pairs in it: a failure stands where that
+        process's own verdict fails the same way, and is ``unsure`` where it does not. One
+        process's two sides can differ by more than the pairs it sets up again show (on an
+        H200 a 4.4 µs dropout's sides kept 1-2.4% apart through every pair of a process,
+        another's not: docs/performance.md, lockstep), which no number of pairs from that
+        process tells apart from a change. Without a second process's verdict the failure
+        stands, its note saying why."""
+        gate = Gate.of(self.settings, family=self.session.family)
+        flagged = {
+            r.key
+            for r in results
+            if r.verdict.status in (Status.REGRESSED, Status.IMPROVED) and gate.fails(r.verdict)
+        }
+        if not flagged or self.launcher is None:
+            return results
+        runs = self.launcher.confirming(
+            [nodeid], 1, self.session.device_index, progress, pairs=self.design.cap
+        )
+        theirs = {
+            r.measurement.key: r.verdict
+            for run in runs
+            for r, _ in run.results
+            if not r.measurement.key.endswith(BASE_SUFFIX)
+        }
+        error = next((run.error for run in runs if run.error), "")
+        return tuple(
+            _as_second_process_says(r, theirs.get(r.key), error) if r.key in flagged else r
+            for r in results
+        )
 
     def _fresh_pairs(
         self,
@@ -644,6 +682,47 @@ def _other_inputs(result: Result, changed: str) -> Result:
         result,
         verdict=dataclasses.replace(
             verdict, status=Status.CHANGED, reason=reason, judgement=judgement
+        ),
+    )
+
+
+def _as_second_process_says(result: Result, theirs: Verdict | None, error: str) -> Result:
+    """A failing ``result`` of pairs from one process, given a second process's verdict
+    on its own pairs (None: it has none, ``error`` saying why): kept where that fails the
+    same way, else ``unsure``."""
+    verdict = result.verdict
+    judgement = verdict.judgement
+    if theirs is None or theirs.judgement is None or judgement is None:
+        why = error or "it measured nothing"
+        return dataclasses.replace(
+            result, measurement=result.measurement.noted(f"no second process: {why}"[:300])
+        )
+    other = theirs.judgement
+    moved = f"{(other.ratio or 1.0) - 1:+.1%}" if other.ratio is not None else "nothing"
+    pairs = theirs.paired.pairs if theirs.paired is not None else 0
+    said = f"a second process's {pairs} pairs read {moved} ({theirs.status.value})"
+    if theirs.status is verdict.status:
+        reason = f"{verdict.reason}; {said}"
+        judgement = dataclasses.replace(judgement, reason=reason)
+        return dataclasses.replace(
+            result, verdict=dataclasses.replace(verdict, reason=reason, judgement=judgement)
+        )
+    reason = (
+        f"unsure: {verdict.reason}, in this process; {said}: a difference between this "
+        "process's two sides, not a change (a failure in lockstep needs two processes)"
+    )
+    judgement = dataclasses.replace(
+        judgement,
+        status=Status.UNSURE,
+        reason=reason,
+        same_low=None,
+        same_high=None,
+        needs_confirmation=False,
+    )
+    return dataclasses.replace(
+        result,
+        verdict=dataclasses.replace(
+            verdict, status=Status.UNSURE, reason=reason, judgement=judgement
         ),
     )
 
