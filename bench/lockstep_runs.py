@@ -14,7 +14,8 @@ pairs with the run's threshold and family: its verdict then and now. Then what d
 between a duo's two processes: the tests whose pairs all came from one duo, their mean d
 (in an A/A run, what the two processes differ by, plus the pairs' own noise over their
 count); since duos are units of the verdict, their means, their pairs' spread within, and
-what the leading role adds. Last, where each run's
+what the leading role adds. Then what a process adds to the mean of the pairs it sets up
+again (every run, nothing planted: judge.pairs.LOCKSTEP_PROCESS_SIGMA). Last, where each run's
 time went: pytest's time, the untimed first calls of both sides (compiles, autotuning), the
 timers' set-up, the sampling, the more pairs of unsure tests (the measurements timed in
 lockstep in the run's process), the pairs of fresh processes of the tests that could not
@@ -45,6 +46,7 @@ from pytest_gpubench.judge.pairs import (
     LOCKSTEP_BINS_MS,
     LOCKSTEP_DESIGN,
     judge_pairs,
+    lockstep_process_sigma,
     lockstep_sigma0,
 )
 
@@ -181,6 +183,29 @@ def duo_units(runs: list[Run]) -> dict[str, list[tuple[list[float], float]]]:
     return found
 
 
+def process_parts(runs: list[Run]) -> dict[tuple[str, int], list[tuple[float, float, int]]]:
+    """Every run's measurements whose more pairs came from their own process (its note
+    says so; not a planted copy), by timer and bin of the time per call: each one's mean
+    d over its pairs (its change plus what its process added: nothing planted, no change),
+    their variance and how many (at least 3)."""
+    found: dict[tuple[str, int], list[tuple[float, float, int]]] = collections.defaultdict(list)
+    for name, document, _ in runs:
+        for result in document["results"]:
+            if "in this process" not in result.get("note", ""):
+                continue
+            if "-aa-" not in name and "test_copy_blocks" in result["test"]:
+                continue  # planted
+            pairs = pairs_of(result)
+            if pairs is None or len(pairs[0]) < 3:
+                continue
+            ds = [math.log(h / b) for b, h in zip(*pairs, strict=True)]
+            cell = sum(pairs[0][0] >= edge for edge in LOCKSTEP_BINS_MS)
+            found[(result["timer"], cell)].append(
+                (statistics.fmean(ds), statistics.variance(ds), len(ds))
+            )
+    return found
+
+
 def main(archives: list[Path]) -> int:
     runs = [run for archive in archives for run in reports(archive)]
     if not runs:
@@ -233,6 +258,19 @@ def main(archives: list[Path]) -> int:
         inside = math.sqrt(statistics.fmean(v for _, v in units))
         role = math.sqrt(statistics.fmean(r * r for r in roles)) if roles else math.nan
         print(f"  {timer}: {rms:.3%} | {inside:.3%} | {role:.3%} | {len(units)} | {len(means)}")
+    print(
+        "\nWhat a process adds to the mean of the pairs it sets up again (no change planted): "
+        "per timer and time per call, sqrt(mean of a test's mean d squared - mean of its "
+        "pairs' variance / n) | the prior (judge.pairs.LOCKSTEP_PROCESS_SIGMA) | tests"
+    )
+    for (timer, cell), cells in sorted(process_parts(runs).items()):
+        between = statistics.fmean(m * m for m, _, _ in cells)
+        within = statistics.fmean(v / n for _, v, n in cells)
+        prior = lockstep_process_sigma((0.001, 0.02, 0.2)[cell], timer)
+        print(
+            f"  {timer} {edges[cell]}: {math.sqrt(max(0.0, between - within)):.3%} | "
+            f"{prior:.3%} | {len(cells)}"
+        )
     print("\nEvery lockstep measurement re-judged: run, test, pairs, d per pair, then -> now")
     for name, document, _ in runs:
         settings = document.get("settings", {})

@@ -93,6 +93,16 @@ LOCKSTEP_SIGMA: dict[str, tuple[float, float, float]] = {
     "cupti-graph": (0.00912, 0.00431, 0.00431),
 }
 LOCKSTEP_BINS_MS = (0.005, 0.1)
+# What one process adds to the mean of the lockstep pairs it sets up again (sd, log scale),
+# per timer and bin as LOCKSTEP_SIGMA: the tests whose more pairs came from their own process
+# in the recorded runs, sqrt(mean of a test's mean d squared - mean of its pairs' variance
+# over their count) (bench/lockstep_runs.py, "what a process adds"; H200s, 2026-11-29 to
+# 12-02): graph time 0.27% to 100 µs and 0.15% from it, cupti-graph 0.37% from 5 µs and
+# none measurable under (one test there, a 4.4 µs dropout, kept 1-2.4% in some processes).
+LOCKSTEP_PROCESS_SIGMA: dict[str, tuple[float, float, float]] = {
+    "cuda-graph": (0.0027, 0.0027, 0.0015),
+    "cupti-graph": (0.0, 0.0037, 0.0037),
+}
 LOCKSTEP_PRIOR_WEIGHT = 1.6
 # The most pairs :func:`pairs_to_gate` looks through.
 PAIRS_TO_GATE_LIMIT = 10_000
@@ -237,6 +247,38 @@ def decide_pairs(
         gateable=gateable,
         same_margin=same_margin,
     )
+
+
+def second_process_agrees(
+    first: Judgement,
+    second: Judgement,
+    *,
+    threshold: float,
+    alpha: float,
+    process_sigma: float = 0.0,
+) -> bool:
+    """Whether a second process's pairs (judged on their own: ``second``) bear out a
+    failure judged on pairs from one process (``first``): their change goes the same way,
+    significant at the one-sided ``alpha`` (the failure already spent the family's level),
+    and a change of the threshold is not ruled out (their mean within Z_POWER errors of it,
+    as a failure's own test asks, its error counting what a process adds to its pairs'
+    mean, ``process_sigma``: :func:`lockstep_process_sigma`). One process's two sides can
+    differ by more than the pairs it sets up again show; a second process's is its own."""
+    if first.ratio is None or second.ratio is None or second.tau is None:
+        return False
+    if second.p_value is None or not second.current_sessions:
+        return False
+    way = 1.0 if first.ratio >= 1 else -1.0
+    d = way * math.log(second.ratio)
+    se = math.hypot(second.tau / math.sqrt(second.current_sessions), process_sigma)
+    return d > 0 and second.p_value < alpha and d > math.log1p(threshold) - Z_POWER * se
+
+
+def lockstep_process_sigma(duration_ms: float, timer: str) -> float:
+    """What a process adds to the mean of its lockstep pairs (LOCKSTEP_PROCESS_SIGMA); 0
+    for a timer without data."""
+    table = LOCKSTEP_PROCESS_SIGMA.get(timer)
+    return table[sum(duration_ms >= edge for edge in LOCKSTEP_BINS_MS)] if table else 0.0
 
 
 def t_quantile(df: np.ndarray | float, level: float) -> np.ndarray:

@@ -46,7 +46,7 @@ from ..core.errors import GpubenchError
 from ..core.records import Costs, Measurement, Result, Status, Verdict
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import Gate
-from ..judge.pairs import DUO_PAIRS
+from ..judge.pairs import DUO_PAIRS, lockstep_process_sigma, second_process_agrees
 from ..run.children import ChildRun, Launcher
 from ..run.sides import Lockstep, Pair
 from ..timing.engine import Workload
@@ -439,7 +439,7 @@ class Pairing:
             results = self._judged(runs, lost, lambda _: measure, failed)
         if replicate and here and not stopped and self.settings.confirm > 0:
             started = time.perf_counter()
-            results = self._second_process(nodeid, results, progress)
+            results = self._second_process(nodeid, results, measure, progress)
             spent_s += time.perf_counter() - started
         more = len(runs[HEAD]) - self.design.first  # beyond the first look's
         if more > 0:
@@ -457,11 +457,16 @@ class Pairing:
         return tuple(_with_cost(r, spent_s / max(1, len(results)), note) for r in results)
 
     def _second_process(
-        self, nodeid: str, results: tuple[Result, ...], progress: Callable[[int, int], None]
+        self,
+        nodeid: str,
+        results: tuple[Result, ...],
+        measure: MeasureSettings,
+        progress: Callable[[int, int], None],
     ) -> tuple[Result, ...]:
         """``results`` whose failures (pairs all from this process) are timed again in a
         fresh process, the design's cap of pairs in it: a failure stands where that
-        process's own verdict fails the same way, and is ``unsure`` where it does not. One
+        process's pairs bear it out (judge.pairs.second_process_agrees), and is ``unsure``
+        where they do not. One
         process's two sides can differ by more than the pairs it sets up again show (on an
         H200 a 4.4 µs dropout's sides kept 1-2.4% apart through every pair of a process,
         another's not: docs/performance.md, lockstep), which no number of pairs from that
@@ -486,7 +491,7 @@ class Pairing:
         }
         error = next((run.error for run in runs if run.error), "")
         return tuple(
-            _as_second_process_says(r, theirs.get(r.key), error) if r.key in flagged else r
+            _as_second_process_says(r, theirs.get(r.key), error, measure) if r.key in flagged else r
             for r in results
         )
 
@@ -686,10 +691,12 @@ def _other_inputs(result: Result, changed: str) -> Result:
     )
 
 
-def _as_second_process_says(result: Result, theirs: Verdict | None, error: str) -> Result:
-    """A failing ``result`` of pairs from one process, given a second process's verdict
-    on its own pairs (None: it has none, ``error`` saying why): kept where that fails the
-    same way, else ``unsure``."""
+def _as_second_process_says(
+    result: Result, theirs: Verdict | None, error: str, measure: MeasureSettings
+) -> Result:
+    """A failing ``result`` of pairs from one process, given a second process's verdict on
+    its own pairs (None: it has none, ``error`` saying why): kept where that bears it out
+    (judge.pairs.second_process_agrees), else ``unsure``."""
     verdict = result.verdict
     judgement = verdict.judgement
     if theirs is None or theirs.judgement is None or judgement is None:
@@ -698,18 +705,26 @@ def _as_second_process_says(result: Result, theirs: Verdict | None, error: str) 
             result, measurement=result.measurement.noted(f"no second process: {why}"[:300])
         )
     other = theirs.judgement
-    moved = f"{(other.ratio or 1.0) - 1:+.1%}" if other.ratio is not None else "nothing"
-    pairs = theirs.paired.pairs if theirs.paired is not None else 0
-    said = f"a second process's {pairs} pairs read {moved} ({theirs.status.value})"
-    if theirs.status is verdict.status:
+    moved = f"{other.ratio - 1:+.1%}" if other.ratio is not None else "nothing"
+    said = f"a second process's {other.current_sessions} pairs read {moved}"
+    base_ms = verdict.reference_ms or result.measurement.median_ms
+    agrees = second_process_agrees(
+        judgement,
+        other,
+        threshold=measure.threshold,
+        alpha=measure.alpha,
+        process_sigma=lockstep_process_sigma(base_ms, result.measurement.timer),
+    )
+    if agrees:
         reason = f"{verdict.reason}; {said}"
         judgement = dataclasses.replace(judgement, reason=reason)
         return dataclasses.replace(
             result, verdict=dataclasses.replace(verdict, reason=reason, judgement=judgement)
         )
     reason = (
-        f"unsure: {verdict.reason}, in this process; {said}: a difference between this "
-        "process's two sides, not a change (a failure in lockstep needs two processes)"
+        f"{verdict.reason}, in this process; {said}, which does not bear it out: a difference "
+        "between this process's two sides, not a change (a failure in lockstep needs two "
+        "processes)"
     )
     judgement = dataclasses.replace(
         judgement,
