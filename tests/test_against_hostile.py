@@ -540,8 +540,8 @@ def test_one_pair_reads_in_the_singular_with_a_sane_gate(repo: pytest.Pytester) 
 def test_a_signal_while_a_duo_runs_leaves_no_process(
     repo: pytest.Pytester, temp: Path, monkeypatch: pytest.MonkeyPatch, sig: signal.Signals
 ) -> None:
-    """A test whose fixture holds code is timed in a duo (a fresh process per side at once):
-    Ctrl-C, SIGTERM or kill -9 of the run while both are starting leaves neither behind."""
+    """A test whose fixture holds code is timed in duos (a fresh process per side at once):
+    Ctrl-C, SIGTERM or kill -9 of the run while they are starting leaves none behind."""
     repo.makepyfile(
         test_fixture="""
 import pytest
@@ -565,7 +565,9 @@ def test_module(gpubench, module):
     args = ["--gpubench-against=HEAD", "-k", "module", *LOCKSTEP_ONE]
     proc, out = run_until(repo, args, pids, sig)
     try:
-        assert len(gone(pids, out)) == 2, out  # the duo: both sides' processes had started
+        # The first look's duos, all four processes started together: those that had
+        # started by the signal (each writes its pid as it imports) are all gone.
+        assert len(gone(pids, out)) >= 2, out
         if sig != signal.SIGKILL:  # SIGTERM ends the run as Ctrl-C does
             assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
             assert "Traceback" not in out and "INTERNALERROR" not in out
