@@ -382,8 +382,8 @@ def test_module(gpubench, module):
 @pytest.mark.slow
 def test_a_duo_whose_revision_process_dies_says_so(repo: pytest.Pytester) -> None:
     """The revision's process of a duo exits in the middle of a test (following or
-    leading): the working tree's fails its tests there, and a run in which no duo measured anything ends in one line
-    saying why."""
+    leading): the working tree's fails its tests there, and a run in which no duo measured
+    anything ends in one line saying why."""
     body = (
         "\nimport os\n"
         + MODULE_FIXTURE

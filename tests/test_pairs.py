@@ -19,8 +19,8 @@ from pytest_gpubench.judge.pairs import (
     PairDesign,
     decide_pairs,
     judge_pairs,
-    pair_sigma0,
     lockstep_process_sigma,
+    pair_sigma0,
     prior_pair_spread,
     second_process_agrees,
 )
