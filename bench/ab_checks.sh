@@ -19,7 +19,8 @@
 # fresh processes, recorded into $LOGS/SUITE-baselines: the spread between sessions of times
 # and of ratios to a reference), bisect:COMMITS:SLOW_AT:FRACTION (a generated repository of
 # the user suite with COMMITS commits after its first, the SLOW_AT-th making the copies'
-# work grow by FRACTION; gpubench bisect over them, its copy tests). SUITE: example, user or
+# work grow by FRACTION; gpubench bisect over them, its copy tests, with AB_ARGS's pairing
+# and threshold). SUITE: example, user or
 # fla (bench/fla_suite, a kernel library's Triton kernels: its wheels in the tree's .whl/,
 # fetched as the device README says: fla-core==0.6.0 einops, installed by start) or resetup
 # (bench/resetup_suite: tiny kernels set up again and again in one process,
@@ -111,8 +112,14 @@ run_step() {
   esac
   started=$(date +%s)
   if [ "$kind" = bisect ]; then
-    (cd "$dir" && python3 -m pytest_gpubench bisect "HEAD~$suite" HEAD --json "$logs/$name.json" \
-       -- -p no:cacheprovider -k test_copy_blocks) > "$logs/$name.txt" 2>&1
+    # AB_ARGS's pairing and threshold hold for a bisect's steps too.
+    local how=() word
+    for word in ${AB_ARGS:-}; do
+      case $word in --gpubench-threshold=*) how+=(--threshold "${word#*=}") ;; esac
+    done
+    how+=(--json "$logs/$name.json" "HEAD~$suite" HEAD -- -p no:cacheprovider -k test_copy_blocks)
+    case " ${AB_ARGS:-} " in *" --gpubench-pairing=lockstep "*) how+=(--gpubench-pairing=lockstep) ;; esac
+    (cd "$dir" && python3 -m pytest_gpubench bisect "${how[@]}") > "$logs/$name.txt" 2>&1
   else
     # shellcheck disable=SC2086  # AB_ARGS: one option per word
     (cd "$dir" && python3 -m pytest -q -p no:cacheprovider --gpubench ${AB_ARGS:-} "${args[@]}" \

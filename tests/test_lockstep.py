@@ -686,6 +686,110 @@ def test_a_compilers_cached_library_is_no_native_extension_of_the_project(
     assert two.native() == "it loads a native extension (my_ext), which one process holds once"
 
 
+def test_a_native_library_is_checked_before_it_loads_on_the_revisions_side(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A native module the revision's side imports is checked before it loads: one not
+    built by torch here, or one registering torch operators (a second registration aborts
+    the process), is never loaded and says why; a torch extension that registers none
+    loads (its dlopen then fails here: the file is no library)."""
+    import importlib.util
+
+    from torch.utils import cpp_extension
+
+    from pytest_gpubench.versus.lockstep import TwoSides
+    from pytest_gpubench.versus.revision import Revision
+
+    def imported(two: TwoSides, name: str, content: bytes) -> str:
+        file = tmp_path / f"{name}.so"
+        file.write_bytes(content)
+        spec = importlib.util.spec_from_file_location(name, file)
+        assert spec is not None
+        with two.base(), pytest.raises(ImportError) as raised:
+            importlib.util.module_from_spec(spec)
+        return str(raised.value)
+
+    def fresh() -> TwoSides:
+        return TwoSides(
+            Revision("HEAD", "0" * 40, tmp_path / "repo", tmp_path / "co"), tmp_path / "plugin"
+        )
+
+    two = fresh()
+    assert imported(two, "my_ext", b"ELF") == "it loads a native extension (my_ext), " + (
+        "which one process holds once"
+    )
+    assert two.native() == "it loads a native extension (my_ext), which one process holds once"
+    entries = {"built": cpp_extension.JIT_EXTENSION_VERSIONER.entries.get("x")}
+    monkeypatch.setattr(cpp_extension.JIT_EXTENSION_VERSIONER, "entries", entries)
+    two = fresh()
+    why = imported(two, "built_v1", b"ELF _ZN5torch7LibraryC1ENS0_4KindE")
+    assert why == "its torch extension built_v1 registers torch operators, " + (
+        "which one process holds once"
+    )
+    two = fresh()
+    assert "registers" not in imported(two, "built_v2", b"ELF")  # dlopen's own error
+    assert two.native() == ""
+
+
+@pytest.mark.slow
+def test_a_torch_extension_built_on_each_side_runs_both_in_one_process(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """CUDA C++ loaded into PyTorch, as users write it (``load_inline``), here in C++ on
+    the CPU: torch builds each side's source as a module of its own, so both run in this
+    process, each calling its own (the revision's assertion holds only with its own);
+    an extension registering torch operators is never loaded twice (which aborts a
+    process): that test goes to duos, and says why."""
+    if shutil.which("c++") is None or shutil.which("ninja") is None:
+        pytest.skip("no C++ compiler or ninja here")
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "extensions"))
+    extension = """
+import torch
+from torch.utils.cpp_extension import load_inline
+
+FACTOR = {factor}
+LIBRARY = {library!r}
+
+
+def load(name):
+    source = f"torch::Tensor scale(torch::Tensor x) {{{{ return x * {{FACTOR}}; }}}}"
+    if LIBRARY:
+        source += f"\\nTORCH_LIBRARY({{name}}, m) {{{{ m.def(\\"scale\\", &scale); }}}}"
+    return load_inline(name, cpp_sources=source, functions=["scale"])
+
+
+def {test}(gpubench):
+    ext = load("{test}_ext")
+
+    def scale(x):
+        return ext.scale(x)
+
+    scale.fake_factor = {slow}
+    assert gpubench(scale, torch.ones(4)).tolist() == [FACTOR] * 4
+"""
+
+    def files(factor: int, slow: float) -> None:
+        repo.makepyfile(
+            test_a_scale=extension.format(factor=factor, library="", test="test_a", slow=slow),
+            test_b_ops=extension.format(factor=factor, library="yes", test="test_b", slow=slow),
+        )
+
+    files(2, 1.0)
+    commit(repo.path, "two extensions")
+    files(3, 1.3)
+    result = repo.runpytest_subprocess(
+        "--gpubench-against=HEAD", "test_a_scale.py", "test_b_ops.py", *LOCKSTEP
+    )
+    text = output(result)
+    assert "Aborted" not in text and "Traceback" not in text
+    result.assert_outcomes(failed=2)
+    why = "its torch extension test_b_ext registers torch operators, which one process holds once"
+    assert f"1 test in duos, a fresh process per side at once: {why}" in text
+    [a] = [line for line in text.splitlines() if line.startswith("test_a: regressed")]
+    assert "slower by 30.0% than HEAD" in a and " in lockstep, bar" in a  # in this process
+    assert "test_b: regressed: slower by 30.0% than HEAD" in text
+
+
 def test_other_inputs_on_the_two_sides_are_reported_not_judged(repo: pytest.Pytester) -> None:
     """The working tree's test gives its function other inputs than the revision's: the
     pair times other work, so it is `changed` and names the inputs, whatever it read."""

@@ -17,7 +17,8 @@ each pair (MORE_VARIABLE; versus/ab.py judges them).
 Where one process cannot hold both, :meth:`TwoSides.refusal` says why and the test is
 timed in duos (:meth:`Pairing.duo_verdicts`, run/duo.py: a fresh process per side at once,
 each call alternated between them): a native extension of the
-project (two revisions' libraries would register one name), a fixture value that carries
+project (two revisions' libraries would register one name; a torch extension built here
+stays, torch naming each build apart, unless it registers operators), a fixture value that carries
 code (the revision's test would run the working tree's), a test file that cannot be
 imported beside the working tree's, a test whose fixtures differ between the revisions.
 """
@@ -71,6 +72,7 @@ AGAIN_SUFFIX = "@again"
 # compare them. The notes and the summary say which ran.
 MORE_VARIABLE = "GPUBENCH_LOCKSTEP_MORE"
 NATIVE_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+ONCE = "which one process holds once"
 
 
 class TwoSides:
@@ -96,7 +98,7 @@ class TwoSides:
         # launcher of a kernel) is that code's, whichever side compiled it.
         self._known = (*self._installed, *(Path(p).resolve() for p in compile_caches()))
         self.foreign: list[str] = []  # the working tree's modules the revision's side imported
-        self.natives: list[str] = []  # native extensions not installed, loaded on its side
+        self.natives: list[str] = []  # why its side's native code cannot load here
 
     @classmethod
     def from_environment(cls, plugin: Path) -> TwoSides | None:
@@ -167,7 +169,8 @@ class TwoSides:
         self._in_base = True
         before = set(sys.modules)
         try:
-            yield
+            with self._loading_checked():
+                yield
         finally:
             self._in_base = False
             self._loaded_native(set(sys.modules) - before)
@@ -233,29 +236,83 @@ class TwoSides:
                 spec.loader.exec_module(loaded)
             except Exception as exc:  # the revision's code: its error, said in one line
                 sys.modules.pop(module, None)
-                return f"its file cannot be imported beside the working tree's ({_line(exc)})"
+                return self.native() or (
+                    f"its file cannot be imported beside the working tree's ({_line(exc)})"
+                )
         return self.native() or loaded
 
     def native(self) -> str:
-        """Why one process cannot hold both sides' code: the revision's side loaded a native
-        extension not installed (the project's, or one it built: both revisions' libraries
-        would register one name), or imported the working tree's code; '' when neither."""
+        """Why one process cannot hold both sides' code: the revision's side asked for
+        native code it cannot hold beside the working tree's (:meth:`_refused`), or imported
+        the working tree's code; '' when neither."""
         if self.natives:
-            return f"it loads a native extension ({self.natives[0]}), which one process holds once"
+            return self.natives[0]
         if self.foreign:
             return f"the revision's code imported the working tree's {', '.join(self.foreign[:3])}"
+        return ""
+
+    def _refused(self, name: str, file: str) -> str:
+        """Why the revision's side cannot load the native library ``file`` as module
+        ``name`` beside the working tree's; '' where it can: installed, a compiler's cached
+        launcher, or a torch extension built here (load_inline, load) that registers no torch
+        operator. torch names a rebuilt extension apart (``name_v1``), so each side keeps its
+        own; an operator is registered process-wide under one name, and a second
+        registration aborts the process."""
+        path = Path(file).resolve()
+        if any(path.is_relative_to(p) for p in self._known):
+            return ""
+        if not _built_by_torch(name):
+            return f"it loads a native extension ({name}), {ONCE}"
+        try:
+            # The constructor of torch::Library, which TORCH_LIBRARY and its kin call.
+            registers = b"_ZN5torch7LibraryC" in path.read_bytes()
+        except OSError:
+            registers = True
+        if registers:
+            return f"its torch extension {name} registers torch operators, {ONCE}"
         return ""
 
     def _loaded_native(self, names: set[str]) -> None:
         for name in sorted(names):
             file = getattr(sys.modules.get(name), "__file__", None)
-            if (
-                isinstance(file, str)
-                and file.endswith(NATIVE_SUFFIXES)
-                and not any(Path(file).resolve().is_relative_to(p) for p in self._known)
-                and name not in self.natives
-            ):
-                self.natives.append(name)
+            if isinstance(file, str) and file.endswith(NATIVE_SUFFIXES):
+                self._refuse(self._refused(name, file))
+
+    def _refuse(self, why: str) -> None:
+        if why and why not in self.natives:
+            self.natives.append(why)
+
+    @contextlib.contextmanager
+    def _loading_checked(self) -> Iterator[None]:
+        """Each native module the revision's side imports meanwhile checked before it
+        loads: one it cannot hold beside the working tree's raises ImportError and sends
+        the test to duos, never loaded (a library loaded twice may abort the process)."""
+        loader = importlib.machinery.ExtensionFileLoader
+        create = loader.create_module
+        two = self
+
+        def checked(self: importlib.machinery.ExtensionFileLoader, spec: Any) -> Any:
+            why = two._refused(spec.name, str(spec.origin))
+            if why:
+                two._refuse(why)
+                raise ImportError(why)
+            return create(self, spec)
+
+        def operators(path: str) -> None:  # torch.ops.load_library: it exists to register them
+            why = f"it loads a library of torch operators ({Path(path).name}), {ONCE}"
+            two._refuse(why)
+            raise ImportError(why)
+
+        ops = getattr(sys.modules.get("torch"), "ops", None)
+        loader.create_module = checked  # type: ignore[method-assign]
+        if ops is not None:
+            ops.load_library = operators
+        try:
+            yield
+        finally:
+            loader.create_module = create  # type: ignore[method-assign]
+            if ops is not None:
+                del ops.load_library  # the class's own again
 
 
 def compile_caches() -> list[str]:
@@ -292,6 +349,15 @@ def holding_code(values: Mapping[str, object], project: Callable[[object], bool]
         if any(code(v) for v in inner):
             return name
     return ""
+
+
+def _built_by_torch(name: str) -> bool:
+    """Whether ``name`` is a module torch's JIT extension builder made in this process
+    (``name`` or ``name_v<N>`` of one it versions)."""
+    builder = sys.modules.get("torch.utils.cpp_extension")
+    entries = getattr(getattr(builder, "JIT_EXTENSION_VERSIONER", None), "entries", {})
+    stem, _, version = name.rpartition("_v")
+    return name in entries or (version.isdigit() and stem in entries)
 
 
 def _native(module: ModuleType) -> bool:
