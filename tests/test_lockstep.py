@@ -33,7 +33,7 @@ if shutil.which("git") is None:
 pytest_plugins = ["pytester"]
 
 LOCKSTEP = ("--gpubench-pairing=lockstep", "--gpubench-confirm=0")
-# A test file's start whose fixture hands the project's module to its tests: one process
+# A test file's start whose fixture yields the project's module to its tests: one process
 # cannot hold both sides of those (timed in duos).
 MODULE_FIXTURE = """
 import pytest
@@ -43,7 +43,7 @@ import kernels
 
 @pytest.fixture
 def module():
-    return kernels
+    yield kernels
 """
 # The tests of a file like MODULE_TESTS against HEAD in lockstep, with the JSON report.
 MODULE_IN_DUOS = (
@@ -140,12 +140,47 @@ def test_tests_on_one_side_only_are_new_or_removed(repo: pytest.Pytester) -> Non
     assert "Traceback" not in text
 
 
+def test_a_fixture_holding_the_projects_code_serves_each_side_its_own(
+    repo: pytest.Pytester,
+) -> None:
+    """A fixture that hands its tests the project's module (as the example suite's
+    ``cuda_ext`` hands its extension): the revision's test gets the value the revision's
+    fixture gives, made on its side once per the fixture's scope, and both sides run in
+    this process; the revision's own module is what makes the working tree 30% slower."""
+    conftest = repo.path / "conftest.py"
+    conftest.write_text(
+        conftest.read_text()
+        + "\n\n@pytest.fixture(scope='session')\ndef module():\n"
+        + "    import kernels\n\n    return kernels\n"
+    )
+    repo.makepyfile(
+        test_fixture="""
+import pytest
+
+
+@pytest.mark.parametrize("n", [10, 20])
+def test_module(gpubench, module, n):
+    assert gpubench(module.work, n) == sum(range(n))
+"""
+    )
+    commit(repo.path, "a fixture that returns a module")
+    slower(repo, 1.3)
+    result = repo.runpytest_subprocess(
+        "--gpubench-against=HEAD", "--gpubench-pairs=2", "test_fixture.py", *LOCKSTEP
+    )
+    text = output(result)
+    result.assert_outcomes(failed=2)
+    assert "2 tests timed in lockstep in this process" in text
+    assert "in duos" not in text and "Traceback" not in text
+    assert "test_module[20]: regressed: slower by 30.0% than HEAD" in text
+
+
 @pytest.mark.slow
 def test_a_fixture_holding_code_is_timed_in_duos(repo: pytest.Pytester) -> None:
-    """A fixture whose value is the project's module would hand the working tree's code to
-    the revision's test: that test, and the later ones using the fixture, are timed in duos
-    (a fresh process per side at once, their calls alternated: run/duo.py), one batch, and
-    the reason is said."""
+    """A fixture that yields the project's module would hand the working tree's code to
+    the revision's test (a generator fixture is not made again on its side): that test,
+    and the later ones using the fixture, are timed in duos (a fresh process per side at
+    once, their calls alternated: run/duo.py), one batch, and the reason is said."""
     repo.makepyfile(test_fixture=MODULE_TESTS)
     commit(repo.path, "a fixture that returns a module")
     slower(repo, 1.3)
@@ -162,7 +197,7 @@ def test_a_fixture_holding_code_is_timed_in_duos(repo: pytest.Pytester) -> None:
     assert "2 duos (a fresh process per side, at once)" in text
     assert "slower by 30.0% than HEAD (" in text and "over 6 pairs in 2 duos, bar" in text
     assert "test_module[20]: regressed: slower by 30.0% than HEAD" in text
-    assert "holds code of the working tree: timed in duos" in text
+    assert "holds code of the working tree and yields it: timed in duos" in text
 
 
 @pytest.mark.slow

@@ -42,6 +42,51 @@ def lockstep_refusal(item: pytest.Item, two: TwoSides) -> str:
     return two.native()
 
 
+def _revision_values(
+    item: pytest.Item, pairing: Pairing, values: dict[str, object]
+) -> dict[str, object]:
+    """``values`` with each fixture value that holds the working tree's code replaced by
+    the value the revision's fixture gives (the fixtures it asks for likewise): a fixture
+    handing a test its module or a built extension serves each side its own. Raises
+    :class:`Apart` where one cannot be had (a fixture that asks for ``request``, one not
+    the project's)."""
+    from ..versus.lockstep import Apart
+
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", None) or {}
+    made: dict[str, object] = {}
+
+    def value(name: str) -> object:
+        if name not in made:
+            made[name] = values[name]
+            if pairing.holding_code({name: values[name]}):
+                made[name] = remade(name)
+        return made[name]
+
+    def remade(name: str) -> object:
+        held = f"its fixture {name!r} holds code of the working tree"
+        found = defs.get(name)
+        if not found or "request" in found[-1].argnames:
+            raise Apart(held)
+        fixture = found[-1]
+        if any(a not in values for a in fixture.argnames):
+            raise Apart(held)
+        anchor = {"session": "", "package": str(item.path.parent), "module": str(item.path)}
+        key = (name, anchor.get(str(fixture.scope), item.nodeid))
+        args = {a: value(a) for a in fixture.argnames}
+        return pairing.revision_fixture(name, fixture.func, key, args, _unwrapped)
+
+    return {name: value(name) for name in values}
+
+
+def _unwrapped(found: Any) -> Any:
+    """The function of a fixture definition (pytest wraps it: 8.4 and later in an object of
+    its own, earlier in a function that refuses a direct call)."""
+    get = getattr(found, "_get_wrapped_function", None)
+    if get is not None:
+        return get()
+    return getattr(getattr(found, "__pytest_wrapped__", None), "obj", found)
+
+
 # BaseSide.fixture of a culprit that holds for every later test (a library loaded for good).
 EVERY = "*"
 
@@ -62,6 +107,7 @@ def base_side(item: pytest.Item, pairing: Pairing, bench: GpuBench) -> BaseSide:
     """Run the revision's body of the test ``item`` with its fixture values, unless one
     process cannot hold both sides."""
     from ..run.sides import Lockstep
+    from ..versus.lockstep import Apart
 
     where = _where(item)
     found = pairing.two.test_function(*where) if where is not None else None
@@ -76,9 +122,10 @@ def base_side(item: pytest.Item, pairing: Pairing, bench: GpuBench) -> BaseSide:
     values = {k: v for k, v in item.funcargs.items() if v is not bench}
     holder = pairing.holding_code(values)
     if holder:
-        return BaseSide(
-            apart=f"its fixture {holder!r} holds code of the working tree", fixture=holder
-        )
+        try:
+            values = _revision_values(item, pairing, values)
+        except Apart as why:
+            return BaseSide(apart=str(why), fixture=holder)
     try:
         wanted = list(inspect.signature(found).parameters)
     except (TypeError, ValueError):
@@ -92,7 +139,7 @@ def base_side(item: pytest.Item, pairing: Pairing, bench: GpuBench) -> BaseSide:
     lock = Lockstep(pairing.two, keep=pairing.in_process)
     # The revision's gpubench: the test's, holding its calls for the working tree's.
     twin = dataclasses.replace(bench, lockstep=lock, extra_info={}, _measurements=[], _names=[])
-    args = {k: twin if item.funcargs[k] is bench else item.funcargs[k] for k in wanted}
+    args = {k: twin if item.funcargs[k] is bench else values[k] for k in wanted}
     failed = pairing.run_base(found, args, lock)
     problem = pairing.two.native()
     # Loaded into this process for good: every later test too.

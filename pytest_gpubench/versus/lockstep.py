@@ -351,6 +351,10 @@ def holding_code(values: Mapping[str, object], project: Callable[[object], bool]
     return ""
 
 
+class Apart(Exception):
+    """Why a test must be timed in duos (one process cannot hold both sides of it)."""
+
+
 def _built_by_torch(name: str) -> bool:
     """Whether ``name`` is a module torch's JIT extension builder made in this process
     (``name`` or ``name_v<N>`` of one it versions)."""
@@ -394,6 +398,7 @@ class Pairing:
         # sizes drawn from a seeded stream, so that a run can be replayed.
         self.in_process = in_process
         self._draw = random.Random(0)
+        self._fixtures: dict[tuple[str, str], object] = {}  # the revision's, by name, scope
         # The tests that took more pairs and how many, by where: for the run's summary.
         self.added = {"this process": [0, 0], "fresh processes": [0, 0]}
         # Set by the process that owns the run: time a test (and the later ones using the
@@ -408,6 +413,41 @@ class Pairing:
     def holding_code(self, values: Mapping[str, object]) -> str:
         """The fixture whose value cannot serve both sides (:func:`holding_code`); ''."""
         return holding_code(values, lambda m: m is not None and self.two.owner(m) == "head")
+
+    def revision_fixture(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        key: tuple[str, str],
+        args: Mapping[str, Any],
+        unwrap: Callable[[Any], Callable[..., Any]],
+    ) -> object:
+        """The value the revision's fixture ``name`` gives (its function at the place of the
+        working tree's ``fn``, called with ``args`` on its side), once per ``key`` (the
+        fixture's scope); raises :class:`Apart` where it cannot be had. ``unwrap``: the
+        function of what the revision's file holds (pytest's fixture definition)."""
+        if key in self._fixtures:
+            return self._fixtures[key]
+        found = self.two.test_function(Path(inspect.getfile(fn)), fn.__module__, fn.__qualname__)
+        if not callable(found):
+            raise Apart(found or f"the revision has no fixture {name!r}")
+        with self.two.base():
+            try:
+                value = unwrap(found)(**args)
+            except Exception as exc:  # the revision's fixture: its failure, said in one line
+                why = f"its fixture {name!r} failed on the revision's side ({_line(exc)})"
+                raise Apart(why) from None
+            except BaseException as exc:  # pytest.skip and the like, not KeyboardInterrupt
+                if isinstance(exc, KeyboardInterrupt | SystemExit):
+                    raise
+                raise Apart(f"its fixture {name!r} did not pass on the revision's side") from None
+        if inspect.isgenerator(value):
+            value.close()
+            raise Apart(f"its fixture {name!r} holds code of the working tree and yields it")
+        if self.holding_code({name: value}) or self.two.native():
+            raise Apart(f"its fixture {name!r} holds code of the working tree on both sides")
+        self._fixtures[key] = value
+        return value
 
     def run_base(self, fn: Callable[..., Any], kwargs: Mapping[str, Any], lock: Lockstep) -> str:
         """Run the revision's test body ``fn`` with ``kwargs`` (its ``gpubench`` the
