@@ -540,7 +540,7 @@ def test_one_pair_reads_in_the_singular_with_a_sane_gate(repo: pytest.Pytester) 
 def test_a_signal_while_a_duo_runs_leaves_no_process(
     repo: pytest.Pytester, temp: Path, monkeypatch: pytest.MonkeyPatch, sig: signal.Signals
 ) -> None:
-    """A test whose fixture holds code is timed in duos (a fresh process per side at once):
+    """A test whose fixture yields code is timed in duos (a fresh process per side at once):
     Ctrl-C, SIGTERM or kill -9 of the run while they are starting leaves none behind."""
     repo.makepyfile(
         test_fixture="""
@@ -551,14 +551,14 @@ import kernels
 
 @pytest.fixture
 def module():
-    return kernels
+    yield kernels
 
 
 def test_module(gpubench, module):
     assert gpubench(module.work, 10) == 45
 """
     )
-    commit(repo.path, "a fixture that returns a module")
+    commit(repo.path, "a fixture that yields a module")
     pids = repo.path / "child-pids.txt"
     monkeypatch.setenv("FAKE_CHILD_PIDS", str(pids))
     monkeypatch.setenv("FAKE_CHILD_START_S", "30")

@@ -182,7 +182,7 @@ def test_a_fixture_holding_code_is_timed_in_duos(repo: pytest.Pytester) -> None:
     and the later ones using the fixture, are timed in duos (a fresh process per side at
     once, their calls alternated: run/duo.py), one batch, and the reason is said."""
     repo.makepyfile(test_fixture=MODULE_TESTS)
-    commit(repo.path, "a fixture that returns a module")
+    commit(repo.path, "a fixture that yields a module")
     slower(repo, 1.3)
     result = repo.runpytest_subprocess("--gpubench-against=HEAD", "--gpubench-pairs=2", *LOCKSTEP)
     text = output(result)
@@ -258,7 +258,7 @@ def pytest_runtest_call(item):
     )
     conftest = repo.path / "conftest.py"
     conftest.write_text(conftest.read_text() + '\npytest_plugins = ["slow_start"]\n')
-    commit(repo.path, "a fixture that returns a module, a slow first timer")
+    commit(repo.path, "a fixture that yields a module, a slow first timer")
     slower(repo, factor)
     made = repo.path.parent / f"{repo.path.name}-samplers.log"
     monkeypatch.setenv("FAKE_AGAIN_LOG", str(made))
@@ -311,7 +311,7 @@ def test_a_duos_processes_that_differ_fail_nothing(
     with the next duo's, so the tests take more duos, up to the design's cap, and none
     fails."""
     repo.makepyfile(test_fixture=MODULE_TESTS)
-    commit(repo.path, "a fixture that returns a module")
+    commit(repo.path, "a fixture that yields a module")
     monkeypatch.setenv("FAKE_SHIFT", "0.02")
     monkeypatch.setenv("FAKE_SHIFT_SEED", "0")
     result = repo.runpytest_subprocess(*MODULE_IN_DUOS)
@@ -404,7 +404,7 @@ def test_module(gpubench, module):
 """
     )
     repo.makepyfile(test_fixture=body.format(n=100))
-    commit(repo.path, "a fixture that returns a module")
+    commit(repo.path, "a fixture that yields a module")
     repo.makepyfile(test_fixture=body.format(n=200))
     slower(repo, 1.3)
     result = repo.runpytest_subprocess("--gpubench-against=HEAD", *LOCKSTEP, "-k", "test_module")
@@ -771,14 +771,16 @@ def test_a_torch_extension_built_on_each_side_runs_both_in_one_process(
     repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """CUDA C++ loaded into PyTorch, as users write it (``load_inline``), here in C++ on
-    the CPU: torch builds each side's source as a module of its own, so both run in this
-    process, each calling its own (the revision's assertion holds only with its own);
+    the CPU, handed to the tests by a fixture: torch builds each side's source as a module
+    of its own, and the revision's fixture gives its side's, so both run in this process,
+    each calling its own (the revision's assertion holds only with its own);
     an extension registering torch operators is never loaded twice (which aborts a
     process): that test goes to duos, and says why."""
     if shutil.which("c++") is None or shutil.which("ninja") is None:
         pytest.skip("no C++ compiler or ninja here")
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "extensions"))
     extension = """
+import pytest
 import torch
 from torch.utils.cpp_extension import load_inline
 
@@ -793,9 +795,12 @@ def load(name):
     return load_inline(name, cpp_sources=source, functions=["scale"])
 
 
-def {test}(gpubench):
-    ext = load("{test}_ext")
+@pytest.fixture(scope="session")
+def ext():  # as the example suite's cuda_ext: a fixture hands the tests the extension
+    return load("{test}_ext")
 
+
+def {test}(gpubench, ext):
     def scale(x):
         return ext.scale(x)
 
@@ -818,8 +823,10 @@ def {test}(gpubench):
     text = output(result)
     assert "Aborted" not in text and "Traceback" not in text
     result.assert_outcomes(failed=2)
-    why = "its torch extension test_b_ext registers torch operators, which one process holds once"
-    assert f"1 test in duos, a fresh process per side at once: {why}" in text
+    assert (
+        "1 test in duos, a fresh process per side at once: its torch extension test_b_ext" in text
+    )
+    assert "registers torch operators, which one process holds once" in text
     [a] = [line for line in text.splitlines() if line.startswith("test_a: regressed")]
     assert "slower by 30.0% than HEAD" in a and " in lockstep, bar" in a  # in this process
     assert "test_b: regressed: slower by 30.0% than HEAD" in text

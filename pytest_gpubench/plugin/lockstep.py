@@ -71,7 +71,8 @@ def _revision_values(
         if any(a not in values for a in fixture.argnames):
             raise Apart(held)
         anchor = {"session": "", "package": str(item.path.parent), "module": str(item.path)}
-        key = (name, anchor.get(str(fixture.scope), item.nodeid))
+        where = f"{inspect.getfile(fixture.func)}:{fixture.func.__qualname__}"
+        key = (where, anchor.get(str(fixture.scope), item.nodeid))
         args = {a: value(a) for a in fixture.argnames}
         return pairing.revision_fixture(name, fixture.func, key, args, _unwrapped)
 

@@ -327,15 +327,17 @@ def compile_caches() -> list[str]:
     return [triton, inductor]
 
 
-def holding_code(values: Mapping[str, object], project: Callable[[object], bool]) -> str:
+def holding_code(
+    values: Mapping[str, object], project: Callable[[object], bool], natives: bool = True
+) -> str:
     """The name of the first fixture value in ``values`` that holds code of the project or
-    native code (a module, a function or class of the project, an instance of one of its
-    classes, one level into a list, tuple or dict): the revision's test would call the
-    working tree's; '' when none."""
+    (with ``natives``) a native module (a module, a function or class of the project, an
+    instance of one of its classes, one level into a list, tuple or dict): the revision's
+    test would call the working tree's; '' when none."""
 
     def code(value: object) -> bool:
         if isinstance(value, ModuleType):
-            return project(value) or _native(value)
+            return project(value) or (natives and _native(value))
         if isinstance(value, FunctionType | type):
             return project(sys.modules.get(value.__module__))
         return project(sys.modules.get(type(value).__module__))
@@ -398,7 +400,7 @@ class Pairing:
         # sizes drawn from a seeded stream, so that a run can be replayed.
         self.in_process = in_process
         self._draw = random.Random(0)
-        self._fixtures: dict[tuple[str, str], object] = {}  # the revision's, by name, scope
+        self._fixtures: dict[tuple[str, str], object] = {}  # the revision's, by where, scope
         # The tests that took more pairs and how many, by where: for the run's summary.
         self.added = {"this process": [0, 0], "fresh processes": [0, 0]}
         # Set by the process that owns the run: time a test (and the later ones using the
@@ -410,9 +412,11 @@ class Pairing:
             else dataclasses.replace(launcher, env=(*launcher.env, two.environment()))
         )
 
-    def holding_code(self, values: Mapping[str, object]) -> str:
+    def holding_code(self, values: Mapping[str, object], natives: bool = True) -> str:
         """The fixture whose value cannot serve both sides (:func:`holding_code`); ''."""
-        return holding_code(values, lambda m: m is not None and self.two.owner(m) == "head")
+        return holding_code(
+            values, lambda m: m is not None and self.two.owner(m) == "head", natives
+        )
 
     def revision_fixture(
         self,
@@ -424,7 +428,7 @@ class Pairing:
     ) -> object:
         """The value the revision's fixture ``name`` gives (its function at the place of the
         working tree's ``fn``, called with ``args`` on its side), once per ``key`` (the
-        fixture's scope); raises :class:`Apart` where it cannot be had. ``unwrap``: the
+        fixture's place and scope); raises :class:`Apart` where it cannot be had. ``unwrap``: the
         function of what the revision's file holds (pytest's fixture definition)."""
         if key in self._fixtures:
             return self._fixtures[key]
@@ -436,7 +440,7 @@ class Pairing:
                 value = unwrap(found)(**args)
             except Exception as exc:  # the revision's fixture: its failure, said in one line
                 why = f"its fixture {name!r} failed on the revision's side ({_line(exc)})"
-                raise Apart(why) from None
+                raise Apart(self.two.native() or why) from None
             except BaseException as exc:  # pytest.skip and the like, not KeyboardInterrupt
                 if isinstance(exc, KeyboardInterrupt | SystemExit):
                     raise
@@ -444,7 +448,7 @@ class Pairing:
         if inspect.isgenerator(value):
             value.close()
             raise Apart(f"its fixture {name!r} holds code of the working tree and yields it")
-        if self.holding_code({name: value}) or self.two.native():
+        if self.holding_code({name: value}, natives=False) or self.two.native():
             raise Apart(f"its fixture {name!r} holds code of the working tree on both sides")
         self._fixtures[key] = value
         return value
