@@ -80,6 +80,15 @@ def repo(fake: pytest.Pytester) -> pytest.Pytester:
     return fake
 
 
+@pytest.fixture
+def processes_pairing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs against a revision (and bisect's steps) pair fresh processes, one per side, the
+    structure these tests were written for: --gpubench-pairing=processes in PYTEST_ADDOPTS,
+    which the plugin's fresh processes inherit; a test's own --gpubench-pairing, later on
+    its command line, wins."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", "--gpubench-pairing=processes")
+
+
 @pytest.fixture(autouse=True)
 def _no_step_summary(monkeypatch: pytest.MonkeyPatch) -> None:
     """The plugin appends its table to $GITHUB_STEP_SUMMARY: in CI, this suite's own runs

@@ -21,6 +21,9 @@ if shutil.which("git") is None:
 
 pytest_plugins = ["pytester"]
 
+# The structure these tests were written for (lockstep has its own: test_lockstep.py).
+pytestmark = pytest.mark.usefixtures("processes_pairing")
+
 # Fewer pairs than the default: each pair is two fresh pytest processes.
 FAST = ("--gpubench-pairs=2", "--gpubench-confirm=0")
 

@@ -37,6 +37,9 @@ if shutil.which("git") is None:
 
 pytest_plugins = ["pytester"]
 
+# The structure these tests were written for (lockstep has its own: test_lockstep.py).
+pytestmark = pytest.mark.usefixtures("processes_pairing")
+
 # One pair where only the plumbing matters (a single pair judges nothing: unsure), two
 # where a verdict does (a +50% slowdown over 2 pairs is "regressed").
 ONE = ("--gpubench-pairs=1", "--gpubench-confirm=0")

@@ -40,6 +40,9 @@ from pytest_gpubench.versus import ab
 
 pytest_plugins = ["pytester"]
 
+# The structure these tests were written for (lockstep has its own: test_lockstep.py).
+pytestmark = pytest.mark.usefixtures("processes_pairing")
+
 SHA = "0123456789abcdef0123456789abcdef01234567"
 DEVICE = {"name": "NVIDIA H100 80GB HBM3"}
 # The run's settings as a file records them: 3 pairs, no batch for the unsure.

@@ -43,6 +43,9 @@ from pytest_gpubench.versus.bisect import (
 
 pytest_plugins = ["pytester"]
 
+# The structure these tests were written for (lockstep has its own: test_lockstep.py).
+pytestmark = pytest.mark.usefixtures("processes_pairing")
+
 SUM = "test_bench.py::test_sum"
 JOIN = "test_bench.py::test_join"
 # Two pairs: a +50% slowdown is regressed, nothing changed is same (one pair is unsure);

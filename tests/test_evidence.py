@@ -128,17 +128,19 @@ def test_a_cpu_run_knows_no_peak_memory_and_shows_no_column(fake: pytest.Pyteste
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("pairing", ["lockstep", "processes"])
 def test_against_a_revision_a_commit_that_holds_64_mib_more_fails_on_memory(
-    fake: pytest.Pytester,
+    fake: pytest.Pytester, pairing: str
 ) -> None:
-    """The least the working tree's processes held against the most the revision's did:
-    unchanged code passes, an extra 64 MiB fails, in the same job."""
+    """The least the working tree's processes held against the most the revision's did (in
+    lockstep, each side's call in the one process): unchanged code passes, an extra 64 MiB
+    fails, in the same job."""
     kernels = "def work(n):\n    return sum(range(n))\n\n\nwork.fake_peak_bytes = {peak}\n"
     fake.makepyfile(kernels=kernels.format(peak=16 * MiB), test_bench=TESTS)
     fake.path.joinpath(".gitignore").write_text("__pycache__/\n.gpubench/\ntimer-calls.log\n")
     git(fake.path, "init", "-q", "-b", "main")
     commit(fake.path, "kernels and their tests")
-    fast = ("--gpubench-pairs=2", "--gpubench-confirm=0")
+    fast = ("--gpubench-pairs=2", "--gpubench-confirm=0", f"--gpubench-pairing={pairing}")
     fake.runpytest("--gpubench-against=HEAD", *fast).assert_outcomes(passed=2)
     fake.makepyfile(kernels=kernels.format(peak=80 * MiB))
     result = fake.runpytest("--gpubench-against=HEAD", *fast)
@@ -165,8 +167,9 @@ def test_join(gpubench):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("pairing", ["lockstep", "processes"])
 def test_against_a_revision_a_call_faster_than_its_declared_bytes_allow_fails_as_impossible(
-    fake: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+    fake: pytest.Pytester, capsys: pytest.CaptureFixture[str], pairing: str
 ) -> None:
     """Issue 18: the physical floor holds against a revision as against a stored history.
     The processes of each side measure the copy rates; unchanged code at a plausible time
@@ -178,7 +181,12 @@ def test_against_a_revision_a_call_faster_than_its_declared_bytes_allow_fails_as
     fake.path.joinpath(".gitignore").write_text("__pycache__/\n.gpubench/\ntimer-calls.log\n")
     git(fake.path, "init", "-q", "-b", "main")
     commit(fake.path, "kernels and their tests")
-    fast = ("--gpubench-pairs=2", "--gpubench-confirm=0", "--gpubench-json=r.json")
+    fast = (
+        "--gpubench-pairs=2",
+        "--gpubench-confirm=0",
+        "--gpubench-json=r.json",
+        f"--gpubench-pairing={pairing}",
+    )
     fake.runpytest("--gpubench-against=HEAD", *fast).assert_outcomes(passed=2)
     results = json.loads((fake.path / "r.json").read_text())["results"]
     honest = {r["test"]: r for r in results}["test_sum"]
@@ -195,9 +203,11 @@ def test_against_a_revision_a_call_faster_than_its_declared_bytes_allow_fails_as
     assert by_test["test_sum"]["status"] == "impossible"
     assert by_test["test_join"]["status"] == "same"
     # The pairs it was measured in stay beside the verdict, for the reports.
-    assert by_test["test_sum"]["against"]["pairs"] == 2
+    # (in lockstep an impossible call is settled on its first pair: no more are taken)
+    assert by_test["test_sum"]["against"]["pairs"] == (2 if pairing == "processes" else 1)
     evidence = fake.path / "gpubench-evidence"
-    for side in ("base", "head"):
+    # Each side's trace from its processes; in lockstep the working tree's, from this one.
+    for side in ("base", "head") if pairing == "processes" else ("",):
         assert list((evidence / side).glob("test_bench.py_test_sum*.trace.json")), side
 
     capsys.readouterr()
@@ -468,6 +478,7 @@ def test_without_ncu_on_path_the_option_is_one_line_and_a_failing_ncu_fails_noth
     assert "Traceback" not in text
 
 
+@pytest.mark.usefixtures("processes_pairing")  # the structure it was written for
 @pytest.mark.slow
 def test_against_a_revision_ncu_profiles_one_call_of_each_side(
     fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch

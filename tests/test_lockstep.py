@@ -65,7 +65,8 @@ def test_module(gpubench, module, n):
 
 
 def test_against_its_own_revision_both_sides_run_here(repo: pytest.Pytester) -> None:
-    result = repo.runpytest_subprocess("--gpubench-against=HEAD", *LOCKSTEP)
+    """Lockstep is the default pairing: no option asks for it."""
+    result = repo.runpytest_subprocess("--gpubench-against=HEAD", "--gpubench-confirm=0")
     result.assert_outcomes(passed=2)
     text = output(result)
     assert "2 tests timed in lockstep in this process" in text

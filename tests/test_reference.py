@@ -443,6 +443,7 @@ def test_a_flagged_ratio_is_confirmed_in_fresh_processes(fake: pytest.Pytester) 
     )
 
 
+@pytest.mark.usefixtures("processes_pairing")  # the structure it was written for
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not on PATH")
 def test_against_a_revision_both_keys_are_judged_in_pairs(fake: pytest.Pytester) -> None:

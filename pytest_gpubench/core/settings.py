@@ -192,7 +192,9 @@ def parse_changed(text: object) -> str:
 
 
 # How the two sides of --gpubench-against are timed: both in one process where it can,
-# alternately (versus/lockstep.py), else a fresh process each (versus/ab.py); or always the latter.
+# alternately (versus/lockstep.py), else in duos; or a fresh process each (versus/ab.py). The
+# default since the example suite's A/A run at 2% cost 1.45-1.65 times a plain run in lockstep
+# on an H200 with no false verdict (docs/performance.md), where processes cost 8 times at 5%.
 PAIRINGS = ("lockstep", "processes")
 
 
@@ -426,19 +428,19 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "pairing",
-        "With --gpubench-against: processes (default) gives each side its own fresh "
-        "processes; lockstep times both sides of a test in one process, alternately, where "
-        "one process can hold both (else a fresh process each)",
+        "With --gpubench-against: lockstep (default) times both sides of a test in this "
+        "process, alternately, where one process can hold both (else in duos: a fresh "
+        "process per side at once); processes gives each side its own fresh processes",
         parse_pairing,
-        "processes",
+        "lockstep",
         metavar="lockstep|processes",
     ),
     OptionSpec(
         "pairs",
-        "With --gpubench-against: pairs before the first verdict (default 3 pairs of fresh "
-        "processes, one per side; in lockstep 1, from the run's process, the others from "
-        "fresh processes); the tests still unsure get more (7; in lockstep 4), none with "
-        "--gpubench-confirm 0",
+        "With --gpubench-against: pairs before the first verdict (default in lockstep 1, "
+        "from this process, and 2 duos; with processes 3 pairs of fresh processes, one per "
+        "side); the tests still unsure get more (in lockstep 4 from this process, 6 duos; "
+        "with processes 7), none with --gpubench-confirm 0",
         parse_pairs,
         None,
         metavar="N",
@@ -617,7 +619,7 @@ class Settings:
     build: str | None = None  # a shell command run in that revision's checkout
     # Pairs before the first verdict against it; None: the pairing's own (versus.ab.design_of)
     pairs: int | None = None
-    pairing: str = "processes"  # how the sides are timed against it (PAIRINGS)
+    pairing: str = "lockstep"  # how the sides are timed against it (PAIRINGS)
     json: Path | None = None
     markdown: Path | None = None
     benchmark_json: Path | None = None

@@ -129,13 +129,15 @@ class Saved:
 @dataclass(frozen=True)
 class _TwoSampled:
     """Two workloads sampled alternately: the pairs, the first's measurement, the settings
-    and clock readings they were taken with, each sampler's profile."""
+    and clock readings they were taken with, each sampler's profile, the second's peak
+    memory per call (None where it was not measured here)."""
 
     pair: PairSampling
     first: Measurement
     settings: MeasureSettings
     readings: tuple[ClockReading | None, ...]
     profiles: tuple[Profile | None, Profile | None]
+    other_peak: int | None = None
 
 
 class BenchSession:
@@ -486,6 +488,7 @@ class BenchSession:
             threshold=two.settings.threshold,
             readings=two.readings,
             costs=Costs(first_call_s=base_first_call_s),
+            peak_bytes=two.other_peak,
         )
         return two.first, base_measurement
 
@@ -570,6 +573,9 @@ class BenchSession:
                 a.close()
                 b.close()
             peak = self._peak_bytes(a, workload)
+            # The other side's too, where it runs here (a revision's call in lockstep, a
+            # reference): each side's memory is judged against the other's.
+            other_peak = self._peak_bytes(b, other) if isinstance(other, Workload) else None
             energy = self._energy(a, workload, pair.first.samples_ms)
             sampled = time.perf_counter()
             rates = self.env.copy_rates() if bytes and self.measures_floors else None
@@ -594,7 +600,7 @@ class BenchSession:
         )
         first = self._traced(workload, first, settings)
         profiles = (a.profile, b.profile)
-        return _TwoSampled(pair, first, settings, tuple(readings), profiles)
+        return _TwoSampled(pair, first, settings, tuple(readings), profiles, other_peak)
 
     def _samplers(
         self,
