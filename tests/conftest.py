@@ -81,11 +81,15 @@ def repo(fake: pytest.Pytester) -> pytest.Pytester:
 
 
 @pytest.fixture
-def processes_pairing(monkeypatch: pytest.MonkeyPatch) -> None:
+def processes_pairing(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """Runs against a revision (and bisect's steps) pair fresh processes, one per side, the
     structure these tests were written for: --gpubench-pairing=processes in PYTEST_ADDOPTS,
     which the plugin's fresh processes inherit; a test's own --gpubench-pairing, later on
     its command line, wins."""
+    for name in ("fake", "pytester"):  # they clear PYTEST_ADDOPTS: set it after them
+        if name in request.fixturenames:
+            request.getfixturevalue(name)
+            break
     monkeypatch.setenv("PYTEST_ADDOPTS", "--gpubench-pairing=processes")
 
 
