@@ -956,8 +956,8 @@ def parser() -> argparse.ArgumentParser:
         type=_count(parse_pairs),
         default=bisection.DEFAULT_PAIRS,
         metavar="N",
-        help="Pairs of fresh processes per step before the first verdict (default: "
-        f"{bisection.DEFAULT_PAIRS})",
+        help="Pairs per step before the first verdict, in lockstep from the step's own "
+        f"process (default: {bisection.DEFAULT_PAIRS})",
     )
     bisect_parser.add_argument(
         "--max-pairs",
