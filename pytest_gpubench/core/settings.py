@@ -194,7 +194,7 @@ def parse_changed(text: object) -> str:
 # How the two sides of --gpubench-against are timed: both in one process where it can,
 # alternately (versus/lockstep.py), else in duos; or a fresh process each (versus/ab.py). The
 # default since the example suite's A/A run at 2% cost 1.45-1.65 times a plain run in lockstep
-# on an H200 with no false verdict (docs/performance.md), where processes cost 8 times at 5%.
+# on an H200 with no false verdict (docs/performance.md), where processes cost 8 times.
 PAIRINGS = ("lockstep", "processes")
 
 
