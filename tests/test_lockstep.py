@@ -416,6 +416,21 @@ def test_module(gpubench, module):
 
 
 @pytest.mark.slow
+def test_a_duo_judges_each_sides_peak_memory(repo: pytest.Pytester) -> None:
+    """A test timed in duos whose working tree holds 64 MiB more per call: each side's
+    process measures its own call's peak, and the test fails on memory, as in one process."""
+    kernels = "def work(n):\n    return sum(range(n))\n\n\nwork.fake_peak_bytes = {peak}\n"
+    repo.makepyfile(kernels=kernels.format(peak=16 << 20), test_fixture=MODULE_TESTS)
+    commit(repo.path, "a fixture that yields a module, 16 MiB a call")
+    repo.makepyfile(kernels=kernels.format(peak=80 << 20))
+    result = repo.runpytest_subprocess(*MODULE_IN_DUOS, "--gpubench-confirm=0")
+    text = output(result)
+    result.assert_outcomes(failed=2, deselected=2)
+    assert "2 duos (a fresh process per side, at once)" in text
+    assert "test_module[10]: more memory: peak memory 80 MiB per call, was 16 MiB" in text
+
+
+@pytest.mark.slow
 def test_a_duo_whose_revision_process_dies_says_so(repo: pytest.Pytester) -> None:
     """The revision's process of a duo exits in the middle of a test (following or
     leading): the working tree's fails its tests there, and a run in which no duo measured
