@@ -132,6 +132,7 @@ def fake(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.P
         "FAKE_CHILD_START_S",
         "FAKE_CHILD_IMPORT_S",
         "FAKE_CHILD_CRASH",
+        "FAKE_BESIDE",
         "PYTEST_ADDOPTS",
     ):
         monkeypatch.delenv(name, raising=False)

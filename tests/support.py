@@ -132,6 +132,11 @@ class FakeTimer:
         peak = json.loads(os.environ.get("FAKE_PEAK_BYTES") or "{}").get(name)
         peak = getattr(workload.fn, "fake_peak_bytes", peak)  # in the code: a commit's change
         watts = json.loads(os.environ.get("FAKE_ENERGY") or "{}").get(name)
+        beside = None
+        if os.environ.get("FAKE_BESIDE"):  # its kernel time: FAKE_BESIDE of its time
+            kernel_ms = base_ms * SHIFT * float(os.environ["FAKE_BESIDE"])
+            kernel_ms *= getattr(workload.fn, "fake_kernel_factor", 1.0)
+            beside = FakeBeside(kernel_ms, random.Random(rng.random()), noise)
         return Sampler(
             timer=self.name,
             sample=sample,
@@ -140,7 +145,26 @@ class FakeTimer:
             peak_bytes=None if peak is None else (lambda: peak),
             energy=None if watts is None else (lambda per_call_s: fake_energy(watts, per_call_s)),
             again=again,
+            beside=beside,
         )
+
+
+class FakeBeside:
+    """A fake graph's kernel time (Sampler.beside), with FAKE_BESIDE: that share of the
+    function's time, times the function's own ``fake_kernel_factor`` (a commit that moves its
+    kernels' time), not its ``fake_factor`` (which moves its time per call); FAKE_SCALES and
+    FAKE_SCALE move the time per call only."""
+
+    timer = "cupti-graph"
+
+    def __init__(self, ms, rng, noise):
+        self.ms, self.rng, self.noise = ms, rng, noise
+
+    def one(self):
+        return self.ms * math.exp(self.rng.gauss(0.0, self.noise))
+
+    def alternate(self, other, rounds):
+        return [self.one() for _ in range(rounds)], [other.one() for _ in range(rounds)]
 
 
 def fake_energy(watts, per_call_s):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import math
 import os
 import stat
 import subprocess
@@ -1086,6 +1087,22 @@ def test_keys_a_newer_version_wrote_are_read_apart_and_known_keys_win() -> None:
     assert SessionRecord.from_json(record().to_json()).extra == {}
     clash = dataclasses.replace(record(), extra={"median_ms": 9.0})
     assert clash.to_json()["median_ms"] == 1.0
+
+
+def test_a_lockstep_sides_other_time_is_kept_and_checked() -> None:
+    """A record's ``beside_ms`` (a lockstep side's kernel time) survives a round trip, among
+    records read fast too; one that is no time is refused, saying so."""
+    kept = dataclasses.replace(record(), beside_ms=0.8)
+    assert SessionRecord.from_json(kept.to_json()) == kept
+    assert "beside_ms" not in record().to_json()
+    raw = [record().to_json(), kept.to_json()]
+    assert SessionRecord.many(raw) in (None, [record(), kept])
+    assert [SessionRecord.from_json(r) for r in raw] == [record(), kept]
+    assert SessionRecord.many([record().to_json()]) == [record()]
+    assert SessionRecord.many([record().to_json()])[0].beside_ms is None  # type: ignore[index]
+    for bad in ("fast", -1.0, 0.0, math.inf):
+        with pytest.raises(ValueError, match="'beside_ms' of"):
+            SessionRecord.from_json(kept.to_json() | {"beside_ms": bad})
 
 
 # --- records made at once ---------------------------------------------------------------------

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import TESTS, commit, failing_on, git, output, slower
+from support import KERNELS, TESTS, commit, failing_on, git, output, slower
 
 from pytest_gpubench import cli
 from pytest_gpubench.judge.pairs import LOCKSTEP_DESIGN, PairDesign
@@ -62,6 +62,48 @@ def test_module(gpubench, module, n):
     assert gpubench(module.work, n) == sum(range(n))
 """
 )
+
+
+def test_kernel_time_is_judged_beside_time_per_call_and_says_which_moved(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each side's kernel time (the fake graph's: FAKE_BESIDE of its time) is judged on its
+    own pairs beside the time per call: the status is the time per call's, the reason says
+    which of the two moved, and the report holds both sides' kernel times."""
+    monkeypatch.setenv("FAKE_BESIDE", "0.8")
+
+    def judged() -> tuple[pytest.RunResult, dict[str, Any]]:
+        args = ("--gpubench-against=HEAD", "--gpubench-json=ab.json", *LOCKSTEP)
+        result = repo.runpytest_subprocess(*args)
+        report = json.loads((repo.path / "ab.json").read_text())
+        [summed] = [r for r in report["results"] if r["test"] == "test_sum"]
+        for side in ("base_sessions", "head_sessions"):
+            assert all(r["beside_ms"] > 0 for r in summed["against"][side]), summed
+        return result, summed
+
+    slower(repo, 1.08)  # its time per call, not its kernels' (the gaps between launches)
+    result, summed = judged()
+    result.assert_outcomes(passed=1, failed=1)
+    assert summed["status"] == "regressed" and summed["beside"]["status"] == "same"
+    assert (
+        "kernel time faster by" in summed["reason"] or "kernel time slower by" in summed["reason"]
+    )
+    assert "(same): the time per call moved, the kernel time did not" in summed["reason"]
+
+    repo.makepyfile(kernels=KERNELS.format(factor=1.0) + "\nwork.fake_kernel_factor = 1.08\n")
+    result, summed = judged()
+    result.assert_outcomes(passed=2)  # what a call costs did not move: nothing fails
+    assert summed["status"] == "same" and summed["beside"]["status"] == "regressed"
+    assert "kernel time slower by 8.0% (regressed): the kernel time moved" in summed["reason"]
+    assert "kernel time slower by 8.0%" in output(result), output(result)
+    monkeypatch.chdir(repo.path)  # the file judged again: the same two judgements
+    assert cli.main(["compare", "ab.json"]) == 0
+    assert "kernel time slower by 8.0% (regressed)" in capsys.readouterr().out
+
+    monkeypatch.delenv("FAKE_BESIDE")  # a timer without another number: its own alone
+    result = repo.runpytest_subprocess("--gpubench-against=HEAD", "-v", *LOCKSTEP)
+    result.assert_outcomes(passed=2)
+    assert "kernel time" not in output(result)
 
 
 def test_against_its_own_revision_both_sides_run_here(repo: pytest.Pytester) -> None:

@@ -223,8 +223,10 @@ class SessionRecord:
     calls_per_sample: int = 1
     peak_bytes: int | None = None  # what one call held at its peak (None: not known)
     extra: Mapping[str, Json] = field(default_factory=no_extra)  # keys of a newer version
+    # A lockstep pair's side: the call's other time (Beside), the median of its samples.
+    beside_ms: float | None = None
 
-    KNOWN = frozenset(("session", "median_ms", "n", "se_log", "calls_per_sample", "peak_bytes"))
+    KNOWN = frozenset((*_USUAL_TYPES, "beside_ms"))
 
     @classmethod
     def of(
@@ -233,11 +235,12 @@ class SessionRecord:
         samples_ms: Iterable[float],
         calls_per_sample: int,
         peak_bytes: int | None = None,
+        beside_ms: float | None = None,
     ) -> SessionRecord:
         """The record of a session's samples."""
         s = SessionSummary.from_samples(samples_ms)
         se = s.se_log if math.isfinite(s.se_log) else None
-        return cls(session, s.median_ms, s.n, se, calls_per_sample, peak_bytes)
+        return cls(session, s.median_ms, s.n, se, calls_per_sample, peak_bytes, NO_EXTRA, beside_ms)
 
     @property
     def se_log_or_nan(self) -> float:
@@ -258,13 +261,15 @@ class SessionRecord:
         }
         if self.peak_bytes is not None:  # only where known: files of CPU runs stay as they were
             data["peak_bytes"] = self.peak_bytes
+        if self.beside_ms is not None:
+            data["beside_ms"] = rounded(self.beside_ms)
         return with_extra(data, self.extra)
 
     @classmethod
     def from_json(cls, data: Json) -> SessionRecord:
         # A file of 10^5 tests holds millions: the usual record (no keys of a newer version),
         # checked fast; any other, field by field.
-        if type(data) is dict and data.keys() <= cls.KNOWN:
+        if type(data) is dict and data.keys() <= _USUAL_TYPES.keys():
             session, median, n = data.get("session"), data.get("median_ms"), data.get("n")
             se, calls = data.get("se_log"), data.get("calls_per_sample", 1)
             peak = data.get("peak_bytes")
@@ -321,6 +326,7 @@ class SessionRecord:
             ("calls_per_sample", calls),
             ("peak_bytes", peaks),
             ("extra", repeat(NO_EXTRA)),
+            ("beside_ms", repeat(None)),
         ):
             collections.deque(map(cls.__dict__[name].__set__, records, values), maxlen=0)
         return records
@@ -342,9 +348,13 @@ class SessionRecord:
         peak = data.get("peak_bytes")
         if peak is not None and not whole(0)(peak):
             raise ValueError(f"has a session 'peak_bytes' of {peak!r:.40}, not a count >= 0")
+        beside = data.get("beside_ms")
+        if beside is not None and (not is_number(beside) or sample_problem(beside)):
+            raise ValueError(f"has a session 'beside_ms' of {beside!r:.40}, not a time in ms")
         se_log = None if se is None else float(se)
         extra = unknown_keys(data, cls.KNOWN)
-        return cls(data["session"], float(median), n, se_log, calls, peak, extra)
+        beside_ms = None if beside is None else float(beside)
+        return cls(data["session"], float(median), n, se_log, calls, peak, extra, beside_ms)
 
 
 # --- the statistics of one verdict ----------------------------------------------------------
@@ -750,6 +760,9 @@ class Measurement:
     # (--gpubench-ncu); ``reference_ncu``: the revision's call (against a revision).
     ncu: NcuEvidence | None = None
     reference_ncu: NcuEvidence | None = None
+    # A lockstep pair's side: the call's other time per call (timing.engine.Beside), the
+    # median of the samples taken beside the timer's (None: not taken).
+    beside_ms: float | None = None
 
     @functools.cached_property
     def summary(self) -> Summary:
@@ -759,7 +772,7 @@ class Measurement:
     def record(self) -> SessionRecord:
         """The summary of the session that took ``samples_ms``, as a baseline stores it."""
         return SessionRecord.of(
-            self.session, self.samples_ms, self.calls_per_sample, self.peak_bytes
+            self.session, self.samples_ms, self.calls_per_sample, self.peak_bytes, self.beside_ms
         )
 
     @property
@@ -905,6 +918,7 @@ class Measurement:
             "energy": None if self.energy is None else self.energy.to_json(),
             "ncu": None if self.ncu is None else self.ncu.to_json(),
             "reference_ncu": None if self.reference_ncu is None else self.reference_ncu.to_json(),
+            "beside_ms": self.beside_ms,
         }
 
     @classmethod
@@ -964,6 +978,7 @@ class Measurement:
                 if data.get("reference_ncu") is None
                 else NcuEvidence.from_json(data["reference_ncu"])
             ),
+            beside_ms=data.get("beside_ms"),
         )
 
 
@@ -1082,6 +1097,9 @@ class Verdict:
     # What the reference's call launched (the binary judged against, the previous one of a
     # changed binary, the revision's): the per-kernel table of a failure compares them.
     reference_kernels: tuple[Launch, ...] = ()
+    # Against a revision in lockstep: the call's other time (kernel time beside time per
+    # call, BESIDE) judged on its own pairs; it fails nothing itself (the reason says it).
+    beside: Judgement | None = None
 
     @property
     def noisy(self) -> bool:
@@ -1102,6 +1120,7 @@ class Verdict:
             "accepted": self.accepted,
             "against": None if self.paired is None else self.paired.to_json(),
             "reference_kernels": [k.to_dict() for k in self.reference_kernels],
+            "beside": None if self.beside is None else self.beside.to_json(),
         }
 
     @classmethod
@@ -1123,6 +1142,7 @@ class Verdict:
             reference_kernels=tuple(
                 Launch.from_dict(k) for k in data.get("reference_kernels") or ()
             ),
+            beside=None if data.get("beside") is None else Judgement.from_json(data["beside"]),
         )
 
 

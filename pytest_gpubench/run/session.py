@@ -60,7 +60,7 @@ from . import ncu
 from .call import Call
 from .children import ChildRun, Launcher
 from .environment import Environment, TimerFactory
-from .sides import MORE_PAIR_SAMPLES, MORE_PAIR_WARMUP
+from .sides import BESIDE_ROUNDS, MORE_PAIR_SAMPLES, MORE_PAIR_WARMUP
 
 if TYPE_CHECKING:
     from ..judge.gate import Gate
@@ -126,11 +126,28 @@ class Saved:
     not_saved: tuple[str, ...] = ()
 
 
+def _besides(a: Sampler, b: Sampler) -> tuple[float | None, float | None]:
+    """Each side's other time per call (Sampler.beside: a graph's kernel time beside its
+    time per call), the median of BESIDE_ROUNDS samples each, taken in alternation; none
+    where either side has none, the two are not of one kind, or taking them failed (the
+    verdict then judges the timer's number alone)."""
+    if a.beside is None or b.beside is None or a.beside.timer != b.beside.timer:
+        return None, None
+    try:
+        mine, other = a.beside.alternate(b.beside, BESIDE_ROUNDS)
+    except Exception:
+        return None, None
+    if not mine or not other or any(sample_problem(v) for v in (*mine, *other)):
+        return None, None
+    return statistics.median(mine), statistics.median(other)
+
+
 @dataclass(frozen=True)
 class _TwoSampled:
     """Two workloads sampled alternately: the pairs, the first's measurement, the settings
     and clock readings they were taken with, each sampler's profile, the second's peak
-    memory per call (None where it was not measured here)."""
+    memory per call (None where it was not measured here), each side's other time per call
+    (Beside: None where it was not taken)."""
 
     pair: PairSampling
     first: Measurement
@@ -138,6 +155,7 @@ class _TwoSampled:
     readings: tuple[ClockReading | None, ...]
     profiles: tuple[Profile | None, Profile | None]
     other_peak: int | None = None
+    besides: tuple[float | None, float | None] = (None, None)  # each side's other time
 
 
 class BenchSession:
@@ -478,7 +496,7 @@ class BenchSession:
         working tree's alone is held to it (versus.ab.floored). ``again``: a pair set up
         again after the call's first (run.sides.MORE_PAIR_SAMPLES). ``base`` may be the
         revision's call in another process (run/duo.py): its sampler by the timer named."""
-        two = self._sample_pair(head, base, call, call.key, base_first_call_s, again)
+        two = self._sample_pair(head, base, call, call.key, base_first_call_s, again, beside=True)
         second = two.pair.second
         base_measurement = self._measurement(
             second,
@@ -489,6 +507,7 @@ class BenchSession:
             readings=two.readings,
             costs=Costs(first_call_s=base_first_call_s),
             peak_bytes=two.other_peak,
+            beside_ms=two.besides[1],
         )
         return two.first, base_measurement
 
@@ -525,9 +544,12 @@ class BenchSession:
         other_key: str,
         other_first_call_s: float,
         again: bool = False,
+        *,
+        beside: bool = False,
     ) -> _TwoSampled:
         """``workload`` and ``other`` sampled alternately under the device lock, and
-        ``workload``'s measurement (with its trace where one is kept)."""
+        ``workload``'s measurement (with its trace where one is kept); ``beside``: each
+        side's other time too, where both samplers have one (``_besides``)."""
         key, spec, first_call_s = call.key, call.spec, call.first_call_s
         settings = self._settings(spec.measure, key, other_key)
         has_setup = workload.setup is not None
@@ -569,6 +591,7 @@ class BenchSession:
                     a, b, left, when_warm=lambda: readings.append(self.env.read_clocks())
                 )
                 readings.append(self.env.read_clocks())
+                besides = _besides(a, b) if beside else (None, None)
             finally:
                 a.close()
                 b.close()
@@ -597,10 +620,11 @@ class BenchSession:
             spec=spec,
             threshold=settings.threshold,
             readings=readings,
+            beside_ms=besides[0],
         )
         first = self._traced(workload, first, settings)
         profiles = (a.profile, b.profile)
-        return _TwoSampled(pair, first, settings, tuple(readings), profiles, other_peak)
+        return _TwoSampled(pair, first, settings, tuple(readings), profiles, other_peak, besides)
 
     def _samplers(
         self,
@@ -669,6 +693,7 @@ class BenchSession:
         matmul: tuple[float | None, str] | None = None,
         peak_bytes: int | None = None,
         energy: Energy | None = None,
+        beside_ms: float | None = None,
     ) -> Measurement:
         clocks = [r for r in readings if r is not None]
         profile = sampling.profile
@@ -704,6 +729,7 @@ class BenchSession:
             session_infos={self.env.session_id: self.env.session_info()},
             # Where a test's time went: what makes a run slow shows in the JSON report.
             costs=costs,
+            beside_ms=beside_ms,
         )
 
     def untimed(self, nodeid: str) -> bool:

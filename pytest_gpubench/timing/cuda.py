@@ -34,7 +34,7 @@ import torch
 from ..core.errors import GpubenchError
 from ..core.kernels import Launch, from_trace, short
 from ..core.samples import time_text
-from .engine import Profile, Sampler, Timer, Workload
+from .engine import Beside, Profile, Sampler, Timer, Workload
 from .fallback import GraphPlan, choose, guarded_capture
 from .wall import WallTimer
 
@@ -48,6 +48,8 @@ CUPTI_SAMPLE_TARGET_MS = 0.5
 MAX_PROFILED_CALLS = 100
 # Eager calls profiled to record what one call launches and its CUPTI device time.
 PROFILED_EAGER_CALLS = 5
+# What a trace's device time sums (CUPTI's activity kinds as torch's trace names them).
+DEVICE_WORK = ("kernel", "gpu_memcpy", "gpu_memset")
 
 
 @functools.cache
@@ -437,6 +439,53 @@ class CudaGraphTimer:
         return _replayed(choice.timer, choice.plan, profile)
 
 
+class GraphBeside:
+    """A validated graph's other time per call (engine.Beside): its kernels' summed time
+    (CUPTI) where the timer reads the replay's time, the replay's time where the timer
+    reads its kernels' (``timer``: the timer whose number it is)."""
+
+    def __init__(self, timer: str, graph: TorchGraph, calls: int) -> None:
+        self.timer, self.graph, self.calls = timer, graph, calls
+
+    def alternate(self, other: Beside, rounds: int) -> tuple[list[float], list[float]]:
+        if not isinstance(other, GraphBeside) or other.timer != self.timer:
+            raise TypeError("the other side's time is not this one's kind")
+        order = [s for i in range(rounds) for s in ((self, other) if i % 2 == 0 else (other, self))]
+        if self.timer == "cuda-graph":
+            times = [s.graph.replay_ms() / s.calls for s in order]
+        else:
+            times = [ms / s.calls for s, ms in zip(order, _kernel_ms_each(order), strict=True)]
+        mine = [t for s, t in zip(order, times, strict=True) if s is self]
+        return mine, [t for s, t in zip(order, times, strict=True) if s is not self]
+
+
+def _kernel_ms_each(order: list[GraphBeside]) -> list[float]:
+    """Each replay's summed kernel time, the replays of ``order`` queued in one profiler
+    session (one session, not one each: a session's trace costs more than the replays), each
+    after a blocking kernel that marks where its kernels begin: a graph's work ends before
+    the next work on its stream starts, so the marks split the trace by replay."""
+    _sleep_cycles_per_ms()  # calibrated before the profile: its kernels are no replay's
+
+    def run() -> None:
+        for side in order:
+            _sleep(SLEEP_MIN_MS)
+            side.graph.graph.replay()
+
+    events = sorted(
+        (e for e in _profile_events(run) if e.get("cat") in DEVICE_WORK),
+        key=lambda e: float(e.get("ts") or 0.0),
+    )
+    each: list[float] = []
+    for e in events:
+        if short(str(e.get("name", ""))) == SLEEP_KERNEL:
+            each.append(0.0)
+        elif each:
+            each[-1] += float(e.get("dur") or 0.0) / 1e3
+    if len(each) != len(order):  # (the function's own blocking kernels: no split to trust)
+        raise GpubenchError(f"{len(each)} marks in the trace of {len(order)} replays")
+    return each
+
+
 def _replayed(timer: str, plan: GraphPlan, profile: Profile | None) -> Sampler:
     """The sampler of a validated graph: ``cupti-graph`` a replay's kernel time, the graph's
     time kept beside it (``profile.graph_ms``), ``cuda-graph`` the replay's time."""
@@ -449,6 +498,7 @@ def _replayed(timer: str, plan: GraphPlan, profile: Profile | None) -> Sampler:
         graph = TorchGraph(_capture(workload.prepare(), calls, 0 if workload.slow else 2))
         return _replayed(timer, GraphPlan(graph, calls), profile)
 
+    other = "cuda-graph" if timer == "cupti-graph" else "cupti-graph"
     return Sampler(
         timer=timer,
         sample=lambda: measure() / calls,
@@ -457,6 +507,9 @@ def _replayed(timer: str, plan: GraphPlan, profile: Profile | None) -> Sampler:
         profile=profile,
         taken=plan.taken,
         again=again,
+        beside=GraphBeside(other, plan.graph, calls)
+        if isinstance(plan.graph, TorchGraph)
+        else None,
     )
 
 
@@ -474,14 +527,7 @@ def _synced_ms(call: Callable[[], object]) -> float:
 
 def _device_ms(events: list[dict[str, Any]]) -> float:
     """Summed duration of the device work in trace events, in milliseconds."""
-    return (
-        sum(
-            float(e.get("dur") or 0.0)
-            for e in events
-            if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
-        )
-        / 1e3
-    )
+    return sum(float(e.get("dur") or 0.0) for e in events if e.get("cat") in DEVICE_WORK) / 1e3
 
 
 def make(name: str) -> Timer:

@@ -103,9 +103,25 @@ class Sampler:
     # set up again, its inputs placed anew), made as this one was without probing the
     # function again; None: make it as the first (``remade``).
     again: Again | None = None
+    # The call's other time, taken beside this timer's where both sides of a lockstep pair
+    # have one (a graph replay's kernel time beside its time per call, or the reverse).
+    beside: Beside | None = None
 
 
 Again = Callable[[Workload], Sampler]
+
+
+class Beside(Protocol):
+    """The other of a call's two times (its kernels' summed time and its time per call),
+    taken beside a sampler's own: ``timer`` names the timer whose number it is
+    (``cupti-graph`` a graph's kernel time, ``cuda-graph`` its time per call)."""
+
+    timer: str
+
+    def alternate(self, other: Beside, rounds: int) -> tuple[list[float], list[float]]:
+        """``rounds`` samples of this and of ``other`` (ms per call), taken in alternation
+        (A B B A ...) as ``collect_pair`` takes its pairs: this one's, the other's."""
+        ...
 
 
 def remade(again: Again | None, workload: Workload) -> Sampler | None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import os
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -35,7 +36,18 @@ from pathlib import Path
 
 from ..core.errors import GpubenchError
 from ..core.kernels import Launch, binary_changes, launch_count, same_work
-from ..core.records import Measurement, NcuKernel, Paired, Result, Status, Verdict, Versus
+from ..core.records import (
+    Judgement,
+    Measurement,
+    NcuKernel,
+    Paired,
+    Result,
+    SessionRecord,
+    SessionSummary,
+    Status,
+    Verdict,
+    Versus,
+)
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import MIN_JUDGED_SAMPLES, Gate, with_memory
 from ..judge.pairs import DUO_DESIGN, LOCKSTEP_DESIGN, PairDesign, judge_pairs
@@ -626,6 +638,63 @@ def paired_result(
     return Result(measured, verdict)
 
 
+# What each timer's number is, and the other number of its call: a graph replay's time per
+# call and its kernels' summed time (timing.engine.Beside), each judged on its own pairs.
+NUMBERS = {"cuda-graph": "time per call", "cupti-graph": "kernel time"}
+
+
+def _beside(
+    paired: Paired,
+    judgement: Judgement,
+    timer: str,
+    launches: int,
+    measure: MeasureSettings,
+    gate: Gate,
+    design: PairDesign,
+) -> Judgement | None:
+    """The call's other time judged on its own pairs as the timer's number was (its own
+    spread: the prior of the timer whose number it is), where every judged pair took it on
+    both sides; None elsewhere (duos, a timer with no other number)."""
+    other = next((t for t in NUMBERS if t != timer), None) if timer in NUMBERS else None
+    records = [*paired.base_sessions[: paired.pairs], *paired.head_sessions[: paired.pairs]]
+    if other is None or not records or any(r.beside_ms is None for r in records):
+        return None
+
+    def summaries(side: Sequence[SessionRecord]) -> list[SessionSummary]:
+        return [SessionSummary(r.beside_ms or 0.0, 1, math.nan) for r in side[: paired.pairs]]
+
+    return judge_pairs(
+        summaries(paired.base_sessions),
+        summaries(paired.head_sessions),
+        threshold=measure.threshold,
+        alpha=measure.alpha,
+        family=gate.family,
+        timer=other,
+        launches=launches,
+        fail_on_improvement=gate.fail_on_improvement,
+        design=design,
+        against=paired.label,
+        lockstep=paired.lockstep,
+    )
+
+
+def _beside_text(judgement: Judgement, beside: Judgement | None, timer: str) -> str:
+    """What the reason adds about the other time: its change and status, and which of the
+    two moved where one did and the other was ruled out."""
+    if beside is None or beside.ratio is None:
+        return ""
+    own = NUMBERS[timer]
+    name = next(n for t, n in NUMBERS.items() if t != timer)
+    verb = "slower" if beside.ratio >= 1 else "faster"
+    text = f"; {name} {verb} by {abs(beside.ratio - 1):.1%} ({beside.status.value})"
+    moved = (Status.REGRESSED, Status.IMPROVED)
+    if judgement.status in moved and beside.status is Status.SAME:
+        text += f": the {own} moved, the {name} did not"
+    elif beside.status in moved and judgement.status is Status.SAME:
+        text += f": the {name} moved, the {own} did not"
+    return text
+
+
 def paired_verdict(
     paired: Paired,
     *,
@@ -659,7 +728,8 @@ def paired_verdict(
         lockstep=paired.lockstep,
         duos=paired.duos,
     )
-    status, reason = judgement.status, judgement.reason
+    beside = _beside(paired, judgement, timer, launches, measure, gate, design)
+    status, reason = judgement.status, judgement.reason + _beside_text(judgement, beside, timer)
     if kernel_changes:
         reason += "; other launches than the revision's: " + "; ".join(kernel_changes)
         if status in (Status.SAME, Status.UNSURE):
@@ -684,6 +754,7 @@ def paired_verdict(
         same_kernels=same_kernels,
         paired=paired,
         reference_kernels=reference_kernels,
+        beside=beside,
     )
     # Peak memory: the least the head's processes held against the most the revision's did.
     heads, bases = (
