@@ -22,7 +22,8 @@ lockstep in the run's process), the pairs of fresh processes of the tests that c
 run both sides in one process, their duos (and of those, the duo's pairs: set-up and
 sampling, its later pairs' counted since 2026-12-02; the rest of a duo is its processes'
 start-up, collection, fixtures and first calls), and the rest (start-up, collection,
-checkout, the tests' own bodies and checks).
+checkout, the tests' own bodies and checks). And each pair's kernel time beside its time
+per call (Sampler.beside, since 685e5e0): the spread of each, and the verdicts of both.
 
     python bench/lockstep_runs.py ARCHIVE...
 """
@@ -109,16 +110,19 @@ def costs_line(name: str, document: dict[str, Any], text: str) -> str:
     return f"  {name}: pytest {pytest_s:.0f} | {shown} | rest {rest:.0f}"
 
 
-def pairs_of(result: dict[str, Any]) -> tuple[list[float], list[float]] | None:
-    """The base and head medians (ms) of a lockstep measurement's pairs."""
+def pairs_of(
+    result: dict[str, Any], number: str = "median_ms"
+) -> tuple[list[float], list[float]] | None:
+    """The base and head medians (ms) of a lockstep measurement's pairs (``number``:
+    "beside_ms", their other time, None where a pair lacks it)."""
     against = result.get("against") or {}
     if not against.get("lockstep") or not against.get("pairs"):
         return None
     n = against["pairs"]
-    return (
-        [s["median_ms"] for s in against["base_sessions"][:n]],
-        [s["median_ms"] for s in against["head_sessions"][:n]],
-    )
+    sides = [[s.get(number) for s in against[k][:n]] for k in ("base_sessions", "head_sessions")]
+    if any(v is None for side in sides for v in side):
+        return None
+    return sides[0], sides[1]
 
 
 def more_pairs(runs: list[Run]) -> dict[tuple[str, int, str], list[float]]:
@@ -271,6 +275,29 @@ def main(archives: list[Path]) -> int:
             f"  {timer} {edges[cell]}: {math.sqrt(max(0.0, between - within)):.3%} | "
             f"{prior:.3%} | {len(cells)}"
         )
+    print(
+        "\nKernel time beside time per call (since 685e5e0): per run kind, timer and time per "
+        "call, the robust sd of a pair's d of each (the timer's number | the other) | pairs; "
+        "then the other's verdicts"
+    )
+    besides: dict[tuple[str, str, int], list[tuple[float, float]]] = collections.defaultdict(list)
+    statuses: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for name, document, _ in runs:
+        kind = name.split("-")[1] if "-" in name else name
+        for result in document["results"]:
+            found, other = pairs_of(result), pairs_of(result, "beside_ms")
+            if found is None or other is None:
+                continue
+            cell = sum(found[0][0] >= edge for edge in LOCKSTEP_BINS_MS)
+            for b, h, ob, oh in zip(*found, *other, strict=True):
+                besides[(kind, result["timer"], cell)].append((math.log(h / b), math.log(oh / ob)))
+            if result.get("beside"):
+                statuses[kind][f"{result['status']}/{result['beside']['status']}"] += 1
+    for (kind, timer, cell), ds in sorted(besides.items()):
+        own, theirs = (1.4826 * statistics.median(abs(d[i]) for d in ds) for i in (0, 1))
+        print(f"  {kind} {timer} {edges[cell]}: {own:.3%} | {theirs:.3%} | {len(ds)}")
+    for kind, counts in sorted(statuses.items()):
+        print(f"  {kind}: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())))
     print("\nEvery lockstep measurement re-judged: run, test, pairs, d per pair, then -> now")
     for name, document, _ in runs:
         settings = document.get("settings", {})
