@@ -435,16 +435,9 @@ class Pairing:
         found = self.two.test_function(Path(inspect.getfile(fn)), fn.__module__, fn.__qualname__)
         if not callable(found):
             raise Apart(found or f"the revision has no fixture {name!r}")
-        with self.two.base():
-            try:
-                value = unwrap(found)(**args)
-            except Exception as exc:  # the revision's fixture: its failure, said in one line
-                why = f"its fixture {name!r} failed on the revision's side ({_line(exc)})"
-                raise Apart(self.two.native() or why) from None
-            except BaseException as exc:  # pytest.skip and the like, not KeyboardInterrupt
-                if isinstance(exc, KeyboardInterrupt | SystemExit):
-                    raise
-                raise Apart(f"its fixture {name!r} did not pass on the revision's side") from None
+        value, why = self._on_revision(lambda: unwrap(found)(**args), f"its fixture {name!r}")
+        if why:
+            raise Apart(self.two.native() or why)
         if inspect.isgenerator(value):
             value.close()
             raise Apart(f"its fixture {name!r} holds code of the working tree and yields it")
@@ -457,21 +450,25 @@ class Pairing:
         """Run the revision's test body ``fn`` with ``kwargs`` (its ``gpubench`` the
         revision's, holding its calls in ``lock``): why its test did not pass there, '' when
         it did (its held calls are then dropped). A KeyboardInterrupt passes."""
-        failed = ""
-        with self.two.base():
-            try:
-                fn(**kwargs)
-            except Exception as exc:  # the revision's test: its failure is a fact, not ours
-                failed = f"its test failed on the revision's side ({_line(exc)})"
-            except BaseException as exc:  # pytest.skip and the like, not KeyboardInterrupt
-                if isinstance(exc, KeyboardInterrupt | SystemExit):
-                    raise
-                failed = f"its test did not pass on the revision's side ({_line(exc)})"
+        _, failed = self._on_revision(lambda: fn(**kwargs), "its test")
         lock.head = True
         lock.failed = failed
         if failed:
             lock.held.clear()
         return failed
+
+    def _on_revision(self, call: Callable[[], Any], what: str) -> tuple[Any, str]:
+        """``call()`` on the revision's side: its value and '', or None and why ``what`` (its
+        test, its fixture) did not pass there. A KeyboardInterrupt or SystemExit passes."""
+        with self.two.base():
+            try:
+                return call(), ""
+            except Exception as exc:  # the revision's code: its failure is a fact, not ours
+                return None, f"{what} failed on the revision's side ({_line(exc)})"
+            except BaseException as exc:  # pytest.skip and the like
+                if isinstance(exc, KeyboardInterrupt | SystemExit):
+                    raise
+                return None, f"{what} did not pass on the revision's side ({_line(exc)})"
 
     def finish_base(self, lock: Lockstep) -> None:
         """The revision's calls the working tree's body did not pair: timed alone."""
