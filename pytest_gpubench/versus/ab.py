@@ -660,8 +660,27 @@ def _beside(
     if other is None or not records or any(r.beside_ms is None for r in records):
         return None
 
+    return _judged(paired, other, launches, measure, gate, design, beside=True)
+
+
+def _judged(
+    paired: Paired,
+    timer: str,
+    launches: int,
+    measure: MeasureSettings,
+    gate: Gate,
+    design: PairDesign,
+    versus: Versus | None = None,
+    *,
+    beside: bool = False,
+) -> Judgement:
+    """The pair rule on ``paired``'s pairs: their medians, or (``beside``) their other
+    times."""
+
     def summaries(side: Sequence[SessionRecord]) -> list[SessionSummary]:
-        return [SessionSummary(r.beside_ms or 0.0, 1, math.nan) for r in side[: paired.pairs]]
+        if beside:
+            return [SessionSummary(r.beside_ms or 0.0, 1, math.nan) for r in side[: paired.pairs]]
+        return [r.summary for r in side[: paired.pairs]]
 
     return judge_pairs(
         summaries(paired.base_sessions),
@@ -669,12 +688,14 @@ def _beside(
         threshold=measure.threshold,
         alpha=measure.alpha,
         family=gate.family,
-        timer=other,
+        timer=timer,
         launches=launches,
         fail_on_improvement=gate.fail_on_improvement,
         design=design,
         against=paired.label,
+        versus=versus,
         lockstep=paired.lockstep,
+        duos=paired.duos,
     )
 
 
@@ -713,21 +734,7 @@ def paired_verdict(
     than the revision's (``kernel_changes``) make a same or unsure test ``changed``. The run
     asks it, and gpubench compare of the run's file asks it again. ``versus``: what a ratio
     to a reference compares (its prior)."""
-    judgement = judge_pairs(
-        [r.summary for r in paired.base_sessions[: paired.pairs]],
-        [r.summary for r in paired.head_sessions[: paired.pairs]],
-        threshold=measure.threshold,
-        alpha=measure.alpha,
-        family=gate.family,
-        timer=timer,
-        launches=launches,
-        fail_on_improvement=gate.fail_on_improvement,
-        design=design,
-        against=paired.label,
-        versus=versus,
-        lockstep=paired.lockstep,
-        duos=paired.duos,
-    )
+    judgement = _judged(paired, timer, launches, measure, gate, design, versus)
     beside = _beside(paired, judgement, timer, launches, measure, gate, design)
     status, reason = judgement.status, judgement.reason + _beside_text(judgement, beside, timer)
     if kernel_changes:
