@@ -223,7 +223,7 @@ class SessionRecord:
     calls_per_sample: int = 1
     peak_bytes: int | None = None  # what one call held at its peak (None: not known)
     extra: Mapping[str, Json] = field(default_factory=no_extra)  # keys of a newer version
-    # A lockstep pair's side: the call's other time (Beside), the median of its samples.
+    # A lockstep pair's side: the call's kernel time (Beside), the median of its samples.
     beside_ms: float | None = None
 
     KNOWN = frozenset((*_USUAL_TYPES, "beside_ms"))
@@ -760,8 +760,8 @@ class Measurement:
     # (--gpubench-ncu); ``reference_ncu``: the revision's call (against a revision).
     ncu: NcuEvidence | None = None
     reference_ncu: NcuEvidence | None = None
-    # A lockstep pair's side: the call's other time per call (timing.engine.Beside), the
-    # median of the samples taken beside the timer's (None: not taken).
+    # A lockstep pair's side: a graph-timed call's kernel time per call (timing.engine.Beside),
+    # the median of the samples taken beside the timer's (None: not taken).
     beside_ms: float | None = None
 
     @functools.cached_property
@@ -1097,8 +1097,8 @@ class Verdict:
     # What the reference's call launched (the binary judged against, the previous one of a
     # changed binary, the revision's): the per-kernel table of a failure compares them.
     reference_kernels: tuple[Launch, ...] = ()
-    # Against a revision in lockstep: the call's other time (kernel time beside time per
-    # call, BESIDE) judged on its own pairs; it fails nothing itself (the reason says it).
+    # Against a revision in lockstep: a graph-timed call's kernel time judged on its own
+    # pairs beside its time per call; it fails nothing itself (the reason says it).
     beside: Judgement | None = None
 
     @property

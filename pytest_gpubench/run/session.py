@@ -127,8 +127,8 @@ class Saved:
 
 
 def _besides(a: Sampler, b: Sampler) -> tuple[float | None, float | None]:
-    """Each side's other time per call (Sampler.beside: a graph's kernel time beside its
-    time per call), the median of BESIDE_ROUNDS samples each, taken in alternation; none
+    """Each side's kernel time per call (Sampler.beside: a graph's, beside its time per
+    call), the median of BESIDE_ROUNDS samples each, taken in alternation; none
     where either side has none, the two are not of one kind, or taking them failed (the
     verdict then judges the timer's number alone)."""
     if a.beside is None or b.beside is None or a.beside.timer != b.beside.timer:
@@ -146,7 +146,7 @@ def _besides(a: Sampler, b: Sampler) -> tuple[float | None, float | None]:
 class _TwoSampled:
     """Two workloads sampled alternately: the pairs, the first's measurement, the settings
     and clock readings they were taken with, each sampler's profile, the second's peak
-    memory per call (None where it was not measured here), each side's other time per call
+    memory per call (None where it was not measured here), each side's kernel time per call
     (Beside: None where it was not taken)."""
 
     pair: PairSampling
@@ -155,7 +155,7 @@ class _TwoSampled:
     readings: tuple[ClockReading | None, ...]
     profiles: tuple[Profile | None, Profile | None]
     other_peak: int | None = None
-    besides: tuple[float | None, float | None] = (None, None)  # each side's other time
+    besides: tuple[float | None, float | None] = (None, None)  # each side's kernel time
 
 
 class BenchSession:
@@ -549,7 +549,7 @@ class BenchSession:
     ) -> _TwoSampled:
         """``workload`` and ``other`` sampled alternately under the device lock, and
         ``workload``'s measurement (with its trace where one is kept); ``beside``: each
-        side's other time too, where both samplers have one (``_besides``)."""
+        side's kernel time too, where both samplers have one (``_besides``)."""
         key, spec, first_call_s = call.key, call.spec, call.first_call_s
         settings = self._settings(spec.measure, key, other_key)
         has_setup = workload.setup is not None

@@ -29,8 +29,8 @@ from .call import Call
 # made a pair 32 reads.
 MORE_PAIR_WARMUP = 2
 MORE_PAIR_SAMPLES = 5
-# A lockstep pair's other time per call (timing.engine.Beside: a graph's kernel time beside
-# its time per call): this many samples of each side, alternately, after the pair's own, in
+# A lockstep pair's kernel time per call (timing.engine.Beside: a graph's, beside its time
+# per call): this many samples of each side, alternately, after the pair's own, in
 # one profiler session (a session's trace costs more than its replays); the median of each
 # side's is that side's, judged over the pairs as the pair's own number is.
 BESIDE_ROUNDS = 4

@@ -440,21 +440,19 @@ class CudaGraphTimer:
 
 
 class GraphBeside:
-    """A validated graph's other time per call (engine.Beside): its kernels' summed time
-    (CUPTI) where the timer reads the replay's time, the replay's time where the timer
-    reads its kernels' (``timer``: the timer whose number it is)."""
+    """A validated graph's kernel time per call beside its replay's time (engine.Beside):
+    its kernels' summed time in a replay, read by CUPTI (``cupti-graph``'s number)."""
 
-    def __init__(self, timer: str, graph: TorchGraph, calls: int) -> None:
-        self.timer, self.graph, self.calls = timer, graph, calls
+    timer = "cupti-graph"
+
+    def __init__(self, graph: TorchGraph, calls: int) -> None:
+        self.graph, self.calls = graph, calls
 
     def alternate(self, other: Beside, rounds: int) -> tuple[list[float], list[float]]:
-        if not isinstance(other, GraphBeside) or other.timer != self.timer:
-            raise TypeError("the other side's time is not this one's kind")
+        if not isinstance(other, GraphBeside):
+            raise TypeError("the other side's time is not a graph's kernel time")
         order = [s for i in range(rounds) for s in ((self, other) if i % 2 == 0 else (other, self))]
-        if self.timer == "cuda-graph":
-            times = [s.graph.replay_ms() / s.calls for s in order]
-        else:
-            times = [ms / s.calls for s, ms in zip(order, _kernel_ms_each(order), strict=True)]
+        times = [ms / s.calls for s, ms in zip(order, _kernel_ms_each(order), strict=True)]
         mine = [t for s, t in zip(order, times, strict=True) if s is self]
         return mine, [t for s, t in zip(order, times, strict=True) if s is not self]
 
@@ -498,7 +496,6 @@ def _replayed(timer: str, plan: GraphPlan, profile: Profile | None) -> Sampler:
         graph = TorchGraph(_capture(workload.prepare(), calls, 0 if workload.slow else 2))
         return _replayed(timer, GraphPlan(graph, calls), profile)
 
-    other = "cuda-graph" if timer == "cupti-graph" else "cupti-graph"
     return Sampler(
         timer=timer,
         sample=lambda: measure() / calls,
@@ -507,9 +504,13 @@ def _replayed(timer: str, plan: GraphPlan, profile: Profile | None) -> Sampler:
         profile=profile,
         taken=plan.taken,
         again=again,
-        beside=GraphBeside(other, plan.graph, calls)
-        if isinstance(plan.graph, TorchGraph)
-        else None,
+        # Kernel time beside the replay's time per call; cupti-graph's time per call is its
+        # launch gaps', too unsteady to judge (that is why it reads kernel time).
+        beside=(
+            GraphBeside(plan.graph, calls)
+            if timer == "cuda-graph" and isinstance(plan.graph, TorchGraph)
+            else None
+        ),
     )
 
 

@@ -103,8 +103,8 @@ class Sampler:
     # set up again, its inputs placed anew), made as this one was without probing the
     # function again; None: make it as the first (``remade``).
     again: Again | None = None
-    # The call's other time, taken beside this timer's where both sides of a lockstep pair
-    # have one (a graph replay's kernel time beside its time per call, or the reverse).
+    # The call's kernel time, taken beside this timer's time per call where both sides of a
+    # lockstep pair have one (a graph replay's: timing.cuda.GraphBeside).
     beside: Beside | None = None
 
 
@@ -112,9 +112,9 @@ Again = Callable[[Workload], Sampler]
 
 
 class Beside(Protocol):
-    """The other of a call's two times (its kernels' summed time and its time per call),
-    taken beside a sampler's own: ``timer`` names the timer whose number it is
-    (``cupti-graph`` a graph's kernel time, ``cuda-graph`` its time per call)."""
+    """A call's kernel time (its kernels' summed time), taken beside a sampler's time per
+    call: ``timer`` names the timer whose number it is (``cupti-graph``, whose prior judges
+    it)."""
 
     timer: str
 

@@ -638,29 +638,22 @@ def paired_result(
     return Result(measured, verdict)
 
 
-# What each timer's number is, and the other number of its call: a graph replay's time per
-# call and its kernels' summed time (timing.engine.Beside), each judged on its own pairs.
-NUMBERS = {"cuda-graph": "time per call", "cupti-graph": "kernel time"}
-
-
 def _beside(
     paired: Paired,
-    judgement: Judgement,
     timer: str,
     launches: int,
     measure: MeasureSettings,
     gate: Gate,
     design: PairDesign,
 ) -> Judgement | None:
-    """The call's other time judged on its own pairs as the timer's number was (its own
-    spread: the prior of the timer whose number it is), where every judged pair took it on
-    both sides; None elsewhere (duos, a timer with no other number)."""
-    other = next((t for t in NUMBERS if t != timer), None) if timer in NUMBERS else None
+    """A graph-timed call's kernel time (timing.engine.Beside) judged on its own pairs as
+    its time per call was, with its own spread (the prior of ``cupti-graph``, whose number
+    it is), where every judged pair took it on both sides; None elsewhere (duos, other
+    timers)."""
     records = [*paired.base_sessions[: paired.pairs], *paired.head_sessions[: paired.pairs]]
-    if other is None or not records or any(r.beside_ms is None for r in records):
+    if timer != "cuda-graph" or not records or any(r.beside_ms is None for r in records):
         return None
-
-    return _judged(paired, other, launches, measure, gate, design, beside=True)
+    return _judged(paired, "cupti-graph", launches, measure, gate, design, beside=True)
 
 
 def _judged(
@@ -699,20 +692,18 @@ def _judged(
     )
 
 
-def _beside_text(judgement: Judgement, beside: Judgement | None, timer: str) -> str:
-    """What the reason adds about the other time: its change and status, and which of the
+def _beside_text(judgement: Judgement, beside: Judgement | None) -> str:
+    """What the reason adds about the kernel time: its change and status, and which of the
     two moved where one did and the other was ruled out."""
     if beside is None or beside.ratio is None:
         return ""
-    own = NUMBERS[timer]
-    name = next(n for t, n in NUMBERS.items() if t != timer)
     verb = "slower" if beside.ratio >= 1 else "faster"
-    text = f"; {name} {verb} by {abs(beside.ratio - 1):.1%} ({beside.status.value})"
+    text = f"; kernel time {verb} by {abs(beside.ratio - 1):.1%} ({beside.status.value})"
     moved = (Status.REGRESSED, Status.IMPROVED)
     if judgement.status in moved and beside.status is Status.SAME:
-        text += f": the {own} moved, the {name} did not"
+        text += ": the time per call moved, the kernel time did not"
     elif beside.status in moved and judgement.status is Status.SAME:
-        text += f": the {name} moved, the {own} did not"
+        text += ": the kernel time moved, the time per call did not"
     return text
 
 
@@ -735,8 +726,8 @@ def paired_verdict(
     asks it, and gpubench compare of the run's file asks it again. ``versus``: what a ratio
     to a reference compares (its prior)."""
     judgement = _judged(paired, timer, launches, measure, gate, design, versus)
-    beside = _beside(paired, judgement, timer, launches, measure, gate, design)
-    status, reason = judgement.status, judgement.reason + _beside_text(judgement, beside, timer)
+    beside = _beside(paired, timer, launches, measure, gate, design)
+    status, reason = judgement.status, judgement.reason + _beside_text(judgement, beside)
     if kernel_changes:
         reason += "; other launches than the revision's: " + "; ".join(kernel_changes)
         if status in (Status.SAME, Status.UNSURE):
