@@ -111,7 +111,7 @@ def test_against_its_own_revision_both_sides_run_here(repo: pytest.Pytester) -> 
     result = repo.runpytest_subprocess("--gpubench-against=HEAD", "--gpubench-confirm=0")
     result.assert_outcomes(passed=2)
     text = output(result)
-    assert "2 tests timed in lockstep in this process" in text
+    assert "2 tests to time in lockstep in this process" in text
     assert "fresh processes" not in text  # no process but this one
     assert "regressed" not in text and "Traceback" not in text
 
@@ -213,7 +213,7 @@ def test_module(gpubench, module, n):
     )
     text = output(result)
     result.assert_outcomes(failed=2)
-    assert "2 tests timed in lockstep in this process" in text
+    assert "2 tests to time in lockstep in this process" in text
     assert "in duos" not in text and "Traceback" not in text
     assert "test_module[20]: regressed: slower by 30.0% than HEAD" in text
 
@@ -428,7 +428,7 @@ def test_a_build_step_times_every_test_in_duos(repo: pytest.Pytester) -> None:
     text = output(result)
     result.assert_outcomes(passed=1, failed=1)
     assert "2 tests in duos, a fresh process per side at once: --gpubench-build" in text
-    assert "tests timed in lockstep in this process" not in text
+    assert "tests to time in lockstep in this process" not in text
     assert "test_sum: regressed: slower by 30.0% than HEAD" in text
     assert "builds the revision's code: timed in duos" in text
     assert "2 duos (a fresh process per side, at once)" in text

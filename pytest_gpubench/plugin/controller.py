@@ -180,7 +180,8 @@ class Controller:
         if here:
             self.announce(
                 f"against {rev.ref} ({rev.commit[:8]}): {here}"
-                " tests timed in lockstep in this process, both sides alternately"
+                " tests to time in lockstep in this process, both sides alternately (one found"
+                " to need a process per side goes to duos)"
             )
 
     def _apart_from(self, nodeid: str, why: str, fixture: str) -> None:
