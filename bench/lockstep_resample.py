@@ -1,0 +1,207 @@
+"""The lockstep rule with its second process, replayed on recorded A/A processes (issue 44).
+
+Every measurement of a committed A/A run timed in lockstep in the run's own process is one
+recorded process of its test (key: the test and its timer): its first pair, and where the
+run found the test unsure, the 4 more pairs that process set up again. Each process is
+judged as a run judges it (judge.pairs.judge_pairs, the lockstep design, alpha 0.01 over
+the run's measurements): on its first pair, then on its five where it took more. A failure
+(`regressed`) is judged again against each other recorded process of the test that has
+five pairs (always one of another run: outside the first), and stands where
+judge.pairs.second_process_agrees says that process bears it out; the expected failures of
+a process are its flag times the share of second processes that agree.
+
+Then the same with every pair's difference shifted by +s, as if a change of s were planted
+in every process. A process of one recorded pair that the shift leaves unsure is left out
+(its more pairs were never taken), so detection is read on the processes that took five:
+the tests that were unsure in their A/A run, mostly the shortest kernels; the count of
+processes used says how many.
+
+    python bench/lockstep_resample.py [ARCHIVE...]   (default: every committed archive)
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_gpubench.core.records import Judgement, SessionSummary, Status
+from pytest_gpubench.judge.pairs import (
+    LOCKSTEP_DESIGN,
+    judge_pairs,
+    lockstep_process_sigma,
+    second_process_agrees,
+)
+
+sys.path.insert(0, str(Path(__file__).parent))
+from ab_summary import committed_archives  # noqa: E402
+from lockstep_runs import pairs_of, reports  # noqa: E402
+
+ALPHA = 0.01
+BINS_US = (5.0, 20.0, 100.0)  # the tally's classes: under 5 µs, 5-20, 20-100, from 100
+CHECKS = ((0.0, 0.01), (0.0, 0.02), (0.0, 0.05), (0.01, 0.01), (0.02, 0.02), (0.05, 0.02))
+
+
+@dataclass(frozen=True)
+class Process:
+    """One recorded process of a test: its pairs' base and head medians (ms), the run's
+    family."""
+
+    key: tuple[str, str]
+    run: str
+    base: tuple[float, ...]
+    head: tuple[float, ...]
+    family: int
+
+
+def processes(archives: list[Path]) -> list[Process]:
+    """The A/A runs' measurements timed in lockstep with every pair from the run's process."""
+    found = []
+    for archive in archives:
+        for name, document, _ in reports(archive):
+            if "-aa-" not in name:
+                continue
+            family = max(1, len(document["results"]))
+            for result in document["results"]:
+                pairs = pairs_of(result)
+                if pairs is None or "timed in duos" in result.get("reason", ""):
+                    continue
+                if len(pairs[0]) > 1 and "in this process" not in result.get("note", ""):
+                    continue  # its more pairs came from fresh processes
+                key = (result["test"], result["timer"])
+                run = f"{archive.parent.name}/{archive.name}:{name}"
+                found.append(Process(key, run, tuple(pairs[0]), tuple(pairs[1]), family))
+    return found
+
+
+def judged(p: Process, n: int, shift: float, threshold: float) -> Judgement:
+    factor = math.exp(shift)
+    return judge_pairs(
+        [SessionSummary(b, 1, math.nan) for b in p.base[:n]],
+        [SessionSummary(h * factor, 1, math.nan) for h in p.head[:n]],
+        threshold=threshold,
+        alpha=ALPHA,
+        family=p.family,
+        timer=p.key[1],
+        design=LOCKSTEP_DESIGN,
+        lockstep=True,
+    )
+
+
+def first_process(p: Process, shift: float, threshold: float) -> Judgement | None:
+    """The run's verdict on its own process's pairs; None where it would have taken more
+    pairs than were recorded."""
+    j = judged(p, LOCKSTEP_DESIGN.first, shift, threshold)
+    if not j.needs_confirmation:
+        return j
+    if len(p.base) < LOCKSTEP_DESIGN.cap:
+        return None
+    return judged(p, LOCKSTEP_DESIGN.cap, shift, threshold)
+
+
+def failure_share(
+    p: Process, others: list[Process], shift: float, threshold: float
+) -> tuple[float, bool] | None:
+    """(the share of second processes bearing out its failure, whether its own pairs
+    failed it); None where the rule would have needed pairs not recorded, or no second
+    process has five pairs."""
+    first = first_process(p, shift, threshold)
+    if first is None:
+        return None
+    if first.status is not Status.REGRESSED:
+        return 0.0, False
+    seconds = [o for o in others if len(o.base) >= LOCKSTEP_DESIGN.cap]
+    if not seconds:
+        return None
+    sigma = lockstep_process_sigma(p.base[0], p.key[1])
+    agree = [
+        second_process_agrees(
+            first,
+            judged(o, LOCKSTEP_DESIGN.cap, shift, threshold),
+            threshold=threshold,
+            alpha=ALPHA,
+            process_sigma=sigma,
+        )
+        for o in seconds
+    ]
+    return sum(agree) / len(agree), True
+
+
+def bin_of(ms: float) -> str:
+    us = ms * 1e3
+    edges = ("< 5 µs", "5-20 µs", "20-100 µs", ">= 100 µs")
+    return edges[sum(us >= e for e in BINS_US)]
+
+
+def table(found: list[Process]) -> list[dict[str, object]]:
+    """Per check (shift, threshold) and bin: processes used, left out, flagged by their own
+    pairs, and failures expected after the second process."""
+    by_key: dict[tuple[str, str], list[Process]] = collections.defaultdict(list)
+    for p in found:
+        by_key[p.key].append(p)
+    rows = []
+    for shift, threshold in CHECKS:
+        cells: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0, 0, 0.0])
+        for p in found:
+            others = [o for o in by_key[p.key] if o.run != p.run]
+            share = failure_share(p, others, shift, threshold)
+            cell = cells[bin_of(p.base[0])]
+            if share is None:
+                cell[1] += 1
+                continue
+            cell[0] += 1
+            cell[2] += share[1]
+            cell[3] += share[0]
+        for where, (used, left, flagged, failed) in sorted(cells.items()):
+            rows.append(
+                {
+                    "shift": shift,
+                    "threshold": threshold,
+                    "bin": where,
+                    "used": int(used),
+                    "left_out": int(left),
+                    "flagged": int(flagged),
+                    "failures": failed,
+                }
+            )
+    return rows
+
+
+def markdown(rows: list[dict[str, object]]) -> str:
+    """The table: per check, per bin of the time per call, the processes failed by their own
+    pairs -> the failures expected after the second process, of the processes used."""
+    bins = ("< 5 µs", "5-20 µs", "20-100 µs", ">= 100 µs")
+    out = [
+        "| change | threshold | " + " | ".join(bins) + " |",
+        "|---|---|" + "---|" * len(bins),
+    ]
+    for shift, threshold in CHECKS:
+        cells = {
+            r["bin"]: f"{r['flagged']} -> {float(r['failures']):.1f} of {r['used']}"  # type: ignore[arg-type]
+            for r in rows
+            if (r["shift"], r["threshold"]) == (shift, threshold)
+        }
+        out.append(
+            f"| +{shift:.0%} | {threshold:.0%} | "
+            + " | ".join(cells.get(b, "-") for b in bins)
+            + " |"
+        )
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    archives = [Path(a) for a in argv] or committed_archives()
+    found = processes(archives)
+    if not found:
+        print("no A/A process timed in lockstep in these archives", file=sys.stderr)
+        return 1
+    tests = len({p.key for p in found})
+    print(f"{len(found)} recorded processes of {tests} tests (A/A, lockstep, own pairs)\n")
+    print(markdown(table(found)), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
