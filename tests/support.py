@@ -41,6 +41,7 @@ FAKE_NAME = "cuda-graph"
 NO_CONFIRM = "--gpubench-confirm=0"
 
 FAKE_CONFTEST = '''
+import itertools
 import json
 import math
 import os
@@ -60,6 +61,7 @@ if os.environ.get("PYTEST_GPUBENCH_CHILD"):  # imported by a fresh process the p
             log.write(f"{os.getpid()}\\n")
     time.sleep(float(os.environ.get("FAKE_CHILD_IMPORT_S", "0")))
 # Set once per pytest session (one process; a fresh one for each child the plugin starts).
+BESIDE_SEEDS = itertools.count(1000 * int(os.environ.get("FAKE_SEED", "1")))
 CHILD = None  # the results file of a child the plugin started, None in the user's own run
 SHIFT = 1.0  # this process's factor
 
@@ -133,10 +135,12 @@ class FakeTimer:
         peak = getattr(workload.fn, "fake_peak_bytes", peak)  # in the code: a commit's change
         watts = json.loads(os.environ.get("FAKE_ENERGY") or "{}").get(name)
         beside = None
-        if os.environ.get("FAKE_BESIDE"):  # its kernel time: FAKE_BESIDE of its time
-            kernel_ms = base_ms * SHIFT * float(os.environ["FAKE_BESIDE"])
-            kernel_ms *= getattr(workload.fn, "fake_kernel_factor", 1.0)
-            beside = FakeBeside(kernel_ms, random.Random(rng.random()), noise)
+        share = os.environ.get("FAKE_BESIDE")
+        if share:  # its kernel time: FAKE_BESIDE of its time ("fail": taking it fails)
+            kernel_ms = None if share == "fail" else base_ms * SHIFT * float(share)
+            kernel_ms = kernel_ms and kernel_ms * getattr(workload.fn, "fake_kernel_factor", 1.0)
+            # Its own noise: each sampler's seed drawn anew (both sides share FAKE_SEED).
+            beside = FakeBeside(kernel_ms, random.Random(next(BESIDE_SEEDS)), noise)
         return Sampler(
             timer=self.name,
             sample=sample,
@@ -153,7 +157,8 @@ class FakeBeside:
     """A fake graph's kernel time (Sampler.beside), with FAKE_BESIDE: that share of the
     function's time, times the function's own ``fake_kernel_factor`` (a commit that moves its
     kernels' time), not its ``fake_factor`` (which moves its time per call); FAKE_SCALES and
-    FAKE_SCALE move the time per call only."""
+    FAKE_SCALE move the time per call only. FAKE_BESIDE=fail: taking it raises, as a trace
+    that does not split by replay does (timing.cuda._kernel_ms_each)."""
 
     timer = "cupti-graph"
 
@@ -164,6 +169,8 @@ class FakeBeside:
         return self.ms * math.exp(self.rng.gauss(0.0, self.noise))
 
     def alternate(self, other, rounds):
+        if self.ms is None:  # as a trace a user's own blocking kernel splits wrongly
+            raise RuntimeError(f"{2 * rounds + 1} marks in the trace of {2 * rounds} replays")
         return [self.one() for _ in range(rounds)], [other.one() for _ in range(rounds)]
 
 

@@ -659,3 +659,34 @@ def test_a_reports_costs_read_back_and_a_later_releases_steps_are_left_out() -> 
     entry["costs"] |= {"compile_s": 2.0, "sampling_s": "slow"}  # a later release's; damaged
     back = Result.from_dict(entry).measurement.costs
     assert back == dataclasses.replace(costs, sampling_s=0.0)
+
+
+def test_kernel_time_is_judged_on_the_pairs_that_took_it_on_both_sides() -> None:
+    """A pair whose kernel time one side lacks (taking it failed there) is left out of the
+    kernel time's judgement, not the whole judgement; with none left there is none."""
+
+    def side(name: str, kernel_ms: list[float | None]) -> tuple[SessionRecord, ...]:
+        return tuple(
+            SessionRecord(f"{name}{i}", 1.0, 30, 0.001, beside_ms=k)
+            for i, k in enumerate(kernel_ms, 1)
+        )
+
+    def judged(base: list[float | None], head: list[float | None]) -> Verdict:
+        paired = Paired("main", SHA, side("b", base), side("h", head), pairs=5, lockstep=True)
+        return ab.paired_verdict(
+            paired,
+            timer="cuda-graph",
+            launches=1,
+            measure=MeasureSettings(threshold=0.05, alpha=0.01),
+            gate=Gate(confirm=0, family=1),
+            design=ab.design_of(5, more=False),
+        )
+
+    verdict = judged([0.8, None, 0.8, 0.8, 0.8], [0.88, 0.88, None, 0.88, 0.88])
+    assert verdict.status is Status.SAME and verdict.beside is not None
+    assert verdict.beside.status is Status.REGRESSED and verdict.beside.current_sessions == 3
+    assert verdict.beside.reason.startswith(
+        "slower by 10.0% than main (01234567)'s kernel time over 3 pairs in lockstep"
+    )
+    assert "; kernel time slower by 10.0% (regressed): the kernel time moved" in verdict.reason
+    assert judged([None] * 5, [0.88] * 5).beside is None

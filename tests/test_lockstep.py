@@ -95,6 +95,8 @@ def test_kernel_time_is_judged_beside_time_per_call_and_says_which_moved(
     result.assert_outcomes(passed=2)  # what a call costs did not move: nothing fails
     assert summed["status"] == "same" and summed["beside"]["status"] == "regressed"
     assert "kernel time slower by 8.0% (regressed): the kernel time moved" in summed["reason"]
+    assert "than HEAD (" in summed["beside"]["reason"]
+    assert "'s kernel time over 1 pair in lockstep" in summed["beside"]["reason"]
     assert "kernel time slower by 8.0%" in output(result), output(result)
     monkeypatch.chdir(repo.path)  # the file judged again: the same two judgements
     assert cli.main(["compare", "ab.json"]) == 0
@@ -104,6 +106,19 @@ def test_kernel_time_is_judged_beside_time_per_call_and_says_which_moved(
     result = repo.runpytest_subprocess("--gpubench-against=HEAD", "-v", *LOCKSTEP)
     result.assert_outcomes(passed=2)
     assert "kernel time" not in output(result)
+
+    # Taking it failed: the time per call judged alone, and the measurement says why.
+    monkeypatch.setenv("FAKE_BESIDE", "fail")
+    args = ("--gpubench-against=HEAD", "--gpubench-json=ab.json", "-v", *LOCKSTEP)
+    result = repo.runpytest_subprocess(*args)
+    result.assert_outcomes(passed=2)
+    [summed] = [
+        r
+        for r in json.loads((repo.path / "ab.json").read_text())["results"]
+        if r["test"] == "test_sum"
+    ]
+    assert summed["beside"] is None and "kernel time" not in summed["reason"], summed
+    assert "kernel time not taken: 9 marks in the trace of 8 replays" in summed["note"]
 
 
 def test_against_its_own_revision_both_sides_run_here(repo: pytest.Pytester) -> None:
@@ -410,11 +425,15 @@ def test_a_failure_in_lockstep_rests_on_two_processes(
     assert "a second process's 5 pairs read" in text
     if everywhere:
         result.assert_outcomes(passed=1, failed=1)
-        assert verdict == "regressed" and "a second process's 5 pairs read +8.0%" in text
+        assert verdict == "regressed"
+        assert "a second process's 5 pairs read +8.0% in time per call" in text
     else:
         result.assert_outcomes(passed=2)
         assert verdict == "unsure"
-        assert "read +0.0%, which does not bear it out: a difference between this" in text
+        reason = found["test_sum"]["reason"]
+        assert reason.startswith("unsure: a second process's 5 pairs read +0.0% in time per")
+        assert "which does not bear out this process's pairs: a difference between" in reason
+        assert "(a failure in lockstep needs two processes); this process's: slower by" in reason
 
 
 @pytest.mark.slow
@@ -497,14 +516,28 @@ def test_module(gpubench, module):
     assert "no duo measured anything" in text and "Traceback" not in text
 
 
-def test_a_revision_whose_test_fails_there_is_unsure_not_failed(repo: pytest.Pytester) -> None:
-    repo.makepyfile(test_bench=TESTS.replace("== 4950", "== 4951"))  # wrong on the revision
-    commit(repo.path, "a wrong assertion")
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ("    assert gpubench(work, 100) == 4951", "failed on the revision's side (AssertionError"),
+        (
+            "    pytest.skip('needs a newer kernel')",
+            "did not pass on the revision's side (Skipped: needs a newer kernel)",
+        ),
+    ],
+)
+def test_a_revision_whose_test_fails_or_skips_there_is_unsure_not_failed(
+    repo: pytest.Pytester, body: str, said: str
+) -> None:
+    repo.makepyfile(
+        test_bench="import pytest\n" + TESTS.replace("    assert gpubench(work, 100) == 4950", body)
+    )
+    commit(repo.path, "a test that does not pass on the revision")
     repo.makepyfile(test_bench=TESTS)
     result = repo.runpytest_subprocess("--gpubench-against=HEAD", *LOCKSTEP)
     result.assert_outcomes(passed=2)
     text = output(result)
-    assert "its test failed on the revision's side (AssertionError" in text
+    assert f"its test {said}" in text
     assert "unsure" in text
 
 

@@ -1,4 +1,5 @@
-"""The verdict against a revision on recorded GPU sessions (bench/pair_resample.py).
+"""The verdict against a revision on recorded GPU sessions (bench/pair_resample.py), and
+in lockstep on recorded processes (bench/lockstep_resample.py).
 
 A/A runs are every block of consecutive recorded sessions (exact counts, no seed) or seeded
 draws; each bound is checked with runs enough that it allows a count below one (0.1% of 324

@@ -761,7 +761,8 @@ class Measurement:
     ncu: NcuEvidence | None = None
     reference_ncu: NcuEvidence | None = None
     # A lockstep pair's side: a graph-timed call's kernel time per call (timing.engine.Beside),
-    # the median of the samples taken beside the timer's (None: not taken).
+    # the median of the samples taken beside the timer's (None: not taken), of this
+    # measurement's own session; each judged pair keeps its own (Paired's sessions).
     beside_ms: float | None = None
 
     @functools.cached_property

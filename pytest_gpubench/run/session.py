@@ -126,20 +126,22 @@ class Saved:
     not_saved: tuple[str, ...] = ()
 
 
-def _besides(a: Sampler, b: Sampler) -> tuple[float | None, float | None]:
+def _besides(a: Sampler, b: Sampler) -> tuple[float | None, float | None, str]:
     """Each side's kernel time per call (Sampler.beside: a graph's, beside its time per
-    call), the median of BESIDE_ROUNDS samples each, taken in alternation; none
-    where either side has none, the two are not of one kind, or taking them failed (the
-    verdict then judges the timer's number alone)."""
+    call), the median of BESIDE_ROUNDS samples each, taken in alternation, and why they
+    were not where a timer offered them and taking them failed (the verdict then judges
+    the pair's time per call alone, and the measurement's note says why); none where
+    either side offers none or the two are not of one kind."""
     if a.beside is None or b.beside is None or a.beside.timer != b.beside.timer:
-        return None, None
+        return None, None, ""
     try:
         mine, other = a.beside.alternate(b.beside, BESIDE_ROUNDS)
-    except Exception:
-        return None, None
-    if not mine or not other or any(sample_problem(v) for v in (*mine, *other)):
-        return None, None
-    return statistics.median(mine), statistics.median(other)
+    except Exception as exc:  # (a user's function: its failures are its own to report)
+        return None, None, f"kernel time not taken: {exc}"
+    problems = [p for p in map(sample_problem, (*mine, *other)) if p]
+    if not mine or not other or problems:
+        return None, None, f"kernel time not taken: {problems[0] if problems else 'no sample'}"
+    return statistics.median(mine), statistics.median(other), ""
 
 
 @dataclass(frozen=True)
@@ -155,7 +157,7 @@ class _TwoSampled:
     readings: tuple[ClockReading | None, ...]
     profiles: tuple[Profile | None, Profile | None]
     other_peak: int | None = None
-    besides: tuple[float | None, float | None] = (None, None)  # each side's kernel time
+    besides: tuple[float | None, float | None, str] = (None, None, "")  # (_besides)
 
 
 class BenchSession:
@@ -509,7 +511,7 @@ class BenchSession:
             peak_bytes=two.other_peak,
             beside_ms=two.besides[1],
         )
-        return two.first, base_measurement
+        return two.first, base_measurement.noted(two.besides[2])
 
     def timer_ready(self, call: Call | None = None) -> None:
         """Make ``call``'s timer (or the settings') before a duo times it (run/duo.py): a
@@ -591,7 +593,7 @@ class BenchSession:
                     a, b, left, when_warm=lambda: readings.append(self.env.read_clocks())
                 )
                 readings.append(self.env.read_clocks())
-                besides = _besides(a, b) if beside else (None, None)
+                besides = _besides(a, b) if beside else (None, None, "")
             finally:
                 a.close()
                 b.close()
@@ -622,7 +624,7 @@ class BenchSession:
             readings=readings,
             beside_ms=besides[0],
         )
-        first = self._traced(workload, first, settings)
+        first = self._traced(workload, first.noted(besides[2]), settings)
         profiles = (a.profile, b.profile)
         return _TwoSampled(pair, first, settings, tuple(readings), profiles, other_peak, besides)
 

@@ -504,8 +504,9 @@ def _replayed(timer: str, plan: GraphPlan, profile: Profile | None) -> Sampler:
         profile=profile,
         taken=plan.taken,
         again=again,
-        # Kernel time beside the replay's time per call; cupti-graph's time per call is its
-        # launch gaps', too unsteady to judge (that is why it reads kernel time).
+        # The one place that decides which calls take kernel time beside their time per
+        # call: cuda-graph's. cupti-graph's number is its kernel time already; its replay's
+        # time per call read 13% off in an A/A run (bench/results/h200-2026-12-02d).
         beside=(
             GraphBeside(plan.graph, calls)
             if timer == "cuda-graph" and isinstance(plan.graph, TorchGraph)

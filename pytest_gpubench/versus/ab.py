@@ -42,7 +42,6 @@ from ..core.records import (
     NcuKernel,
     Paired,
     Result,
-    SessionRecord,
     SessionSummary,
     Status,
     Verdict,
@@ -640,44 +639,44 @@ def paired_result(
 
 def _beside(
     paired: Paired,
-    timer: str,
     launches: int,
     measure: MeasureSettings,
     gate: Gate,
     design: PairDesign,
 ) -> Judgement | None:
-    """A graph-timed call's kernel time (timing.engine.Beside) judged on its own pairs as
-    its time per call was, with its own spread (the prior of ``cupti-graph``, whose number
-    it is), where every judged pair took it on both sides; None elsewhere (duos, other
-    timers)."""
-    records = [*paired.base_sessions[: paired.pairs], *paired.head_sessions[: paired.pairs]]
-    if timer != "cuda-graph" or not records or any(r.beside_ms is None for r in records):
+    """A call's kernel time (timing.engine.Beside: a graph-timed call's, the only one that
+    takes it) judged on the pairs that took it on both sides, as its time per call was,
+    with its own spread (the prior of ``cupti-graph``, whose number it is); None where no
+    pair took it (duos, other timers)."""
+    pairs = [
+        (SessionSummary(b.beside_ms, 1, math.nan), SessionSummary(h.beside_ms, 1, math.nan))
+        for b, h in zip(paired.base_sessions[: paired.pairs], paired.head_sessions, strict=False)
+        if b.beside_ms is not None and h.beside_ms is not None
+    ]
+    if not pairs:
         return None
-    return _judged(paired, "cupti-graph", launches, measure, gate, design, beside=True)
+    base, head = zip(*pairs, strict=True)
+    kernel_time = f"{paired.label}'s kernel time"
+    return _judged(paired, base, head, "cupti-graph", launches, measure, gate, design, kernel_time)
 
 
 def _judged(
     paired: Paired,
+    base: Sequence[SessionSummary],
+    head: Sequence[SessionSummary],
     timer: str,
     launches: int,
     measure: MeasureSettings,
     gate: Gate,
     design: PairDesign,
+    against: str,
     versus: Versus | None = None,
-    *,
-    beside: bool = False,
 ) -> Judgement:
-    """The pair rule on ``paired``'s pairs: their medians, or (``beside``) their other
-    times."""
-
-    def summaries(side: Sequence[SessionRecord]) -> list[SessionSummary]:
-        if beside:
-            return [SessionSummary(r.beside_ms or 0.0, 1, math.nan) for r in side[: paired.pairs]]
-        return [r.summary for r in side[: paired.pairs]]
-
+    """The pair rule on ``paired``'s pairs' ``base`` and ``head`` numbers; ``against``
+    names the base side in the reason."""
     return judge_pairs(
-        summaries(paired.base_sessions),
-        summaries(paired.head_sessions),
+        base,
+        head,
         threshold=measure.threshold,
         alpha=measure.alpha,
         family=gate.family,
@@ -685,7 +684,7 @@ def _judged(
         launches=launches,
         fail_on_improvement=gate.fail_on_improvement,
         design=design,
-        against=paired.label,
+        against=against,
         versus=versus,
         lockstep=paired.lockstep,
         duos=paired.duos,
@@ -725,8 +724,14 @@ def paired_verdict(
     than the revision's (``kernel_changes``) make a same or unsure test ``changed``. The run
     asks it, and gpubench compare of the run's file asks it again. ``versus``: what a ratio
     to a reference compares (its prior)."""
-    judgement = _judged(paired, timer, launches, measure, gate, design, versus)
-    beside = _beside(paired, timer, launches, measure, gate, design)
+    base, head = (
+        [r.summary for r in side[: paired.pairs]]
+        for side in (paired.base_sessions, paired.head_sessions)
+    )
+    judgement = _judged(
+        paired, base, head, timer, launches, measure, gate, design, paired.label, versus
+    )
+    beside = _beside(paired, launches, measure, gate, design)
     status, reason = judgement.status, judgement.reason + _beside_text(judgement, beside)
     if kernel_changes:
         reason += "; other launches than the revision's: " + "; ".join(kernel_changes)

@@ -813,7 +813,7 @@ def _as_second_process_says(
         )
     other = theirs.judgement
     moved = f"{other.ratio - 1:+.1%}" if other.ratio is not None else "nothing"
-    said = f"a second process's {other.current_sessions} pairs read {moved}"
+    said = f"a second process's {other.current_sessions} pairs read {moved} in time per call"
     base_ms = verdict.reference_ms or result.measurement.median_ms
     agrees = second_process_agrees(
         judgement,
@@ -828,10 +828,11 @@ def _as_second_process_says(
         return dataclasses.replace(
             result, verdict=dataclasses.replace(verdict, reason=reason, judgement=judgement)
         )
+    # Said first: the process's own reason may end in other clauses (its kernel time).
     reason = (
-        f"{verdict.reason}, in this process; {said}, which does not bear it out: a difference "
-        "between this process's two sides, not a change (a failure in lockstep needs two "
-        "processes)"
+        f"unsure: {said}, which does not bear out this process's pairs: a difference between "
+        "this process's two sides, not a change (a failure in lockstep needs two processes); "
+        f"this process's: {verdict.reason}"
     )
     judgement = dataclasses.replace(
         judgement,
