@@ -426,12 +426,12 @@ def test_a_failure_in_lockstep_rests_on_two_processes(
     if everywhere:
         result.assert_outcomes(passed=1, failed=1)
         assert verdict == "regressed"
-        assert "a second process's 5 pairs read +8.0% in time per call" in text
+        assert "a second process's 5 pairs read +8.0% by cuda-graph" in text
     else:
         result.assert_outcomes(passed=2)
         assert verdict == "unsure"
         reason = found["test_sum"]["reason"]
-        assert reason.startswith("unsure: a second process's 5 pairs read +0.0% in time per")
+        assert reason.startswith("a second process's 5 pairs read +0.0% by cuda-graph, which")
         assert "which does not bear out this process's pairs: a difference between" in reason
         assert "(a failure in lockstep needs two processes); this process's: slower by" in reason
 

@@ -813,14 +813,15 @@ def _as_second_process_says(
         )
     other = theirs.judgement
     moved = f"{other.ratio - 1:+.1%}" if other.ratio is not None else "nothing"
-    said = f"a second process's {other.current_sessions} pairs read {moved} in time per call"
+    timer = result.measurement.timer  # whose number it read (a kernel time has its own clause)
+    said = f"a second process's {other.current_sessions} pairs read {moved} by {timer}"
     base_ms = verdict.reference_ms or result.measurement.median_ms
     agrees = second_process_agrees(
         judgement,
         other,
         threshold=measure.threshold,
         alpha=measure.alpha,
-        process_sigma=lockstep_process_sigma(base_ms, result.measurement.timer),
+        process_sigma=lockstep_process_sigma(base_ms, timer),
     )
     if agrees:
         reason = f"{verdict.reason}; {said}"
@@ -830,7 +831,7 @@ def _as_second_process_says(
         )
     # Said first: the process's own reason may end in other clauses (its kernel time).
     reason = (
-        f"unsure: {said}, which does not bear out this process's pairs: a difference between "
+        f"{said}, which does not bear out this process's pairs: a difference between "
         "this process's two sides, not a change (a failure in lockstep needs two processes); "
         f"this process's: {verdict.reason}"
     )
