@@ -91,6 +91,20 @@ def test_a_flagged_first_session_asks_for_more_and_a_clear_one_does_not() -> Non
     assert verdict(hist, at(1.2, 0.05), design=Design(cap=0)).status is Status.REGRESSED
 
 
+def test_a_first_session_beyond_the_gate_it_promises_is_confirmed() -> None:
+    """A 5-session history that can gate only 7% (more than the 5% threshold) promises to
+    catch 7%: a first session reading +8.3% is confirmed, not passed as ok (issue 45), and
+    fails once its confirmations read the same; one under its gate is not asked again."""
+    hist = floor(5, 0.005, 0.5)
+    gate = verdict(hist, at(1.0, 0.5), timer="wall", family=12).gateable
+    assert gate is not None and 0.06 < gate < 0.07
+    first = verdict(hist, at(1.083, 0.5), timer="wall", family=12)
+    assert first.status is Status.OK and first.needs_confirmation
+    assert first.bar is not None and first.bar > 0.083  # under the first look's bar
+    assert verdict(hist, at(1.083, 0.5, n=7), timer="wall", family=12).status is Status.REGRESSED
+    assert not verdict(hist, at(1.03, 0.5), timer="wall", family=12).needs_confirmation
+
+
 def test_the_design_counts_looks_and_batches() -> None:
     d = Design(cap=6)
     assert d.looks == 3 and [d.next_batch(n) for n in (1, 3, 5, 7)] == [2, 2, 2, 0]
