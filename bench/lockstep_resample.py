@@ -86,7 +86,7 @@ def judged(p: Process, n: int, shift: float, threshold: float) -> Judgement:
         family=p.family,
         timer=p.key[1],
         # launches left at 1 (the archives keep no launch count): it matters only to a timer
-        # LOCKSTEP_SIGMA has no table for (`cupti`: 2 of the 1586 processes recorded).
+        # LOCKSTEP_SIGMA has no table for (`cupti`: 2 of the recorded processes).
         design=LOCKSTEP_DESIGN,
         lockstep=True,
     )

@@ -133,6 +133,7 @@ def fake(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.P
         "FAKE_CHILD_IMPORT_S",
         "FAKE_CHILD_CRASH",
         "FAKE_BESIDE",
+        "FAKE_CPU_WAIT",
         "PYTEST_ADDOPTS",
     ):
         monkeypatch.delenv(name, raising=False)

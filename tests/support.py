@@ -141,6 +141,7 @@ class FakeTimer:
             kernel_ms = kernel_ms and kernel_ms * getattr(workload.fn, "fake_kernel_factor", 1.0)
             # Its own noise: each sampler's seed drawn anew (both sides share FAKE_SEED).
             beside = FakeBeside(kernel_ms, random.Random(next(BESIDE_SEEDS)), noise)
+        wait = os.environ.get("FAKE_CPU_WAIT")  # its share of time waiting for a CPU
         return Sampler(
             timer=self.name,
             sample=sample,
@@ -150,6 +151,7 @@ class FakeTimer:
             energy=None if watts is None else (lambda per_call_s: fake_energy(watts, per_call_s)),
             again=again,
             beside=beside,
+            cpu_wait=lambda: float(wait) if wait else None,
         )
 
 

@@ -353,6 +353,34 @@ def test_host_caveats_name_torch_threads_and_a_process_that_did_not_run() -> Non
     assert wall.host_caveat(4, 0.5).count("; ") == 1
 
 
+def test_the_wall_timer_counts_the_time_its_process_waited_for_a_cpu(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its process's run delay (the time it was runnable and another process had the CPU)
+    as a share of the time it timed; a function that sleeps is not waiting for a CPU; where
+    the system cannot tell (no schedstat), None."""
+    delays = itertools.count(0, 3_000_000)  # 3 ms more at every read: a loaded host
+
+    def sleeps() -> None:
+        time.sleep(0.004)
+
+    monkeypatch.setattr(wall, "run_delay_ns", lambda: next(delays))
+    sampler = wall.WallTimer().sampler(Workload(sleeps, ()))
+    for _ in range(3):
+        sampler.sample()
+    wait = sampler.cpu_wait()
+    assert wait is not None and 0.3 < wait < 0.76  # 3 ms of each sample's 4 ms or more
+    monkeypatch.setattr(wall, "run_delay_ns", lambda: None)
+    blind = wall.WallTimer().sampler(Workload(sleeps, ()))
+    blind.sample()
+    assert blind.cpu_wait() is None
+    monkeypatch.undo()
+    if wall.run_delay_ns() is not None:  # Linux: a sleep is no wait for a CPU
+        calm = wall.WallTimer().sampler(Workload(sleeps, ()))
+        calm.sample()
+        assert calm.cpu_wait() is not None and calm.cpu_wait() < 0.5
+
+
 def test_the_wall_timer_says_when_its_process_did_not_run_and_reads_torch_threads(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -278,6 +278,36 @@ def test_a_save_fails_a_confirmed_regression_and_takes_it_only_when_told(
     )
 
 
+def test_a_session_timed_on_a_loaded_host_is_unmeasurable_never_failed_nor_saved(
+    history: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its process waited for a CPU 60% of the time it timed (FAKE_CPU_WAIT: the host
+    timer's run delay): test_sum twice as slow is neither failed nor confirmed, a save
+    appends nothing of it and says why, and the history stays as it was (issue 45: such
+    sessions spoiled a history, after which it gated nothing)."""
+    monkeypatch.setenv("FAKE_CPU_WAIT", "0.6")
+    monkeypatch.setenv("FAKE_SCALES", json.dumps({"test_sum": 2.0}))
+    before = baseline_file(history).read_bytes()
+    result = history.runpytest("--gpubench-save", "--gpubench-json=out.json")
+    result.assert_outcomes(passed=2)
+    text = result.stdout.str()
+    assert "confirming" not in text and "baseline written" not in text
+    result.stdout.fnmatch_lines(
+        [
+            "test_sum: unmeasurable: its process waited for a CPU 60% of the time it timed "
+            "(another process had it)*run it on a quiet machine*",
+            "test_sum: not saved: unmeasurable (a loaded host; save it on a quiet one)",
+            "gpubench: 2 unmeasurable (*)",
+        ]
+    )
+    found = json.loads((history.path / "out.json").read_text())["results"]
+    assert {r["status"] for r in found} == {"unmeasurable"}
+    assert {r["cpu_wait"] for r in found} == {0.6}
+    assert baseline_file(history).read_bytes() == before
+    monkeypatch.setenv("FAKE_CPU_WAIT", "0.1")  # a little waiting is judged as usual
+    history.runpytest("--gpubench", NO_CONFIRM).assert_outcomes(passed=1, failed=1)
+
+
 @pytest.mark.slow
 def test_recording_several_sessions_in_fresh_processes(
     fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch

@@ -114,6 +114,9 @@ class Status(str, enum.Enum):
     INCOMPARABLE = "incomparable"
     UNCONFIRMED = "unconfirmed"  # flagged, but its confirmation did not run: never fails
     UNSTABLE = "unstable"  # too few samples in the budget to judge: never fails
+    # Its process waited for a CPU much of the time it timed (a loaded host): never fails,
+    # never saved.
+    UNMEASURABLE = "unmeasurable"
     NOT_GATED = "not gated"  # the history cannot gate it (too short, too noisy): never fails
     # Against a revision (judge/pairs.py): neither a change nor the same at the cap of pairs.
     UNSURE = "unsure"  # never fails
@@ -744,6 +747,10 @@ class Measurement:
     graph_ms: float | None = None
     # What made the samples unreliable ('' when nothing did): torch's threads, a busy host.
     caveat: str = ""
+    # The share of the time it timed that its process waited for a CPU another process had
+    # (timing.wall: Linux's run delay; None: not known). Over MAX_CPU_WAIT (judge.gate): a
+    # loaded host, and no verdict.
+    cpu_wait: float | None = None
     # What each session of the measurement shares, by session id.
     session_infos: Mapping[str, SessionInfo] = field(default_factory=dict)
     costs: Costs | None = None  # where the measurement's time went (JSON report only)
@@ -910,6 +917,7 @@ class Measurement:
             "device_ms": self.device_ms,
             "graph_ms": self.graph_ms,
             "caveat": self.caveat,
+            "cpu_wait": self.cpu_wait,
             "confirmations": [r.to_json() for r in self.confirmations],
             "session_infos": {k: v.to_json() for k, v in self.session_infos.items()},
             "costs": None if self.costs is None else self.costs.to_json(),
@@ -963,6 +971,7 @@ class Measurement:
             device_ms=data.get("device_ms"),
             graph_ms=data.get("graph_ms"),
             caveat=data.get("caveat") or "",
+            cpu_wait=data.get("cpu_wait") if is_number(data.get("cpu_wait")) else None,
             session_infos={
                 k: SessionInfo.from_json(v) for k, v in data.get("session_infos", {}).items()
             },

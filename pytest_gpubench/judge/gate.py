@@ -17,7 +17,8 @@ verdict decide it and are not written: a save of N sessions writes N. A session 
 ``--gpubench-sessions`` is appended to what the run's first session saved, whatever it
 judged against it.
 
-Before the statistics (rule.py), what makes a comparison meaningless: a baseline timed by
+Before the statistics (rule.py), what makes a comparison meaningless: host timings whose
+process waited for a CPU another process had are ``unmeasurable``; a baseline timed by
 another timer is ``incomparable``; launches that match no binary of the baseline (other
 kernels, counts, grid, block, registers or shared memory: compiled code that chose another
 configuration) are ``changed``, never judged on time, with the time against the previous
@@ -56,6 +57,9 @@ CHANGES = frozenset({Status.REGRESSED, Status.IMPROVED, Status.MORE_MEMORY}) | O
 # matmul (lower precision inside, sparsity); the exploits it is for (skipped work, a result
 # computed before, a broken timer) beat it by orders.
 FLOOR_MARGIN = 3.0
+# A process that waited for a CPU more than this share of the time it timed timed the other
+# processes' load, not the code (timing.wall's run delay): its session is unmeasurable.
+MAX_CPU_WAIT = 0.2
 # How to accept a change: in a save's failure, and in its lines of what it left out.
 HOW_TO_ACCEPT = (
     "accept it with --gpubench-save --gpubench-accept (or @pytest.mark.gpubench(accept=True) "
@@ -187,6 +191,18 @@ class Gate:
     def verdict(
         self, measurement: Measurement, entry: BaselineEntry | None, settings: MeasureSettings
     ) -> Verdict:
+        wait = measurement.cpu_wait
+        if wait is not None and wait > MAX_CPU_WAIT:
+            return Verdict(
+                Status.UNMEASURABLE,
+                reason=f"its process waited for a CPU {wait:.0%} of the time it timed (another "
+                "process had it): the times are the load's, not the code's; not judged, not "
+                "saved; run it on a quiet machine (fewer pytest-xdist workers, nothing else "
+                "running)",
+                reference_ms=entry.median_ms if entry is not None else None,
+                history_sessions=len(entry.history) if entry is not None else 0,
+                family=self.family,
+            )
         impossible = self.impossible(measurement)
         if impossible is not None:
             return impossible
@@ -345,6 +361,8 @@ class Gate:
         test, verdict = result.test, result.verdict
         if verdict.status is Status.IMPOSSIBLE:
             return f"{test}: not saved: impossible (its number is not a time of its work)"
+        if verdict.status is Status.UNMEASURABLE:
+            return f"{test}: not saved: unmeasurable (a loaded host; save it on a quiet one)"
         if verdict.status in CHANGES and not verdict.accepted:
             return f"{test}: not saved: {verdict.status.value}; {HOW_TO_ACCEPT}"
         if verdict.status is Status.UNCONFIRMED:
@@ -362,7 +380,7 @@ class Gate:
             return (
                 f"{test}: a recorded session not saved: its test did not pass in the fresh process"
             )
-        if result.status in OTHER_WORK or result.status is Status.IMPOSSIBLE:
+        if result.status in OTHER_WORK or result.status in (Status.IMPOSSIBLE, Status.UNMEASURABLE):
             return f"{test}: a recorded session not saved: {result.verdict.reason}"
         return _too_few_to_save(result.measurement)
 

@@ -728,6 +728,7 @@ class BenchSession:
             device_ms=profile.device_ms if profile is not None else None,
             graph_ms=profile.graph_ms if profile is not None else None,
             caveat=sampling.caveat,
+            cpu_wait=sampling.cpu_wait,
             session_infos={self.env.session_id: self.env.session_info()},
             # Where a test's time went: what makes a run slow shows in the JSON report.
             costs=costs,

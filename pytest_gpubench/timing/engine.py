@@ -93,6 +93,9 @@ class Sampler:
     taken: tuple[float, ...] = ()
     # What made these samples unreliable, read once they are taken ('' when nothing did).
     caveat: Callable[[], str] = lambda: ""
+    # The share of the time it timed that the process waited for a CPU another process had
+    # (None: not known), read once the samples are taken: a host timer's loaded machine.
+    cpu_wait: Callable[[], float | None] = lambda: None
     # The bytes one call holds at its peak above what was held before it (None: not known),
     # read once after sampling; None here: the device's allocator is read (timing.device).
     peak_bytes: Callable[[], int | None] | None = None
@@ -165,6 +168,7 @@ class Sampling:
     profile: Profile | None = None
     cut_short: bool = False  # the budget ran out before min_samples were taken
     caveat: str = ""  # what made the samples unreliable (the host timer on a busy host)
+    cpu_wait: float | None = None  # Sampler.cpu_wait
 
 
 def collect(
@@ -204,6 +208,7 @@ def collect(
         profile=sampler.profile,
         cut_short=plan.rounds is None and len(samples) < plan.min_samples,
         caveat=_caveat(sampler),
+        cpu_wait=_cpu_wait(sampler),
     )
 
 
@@ -304,6 +309,7 @@ def collect_pair(
             profile=sampler.profile,
             cut_short=cut_short,
             caveat=_caveat(sampler),
+            cpu_wait=_cpu_wait(sampler),
         )
 
     return PairSampling(sampling(0), sampling(1), tuple(ratios))
@@ -354,6 +360,18 @@ def _caveat(sampler: Sampler) -> str:
         return str(sampler.caveat())
     except Exception as exc:
         return f"(its caveat could not be read: {type(exc).__name__})"
+
+
+def _cpu_wait(sampler: Sampler) -> float | None:
+    """The sampler's share of time spent waiting for a CPU; None where it cannot tell, or
+    reading it failed (a user's timer: its samples stand)."""
+    try:
+        wait = sampler.cpu_wait()
+    except Exception:
+        return None
+    if not isinstance(wait, int | float) or isinstance(wait, bool):
+        return None
+    return float(wait) if 0 <= wait <= 1 else None
 
 
 def _warm_enough(warm: list[float], plan: Plan, elapsed_after_next_s: float) -> bool:

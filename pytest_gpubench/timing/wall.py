@@ -36,6 +36,17 @@ def host_caveat(threads: int | None, busy: float | None) -> str:
     return "; ".join(parts)
 
 
+def run_delay_ns() -> int | None:
+    """Nanoseconds this thread has waited, runnable, for a CPU another process had (Linux's
+    schedstat ``run_delay``; None elsewhere). Unlike a low share of CPU time, it does not
+    count a function's own waits (sleeps, I/O, a device)."""
+    try:
+        with open("/proc/thread-self/schedstat", encoding="ascii") as stats:
+            return int(stats.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def torch_threads() -> int | None:
     """torch's intra-op threads, if the user's code imported torch (never imported here)."""
     torch = sys.modules.get("torch")
@@ -60,7 +71,8 @@ class WallTimer:
     def sampler(self, workload: Workload) -> Sampler:
         calls: int = 1
         taken: tuple[float, ...] = ()
-        spent = [0, 0]  # CPU time and wall time of the samples, in ns
+        spent = [0, 0, 0]  # CPU time, wall time and time waiting for a CPU, in ns
+        waits = run_delay_ns() is not None
         if workload.setup is None:
             one_ms = self._one_call_ms(workload)
             calls = max(1, min(MAX_CALLS_PER_SAMPLE, math.ceil(WALL_SAMPLE_MIN_MS / one_ms)))
@@ -72,6 +84,7 @@ class WallTimer:
             call = workload.prepare()
             self._sync()
             cpu = time.process_time_ns()
+            delay = run_delay_ns() if waits else None
             start = time.perf_counter_ns()
             for _ in range(calls):
                 call()
@@ -79,6 +92,8 @@ class WallTimer:
             wall = time.perf_counter_ns() - start
             spent[0] += time.process_time_ns() - cpu
             spent[1] += wall
+            if delay is not None:
+                spent[2] += (run_delay_ns() or delay) - delay
             return wall / 1e6 / calls
 
         def caveat() -> str:
@@ -93,6 +108,7 @@ class WallTimer:
             note=self._note,
             taken=taken,
             caveat=caveat,
+            cpu_wait=lambda: spent[2] / spent[1] if waits and spent[1] else None,
         )
 
     def _one_call_ms(self, workload: Workload) -> float:
