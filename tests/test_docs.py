@@ -221,7 +221,7 @@ def test_the_readmes_summary_rows_are_what_pytest_printed() -> None:
     sources = [
         ("detect-0.05-1.json", "test_copy_blocks[67108864]"),
         ("aa-user-1.json", "test_item_sync"),
-        ("aa-example-1.json", "test_gelu_triton[4096]"),
+        ("aa-example-1.json", "test_softmax_manual[4096-4096]"),
     ]
     archive = RESULTS / "h200x2-2026-11-22" / "sessions" / "reports.tgz"
     assert f"`{archive.relative_to(ROOT).as_posix()}`" in text
