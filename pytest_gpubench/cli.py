@@ -141,8 +141,11 @@ def read_results(path: Path) -> ResultFile:
     return ResultFile(path, data.get("device", {}), data.get("settings", {}), results, against)
 
 
-# The reason of a HEAD result whose BASE was impossible: new, with nothing to judge against.
-IMPOSSIBLE_BASE = "impossible in "
+# Why a BASE result holds no time to judge HEAD against (HEAD's is then new, saying so).
+UNUSABLE_BASE = {
+    Status.IMPOSSIBLE: "no time of its work to compare with",
+    Status.UNMEASURABLE: "the times of a loaded host, none to compare with",
+}
 
 
 def _result_problem(item: Json) -> str:
@@ -276,19 +279,18 @@ def compare(
     for key, result in head.results.items():
         measurement = result.measurement
         before = base.results.get(key)
-        # An impossible BASE is no time of its work: nothing to judge HEAD against.
-        valid = before is not None and before.status is not Status.IMPOSSIBLE
+        valid = before is not None and before.status not in UNUSABLE_BASE
         entry = entry_of(before.measurement) if before is not None and valid else None
         measure = MeasureSettings(threshold=threshold or measurement.threshold, alpha=alpha)
         try:
             verdict = gate.verdict(measurement, entry, measure)
         except ValueError as exc:  # a value the rule refuses (the files were checked)
             raise GpubenchError(f"cannot judge {key}: {exc}") from None
-        if entry is None and verdict.status is not Status.IMPOSSIBLE:
+        if entry is None and verdict.status is Status.NEW:
             why = (
                 f"not in {base.path}"
                 if before is None
-                else f"{IMPOSSIBLE_BASE}{base.path}: no time of its work to compare with"
+                else f"{before.status.value} in {base.path}: {UNUSABLE_BASE[before.status]}"
             )
             verdict = dataclasses.replace(verdict, reason=why)
         measurement = dataclasses.replace(measurement, threshold=measure.threshold)
@@ -402,7 +404,7 @@ def comparison_markdown(comparison: Comparison, head: ResultFile) -> str:
 def _key_lines(comparison: Comparison) -> list[str]:
     lines = [
         f"{r.test}: new: {r.verdict.reason}"
-        if r.verdict.reason.startswith(IMPOSSIBLE_BASE)
+        if not r.verdict.reason.startswith("not in ")
         else f"added (in HEAD only): {r.test}"
         for r in report.sort_results(comparison.results)
         if r.status is Status.NEW

@@ -101,6 +101,17 @@ def _no_step_summary(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _no_run_delay(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This suite's in-process runs of the real wall timer share the machine with its other
+    workers: their run delay would make them `unmeasurable` at random. They read none (not
+    known); the tests of the load check set their own (FAKE_CPU_WAIT, or the real one after
+    monkeypatch.undo())."""
+    from pytest_gpubench.timing import wall
+
+    monkeypatch.setattr(wall, "run_delay_ns", lambda: None)
+
+
+@pytest.fixture(autouse=True)
 def _not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     """Under `-n`, this suite's in-process runs inherit the worker's PYTEST_XDIST_WORKER:
     pytest-benchmark (installed for its loader) then warns at configure time, an error here."""
@@ -133,7 +144,9 @@ def fake(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.P
         "FAKE_CHILD_IMPORT_S",
         "FAKE_CHILD_CRASH",
         "FAKE_BESIDE",
+        "FAKE_BESIDE_FAIL_FROM",
         "FAKE_CPU_WAIT",
+        "FAKE_CHILD_CPU_WAIT",
         "PYTEST_ADDOPTS",
     ):
         monkeypatch.delenv(name, raising=False)

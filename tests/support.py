@@ -61,7 +61,8 @@ if os.environ.get("PYTEST_GPUBENCH_CHILD"):  # imported by a fresh process the p
             log.write(f"{os.getpid()}\\n")
     time.sleep(float(os.environ.get("FAKE_CHILD_IMPORT_S", "0")))
 # Set once per pytest session (one process; a fresh one for each child the plugin starts).
-BESIDE_SEEDS = itertools.count(1000 * int(os.environ.get("FAKE_SEED", "1")))
+BESIDE_SEEDS_FROM = 1000 * int(os.environ.get("FAKE_SEED", "1"))
+BESIDE_SEEDS = itertools.count(BESIDE_SEEDS_FROM)
 CHILD = None  # the results file of a child the plugin started, None in the user's own run
 SHIFT = 1.0  # this process's factor
 
@@ -137,11 +138,15 @@ class FakeTimer:
         beside = None
         share = os.environ.get("FAKE_BESIDE")
         if share:  # its kernel time: FAKE_BESIDE of its time ("fail": taking it fails)
-            kernel_ms = None if share == "fail" else base_ms * SHIFT * float(share)
-            kernel_ms = kernel_ms and kernel_ms * getattr(workload.fn, "fake_kernel_factor", 1.0)
             # Its own noise: each sampler's seed drawn anew (both sides share FAKE_SEED).
-            beside = FakeBeside(kernel_ms, random.Random(next(BESIDE_SEEDS)), noise)
-        wait = os.environ.get("FAKE_CPU_WAIT")  # its share of time waiting for a CPU
+            seed = next(BESIDE_SEEDS)
+            # FAKE_BESIDE_FAIL_FROM: samplers from that one on (0 the first) fail to take it.
+            fails = seed - BESIDE_SEEDS_FROM >= int(os.environ.get("FAKE_BESIDE_FAIL_FROM", 10**9))
+            kernel_ms = None if share == "fail" or fails else base_ms * SHIFT * float(share)
+            kernel_ms = kernel_ms and kernel_ms * getattr(workload.fn, "fake_kernel_factor", 1.0)
+            beside = FakeBeside(kernel_ms, random.Random(seed), noise)
+        # Its share of time waiting for a CPU: FAKE_CPU_WAIT, FAKE_CHILD_CPU_WAIT in a child.
+        wait = os.environ.get("FAKE_CHILD_CPU_WAIT" if CHILD else "FAKE_CPU_WAIT")
         return Sampler(
             timer=self.name,
             sample=sample,

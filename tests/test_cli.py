@@ -113,6 +113,36 @@ def test_compare_known_regression_fails(tmp_path: Path, capsys: pytest.CaptureFi
     assert "a: regressed: slower by 20.0%" in out
 
 
+def test_compare_judges_nothing_timed_on_a_loaded_host(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A BASE timed on a loaded host (its process kept waiting for a CPU) holds no time to
+    judge HEAD against: HEAD is new and says why; a HEAD timed so is unmeasurable, failing
+    nothing, however slow it reads."""
+
+    def loaded(result: Result) -> Result:  # as its run wrote it
+        m = dataclasses.replace(result.measurement, cpu_wait=0.6)
+        return Result(m, Verdict(Status.UNMEASURABLE))
+
+    calm, slow = make_result("a", 1.0, sessions=3), make_result("a", 3.0, sessions=3)
+    code, out, err = run(
+        capsys,
+        "compare",
+        write_results(tmp_path / "base.json", loaded(calm)),
+        write_results(tmp_path / "head.json", slow),
+    )
+    assert code == 0, out + err
+    assert "new" in row(out, "a") and "a: new: unmeasurable in " in out
+    assert "the times of a loaded host, none to compare with" in out
+    code, out, err = run(
+        capsys,
+        "compare",
+        write_results(tmp_path / "calm.json", calm),
+        write_results(tmp_path / "slow.json", loaded(slow)),
+    )
+    assert code == 0 and "unmeasurable" in row(out, "a"), out + err
+
+
 def test_compare_judges_the_physical_floor_and_never_against_an_impossible_base(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

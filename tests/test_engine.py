@@ -356,29 +356,31 @@ def test_host_caveats_name_torch_threads_and_a_process_that_did_not_run() -> Non
 def test_the_wall_timer_counts_the_time_its_process_waited_for_a_cpu(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Its process's run delay (the time it was runnable and another process had the CPU)
-    as a share of the time it timed; a function that sleeps is not waiting for a CPU; where
-    the system cannot tell (no schedstat), None."""
-    delays = itertools.count(0, 3_000_000)  # 3 ms more at every read: a loaded host
-
-    def sleeps() -> None:
-        time.sleep(0.004)
-
+    """Its thread's run delay (ready to run, no CPU) as a share of the time it timed, on a
+    clock of 10 ms per read and a run delay of 3 ms more per read: 0.3; at most 1; None
+    where the system cannot tell (no schedstat). On Linux a sleep is no wait for a CPU."""
+    clock = itertools.count(0, 10_000_000)
+    fake_time = types.SimpleNamespace(
+        perf_counter_ns=lambda: next(clock), process_time_ns=lambda: next(clock)
+    )
+    monkeypatch.setattr(wall, "time", fake_time)
     monkeypatch.setattr(wall, "run_delay_ns", lambda: next(delays))
-    sampler = wall.WallTimer().sampler(Workload(sleeps, ()))
-    for _ in range(3):
-        sampler.sample()
-    wait = sampler.cpu_wait()
-    assert wait is not None and 0.3 < wait < 0.76  # 3 ms of each sample's 4 ms or more
+    for step, share in ((3_000_000, 0.3), (50_000_000, 1.0)):
+        delays = itertools.count(0, step)
+        sampler = wall.WallTimer().sampler(Workload(lambda: None, ()))
+        for _ in range(3):
+            sampler.sample()
+        assert engine._cpu_wait(sampler) == pytest.approx(share)
     monkeypatch.setattr(wall, "run_delay_ns", lambda: None)
-    blind = wall.WallTimer().sampler(Workload(sleeps, ()))
+    blind = wall.WallTimer().sampler(Workload(lambda: None, ()))
     blind.sample()
     assert blind.cpu_wait() is None
     monkeypatch.undo()
-    if wall.run_delay_ns() is not None:  # Linux: a sleep is no wait for a CPU
-        calm = wall.WallTimer().sampler(Workload(sleeps, ()))
+    if wall.run_delay_ns() is not None:
+        calm = wall.WallTimer().sampler(Workload(time.sleep, (0.01,)))
         calm.sample()
-        assert calm.cpu_wait() is not None and calm.cpu_wait() < 0.5
+        wait = calm.cpu_wait()
+        assert wait is not None and wait < 0.9  # 10 ms asleep: were it counted, about 1
 
 
 def test_the_wall_timer_says_when_its_process_did_not_run_and_reads_torch_threads(

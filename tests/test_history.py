@@ -294,8 +294,8 @@ def test_a_session_timed_on_a_loaded_host_is_unmeasurable_never_failed_nor_saved
     assert "confirming" not in text and "baseline written" not in text
     result.stdout.fnmatch_lines(
         [
-            "test_sum: unmeasurable: its process waited for a CPU 60% of the time it timed "
-            "(another process had it)*run it on a quiet machine*",
+            "test_sum: unmeasurable: its process was ready to run but had no CPU 60% of the "
+            "time it timed*run it on a quiet machine*",
             "test_sum: not saved: unmeasurable (a loaded host; save it on a quiet one)",
             "gpubench: 2 unmeasurable (*)",
         ]
@@ -306,6 +306,24 @@ def test_a_session_timed_on_a_loaded_host_is_unmeasurable_never_failed_nor_saved
     assert baseline_file(history).read_bytes() == before
     monkeypatch.setenv("FAKE_CPU_WAIT", "0.1")  # a little waiting is judged as usual
     history.runpytest("--gpubench", NO_CONFIRM).assert_outcomes(passed=1, failed=1)
+
+
+@pytest.mark.slow
+def test_confirmations_timed_on_a_loaded_host_are_left_out(
+    history: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """test_sum 5% slower is flagged; its fresh processes waited for a CPU 60% of their
+    time: their sessions confirm nothing, and the verdict is unconfirmed, saying why."""
+    monkeypatch.setenv("FAKE_SCALES", json.dumps({"test_sum": 1.05}))
+    monkeypatch.setenv("FAKE_CHILD_CPU_WAIT", "0.6")
+    result = history.runpytest("--gpubench", "--gpubench-json=out.json", "-k", "test_sum")
+    result.assert_outcomes(passed=1, deselected=1)
+    [summed] = json.loads((history.path / "out.json").read_text())["results"]
+    assert summed["status"] == "unconfirmed" and summed["confirmations"] == []
+    assert (
+        "not confirmed: 2 confirming sessions left out: its process had no CPU for more "
+        in (summed["reason"])
+    )
 
 
 @pytest.mark.slow

@@ -120,6 +120,24 @@ def test_kernel_time_is_judged_beside_time_per_call_and_says_which_moved(
     assert summed["beside"] is None and "kernel time" not in summed["reason"], summed
     assert "kernel time not taken: 9 marks in the trace of 8 replays" in summed["note"]
 
+    # Taken on the first pair, not on the later ones: judged on the one, and the note says
+    # why the others have none.
+    monkeypatch.setenv("FAKE_BESIDE", "0.8")
+    monkeypatch.setenv("FAKE_BESIDE_FAIL_FROM", "2")
+    slower(repo, 1.06)  # unsure on its first pair at a strict level: more pairs
+    strict = ("--gpubench-alpha=0.0001", "--gpubench-pairing=lockstep")
+    repo.runpytest_subprocess("--gpubench-against=HEAD", "--gpubench-json=ab.json", *strict)
+    [summed] = [
+        r
+        for r in json.loads((repo.path / "ab.json").read_text())["results"]
+        if r["test"] == "test_sum"
+    ]
+    sides = summed["against"]["head_sessions"]
+    assert len(sides) > 1 and sides[0]["beside_ms"] > 0, summed
+    assert all("beside_ms" not in s for s in sides[1:]), sides
+    assert "kernel time not taken: 9 marks in the trace of 8 replays" in summed["note"]
+    assert summed["beside"]["current_sessions"] == 1
+
 
 def test_against_its_own_revision_both_sides_run_here(repo: pytest.Pytester) -> None:
     """Lockstep is the default pairing: no option asks for it."""

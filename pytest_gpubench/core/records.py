@@ -747,7 +747,7 @@ class Measurement:
     graph_ms: float | None = None
     # What made the samples unreliable ('' when nothing did): torch's threads, a busy host.
     caveat: str = ""
-    # The share of the time it timed that its process waited for a CPU another process had
+    # The share of the time it timed that its process was ready to run and had no CPU
     # (timing.wall: Linux's run delay; None: not known). Over MAX_CPU_WAIT (judge.gate): a
     # loaded host, and no verdict.
     cpu_wait: float | None = None

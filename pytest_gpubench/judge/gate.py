@@ -18,7 +18,7 @@ verdict decide it and are not written: a save of N sessions writes N. A session 
 judged against it.
 
 Before the statistics (rule.py), what makes a comparison meaningless: host timings whose
-process waited for a CPU another process had are ``unmeasurable``; a baseline timed by
+process was kept waiting for a CPU are ``unmeasurable``; a baseline timed by
 another timer is ``incomparable``; launches that match no binary of the baseline (other
 kernels, counts, grid, block, registers or shared memory: compiled code that chose another
 configuration) are ``changed``, never judged on time, with the time against the previous
@@ -57,8 +57,8 @@ CHANGES = frozenset({Status.REGRESSED, Status.IMPROVED, Status.MORE_MEMORY}) | O
 # matmul (lower precision inside, sparsity); the exploits it is for (skipped work, a result
 # computed before, a broken timer) beat it by orders.
 FLOOR_MARGIN = 3.0
-# A process that waited for a CPU more than this share of the time it timed timed the other
-# processes' load, not the code (timing.wall's run delay): its session is unmeasurable.
+# A process ready to run that had no CPU for more than this share of the time it timed timed
+# the host's load, not the code (timing.wall's run delay): its session is unmeasurable.
 MAX_CPU_WAIT = 0.2
 # How to accept a change: in a save's failure, and in its lines of what it left out.
 HOW_TO_ACCEPT = (
@@ -191,18 +191,6 @@ class Gate:
     def verdict(
         self, measurement: Measurement, entry: BaselineEntry | None, settings: MeasureSettings
     ) -> Verdict:
-        wait = measurement.cpu_wait
-        if wait is not None and wait > MAX_CPU_WAIT:
-            return Verdict(
-                Status.UNMEASURABLE,
-                reason=f"its process waited for a CPU {wait:.0%} of the time it timed (another "
-                "process had it): the times are the load's, not the code's; not judged, not "
-                "saved; run it on a quiet machine (fewer pytest-xdist workers, nothing else "
-                "running)",
-                reference_ms=entry.median_ms if entry is not None else None,
-                history_sessions=len(entry.history) if entry is not None else 0,
-                family=self.family,
-            )
         impossible = self.impossible(measurement)
         if impossible is not None:
             return impossible
@@ -223,7 +211,7 @@ class Gate:
             family=self.family,
         )
         if entry is None:
-            return base
+            return _loaded(measurement, base) or base
         launches = measurement.kernels
         if entry.timer != measurement.timer:
             changes = tuple(diff(entry.kernels, launches)) if entry.kernels and launches else ()
@@ -245,6 +233,9 @@ class Gate:
             baseline_binary=binary.fingerprint,
             reference_kernels=binary.kernels,
         )
+        loaded = _loaded(measurement, base)  # (after what load does not touch: timer, binary)
+        if loaded is not None:
+            return loaded
         first = measurement.record
         if first.n < MIN_JUDGED_SAMPLES:
             return replace(
@@ -304,13 +295,23 @@ class Gate:
     @staticmethod
     def confirmed(measurement: Measurement, children: Iterable[Measurement]) -> Measurement:
         """``measurement`` with the sessions of fresh processes that timed the same thing: the
-        same key, by the same timer, with enough samples to summarize."""
-        return measurement.with_confirmations(
+        same key, by the same timer, with enough samples to summarize, on a host that let
+        them run (a loaded one's are left out, its note saying so)."""
+        timed = [
             child
             for child in children
             if child.key == measurement.key
             and child.timer == measurement.timer
             and len(child.samples_ms) >= MIN_SAVED_SAMPLES
+        ]
+        kept = [child for child in timed if not _waited(child)]
+        confirmed = measurement.with_confirmations(kept)
+        if len(kept) == len(timed):
+            return confirmed
+        left = len(timed) - len(kept)
+        return confirmed.noted(
+            f"{left} confirming session{'s' if left != 1 else ''} left out: its process had no "
+            f"CPU for more than {MAX_CPU_WAIT:.0%} of the time it timed (a loaded host)"
         )
 
     def fails(self, verdict: Verdict) -> bool:
@@ -392,6 +393,28 @@ class Gate:
         confirmation found, so the history's spread keeps its flagged sessions."""
         own = replace(result.measurement, confirmations=())
         return Update.of(own, not recorded and self.starts_epoch(result.verdict))
+
+
+def _waited(measurement: Measurement) -> bool:
+    """Whether the measurement's process was ready to run and had no CPU for more than
+    MAX_CPU_WAIT of the time it timed (timing.wall's run delay)."""
+    return measurement.cpu_wait is not None and measurement.cpu_wait > MAX_CPU_WAIT
+
+
+def _loaded(measurement: Measurement, base: Verdict) -> Verdict | None:
+    """``base`` made ``unmeasurable`` where the measurement's process waited (_waited);
+    None otherwise."""
+    if not _waited(measurement):
+        return None
+    wait = measurement.cpu_wait or 0.0
+    return replace(
+        base,
+        status=Status.UNMEASURABLE,
+        reason=f"its process was ready to run but had no CPU {wait:.0%} of the time it timed "
+        "(other processes had them, or its CPU quota ran out): the times are the load's, "
+        "not the code's; not judged, not saved; run it on a quiet machine (fewer "
+        "pytest-xdist workers, nothing else running)",
+    )
 
 
 def _paired(verdict: Verdict) -> bool:

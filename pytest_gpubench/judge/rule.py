@@ -101,7 +101,6 @@ NOT_GATED_BEYOND = 0.5
 # an effect, at the screen's power): loose, it only buys fresh-process sessions.
 SCREEN_P = 0.05
 SCREEN_Z = float(special.ndtri(0.99))
-GATE_Z = float(special.ndtri(0.9))
 # After a look that decided nothing, more sessions are taken while the significance is
 # within this factor of the look's level (a borderline test), up to the cap.
 CONTINUE_FACTOR = 1e3
@@ -819,8 +818,9 @@ def decide(
     # a slowdown may still be as likely an excursion (a +5% session where a fifth of the
     # history's sessions are +2 to +16%): a first session that reads the threshold, less its
     # floor's noise, is confirmed whatever its significance. One that gates only more than
-    # its threshold promises that much ("can gate >= 7%"): a first session reading its gate,
-    # less the noise the gate's power allows, is confirmed (issue 45: +8.7% passed unasked).
+    # its threshold promises that much ("can gate >= 7%"): a first session reading more than
+    # its gate is confirmed (issue 45: +8.7% passed unasked); not less the noise, as above,
+    # which would confirm far more unchanged sessions of tests that cannot gate anyway.
     reaches = gateable <= threshold
     with np.errstate(invalid="ignore"):
         beyond_gate = ~reaches & (d > np.log1p(gateable))

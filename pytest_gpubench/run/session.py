@@ -137,7 +137,7 @@ def _besides(a: Sampler, b: Sampler) -> tuple[float | None, float | None, str]:
     try:
         mine, other = a.beside.alternate(b.beside, BESIDE_ROUNDS)
     except Exception as exc:  # (a user's function: its failures are its own to report)
-        return None, None, f"kernel time not taken: {exc}"
+        return None, None, f"kernel time not taken: {exc}"[:300]
     problems = [p for p in map(sample_problem, (*mine, *other)) if p]
     if not mine or not other or problems:
         return None, None, f"kernel time not taken: {problems[0] if problems else 'no sample'}"
@@ -813,7 +813,12 @@ class BenchSession:
         errors = sorted({run.error for run in runs if run.error})
         if len(measurement.sessions) == len(result.measurement.sessions):
             # Nothing confirmed it in this batch: the gate says what stands.
-            why = "; ".join(errors) or "no fresh process measured it (skipped or deselected there?)"
+            added = measurement.note.removeprefix(result.measurement.note).lstrip("; ")
+            why = (
+                "; ".join(errors)
+                or added
+                or "no fresh process measured it (skipped or deselected there?)"
+            )
             return self.gate.unconfirmed(dataclasses.replace(result, measurement=measurement), why)
         for error in errors:
             measurement = measurement.noted(error)

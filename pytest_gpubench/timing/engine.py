@@ -93,8 +93,8 @@ class Sampler:
     taken: tuple[float, ...] = ()
     # What made these samples unreliable, read once they are taken ('' when nothing did).
     caveat: Callable[[], str] = lambda: ""
-    # The share of the time it timed that the process waited for a CPU another process had
-    # (None: not known), read once the samples are taken: a host timer's loaded machine.
+    # The share of the time it timed that the process was ready to run and had no CPU (None:
+    # not known), read once the samples are taken: a host timer's loaded machine.
     cpu_wait: Callable[[], float | None] = lambda: None
     # The bytes one call holds at its peak above what was held before it (None: not known),
     # read once after sampling; None here: the device's allocator is read (timing.device).
@@ -371,7 +371,8 @@ def _cpu_wait(sampler: Sampler) -> float | None:
         return None
     if not isinstance(wait, int | float) or isinstance(wait, bool):
         return None
-    return float(wait) if 0 <= wait <= 1 else None
+    # (read around each sample, its window a little wider than the timed one's: at most 1)
+    return min(1.0, float(wait)) if wait >= 0 else None
 
 
 def _warm_enough(warm: list[float], plan: Plan, elapsed_after_next_s: float) -> bool:

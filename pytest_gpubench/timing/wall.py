@@ -37,14 +37,16 @@ def host_caveat(threads: int | None, busy: float | None) -> str:
 
 
 def run_delay_ns() -> int | None:
-    """Nanoseconds this thread has waited, runnable, for a CPU another process had (Linux's
-    schedstat ``run_delay``; None elsewhere). Unlike a low share of CPU time, it does not
-    count a function's own waits (sleeps, I/O, a device)."""
+    """Nanoseconds this thread has been ready to run without a CPU (other threads had them,
+    or its cgroup's quota ran out): Linux's schedstat ``run_delay``; None elsewhere, and
+    where the kernel keeps no such statistics (all zeros). Unlike a low share of CPU time,
+    it does not count a function's own waits (sleeps, I/O, a device)."""
     try:
         with open("/proc/thread-self/schedstat", encoding="ascii") as stats:
-            return int(stats.read().split()[1])
-    except (OSError, ValueError, IndexError):
+            ran, waited = (int(v) for v in stats.read().split()[:2])
+    except (OSError, ValueError):
         return None
+    return waited if ran else None  # (a thread that reads the file has run)
 
 
 def torch_threads() -> int | None:

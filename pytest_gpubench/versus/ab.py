@@ -634,6 +634,9 @@ def paired_result(
     infos = {k: v for b, _ in pairs for k, v in b.session_infos.items()}
     measured = h_first.with_confirmations(h for _, h in pairs[1:])
     measured = dataclasses.replace(measured, session_infos={**infos, **measured.session_infos})
+    for note in dict.fromkeys(h.note for _, h in pairs[1:]):  # what a later pair noted too
+        if note and note not in measured.note:
+            measured = measured.noted(note)
     return Result(measured, verdict)
 
 
@@ -650,14 +653,18 @@ def _beside(
     pair took it (duos, other timers)."""
     pairs = [
         (SessionSummary(b.beside_ms, 1, math.nan), SessionSummary(h.beside_ms, 1, math.nan))
-        for b, h in zip(paired.base_sessions[: paired.pairs], paired.head_sessions, strict=False)
+        for b, h in zip(
+            paired.base_sessions[: paired.pairs], paired.head_sessions[: paired.pairs], strict=True
+        )
         if b.beside_ms is not None and h.beside_ms is not None
     ]
     if not pairs:
         return None
     base, head = zip(*pairs, strict=True)
     kernel_time = f"{paired.label}'s kernel time"
-    return _judged(paired, base, head, "cupti-graph", launches, measure, gate, design, kernel_time)
+    return _judged(
+        paired, base, head, "cupti-graph", launches, measure, gate, design, against=kernel_time
+    )
 
 
 def _judged(
@@ -669,6 +676,7 @@ def _judged(
     measure: MeasureSettings,
     gate: Gate,
     design: PairDesign,
+    *,
     against: str,
     versus: Versus | None = None,
 ) -> Judgement:
@@ -729,7 +737,16 @@ def paired_verdict(
         for side in (paired.base_sessions, paired.head_sessions)
     )
     judgement = _judged(
-        paired, base, head, timer, launches, measure, gate, design, paired.label, versus
+        paired,
+        base,
+        head,
+        timer,
+        launches,
+        measure,
+        gate,
+        design,
+        against=paired.label,
+        versus=versus,
     )
     beside = _beside(paired, launches, measure, gate, design)
     status, reason = judgement.status, judgement.reason + _beside_text(judgement, beside)
