@@ -40,7 +40,8 @@
 # fresh processes, and a run after more:process was named -here).
 # AB_ARGS (start): options every run of the plan gets before its step's own, e.g.
 # AB_ARGS="--gpubench-pairing=lockstep --gpubench-threshold=2%" (issue 44: both sides in one
-# process); a run with --gpubench-pairing=lockstep is named -lockstep.
+# process); a run with --gpubench-pairing=lockstep is named -lockstep. AB_SELECT (start): a
+# pytest -k expression every run of the plan gets (AB_ARGS splits on spaces).
 # Each run's report is $LOGS/NN-STEP.json, its output .txt; runs.tsv lists them with seconds.
 # GPU=N (start and poll) runs a plan on GPU N only, beside other plans on other GPUs of the
 # host: its own logs, tree copy and bisect repository, the installed package the first plan's
@@ -122,6 +123,7 @@ run_step() {
     (cd "$dir" && python3 -m pytest_gpubench bisect "${how[@]}") > "$logs/$name.txt" 2>&1
   else
     # shellcheck disable=SC2086  # AB_ARGS: one option per word
+    [ -z "${AB_SELECT:-}" ] || args+=(-k "$AB_SELECT")
     (cd "$dir" && python3 -m pytest -q -p no:cacheprovider --gpubench ${AB_ARGS:-} "${args[@]}" \
        --gpubench-json="$logs/$name.json") > "$logs/$name.txt" 2>&1
   fi

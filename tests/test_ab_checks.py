@@ -105,6 +105,44 @@ def test_the_tally_counts_slowdowns_sized_in_time_on_the_issues_rows(tmp_path: P
     )
 
 
+def test_a_slow_run_plants_the_loop_kernels_too_a_slowtime_run_only_the_copies(
+    tmp_path: Path,
+) -> None:
+    """Issue 44's "+2% more work": a slow run grows the loop kernels' iterations as it grows
+    the copies' blocks, so both are planted there; a slowtime run sizes only the copies, so
+    its loop kernels are untouched tests whose verdict regressed would be false."""
+    summary = bench_module("ab_summary")
+    (tmp_path / "runs.tsv").write_text(
+        "01-slow-user-0.02-2pct\tslow\tuser\t0.02\t2%\t40\t1\n"
+        "02-slowtime-user-0.02-2pct\tslowtime\tuser\t0.02\t2%\t60\t1\n"
+    )
+    slow = [
+        _result("test_spin_work[512]", "regressed", 1.02, 0.04),
+        _result("test_spin_work[2560]", "unsure", 1.017, 0.2),
+        _result("test_copy_blocks[67108864]", "regressed", 1.021, 0.13),
+    ]
+    slowtime = [_result("test_spin_work[512]", "regressed", 1.02, 0.04)]
+    for name, results in (
+        ("01-slow-user-0.02-2pct", slow),
+        ("02-slowtime-user-0.02-2pct", slowtime),
+    ):
+        (tmp_path / f"{name}.json").write_text(json.dumps({"results": results}))
+    text = summary.tally([tmp_path])
+    assert (
+        "| +2% work at a 2% threshold, 20-100 us loop | caught in >= 9 of 10 | 1 | caught 1 |"
+        in text
+    )
+    assert (
+        "| +2% work at a 2% threshold, >=100 us loop | caught in >= 9 of 10 | 1 "
+        "| caught 0, 1 unsure; the pairs read +1.7%" in text
+    )
+    assert (
+        "| +2% work at a 2% threshold, >=100 us copy | caught in >= 9 of 10 | 1 | caught 1 |"
+        in text
+    )
+    assert "| the untouched tests of slowdown runs | 0 false | 2 | 1 with a false verdict |" in text
+
+
 def _paired(key: str, starts: list[tuple[str, str, str]], status: str = "same") -> dict:
     """An A/B result whose pairs' processes are ``starts``: (side, second it started, GPU),
     base and head alternating in pair order. A process's session id is its start: the tests

@@ -184,3 +184,29 @@ def test_block_size_config(gpubench):
     src, dst = torch.randn(n, device="cuda"), torch.empty(n, device="cuda")
     gpubench(lambda: _copy_kernel[(triton.cdiv(n, block),)](src, dst, n, BLOCK=block))
     torch.testing.assert_close(dst, src)
+
+
+@triton.jit
+def _spin_kernel(x_ptr, y_ptr, iters, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + offsets)
+    for _ in range(iters):  # a runtime count: the same binary and launch at any count
+        v = v * 0.999 + 0.001
+    tl.store(y_ptr + offsets, v)
+
+
+SPIN_ELEMENTS = 1 << 21  # 2048 programs of 1024: whole waves on 132 SMs do not matter here
+
+
+@pytest.mark.parametrize("iters", [128, 512, 2560])
+def test_spin_work(gpubench, iters):
+    """Work whose time follows its amount: a loop of dependent multiply-adds in registers, one
+    load and one store per element, its count grown by GPUBENCH_USER_SLOWDOWN. A copy's
+    planted blocks change its time by what its buffers' placement in memory makes of them,
+    which differs between processes (bench/results/h200-2026-12-03); this loop's do not."""
+    k = round(iters * (1 + knob("SLOWDOWN", 0.0)))
+    x = torch.rand(SPIN_ELEMENTS, device="cuda")
+    y = torch.empty_like(x)
+    gpubench(lambda: _spin_kernel[(SPIN_ELEMENTS // 1024,)](x, y, k, BLOCK=1024))
+    expected = 1 + (x.double() - 1) * 0.999**k  # the loop's closed form
+    torch.testing.assert_close(y.double(), expected, atol=1e-4, rtol=1e-4)
