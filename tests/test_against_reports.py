@@ -661,6 +661,60 @@ def test_a_reports_costs_read_back_and_a_later_releases_steps_are_left_out() -> 
     assert back == dataclasses.replace(costs, sampling_s=0.0)
 
 
+def test_a_failure_its_kernel_time_decided_is_asked_of_a_second_process_kernel_time() -> None:
+    """The time per call unsure and the kernel time 5% slower: the test regressed on its
+    kernel time, and a second process bears that out by its own kernel time (not by its
+    time per call, as unsure there as here), or leaves the test unsure."""
+    from pytest_gpubench.versus import lockstep
+
+    measure = MeasureSettings(threshold=0.02, alpha=0.01)
+    noisy = [1.05, 0.96, 1.04, 0.97, 1.0]  # per call: unsure either way
+
+    def verdict(kernel: float) -> Verdict:
+        base = tuple(
+            SessionRecord(f"b{i}", 1.0, 30, 0.001, beside_ms=0.8 * (1 + 0.0005 * (-1) ** i))
+            for i in range(5)
+        )
+        head = tuple(
+            SessionRecord(f"h{i}", ms, 30, 0.001, beside_ms=kernel * (1 - 0.0005 * (-1) ** i))
+            for i, ms in enumerate(noisy)
+        )
+        return ab.paired_verdict(
+            Paired("main", SHA, base, head, pairs=5, lockstep=True),
+            timer="cuda-graph",
+            launches=1,
+            measure=measure,
+            gate=Gate(confirm=0, family=1),
+            design=ab.design_of(5, more=False),
+        )
+
+    mine = verdict(0.84)
+    assert mine.status is Status.REGRESSED and mine.beside is not None, mine.reason
+    assert "the kernel time moved, the time per call was unsure" in mine.reason
+    measurement = Measurement(
+        key="test_k.py::test_k",
+        test="test_k",
+        timer="cuda-graph",
+        samples_ms=tuple(1.0 * math.exp(s) for s in SPREAD),
+        warmup=3,
+        calls_per_sample=1,
+        threshold=0.02,
+        session="h0",
+    )
+    failed = Result(measurement, mine)
+    kept = lockstep._as_second_process_says(failed, verdict(0.84), "", measure)
+    assert kept.status is Status.REGRESSED, kept.verdict.reason
+    assert "a second process's 5 pairs read +0.3% by cuda-graph, kernel time +5.0%" in (
+        kept.verdict.reason
+    )
+    dropped = lockstep._as_second_process_says(failed, verdict(0.8), "", measure)
+    assert dropped.status is Status.UNSURE
+    assert dropped.verdict.reason.startswith(
+        "a second process's 5 pairs read +0.3% by cuda-graph, kernel time +0.0%, which does "
+        "not bear out this process's pairs"
+    )
+
+
 def test_kernel_time_is_judged_on_the_pairs_that_took_it_on_both_sides() -> None:
     """A pair whose kernel time one side lacks (taking it failed there) is left out of the
     kernel time's judgement, not the whole judgement; with none left there is none."""
@@ -683,10 +737,14 @@ def test_kernel_time_is_judged_on_the_pairs_that_took_it_on_both_sides() -> None
         )
 
     verdict = judged([0.8, None, 0.8, 0.8, 0.8], [0.88, 0.88, None, 0.88, 0.88])
-    assert verdict.status is Status.SAME and verdict.beside is not None
+    # The time per call ruled a change out, the kernel time moved: unsure, said.
+    assert verdict.status is Status.UNSURE and verdict.beside is not None
     assert verdict.beside.status is Status.REGRESSED and verdict.beside.current_sessions == 3
     assert verdict.beside.reason.startswith(
         "slower by 10.0% than main (01234567)'s kernel time over 3 pairs in lockstep"
     )
-    assert "; kernel time slower by 10.0% (regressed): the kernel time moved" in verdict.reason
+    assert (
+        "; kernel time slower by 10.0% (regressed): the kernel time moved, the time per call "
+        "did not" in verdict.reason
+    )
     assert judged([None] * 5, [0.88] * 5).beside is None

@@ -649,8 +649,9 @@ def _beside(
 ) -> Judgement | None:
     """A call's kernel time (timing.engine.Beside: a graph-timed call's, the only one that
     takes it) judged on the pairs that took it on both sides, as its time per call was,
-    with its own spread (the prior of ``cupti-graph``, whose number it is); None where no
-    pair took it (duos, other timers)."""
+    with its own spread (the prior of ``cupti-graph``, whose number it is), each of the two
+    numbers at half the test's level (:func:`paired_verdict`); None where no pair took it
+    (duos, other timers)."""
     pairs = [
         (SessionSummary(b.beside_ms, 1, math.nan), SessionSummary(h.beside_ms, 1, math.nan))
         for b, h in zip(
@@ -663,7 +664,16 @@ def _beside(
     base, head = zip(*pairs, strict=True)
     kernel_time = f"{paired.label}'s kernel time"
     return _judged(
-        paired, base, head, "cupti-graph", launches, measure, gate, design, against=kernel_time
+        paired,
+        base,
+        head,
+        "cupti-graph",
+        launches,
+        measure,
+        gate,
+        design,
+        against=kernel_time,
+        numbers=2,
     )
 
 
@@ -679,15 +689,17 @@ def _judged(
     *,
     against: str,
     versus: Versus | None = None,
+    numbers: int = 1,
 ) -> Judgement:
     """The pair rule on ``paired``'s pairs' ``base`` and ``head`` numbers; ``against``
-    names the base side in the reason."""
+    names the base side in the reason; ``numbers``: how many numbers of each test are
+    judged (the family counts each)."""
     return judge_pairs(
         base,
         head,
         threshold=measure.threshold,
         alpha=measure.alpha,
-        family=gate.family,
+        family=gate.family * numbers,
         timer=timer,
         launches=launches,
         fail_on_improvement=gate.fail_on_improvement,
@@ -699,19 +711,29 @@ def _judged(
     )
 
 
-def _beside_text(judgement: Judgement, beside: Judgement | None) -> str:
-    """What the reason adds about the kernel time: its change and status, and which of the
-    two moved where one did and the other was ruled out."""
+MOVED = (Status.REGRESSED, Status.IMPROVED)
+
+
+def with_kernel_time(judgement: Judgement, beside: Judgement | None) -> tuple[Status, str]:
+    """The status of a test judged on its time per call (``judgement``) and its kernel time
+    (``beside``), and what the reason adds. The kernel time decides where it moved and the
+    time per call is unsure: it is the steadier number (a kernel library's graph-timed
+    pairs spread 0.22% in kernel time against 1.27% per call, bench/results/h200-2026-12-03).
+    Where one moved and the other ruled a change out, or they moved apart, it is unsure."""
+    status = judgement.status
     if beside is None or beside.ratio is None:
-        return ""
+        return status, ""
     verb = "slower" if beside.ratio >= 1 else "faster"
     text = f"; kernel time {verb} by {abs(beside.ratio - 1):.1%} ({beside.status.value})"
-    moved = (Status.REGRESSED, Status.IMPROVED)
-    if judgement.status in moved and beside.status is Status.SAME:
-        text += ": the time per call moved, the kernel time did not"
-    elif beside.status in moved and judgement.status is Status.SAME:
-        text += ": the kernel time moved, the time per call did not"
-    return text
+    if beside.status not in MOVED or beside.status is status:
+        if status in MOVED and beside.status is Status.SAME:
+            text += ": the time per call moved, the kernel time did not"
+        return status, text
+    if status is Status.UNSURE:
+        return beside.status, text + ": the kernel time moved, the time per call was unsure"
+    if status is Status.SAME:
+        return Status.UNSURE, text + ": the kernel time moved, the time per call did not"
+    return Status.UNSURE, text + ": the kernel time and the time per call moved apart"
 
 
 def paired_verdict(
@@ -736,6 +758,7 @@ def paired_verdict(
         [r.summary for r in side[: paired.pairs]]
         for side in (paired.base_sessions, paired.head_sessions)
     )
+    beside = _beside(paired, launches, measure, gate, design)
     judgement = _judged(
         paired,
         base,
@@ -747,9 +770,10 @@ def paired_verdict(
         design,
         against=paired.label,
         versus=versus,
+        numbers=1 if beside is None else 2,
     )
-    beside = _beside(paired, launches, measure, gate, design)
-    status, reason = judgement.status, judgement.reason + _beside_text(judgement, beside)
+    status, text = with_kernel_time(judgement, beside)
+    reason = judgement.reason + text
     if kernel_changes:
         reason += "; other launches than the revision's: " + "; ".join(kernel_changes)
         if status in (Status.SAME, Status.UNSURE):

@@ -44,7 +44,7 @@ from types import FunctionType, ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import GpubenchError
-from ..core.records import Costs, Measurement, Result, Status, Verdict
+from ..core.records import Costs, Judgement, Measurement, Result, Status, Verdict
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import Gate
 from ..judge.pairs import DUO_PAIRS, lockstep_process_sigma, second_process_agrees
@@ -798,6 +798,13 @@ def _other_inputs(result: Result, changed: str) -> Result:
     )
 
 
+def _change(judgement: Judgement) -> str:
+    """A judgement's change, "+0.0%" for a change that rounds to nothing either way."""
+    if judgement.ratio is None:
+        return "nothing"
+    return f"{judgement.ratio - 1:+.1%}".replace("-0.0%", "+0.0%")
+
+
 def _as_second_process_says(
     result: Result, theirs: Verdict | None, error: str, measure: MeasureSettings
 ) -> Result:
@@ -812,16 +819,25 @@ def _as_second_process_says(
             result, measurement=result.measurement.noted(f"no second process: {why}"[:300])
         )
     other = theirs.judgement
-    moved = f"{other.ratio - 1:+.1%}" if other.ratio is not None else "nothing"
+    moved = _change(other)
     timer = result.measurement.timer  # whose number it read (a kernel time has its own clause)
     said = f"a second process's {other.current_sessions} pairs read {moved} by {timer}"
     base_ms = verdict.reference_ms or result.measurement.median_ms
-    agrees = second_process_agrees(
-        judgement,
-        other,
-        threshold=measure.threshold,
-        alpha=measure.alpha,
-        process_sigma=lockstep_process_sigma(base_ms, timer),
+    # Each number that failed the test is asked of the second process's same number: the
+    # time per call, and the kernel time where it moved as the verdict did (it may decide).
+    asked = [(judgement, other, timer)]
+    if verdict.beside is not None and verdict.beside.status is verdict.status and theirs.beside:
+        asked.append((verdict.beside, theirs.beside, "cupti-graph"))
+        said += f", kernel time {_change(theirs.beside)}"
+    agrees = any(
+        second_process_agrees(
+            first,
+            second,
+            threshold=measure.threshold,
+            alpha=measure.alpha,
+            process_sigma=lockstep_process_sigma(base_ms, number),
+        )
+        for first, second, number in asked
     )
     if agrees:
         reason = f"{verdict.reason}; {said}"
