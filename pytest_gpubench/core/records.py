@@ -1108,7 +1108,7 @@ class Verdict:
     # changed binary, the revision's): the per-kernel table of a failure compares them.
     reference_kernels: tuple[Launch, ...] = ()
     # Against a revision in lockstep: a graph-timed call's kernel time judged on its own
-    # pairs beside its time per call; it fails nothing itself (the reason says it).
+    # pairs beside its time per call; it decides where that is unsure (versus.ab).
     beside: Judgement | None = None
 
     @property
