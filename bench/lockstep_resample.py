@@ -4,11 +4,14 @@ Every measurement of a committed A/A run timed in lockstep in the run's own proc
 recorded process of its test (key: the test and its timer): its first pair, and where the
 run found the test unsure, the 4 more pairs that process set up again. Each process is
 judged as a run judges it (judge.pairs.judge_pairs, the lockstep design, alpha 0.01 over
-the run's measurements): on its first pair, then on its five where it took more. A failure
-(`regressed`) is judged again against each other recorded process of the test that has
-five pairs (always one of another run: outside the first), and stands where
-judge.pairs.second_process_agrees says that process bears it out; the expected failures of
-a process are its flag times the share of second processes that agree.
+the run's measurements): on its first pair, then on its five where it took more; where every
+pair took the kernel time beside the time per call (since 2026-12-02), on both numbers, each
+at half the level, the kernel time deciding where the time per call is unsure
+(versus.ab.with_kernel_time). A failure (`regressed`) is judged again against each other
+recorded process of the test that has five pairs (always one of another run: outside the
+first), and stands where judge.pairs.second_process_agrees says that process bears it out
+by a number that failed it; the expected failures of a process are its flag times the
+share of second processes that agree.
 
 Then the same with every pair's difference shifted by +s, as if a change of s were planted
 in every process. A process of one recorded pair that the shift leaves unsure is left out
@@ -34,6 +37,7 @@ from pytest_gpubench.judge.pairs import (
     lockstep_process_sigma,
     second_process_agrees,
 )
+from pytest_gpubench.versus.ab import with_kernel_time
 
 sys.path.insert(0, str(Path(__file__).parent))
 from ab_summary import committed_archives  # noqa: E402
@@ -47,13 +51,14 @@ CHECKS = ((0.0, 0.01), (0.0, 0.02), (0.0, 0.05), (0.01, 0.01), (0.02, 0.02), (0.
 @dataclass(frozen=True)
 class Process:
     """One recorded process of a test: its pairs' base and head medians (ms), the run's
-    family."""
+    family, and its pairs' kernel times where every pair took them (else empty)."""
 
     key: tuple[str, str]
     run: str
     base: tuple[float, ...]
     head: tuple[float, ...]
     family: int
+    kernel: tuple[tuple[float, ...], tuple[float, ...]] | tuple[()] = ()
 
 
 def processes(archives: list[Path]) -> list[Process]:
@@ -72,19 +77,37 @@ def processes(archives: list[Path]) -> list[Process]:
                     continue  # its more pairs came from fresh processes
                 key = (result["test"], result["timer"])
                 run = f"{archive.parent.name}/{archive.name}:{name}"
-                found.append(Process(key, run, tuple(pairs[0]), tuple(pairs[1]), family))
+                beside = pairs_of(result, "beside_ms")
+                kernel = (tuple(beside[0]), tuple(beside[1])) if beside else ()
+                found.append(Process(key, run, tuple(pairs[0]), tuple(pairs[1]), family, kernel))
     return found
 
 
-def judged(p: Process, n: int, shift: float, threshold: float) -> Judgement:
-    factor = math.exp(shift)
+@dataclass(frozen=True)
+class Judged:
+    """A process's verdict on its first ``n`` pairs: the status, the time per call's
+    judgement and the kernel time's (None where it took none)."""
+
+    status: Status
+    time: Judgement
+    kernel: Judgement | None
+
+
+def _judge(
+    base: tuple[float, ...],
+    head: tuple[float, ...],
+    timer: str,
+    family: int,
+    factor: float,
+    threshold: float,
+) -> Judgement:
     return judge_pairs(
-        [SessionSummary(b, 1, math.nan) for b in p.base[:n]],
-        [SessionSummary(h * factor, 1, math.nan) for h in p.head[:n]],
+        [SessionSummary(b, 1, math.nan) for b in base],
+        [SessionSummary(h * factor, 1, math.nan) for h in head],
         threshold=threshold,
         alpha=ALPHA,
-        family=p.family,
-        timer=p.key[1],
+        family=family,
+        timer=timer,
         # launches left at 1 (the archives keep no launch count): it matters only to a timer
         # LOCKSTEP_SIGMA has no table for (`cupti`: 2 of the recorded processes).
         design=LOCKSTEP_DESIGN,
@@ -92,11 +115,24 @@ def judged(p: Process, n: int, shift: float, threshold: float) -> Judgement:
     )
 
 
-def first_process(p: Process, shift: float, threshold: float) -> Judgement | None:
+def judged(p: Process, n: int, shift: float, threshold: float) -> Judged:
+    """As a run judges it: both numbers where the process took both, at half the level each
+    (a planted change shifts both alike)."""
+    factor = math.exp(shift)
+    numbers = 2 if p.kernel else 1
+    time = _judge(p.base[:n], p.head[:n], p.key[1], p.family * numbers, factor, threshold)
+    if not p.kernel:
+        return Judged(time.status, time, None)
+    base, head = p.kernel
+    kernel = _judge(base[:n], head[:n], "cupti-graph", p.family * 2, factor, threshold)
+    return Judged(with_kernel_time(time, kernel)[0], time, kernel)
+
+
+def first_process(p: Process, shift: float, threshold: float) -> Judged | None:
     """The run's verdict on its own process's pairs; None where it would have taken more
     pairs than were recorded."""
     j = judged(p, LOCKSTEP_DESIGN.first, shift, threshold)
-    if not j.needs_confirmation:
+    if not j.time.needs_confirmation:
         return j
     if len(p.base) < LOCKSTEP_DESIGN.cap:
         return None
@@ -117,18 +153,30 @@ def failure_share(
     seconds = [o for o in others if len(o.base) >= LOCKSTEP_DESIGN.cap]
     if not seconds:
         return None
-    sigma = lockstep_process_sigma(p.base[0], p.key[1])
     agree = [
-        second_process_agrees(
-            first,
-            judged(o, LOCKSTEP_DESIGN.cap, shift, threshold),
-            threshold=threshold,
-            alpha=ALPHA,
-            process_sigma=sigma,
-        )
+        bears_out(first, judged(o, LOCKSTEP_DESIGN.cap, shift, threshold), p, threshold)
         for o in seconds
     ]
     return sum(agree) / len(agree), True
+
+
+def bears_out(first: Judged, second: Judged, p: Process, threshold: float) -> bool:
+    """Whether a second process bears out a failure by a number that failed it, as
+    versus.lockstep asks: the time per call, and the kernel time where it moved as the
+    verdict did."""
+    asked = [(first.time, second.time, p.key[1])]
+    if first.kernel is not None and first.kernel.status is first.status and second.kernel:
+        asked.append((first.kernel, second.kernel, "cupti-graph"))
+    return any(
+        second_process_agrees(
+            mine,
+            theirs,
+            threshold=threshold,
+            alpha=ALPHA,
+            process_sigma=lockstep_process_sigma(p.base[0], timer),
+        )
+        for mine, theirs, timer in asked
+    )
 
 
 def bin_of(ms: float) -> str:

@@ -46,7 +46,7 @@ from .core.settings import (
 )
 from .core.version import __version__
 from .judge.gate import Gate
-from .judge.rule import MIN_GATED_SESSIONS
+from .judge.rule import MIN_GATED_SESSIONS, SHORT_GATE
 from .report import baselines
 from .report import summary as report
 from .run import helpers, processes
@@ -775,10 +775,9 @@ COMPARE_DESCRIPTION = (
     "--gpubench-json, with the plugin's rule: per test, BASE's sessions (its first and any "
     "confirmations) are the history, HEAD's the current sessions. Another timer makes a test "
     "incomparable, other launches (kernels, grid, block, registers, shared memory) changed, "
-    f"too few samples unstable. A test with fewer than {MIN_GATED_SESSIONS} BASE sessions is "
-    "not gated (one "
-    "session tells no spread between sessions): a compare of two files of single sessions "
-    "fails nothing. "
+    f"too few samples unstable. A test with fewer than {MIN_GATED_SESSIONS} BASE sessions "
+    f"gates only a change of {SHORT_GATE:.0%} or more, on its timer's prior (one session "
+    "tells no spread between sessions). "
     "Given one file of an A/B run (pytest --gpubench-against REF --gpubench-json), judge its "
     "pairs again with the pair rule, the run's design and levels (--threshold and --alpha "
     "override them), and print its table: both sides' medians, the change with its "

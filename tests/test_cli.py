@@ -312,25 +312,30 @@ def test_compare_of_plugin_result_files(
     fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ):
     """Result files as the plugin writes them hold one session of each test it did not
-    confirm, and one BASE session tells no spread between sessions: a true A/A and a 30%
-    slowdown both pass, not gated, saying how many BASE sessions would gate."""
+    confirm, and one BASE session tells no spread between sessions: it gates only a change
+    of 50% or more, on the timer's prior. A true A/A and a 30% slowdown pass, saying how many
+    BASE sessions would gate the threshold; a 60% slowdown fails (issue 45: it passed)."""
     fake.makepyfile(test_bench=BENCH)
     fake.runpytest("--gpubench", NO_CONFIRM, "--gpubench-json=base.json").assert_outcomes(passed=2)
     monkeypatch.setenv("FAKE_SEED", "2")
     fake.runpytest("--gpubench", NO_CONFIRM, "--gpubench-json=same.json").assert_outcomes(passed=2)
     monkeypatch.setenv("FAKE_SCALE", "1.3")
     fake.runpytest("--gpubench", NO_CONFIRM, "--gpubench-json=slow.json").assert_outcomes(passed=2)
+    monkeypatch.setenv("FAKE_SCALE", "1.6")
+    fake.runpytest("--gpubench", NO_CONFIRM, "--gpubench-json=slower.json")
     assert cli.main(["compare", "base.json", "same.json"]) == 0
     capsys.readouterr()
     assert cli.main(["compare", "base.json", "slow.json"]) == 0
     out = capsys.readouterr().out
-    assert "+30.0%" in row(out, "test_sum") and "not gated" in row(out, "test_sum")
+    assert "+30.0%" in row(out, "test_sum") and "ok (noisy)" in row(out, "test_sum")
     [why] = [line for line in out.splitlines() if line.startswith("test_sum: ")]
     assert fnmatch(
         why,
-        "test_sum: not gated: slower by 30.0% vs history of 1 session; *1 session* no spread "
-        "between sessions; 3 sessions like these would gate 5%",
+        "test_sum: ok: slower by 30.0% vs history of 1 session, bar *; noisy: can gate >= 50.0% "
+        "(1 session tells no spread between sessions; 3 sessions like these would gate 5%)",
     )
+    assert cli.main(["compare", "base.json", "slower.json"]) == 1
+    assert "regressed" in row(capsys.readouterr().out, "test_sum")
 
 
 # --- show -----------------------------------------------------------------------------------

@@ -96,8 +96,8 @@ def test_a_host_caveat_is_said_where_the_history_cannot_gate_and_nowhere_else() 
     gated = gate.verdict(steady, baseline(*[1.0, 1.001, 0.999] * 7), SETTINGS)
     assert gated.status is Status.OK and gated.judgement is not None and gated.judgement.gated
     assert caveat not in gated.reason  # a test that gates needs no excuse
-    short = gate.verdict(steady, baseline(1.0), SETTINGS)
-    assert short.status is Status.NOT_GATED
+    short = gate.verdict(steady, baseline(1.0), SETTINGS)  # gates only 50%: noisy
+    assert short.status is Status.OK and short.noisy
     assert short.reason.endswith(f"; on this host {caveat}")
 
 

@@ -295,7 +295,7 @@ def test_improved_fails_with_fail_on_improvement(
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         [
-            # noisy at alpha / 2 (improvements fail too): "; noisy: can gate >= 6%"
+            # noisy at alpha / 2 (improvements fail too): "; noisy: can gate >= 6.x%"
             "test_sum improved: 1.00 ms -> 800 µs (-20.0%; bar *%, 1 session against the "
             "history of 3, threshold 5%*); refresh the baseline with --gpubench-save "
             "--gpubench-accept"

@@ -438,6 +438,12 @@ def bar_of_change(bar: float, ratio: float) -> float:
     return bar if ratio >= 1 else 1 - 1 / (1 + bar)
 
 
+def can_gate(gateable: float) -> str:
+    """What a noisy test can gate, as the table's gate column prints it (one decimal: "gate
+    6.5%" beside "can gate >= 7%" read as two numbers)."""
+    return f"can gate >= {gateable:.1%}"
+
+
 # --- a ratio to a reference function (gpubench(fn, x, reference=ref)) ------------------------
 
 # A ratio measurement's key is its function's key and this (its node id stays the part before

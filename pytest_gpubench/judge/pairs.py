@@ -29,7 +29,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special  # not scipy.stats: rule.py says why
 
-from ..core.records import RATIO_SUFFIX, Judgement, SessionSummary, Status, Versus, bar_of_change
+from ..core.records import (
+    RATIO_SUFFIX,
+    Judgement,
+    SessionSummary,
+    Status,
+    Versus,
+    bar_of_change,
+    can_gate,
+)
 from ..core.samples import sample_problem
 from .rule import (
     LOG_MAX,
@@ -477,7 +485,7 @@ def judge_pairs(
     z = float(t_quantile(float(dec.df[0]), level))
     gates = gateable <= NOT_GATED_BEYOND  # a gate of hundreds of percent is no gate
     if status is Status.UNSURE and units >= design.cap and gates:
-        reason += f"; unsure at the cap of {cap}: can gate >= {gateable:.1%}"
+        reason += f"; unsure at the cap of {cap}: {can_gate(gateable)}"
     elif status is Status.UNSURE and units >= design.cap:
         reason += (
             f"; unsure at the cap of {cap}: it could not catch a slowdown under "

@@ -63,6 +63,7 @@ from ..core.records import (
     Status,
     Versus,
     bar_of_change,
+    can_gate,
     is_ratio,
 )
 from ..core.samples import MAX_SAMPLE_MS, MIN_SAMPLE_MS, sample_problem
@@ -89,8 +90,11 @@ MAX_RATE_WEIGHT = 10.0
 SIZE_WEIGHT = 2.0
 # Nothing is steadier between sessions than this (medians are stored to 6 digits).
 MIN_SIGMA = 2e-4
-# A history shorter than this tells no spread between sessions: not gated.
+# A history shorter than this tells no spread between sessions: it gates only a change of
+# SHORT_GATE or more, judged on its timer's prior (issue 45: one saved session let a 50%
+# slowdown pass as `not gated`), each flagged session confirmed in fresh processes.
 MIN_GATED_SESSIONS = 3
+SHORT_GATE = 0.5
 # A spread known mostly (three quarters) from the prior (its weight over the history's) is
 # not the test's own: not gated.
 MAX_PRIOR_SHARE = 0.75
@@ -791,7 +795,9 @@ def decide(
         d = np.where(n >= 3, _nanmedian(np.where(present, y, np.nan)), 0.0)
         d = np.where(n < 3, np.nansum(np.where(present, y, 0.0), axis=-1) / n, d)
     se = _change_se(f, n)
-    effect = math.log1p(threshold)
+    # A short history (under min_sessions) promises only SHORT_GATE: its effect is that.
+    short = (f.k >= 1) & (f.k < min_sessions)
+    effect = np.where(short, math.log1p(max(threshold, SHORT_GATE)), math.log1p(threshold))
     final = (design.cap == 0) | (n > 1)
     up = final & (p_up < level) & (d > effect - Z_POWER * se)
     down = final & (p_down < level) & (-d > effect - Z_POWER * se)
@@ -804,6 +810,8 @@ def decide(
         gateable = np.expm1(sig_cap + q * spread[..., 0])
     gated = (f.k >= min_sessions) & (f.prior_share <= MAX_PRIOR_SHARE)
     gated &= gateable <= NOT_GATED_BEYOND
+    gateable = np.where(short, np.maximum(gateable, SHORT_GATE), gateable)
+    gated |= short & (gateable <= SHORT_GATE)
     # The bar shown is the change that fails at the look that decides: a first session that
     # will be confirmed is shown the bar of the first confirmed look (as many sessions, all
     # at that change).
@@ -1022,7 +1030,9 @@ def judge_many(
         prior = PriorArrays.joined(parts)
         dec = decide(h, c, c_se, prior, threshold=threshold, alpha1=alpha1, design=design)
         rows = _rows(dec)
-        gated = [row for row, values in enumerate(rows) if values.gated]
+        # A short history's gated rows say why they gate only SHORT_GATE: one by one.
+        short = len(cases[indices[0]].history) < MIN_GATED_SESSIONS
+        gated = [row for row, values in enumerate(rows) if values.gated and not short]
         made = _gated_judgements(
             [rows[row] for row in gated],
             len(cases[indices[0]].history),
@@ -1033,7 +1043,7 @@ def judge_many(
         for row, judgement in zip(gated, made, strict=True):
             judgements[indices[row]] = judgement
         for row, (i, values) in enumerate(zip(indices, rows, strict=True)):
-            if not values.gated:
+            if not values.gated or short:
                 judgements[i] = _judgement(
                     cases[i],
                     values,
@@ -1094,7 +1104,7 @@ def _gated_judgements(
             f", bar {bar_of_change(bar, ratio):.1%}"
         )
         if noisy:
-            reason += f"; noisy: can gate >= {gateable:.0%}"
+            reason += f"; noisy: {can_gate(gateable)}"
         # Every field set as the frozen __init__ sets it, without its call (most of this
         # loop's time): the verdict is as frozen as any other.
         judgement = object.__new__(Judgement)
@@ -1147,11 +1157,12 @@ def _judgement(
     reason = f"{verb} by {abs(math.expm1(d)):.1%} vs {ref}"
     low, high = ratio_interval(d, z * se)
     to_gate = None
+    told = f"{k} session{' tells' if k == 1 else 's tell'} no spread between sessions"
     if not gated:
         status = Status.NOT_GATED
         why = []
         if k < MIN_GATED_SESSIONS:
-            why.append(f"{k} session{' tells' if k == 1 else 's tell'} no spread between sessions")
+            why.append(told)
         elif share > MAX_PRIOR_SHARE:
             why.append(f"its spread is {share:.0%} the prior's")
         if gateable > NOT_GATED_BEYOND:
@@ -1168,7 +1179,16 @@ def _judgement(
     else:
         reason += f", bar {bar_of_change(bar, math.exp(d)):.1%}"
         if gateable > threshold:
-            reason += f"; noisy: can gate >= {gateable:.0%}"
+            reason += f"; noisy: {can_gate(gateable)}"
+        if k < MIN_GATED_SESSIONS:  # gated on the prior, only SHORT_GATE
+            to_gate = sessions_to_gate(
+                history, prior(), threshold=threshold, alpha1=alpha1, design=design
+            )
+            reason += f" ({told}; " + (
+                f"{to_gate} sessions like these would gate {threshold:.0%})"
+                if to_gate is not None
+                else f"no history of up to 50 sessions like these would gate {threshold:.0%})"
+            )
     return Judgement(
         status=status,
         ratio=math.exp(d),

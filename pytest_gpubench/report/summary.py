@@ -19,6 +19,7 @@ from ..core.records import (
     Paired,
     Result,
     Status,
+    can_gate,
     is_ratio,
 )
 from ..core.samples import bytes_text, energy_text, time_text
@@ -126,7 +127,7 @@ def failure_message(result: Result) -> str:
             f"({format_change(j.ratio)}; bar {format_share(j.bar_of_change)}, "
             f"{_sessions(result)}, "
             f"threshold {m.threshold * 100:g}%"
-            + (f"; noisy: can gate >= {j.gateable:.0%}" if j.noisy and j.gateable else "")
+            + (f"; noisy: {can_gate(j.gateable)}" if j.noisy and j.gateable else "")
             + ")"
         )
         if v.status is Status.IMPROVED:
