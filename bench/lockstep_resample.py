@@ -58,7 +58,8 @@ class Process:
     base: tuple[float, ...]
     head: tuple[float, ...]
     family: int
-    kernel: tuple[tuple[float, ...], tuple[float, ...]] | tuple[()] = ()
+    # Each pair's kernel times (None where a side did not take it), empty where none did.
+    kernel: tuple[tuple[float | None, ...], tuple[float | None, ...]] | tuple[()] = ()
 
 
 def processes(archives: list[Path]) -> list[Process]:
@@ -77,10 +78,22 @@ def processes(archives: list[Path]) -> list[Process]:
                     continue  # its more pairs came from fresh processes
                 key = (result["test"], result["timer"])
                 run = f"{archive.parent.name}/{archive.name}:{name}"
-                beside = pairs_of(result, "beside_ms")
-                kernel = (tuple(beside[0]), tuple(beside[1])) if beside else ()
+                kernel = kernel_times(result)
                 found.append(Process(key, run, tuple(pairs[0]), tuple(pairs[1]), family, kernel))
     return found
+
+
+def kernel_times(
+    result: dict,
+) -> tuple[tuple[float | None, ...], tuple[float | None, ...]] | tuple[()]:
+    """Each pair's kernel time on each side (None where not taken); empty where none was."""
+    against = result["against"]
+    n = against["pairs"]
+    sides = tuple(
+        tuple(s.get("beside_ms") for s in against[k][:n])
+        for k in ("base_sessions", "head_sessions")
+    )
+    return (sides[0], sides[1]) if any(v is not None for v in sides[0] + sides[1]) else ()
 
 
 @dataclass(frozen=True)
@@ -91,6 +104,7 @@ class Judged:
     status: Status
     time: Judgement
     kernel: Judgement | None
+    more: bool  # the run would take more pairs (an unsure test, its numbers apart too)
 
 
 def _judge(
@@ -119,20 +133,26 @@ def judged(p: Process, n: int, shift: float, threshold: float) -> Judged:
     """As a run judges it: both numbers where the process took both, at half the level each
     (a planted change shifts both alike)."""
     factor = math.exp(shift)
-    numbers = 2 if p.kernel else 1
+    # The pairs that took the kernel time on both sides, as versus.ab._beside reads them.
+    both = [(b, h) for b, h in list(zip(*p.kernel, strict=True))[:n] if None not in (b, h)]
+    numbers = 2 if both else 1
     time = _judge(p.base[:n], p.head[:n], p.key[1], p.family * numbers, factor, threshold)
-    if not p.kernel:
-        return Judged(time.status, time, None)
-    base, head = p.kernel
-    kernel = _judge(base[:n], head[:n], "cupti-graph", p.family * 2, factor, threshold)
-    return Judged(with_kernel_time(time, kernel)[0], time, kernel)
+    if not both:
+        return Judged(time.status, time, None, time.needs_confirmation)
+    base, head = (tuple(v for v in side if v is not None) for side in zip(*both, strict=True))
+    kernel = _judge(base, head, "cupti-graph", p.family * 2, factor, threshold)
+    status = with_kernel_time(time, kernel)[0]
+    more = time.needs_confirmation or (
+        status is Status.UNSURE and LOCKSTEP_DESIGN.next_batch(n) > 0
+    )
+    return Judged(status, time, kernel, more)
 
 
 def first_process(p: Process, shift: float, threshold: float) -> Judged | None:
     """The run's verdict on its own process's pairs; None where it would have taken more
     pairs than were recorded."""
     j = judged(p, LOCKSTEP_DESIGN.first, shift, threshold)
-    if not j.time.needs_confirmation:
+    if not j.more:
         return j
     if len(p.base) < LOCKSTEP_DESIGN.cap:
         return None
@@ -162,9 +182,8 @@ def failure_share(
 
 def bears_out(first: Judged, second: Judged, p: Process, threshold: float) -> bool:
     """Whether a second process bears out a failure by a number that failed it, as
-    versus.lockstep asks: the time per call, and the kernel time where it moved as the
-    verdict did."""
-    asked = [(first.time, second.time, p.key[1])]
+    versus.lockstep asks: each of the two that moved as the verdict did."""
+    asked = [(first.time, second.time, p.key[1])] if first.time.status is first.status else []
     if first.kernel is not None and first.kernel.status is first.status and second.kernel:
         asked.append((first.kernel, second.kernel, "cupti-graph"))
     return any(

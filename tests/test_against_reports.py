@@ -670,14 +670,14 @@ def test_a_failure_its_kernel_time_decided_is_asked_of_a_second_process_kernel_t
     measure = MeasureSettings(threshold=0.02, alpha=0.01)
     noisy = [1.05, 0.96, 1.04, 0.97, 1.0]  # per call: unsure either way
 
-    def verdict(kernel: float) -> Verdict:
+    def verdict(kernel: float, times: list[float] = noisy) -> Verdict:
         base = tuple(
             SessionRecord(f"b{i}", 1.0, 30, 0.001, beside_ms=0.8 * (1 + 0.0005 * (-1) ** i))
             for i in range(5)
         )
         head = tuple(
             SessionRecord(f"h{i}", ms, 30, 0.001, beside_ms=kernel * (1 - 0.0005 * (-1) ** i))
-            for i, ms in enumerate(noisy)
+            for i, ms in enumerate(times)
         )
         return ab.paired_verdict(
             Paired("main", SHA, base, head, pairs=5, lockstep=True),
@@ -713,6 +713,37 @@ def test_a_failure_its_kernel_time_decided_is_asked_of_a_second_process_kernel_t
         "a second process's 5 pairs read +0.3% by cuda-graph, kernel time +0.0%, which does "
         "not bear out this process's pairs"
     )
+    # Its time per call did not fail it (unsure, and here faster): a second process whose
+    # time per call is much faster bears out no slowdown.
+    faster = [0.99, 0.96, 1.0, 0.97, 0.99]
+    slowed = verdict(0.84, faster)
+    assert slowed.by_kernel_time and slowed.judgement.ratio < 1  # type: ignore[union-attr]
+    much_faster = verdict(0.8, [0.9, 0.901, 0.899, 0.9, 0.9005])
+    assert much_faster.judgement.status is Status.IMPROVED  # type: ignore[union-attr]
+    said = lockstep._as_second_process_says(Result(measurement, slowed), much_faster, "", measure)
+    assert said.status is Status.UNSURE, said.verdict.reason
+    # The failure line and the table say that the kernel time decided.
+    message = report.failure_message(Result(measurement, slowed))
+    assert message.startswith("test_k regressed: kernel time +5.0% (bar "), message
+    assert "; time per call 1.00 ms -> " in message and "unsure)" in message
+    assert report.verdict_label(Result(measurement, slowed)).startswith("regressed (kernel time)")
+
+
+def test_numbers_that_moved_apart_take_more_pairs() -> None:
+    """One pair: the time per call the same, the kernel time 20% slower. Unsure, and the
+    design's cap allows more pairs: the run takes them rather than end it unsure."""
+    base = (SessionRecord("b", 1.0, 30, 0.001, beside_ms=0.8),)
+    head = (SessionRecord("h", 1.0, 30, 0.001, beside_ms=0.96),)
+    verdict = ab.paired_verdict(
+        Paired("main", SHA, base, head, pairs=1, lockstep=True),
+        timer="cuda-graph",
+        launches=1,
+        measure=MeasureSettings(threshold=0.05, alpha=0.01),
+        gate=Gate(confirm=0, family=1),
+        design=ab.design_of(None, more=True, lockstep=True),
+    )
+    assert verdict.status is Status.UNSURE and verdict.beside is not None, verdict.reason
+    assert verdict.judgement is not None and verdict.judgement.needs_confirmation
 
 
 def test_kernel_time_is_judged_on_the_pairs_that_took_it_on_both_sides() -> None:

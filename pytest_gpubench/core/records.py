@@ -1121,6 +1121,16 @@ class Verdict:
     def noisy(self) -> bool:
         return self.judgement is not None and self.judgement.noisy
 
+    @property
+    def by_kernel_time(self) -> bool:
+        """Whether the kernel time decided the status (the time per call was unsure)."""
+        return (
+            self.beside is not None
+            and self.judgement is not None
+            and self.beside.status is self.status
+            and self.judgement.status is not self.status
+        )
+
     def to_dict(self) -> dict[str, Json]:
         return {
             "status": self.status.value,

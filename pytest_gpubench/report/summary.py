@@ -106,6 +106,8 @@ def format_share(value: float | None) -> str:
 
 def verdict_label(result: Result) -> str:
     label = result.status.value
+    if result.verdict.by_kernel_time:  # the row's change is the time per call's
+        label += " (kernel time)"
     if result.verdict.noisy:
         label += " (noisy)"
     if result.measurement.throttled:
@@ -121,6 +123,14 @@ def failure_message(result: Result) -> str:
     head = f"{m.test} {v.status.value}"
     if v.status in (Status.INCOMPARABLE, Status.CHANGED, Status.MORE_MEMORY) or j is None:
         text = f"{head}: {v.reason}"
+    elif v.by_kernel_time and v.beside is not None:
+        k = v.beside
+        text = (
+            f"{head}: kernel time {format_change(k.ratio)} (bar {format_share(k.bar_of_change)}, "
+            f"{_sessions(result)}, threshold {m.threshold * 100:g}%); time per call "
+            f"{format_value(v.reference_ms, m.timer)} -> {format_median(m)} "
+            f"({format_change(j.ratio)}, {j.status.value})"
+        )
     else:
         text = (
             f"{head}: {format_value(v.reference_ms, m.timer)} -> {format_median(m)} "

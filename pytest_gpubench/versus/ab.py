@@ -774,17 +774,25 @@ def paired_verdict(
     )
     status, text = with_kernel_time(judgement, beside)
     reason = judgement.reason + text
+    # The two numbers moved apart: more pairs may yet tell, as for an unsure time per call.
+    more = judgement.needs_confirmation or (
+        status is Status.UNSURE and beside is not None and design.next_batch(paired.pairs) > 0
+    )
     if kernel_changes:
         reason += "; other launches than the revision's: " + "; ".join(kernel_changes)
         if status in (Status.SAME, Status.UNSURE):
             status = Status.CHANGED
     same = status is Status.SAME  # a same's bounds go with it: a changed one has none
+    decided = beside is not None and status is beside.status is not judgement.status
     judgement = dataclasses.replace(
         judgement,
-        status=status,
+        # The time per call keeps its own status where the kernel time decided (a second
+        # process asks each number that failed the test: Verdict.by_kernel_time).
+        status=judgement.status if decided else status,
         reason=reason,
         same_low=judgement.same_low if same else None,
         same_high=judgement.same_high if same else None,
+        needs_confirmation=more,
     )
     verdict = Verdict(
         status,

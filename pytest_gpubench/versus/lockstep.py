@@ -824,8 +824,8 @@ def _as_second_process_says(
     said = f"a second process's {other.current_sessions} pairs read {moved} by {timer}"
     base_ms = verdict.reference_ms or result.measurement.median_ms
     # Each number that failed the test is asked of the second process's same number: the
-    # time per call, and the kernel time where it moved as the verdict did (it may decide).
-    asked = [(judgement, other, timer)]
+    # time per call where it moved as the verdict did, the kernel time where it did.
+    asked = [] if verdict.by_kernel_time else [(judgement, other, timer)]
     if verdict.beside is not None and verdict.beside.status is verdict.status and theirs.beside:
         asked.append((verdict.beside, theirs.beside, "cupti-graph"))
         said += f", kernel time {_change(theirs.beside)}"
