@@ -64,9 +64,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scipy import stats
+from scipy import special, stats
 
 from pytest_gpubench.core.kernels import Launch, binary_changes, fingerprint, same_work
+from pytest_gpubench.judge import picks, rule
+from pytest_gpubench.store.baseline import MAX_BINARIES
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -548,6 +550,47 @@ def main() -> None:
             f"| {m} | {who} | {n} | {len(f['ds'])} | {pct(f['pick'])} | {pct(both)} | "
             f"{pct(f['machine'])} | {t} |"
         )
+    held_out(now, kernels)
+
+
+def held_out(now: dict[tuple[str, str, str], Unit], kernels: dict[str, Any]) -> None:
+    """Each binary of a test with three or more of the same work taken as a pick its history
+    has not seen, its other binaries (up to MAX_BINARIES, the most sessions first) as the
+    history's: its offset from the reference binary (the most sessions) against the
+    allowance the gate gives it (judge/picks.py) in a suite of 8 tests (the fla library's)
+    and of 54 (the example suite's), at the default alpha and confirmations."""
+    print("\n## Picks held out: the allowance of judge/picks.py against what a pick did\n")
+    print("Each binary of a test with three or more binaries of the same work, taken as a pick")
+    print("the history has not seen, the others as the history's binaries. Beyond: the pick's")
+    print("offset over the allowance (the gate would fail the unchanged code).\n")
+    print("| GPU | test | pick | history's binaries | offset | allowance, 8 tests | 54 tests |")
+    print("|---|---|---|---|---|---|---|")
+    design = rule.Design()
+    total = beyond = 0
+    for (model, key, _), unit in sorted(now.items()):
+        means = binary_means(unit)
+        count = collections.Counter({b: len(v) for (b, _), v in unit.items()})
+        for b in sorted(means):
+            others = [o for o in means if o != b and same_work(kernels[o], kernels[b])]
+            if len(others) < 2:
+                continue
+            others = sorted(others, key=lambda o: -count[o])[:MAX_BINARIES]
+            ref = others[0]
+            df, scale = picks.spread(
+                [means[o] - means[ref] for o in others[1:]], picks.picker(kernels[b])
+            )
+            allow = []
+            for family in (8, 54):
+                level = rule.corrected_alpha(0.01, 2 * family, False) / design.looks
+                allow.append(scale * float(special.stdtrit(df, 1 - level)))
+            d = means[b] - means[ref]
+            total += 1
+            beyond += d > min(allow)
+            shown = [pct(math.expm1(a)) if a < math.log1p(0.5) else "> 50%" for a in allow]
+            print(
+                f"| {model} | {key} | {b} | {len(others)} | {signed(d)} | {shown[0]} | {shown[1]} |"
+            )
+    print(f"\nheld out: {total} picks, {beyond} beyond their allowance")
 
 
 def _range(ds: list[float]) -> str:

@@ -232,24 +232,32 @@ def test_compare_incomparable(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 def test_compare_changed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], launches: tuple[Launch, ...]
 ):
-    """Another binary in HEAD (other kernels, or another configuration of the same ones) is
-    changed, never regressed, whatever the times: by default other kernels fail and another
-    configuration of the same ones passes; --changed=fail fails both, warn neither."""
+    """Another binary in HEAD: other kernels are changed and fail by default, their time for
+    information only; another configuration of the same ones (a pick) is judged on time, less
+    what a pick alone explains (from one saved session, nothing under 50%: not gated).
+    --changed=fail fails both as changed; warn and --allow-incomparable judge both on time."""
     compiled = dataclasses.replace(COPY, grid=(64, 1, 1), registers=16)
     base = write_results(tmp_path / "base.json", make_result("a", 1.0, kernels=(compiled,)))
     head = write_results(tmp_path / "head.json", make_result("a", 1.3, kernels=launches))
+    pick = launches[0].name == COPY.name
     code, out, _ = run(capsys, "compare", base, head)
-    assert code == (0 if launches[0].name == COPY.name else 1)
     cells = row(out, "a").split()
-    assert "changed" in cells and "(+30.0%)" in cells  # for information, not a verdict
-    assert "a: changed: another binary than the baseline's" in out
-    assert "+30.0% against that binary's history, for information only" in out
-    assert out.splitlines()[-1].startswith("gpubench: 1 changed (")
+    if pick:
+        assert code == 0 and "not gated (another pick)" in row(out, "a") and "+30.0%" in cells
+        assert "a: not gated: slower by 30.0% vs history of 1 session; another pick" in out
+        assert out.splitlines()[-1].startswith("gpubench: 1 not gated (")
+    else:
+        assert code == 1
+        assert "changed" in cells and "(+30.0%)" in cells  # for information, not a verdict
+        assert "a: changed: another binary than the baseline's" in out
+        assert "+30.0% against that binary's history, for information only" in out
+        assert out.splitlines()[-1].startswith("gpubench: 1 changed (")
     for option in ("--changed=warn", "--allow-incomparable"):
         code, out, _ = run(capsys, "compare", option, base, head)
-        assert code == 0 and "changed" in row(out, "a").split()
-    code, _, _ = run(capsys, "compare", "--changed=fail", base, head)
-    assert code == 1
+        what = "(another pick)" if pick else "(other kernels)"
+        assert code == 0 and what in row(out, "a")
+    code, out, _ = run(capsys, "compare", "--changed=fail", base, head)
+    assert code == 1 and "changed" in row(out, "a").split()
 
 
 def test_compare_too_few_samples_is_unstable(tmp_path: Path, capsys: pytest.CaptureFixture[str]):

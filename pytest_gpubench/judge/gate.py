@@ -19,11 +19,14 @@ judged against it.
 
 Before the statistics (rule.py), what makes a comparison meaningless: host timings whose
 process was kept waiting for a CPU are ``unmeasurable``; a baseline timed by
-another timer is ``incomparable``; launches that match no binary of the baseline (other
-kernels, counts, grid, block, registers or shared memory: compiled code that chose another
-configuration) are ``changed``, never judged on time, with the time against the previous
-binary for information; a session with too few samples to tell its own median is
+another timer is ``incomparable``; a session with too few samples to tell its own median is
 ``unstable``. Otherwise a measurement is judged against the history of the binary it ran.
+Launches that match no binary of the baseline are judged on time too (issue 45): another
+pick of the same kernels (grid, block, registers or shared memory: an autotuner's or a
+compiler's choice) against the test's binary of that work with the longest history, less
+what a pick alone explains (judge/picks.py); other kernels or counts against the latest
+binary. ``--gpubench-changed`` makes them ``changed`` instead, failing by themselves with
+their time for information: other kernels by default, any other binary with ``fail``.
 """
 
 from __future__ import annotations
@@ -33,11 +36,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from ..core.kernels import binary_changes, diff, launch_count, same_work
-from ..core.records import Measurement, Result, Status, Verdict
+from ..core.records import Judgement, Measurement, Result, Status, Verdict
 from ..core.samples import bytes_text, time_text
 from ..core.settings import MeasureSettings, Settings
 from ..store.baseline import BaselineEntry, Update
-from .rule import Design, judge
+from .picks import pick_spread, picked
+from .rule import NOT_GATED_BEYOND, Design, corrected_alpha, judge
 
 # Fewer samples than this in the first session: its median's own error cannot be told.
 MIN_JUDGED_SAMPLES = 3
@@ -224,8 +228,18 @@ class Gate:
                 kernel_changes=changes,
             )
         binary = entry.binary_for(launches)
+        spread = None
         if binary is None:
-            return another_binary(measurement, entry, base)
+            spread = pick_spread(entry.binaries, launches)
+            if self.changed_fails or (spread is None and self.work_fails):
+                return another_binary(measurement, entry, base)
+            # Another binary judged on time (issue 45): a pick of the same work against the
+            # test's binary of that work with the longest history, less what a pick alone
+            # explains; other kernels (only where they do not fail by themselves) against
+            # the latest binary, as the code they replace.
+            binary = entry.binary if spread is None else spread.reference
+            changes = tuple(binary_changes(binary.kernels, launches))
+            base = replace(base, kernel_changes=changes, same_kernels=spread is not None)
         base = replace(
             base,
             reference_ms=binary.median_ms,
@@ -243,19 +257,42 @@ class Gate:
                 status=Status.UNSTABLE,
                 reason=f"{too_few(first.n)} (judging needs {MIN_JUDGED_SAMPLES})",
             )
-        judgement = judge(
-            [r.summary for r in binary.history],
-            [r.summary for r in measurement.sessions],
-            threshold=settings.threshold,
-            alpha=settings.alpha,
-            family=self.family,
-            timer=measurement.timer,
-            launches=launch_count(binary.kernels or launches),
-            fail_on_improvement=self.fail_on_improvement,
-            design=self.design,
-            versus=measurement.versus,
-        )
+
+        def judged(shift: float = 0.0, family: int = self.family) -> Judgement:
+            scale = math.exp(shift)
+            return judge(
+                [r.summary for r in binary.history],
+                [replace(r.summary, median_ms=r.median_ms * scale) for r in measurement.sessions],
+                threshold=settings.threshold,
+                alpha=settings.alpha,
+                family=family,
+                timer=measurement.timer,
+                launches=launch_count(binary.kernels or launches),
+                fail_on_improvement=self.fail_on_improvement,
+                design=self.design,
+                versus=measurement.versus,
+            )
+
+        judgement = judged()
+        if spread is not None:
+            # The pick takes half of each look's level, the sessions' noise the other half.
+            level = corrected_alpha(settings.alpha, 2 * self.family, self.fail_on_improvement)
+            allowance = spread.allowance(level / self.design.looks)
+            # An allowance beyond what any gate holds (a pick this history cannot tell) is not
+            # applied: no median made thousands of times faster is a time.
+            within = allowance < math.log1p(NOT_GATED_BEYOND)
+            judgement = picked(
+                judgement,
+                judged(-allowance, 2 * self.family) if within else None,
+                judged(allowance, 2 * self.family) if within else None,
+                spread,
+                allowance,
+                base.kernel_changes,
+                threshold=settings.threshold,
+            )
         reason = judgement.reason
+        if base.kernel_changes and spread is None:
+            reason += "; other kernels than the baseline's: " + "; ".join(base.kernel_changes)
         if measurement.caveat and (judgement.noisy or not judgement.gated):
             # What the history cannot gate, the host may be the cause of: say what it saw.
             reason = f"{reason}; on this host {measurement.caveat}"

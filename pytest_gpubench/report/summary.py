@@ -104,8 +104,18 @@ def format_share(value: float | None) -> str:
     return "-" if value is None or not math.isfinite(value) else f"{value * 100:.1f}%"
 
 
+def _binary_change(result: Result) -> str:
+    """What another binary judged against a history is ('': none, or not so judged)."""
+    v = result.verdict
+    if not v.kernel_changes or v.judgement is None or v.judgement.against != "history":
+        return ""
+    return "another pick" if v.same_kernels else "other kernels"
+
+
 def verdict_label(result: Result) -> str:
     label = result.status.value
+    if change := _binary_change(result):  # judged on time all the same (issue 45)
+        label += f" ({change})"
     if result.verdict.by_kernel_time:  # the row's change is the time per call's
         label += " (kernel time)"
     if result.verdict.noisy:
@@ -143,7 +153,8 @@ def failure_message(result: Result) -> str:
         if v.status is Status.IMPROVED:
             text += "; refresh the baseline with --gpubench-save --gpubench-accept"
     if v.kernel_changes and v.status not in (Status.INCOMPARABLE, Status.CHANGED):
-        text += "\n  kernels: " + "; ".join(v.kernel_changes)
+        what = "another pick of the same work" if _binary_change(result) == "another pick" else ""
+        text += f"\n  {what or 'kernels'}: " + "; ".join(v.kernel_changes)
     table = kernel_table(result)
     if table:
         text += "\n  " + "\n  ".join(table)
@@ -483,8 +494,9 @@ def notes(results: Sequence[Result]) -> list[str]:
             )
         if v.status not in (Status.OK, Status.NEW, Status.SAME) or v.noisy:
             lines.append(f"{m.test}: {v.status.value}: {v.reason}")
-        if v.kernel_changes and v.status is not Status.CHANGED:  # its reason says them
-            lines.append(f"{m.test}: kernels: {'; '.join(v.kernel_changes)}")
+        elif v.kernel_changes:  # (a reason said above names them)
+            what = "another pick of the same work" if _binary_change(r) == "another pick" else ""
+            lines.append(f"{m.test}: {what or 'kernels'}: {'; '.join(v.kernel_changes)}")
         # Against a revision (any verdict: an impossible one has no judgement of its pairs)
         paired = v.paired is not None or (
             v.judgement is not None and v.judgement.against == "revision"

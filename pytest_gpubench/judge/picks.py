@@ -1,0 +1,157 @@
+"""How far another pick of the same work may move a test's time (issue 45, item 1).
+
+Compiled code (Inductor) and autotuned Triton kernels may launch another grid, block,
+register count or shared memory on another machine or in another process: the same kernels,
+another configuration. Such a pick's time is judged against the test's history of another
+binary, less what a pick alone explains.
+
+Model, fitted by ``bench/binary_spread.py`` to every recorded session where binaries changed
+(H200s and H100s, 2026-11-20 to 2026-12-03): a pick's offset from another binary of its test,
+on the log scale, is normal with a spread of the test's own, and tests' spreads differ, so
+that over tests the offsets follow a Student t (its degrees of freedom ``nu0``, its scale
+``s0``). Both are heavy-tailed: Triton autotuner picks 1.1% typically, +11% at worst (an
+autotuner keyed on other shapes); Inductor picks 8% typically, +82% at worst (a 64x64
+softmax). A test's own binaries of the same work tell its spread: after ``k`` of them, a new
+pick's offset is a t of ``nu0 + k - 1`` degrees of freedom and scale
+``sqrt((nu0 s0^2 + sum of squared offsets) / (nu0 + k - 1))``.
+
+The allowance is that t's quantile at the level it is given (the gate gives it half of a
+look's level: a union bound, so that the pick and the sessions' noise together stay within
+the look's level). A test that has seen one binary only cannot tell a pick from a change of
+the code below hundreds of percent, and says so; each saved pick joins its history, and a
+run that picks a binary its history holds is judged against that binary's own sessions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scipy import special
+
+from ..core.kernels import Launch, same_work
+from ..core.records import Judgement, Status, bar_of_change, can_gate
+from ..store.baseline import Binary
+from .rule import NOT_GATED_BEYOND
+
+# (nu0, s0) of a pick by who picks: bench/binary_spread.py's Student t fitted to the picks,
+# the machine's offset taken out (its table "sigma_b for the rule", H200; the H100's the same
+# within its fewer picks). tests/test_picks.py checks them against the script.
+AUTOTUNER = (1.0, 0.0111)
+INDUCTOR = (1.1, 0.0761)
+# The kernels Inductor generates and names (triton_poi_fused_..., triton_per_..., ...).
+INDUCTOR_KERNEL = re.compile(r"triton_(poi|per|red|tem|for)_")
+
+
+@dataclass(frozen=True)
+class PickSpread:
+    """What a test's history says of a new pick's offset from its reference binary."""
+
+    reference: Binary  # the binary of the same work with the most sessions
+    df: float
+    scale: float  # log scale
+    binaries: int  # of the same work in the history
+    picker: str  # "autotuner" or "inductor"
+
+    def allowance(self, level: float) -> float:
+        """The log offset a pick exceeds with chance ``level``."""
+        return self.scale * float(special.stdtrit(self.df, 1 - level))
+
+
+def picker(launches: Sequence[Launch]) -> str:
+    """Who picks the configuration of ``launches``: Inductor when it generated any of them."""
+    return "inductor" if any(INDUCTOR_KERNEL.match(k.name) for k in launches) else "autotuner"
+
+
+def pick_spread(binaries: Sequence[Binary], launches: Sequence[Launch]) -> PickSpread | None:
+    """The spread of a new pick of ``launches`` among ``binaries`` (a test's, the latest
+    first); None when none of them runs the same work with a history."""
+    same = [b for b in binaries if b.history and same_work(b.kernels, launches)]
+    if not same:
+        return None
+    reference = max(same, key=lambda b: len(b.history))  # the latest of the longest
+    offsets = [math.log(b.median_ms / reference.median_ms) for b in same if b is not reference]
+    who = picker(launches)
+    return PickSpread(reference, *spread(offsets, who), len(same), who)
+
+
+def spread(offsets: Sequence[float], who: str) -> tuple[float, float]:
+    """(degrees of freedom, scale) of a new pick's log offset from a reference binary, given
+    the log ``offsets`` of the test's other binaries from it, picked by ``who``."""
+    nu0, s0 = INDUCTOR if who == "inductor" else AUTOTUNER
+    df = nu0 + len(offsets)
+    return df, math.sqrt((nu0 * s0**2 + sum(o * o for o in offsets)) / df)
+
+
+def picked(
+    plain: Judgement,
+    up: Judgement | None,
+    down: Judgement | None,
+    spread: PickSpread,
+    allowance: float,
+    changes: Sequence[str],
+    *,
+    threshold: float,
+) -> Judgement:
+    """The verdict on another pick: ``plain``, its sessions against the reference binary's
+    history; ``up`` and ``down``, the same sessions made faster and slower by ``allowance``
+    (the log offset a pick alone reaches), each at half the level. It regressed when ``up``
+    did (slower than the pick and the noise together explain), improved when ``down`` did;
+    its gate is the history's widened by the allowance. Without ``up`` and ``down`` (an
+    allowance no gate holds), it is not gated."""
+    seen = f"{spread.binaries} binar{'y' if spread.binaries == 1 else 'ies'} of this work seen"
+    reach = (
+        f"up to {math.expm1(allowance):.1%}"
+        if allowance < math.log1p(NOT_GATED_BEYOND)
+        else f"more than {NOT_GATED_BEYOND:.0%}"
+    )
+    pick = (
+        f"another pick of the same work: {'; '.join(changes)} (a pick by the {spread.picker} "
+        f"alone may move it by {reach} here: {seen})"
+    )
+    if not plain.gated:  # the history gates nothing, a pick or not
+        return dataclasses.replace(plain, reason=f"{plain.reason}; {pick}")
+    gateable = math.inf
+    if up is not None and down is not None and up.gateable is not None:
+        gateable = math.expm1(math.log1p(up.gateable) + allowance)
+    ratio = plain.ratio or 1.0
+    side = (up if ratio >= 1 else down) or plain
+    bar = None if side.bar is None else math.expm1(math.log1p(side.bar) + allowance)
+    gated = gateable <= NOT_GATED_BEYOND
+    status = Status.OK if gated else Status.NOT_GATED
+    if gated and up is not None and up.status is Status.REGRESSED:
+        status = Status.REGRESSED
+    elif gated and down is not None and down.status is Status.IMPROVED:
+        status = Status.IMPROVED
+    k = plain.history_sessions
+    head = (
+        f"{'slower' if ratio >= 1 else 'faster'} by {abs(ratio - 1):.1%} vs history of {k} "
+        f"session{'s' if k != 1 else ''}"
+    )
+    if not gated:
+        reason = (
+            f"{head}; {pick}: it could not catch a slowdown under {NOT_GATED_BEYOND:.0%}; "
+            "saved, this pick joins the history, and a run that picks it again is judged "
+            "against its own sessions"
+        )
+    else:
+        reason = f"{head}, bar {bar_of_change(bar or 0.0, ratio):.1%}"
+        if gateable > threshold:
+            reason += f"; noisy: {can_gate(gateable)}"
+        reason += f"; {pick}"
+    return dataclasses.replace(
+        plain,
+        status=status,
+        ratio_low=up.ratio_low if up is not None else None,
+        ratio_high=down.ratio_high if down is not None else None,
+        bar=bar if gated else None,
+        gateable=gateable if gated else None,
+        noisy=gated and gateable > threshold,
+        needs_confirmation=gated and side.needs_confirmation,
+        reason=reason,
+        gated=gated,
+        p_value=side.p_value,
+    )
