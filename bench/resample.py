@@ -1,6 +1,6 @@
 """What the verdict does on real GPU sessions: resampling the recorded ones.
 
-    python bench/resample.py --json bench/results/resample.json   # about 10 minutes
+    python bench/resample.py --json bench/results/resample.json   # about two minutes
 
 prints the tables of docs/verdict.md ("On recorded sessions"); tests/test_resample.py runs
 the same code, fewer runs, in CI and asserts the bounds of issue 16.
@@ -19,8 +19,11 @@ One replicate run of a suite on one machine:
 - the *history* is K other sessions of the machine, the same for all tests (drawn without
   replacement while the machine has enough, the rest with);
 - a flagged test's *confirmations* are the sessions recorded right after that first session
-  when there are (real fresh processes, seconds later), then other sessions of the machine
-  not used in the run, drawn per test (fresh processes are independent draws of a session);
+  when there are (real fresh processes, seconds later), then sessions outside the history,
+  never its own (issue 45: confirming with the history's sessions hid every test whose
+  sessions fall in two groups): at least RESERVE of the machine's sessions are kept out of
+  every history, distinct confirmations drawn from them (a 20-session history of a machine
+  with fewer than 27 sessions so repeats some of its sessions);
 - with gross outliers, any session (history, current, confirmation) is, with 1% chance,
   multiplied or divided by a factor uniform in [1.3, 3].
 
@@ -28,11 +31,18 @@ A 54-test run is the example suite on one of its four GPUs in turn; a 500-test r
 independent replicates of the example (54 tests) and user (13 tests) suites on all six
 until 500 tests, judged as one family. Power: every current and confirmation
 session of a test slowed by the same factor.
+
+Held out: the machines whose tests share 10-15 sessions (an H100's example suite with its 42
+ratios, 10 sessions; another H100's user suite, 11) are replayed whole (``held_out``): every
+session as the current one, every set of 5 others as its history, confirmations drawn from
+the sessions outside both.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import itertools
 import json
 import math
 import sys
@@ -45,13 +55,22 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "results" / "sessions.json"
 sys.path.insert(0, str(ROOT))
 
+from pytest_gpubench.core.records import Versus, is_ratio  # noqa: E402
 from pytest_gpubench.judge import rule  # noqa: E402
 
 SEED = 20261124
 ALPHA = 0.01
 MIN_SESSIONS = 16
+# Machines whose tests share fewer sessions are held out of the resampling; from this many,
+# they are replayed whole (held_out).
+HELD_OUT_SESSIONS = 10
 OUTLIER_RATE = 0.01
 OUTLIER_RANGE = (1.3, 3.0)
+# Sessions of a machine kept outside every history, to draw confirmations from: as many as
+# the default cap, so that a flagged test's confirmations are distinct sessions (drawn with
+# replacement from 4, a run's 7 sessions held 4 values and failed 3.4% of unchanged 20-session
+# runs at 5%). A history longer than the machine's other sessions less these repeats some.
+RESERVE = 6
 
 
 @dataclass
@@ -69,7 +88,9 @@ class Machine:
     gpu_name: str = ""
 
 
-def load(path: Path = DATA) -> list[Machine]:
+def load(path: Path = DATA, held_out: bool = False) -> list[Machine]:
+    """The machines whose tests share MIN_SESSIONS sessions or more (with ``held_out``: the
+    others whose tests share HELD_OUT_SESSIONS or more, which the resampling never saw)."""
     data = json.loads(path.read_text())
     machines = []
     for gpu, m in sorted(data["machines"].items()):
@@ -81,12 +102,16 @@ def load(path: Path = DATA) -> list[Machine]:
                 [s for s in t["sessions"] if s["role"] in ("first", "history")] for _, t in tests
             ]
             ids = sorted({s["id"] for f in firsts for s in f})
-            if len(ids) < MIN_SESSIONS or any(len(f) != len(ids) for f in firsts):
+            enough = len(ids) >= MIN_SESSIONS
+            if held_out:
+                enough = HELD_OUT_SESSIONS <= len(ids) < MIN_SESSIONS
+            if not enough or any(len(f) != len(ids) for f in firsts):
                 continue
             order = {sid: i for i, sid in enumerate(ids)}
             x = np.full((len(tests), len(ids)), np.nan)
             confirms: dict[tuple[int, int], list[float]] = {}
             priors, durations = [], []
+            key_of = [k for k, _ in tests]
             for i, ((_, t), f) in enumerate(zip(tests, firsts, strict=True)):
                 for s in f:
                     x[i, order[s["id"]]] = math.log(s["median_ms"])
@@ -97,7 +122,8 @@ def load(path: Path = DATA) -> list[Machine]:
                         )
                 median_ms = math.exp(float(np.median(x[i])))
                 launches = t["launches"] or 1
-                priors.append(rule.prior_for(median_ms, t["timer"], launches))
+                versus = _versus(m["tests"], key_of[i], median_ms) if is_ratio(t["timer"]) else None
+                priors.append(rule.prior_for(median_ms, t["timer"], launches, versus))
                 per = launches if t["timer"] in rule.PER_LAUNCH_TIMERS else 1
                 durations.append(median_ms * 1000 / per)
             machines.append(
@@ -113,6 +139,15 @@ def load(path: Path = DATA) -> list[Machine]:
                 )
             )
     return machines
+
+
+def _versus(tests: dict, key: str, ratio: float) -> Versus:
+    """What a ratio series compares: its function's median time and launches (the series of
+    the key without its suffix), the reference's time by the ratio."""
+    fn = tests[key.split("#", 1)[0]]
+    fn_ms = math.exp(float(np.median([math.log(s["median_ms"]) for s in fn["sessions"]])))
+    launches = fn["launches"] or 1
+    return Versus(fn_ms, fn_ms / ratio, launches, max(1, tests[key]["launches"] - launches))
 
 
 @dataclass(frozen=True)
@@ -152,7 +187,60 @@ def _pieces(machines: list[Machine], config: Config) -> list[Machine]:
     return example if config.tests <= 54 else machines
 
 
-def simulate(machines: list[Machine], config: Config, runs: int, seed: int = SEED) -> Outcome:
+def _draw(rng: np.random.Generator, sessions: int, c: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(history, spare) for current session ``c`` of ``sessions``: ``k`` other sessions for
+    the history (drawn without replacement while the machine has enough, the rest with) and
+    at least RESERVE sessions kept outside it, from which confirmations are drawn."""
+    others = np.delete(np.arange(sessions), c)
+    keep = max(RESERVE, len(others) - k)
+    spare = rng.choice(others, min(keep, len(others) - 1), replace=False)
+    rest = np.setdiff1d(others, spare)
+    if k <= len(rest):
+        return rng.choice(rest, k, replace=False), spare
+    return np.concatenate([rest, rng.choice(rest, k - len(rest))]), spare
+
+
+def _plan(
+    machines: list[Machine], config: Config, runs: int, rng: np.random.Generator
+) -> list[list[tuple[Machine, int, np.ndarray, np.ndarray]]]:
+    """Per run, the pieces it joins: (machine, current session, history, spare sessions)."""
+    pool = _pieces(machines, config)
+    plan = []
+    for r in range(runs):
+        pieces, total = [], 0
+        while total < config.tests:
+            m = pool[rng.integers(len(pool))] if config.tests > 54 else pool[r % len(pool)]
+            c = int(rng.integers(m.x.shape[1]))
+            pieces.append((m, c, *_draw(rng, m.x.shape[1], c, config.k)))
+            total += m.x.shape[0]
+        plan.append(pieces)
+    return plan
+
+
+def held_out(machine: Machine, config: Config, seed: int = SEED) -> Outcome:
+    """Every run of ``machine``'s whole suite: each session as the current one, each set of
+    ``config.k`` other sessions as its history (without replacement), confirmations drawn
+    from the sessions outside both (with replacement where fewer than the cap)."""
+    sessions = machine.x.shape[1]
+    plan = []
+    for c in range(sessions):
+        others = [j for j in range(sessions) if j != c]
+        for h in itertools.combinations(others, config.k):
+            spare = np.setdiff1d(others, h)
+            plan.append([(machine, c, np.array(h), spare)])
+    cfg = dataclasses.replace(config, tests=machine.x.shape[0])
+    return simulate([machine], cfg, len(plan), seed, plan)
+
+
+def simulate(
+    machines: list[Machine],
+    config: Config,
+    runs: int,
+    seed: int = SEED,
+    plan: list[list[tuple[Machine, int, np.ndarray, np.ndarray]]] | None = None,
+) -> Outcome:
+    """``runs`` replicate runs (their pieces drawn, or given as ``plan``), each judged as one
+    family of ``config.tests`` tests, flagged tests confirmed in sequential looks."""
     rng = np.random.default_rng(
         [
             seed,
@@ -164,28 +252,23 @@ def simulate(machines: list[Machine], config: Config, runs: int, seed: int = SEE
             config.cap,
         ]
     )
-    pool = _pieces(machines, config)
+    if plan is None:
+        plan = _plan(machines, config, runs, rng)
     hist_rows, cur_rows, extra_rows, prior_list, dur_list, run_of = [], [], [], [], [], []
     design = rule.Design(cap=config.cap)
     n_cap = 1 + config.cap
     shift = math.log1p(config.slowdown)
-    for r in range(runs):
+    for r, pieces in enumerate(plan):
         total = 0
-        while total < config.tests:
-            m = pool[rng.integers(len(pool))] if config.tests > 54 else pool[r % len(pool)]
-            t_count, s_count = m.x.shape
-            c = int(rng.integers(s_count))
-            others = np.delete(np.arange(s_count), c)
-            if config.k <= len(others):
-                h = rng.choice(others, config.k, replace=False)
-            else:
-                h = np.concatenate([others, rng.choice(others, config.k - len(others))])
-            unused = np.setdiff1d(others, h)
-            spare = unused if len(unused) >= config.cap else others
-            take = min(t_count, config.tests - total)
+        for m, c, h, spare in pieces:
+            take = min(m.x.shape[0], config.tests - total)
             for i in range(take):
+                # Confirmations: those recorded after the session, then sessions outside the
+                # history, never the history's own (issue 45: confirming with the history's
+                # sessions hid every test whose sessions fall in two groups).
                 extra = list(m.confirms.get((i, c), []))[: config.cap]
-                draws = rng.choice(spare, config.cap - len(extra), replace=len(spare) < config.cap)
+                need = config.cap - len(extra)
+                draws = rng.choice(spare, need, replace=len(spare) < need)
                 extra += [m.x[i, j] for j in draws]
                 hist_rows.append(m.x[i, h])
                 cur_rows.append(m.x[i, c])
@@ -194,6 +277,7 @@ def simulate(machines: list[Machine], config: Config, runs: int, seed: int = SEE
                 dur_list.append(m.duration_us[i])
                 run_of.append(r)
             total += take
+    runs = len(plan)
     hist = np.array(hist_rows)
     cur = np.array(cur_rows)
     extra = np.array(extra_rows).reshape(len(cur), config.cap)
@@ -333,6 +417,46 @@ def power_lines(rows: list[dict]) -> list[str]:
     return lines
 
 
+def held_out_table(machines: list[Machine], k: int = 5) -> list[dict]:
+    rows = []
+    for m in machines:
+        for threshold in (0.05, 0.02):
+            o = held_out(m, Config(k=k, threshold=threshold))
+            keys = np.array(m.keys * o.runs)
+            rows.append(
+                {
+                    "gpu": m.gpu_name,
+                    "suite": m.suite,
+                    "tests": m.x.shape[0],
+                    "sessions": m.x.shape[1],
+                    "k": k,
+                    "threshold": threshold,
+                    "runs": o.runs,
+                    "false_runs": o.failed_runs,
+                    "failing_tests": sorted(set(keys[o.flagged].tolist())),
+                    "confirmations": o.confirmations,
+                }
+            )
+    return rows
+
+
+def held_out_lines(rows: list[dict]) -> list[str]:
+    lines = [
+        "| GPU | suite | tests | sessions | history | threshold | runs | runs with a false "
+        "failure | tests that failed | fresh sessions per run |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        names = ", ".join(t.split("::")[-1] for t in r["failing_tests"]) or "-"
+        lines.append(
+            f"| {r['gpu'].removeprefix('NVIDIA ')} | {r['suite']} | {r['tests']} | "
+            f"{r['sessions']} | {r['k']} | {r['threshold']:.0%} | {r['runs']} | "
+            f"{r['false_runs']} ({r['false_runs'] / r['runs']:.2%}) | {names} | "
+            f"{r['confirmations']:.2f} |"
+        )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1000)
@@ -341,11 +465,12 @@ def main() -> None:
     machines = load()
     false = false_table(machines, args.runs)
     power = power_table(machines, max(args.runs // 4, 100))
-    print("\n".join(false_lines(false)), "", "\n".join(power_lines(power)), sep="\n")
+    held = held_out_table(load(held_out=True))
+    tables = (false_lines(false), power_lines(power), held_out_lines(held))
+    print("\n\n".join("\n".join(t) for t in tables))
     if args.json:
-        args.json.write_text(
-            json.dumps({"runs": args.runs, "false": false, "power": power}, indent=1) + "\n"
-        )
+        data = {"runs": args.runs, "false": false, "power": power, "held_out": held}
+        args.json.write_text(json.dumps(data, indent=1) + "\n")
 
 
 if __name__ == "__main__":
