@@ -471,16 +471,22 @@ def changed(status: Status, sessions: int = 3) -> Result:
 
 
 @pytest.mark.parametrize("status", list(Status))
-def test_a_save_accepts_a_final_change_only_when_told(status: Status) -> None:
-    is_change = status in (
+def test_a_save_accepts_a_final_session_only_when_told(status: Status) -> None:
+    """Told to accept, a save takes a change, and what it would append or leave out
+    (unstable), whatever it judged; never what is no time of the work."""
+    acceptable = status in (
         Status.REGRESSED,
         Status.IMPROVED,
         Status.MORE_MEMORY,
         Status.INCOMPARABLE,
         Status.CHANGED,
+        Status.OK,
+        Status.NEW,
+        Status.NOT_GATED,
+        Status.UNSTABLE,
     )
     result = changed(status)
-    assert Gate(accepting=True).accepts(result, ACCEPT) is is_change
+    assert Gate(accepting=True).accepts(result, ACCEPT) is acceptable
     assert not Gate(accepting=True).accepts(result, SETTINGS)  # not told to accept
     assert not Gate().accepts(result, ACCEPT)  # no save: nothing to accept into
 
@@ -502,10 +508,10 @@ def test_the_gate_judges_an_accepted_change_accepted() -> None:
     refused = saving.judge(slower, entry, SETTINGS)
     assert (refused.status, refused.verdict.accepted) == (Status.REGRESSED, False)
     assert saving.fails(refused.verdict) and not saving.starts_epoch(refused.verdict)
-    # an unchanged test is appended as ever, accept or not
+    # an unchanged test is appended as ever, accept or not: never a new epoch
     same = saving.judge(measurement(current(1.0, 1.0, 1.0)), entry, ACCEPT)
-    assert (same.status, same.verdict.accepted) == (Status.OK, False)
-    assert not saving.starts_epoch(same.verdict)
+    assert (same.status, same.verdict.accepted) == (Status.OK, True)
+    assert not saving.starts_epoch(same.verdict) and saving.accepted_line(same, False) is None
 
 
 @pytest.mark.parametrize(
@@ -541,10 +547,21 @@ def test_a_save_fails_no_verdict_that_is_no_change(status: Status) -> None:
     assert not saving.fails(Verdict(status)) and saving.refusal(Verdict(status)) == ""
 
 
-def test_ok_new_and_unstable_are_saved_and_unconfirmed_is_left_out() -> None:
+def test_ok_new_and_not_gated_are_saved_and_unstable_and_unconfirmed_are_left_out() -> None:
     saving = Gate(accepting=True)
-    for status in (Status.OK, Status.NEW, Status.UNSTABLE):
+    for status in (Status.OK, Status.NEW, Status.NOT_GATED):
         assert saving.unsaved(changed(status)) is None, status
+    unstable = Result(changed(Status.OK).measurement, Verdict(Status.UNSTABLE, reason="too few"))
+    assert saving.unsaved(unstable) == f"t: not saved: unstable: too few; or {HOW}"
+    assert not saving.fails(unstable.verdict)  # left out with a line, as an improvement
+    taken = dataclasses.replace(
+        unstable, verdict=dataclasses.replace(unstable.verdict, accepted=True)
+    )
+    assert saving.unsaved(taken) is None
+    assert saving.accepted_line(taken, False) == (
+        "t: unstable, accepted: appended to its history (50 samples in the budget: too few to "
+        "judge, raise --gpubench-budget-s)"
+    )
     unconfirmed = saving.unconfirmed(flagged(1.3, status=Status.REGRESSED), "interrupted")
     assert saving.unsaved(unconfirmed) == (
         "t: not saved: unconfirmed (its first session may be a change); save again"
@@ -567,7 +584,7 @@ def test_a_save_writes_the_session_that_took_the_samples_and_not_its_confirmatio
 
 def test_a_recorded_session_is_appended_whatever_it_judged_unless_it_timed_other_work() -> None:
     saving = Gate(accepting=True)
-    for status in (Status.OK, Status.NEW, Status.UNSTABLE, Status.REGRESSED, Status.IMPROVED):
+    for status in (Status.OK, Status.NEW, Status.REGRESSED, Status.IMPROVED):
         assert saving.unrecorded(changed(status), passed=True) is None, status
     other = Result(
         measurement(current(1.0)), Verdict(Status.INCOMPARABLE, reason="baseline timed by wall")
@@ -781,3 +798,66 @@ def test_accepted_memory_restarts_the_times_only_where_the_time_changed_too() ->
     faster = Verdict(Status.MORE_MEMORY, Judgement(Status.IMPROVED), accepted=True)
     assert not saving.starts_epoch(same_time)
     assert saving.starts_epoch(faster)
+
+
+# --- a save never spoils a history silently (issue 45) ---------------------------------------
+
+TIGHT = (1.0, 1.001, 0.999, 1.0005, 0.9995)
+
+
+def session_at(median: float) -> Measurement:
+    """A first session of 50 samples around ``median`` (0.05% apart, as the fake timer's)."""
+    samples = tuple(median * (1 + 0.0005 * ((i % 5) - 2) / 2) for i in range(50))
+    return dataclasses.replace(measurement(current(median)), samples_ms=samples)
+
+
+@pytest.mark.parametrize(
+    "history, median, spoils",
+    [
+        # a gate within the threshold widened beyond it by a session unlike its history's
+        (TIGHT, 1.03, "widen its gate from 4.2% to 6.3%, beyond its threshold 5%"),
+        # a short history, gated at 50% on the prior, made not gated
+        ((1.0,), 1.3, "leave its history not gated, where it gates 50.0%"),
+        # a short history grows; so does a long one by a session like its own
+        ((1.0,), 1.0004, ""),
+        ((1.0, 1.0004), 1.0002, ""),
+        (TIGHT, 1.0012, ""),
+        (TIGHT, 1.0003, ""),  # within the range its sessions hold: nothing new
+        # a slow excursion the rule's model absorbs leaves the gate within the threshold
+        ((1.0, 1.002), 1.3, ""),
+    ],
+)
+def test_a_save_refuses_a_session_that_would_widen_the_gate_beyond_the_threshold(
+    history: tuple[float, ...], median: float, spoils: str
+) -> None:
+    """Both histories judged as the next run would (here without confirmations): a session
+    that a gated history would no longer gate its threshold with, or that leaves a gated
+    history not gated, fails the save and is left out unless accepted; the line says what it
+    would do, and how to accept it."""
+    saving = Gate(confirm=0, accepting=True, family=2)
+    entry = baseline(*history)
+    result = saving.judge(session_at(median), entry, SETTINGS)
+    assert result.status is Status.OK and result.verdict.spoils == spoils
+    assert saving.fails(result.verdict) is bool(spoils)
+    if spoils:
+        assert saving.refusal(result.verdict) == (
+            f"not saved: appending this session would {spoils}; the baseline keeps its history; "
+            f"save it again on a quiet machine, or {HOW}"
+        )
+        accepted = saving.judge(session_at(median), entry, ACCEPT)
+        assert accepted.verdict.accepted and not saving.fails(accepted.verdict)
+        assert saving.unsaved(accepted) is None and not saving.saved(accepted).new_epoch
+        assert saving.accepted_line(accepted, False) == (
+            f"t: ok, accepted: appended to its history, which it may {spoils}"
+        )
+    # a run that saves nothing asks nothing of it
+    assert Gate(confirm=0, family=2).judge(session_at(median), entry, SETTINGS).verdict.spoils == ""
+
+
+def test_a_recorded_unstable_session_is_appended_only_where_its_test_was_accepted() -> None:
+    saving = Gate(accepting=True)
+    unstable = Result(changed(Status.OK).measurement, Verdict(Status.UNSTABLE, reason="too few"))
+    assert saving.unrecorded(unstable, passed=True) == (
+        "t: a recorded session not saved: unstable: too few"
+    )
+    assert saving.unrecorded(unstable, passed=True, accepted=True) is None

@@ -648,6 +648,7 @@ def test_the_result_files_fields_are_release_0_2s() -> None:
     fields |= {"ncu", "reference_ncu"}  # issue 18: Nsight Compute in the evidence
     fields |= {"beside_ms", "beside"}  # issue 44: kernel time beside time per call, judged
     fields |= {"cpu_wait"}  # issue 45: a loaded host's share of time waiting for a CPU
+    fields |= {"spoils"}  # issue 45: what a save refused to append, and why
     assert set(result(judgement=regressed()).to_dict()) == fields
 
 

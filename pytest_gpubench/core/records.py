@@ -1108,7 +1108,9 @@ class Verdict:
     # changed: the same kernels, run as often, in another configuration (an autotuner's or
     # compiler's choice) rather than other work.
     same_kernels: bool = False
-    accepted: bool = False  # a save takes this change into the history: a new epoch
+    # A save was told to take this session into the history whatever it judged (a change:
+    # as a new epoch; judge.gate.Gate.accepts).
+    accepted: bool = False
     paired: Paired | None = None  # against a revision: both sides' sessions
     # What the reference's call launched (the binary judged against, the previous one of a
     # changed binary, the revision's): the per-kernel table of a failure compares them.
@@ -1116,6 +1118,9 @@ class Verdict:
     # Against a revision in lockstep: a graph-timed call's kernel time judged on its own
     # pairs beside its time per call; it decides where that is unsure (versus.ab).
     beside: Judgement | None = None
+    # In a save: what appending this session would do to its history's gate, where it
+    # leaves the history less able to gate its threshold ('' where it does not: Gate.spoils).
+    spoils: str = ""
 
     @property
     def noisy(self) -> bool:
@@ -1147,6 +1152,7 @@ class Verdict:
             "against": None if self.paired is None else self.paired.to_json(),
             "reference_kernels": [k.to_dict() for k in self.reference_kernels],
             "beside": None if self.beside is None else self.beside.to_json(),
+            "spoils": self.spoils,
         }
 
     @classmethod
@@ -1169,6 +1175,7 @@ class Verdict:
                 Launch.from_dict(k) for k in data.get("reference_kernels") or ()
             ),
             beside=None if data.get("beside") is None else Judgement.from_json(data["beside"]),
+            spoils=str(data.get("spoils") or ""),
         )
 
 

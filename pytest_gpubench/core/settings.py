@@ -216,6 +216,14 @@ def parse_bool(text: object) -> bool:
     raise ValueError("expected true or false")
 
 
+def parse_expression(text: object) -> str:
+    """A -k style expression, as text (the plugin layer compiles it with pytest's parser)."""
+    value = str(text).strip()
+    if not value:
+        raise ValueError("expected a -k style expression such as 'softmax and not fp16'")
+    return value
+
+
 def parse_path(text: object) -> Path:
     return Path(str(text))
 
@@ -267,13 +275,23 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "accept",
-        "With --gpubench-save: take confirmed changes (regressed, improved, incomparable) into "
-        "the baselines, each starting a new epoch; without it a change is left out of the save "
-        "and fails its test as it would without --gpubench-save",
+        "With --gpubench-save: take each test's session into the baselines whatever it judged: "
+        "a confirmed change (regressed, improved, incomparable) as a new epoch, an unstable "
+        "session, one that would widen its test's gate beyond its threshold; without it these "
+        "are left out of the save, and a change or a widened gate fails its test",
         parse_bool,
         False,
         is_flag=True,
         in_marker=True,
+    ),
+    OptionSpec(
+        "accept_only",
+        "With --gpubench-save: accept (as --gpubench-accept) only in the tests that this "
+        "expression matches, as -k matches them, such as 'softmax and not fp16'; the other "
+        "tests are saved as without --gpubench-accept",
+        parse_expression,
+        None,
+        metavar="EXPR",
     ),
     OptionSpec(
         "dir",
@@ -614,6 +632,8 @@ class Settings:
     sessions: int = 1
     fail_on_improvement: bool = False
     allow_incomparable: bool = False
+    # Accept only in the tests this -k style expression matches (plugin.measuring).
+    accept_only: str | None = None
     changed: str = "work"  # what a changed binary does (CHANGED_ACTIONS)
     against: str | None = None  # a git revision measured in the same job (versus/ab.py)
     build: str | None = None  # a shell command run in that revision's checkout
@@ -711,6 +731,11 @@ class Settings:
             raise ConfigError(
                 "--gpubench-accept takes confirmed changes into the baseline: use it with "
                 "--gpubench-save"
+            )
+        if settings.accept_only is not None and not settings.save and child is None:
+            raise ConfigError(
+                f"--gpubench-accept-only {settings.accept_only!r} takes the sessions of the tests "
+                "it matches into the baseline: use it with --gpubench-save"
             )
         return settings
 

@@ -6,16 +6,23 @@ save asks what it writes and whether a verdict starts a new epoch of the baselin
 ``gpubench compare`` asks the same questions of two result files. Pure: built from the
 settings, it takes records and returns records or answers.
 
-Saves never accept silently. A save appends the run's own session of each measurement whose
-final verdict is ``ok``, ``new`` or ``unstable``; a confirmed change (``CHANGES``) enters the
-history, as a new epoch, only when the save is told to accept it (``--gpubench-accept``, or
-the test's marker ``accept=True``); otherwise it fails its test as it would in a run that
-saves nothing, or, where it would not fail (an improvement without
-``--gpubench-fail-on-improvement``, an allowed incomparable baseline), is left out with a
-line; either way its history stays as it was. Sessions of fresh processes that confirmed a
+Saves never accept silently, and never spoil a history silently. A save appends the run's
+own session of each measurement whose final verdict is ``ok``, ``new`` or ``not gated``,
+unless appending it would leave its history less able to gate its threshold than it was
+(:meth:`Gate.spoils`: a gate within the threshold widened beyond it, or a history that
+sessions like its own would bring to gate its threshold made one that none would): that
+fails its test, saying so. An ``unstable`` session is left out with a line. A confirmed
+change (``CHANGES``) enters the history, as a new epoch, only when the save is told to
+accept it (``--gpubench-accept``, ``--gpubench-accept-only``, or the test's marker
+``accept=True``); otherwise it fails its test as it would in a run that saves nothing, or,
+where it would not fail (an improvement without ``--gpubench-fail-on-improvement``, an
+allowed incomparable baseline), is left out with a line; either way its history stays as it
+was. Told to accept, a save appends the test's session whatever it judged (a change: as a
+new epoch), and names what it accepted. Sessions of fresh processes that confirmed a
 verdict decide it and are not written: a save of N sessions writes N. A session recorded by
-``--gpubench-sessions`` is appended to what the run's first session saved, whatever it
-judged against it.
+``--gpubench-sessions`` is appended to what the run's first session saved whatever it judged
+against it, unless it is ``unstable`` or would spoil the history (which fails the run); all
+are appended where the first session was accepted.
 
 Before the statistics (rule.py), what makes a comparison meaningless: host timings whose
 process was kept waiting for a CPU are ``unmeasurable``; a baseline timed by
@@ -32,16 +39,16 @@ their time for information: other kernels by default, any other binary with ``fa
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from ..core.kernels import binary_changes, diff, launch_count, same_work
-from ..core.records import Judgement, Measurement, Result, Status, Verdict
+from ..core.records import Judgement, Measurement, Result, SessionRecord, Status, Verdict
 from ..core.samples import bytes_text, time_text
 from ..core.settings import MeasureSettings, Settings
 from ..store.baseline import BaselineEntry, Update
 from .picks import pick_spread, picked
-from .rule import NOT_GATED_BEYOND, Design, corrected_alpha, judge
+from .rule import NOT_GATED_BEYOND, SCREEN_P, Design, corrected_alpha, judge
 
 # Fewer samples than this in the first session: its median's own error cannot be told.
 MIN_JUDGED_SAMPLES = 3
@@ -64,6 +71,10 @@ FLOOR_MARGIN = 3.0
 # A process ready to run that had no CPU for more than this share of the time it timed timed
 # the host's load, not the code (timing.wall's run delay): its session is unmeasurable.
 MAX_CPU_WAIT = 0.2
+# Verdicts whose session a save appends unless it spoils its history (Gate.spoils); told to
+# accept, a save takes these and the changes (CHANGES), and unstable sessions.
+APPENDED = frozenset({Status.OK, Status.NEW, Status.NOT_GATED})
+ACCEPTED = CHANGES | APPENDED | {Status.UNSTABLE}
 # How to accept a change: in a save's failure, and in its lines of what it left out.
 HOW_TO_ACCEPT = (
     "accept it with --gpubench-save --gpubench-accept (or @pytest.mark.gpubench(accept=True) "
@@ -162,22 +173,91 @@ class Gate:
         self, measurement: Measurement, entry: BaselineEntry | None, settings: MeasureSettings
     ) -> Result:
         """The verdict on all sessions of ``measurement`` against its baseline ``entry``;
-        accepted when this save accepts it (:meth:`accepts`)."""
+        in a save, a final verdict says what appending its session would spoil
+        (:meth:`spoils`), and whether this save accepts it (:meth:`accepts`)."""
         result = Result(measurement, self.verdict(measurement, entry, settings))
-        if self.accepts(result, settings):
-            return replace(result, verdict=replace(result.verdict, accepted=True))
-        return result
+        if not self.accepting or self.needs_confirmation(result):
+            return result
+        verdict = result.verdict
+        spoils = ""
+        if verdict.status in APPENDED:
+            spoils = self.spoils(measurement, entry, settings)
+        accepted = self.accepts(result, settings)
+        if not (spoils or accepted):
+            return result
+        return replace(result, verdict=replace(verdict, accepted=accepted, spoils=spoils))
 
     def accepts(self, result: Result, settings: MeasureSettings) -> bool:
-        """Whether this process's save takes the result's change into the history: a final
-        verdict (confirmed, or needing no confirmation) of a change, in a save whose
-        measurement settings say ``accept``."""
+        """Whether this process's save takes the result's session into the history whatever
+        it judged: a final verdict (confirmed, or needing no confirmation) of a change, or
+        one a save appends or leaves out (``ACCEPTED``), in a save whose measurement settings
+        say ``accept``. Never what is no time of the work: ``impossible``,
+        ``unmeasurable``, ``unconfirmed``."""
         return (
             self.accepting
             and settings.accept
-            and result.status in CHANGES
+            and result.status in ACCEPTED
             and not self.needs_confirmation(result)
         )
+
+    def spoils(
+        self, measurement: Measurement, entry: BaselineEntry | None, settings: MeasureSettings
+    ) -> str:
+        """What appending the measurement's session to the history it was judged against
+        would do to that history's gate, where it would widen a gate within the threshold
+        beyond it, or leave a gated history not gated; '' where it would not. Both histories
+        are judged as the next run would judge them (:func:`gate_of`, a next session as
+        precise as this one). Only a session unlike the history's own is refused: one that
+        an unchanged test would place as far from the history's floor less often than the
+        screen's level (``SCREEN_P``): the sampling noise of a test's gate, which the sessions
+        of a test at its threshold move across it and back, never fails a save. Nor does a
+        session within the range of those the history holds (it shows the history nothing
+        new), nor a history not gated (a short one, or one that its verdict says more
+        sessions like its own would bring to gate: it grows by saves), nor a first session,
+        or one of another binary (a history of its own)."""
+        if entry is None or entry.timer != measurement.timer:
+            return ""
+        binary = entry.binary_for(measurement.kernels)
+        record = measurement.record
+        if binary is None or not binary.history or record.n < MIN_JUDGED_SAMPLES:
+            return ""
+        medians = [r.median_ms for r in binary.history]
+        if min(medians) <= record.median_ms <= max(medians):
+            return ""
+        launches = launch_count(binary.kernels or measurement.kernels)
+
+        def judged(history: Sequence[SessionRecord]) -> Judgement:
+            return judge(
+                [r.summary for r in history],
+                [record.summary],
+                threshold=settings.threshold,
+                alpha=settings.alpha,
+                family=self.family,
+                timer=measurement.timer,
+                launches=launches,
+                fail_on_improvement=self.fail_on_improvement,
+                design=self.design,
+                versus=measurement.versus,
+            )
+
+        before = judged(binary.history)
+        p = before.p_value
+        if not before.gated or before.gateable is None or p is None or p >= SCREEN_P:
+            return ""
+        own = replace(measurement, confirmations=())
+        after = Update.of(own, new_epoch=False).apply(entry).binary_for(measurement.kernels)
+        if after is None:
+            return ""
+        now = judged(after.history)
+        gate, threshold = before.gateable, settings.threshold
+        if not now.gated or now.gateable is None:
+            return f"leave its history not gated, where it gates {gate:.1%}"
+        if gate <= threshold < now.gateable:
+            return (
+                f"widen its gate from {gate:.1%} to {now.gateable:.1%}, beyond its threshold "
+                f"{threshold * 100:g}%"
+            )
+        return ""
 
     def impossible(
         self, measurement: Measurement, median_ms: float | None = None
@@ -353,12 +433,13 @@ class Gate:
 
     def fails(self, verdict: Verdict) -> bool:
         """Whether a final verdict fails its test: in a save as in any run, unless the save
-        accepts it."""
+        accepts it; and in a save, a session that would spoil its history (:meth:`spoils`)."""
         return (
             self.enforcing
             and not verdict.accepted
             and (
-                verdict.status in (Status.REGRESSED, Status.IMPOSSIBLE, Status.MORE_MEMORY)
+                bool(verdict.spoils)
+                or verdict.status in (Status.REGRESSED, Status.IMPOSSIBLE, Status.MORE_MEMORY)
                 or (verdict.status is Status.IMPROVED and self.fail_on_improvement)
                 or (verdict.status is Status.INCOMPARABLE and not self.allow_incomparable)
                 or (
@@ -372,9 +453,17 @@ class Gate:
         )
 
     def refusal(self, verdict: Verdict) -> str:
-        """The line under a change this save does not accept: the history stays as it was,
-        and how to accept the change; '' for every other verdict, and outside a save."""
-        if not self.accepting or verdict.accepted or verdict.status not in CHANGES:
+        """The line under a change this save does not accept, or a session that would spoil
+        its history: the history stays as it was, and how to accept it; '' for every other
+        verdict, and outside a save."""
+        if not self.accepting or verdict.accepted:
+            return ""
+        if verdict.spoils:
+            return (
+                f"not saved: appending this session would {verdict.spoils}; the baseline keeps "
+                f"its history; save it again on a quiet machine, or {HOW_TO_ACCEPT}"
+            )
+        if verdict.status not in CHANGES:
             return ""
         return f"not saved: the baseline keeps its history; {HOW_TO_ACCEPT}"
 
@@ -393,7 +482,8 @@ class Gate:
         when its test did not pass (the test's own failure says why, a change this save
         does not accept included); else one line for under the table. A change that does
         not fail (an improvement, an allowed incomparable baseline) is left out unless
-        accepted; an unconfirmed verdict is left out: its first session may be a change."""
+        accepted; an unconfirmed verdict is left out: its first session may be a change; an
+        unstable one, and one that would spoil its history, unless accepted."""
         if not passed:
             return ""
         test, verdict = result.test, result.verdict
@@ -405,14 +495,43 @@ class Gate:
             return f"{test}: not saved: {verdict.status.value}; {HOW_TO_ACCEPT}"
         if verdict.status is Status.UNCONFIRMED:
             return f"{test}: not saved: unconfirmed (its first session may be a change); save again"
+        if verdict.accepted:
+            return _too_few_to_save(result.measurement)
+        if verdict.spoils:
+            return f"{test}: not saved: appending this session would {verdict.spoils}"
+        if verdict.status is Status.UNSTABLE:
+            return f"{test}: not saved: unstable: {verdict.reason}; or {HOW_TO_ACCEPT}"
         return _too_few_to_save(result.measurement)
 
-    def unrecorded(self, result: Result, passed: bool) -> str | None:
+    def accepted_line(self, result: Result, new_epoch: bool) -> str | None:
+        """What an accepting save says of a session it saved (None: nothing was accepted,
+        the session would have been saved without it): a change, a new epoch; an unstable
+        session, or one that spoils its history, appended."""
+        verdict, test = result.verdict, result.test
+        status = verdict.status.value
+        if new_epoch:
+            return f"{test}: {status}, accepted: its history starts over from this run"
+        if not verdict.accepted:
+            return None
+        if verdict.spoils:
+            return (
+                f"{test}: {status}, accepted: appended to its history, which it may "
+                f"{verdict.spoils}"
+            )
+        if verdict.status is Status.UNSTABLE:
+            n = result.measurement.record.n
+            return f"{test}: unstable, accepted: appended to its history ({too_few(n)})"
+        if verdict.status in CHANGES:  # its binary's own history (changed), its peak memory
+            return f"{test}: {status}, accepted: appended to its history"
+        return None
+
+    def unrecorded(self, result: Result, passed: bool, accepted: bool = False) -> str | None:
         """Why a session recorded in a fresh process (``--gpubench-sessions``) is not appended
-        (None: appended). It is appended whatever it judged against the history its run's
-        first session extended: a session is a sample of the spread, never a change to
-        accept. Left out: a test that did not pass there, a timing of other work than the
-        history's (``OTHER_WORK``), too few samples."""
+        (None: appended, unless it would spoil its history: :meth:`spoils`). A session is a
+        sample of the spread, never a change to accept: it is appended whatever else it
+        judged against the history its run's first session extended. Left out: a test that
+        did not pass there, a timing of other work than the history's (``OTHER_WORK``), too
+        few samples, and, unless its first session was ``accepted``, an unstable one."""
         test = result.test
         if not passed:
             return (
@@ -420,6 +539,8 @@ class Gate:
             )
         if result.status in OTHER_WORK or result.status in (Status.IMPOSSIBLE, Status.UNMEASURABLE):
             return f"{test}: a recorded session not saved: {result.verdict.reason}"
+        if result.status is Status.UNSTABLE and not accepted:
+            return f"{test}: a recorded session not saved: unstable: {result.verdict.reason}"
         return _too_few_to_save(result.measurement)
 
     def saved(self, result: Result, *, recorded: bool = False) -> Update:

@@ -37,7 +37,7 @@ from ..core.settings import OPTIONS, MarkerSpec, MeasureSettings, Settings
 from ..store import files as storage
 from . import hookspecs
 from .collect import Collected
-from .measuring import BENCH_KEY, MARKER, SPEC_KEY, Measuring, resolve_markers
+from .measuring import BENCH_KEY, MARKER, SPEC_KEY, Measuring, accept_expression, resolve_markers
 
 if TYPE_CHECKING:
     from ..core.device import Device
@@ -259,6 +259,8 @@ def _settings(config: pytest.Config, child: Path | None) -> Settings:
                 storage.check_target(path, what)  # refuse now rather than after the run
     except GpubenchError as exc:
         raise pytest.UsageError(str(exc)) from None
+    if settings.accept_only is not None:
+        accept_expression(settings.accept_only)  # an expression pytest cannot parse: refused
     narrowed = [f for f, on in (("--lf", "lf"), ("--sw", "stepwise")) if config.getoption(on, 0)]
     if settings.sessions > 1 and narrowed:
         raise pytest.UsageError(

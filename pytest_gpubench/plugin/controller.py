@@ -57,7 +57,7 @@ class Controller:
         self.announce = announce
         self.saved: bool | None = None  # None: no save was made
         self.written: dict[str, int] = {}  # sessions written, by measurement key
-        self.accepted: list[str] = []  # the changes a save accepted, one line each
+        self.accepted: list[str] = []  # the sessions a save accepted, one line each
         self.not_saved: list[str] = []  # why results were left out of a save
         self.errors: list[str] = []  # files that could not be written, one line each
         self.refused = False  # the run stopped at a usage error
@@ -391,13 +391,16 @@ class Controller:
         self, outcomes: Iterable[tuple[Result, bool]], keys: Collection[str] | None = None
     ) -> Saved | None:
         """Save this run's first session, or with ``keys`` append a recorded one to those
-        measurements; return what was saved, None when the save failed (its error is kept)."""
+        measurements (all of it to those whose first session the save accepted); return
+        what was saved, None when the save failed (its error is kept). A recorded session
+        refused for spoiling its history fails the run, in a line of its own."""
         assert self.session is not None
         try:
             if keys is None:
                 saved = self.session.save(outcomes)
             else:
-                saved = self.session.append(outcomes, keys)
+                accepted = {r.key for r, _ in self.collected.outcomes if r.verdict.accepted}
+                saved = self.session.append(outcomes, keys, accepted)
         except GpubenchError as exc:
             self.errors.append(str(exc))
             return None
@@ -406,6 +409,7 @@ class Controller:
             self.written[key] = self.written.get(key, 0) + 1
         self.accepted.extend(saved.accepted)
         self.not_saved.extend(saved.not_saved)
+        self.errors.extend(saved.refused)
         return saved
 
     def _record_sessions(self) -> None:

@@ -54,9 +54,38 @@ REFUSED_KEY: pytest.StashKey[bool] = pytest.StashKey()
 RESULTS_KEY: pytest.StashKey[tuple[Result, ...]] = pytest.StashKey()
 
 
+def accept_expression(text: str) -> Callable[[pytest.Item], bool]:
+    """Whether a test is one that ``--gpubench-accept-only`` names: pytest's own -k matching
+    (its parser and matcher, private to pytest but what -k means), so that the tests it
+    accepts are those ``-k`` with the same expression would run. A usage error names an
+    expression that pytest cannot parse."""
+    return _accept_expression(text)
+
+
+@functools.lru_cache(maxsize=4)
+def _accept_expression(text: str) -> Callable[[pytest.Item], bool]:
+    from _pytest.mark import KeywordMatcher
+    from _pytest.mark.expression import Expression
+
+    try:
+        expression = Expression.compile(text)
+    except Exception as exc:  # SyntaxError since pytest 8.1, ParseError before
+        raise pytest.UsageError(
+            f"invalid --gpubench-accept-only {text!r}: {exc}; expected a -k style expression "
+            "such as 'softmax and not fp16'"
+        ) from None
+    return lambda item: expression.evaluate(KeywordMatcher.from_item(item))
+
+
 def resolve_markers(item: pytest.Item, settings: Settings) -> MarkerSpec:
     """The test's ``gpubench`` markers merged, closest first per keyword (a function's marker
-    over its class's over its module's ``pytestmark``), over the session's settings."""
+    over its class's over its module's ``pytestmark``), over the session's settings; with
+    ``--gpubench-accept-only``, a save accepts in the tests it matches (a marker's
+    ``accept=`` still decides for its own test)."""
+    if settings.accept_only is not None:
+        accept = accept_expression(settings.accept_only)(item)
+        measure = dataclasses.replace(settings.measure, accept=accept)
+        settings = dataclasses.replace(settings, measure=measure)
     keywords: dict[str, object] = {}
     for marker in item.iter_markers(MARKER):
         if marker.args:

@@ -117,13 +117,15 @@ def _costs(
 @dataclass(frozen=True)
 class Saved:
     """What a save did: whether the file was written, the measurements (keys) it wrote a
-    session of, one line per accepted change (a new epoch), and which results it left out,
-    why."""
+    session of, one line per session it accepted (Gate.accepted_line), which results it left
+    out, why, and the recorded sessions it refused because they would spoil their history
+    (Gate.spoils: they fail the run)."""
 
     written: bool
     keys: tuple[str, ...] = ()
     accepted: tuple[str, ...] = ()
     not_saved: tuple[str, ...] = ()
+    refused: tuple[str, ...] = ()
 
 
 def _besides(a: Sampler, b: Sampler) -> tuple[float | None, float | None, str]:
@@ -837,20 +839,42 @@ class BenchSession:
         named: one test's bad value never costs the others their baselines."""
         return self._save(outcomes, recorded=False)
 
-    def append(self, outcomes: Iterable[tuple[Result, bool]], keys: Collection[str]) -> Saved:
+    def append(
+        self,
+        outcomes: Iterable[tuple[Result, bool]],
+        keys: Collection[str],
+        accepted: Collection[str] = (),
+    ) -> Saved:
         """Add a session recorded in a fresh process to the measurements ``keys`` (those this
-        run's first session was saved to), whatever it judged: never a new epoch
-        (``Gate.unrecorded``)."""
-        return self._save(((r, p) for r, p in outcomes if r.key in keys), recorded=True)
+        run's first session was saved to), whatever it judged, never as a new epoch
+        (``Gate.unrecorded``), unless it would spoil its history (``Gate.spoils``: refused)
+        where this run's first session was not ``accepted`` (keys)."""
+        chosen = ((r, p) for r, p in outcomes if r.key in keys)
+        return self._save(chosen, recorded=True, accepted=accepted)
 
-    def _save(self, outcomes: Iterable[tuple[Result, bool]], *, recorded: bool) -> Saved:
+    def _save(
+        self,
+        outcomes: Iterable[tuple[Result, bool]],
+        *,
+        recorded: bool,
+        accepted: Collection[str] = (),
+    ) -> Saved:
         gate = self.gate
         updates: list[store.Update] = []
         infos: dict[str, SessionInfo] = {}
-        accepted: list[str] = []
+        lines: list[str] = []
         not_saved: list[str] = []
+        refused: list[str] = []
         for result, passed in outcomes:
-            why = gate.unrecorded(result, passed) if recorded else gate.unsaved(result, passed)
+            if recorded:
+                why = gate.unrecorded(result, passed, result.key in accepted)
+                if why is None and result.key not in accepted:
+                    why = self._spoiled(result)
+                    if why:
+                        refused.append(why)
+                        continue
+            else:
+                why = gate.unsaved(result, passed)
             if why is not None:
                 if why:
                     not_saved.append(why)
@@ -858,11 +882,24 @@ class BenchSession:
             update = gate.saved(result, recorded=recorded)
             updates.append(update)
             infos.update(result.measurement.session_infos)
-            if update.new_epoch:
-                accepted.append(
-                    f"{result.test}: {result.status.value}, accepted: its history starts over "
-                    "from this run"
-                )
+            line = None if recorded else gate.accepted_line(result, update.new_epoch)
+            if line:
+                lines.append(line)
         written = store.save(self.baseline, self.env.fingerprint(), infos, updates)
         keys = tuple(u.key for u in updates) if written else ()
-        return Saved(written, keys, tuple(accepted), tuple(not_saved))
+        return Saved(written, keys, tuple(lines), tuple(not_saved), tuple(refused))
+
+    def _spoiled(self, result: Result) -> str | None:
+        """The line of a recorded session that would spoil its history (``Gate.spoils``,
+        judged at the session's settings, its test's threshold); None where it would not."""
+        from ..judge.gate import HOW_TO_ACCEPT
+
+        m = result.measurement
+        settings = dataclasses.replace(self.settings.measure, threshold=m.threshold)
+        spoils = self.gate.spoils(m, self.baseline.entries.get(m.key), settings)
+        if not spoils:
+            return None
+        return (
+            f"{m.test}: a recorded session not saved: appending it would {spoils}; record it "
+            f"again on a quiet machine, or {HOW_TO_ACCEPT}"
+        )
