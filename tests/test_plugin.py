@@ -1482,6 +1482,9 @@ def test_another_pick_is_judged_on_time_and_named(
             "*% here: 4 binaries of this work seen)",
         ]
     )
+    [line] = [x for x in slower.outlines if x.startswith("test_sum: regressed: ")]
+    guide = (Path(__file__).parents[1] / "docs" / "guide.md").read_text(encoding="utf-8")
+    assert f"\n{line}\n" in guide  # the guide's example is this line
     [measured] = json.loads((fake.path / "out.json").read_text())["results"]
     assert measured["kernel_changes"] == [change]
     assert measured["baseline_binary"] == binary_of(axpy)  # the longest history

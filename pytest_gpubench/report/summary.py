@@ -106,8 +106,10 @@ def format_share(value: float | None) -> str:
 
 def _binary_change(result: Result) -> str:
     """What another binary judged against a history is ('': none, or not so judged)."""
-    v = result.verdict
-    if not v.kernel_changes or v.judgement is None or v.judgement.against != "history":
+    v, ran = result.verdict, result.measurement.binary
+    judged = v.judgement is not None and v.judgement.against == "history"
+    # (a record of before 2026-12-03 names no baseline binary: its changes were its own)
+    if not (v.kernel_changes and judged and ran and v.baseline_binary not in ("", ran)):
         return ""
     return "another pick" if v.same_kernels else "other kernels"
 
