@@ -108,7 +108,7 @@ def _no_run_delay(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.undo())."""
     from pytest_gpubench.timing import wall
 
-    monkeypatch.setattr(wall, "run_delay_ns", lambda: None)
+    monkeypatch.setattr(wall, "run_delays_ns", lambda: None)
 
 
 @pytest.fixture(autouse=True)
@@ -147,6 +147,7 @@ def fake(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.P
         "FAKE_BESIDE_FAIL_FROM",
         "FAKE_CPU_WAIT",
         "FAKE_CHILD_CPU_WAIT",
+        "FAKE_YARDSTICK_CPU_WAIT",
         "PYTEST_ADDOPTS",
     ):
         monkeypatch.delenv(name, raising=False)

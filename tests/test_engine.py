@@ -351,32 +351,53 @@ def test_host_caveats_name_torch_threads_and_a_process_that_did_not_run() -> Non
         "that waits)"
     )
     assert wall.host_caveat(4, 0.5).count("; ") == 1
+    # Where the run delay is known, it speaks, not the share of CPU time: a function that
+    # sleeps or waits on a device on a quiet host is not loaded.
+    assert wall.host_caveat(None, 0.05, 0.01) == ""
+    assert wall.host_caveat(None, 0.05, 0.12) == (
+        "the process waited for a CPU 12% of the time it timed (other processes had them)"
+    )
 
 
 def test_the_wall_timer_counts_the_time_its_process_waited_for_a_cpu(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Its thread's run delay (ready to run, no CPU) as a share of the time it timed, on a
-    clock of 10 ms per read and a run delay of 3 ms more per read: 0.3; at most 1; None
-    where the system cannot tell (no schedstat). On Linux a sleep is no wait for a CPU."""
-    clock = itertools.count(0, 10_000_000)
-    fake_time = types.SimpleNamespace(
-        perf_counter_ns=lambda: next(clock), process_time_ns=lambda: next(clock)
+    """The largest run delay (ready to run, no CPU) of one of its threads, as a share of the
+    time from its first sample to the reading: a thread that handles a call's work (a
+    BLAS's, torch's) counts, and one started meanwhile from its start; at most 1; None where
+    the system cannot tell (no schedstat). On Linux a sleep is no wait for a CPU."""
+    now = [0]
+
+    def tick() -> int:
+        now[0] += 10_000_000
+        return now[0]
+
+    monkeypatch.setattr(
+        wall, "time", types.SimpleNamespace(perf_counter_ns=tick, process_time_ns=tick)
     )
-    monkeypatch.setattr(wall, "time", fake_time)
-    monkeypatch.setattr(wall, "run_delay_ns", lambda: next(delays))
-    for step, share in ((3_000_000, 0.3), (50_000_000, 1.0)):
-        delays = itertools.count(0, step)
+
+    def delays(share: float, late: float) -> Callable[[], dict[str, int]]:
+        # The calling thread waits a tenth of the time; a worker ``share`` of it; a thread
+        # that starts after the first sample, ``late`` of the time since.
+        def read() -> dict[str, int]:
+            found = {"1": now[0] // 10, "2": int(now[0] * share)}
+            return found | ({"3": int((now[0] - 100_000_000) * late)} if now[0] > 1e8 else {})
+
+        return read
+
+    for share, late, expected in ((0.3, 0.0, 0.3), (0.0, 0.5, 0.5), (0.01, 0.0, 0.1)):
+        monkeypatch.setattr(wall, "run_delays_ns", delays(share, late))
         sampler = wall.WallTimer().sampler(Workload(lambda: None, ()))
-        for _ in range(3):
+        for _ in range(20):
             sampler.sample()
-        assert engine._cpu_wait(sampler) == pytest.approx(share)
-    monkeypatch.setattr(wall, "run_delay_ns", lambda: None)
+        assert engine._cpu_wait(sampler) == pytest.approx(expected, rel=0.2)
+    assert wall.waited_share({"1": 0}, {"1": 10**9}, 10**6) == 1.0  # at most all of it
+    monkeypatch.setattr(wall, "run_delays_ns", lambda: None)
     blind = wall.WallTimer().sampler(Workload(lambda: None, ()))
     blind.sample()
     assert blind.cpu_wait() is None
     monkeypatch.undo()
-    if wall.run_delay_ns() is not None:
+    if wall.run_delays_ns() is not None:
         calm = wall.WallTimer().sampler(Workload(time.sleep, (0.01,)))
         calm.sample()
         wait = calm.cpu_wait()
