@@ -145,8 +145,12 @@ class FakeTimer:
             kernel_ms = None if share == "fail" or fails else base_ms * SHIFT * float(share)
             kernel_ms = kernel_ms and kernel_ms * getattr(workload.fn, "fake_kernel_factor", 1.0)
             beside = FakeBeside(kernel_ms, random.Random(seed), noise)
-        # Its share of time waiting for a CPU: FAKE_CPU_WAIT, FAKE_CHILD_CPU_WAIT in a child.
+        # Its share of time waiting for a CPU: FAKE_CPU_WAIT, FAKE_CHILD_CPU_WAIT in a child;
+        # FAKE_YARDSTICK_CPU_WAIT, where set, for the session's yardsticks (a CPU's numpy
+        # matmul and copies: the floors of flops= and bytes=).
         wait = os.environ.get("FAKE_CHILD_CPU_WAIT" if CHILD else "FAKE_CPU_WAIT")
+        if getattr(workload.fn, "__name__", "") in ("matmul", "copyto", "copy_"):
+            wait = os.environ.get("FAKE_YARDSTICK_CPU_WAIT", wait)
         return Sampler(
             timer=self.name,
             sample=sample,

@@ -325,6 +325,55 @@ def test_a_session_timed_on_a_loaded_host_is_unmeasurable_never_failed_nor_saved
     history.runpytest("--gpubench", NO_CONFIRM).assert_outcomes(passed=1, failed=1)
 
 
+FLOPS_BENCH = """
+def test_mm(gpubench):
+    gpubench(abs, -1, flops=1e12)
+"""
+
+
+def test_a_yardstick_timed_on_a_loaded_host_makes_nothing_impossible(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 45: on a loaded CPU a correct matmul with flops= failed as impossible, its
+    yardstick (a numpy matmul of all threads) run 40-70 times slower than on a quiet host
+    while the call, of one thread, kept its speed (bench/load_signals.py). The fake call does
+    1000 TFLOP/s, the fake yardstick 0.27 (1 ms for 2 x 512^3): impossible on a quiet host.
+    A loaded session (the call's and the yardstick's processes waited for a CPU 60% of the
+    time) is unmeasurable, neither failed nor saved; a yardstick loaded alone gives no
+    floor: the quiet call is judged on time, not impossible, and the yardstick is timed
+    again at the next call that needs it, three times at most."""
+    fake.makepyfile(test_bench=FLOPS_BENCH)
+    fake.runpytest("--gpubench", NO_CONFIRM).assert_outcomes(failed=1)  # quiet: impossible
+    monkeypatch.setenv("FAKE_CPU_WAIT", "0.6")
+    loaded = fake.runpytest("--gpubench-save", NO_CONFIRM, "--gpubench-json=out.json")
+    loaded.assert_outcomes(passed=1)
+    loaded.stdout.fnmatch_lines(
+        [
+            "test_mm: unmeasurable: its process was ready to run but had no CPU 60% of the "
+            "time it timed*run it on a quiet machine*",
+            "test_mm: not saved: unmeasurable (a loaded host; save it on a quiet one)",
+        ]
+    )
+    [found] = json.loads((fake.path / "out.json").read_text())["results"]
+    assert found["status"] == "unmeasurable" and found["matmul_tflops"] is None
+    assert not list(fake.path.glob(".gpubench/*.json"))
+    monkeypatch.delenv("FAKE_CPU_WAIT")
+    monkeypatch.setenv("FAKE_YARDSTICK_CPU_WAIT", "0.6")
+    monkeypatch.setenv("FAKE_AGAIN_LOG", str(fake.path / "samplers.log"))
+    fake.makepyfile(
+        test_bench="\n".join(
+            f"def test_mm{i}(gpubench):\n    gpubench(abs, -1, flops=1e12)\n" for i in range(4)
+        )
+    )
+    alone = fake.runpytest("--gpubench", NO_CONFIRM, "--gpubench-json=out.json")
+    alone.assert_outcomes(passed=4)
+    results = json.loads((fake.path / "out.json").read_text())["results"]
+    assert {r["status"] for r in results} == {"new"}
+    assert {r["matmul_tflops"] for r in results} == {None}
+    made = (fake.path / "samplers.log").read_text().splitlines()
+    assert made.count("made matmul") == 3
+
+
 @pytest.mark.slow
 def test_confirmations_timed_on_a_loaded_host_are_left_out(
     history: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
@@ -708,6 +757,44 @@ def test_a_session_is_named_by_its_date_and_random_bits_and_says_what_it_ran_on(
     assert set(info.versions) == set(VERSION_FIELDS)
     assert info.versions["python"] == envs[0].fingerprint()["python"]
     assert (info.date, info.commit, info.machine) == (envs[0].date, None, host_identity())
+
+
+def test_a_yardstick_timed_on_a_loaded_host_gives_no_floor_and_is_timed_again(
+    tmp_path: Path,
+) -> None:
+    """A yardstick whose process waited for a CPU over a fifth of its timing gives no rate
+    (a floor from it would make honest calls impossible), says so for the calls it would
+    have judged, and is timed again at the next call that asks: a quiet timing is kept for
+    the session; three loaded ones, and none is tried again."""
+    from pytest_gpubench.core.settings import MeasureSettings
+    from pytest_gpubench.run.environment import Environment
+    from pytest_gpubench.timing.engine import Sampler
+
+    waits: list[float | None] = []
+
+    class Timer:
+        name = "wall"
+
+        def sampler(self, workload: Any) -> Sampler:
+            wait = waits.pop(0)
+            return Sampler(timer="wall", sample=lambda: 1.0, cpu_wait=lambda: wait)
+
+    env = Environment(tmp_path, MeasureSettings(), lambda *a: Timer(), lambda: False)
+    waits += [0.6, 0.1]
+    assert env.matmul_tflops("float32") is None
+    assert env.unchecked(False, "float32") == (
+        "no floor: its yardstick (the float32 matmul (60%)) was timed while its process "
+        "waited for a CPU that share of the time (a loaded host), so the call was not "
+        "checked for impossible; run it on a quiet machine to check it"
+    )
+    assert env.unchecked(True, None) == ""
+    assert env.matmul_tflops("float32") == pytest.approx(2 * 512**3 / 1e9)  # 1 ms each
+    assert env.matmul_tflops("float32") == pytest.approx(2 * 512**3 / 1e9)  # kept
+    assert env.unchecked(False, "float32") == "" and not waits
+    waits += [0.3, 0.5, 0.9, None]
+    assert [env.copy_rates() for _ in range(4)] == [None] * 4  # three timings, then none
+    assert waits == [None] and "the copy (90%)" in env.unchecked(True, "float32")
+    assert "peak_copy_gbs" not in env.fingerprint()
 
 
 # --- pytest-benchmark's JSON ----------------------------------------------------------------
