@@ -339,9 +339,9 @@ def test_a_yardstick_timed_on_a_loaded_host_makes_nothing_impossible(
     while the call, of one thread, kept its speed (bench/load_signals.py). The fake call does
     1000 TFLOP/s, the fake yardstick 0.27 (1 ms for 2 x 512^3): impossible on a quiet host.
     A loaded session (the call's and the yardstick's processes waited for a CPU 60% of the
-    time) is unmeasurable, neither failed nor saved (nor accepted); a yardstick loaded alone gives no
-    floor: the quiet call is judged on time, not impossible, and the yardstick is timed
-    again at the next call that needs it, three times at most."""
+    time) is unmeasurable, neither failed nor saved (nor accepted); a yardstick loaded
+    alone gives no floor: the quiet call is judged on time, not impossible, and the
+    yardstick is timed again at the next call that needs it, three times at most."""
     fake.makepyfile(test_bench=FLOPS_BENCH)
     fake.runpytest("--gpubench", NO_CONFIRM).assert_outcomes(failed=1)  # quiet: impossible
     monkeypatch.setenv("FAKE_CPU_WAIT", "0.6")
