@@ -632,8 +632,8 @@ def confirmed(
 
     session.judge = judge  # type: ignore[method-assign]
     first = judge(session_of("c0", 1.06), None)
-    [result] = session.confirm(
-        [first], nodeid="t.py::test_a", settings=MeasureSettings(), progress=lambda i, n: None
+    [(result,)] = session.confirm(
+        [("t.py::test_a", (first,), MeasureSettings())], progress=lambda i, n: None
     )
     return result
 

@@ -33,11 +33,12 @@ def test_the_recorded_sessions_are_there(machines) -> None:
 
 
 # Issue 45: with confirmations drawn outside the history (they were its own sessions before,
-# at 20 sessions nearly always), 20-session histories fail 0.6-1.3% of unchanged 54-test runs
-# (docs/verdict.md, "On recorded sessions"): the bound is not met yet. Strict, so that the rule
-# that meets it turns these into failures to be made plain asserts.
+# at 20 sessions nearly always), 20-session histories failed 0.6-1.3% of unchanged 54-test
+# runs; with a run's sessions taken as correlated (rule.RUN_ICC, SIZE_ICC) 0.1-0.2% without
+# gross outliers (docs/verdict.md, "On recorded sessions"): the bound is not met yet. Strict,
+# so that the rule that meets it turns these into failures to be made plain asserts.
 NOT_MET = pytest.mark.xfail(
-    strict=True, reason="issue 45: 20-session histories fail 0.6-1.3% of unchanged runs"
+    strict=True, reason="issue 45: 20-session histories fail 0.1-0.2% of unchanged runs"
 )
 
 
@@ -48,7 +49,7 @@ NOT_MET = pytest.mark.xfail(
         (0.05, True, 54, 800, 0.005),
         (0.05, False, 500, 200, 0.01),
         pytest.param(0.02, False, 54, 2000, 0.001, marks=NOT_MET),
-        pytest.param(0.02, True, 54, 800, 0.005, marks=NOT_MET),
+        (0.02, True, 54, 800, 0.005),
     ],
 )
 def test_unchanged_runs_at_twenty_sessions_rarely_fail(
@@ -76,14 +77,16 @@ def test_the_held_out_sessions_are_there(resample) -> None:
     assert sorted((m.suite, m.x.shape) for m in held) == [("example", (96, 10)), ("user", (13, 11))]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 45: two groups fail 5-session histories")
+@pytest.mark.xfail(strict=True, reason="issue 45: two groups fail 0.1-0.4% of 5-session runs")
 @pytest.mark.parametrize("threshold", [0.05, 0.02])
 def test_held_out_sessions_in_two_groups_do_not_fail_five_session_histories(
     resample, threshold
 ) -> None:
     """Held-out H100 sessions replayed whole (docs/verdict.md, "Held out"): a history drawn
     from one group of a test's sessions, confirmations from the other, fails 1.4% of the
-    user suite's runs at 5% and 1.7-3.8% at 2%. The bound of a 54-test run, 0.1%."""
+    user suite's runs at 5% and 1.7-3.8% at 2% with sessions taken as independent, 0.14% and
+    0.32% (the example suite 0.4% at 2%) with RUN_ICC and SIZE_ICC. The bound of a 54-test
+    run, 0.1%."""
     for m in resample.load(held_out=True):
         outcome = resample.held_out(m, resample.Config(k=5, threshold=threshold))
         assert outcome.false_rate <= 0.001, (m.suite, outcome.failed_runs)
@@ -91,14 +94,15 @@ def test_held_out_sessions_in_two_groups_do_not_fail_five_session_histories(
 
 @pytest.mark.parametrize(
     "threshold, slowdown, low_us, high_us, power",
-    [(0.05, 0.05, 20, float("inf"), 0.98), (0.05, 0.05, 3, 20, 0.80)],
+    [(0.05, 0.05, 20, float("inf"), 0.98), (0.05, 0.05, 3, 20, 0.70)],
 )
 def test_slowdowns_of_the_threshold_are_caught(
     resample, machines, threshold, slowdown, low_us, high_us, power
 ) -> None:
     """Every test of the class, the noisy ones too (issue 16 asks 99% from 20 us: the
     recorded H100s' tests whose sessions fall in two groups say they cannot gate 5%, and
-    miss; docs/verdict.md, Limits)."""
+    miss; docs/verdict.md, Limits). At 3-20 us 72% since a run's sessions are taken as
+    correlated (84% before: rule.RUN_ICC's cost, docs/verdict.md)."""
     outcome = resample.simulate(
         machines, resample.Config(k=20, slowdown=slowdown, threshold=threshold), 200
     )
@@ -122,7 +126,7 @@ def test_a_test_that_gates_the_threshold_catches_it(
     )
     sel = (outcome.duration_us >= low_us) & (outcome.duration_us < high_us)
     sel &= ~outcome.not_gated & (outcome.gateable <= threshold)
-    assert sel.sum() > 1000
+    assert sel.sum() > 900
     assert outcome.flagged[sel].mean() >= 0.99
 
 

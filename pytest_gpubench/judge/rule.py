@@ -88,6 +88,22 @@ OWN_WEIGHT_PER_SESSION = 1 / (4 * 1.1**2)
 MAX_RATE_WEIGHT = 10.0
 # The excursion sizes' prior weight, in excursions.
 SIZE_WEIGHT = 2.0
+# A run's sessions (its first, then fresh processes seconds apart on the same machine) share
+# the machine's phase: whether each is in an excursion is correlated, intraclass correlation
+# RUN_ICC. Fitted by bench/run_correlation.py to the recorded sessions in time order (335
+# series of 10 GPUs, 10-27 sessions each, 12-70 s apart): the correlation of excursion
+# indicators at lags 1-6 (the pairs one run's seven sessions hold), less what random orders
+# of the same sessions give (-0.05: a series' own rate); the machines ranged -0.01 to +0.14.
+# It predicts what the recorded order shows: windows of 3, 5 and 7 consecutive sessions all in
+# excursion are 1.5, 4 and 20 times as common as in random orders. Sessions taken as
+# independent, 7 in the slow group of a test whose history holds none of it looked too rare.
+RUN_ICC = 0.042
+# A test's excursions are alike (a group of sessions at +9 to +13%): the log sizes of one
+# test's excursions correlate at SIZE_ICC within a duration class (bench/run_correlation.py;
+# 0.2-0.8 by class, pooled over pairs), in time order no more than apart. Sized by the prior
+# (a test whose history has not shown them), n excursions of one run are worth
+# 1 + (n - 1) (1 - SIZE_ICC) independent ones.
+SIZE_ICC = 0.39
 # Nothing is steadier between sessions than this (medians are stored to 6 digits).
 MIN_SIGMA = 2e-4
 # A history shorter than this tells no spread between sessions: it gates only a change of
@@ -342,22 +358,34 @@ class Fit:
     fast_size0: np.ndarray
 
     def at(self, n: np.ndarray | int) -> Fit:
-        """This fit with each excursion rate replaced by the one whose n-th power is the
-        chance that ``n`` fresh sessions are all excursions, the rate being uncertain (a Beta
-        of its evidence): ``E[pi^n]^(1/n)``. A short history, whose rate is barely known, so
-        needs more sessions to rule excursions out."""
+        """This fit for ``n`` sessions of one run, judged as a product of ``n`` survivals.
+
+        Each excursion rate is replaced by the one whose n-th power is the chance that the
+        ``n`` sessions are all excursions, ``E[pi^n]^(1/n)``, ``pi`` the run's rate: a Beta
+        whose variance is the rate's uncertainty (its evidence, ``total`` sessions) plus what
+        the run's sessions share (RUN_ICC): ``1 / (c + 1) = 1 / (total + 1) + RUN_ICC``. A
+        short history, whose rate is barely known, or a run in a slow phase, so needs more
+        sessions to rule excursions out. The prior's excursion size is stretched so that its
+        n-th power is that of 1 + (n - 1) (1 - SIZE_ICC) independent sizes."""
         counts: np.ndarray = np.maximum(np.asarray(n), 1)
         steps = np.arange(int(np.max(counts)))
-        rates = {}
+        fields = {}
         for name, rate, total in (
             ("slow_rate", self.slow_rate, self.slow_total),
             ("fast_rate", self.fast_rate, self.fast_total),
         ):
-            a = rate[..., None] * total[..., None]
-            terms = np.log((a + steps) / (total[..., None] + steps))
+            c = 1 / (1 / (total + 1) + RUN_ICC) - 1
+            a = rate[..., None] * c[..., None]
+            terms = np.log((a + steps) / (c[..., None] + steps))
             used = steps < counts[..., None]
-            rates[name] = np.exp(np.sum(np.where(used, terms, 0.0), axis=-1) / counts)
-        return dataclasses.replace(self, **rates)
+            fields[name] = np.exp(np.sum(np.where(used, terms, 0.0), axis=-1) / counts)
+        stretch = np.broadcast_to(counts / (1 + (counts - 1) * (1 - SIZE_ICC)), self.m.shape)
+        for side in ("slow", "fast"):
+            seen: Excursions = getattr(self, f"{side}_excursions")
+            fields[f"{side}_size0"] = getattr(self, f"{side}_size0") * stretch
+            scale = seen.scale * stretch[seen.some][..., None, None]
+            fields[f"{side}_excursions"] = dataclasses.replace(seen, scale=scale)
+        return dataclasses.replace(self, **fields)
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,20 @@ SPEC_KEY: pytest.StashKey[MarkerSpec | str] = pytest.StashKey()
 REFUSED_KEY: pytest.StashKey[bool] = pytest.StashKey()
 # The results of a test's call phase, for its report.
 RESULTS_KEY: pytest.StashKey[tuple[Result, ...]] = pytest.StashKey()
+# Set while a test runs under this plugin's protocol: its flagged verdicts wait for the
+# run's end, to be confirmed with the others in the same fresh processes.
+DEFER_KEY: pytest.StashKey[bool] = pytest.StashKey()
+
+
+@dataclasses.dataclass
+class Waiting:
+    """A test whose flagged verdicts wait for the run's confirmation, and its reports (its
+    outcome is known only then)."""
+
+    item: pytest.Item
+    results: tuple[Result, ...]
+    settings: MeasureSettings
+    reports: list[pytest.TestReport] = dataclasses.field(default_factory=list)
 
 
 def accept_expression(text: str) -> Callable[[pytest.Item], bool]:
@@ -130,6 +144,8 @@ class Measuring:
         # once the other process is gone, why (every later test then fails: no verdict).
         self.duo: Leader | Follower | None = None
         self.duo_ended = ""
+        # Tests whose flagged verdicts wait for the run's end (DEFER_KEY), by node id.
+        self.waiting: dict[str, Waiting] = {}
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -188,22 +204,96 @@ class Measuring:
                     ):
                         self.session.timer_ready()  # (what fails is said when a test times)
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtestloop(self, session: pytest.Session) -> None:
-        """A duo's leader, which holds the device by now (plugin.child), tells its follower
-        to run its tests; the follower waits for that before any test's fixtures run."""
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        """Before the tests, a duo's leader, which holds the device by now (plugin.child),
+        tells its follower to run its tests; the follower waits for that before any test's
+        fixtures run. After the last test (or a stop), the tests whose flagged verdicts
+        waited are confirmed together, and their reports, held until then, say their
+        outcome."""
         from ..run.duo import Follower
         from ..run.sides import DuoError
 
-        if self.duo is None:
-            return
+        if self.duo is not None:
+            try:
+                if isinstance(self.duo, Follower):
+                    self.duo.wait_go()
+                else:
+                    self.duo.go()
+            except DuoError as exc:
+                self.duo_ended = str(exc)
+        stopped = "the run stopped before its confirmation"
         try:
-            if isinstance(self.duo, Follower):
-                self.duo.wait_go()
-            else:
-                self.duo.go()
-        except DuoError as exc:
-            self.duo_ended = str(exc)
+            result = yield
+            stopped = str(session.shouldstop or session.shouldfail or "")
+        finally:
+            self._confirm_waiting(stopped)
+        return result
+
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> bool | None:
+        """pytest's own protocol, its reports held back (as pytest-rerunfailures holds them)
+        where the test's flagged verdicts wait for the run's confirmation (issue 45: every
+        flagged test confirmed in the same fresh processes). Not where a confirmed failure
+        must stop the run at once (``-x``, ``--maxfail``), nor for a test that
+        pytest-rerunfailures runs again, nor in an xdist worker (which reports a test only
+        while it runs), nor outside the user's own run."""
+        if not self._defers(item):
+            return None
+        from _pytest.runner import runtestprotocol
+
+        item.stash[DEFER_KEY] = True
+        reports = runtestprotocol(item, log=False, nextitem=nextitem)
+        waiting = self.waiting.get(item.nodeid)
+        if waiting is not None:
+            waiting.reports = reports
+        else:
+            _log(item, reports)
+        return True
+
+    def _defers(self, item: pytest.Item) -> bool:
+        config = item.config
+        return (
+            self.session is not None
+            and self.session.gate.confirm > 0
+            and self.session.gate.enforcing
+            and self.pairing is None
+            and self.duo is None
+            and not config.getoption("maxfail", 0)
+            and not hasattr(config, "workerinput")
+            and not getattr(config.option, "reruns", None)
+            and item.get_closest_marker("flaky") is None
+            and _is_benchmark(item)
+        )
+
+    def _confirm_waiting(self, stopped: str) -> None:
+        """Confirm the waiting tests in one set of fresh processes (``stopped``: why the run
+        ended before it could: each stays unconfirmed), then log their held reports, a
+        confirmed failure failing its call phase as an assertion would."""
+        waiting, self.waiting = list(self.waiting.values()), {}
+        if not waiting or self.session is None:
+            return
+        gate = self.session.gate
+        tests = [(w.item.nodeid, w.results, w.settings) for w in waiting]
+        if stopped:
+            confirmed = [tuple(gate.unconfirmed(r, stopped) for r in w.results) for w in waiting]
+        else:
+            name = waiting[0].item.name if len(waiting) == 1 else f"{len(waiting)} flagged tests"
+            confirmed = self._confirm(tests, name, waiting[0].item.session)
+        for w, results in zip(waiting, confirmed, strict=True):
+            failures = self._settled(w.item, results, compared=False, problem="")
+            for report in w.reports:
+                if report.when != "call":
+                    continue
+                setattr(report, REPORT_ATTRIBUTE, w.item.stash[RESULTS_KEY])
+                if failures and report.passed:
+                    try:
+                        pytest.fail("\n".join(failures), pytrace=False)
+                    except pytest.fail.Exception:
+                        report.longrepr = w.item.repr_failure(pytest.ExceptionInfo.from_current())
+                    report.outcome = "failed"
+            _log(w.item, w.reports)
 
     def pytest_sessionfinish(self) -> None:
         from ..run.duo import Follower
@@ -358,19 +448,39 @@ class Measuring:
             and not problem
             and any(gate.needs_confirmation(r) for r in results)
         ):
-            try:
-                with timeout_paused(item):
-                    results = self.session.confirm(
-                        results,
-                        nodeid=item.nodeid,
-                        settings=settings,
-                        progress=self._progress(item.name),
-                    )
-            except KeyboardInterrupt:
-                # Ctrl-C while fresh processes confirm: the run stops after this test, whose
-                # flagged verdicts stay unconfirmed.
-                results = tuple(gate.unconfirmed(r, "interrupted") for r in results)
-                item.session.shouldstop = f"interrupted while confirming {item.nodeid}"
+            if item.stash.get(DEFER_KEY, False):  # confirmed with the run's others, at its end
+                item.stash[RESULTS_KEY] = results
+                self.waiting[item.nodeid] = Waiting(item, results, settings)
+                return []
+            with timeout_paused(item):
+                [results] = self._confirm(
+                    [(item.nodeid, results, settings)], item.name, item.session
+                )
+        return self._settled(item, results, compared=compared, problem=problem)
+
+    def _confirm(
+        self,
+        tests: list[tuple[str, tuple[Result, ...], MeasureSettings]],
+        name: str,
+        run: pytest.Session,
+    ) -> list[tuple[Result, ...]]:
+        """The tests' flagged results confirmed in the same fresh processes; Ctrl-C while they
+        run stops the run, their flagged verdicts unconfirmed (they fail nothing)."""
+        assert self.session is not None
+        gate = self.session.gate
+        try:
+            return self.session.confirm(tests, progress=self._progress(name))
+        except KeyboardInterrupt:
+            run.shouldstop = f"interrupted while confirming {name}"
+            return [tuple(gate.unconfirmed(r, "interrupted") for r in rs) for _, rs, _ in tests]
+
+    def _settled(
+        self, item: pytest.Item, results: tuple[Result, ...], *, compared: bool, problem: str
+    ) -> list[str]:
+        """Keep the final results for the call's report, with their evidence; return what
+        fails the test."""
+        assert self.session is not None
+        gate = self.session.gate
         results = self.session.kept_evidence(results)
         if (
             not compared
@@ -479,6 +589,15 @@ class Measuring:
         if isinstance(data, dict) and isinstance(skipped, str):
             data[SKIPPED_ATTRIBUTE] = skipped
         return data
+
+
+def _log(item: pytest.Item, reports: list[pytest.TestReport]) -> None:
+    """What pytest's own protocol logs of a test that ran with its reports held."""
+    ihook = item.ihook
+    ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    for report in reports:
+        ihook.pytest_runtest_logreport(report=report)
+    ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
 
 
 def _is_benchmark(item: pytest.Item) -> bool:

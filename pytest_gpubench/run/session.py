@@ -756,51 +756,60 @@ class BenchSession:
 
     def confirm(
         self,
-        results: Sequence[Result],
+        tests: Sequence[tuple[str, Sequence[Result], MeasureSettings]],
         *,
-        nodeid: str,
-        settings: MeasureSettings,
         progress: Callable[[int, int], None],
-    ) -> tuple[Result, ...]:
-        """Time the test ``nodeid`` again in fresh processes, batch after batch, while the
-        gate wants more sessions of any of its results (up to its cap), judging each wanted
-        result on all its sessions after every batch; the others stay as they are. Why fresh
-        processes measured nothing is said in the note of the results they were to confirm."""
+    ) -> list[tuple[Result, ...]]:
+        """Time the tests again in fresh processes, batch after batch, while the gate wants
+        more sessions of any of their results (up to its cap), judging each wanted result on
+        all its sessions after every batch; the others stay as they are. ``tests``: each
+        test's node id, its results and their settings. Each process of a batch times every
+        test that still wants sessions (issue 45: the cost grows with the looks, not with
+        the tests flagged). Why fresh processes measured nothing is said in the note of the
+        results they were to confirm."""
         gate = self.gate
         if self.launcher is None:
-            return tuple(
-                gate.unconfirmed(r, "no fresh process can be started here") for r in results
-            )
-        results = list(results)
+            why = "no fresh process can be started here"
+            return [tuple(gate.unconfirmed(r, why) for r in results) for _, results, _ in tests]
+        now = [list(results) for _, results, _ in tests]
         done = 0
         while True:
             # A result its first batch left unconfirmed is not started again.
             wanted = [
-                gate.needs_confirmation(r) and r.status is not Status.UNCONFIRMED for r in results
+                [gate.needs_confirmation(r) and r.status is not Status.UNCONFIRMED for r in rs]
+                for rs in now
             ]
-            if not any(wanted):
+            asked = [i for i, w in enumerate(wanted) if any(w)]
+            if not asked:
                 break
-            batch = max(gate.next_batch(r) for r, w in zip(results, wanted, strict=True) if w)
+            batch = max(
+                gate.next_batch(r)
+                for i in asked
+                for r, w in zip(now[i], wanted[i], strict=True)
+                if w
+            )
             started = time.perf_counter()
             runs = self.launcher.confirming(
-                [nodeid], batch, self.device_index, progress, first=done
+                [tests[i][0] for i in asked], batch, self.device_index, progress, first=done
             )
             done += batch
-            share = (time.perf_counter() - started) / sum(wanted)
-            before = results
-            results = [
-                self._confirmed(result, runs, settings, share) if want else result
-                for result, want in zip(results, wanted, strict=True)
-            ]
+            share = (time.perf_counter() - started) / sum(map(sum, wanted))
+            before = [list(rs) for rs in now]
+            for i in asked:
+                now[i] = [
+                    self._confirmed(r, runs, tests[i][2], share) if w else r
+                    for r, w in zip(now[i], wanted[i], strict=True)
+                ]
             if all(
                 len(a.measurement.sessions) == len(b.measurement.sessions)
-                for a, b, w in zip(results, before, wanted, strict=True)
+                for i in asked
+                for a, b, w in zip(now[i], before[i], wanted[i], strict=True)
                 if w
             ):
                 # The batch confirmed nothing (each result says why, or keeps its last
                 # look's verdict): another would not either.
                 break
-        return tuple(results)
+        return [tuple(rs) for rs in now]
 
     def _confirmed(
         self, result: Result, runs: Sequence[ChildRun], settings: MeasureSettings, share: float
