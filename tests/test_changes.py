@@ -247,16 +247,25 @@ def test_the_threshold_sets_the_smallest_change() -> None:
 def test_a_creep_of_one_percent_a_session_is_flagged_by_the_save_run_show_and_a_run(
     fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Five saves at one speed, then one save per session 1% slower than the last: the fourth
-    (+4.1%, below the 5% threshold, every verdict ok) is the first whose saved history is
-    flagged, with a warning that fails nothing; gpubench show lists it; a run without save
-    notes it beside its verdict and carries it in the JSON report."""
+    """Five saves at one speed, then one save per session 1% slower than the last: from the
+    second, a plain save refuses the session (it would widen the gate beyond the threshold:
+    issue 45), so the user accepts each; the fourth (+4.1%, below the 5% threshold, every
+    verdict ok) is the first whose saved history is flagged, with a warning that fails
+    nothing; gpubench show lists it; a run without save notes it beside its verdict and
+    carries it in the JSON report."""
     fake.makepyfile(test_bench=BENCH)
     outputs = []
     for i, scale in enumerate([1.0] * 5 + [1.01, 1.02, 1.03, 1.04]):
         monkeypatch.setenv("FAKE_SEED", str(i + 1))
         monkeypatch.setenv("FAKE_SCALE", str(scale))
-        result = fake.runpytest("--gpubench-save", NO_CONFIRM)
+        if scale == 1.02:
+            refused = fake.runpytest("--gpubench-save", NO_CONFIRM)
+            refused.assert_outcomes(failed=2)
+            refused.stdout.fnmatch_lines(
+                ["*not saved: appending this session would widen its gate*"]
+            )
+        accept = ("--gpubench-accept",) if scale >= 1.02 else ()
+        result = fake.runpytest("--gpubench-save", NO_CONFIRM, *accept)
         result.assert_outcomes(passed=2)
         outputs.append(result.stdout.str())
     assert all(report_changes.SAVED_HEADING not in out for out in outputs[:-1])

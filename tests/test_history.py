@@ -374,6 +374,12 @@ def test_a_yardstick_timed_on_a_loaded_host_makes_nothing_impossible(
     assert {r["matmul_tflops"] for r in results} == {None}
     made = (fake.path / "samplers.log").read_text().splitlines()
     assert made.count("made matmul") == 3
+    alone.stdout.fnmatch_lines(
+        [
+            "test_mm0: *no floor: its yardstick (the float32 matmul (60%)) was timed while its "
+            "process waited for a CPU that share of the time (a loaded host)*"
+        ]
+    )
 
 
 @pytest.mark.slow

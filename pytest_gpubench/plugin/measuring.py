@@ -255,7 +255,8 @@ class Measuring:
     def _defers(self, item: pytest.Item) -> bool:
         config = item.config
         return (
-            self.session is not None
+            _is_benchmark(item)  # first: a run without gpubench tests imports no gate
+            and self.session is not None
             and self.session.gate.confirm > 0
             and self.session.gate.enforcing
             and self.pairing is None
@@ -264,7 +265,6 @@ class Measuring:
             and not hasattr(config, "workerinput")
             and not getattr(config.option, "reruns", None)
             and item.get_closest_marker("flaky") is None
-            and _is_benchmark(item)
         )
 
     def _confirm_waiting(self, stopped: str) -> None:
