@@ -1,13 +1,15 @@
 """The role of every process: time gpubench tests, and make each final verdict its test's
 outcome.
 
-pytest runs each test as it always does; this role only wraps the call phase. After the
-test's body, its measurements are judged; a flagged one is confirmed in fresh processes
-right there, and a confirmed regression fails the call phase like an assertion would. So a
-verdict means what any failure means: ``-x`` and ``--maxfail`` stop at it, ``--lf`` reruns
-it, JUnit XML records it, xdist carries it, and pytest-rerunfailures repeats the whole test
-(the last attempt's sessions are the ones kept: collect.py). The confirmation's time is not
-charged to pytest-timeout's timer of the test (``timeout_paused``).
+pytest runs each test as it always does; this role wraps the call phase. After the
+test's body, its measurements are judged; the tests flagged in the user's run are confirmed
+together after the last test, in the same fresh processes, their reports held until then
+(``pytest_runtest_protocol``, as pytest-rerunfailures holds them), and a confirmed
+regression fails the call phase like an assertion would. So a verdict means what any
+failure means: ``--lf`` reruns it, JUnit XML records it. Where that cannot wait (``-x``,
+``--maxfail``, pytest-rerunfailures, which repeats the whole test, an xdist worker) a
+flagged test is confirmed right after its body. The confirmation's time is not charged to
+pytest-timeout's timer of the test (``timeout_paused``).
 """
 
 from __future__ import annotations
