@@ -1379,6 +1379,30 @@ def test_other_kernels_than_the_baselines_are_another_binary(
     allowed.assert_outcomes(passed=1, deselected=1)
 
 
+def other_binaries(
+    pytester: pytest.Pytester, key: str, binaries: list[tuple[dict[str, Any], float]]
+) -> list[list[dict[str, Any]]]:
+    """Other binaries of ``key`` stored beside its own, as other machines' saves keep them:
+    each launch's history that of the entry times its scale; their histories."""
+    path = baseline_file(pytester)
+    data = json.loads(path.read_text())
+    stored = data["benchmarks"][key]
+    histories = [
+        [r | {"median_ms": float(f"{r['median_ms'] * scale:.6g}")} for r in stored["history"]]
+        for _, scale in binaries
+    ]
+    stored["others"] = [
+        {"epoch": stored["epoch"], "anchor": h, "history": h, "kernels": [launch | {"share": 1.0}]}
+        for (launch, _), h in zip(binaries, histories, strict=True)
+    ]
+    path.write_text(json.dumps(data))
+    return histories
+
+
+# Three picks of an autotuned kernel from other machines: grid and time against the entry's.
+PICKS = ((16384, 1.002), (4096, 0.997), (32768, 1.004))
+
+
 def test_each_binary_keeps_its_own_history_and_a_run_is_judged_against_its_own(
     fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1396,13 +1420,8 @@ def test_each_binary_keeps_its_own_history_and_a_run_is_judged_against_its_own(
             passed=1, deselected=1
         )
     # The other machine's binary, its sessions 45% slower, as the file keeps it.
-    path = baseline_file(fake)
-    data = json.loads(path.read_text())
-    stored = data["benchmarks"]["test_bench.py::test_sum"]
-    slower = [r | {"median_ms": float(f"{r['median_ms'] * 1.45:.6g}")} for r in stored["history"]]
-    other = {"epoch": stored["epoch"], "anchor": slower, "history": slower}
-    stored["others"] = [other | {"kernels": [narrow | {"share": 1.0}]}]
-    path.write_text(json.dumps(data))
+    stored = entry(fake, "test_bench.py::test_sum")
+    [slower] = other_binaries(fake, "test_bench.py::test_sum", [(narrow, 1.45)])
 
     def run(launches: dict[str, Any], scale: float, *args: str) -> dict[str, Any]:
         monkeypatch.setenv("FAKE_KERNELS", kernels(launches | {"share": 1.0}))
@@ -1449,21 +1468,8 @@ def test_another_pick_is_judged_on_time_and_named(
             passed=1, deselected=1
         )
     # Three other picks of the same kernel, each from another machine, within 0.4%.
-    path = baseline_file(fake)
-    data = json.loads(path.read_text())
-    stored = data["benchmarks"]["test_bench.py::test_sum"]
-    others = []
-    for grid, scale in ((16384, 1.002), (4096, 0.997), (32768, 1.004)):
-        history = [
-            r | {"median_ms": float(f"{r['median_ms'] * scale:.6g}")} for r in stored["history"]
-        ]
-        launch = axpy | {"grid": [grid, 1, 1], "share": 1.0}
-        others.append(
-            {"epoch": stored["epoch"], "anchor": history, "history": history}
-            | {"kernels": [launch]}
-        )
-    stored["others"] = others
-    path.write_text(json.dumps(data))
+    picks = [(axpy | {"grid": [grid, 1, 1]}, scale) for grid, scale in PICKS]
+    other_binaries(fake, "test_bench.py::test_sum", picks)
     pick = axpy | {"grid": [8192, 1, 1]}
     monkeypatch.setenv("FAKE_KERNELS", kernels(pick | {"share": 1.0}))
     monkeypatch.setenv("FAKE_SEED", "2")
