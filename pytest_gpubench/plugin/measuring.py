@@ -206,7 +206,9 @@ class Measuring:
                     ):
                         self.session.timer_ready()  # (what fails is said when a test times)
 
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    # Innermost of the loop's wrappers: a fresh process's (plugin.child) holds the device by
+    # the time a duo's leader says go.
+    @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         """Before the tests, a duo's leader, which holds the device by now (plugin.child),
         tells its follower to run its tests; the follower waits for that before any test's
@@ -230,6 +232,8 @@ class Measuring:
             stopped = str(session.shouldstop or session.shouldfail or "")
         finally:
             self._confirm_waiting(stopped)
+        if not stopped and session.shouldstop:  # Ctrl-C while they were confirmed
+            raise session.Interrupted(session.shouldstop)
         return result
 
     def pytest_runtest_protocol(
@@ -473,7 +477,9 @@ class Measuring:
         try:
             return self.session.confirm(tests, progress=self._progress(name))
         except KeyboardInterrupt:
-            run.shouldstop = f"interrupted while confirming {name}"
+            run.shouldstop = (
+                f"interrupted while confirming {tests[0][0] if len(tests) == 1 else name}"
+            )
             return [tuple(gate.unconfirmed(r, "interrupted") for r in rs) for _, rs, _ in tests]
 
     def _settled(
