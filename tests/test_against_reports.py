@@ -702,17 +702,33 @@ def test_a_failure_its_kernel_time_decided_is_asked_of_a_second_process_kernel_t
         session="h0",
     )
     failed = Result(measurement, mine)
-    kept = lockstep._as_second_process_says(failed, verdict(0.84), "", measure)
+
+    def second(v: Verdict, timer: str = "cuda-graph") -> Result:
+        return Result(dataclasses.replace(measurement, timer=timer), v)
+
+    kept = lockstep._as_second_process_says(failed, second(verdict(0.84)), "", measure)
     assert kept.status is Status.REGRESSED, kept.verdict.reason
     assert "a second process's 5 pairs read +0.3% by cuda-graph, kernel time +5.0%" in (
         kept.verdict.reason
     )
-    dropped = lockstep._as_second_process_says(failed, verdict(0.8), "", measure)
+    dropped = lockstep._as_second_process_says(failed, second(verdict(0.8)), "", measure)
     assert dropped.status is Status.UNSURE
     assert dropped.verdict.reason.startswith(
         "a second process's 5 pairs read +0.3% by cuda-graph, kernel time +0.0%, which does "
         "not bear out this process's pairs"
     )
+
+    # A call near the short-call edge timed by cupti-graph there (its number the kernel
+    # time, none beside it): its kernel time is asked, as the one that failed the test.
+    def kernel_timed(kernel: float) -> Result:
+        v = verdict(1.0, [kernel * (1 + 0.0005 * (-1) ** i) / 0.8 for i in range(5)])
+        return second(dataclasses.replace(v, beside=None), "cupti-graph")
+
+    for kernel, status, read in ((0.84, Status.REGRESSED, "+5.0%"), (0.8, Status.UNSURE, "+0.0%")):
+        said = lockstep._as_second_process_says(failed, kernel_timed(kernel), "", measure)
+        assert said.status is status, said.verdict.reason
+        assert f"a second process's 5 pairs read {read} by cupti-graph" in said.verdict.reason
+        assert f"{read} by cupti-graph, kernel time" not in said.verdict.reason
     # Its time per call did not fail it (unsure, and here faster): a second process whose
     # time per call is much faster bears out no slowdown.
     faster = [0.99, 0.96, 1.0, 0.97, 0.99]
@@ -720,7 +736,9 @@ def test_a_failure_its_kernel_time_decided_is_asked_of_a_second_process_kernel_t
     assert slowed.by_kernel_time and slowed.judgement.ratio < 1  # type: ignore[union-attr]
     much_faster = verdict(0.8, [0.9, 0.901, 0.899, 0.9, 0.9005])
     assert much_faster.judgement.status is Status.IMPROVED  # type: ignore[union-attr]
-    said = lockstep._as_second_process_says(Result(measurement, slowed), much_faster, "", measure)
+    said = lockstep._as_second_process_says(
+        Result(measurement, slowed), second(much_faster), "", measure
+    )
     assert said.status is Status.UNSURE, said.verdict.reason
     # The failure line and the table say that the kernel time decided.
     message = report.failure_message(Result(measurement, slowed))

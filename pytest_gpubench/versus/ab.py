@@ -64,6 +64,8 @@ from ..store.runs import ignore_all
 from .revision import Revision, code_paths
 
 BASE, HEAD = "base", "head"
+# The timer whose number a call's kernel time taken beside its time per call is (_beside).
+KERNEL_TIME = "cupti-graph"
 # Compile caches a side keeps apart from the other's: (variable, folder name). torch's
 # extensions are kept by the name their code gives them. Triton's and Inductor's caches are
 # keyed by what they compile, so they stay shared (the user's): identical code then runs
@@ -667,7 +669,7 @@ def _beside(
         paired,
         base,
         head,
-        "cupti-graph",
+        KERNEL_TIME,
         launches,
         measure,
         gate,

@@ -51,7 +51,7 @@ from ..judge.pairs import DUO_PAIRS, lockstep_process_sigma, second_process_agre
 from ..run.children import ChildRun, Launcher
 from ..run.sides import Lockstep, Pair
 from ..timing.engine import Workload
-from .ab import BASE, HEAD, design_of, held_to_floors, paired_result
+from .ab import BASE, HEAD, KERNEL_TIME, design_of, held_to_floors, paired_result
 from .revision import Revision
 
 if TYPE_CHECKING:
@@ -591,7 +591,7 @@ class Pairing:
             [nodeid], 1, self.session.device_index, progress, pairs=self.design.cap
         )
         theirs = {
-            r.measurement.key: r.verdict
+            r.measurement.key: r
             for run in runs
             for r, _ in run.results
             if not r.measurement.key.endswith(BASE_SUFFIX)
@@ -806,29 +806,35 @@ def _change(judgement: Judgement) -> str:
 
 
 def _as_second_process_says(
-    result: Result, theirs: Verdict | None, error: str, measure: MeasureSettings
+    result: Result, theirs: Result | None, error: str, measure: MeasureSettings
 ) -> Result:
-    """A failing ``result`` of pairs from one process, given a second process's verdict on
+    """A failing ``result`` of pairs from one process, given a second process's result on
     its own pairs (None: it has none, ``error`` saying why): kept where that bears it out
     (judge.pairs.second_process_agrees), else ``unsure``."""
     verdict = result.verdict
     judgement = verdict.judgement
-    if theirs is None or theirs.judgement is None or judgement is None:
+    if theirs is None or theirs.verdict.judgement is None or judgement is None:
         why = error or "it measured nothing"
         return dataclasses.replace(
             result, measurement=result.measurement.noted(f"no second process: {why}"[:300])
         )
-    other = theirs.judgement
-    moved = _change(other)
-    timer = result.measurement.timer  # whose number it read (a kernel time has its own clause)
-    said = f"a second process's {other.current_sessions} pairs read {moved} by {timer}"
+    # Each number that failed the test is asked of the second process's same number, by the
+    # timer whose number it is: a call near the short-call edge may be timed by cupti-graph
+    # (its kernel time) there and by cuda-graph (kernel time beside) here.
+    failed = {}
+    if not verdict.by_kernel_time:
+        failed[result.measurement.timer] = judgement
+    if verdict.beside is not None and verdict.beside.status is verdict.status:
+        failed[KERNEL_TIME] = verdict.beside
+    timer, other = theirs.measurement.timer, theirs.verdict.judgement
+    numbers = _numbers(timer, theirs.verdict)
+    said = f"a second process's {other.current_sessions} pairs read {_change(other)} by {timer}"
+    if KERNEL_TIME in failed and KERNEL_TIME in numbers and timer != KERNEL_TIME:
+        said += f", kernel time {_change(numbers[KERNEL_TIME])}"
+    # Where it has none of them, its own number is asked.
+    asked = [(first, numbers[name], name) for name, first in failed.items() if name in numbers]
+    asked = asked or [(first, other, timer) for first in failed.values()]
     base_ms = verdict.reference_ms or result.measurement.median_ms
-    # Each number that failed the test is asked of the second process's same number: the
-    # time per call where it moved as the verdict did, the kernel time where it did.
-    asked = [] if verdict.by_kernel_time else [(judgement, other, timer)]
-    if verdict.beside is not None and verdict.beside.status is verdict.status and theirs.beside:
-        asked.append((verdict.beside, theirs.beside, "cupti-graph"))
-        said += f", kernel time {_change(theirs.beside)}"
     agrees = any(
         second_process_agrees(
             first,
@@ -865,6 +871,15 @@ def _as_second_process_says(
             verdict, status=Status.UNSURE, reason=reason, judgement=judgement
         ),
     )
+
+
+def _numbers(timer: str, verdict: Verdict) -> dict[str, Judgement]:
+    """A lockstep verdict's judged numbers by the timer whose number each is: its time per
+    call's (``timer``'s) and the kernel time taken beside it (KERNEL_TIME's)."""
+    numbers = {} if verdict.beside is None else {KERNEL_TIME: verdict.beside}
+    if verdict.judgement is not None:
+        numbers[timer] = verdict.judgement
+    return numbers
 
 
 def _with_cost(result: Result, confirm_s: float, note: str) -> Result:
