@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import functools
 import gc
+import io
 import json
 import math
 import os
@@ -218,7 +219,15 @@ def read_baseline(path: Path) -> Baseline:
         raise
     if not baseline.exists:
         raise GpubenchError(f"no such baseline file: {path}")
+    say_notes(baseline.notes)
     return baseline
+
+
+def say_notes(notes: Sequence[str]) -> None:
+    """What a read left out (``Baseline.notes``), a line each on stderr: the output stays
+    what it was."""
+    for note in notes:
+        print(f"gpubench: {note}", file=sys.stderr, flush=True)
 
 
 def _is_result_file(path: Path) -> bool:
@@ -602,7 +611,9 @@ def _shared_lines(path: Path, threshold: float, alpha: float) -> list[str] | Non
 
     def handed(index: int) -> bytes:
         found = judged(index)
-        return b"" if found is None else pickle.dumps((found[0].tally, found[1]))
+        if found is None:
+            return b""
+        return pickle.dumps((found[0].tally, found[1], found[0].baseline.notes))
 
     with helpers.Helpers() as started:
         for index in range(1, SHARES):
@@ -613,16 +624,18 @@ def _shared_lines(path: Path, threshold: float, alpha: float) -> list[str] | Non
         if mine is None:
             return None
         wait_s = max(HELPER_WAIT_S, HELPER_WAIT_SHARES * (time.monotonic() - began))
-        tallies, shares = [mine[0].tally], [mine[1]]
+        tallies, shares, notes = [mine[0].tally], [mine[1]], [*mine[0].baseline.notes]
         for helper in started.started:
             output = started.output(helper, wait_s)
             if not output:
                 return None
-            tally, shown = pickle.loads(output)  # from a fork of this process
+            tally, shown, noted = pickle.loads(output)  # from a fork of this process
             tallies.append(tally)
             shares.append(shown)
+            notes += noted
     if not complete(tallies):
         return None  # a key twice: the read of the whole names it
+    say_notes(notes)
     baseline = mine[0].baseline
     header = baselines.file_header(baseline, mine[0].entries)
     return baselines.show_lines(f"{baseline.path}: {header}", shares)
@@ -1003,6 +1016,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``gpubench`` command; return its exit status."""
+    # A character the terminal cannot encode (a key's lone surrogate from a file) is written
+    # escaped, as Python's own tracebacks do, not a UnicodeEncodeError (issue 46).
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     args = parser().parse_args(argv)
     try:
         return int(args.run(args))

@@ -748,7 +748,7 @@ def test_any_string_in_a_key_a_name_or_extra_info_round_trips(path: Path, text: 
     key = f"t.py::test_{text}#{text}"
     # (an empty note is no note: the plugin stores None)
     extra = {"group": text, "note": text or None, "extra_info": {text: [text, {text: text}]}}
-    info = SessionInfo(text, text, text, {"torch": text})
+    info = SessionInfo("2026-01-01", text, text, {"torch": text})  # a date is a date (below)
     kernels = (Launch(text, share=1.0),)
     assert (
         save(
@@ -1419,3 +1419,77 @@ def test_shares_are_complete_when_their_strings_add_up_to_the_texts() -> None:
     assert not complete([Tally(20, 6, 9), Tally(21, 6, 6)])  # another text
     assert not complete([Tally(20, 6, 9), Tally(20, 5, 6)])
     assert complete([Tally(7, 7, 0)])  # a file of no entries
+
+
+# --- issue 46: a history longer than a save keeps, dates that are not dates ----------------
+
+
+def long_file(path: Path, sessions: int) -> list[str]:
+    """A file whose test 'tests/t.py::test_long' holds ``sessions`` sessions in its history
+    and its anchor (a merge or a hand edit); returns the session names, oldest first."""
+    names = [f"2026{i:08d}" for i in range(sessions)]
+    table = {n: INFO.to_json() for n in names}
+    records = [record(1.0 + i / 1000, n).to_json() for i, n in enumerate(names)]
+    entry = raw(epoch=names[0], anchor=records, history=records)
+    path.write_text(dumps(document(table, **{"tests/t.py::test_long": entry})))
+    return names
+
+
+def test_a_history_longer_than_a_save_keeps_is_read_trimmed_and_said_in_one_line(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "fake.json"
+    names = long_file(path, 300)
+    base = load(path)
+    entry = base.entries["tests/t.py::test_long"]
+    assert [r.session for r in entry.history] == names[-store.HISTORY_SESSIONS :]
+    assert [r.session for r in entry.anchor] == names[: store.ANCHOR_SESSIONS]
+    [note] = base.notes
+    assert note == (
+        f"baseline file {path}: 'tests/t.py::test_long' kept more sessions than a save keeps "
+        f"(300 in its history): read as the latest 20 (and the first 5 as its anchor); the "
+        "next --gpubench-save writes them so"
+    )
+    assert load(path).notes == base.notes  # said by each read until a save
+
+
+def test_a_save_writes_a_long_history_trimmed_though_it_measured_another_test(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "fake.json"
+    names = long_file(path, 300)
+    assert saving(Baseline(path), update("tests/t.py::test_other"))
+    data = json.loads(path.read_text())
+    entry = data["benchmarks"]["tests/t.py::test_long"]
+    assert [r["session"] for r in entry["history"]] == names[-store.HISTORY_SESSIONS :]
+    assert len(entry["anchor"]) == store.ANCHOR_SESSIONS
+    # The sessions no record refers to any more are rolled out of the table.
+    assert len(data["sessions"]) == store.HISTORY_SESSIONS + store.ANCHOR_SESSIONS + 1
+    assert load(path).notes == ()
+
+
+def test_a_session_dated_other_than_in_iso_8601_is_refused_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "fake.json"
+    path.write_text(json.dumps(document({S1: INFO.to_json() | {"date": "not a date"}}, t=raw())))
+    with pytest.raises(BaselineError) as caught:
+        load(path)
+    assert str(caught.value) == (
+        f"baseline file {path} has a session '{S1}' that has a 'date' of 'not a date', not an "
+        f"ISO 8601 date such as 2026-01-02T03:04:05+00:00; {REMEDY}"
+    )
+
+
+def test_a_save_refuses_a_session_it_would_refuse_to_read(tmp_path: Path) -> None:
+    path = tmp_path / "fake.json"
+    with pytest.raises(BaselineError, match=f"session '{S1}' has a 'date' of 'not a date', not"):
+        save(Baseline(path), FINGERPRINT, {S1: SessionInfo("not a date")}, [update("t")])
+    assert not path.exists()
+
+
+def test_a_key_with_a_lone_surrogate_is_kept_by_a_save_and_read_back(tmp_path: Path) -> None:
+    """JSON carries it as an escape (every reader escapes it to display: test_cli)."""
+    path = tmp_path / "fake.json"
+    key = "tests/t.py::test_\ud800"
+    assert saving(Baseline(path), update(key))
+    assert "test_\\ud800" in path.read_text(encoding="ascii")
+    assert list(load(path).entries) == [key]

@@ -998,3 +998,45 @@ def test_show_flags_creep_alike_from_the_log_medians_of_the_survey(tmp_path: Pat
     assert lines == history_changes.flagged_of(base, 0.05)
     assert lines[0].startswith("tests/test_k.py::test_creep: creep: +1.0%/session")
     assert history_changes.headed(lines) == [history_changes.SHOW_HEADING, f"  {lines[0]}"]
+
+
+# --- issue 46: long histories, and what no terminal writes ----------------------------------
+
+
+def test_show_of_a_history_longer_than_a_save_keeps_says_so_once_and_shows_the_latest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = make_baseline(tmp_path)
+    data = json.loads(path.read_text())
+    entry = data["benchmarks"]["tests/test_k.py::test_copy"]
+    entry["history"] *= 30  # 240 records, as a merge or a hand edit can leave
+    path.write_text(json.dumps(data))
+    code, out, err = run(capsys, "show", str(path))
+    assert code == 0, err
+    assert row(out, "tests/test_k.py::test_copy").split()[2:4] == ["20", "5"]
+    [line] = err.splitlines()
+    assert line.startswith(f"gpubench: baseline file {path}: 'tests/test_k.py::test_copy' kept")
+    assert "(240 in its history): read as the latest 20" in line
+
+
+def test_show_plot_and_compare_escape_a_lone_surrogate_in_a_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = make_baseline(tmp_path)
+    text = path.read_text().replace("test_copy", "test_\\ud800")
+    path.write_text(text.replace(DEVICE["name"], "GPU \\udcff"))
+    code, out, err = run(capsys, "show", str(path))
+    assert code == 0, err
+    assert row(out, "tests/test_k.py::test_\\ud800").split()[1:3] == ["cuda-graph", "8"]
+    assert "GPU \\udcff: 8 sessions" in out.splitlines()[0]
+    page = tmp_path / "page.html"
+    code, out, err = run(
+        capsys, "plot", str(path), "--out", str(tmp_path / "o"), "--html", str(page)
+    )
+    assert code == 0, err
+    assert "test_\\ud800" in page.read_text(encoding="utf-8")
+    base = write_results(tmp_path / "base.json", make_result("test_\ud800", 1.0))
+    head = write_results(tmp_path / "head.json", make_result("test_\ud800", 1.0))
+    code, out, err = run(capsys, "compare", base, head)
+    assert code == 0, err
+    assert "test_\\ud800" in out

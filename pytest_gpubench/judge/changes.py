@@ -34,7 +34,9 @@ a short segment's few extreme orders count as much as a long one's. A flag needs
 significance (``p <= ALPHA``) and size (at least ``min_change``): ranks cap what an
 excursion weighs, and the robust sizes keep a few excursions from making a change. When
 both a creep and a step qualify, the shape that fits the values better names the flag.
-Fewer than ``MIN_SESSIONS`` sessions: nothing is claimed.
+Fewer than ``MIN_SESSIONS`` sessions: nothing is claimed. More than ``MAX_SESSIONS``: the
+latest of them are judged (the null and the broken-stick fit grow with the square and the
+cube of the length; a save keeps no more, and a read cuts a longer history to that).
 
 Pure module: numpy and scipy only.
 """
@@ -50,6 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.jsondata import Json
+from ..store.baseline import HISTORY_SESSIONS
 
 # --- constants (bench/simulate_changes.py; tables in docs/verdict.md) -----------------------
 
@@ -57,6 +60,10 @@ from ..core.jsondata import Json
 # creep) reach p 0.0016 and a clean step of 3 after 3 p 0.07: a creep is significant at ALPHA
 # from 7 sessions (p 0.00026 in order), a step on its own split from 16.
 MIN_SESSIONS = 6
+# The most sessions judged, the latest of a longer history (issue 46: 400 took 53 s and
+# 1.8 GB; 40 take 1.4 s): a saved history and a run's session, with room for a longer
+# window (bench/simulate_changes.py).
+MAX_SESSIONS = 2 * HISTORY_SESSIONS
 # Sessions on each side of a step, and rising sessions of a creep, at least.
 MIN_SEGMENT = 3
 # Significance per test, steps and rises together: about ALPHA of stationary histories are
@@ -143,8 +150,9 @@ def min_change_for(threshold: float) -> float:
 def detect(
     log_medians: Sequence[float], *, min_change: float = MIN_CHANGE, alpha: float = ALPHA
 ) -> Changes:
-    """Steps and creep in ``log_medians`` (the log of each session's median, oldest first)."""
-    x = np.asarray(log_medians, dtype=float)
+    """Steps and creep in ``log_medians`` (the log of each session's median, oldest first;
+    of a longer history, the latest MAX_SESSIONS)."""
+    x = np.asarray(log_medians, dtype=float)[-MAX_SESSIONS:]
     k = len(x)
     if not np.all(np.isfinite(x)):
         raise ValueError("session medians must be finite")
@@ -322,8 +330,9 @@ def p_values(log_medians: np.ndarray | Sequence[float]) -> tuple[np.ndarray, np.
     length, at least MIN_SESSIONS): the share of random orders whose most significant
     statistic, steps and rises together, is at least as significant as the row's most
     significant step (or rise), the row's own order counted in. One family: a stationary
-    history has either p at most ``a`` with probability at most ``a``."""
-    x = np.atleast_2d(np.asarray(log_medians, dtype=float))
+    history has either p at most ``a`` with probability at most ``a``. Of a longer history,
+    its latest MAX_SESSIONS."""
+    x = np.atleast_2d(np.asarray(log_medians, dtype=float))[:, -MAX_SESSIONS:]
     step_null, rise_null, smallest = _null(x.shape[1])
     step, rise = _statistics(x)
     return (

@@ -512,6 +512,8 @@ class Controller:
                 write(line)
         for change in self.session.version_changes():
             write(f"baseline was recorded with other software: {change}")
+        for line in self.session.baseline.notes:  # what its read left out
+            write(f"gpubench: {line}", yellow=True)
         for line in self.accepted:
             write(line)
         for line in self.not_saved:

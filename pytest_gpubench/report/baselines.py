@@ -11,10 +11,11 @@ import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..core.jsondata import printable
 from ..core.kernels import describe, describe_configs, launch_count
 from ..core.records import Judgement, SessionSummary, made_from_rows
 from ..judge.rule import Case, judge_many
-from ..store.baseline import Baseline, BaselineEntry, reference_of_logs
+from ..store.baseline import UNKNOWN_DATE, Baseline, BaselineEntry, reference_of_logs
 from . import changes as history_changes
 from .summary import aligned, format_share, format_value
 
@@ -118,8 +119,8 @@ def show_rows(views: Sequence[EntryView]) -> list[list[str]]:
         entry = view.entry
         rows.append(
             [
-                view.key,
-                entry.timer,
+                printable(view.key),  # escaped where it holds what no terminal writes
+                printable(entry.timer),
                 str(len(entry.history)),
                 str(len(entry.anchor)),
                 format_value(view.reference_ms, entry.timer),
@@ -134,8 +135,10 @@ def show_rows(views: Sequence[EntryView]) -> list[list[str]]:
 def file_header(baseline: Baseline, tests: int | None = None) -> str:
     """``NVIDIA H100 80GB HBM3: 12 sessions, 2026-01-02 to 2026-03-04, 8 tests`` (``tests``:
     those of the whole file, where ``baseline`` holds a share of them)."""
-    name = baseline.device.get("name") or "unknown device"
-    dates = sorted(info.date[:10] for info in baseline.sessions.values())
+    name = printable(str(baseline.device.get("name") or "unknown device"))
+    dates = sorted(
+        info.date[:10] for info in baseline.sessions.values() if info.date != UNKNOWN_DATE
+    )
     span = f", {dates[0]} to {dates[-1]}" if dates else ""
     count = len(baseline.sessions)
     tests = len(baseline.entries) if tests is None else tests
@@ -188,12 +191,13 @@ def binary_lines(view: EntryView) -> list[str]:
         return []
     binaries = entry.binaries
     lines = []
+    key = printable(view.key)
     for i, binary in enumerate(binaries):
         n = len(binary.history)
         launches = describe_configs if len(binaries) > 1 else describe
         median = format_value(binary.median_ms, view.entry.timer)
         lines.append(
-            f"  {view.key if i == 0 else ' ' * len(view.key)}  {binary.fingerprint or '-'}, "
+            f"  {key if i == 0 else ' ' * len(key)}  {binary.fingerprint or '-'}, "
             f"{n} session{'s' if n != 1 else ''}, {median}: "
             f"{launches(binary.kernels) if binary.kernels else 'launches not recorded'}"
         )

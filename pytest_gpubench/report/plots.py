@@ -26,6 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from ..core.errors import GpubenchError
+from ..core.jsondata import printable
 from ..core.records import SessionRecord, is_ratio
 from ..core.samples import time_unit
 from ..store import files as storage
@@ -94,7 +95,9 @@ def history_figures(section: Section) -> list[Figure]:
         for ax, view in zip(axes, chunk, strict=True):
             _history_panel(ax, view, section.baseline)
         part = f" ({number}/{len(chunks)})" if len(chunks) > 1 else ""
-        figure.suptitle(f"{header}: session history and bar of a change{part}", y=1 - 0.08 / height)
+        figure.suptitle(
+            f"{printable(header)}: session history and bar of a change{part}", y=1 - 0.08 / height
+        )
         # One legend a figure, in its title's strip: inside the first panel it hid that
         # panel's upper left, where its data can be, at a size a browser drew 8 px high.
         handles, labels = axes[0].get_legend_handles_labels()
@@ -271,7 +274,7 @@ def peak_figure(section: Section) -> tuple[Figure | None, str]:
             [y[i] for i in members],
             [shares[i] for i in members],
             color=colors[group_index % len(colors)],
-            label=group,
+            label=printable(group),
         )
     for position, share in zip(y, shares, strict=True):
         # Above the copy peak the data stayed in L2: the bar is no share of DRAM bandwidth.
@@ -296,6 +299,7 @@ def peak_figure(section: Section) -> tuple[Figure | None, str]:
     if len(groups) > 1:  # one entry, "(no group)", told nothing
         ax.legend(title="group", fontsize=7, loc="lower right")
     name = baseline.device.get("name") or "unknown device"
+    name = printable(str(name))
     figure.suptitle(f"{name}: share of peak copy bandwidth, {len(views)} tests that declare bytes")
     _freeze_layout(figure)
     return figure, ""
@@ -326,7 +330,7 @@ def _figure(size: tuple[float, float], layout: Literal["constrained"] | None = N
 
 def _short(key: str) -> str:
     """A test's key without its file: ``test_sum[large]#fwd``, cut to TITLE_CHARS."""
-    name = key.split("::", 1)[-1]
+    name = printable(key.split("::", 1)[-1])
     return name if len(name) <= TITLE_CHARS else name[: TITLE_CHARS - 3] + "..."
 
 
@@ -406,7 +410,7 @@ def html_page(sections: Sequence[Section], svgs: Sequence[Sequence[str]]) -> str
 
 
 def _e(text: str) -> str:
-    return html.escape(text, quote=True)
+    return html.escape(printable(text), quote=True)
 
 
 def write(

@@ -22,10 +22,14 @@ binary); another timer starts the entry over. Release 0.2 reads such a file as i
 latest binary and drops the others when it saves.
 
 Reads tolerate nothing silently: a damaged file raises BaselineError naming the problem and
-is never overwritten. Schema 1 files are read as one session per entry and rewritten as
-schema 2 by the next save. Saves hold a lock file next to the baseline, re-read it and apply
-this run's updates to what is there now (concurrent savers keep each other's work), skip the
-write when nothing changed, and write atomically. Output is deterministic and diff-friendly:
+is never overwritten; a session dated other than in ISO 8601 is damage. A history or anchor
+longer than a save keeps (a merged, hand-edited or old file) is read trimmed to what a save
+keeps, said in one line (``Baseline.notes``), and the next save writes it so: every reader
+and judge sees at most HISTORY_SESSIONS sessions of a binary. Schema 1 files are read as
+one session per entry and rewritten as schema 2 by the next save. Saves hold a lock file
+next to the baseline, re-read it and apply this run's updates to what is there now
+(concurrent savers keep each other's work), skip the write when nothing changed, and write
+atomically. Output is deterministic and diff-friendly:
 sorted keys, one session record or launch per line.
 """
 
@@ -141,6 +145,13 @@ class Binary:
         when no session knows it."""
         peaks = [r.peak_bytes for r in self.history if r.peak_bytes is not None]
         return max(peaks[-MEMORY_SESSIONS:]) if peaks else None
+
+    def trimmed(self) -> Binary:
+        """This binary with no more sessions than a save keeps: its latest HISTORY_SESSIONS,
+        its first ANCHOR_SESSIONS as the anchor."""
+        return dataclasses.replace(
+            self, anchor=self.anchor[:ANCHOR_SESSIONS], history=self.history[-HISTORY_SESSIONS:]
+        )
 
     def runs(self, launches: Sequence[Launch]) -> bool:
         """Whether a call that launched ``launches`` ran this binary: the same launches, or
@@ -561,6 +572,8 @@ class Baseline:
     schema: str = SCHEMA
     # Top-level keys of a newer version: written back by a save.
     extra: Mapping[str, Json] = field(default_factory=no_extra)
+    # What the read left out, a line each (longer histories than a save keeps): for the user.
+    notes: tuple[str, ...] = ()
 
     def latest_versions(self, now: datetime.datetime | None = None) -> Mapping[str, str | None]:
         """Software versions of the most recent session in the file. A session dated after
@@ -577,6 +590,8 @@ class Baseline:
         return max(dated, key=lambda pair: pair[0])[1].versions
 
 
+# The date of a session whose date is not known (a schema 1 entry's, converted).
+UNKNOWN_DATE = "unknown"
 # How far in the future a session's date may be and still count as a date (clocks differ).
 CLOCK_SKEW = datetime.timedelta(days=1)
 
@@ -589,6 +604,14 @@ def _instant(date: str) -> datetime.datetime | None:
     except ValueError:
         return None
     return when if when.tzinfo is not None else when.replace(tzinfo=datetime.timezone.utc)
+
+
+def date_problem(date: str) -> str:
+    """'' where ``date`` is a session's date (ISO 8601, or "unknown": a schema 1 entry's
+    without one), else what is wrong."""
+    if date == UNKNOWN_DATE or _instant(date) is not None:
+        return ""
+    return f"has a 'date' of {date!r:.60}, not an ISO 8601 date such as 2026-01-02T03:04:05+00:00"
 
 
 def path_for(directory: Path, device_key: str) -> Path:
@@ -772,6 +795,9 @@ def _from_document(
     for key, info in raw_sessions.items():
         try:
             sessions[key] = SessionInfo.from_json(info)
+            problem = date_problem(sessions[key].date)
+            if problem:
+                raise ValueError(problem)
         except ValueError as exc:
             raise ValueError(f"has a session {key!r:.60} that {exc}") from None
     if ready is not None:  # every entry usual and valid, made at once
@@ -784,7 +810,37 @@ def _from_document(
             except ValueError as exc:
                 raise ValueError(f"has an entry {key!r:.200} that {exc}") from None
     extra = unknown_keys(data, TOP_LEVEL)
-    return Baseline(path, device, sessions, entries, exists=True, extra=extra)
+    entries, notes = _trimmed(path, entries)
+    return Baseline(path, device, sessions, entries, exists=True, extra=extra, notes=notes)
+
+
+def _trimmed(
+    path: Path, entries: dict[str, BaselineEntry]
+) -> tuple[dict[str, BaselineEntry], tuple[str, ...]]:
+    """``entries`` with each binary's history and anchor cut to what a save keeps (the
+    latest HISTORY_SESSIONS, the first ANCHOR_SESSIONS), and a line saying so where any was
+    longer: the judges' time grows with a history's length (issue 46)."""
+    long = {
+        key: max(len(b.history) for b in entry.binaries)
+        for key, entry in entries.items()
+        if any(
+            len(b.history) > HISTORY_SESSIONS or len(b.anchor) > ANCHOR_SESSIONS
+            for b in entry.binaries
+        )
+    }
+    if not long:
+        return entries, ()
+    trimmed = dict(entries)
+    for key in long:
+        entry = entries[key]
+        trimmed[key] = entry.with_binaries([b.trimmed() for b in entry.binaries])
+    first = min(long)
+    others = f" and {len(long) - 1} more" if len(long) > 1 else ""
+    return trimmed, (
+        f"{WHAT} {path}: {first!r:.200}{others} kept more sessions than a save keeps "
+        f"({long[first]} in its history): read as the latest {HISTORY_SESSIONS} (and the first "
+        f"{ANCHOR_SESSIONS} as its anchor); the next --gpubench-save writes them so",
+    )
 
 
 # The top-level keys of a schema 2 file; others are a newer version's, kept by a save.
@@ -800,7 +856,9 @@ def _from_schema_1(path: Path, device: dict[str, Json], raw: dict[str, Json]) ->
         problem = v1_entry_problem(entry)
         if problem:
             raise ValueError(f"has an entry {key!r:.200} that {problem}")
-        date = entry.get("date") or "unknown"
+        date = entry.get("date") or UNKNOWN_DATE
+        if _instant(date) is None:  # a schema 1 file held any string
+            date = UNKNOWN_DATE
         session = f"v1-{date}"
         sessions.setdefault(session, SessionInfo(date, entry.get("git_commit"), None, versions))
         record = SessionRecord.of(session, entry["samples_ms"], entry.get("calls_per_sample", 1))
@@ -900,6 +958,9 @@ def save(
             entries[update.key] = update.apply(entries.get(update.key))
         # A session the file has already is the file's (with any keys of a newer version).
         table = used_sessions({**sessions, **current.sessions}, entries)
+        for key, info in table.items():  # what a read refuses is never written
+            if date_problem(info.date):
+                raise BaselineError(f"session {key!r:.60} {date_problem(info.date)}: not saved")
         storage.remove_stale_temporaries(path)
         text = dumps(document(device, table, entries, current.extra))
         storage.write_atomic(path, text, WHAT)
