@@ -65,6 +65,9 @@ BESIDE_SEEDS_FROM = 1000 * int(os.environ.get("FAKE_SEED", "1"))
 BESIDE_SEEDS = itertools.count(BESIDE_SEEDS_FROM)
 CHILD = None  # the results file of a child the plugin started, None in the user's own run
 SHIFT = 1.0  # this process's factor
+# A function marked ``fake_scattered``: in the user's own run each of its samplers takes
+# the next of these factors (a disturbed stretch of one process; lockstep tests).
+SCATTER = itertools.cycle([1.0, 0.94, 1.11, 0.945, 1.065])
 
 
 @pytest.hookimpl(trylast=True)  # after the plugin's: it knows whether this is a child
@@ -121,6 +124,7 @@ class FakeTimer:
         scale *= getattr(workload.fn, "fake_factor", 1.0)
         if CHILD is None:
             scale *= factor_of_this_test("FAKE_PARENT_SCALES")
+            scale *= next(SCATTER) if getattr(workload.fn, "fake_scattered", False) else 1.0
         base_ms = float(os.environ.get("FAKE_BASE_MS", "1.0"))
         noise = float(os.environ.get("FAKE_NOISE", "0.0005"))
         sleep_s = float(os.environ.get("FAKE_SLEEP_S", "0"))

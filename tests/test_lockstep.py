@@ -469,6 +469,36 @@ def test_a_failure_in_lockstep_rests_on_two_processes(
         assert "(a failure in lockstep needs two processes); this process's: slower by" in reason
 
 
+# The working tree's kernel 8% slower, its pairs in the run's own process scattered (a
+# disturbed stretch: conftest.SCATTER).
+ONE_PROCESS_SCATTERED = KERNELS.format(factor=1.08) + "work.fake_scattered = True\n"
+
+
+@pytest.mark.slow
+def test_an_unsure_test_reading_beyond_the_threshold_asks_a_second_process(
+    repo: pytest.Pytester,
+) -> None:
+    """A test left unsure at the cap of pairs whose change reads beyond the threshold is
+    timed in a second process too: it fails where that process's pairs fail it on their
+    own at the run's level (on an H200 a +5% copy's pairs were once scattered so in one
+    process)."""
+    repo.makepyfile(kernels=ONE_PROCESS_SCATTERED)
+    result = repo.runpytest_subprocess(
+        "--gpubench-against=HEAD", "--gpubench-pairing=lockstep", "--gpubench-json=ab.json"
+    )
+    text = output(result)
+    found = {r["test"]: r for r in json.loads((repo.path / "ab.json").read_text())["results"]}
+    summed = found["test_sum"]
+    result.assert_outcomes(passed=1, failed=1)
+    assert summed["against"]["verdict"] == "regressed"
+    assert (
+        "(a second process's pairs, as this process's left it unsure reading beyond"
+        in (summed["reason"])
+    )
+    assert "slower by 8.0% than HEAD" in summed["reason"]
+    assert text.count("from a fresh process") == 1
+
+
 @pytest.mark.slow
 def test_a_build_step_times_every_test_in_duos(repo: pytest.Pytester) -> None:
     """With --gpubench-build the revision's checkout holds what its build made (native
