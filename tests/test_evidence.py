@@ -25,6 +25,7 @@ from support import (
 )
 
 from pytest_gpubench import cli
+from pytest_gpubench.run import ncu
 
 MiB = 1 << 20
 
@@ -313,6 +314,34 @@ def test_a_trace_that_cannot_be_written_fails_nothing_and_says_why(
     text = output(result)
     assert "test_sum regressed" in text and "no trace of one call: FileExistsError" in text
     assert "Traceback" not in text
+
+
+def test_a_trace_the_profiler_could_not_write_is_named_nowhere(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 46: torch's profiler logs a trace it cannot write and returns, and the failure
+    line, the JSON report and JUnit named a file that did not exist. Now the run says why
+    in one line and no report names it (its path taken by a folder the profiler cannot
+    replace, as an unwritable folder would leave it)."""
+    fake.makepyfile(test_bench=SUITE)
+    record_history(fake)
+    taken = fake.path / "ev" / f"{ncu.stem('test_bench.py::test_sum')}.trace.json"
+    (taken / "inside").mkdir(parents=True)
+    monkeypatch.setenv("FAKE_SCALES", json.dumps({"test_sum": 1.2}))
+    args = ("--gpubench", NO_CONFIRM, "--gpubench-evidence=ev", "--gpubench-json=r.json")
+    result = fake.runpytest(*args, "--junitxml=j.xml")
+    result.assert_outcomes(passed=1, failed=1)
+    text = output(result)
+    assert f"no trace of one call: OSError: the profiler could not write {taken}" in text
+    assert "evidence: a profiler trace" not in text and "Traceback" not in text
+    [summed] = [
+        r
+        for r in json.loads((fake.path / "r.json").read_text())["results"]
+        if r["test"] == "test_sum"
+    ]
+    assert summed["trace"] is None
+    assert "evidence: a profiler trace" not in (fake.path / "j.xml").read_text()
+    assert sorted(p.name for p in taken.parent.iterdir()) == [taken.name]  # no half-written one
 
 
 def test_the_gpu_checks_table_reads_each_runs_report(tmp_path) -> None:

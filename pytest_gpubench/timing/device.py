@@ -357,6 +357,10 @@ def trace(kind: str, call: Callable[[], object], path: Path) -> None:
             sync()
     path.parent.mkdir(parents=True, exist_ok=True)
     profiler.export_chrome_trace(str(path))
+    # torch logs a trace it could not write and returns: a report must not name it.
+    if not path.is_file():
+        Path(f"{path}.tmp").unlink(missing_ok=True)  # (its half-written trace)
+        raise OSError(f"the profiler could not write {path}")
 
 
 def in_range(kind: str, call: Callable[[], object], name: str) -> None:
