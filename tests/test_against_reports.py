@@ -221,6 +221,19 @@ def test_a_same_made_changed_by_other_launches_has_no_bounds() -> None:
     assert row[4] == report.format_interval(j.ratio, j.ratio_low, j.ratio_high)
 
 
+def test_a_failure_line_gives_the_change_and_interval_of_the_table() -> None:
+    """The line of a failure against a revision reads as its row: it said "bar -" where the
+    summary said another number (issue 45)."""
+    r = slower()
+    assert r.status is Status.REGRESSED
+    [line] = report.failure_message(r).splitlines()[:1]
+    assert line == (
+        f"test_slow regressed: 1.00 ms -> 1.08 ms ({report.paired_change(r)}, 3 pairs of "
+        "fresh processes, threshold 5%)"
+    )
+    assert "bar" not in line and report.paired_change(r) in report.paired_row(r)
+
+
 def test_a_history_table_keeps_its_columns() -> None:
     plain = dataclasses.replace(slower(), verdict=Verdict(Status.NEW))
     lines = report.table_lines([plain])
@@ -742,7 +755,7 @@ def test_a_failure_its_kernel_time_decided_is_asked_of_a_second_process_kernel_t
     assert said.status is Status.UNSURE, said.verdict.reason
     # The failure line and the table say that the kernel time decided.
     message = report.failure_message(Result(measurement, slowed))
-    assert message.startswith("test_k regressed: kernel time +5.0% (bar "), message
+    assert message.startswith("test_k regressed: kernel time +5.0% [+"), message
     assert "; time per call 1.00 ms -> " in message and "unsure)" in message
     assert report.verdict_label(Result(measurement, slowed)).startswith("regressed (kernel time)")
 

@@ -106,7 +106,7 @@ def test_compare_known_regression_fails(tmp_path: Path, capsys: pytest.CaptureFi
     code, out, err = run(capsys, "compare", base, head)
     assert code == 1, out + err
     assert "regressed" in row(out, "a") and "+20.0%" in row(out, "a")
-    assert "ok" in row(out, "b").split()  # "ok (noisy)": three sessions gate about 17%
+    assert "ok" in row(out, "b").split()  # "ok (gate > 5%)": three sessions gate about 17%
     assert out.splitlines()[-1] == (
         "gpubench: 1 regressed, 1 ok (threshold 5%, alpha 0.01 over 2 measurements)"
     )
@@ -335,12 +335,13 @@ def test_compare_of_plugin_result_files(
     capsys.readouterr()
     assert cli.main(["compare", "base.json", "slow.json"]) == 0
     out = capsys.readouterr().out
-    assert "+30.0%" in row(out, "test_sum") and "ok (noisy)" in row(out, "test_sum")
+    assert "+30.0%" in row(out, "test_sum") and "ok (gate > 5%)" in row(out, "test_sum")
     [why] = [line for line in out.splitlines() if line.startswith("test_sum: ")]
     assert fnmatch(
         why,
-        "test_sum: ok: slower by 30.0% vs history of 1 session, bar *; noisy: can gate >= 50.0% "
-        "(1 session tells no spread between sessions; 3 sessions like these would gate 5%)",
+        "test_sum: ok: slower by 30.0% vs history of 1 session; gate 50.0% (over the 5% "
+        "threshold): 1 session tells no spread between sessions; 3 sessions like these would "
+        "gate 5%",
     )
     assert cli.main(["compare", "base.json", "slower.json"]) == 1
     assert "regressed" in row(capsys.readouterr().out, "test_sum")
@@ -397,8 +398,8 @@ def test_show_lists_history_spread_and_gate(
     assert copy[1:5] == ["cuda-graph", "8", "5", "1.00"]
     assert copy[7] == "5.0%"  # a quiet 1 ms kernel gates the threshold
     host = row(out, "tests/test_k.py::test_host").split()
-    assert host[1:4] == ["wall", "3", "3"] and host[-1] == "noisy"
-    assert float(host[-2].rstrip("%")) > 5
+    assert host[1:4] == ["wall", "3", "3"] and host[-3:] == ["gate", ">", "5%"]
+    assert float(host[-4].rstrip("%")) > 5
     assert "binaries (what one call launches), the latest saved first:" in lines
     assert (
         f"  tests/test_k.py::test_copy  {fingerprint((COPY,))}, 8 sessions, 1.00 ms: "

@@ -96,6 +96,30 @@ def _bench(name: str):
     return bench_module(name)
 
 
+def test_the_user_pages_speak_one_vocabulary() -> None:
+    """Threshold, gate, interval; noise within a session, spread between sessions (issue 45:
+    the README called a test "noisy" for its spread, beside a table whose noise column is
+    within a session; it showed a gate of 80% where verdict.md says over 50% is not gated).
+    The pages a user reads print no bar and no "noisy" verdict, and the README's and the
+    guide's failure lines read as the plugin writes them."""
+    from pytest_gpubench.report import summary
+
+    pages = ["README.md", "docs/guide.md", "docs/ci.md", "example_suite/README.md"]
+    for page in pages:
+        text = read(page)
+        assert "(noisy)" not in text and "can gate >=" not in text, page
+        assert not re.search(r"\bbar [0-9-]", text), page
+    readme = read("README.md")
+    block = readme[readme.index("## What you get") :].split("```")[1]
+    header, _, *rows = [re.split(r"\s{2,}", line.strip()) for line in block.strip().splitlines()]
+    for row in rows:
+        gate = row[header.index("gate")]
+        assert float(gate.rstrip("%")) <= 50, row  # over 50% is `not gated`: no gate printed
+    assert "`ok (gate > 5%)`" in readme
+    assert "## Words" in read("docs/verdict.md")
+    assert summary.COLUMNS[3:5] == ("noise", "spread")
+
+
 def test_the_prior_table_of_verdict_md_is_the_fit() -> None:
     """docs/verdict.md, section "Prior", is what bench/fit_prior.py prints (the rule's table
     is checked against the same fit in tests/test_rule.py)."""

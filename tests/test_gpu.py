@@ -359,7 +359,7 @@ def test_a_ten_percent_larger_kernel_fails_once_fresh_processes_confirm_it(
     slower.stdout.fnmatch_lines(
         [
             "gpubench: confirming test_triton in 2 fresh processes (2 at once)",
-            "test_triton regressed: * -> * (+*%; bar *%, * sessions against the history of 3*",
+            "test_triton regressed: * -> * (+*%; gate *%, * sessions against the history of 3*",
             "test_triton: confirmed in * fresh processes (medians *)",
         ]
     )

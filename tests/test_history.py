@@ -107,11 +107,13 @@ def test_one_saved_session_catches_half_again_and_passes_less(
     monkeypatch.setenv("FAKE_SCALE", "1.5")
     slower = fake.runpytest("--gpubench")
     slower.assert_outcomes(failed=2)
-    slower.stdout.fnmatch_lines(["*test_sum regressed: 1.00 ms -> 1.50 ms (+50.0%; bar *"])
+    slower.stdout.fnmatch_lines(["*test_sum regressed: 1.00 ms -> 1.50 ms (+50.0%; gate 50.0%, *"])
     monkeypatch.setenv("FAKE_SCALE", "1.3")
     some = fake.runpytest("--gpubench")
     some.assert_outcomes(passed=2)
-    some.stdout.fnmatch_lines(["test_sum: ok: *; noisy: can gate >= 50.0% (1 session tells *)"])
+    some.stdout.fnmatch_lines(
+        ["test_sum: ok: *; gate 50.0% (over the 5% threshold): 1 session tells *"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -145,7 +147,7 @@ def test_aa_sessions_with_per_process_shifts_pass_and_build_the_history(
         )
     assert baseline_file(fake).read_bytes() == before
     if base_ms != "1.0":
-        result.stdout.fnmatch_lines(["test_sum: ok: * bar *; noisy: can gate >= *%"])
+        result.stdout.fnmatch_lines(["test_sum: ok: *; gate *% (over the 5% threshold)"])
 
 
 # --- confirmation in fresh processes -------------------------------------------------------
@@ -171,7 +173,7 @@ def test_a_slowdown_of_the_threshold_fails_after_confirmation_and_a_disturbed_pr
     assert result.stdout.str().count("gpubench: confirming") == 1
     result.stdout.fnmatch_lines(
         [
-            "test_sum regressed: 1.00 ms -> 1.0* ms (+*%; bar *%, 3 sessions against the "
+            "test_sum regressed: 1.00 ms -> 1.0* ms (+*%; gate *%, 3 sessions against the "
             "history of 5, threshold 5%)",
             f"test_sum *{FAKE_NAME} *1.0* ms * 1.00 ms * 5 * +*% * regressed *",
             f"test_join *{FAKE_NAME} *1.00 ms * 1.00 ms * 5 * ok *",
@@ -251,7 +253,7 @@ def test_a_save_fails_a_confirmed_regression_and_takes_it_only_when_told(
     path = baseline_file(history)
     result.stdout.fnmatch_lines(
         [
-            "test_sum regressed: 1.00 ms -> 1.0* ms (+*%; bar *%, 3 sessions against the "
+            "test_sum regressed: 1.00 ms -> 1.0* ms (+*%; gate *%, 3 sessions against the "
             "history of 5, threshold 5%)",
             "  not saved: the baseline keeps its history; accept it with --gpubench-save "
             "--gpubench-accept (or @pytest.mark.gpubench(accept=True) on the test)",
@@ -551,13 +553,13 @@ def test_a_schema_1_baseline_is_judged_as_one_session_and_rewritten_as_schema_2(
     result = fake.runpytest("--gpubench")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
-        [f"test_sum *{FAKE_NAME} *1.00 ms * 1.00 ms * 1 * ok (noisy) *", f"{note} as schema 2"]
+        [f"test_sum *{FAKE_NAME} *1.00 ms * 1.00 ms * 1 * ok (gate > 5%) *", f"{note} as schema 2"]
     )
     monkeypatch.setenv("FAKE_SCALE", "1.2")
     slower = fake.runpytest("--gpubench", NO_CONFIRM)
     slower.assert_outcomes(passed=2)  # one session tells no spread: it gates only 50%
     slower.stdout.fnmatch_lines(
-        ["test_sum: ok: slower by 20.0% vs history of 1 session, bar *; noisy: can gate >= 50.0% *"]
+        ["test_sum: ok: slower by 20.0% vs history of 1 session; gate 50.0% (over the 5% *"]
     )
     assert path.read_bytes() == before  # only a save rewrites it
     monkeypatch.setenv("FAKE_SCALE", "1.0")
@@ -572,7 +574,7 @@ def test_a_schema_1_baseline_is_judged_as_one_session_and_rewritten_as_schema_2(
     assert data["sessions"][old]["commit"] == "0123abc"
     assert data["sessions"][old]["versions"]["torch"] == "2.12.0"
     again = fake.runpytest("--gpubench")
-    again.stdout.fnmatch_lines([f"test_sum *{FAKE_NAME} * 2 * ok (noisy) *"])
+    again.stdout.fnmatch_lines([f"test_sum *{FAKE_NAME} * 2 * ok (gate > 5%) *"])
     again.stdout.no_fnmatch_line("*schema 1*")
     fake.runpytest("--gpubench-save").assert_outcomes(passed=2)
     third = fake.runpytest("--gpubench")  # three sessions, the first of schema 1: judged

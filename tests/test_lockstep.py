@@ -278,7 +278,7 @@ def test_a_fixture_holding_code_is_timed_in_duos(repo: pytest.Pytester) -> None:
     result = repo.runpytest_subprocess("--gpubench-against=HEAD", "--gpubench-pairs=2", *LOCKSTEP)
     text = output(result)
     result.assert_outcomes(passed=1, failed=3)  # test_sum in lockstep, the others apart
-    assert "test_sum regressed: 1.00 ms -> 1.30 ms (+30.0%; bar " in text
+    assert "test_sum regressed: 1.00 ms -> 1.30 ms (+30.0% [" in text
     assert "2 pairs in lockstep, threshold 5%" in text  # --gpubench-pairs: every first look
     assert "2 tests in duos, a fresh process per side at once: its fixture 'module'" in text
     # Only those (test_sum ran here): --gpubench-pairs sets the first look's duos too.
@@ -286,7 +286,7 @@ def test_a_fixture_holding_code_is_timed_in_duos(repo: pytest.Pytester) -> None:
     rows = [line.split()[0] for line in text.splitlines() if " cuda-graph " in line]
     assert sorted(rows) == ["test_join", "test_module[10]", "test_module[20]", "test_sum"]
     assert "2 duos (a fresh process per side, at once)" in text
-    assert "slower by 30.0% than HEAD (" in text and "over 6 pairs in 2 duos, bar" in text
+    assert "slower by 30.0% than HEAD (" in text and "over 6 pairs in 2 duos; gate" in text
     assert "test_module[20]: regressed: slower by 30.0% than HEAD" in text
     assert "holds code of the working tree and yields it: timed in duos" in text
 
@@ -982,7 +982,7 @@ def {test}(gpubench, ext):
     )
     assert "registers torch operators, which one process holds once" in text
     [a] = [line for line in text.splitlines() if line.startswith("test_a: regressed")]
-    assert "slower by 30.0% than HEAD" in a and " in lockstep, bar" in a  # in this process
+    assert "slower by 30.0% than HEAD" in a and " in lockstep; gate" in a  # in this process
     assert "test_b: regressed: slower by 30.0% than HEAD" in text
 
 

@@ -245,9 +245,9 @@ def test_twenty_percent_slower_fails_as_regressed(
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         [
-            "test_sum regressed: 1.00 ms -> 1.20 ms (+20.0%; bar *%, 1 session against the "
+            "test_sum regressed: 1.00 ms -> 1.20 ms (+20.0%; gate 5.0%, 1 session against the "
             "history of 3, threshold 5%)",
-            "test_join regressed: 1.00 ms -> 1.20 ms (+20.0%; bar *%, 1 session against the "
+            "test_join regressed: 1.00 ms -> 1.20 ms (+20.0%; gate 5.0%, 1 session against the "
             "history of 3, threshold 5%)",
             "gpubench: 2 regressed (threshold 5%, alpha 0.01 over 2 measurements)",
         ]
@@ -279,7 +279,7 @@ def test_twenty_percent_faster_passes_as_improved(
         [
             "gpubench: confirming test_sum in 2 fresh processes (2 at once)",
             "test_sum *-20.0%* improved *",
-            "test_sum: improved: faster by 20.0% vs history of 3 sessions, bar *%",
+            "test_sum: improved: faster by 20.0% vs history of 3 sessions; gate *%",
             "test_sum: confirmed in 2 fresh processes (medians 800 µs, 800 µs)",
             "gpubench: 1 improved, 1 ok (*)",
         ]
@@ -295,8 +295,8 @@ def test_improved_fails_with_fail_on_improvement(
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         [
-            # noisy at alpha / 2 (improvements fail too): "; noisy: can gate >= 6.x%"
-            "test_sum improved: 1.00 ms -> 800 µs (-20.0%; bar *%, 1 session against the "
+            # over the threshold at alpha / 2 (improvements fail too): "gate 6.x%"
+            "test_sum improved: 1.00 ms -> 800 µs (-20.0%; gate *%, 1 session against the "
             "history of 3, threshold 5%*); refresh the baseline with --gpubench-save "
             "--gpubench-accept"
         ]
@@ -313,8 +313,8 @@ def test_very_noisy_timings_pass_as_noisy_with_what_they_can_gate(
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [
-            f"test_join *{FAKE_NAME} * ok (noisy) *",
-            "test_join: ok: * vs history of 3 sessions, bar *%; noisy: can gate >= *%",
+            f"test_join *{FAKE_NAME} * ok (gate > 5%) *",
+            "test_join: ok: * vs history of 3 sessions; gate *% (over the 5% threshold)",
             "gpubench: 2 ok (*threshold 5%*)",
         ]
     )
@@ -572,7 +572,7 @@ def test_marker_threshold_overrides_the_command_line(
     monkeypatch.setenv("FAKE_SCALE", "1.2")
     result = saved.runpytest("--gpubench", NO_CONFIRM)
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["test_join regressed: *(+20.0%; bar *, threshold 5%)"])
+    result.stdout.fnmatch_lines(["test_join regressed: *(+20.0%; gate *, threshold 5%)"])
     result.stdout.fnmatch_lines(["test_sum *+20.0%* ok *"])
 
 
@@ -1480,10 +1480,10 @@ def test_another_pick_is_judged_on_time_and_named(
     change = "_axpy_kernel grid (65536,1,1) -> (8192,1,1)"
     slower.stdout.fnmatch_lines(
         [
-            "test_sum regressed: 1.00 ms -> 1.08 ms (+8.0%; bar *",
+            "test_sum regressed: 1.00 ms -> 1.08 ms (+8.0%; gate *",
             f"  another pick of the same work: {change}",
             "test_sum * +8.0% * regressed (another pick) *",
-            "test_sum: regressed: slower by 8.0% vs history of 5 sessions, bar *; another pick "
+            "test_sum: regressed: slower by 8.0% vs history of 5 sessions; gate *; another pick "
             f"of the same work: {change} (a pick by the autotuner alone may move it by up to "
             "*% here: 4 binaries of this work seen)",
         ]
@@ -1501,9 +1501,9 @@ def test_another_pick_is_judged_on_time_and_named(
     same.assert_outcomes(passed=1, deselected=1)
     same.stdout.fnmatch_lines(
         [
-            "test_sum * +0.0% * ok (another pick) (noisy) *",
-            f"test_sum: ok: slower by 0.0% vs history of 5 sessions, bar *; noisy: can gate >= *; "
-            f"another pick of the same work: {change} (*)",
+            "test_sum * +0.0% * ok (another pick) (gate > 5%) *",
+            "test_sum: ok: slower by 0.0% vs history of 5 sessions; gate * (over the 5% "
+            f"threshold); another pick of the same work: {change} (*)",
         ]
     )
     saved = fake.runpytest("--gpubench-save", NO_CONFIRM, "-k", "test_sum")

@@ -101,7 +101,7 @@ def result(
 
 
 def regressed(ratio: float = 1.0957, **kw: Any) -> Judgement:
-    reason = f"slower by {ratio - 1:.1%} vs history of 5 session(s), bar 4.1%"
+    reason = f"slower by {ratio - 1:.1%} vs history of 5 session(s); gate 5.0%"
     return judged(Status.REGRESSED, ratio, reason=reason, **kw)
 
 
@@ -188,7 +188,7 @@ def test_failure_message_of_a_regression() -> None:
     r = result(judgement=regressed(), reference_ms=0.512)
     assert r.measurement.summary.median_ms == pytest.approx(0.561)
     assert report.failure_message(r) == (
-        "test_x regressed: 512 µs -> 561 µs (+9.6%; bar 4.1%, 1 session against the "
+        "test_x regressed: 512 µs -> 561 µs (+9.6%; gate 5.0%, 1 session against the "
         "history of 5, threshold 5%)"
     )
 
@@ -201,7 +201,7 @@ def test_failure_message_of_a_confirmed_regression_gives_the_median_of_its_sessi
     )
     assert r.measurement.median_ms == pytest.approx(0.531)  # of 0.561, 0.53 and 0.531
     assert report.failure_message(r) == (
-        "test_x regressed: 500 µs -> 531 µs (+6.0%; bar 4.1%, 3 sessions against the "
+        "test_x regressed: 500 µs -> 531 µs (+6.0%; gate 5.0%, 3 sessions against the "
         "history of 5, threshold 5%)"
     )
 
@@ -209,8 +209,8 @@ def test_failure_message_of_a_confirmed_regression_gives_the_median_of_its_sessi
 def test_failure_message_of_an_improvement_says_how_to_refresh() -> None:
     r = result(samples=(0.4, 0.41, 0.39), judgement=improved(), reference_ms=0.5, threshold=0.075)
     assert report.failure_message(r) == (
-        # the bar on the change's scale: a ratio under 1 / 1.041 saves more than 3.9%
-        "test_x improved: 500 µs -> 400 µs (-20.0%; bar 3.9%, 1 session against the "
+        # the gate never under the threshold (it read "bar 3.9%" under 7.5%: issue 45)
+        "test_x improved: 500 µs -> 400 µs (-20.0%; gate 7.5%, 1 session against the "
         "history of 5, threshold 7.5%); refresh the baseline with --gpubench-save "
         "--gpubench-accept"
     )
@@ -219,17 +219,19 @@ def test_failure_message_of_an_improvement_says_how_to_refresh() -> None:
 def test_failure_message_in_microseconds() -> None:
     r = result(samples=(0.05, 0.06, 0.055), judgement=regressed(1.1), reference_ms=0.05)
     assert report.failure_message(r) == (
-        "test_x regressed: 50.0 µs -> 55.0 µs (+10.0%; bar 4.1%, 1 session against the history of "
-        "5, threshold 5%)"
+        "test_x regressed: 50.0 µs -> 55.0 µs (+10.0%; gate 5.0%, 1 session against the history "
+        "of 5, threshold 5%)"
     )
 
 
 def test_failure_message_of_a_noisy_test_says_what_it_can_gate() -> None:
-    j = regressed(1.3, bar=0.12, gateable=0.186, noisy=True)
+    """One number, the gate, where it printed a bar and a gate that disagreed ("bar 25.6%;
+    noisy: can gate >= 10%", issue 45)."""
+    j = regressed(1.3, bar=0.256, gateable=0.186, noisy=True)
     r = result(samples=(0.65, 0.65, 0.65), judgement=j, reference_ms=0.5)
     assert report.failure_message(r) == (
-        "test_x regressed: 500 µs -> 650 µs (+30.0%; bar 12.0%, 1 session against the "
-        "history of 5, threshold 5%; noisy: can gate >= 18.6%)"
+        "test_x regressed: 500 µs -> 650 µs (+30.0%; gate 18.6%, 1 session against the "
+        "history of 5, threshold 5%)"
     )
     # The table's gate column says the same number (it said 19% beside 18.6%).
     assert "18.6%" in report.row(r)
@@ -238,8 +240,8 @@ def test_failure_message_of_a_noisy_test_says_what_it_can_gate() -> None:
 def test_failure_message_against_the_anchor_names_the_epoch() -> None:
     r = result(judgement=regressed(against="anchor"), reference_ms=0.512)
     assert report.failure_message(r) == (
-        "test_x regressed: 512 µs -> 561 µs (+9.6%; bar 4.1%, 1 session against the anchor "
-        "of its epoch, threshold 5%)"
+        "test_x regressed: 512 µs -> 561 µs (+9.6%; gate 5.0%, 1 session against the "
+        "anchor of its epoch, threshold 5%)"
     )
 
 
@@ -252,7 +254,7 @@ def test_failure_message_lists_kernel_changes_and_the_timer_that_judged() -> Non
         kernel_changes=("k grid (64,1,1) -> (32,1,1)", "1 kernel added: k2"),
     )
     assert report.failure_message(r).splitlines() == [
-        "test_x regressed: 512 µs -> 561 µs (+9.6%; bar 4.1%, 1 session against the "
+        "test_x regressed: 512 µs -> 561 µs (+9.6%; gate 5.0%, 1 session against the "
         "history of 5, threshold 5%)",
         "  kernels: k grid (64,1,1) -> (32,1,1); 1 kernel added: k2",
         "  timed by cuda-event: graph capture failed (RuntimeError: sync)",
@@ -290,8 +292,8 @@ def mixed_results() -> list[Result]:
                 gateable=0.186,
                 tau=0.03,
                 noisy=True,
-                reason="slower by 2.0% vs history of 5 session(s), bar 12.0%; noisy: can gate "
-                ">= 19%",
+                reason="slower by 2.0% vs history of 5 session(s); gate 18.6% (over the 5% "
+                "threshold)",
             ),
             reference_ms=0.55,
         ),
@@ -364,7 +366,18 @@ def test_table_lines() -> None:
         "-",
     ]
     noisy = next(line for line in lines if line.startswith("test_noisy"))
-    assert noisy.split()[5:] == ["3.0%", "550", "µs", "5", "+2.0%", "18.6%", "ok", "(noisy)"] + [
+    assert noisy.split()[5:] == [
+        "3.0%",
+        "550",
+        "µs",
+        "5",
+        "+2.0%",
+        "18.6%",
+        "ok",
+        "(gate",
+        ">",
+        "5%)",
+    ] + [
         "-",
         "-",
     ]
@@ -383,7 +396,7 @@ def test_table_marks_throttled_and_noisy_results() -> None:
     assert "new (throttled)" in lines[2]
     noisy = judged(Status.OK, 1.0, gateable=0.09, noisy=True)
     assert report.verdict_label(result(judgement=noisy, throttled=["hw-thermal"])) == (
-        "ok (noisy) (throttled)"
+        "ok (gate > 5%) (throttled)"
     )
     assert report.verdict_label(result(judgement=judged(Status.OK, 1.0))) == "ok"
 
@@ -401,7 +414,7 @@ def test_notes_explain_what_a_reader_must_know() -> None:
         )
     )
     assert report.notes(results) == [
-        "test_slow: regressed: slower by 9.6% vs history of 5 session(s), bar 4.1%",
+        "test_slow: regressed: slower by 9.6% vs history of 5 session(s); gate 5.0%",
         "test_fast: improved: faster by 20.0% vs history of 5",
         "test_other: incomparable: baseline timed by wall, now by cuda-graph",
         "test_few: unstable: 2 samples in the budget: too few to judge, raise "
@@ -410,8 +423,8 @@ def test_notes_explain_what_a_reader_must_know() -> None:
         "test_hot: measured while throttled (hw-thermal, sw-thermal)",
         "test_confirmed: kernels: k grid (64,1,1) -> (32,1,1)",
         "test_confirmed: confirmed in 2 fresh processes (medians 560 µs, 561 µs)",
-        "test_noisy: ok: slower by 2.0% vs history of 5 session(s), bar 12.0%; noisy: can gate "
-        ">= 19%",
+        "test_noisy: ok: slower by 2.0% vs history of 5 session(s); gate 18.6% (over the 5% "
+        "threshold)",
     ]
 
 
@@ -538,8 +551,8 @@ def test_markdown() -> None:
     )
     assert "1 regressed, 1 improved, 1 incomparable, 1 unstable, 1 new, 2 ok" in lines
     assert lines[-1] == (
-        "- test_noisy: ok: slower by 2.0% vs history of 5 session(s), bar 12.0%; noisy: can "
-        "gate >= 19%"
+        "- test_noisy: ok: slower by 2.0% vs history of 5 session(s); gate 18.6% (over the 5% "
+        "threshold)"
     )
     assert text.endswith("\n")
     assert report.markdown(mixed_results(), {"name": "x"}, limit=10**6) == report.markdown(

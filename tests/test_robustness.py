@@ -721,7 +721,7 @@ def test_15_a_host_timing_that_cannot_be_gated_says_what_the_host_did(
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
-            "test_a *wall * 50.0% *ok (noisy) *",
+            "test_a *wall * 50.0% *ok (gate > 5%) *",
             "test_a: ok: * 1 session*; on this host *the process ran on a CPU *% of the "
             "time it timed (a loaded machine, or a function that waits)",
         ]

@@ -134,12 +134,52 @@ def test_a_history_too_short_to_tell_a_spread_gates_only_half_again(k: int) -> N
     assert slower.gateable == rule.SHORT_GATE and slower.noisy
     assert "no spread between sessions" in slower.reason
     assert "sessions like these would gate 5%" in slower.reason or "no history" in slower.reason
-    assert f"can gate >= {rule.SHORT_GATE:.1%}" in slower.reason
+    assert "gate 50.0% (over the 5% threshold)" in slower.reason
     # Under the short gate: nothing fails, even confirmed in three sessions.
     assert verdict(hist, at(1.2, 0.5, n=3), timer="wall").status is Status.OK
     # A first session beyond it is confirmed, not failed on its own.
     first = verdict(hist, at(1.5, 0.5), timer="wall")
     assert first.status is Status.OK and first.needs_confirmation
+
+
+# --- the words of a verdict (issue 45, "numbers that contradict each other") ---------------
+
+
+def _verdicts() -> list:
+    """Verdicts of many histories (quiet and wide, short and long) and changes, each
+    confirmed in 1, 3 or 7 sessions."""
+    rng = np.random.default_rng(45)
+    made = []
+    for k in (1, 3, 5, 20):
+        for sd in (0.002, 0.02, 0.06):
+            hist = sessions(rng.normal(0, sd, k), 0.5)
+            for ratio in (1.0, 1.04, 1.08, 1.166, 1.6, 1 / 1.2):
+                for n in (1, 3, 7):
+                    current = sessions(math.log(ratio) + rng.normal(0, sd, n), 0.5)
+                    made.append(verdict(hist, current, timer="wall", fail_on_improvement=True))
+    return made
+
+
+def test_a_reason_prints_the_gate_and_no_bar() -> None:
+    """The rule fails on its lowest session, not on its median passing a bar: a printed bar
+    read "+16.6%; bar 17.3%" beside `regressed`, "bar 3.9%" under a 5% threshold and "bar
+    25.6%; noisy: can gate >= 10%". A reason names one number, the gate, as the table's gate
+    column prints it (never under the threshold), and says when it is over the threshold."""
+    made = _verdicts()
+    assert {j.status for j in made} >= {Status.REGRESSED, Status.IMPROVED, Status.OK}
+    for j in made:
+        assert "bar" not in j.reason and "can gate" not in j.reason, j.reason
+        if j.gated:
+            assert j.gateable is not None
+            assert f"gate {max(j.gateable, THRESHOLD):.1%}" in j.reason, j.reason
+            assert ("over the 5% threshold" in j.reason) == j.noisy, j.reason
+            assert j.gateable <= rule.NOT_GATED_BEYOND  # a gate over 50% is not gated
+        else:
+            assert (
+                j.status is Status.NOT_GATED
+                and j.gateable is None
+                and "gate " not in (j.reason.replace("would gate", ""))
+            )
 
 
 def test_a_history_too_noisy_to_catch_a_sane_slowdown_is_not_gated() -> None:

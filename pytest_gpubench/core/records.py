@@ -369,10 +369,13 @@ class Judgement:
 
     Ratios are current / reference (geometric means of session medians; the current sessions'
     median from three on; against a revision, head / base: the exponential of the pairs'
-    mean log difference). ``bar`` is the change that fails, as a fraction (0.041: slower by
-    more than 4.1% is regressed, a ratio under 1 / 1.041 improved); ``gateable`` the smallest
-    slowdown caught with the target power; ``noisy`` when that exceeds the threshold (then
-    ``bar`` is the statistical bound).
+    mean log difference). ``bar`` is the change the median must pass at the look that
+    decides, as a fraction (0.041: slower by 4.1%); kept in the JSON for plots and tools, but
+    never printed: the rule judges the lowest session, so a verdict may fail under it or pass
+    over it (issue 45: "+16.6%; bar 17.3%" read regressed). ``gateable`` is the gate: the
+    smallest slowdown caught with the target power once confirmed; ``noisy`` when that
+    exceeds the threshold. Reports print the gate (:func:`gate_text`), the threshold and,
+    against a revision, the interval.
     """
 
     status: Status
@@ -438,10 +441,15 @@ def bar_of_change(bar: float, ratio: float) -> float:
     return bar if ratio >= 1 else 1 - 1 / (1 + bar)
 
 
-def can_gate(gateable: float) -> str:
-    """What a noisy test can gate, as the table's gate column prints it (one decimal: "gate
-    6.5%" beside "can gate >= 7%" read as two numbers)."""
-    return f"can gate >= {gateable:.1%}"
+def gate_text(gateable: float, threshold: float) -> str:
+    """The gate as every report prints it (the table's gate column, a reason, a failure
+    line): the smallest slowdown the test catches, never under the threshold (a change under
+    it is not what the user asked to catch), and over it said so: ``gate 12.2% (over the 5%
+    threshold)``. One decimal, as the column."""
+    text = f"gate {max(gateable, threshold):.1%}"
+    if gateable > threshold:
+        text += f" (over the {threshold * 100:g}% threshold)"
+    return text
 
 
 # --- a ratio to a reference function (gpubench(fn, x, reference=ref)) ------------------------

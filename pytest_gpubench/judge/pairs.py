@@ -35,8 +35,7 @@ from ..core.records import (
     SessionSummary,
     Status,
     Versus,
-    bar_of_change,
-    can_gate,
+    gate_text,
 )
 from ..core.samples import sample_problem
 from .rule import (
@@ -485,7 +484,7 @@ def judge_pairs(
     z = float(t_quantile(float(dec.df[0]), level))
     gates = gateable <= NOT_GATED_BEYOND  # a gate of hundreds of percent is no gate
     if status is Status.UNSURE and units >= design.cap and gates:
-        reason += f"; unsure at the cap of {cap}: {can_gate(gateable)}"
+        reason += f"; unsure at the cap of {cap}: {gate_text(gateable, threshold)}"
     elif status is Status.UNSURE and units >= design.cap:
         reason += (
             f"; unsure at the cap of {cap}: it could not catch a slowdown under "
@@ -493,10 +492,10 @@ def judge_pairs(
         )
     elif status is Status.UNSURE:
         reason += f"; unsure: {_plural(design.next_batch(units), 'more ' + unit)}"
-    elif gates and bar_of_change(bar, ratio) <= NOT_GATED_BEYOND:
-        reason += f", bar {bar_of_change(bar, ratio):.1%}"
-    else:  # a bar of hundreds of percent says nothing: what would judge it does
-        reason += f"; no bar under {NOT_GATED_BEYOND:.0%} from {pairs}"
+    elif gates:
+        reason += f"; {gate_text(gateable, threshold)}"
+    else:  # a gate of hundreds of percent says nothing: what would judge it does
+        reason += f"; it could not catch a slowdown under {NOT_GATED_BEYOND:.0%} from {pairs}"
     # A same is read on its own interval, narrower than the corrected one (which bisect reads).
     same = status is Status.SAME
     margin = float(dec.same_margin[0])

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from scipy import special
 
 from ..core.kernels import Launch, same_work
-from ..core.records import Judgement, Status, bar_of_change, can_gate
+from ..core.records import Judgement, Status, gate_text
 from ..store.baseline import Binary
 from .rule import NOT_GATED_BEYOND
 
@@ -138,10 +138,7 @@ def picked(
             "against its own sessions"
         )
     else:
-        reason = f"{head}, bar {bar_of_change(bar or 0.0, ratio):.1%}"
-        if gateable > threshold:
-            reason += f"; noisy: {can_gate(gateable)}"
-        reason += f"; {pick}"
+        reason = f"{head}; {gate_text(gateable, threshold)}; {pick}"
     return dataclasses.replace(
         plain,
         status=status,

@@ -62,8 +62,7 @@ from ..core.records import (
     SessionSummary,
     Status,
     Versus,
-    bar_of_change,
-    can_gate,
+    gate_text,
     is_ratio,
 )
 from ..core.samples import MAX_SAMPLE_MS, MIN_SAMPLE_MS, sample_problem
@@ -1129,10 +1128,8 @@ def _gated_judgements(
         noisy = gateable > threshold
         reason = (
             f"{'slower' if d >= 0 else 'faster'} by {abs(math.expm1(d)):.1%} vs {ref}"
-            f", bar {bar_of_change(bar, ratio):.1%}"
+            f"; {gate_text(gateable, threshold)}"
         )
-        if noisy:
-            reason += f"; noisy: {can_gate(gateable)}"
         # Every field set as the frozen __init__ sets it, without its call (most of this
         # loop's time): the verdict is as frozen as any other.
         judgement = object.__new__(Judgement)
@@ -1205,17 +1202,15 @@ def _judgement(
         )
         reason += f"; {', '.join(why)}; {more}"
     else:
-        reason += f", bar {bar_of_change(bar, math.exp(d)):.1%}"
-        if gateable > threshold:
-            reason += f"; noisy: {can_gate(gateable)}"
+        reason += f"; {gate_text(gateable, threshold)}"
         if k < MIN_GATED_SESSIONS:  # gated on the prior, only SHORT_GATE
             to_gate = sessions_to_gate(
                 history, prior(), threshold=threshold, alpha1=alpha1, design=design
             )
-            reason += f" ({told}; " + (
-                f"{to_gate} sessions like these would gate {threshold:.0%})"
+            reason += f": {told}; " + (
+                f"{to_gate} sessions like these would gate {threshold:.0%}"
                 if to_gate is not None
-                else f"no history of up to 50 sessions like these would gate {threshold:.0%})"
+                else f"no history of up to 50 sessions like these would gate {threshold:.0%}"
             )
     return Judgement(
         status=status,

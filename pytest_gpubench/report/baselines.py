@@ -50,8 +50,8 @@ class EntryView:
         if self.judgement.gated and not self.judgement.noisy:
             return ""  # most tests: no list to join
         words = []
-        if self.judgement.noisy:
-            words.append("noisy")
+        if self.judgement.noisy:  # as the run's table says it
+            words.append(f"gate > {self.threshold * 100:g}%")
         if not self.judgement.gated:  # the history cannot gate it yet (rule.py)
             words.append("not gated")
         return ", ".join(words)
@@ -205,6 +205,7 @@ def binary_lines(view: EntryView) -> list[str]:
 
 
 SHOW_NOTE = (
-    "gate: the smallest slowdown a next single session fails for (spread: the between-session "
-    "spread the rule uses); noisy: cannot gate the threshold"
+    "gate: the smallest slowdown this history catches once confirmed, at least the threshold "
+    "(spread: the between-session spread the rule uses); gate > threshold: it cannot gate "
+    "the threshold"
 )

@@ -167,7 +167,8 @@ def _history_panel(ax: Axes, view: EntryView, baseline: Baseline) -> None:
         label="anchor",
     )
     title = _short(view.key)
-    ax.set_title(title + (" (noisy)" if view.judgement.noisy else ""))
+    over = f" (gate > {view.threshold * 100:g}%)" if view.judgement.noisy else ""
+    ax.set_title(title + over)
     ax.set_xlabel(f"session: date (UTC), commit ({entry.timer}; gate {view.gate:.1%})")
     ax.set_ylabel(f"median ({unit})")
     ax.set_xlim(-0.5, len(records) - 0.5)

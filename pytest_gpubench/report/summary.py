@@ -19,7 +19,6 @@ from ..core.records import (
     Paired,
     Result,
     Status,
-    can_gate,
     is_ratio,
 )
 from ..core.samples import bytes_text, energy_text, time_text
@@ -120,37 +119,46 @@ def verdict_label(result: Result) -> str:
         label += f" ({change})"
     if result.verdict.by_kernel_time:  # the row's change is the time per call's
         label += " (kernel time)"
-    if result.verdict.noisy:
-        label += " (noisy)"
+    if result.verdict.noisy:  # its spread between sessions, not its noise column
+        label += f" (gate > {result.measurement.threshold * 100:g}%)"
     if result.measurement.throttled:
         label += " (throttled)"
     return label
 
 
 def failure_message(result: Result) -> str:
-    """E.g. ``gelu regressed: 512 µs -> 561 µs (+9.6%; bar 3.1%, 3 sessions against a
-    history of 5, threshold 5%)``, then what changed in the kernels, and how to accept it."""
+    """E.g. ``gelu regressed: 512 µs -> 561 µs (+9.6%; gate 5.0%, 3 sessions against the
+    history of 5, threshold 5%)``; against a revision the change with its interval, as the
+    table prints it; then what changed in the kernels, and how to accept it. The words are
+    the table's: the threshold, the gate (its column), the interval (issue 45)."""
     m, v = result.measurement, result.verdict
     j = v.judgement
     head = f"{m.test} {v.status.value}"
+    threshold = f"threshold {m.threshold * 100:g}%"
     if v.status in (Status.INCOMPARABLE, Status.CHANGED, Status.MORE_MEMORY) or j is None:
         text = f"{head}: {v.reason}"
     elif v.by_kernel_time and v.beside is not None:
         k = v.beside
+        change = (
+            f"{format_interval(k.ratio, k.ratio_low, k.ratio_high)} ("
+            if j.against == "revision"
+            else f"{format_change(k.ratio)} ({_gate(k.gateable, m.threshold)}"
+        )
         text = (
-            f"{head}: kernel time {format_change(k.ratio)} (bar {format_share(k.bar_of_change)}, "
-            f"{_sessions(result)}, threshold {m.threshold * 100:g}%); time per call "
+            f"{head}: kernel time {change}{_sessions(result)}, {threshold}); time per call "
             f"{format_value(v.reference_ms, m.timer)} -> {format_median(m)} "
             f"({format_change(j.ratio)}, {j.status.value})"
+        )
+    elif j.against == "revision":
+        text = (
+            f"{head}: {format_value(v.reference_ms, m.timer)} -> {format_median(m)} "
+            f"({paired_change(result)}, {_sessions(result)}, {threshold})"
         )
     else:
         text = (
             f"{head}: {format_value(v.reference_ms, m.timer)} -> {format_median(m)} "
-            f"({format_change(j.ratio)}; bar {format_share(j.bar_of_change)}, "
-            f"{_sessions(result)}, "
-            f"threshold {m.threshold * 100:g}%"
-            + (f"; noisy: {can_gate(j.gateable)}" if j.noisy and j.gateable else "")
-            + ")"
+            f"({format_change(j.ratio)}; {_gate(j.gateable, m.threshold)}{_sessions(result)}, "
+            f"{threshold})"
         )
         if v.status is Status.IMPROVED:
             text += "; refresh the baseline with --gpubench-save --gpubench-accept"
@@ -171,6 +179,11 @@ def failure_message(result: Result) -> str:
     if m.timer != "cuda-graph":
         text += f"\n  timed by {m.timer}" + (f": {m.note}" if m.note else "")
     return text
+
+
+def _gate(gateable: float | None, threshold: float) -> str:
+    """``gate 5.0%, `` as the table's gate column reads (nothing where it has none)."""
+    return "" if gateable is None else f"gate {format_share(max(gateable, threshold))}, "
 
 
 def kernel_table(result: Result) -> list[str]:
