@@ -60,6 +60,16 @@ if os.environ.get("PYTEST_GPUBENCH_CHILD"):  # imported by a fresh process the p
         with open(pids, "a") as log:
             log.write(f"{os.getpid()}\\n")
     time.sleep(float(os.environ.get("FAKE_CHILD_IMPORT_S", "0")))
+if os.environ.get("FAKE_TRACE_S"):  # an evidence trace takes this long (a profiler's start)
+    import pytest_gpubench.run.session as measuring_session
+
+    untraced = measuring_session.trace
+
+    def slow_trace(*args, **kwargs):
+        time.sleep(float(os.environ["FAKE_TRACE_S"]))
+        return untraced(*args, **kwargs)
+
+    measuring_session.trace = slow_trace
 # Set once per pytest session (one process; a fresh one for each child the plugin starts).
 BESIDE_SEEDS_FROM = 1000 * int(os.environ.get("FAKE_SEED", "1"))
 BESIDE_SEEDS = itertools.count(BESIDE_SEEDS_FROM)

@@ -319,6 +319,24 @@ def test_confirmations_are_not_charged_to_the_tests_timeout(
     assert not any(alive(int(pid)) for pid in pids.read_text().split())
 
 
+@pytest.mark.parametrize("method", ["signal", "thread"])
+def test_a_flagged_tests_evidence_trace_is_not_charged_to_its_timeout(
+    flagged: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    """Issue 46: a flagged test's evidence trace, taken inside its call, added 3.4 s there,
+    and a regression read as a pytest-timeout failure with no measurements. The trace takes
+    6 s here, the test's timeout is 4 s: the regression is reported as one."""
+    pytest.importorskip("pytest_timeout")
+    monkeypatch.setenv("FAKE_TRACE_S", "6")
+    result = flagged.runpytest_subprocess(
+        "--gpubench", NO_CONFIRM, "--timeout=4", f"--timeout-method={method}"
+    )
+    text = output(result)
+    assert "Timeout" not in text and "INTERNALERROR" not in text, text
+    result.assert_outcomes(passed=1, failed=1)
+    assert "test_sum regressed" in text and "evidence: a profiler trace of one call" in text
+
+
 def test_a_test_that_times_out_costs_the_others_nothing(fake: pytest.Pytester) -> None:
     pytest.importorskip("pytest_timeout")
     fake.makepyfile(

@@ -317,6 +317,15 @@ class Measuring:
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
         item.stash[RESULTS_KEY] = ()  # a rerun's call starts afresh
         item.stash[LOCK_KEY] = None
+        if self.session is not None:  # its evidence trace: not the test's time
+            self.session.outside_test = functools.partial(timeout_paused, item)
+        try:
+            return (yield from self._call(item))
+        finally:
+            if self.session is not None:
+                self.session.outside_test = contextlib.nullcontext
+
+    def _call(self, item: pytest.Item) -> Generator[None, object, object]:
         self._base_side(item)
         self._duo_before(item)
         try:

@@ -188,6 +188,11 @@ class BenchSession:
         # In a fresh process its parent asked for evidence: every measurement's trace goes
         # into this folder (versus/ab.py, a failure against a revision).
         self.trace_into: Path | None = None
+        # What the plugin's own work inside a test's call (its evidence trace) runs under:
+        # the test's pytest-timeout paused (plugin.measuring sets it for each test's call).
+        self.outside_test: Callable[[], contextlib.AbstractContextManager[object]] = (
+            contextlib.nullcontext
+        )
         # In a fresh process under Nsight Compute: each measurement is one call in its NVTX
         # range, nothing timed (run/ncu.py).
         self.ncu_ranges = False
@@ -333,7 +338,7 @@ class BenchSession:
         other = None if reference is None else path.with_name(f"{name}.reference.trace.json")
         created = not folder.exists()
         try:
-            with self.device_lock():
+            with self.outside_test(), self.device_lock():
                 trace(self.device.kind, workload.prepare(), path)
                 if reference is not None and other is not None:
                     trace(self.device.kind, reference.prepare(), other)
