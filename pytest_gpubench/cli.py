@@ -825,7 +825,7 @@ BISECT_DESCRIPTION = (
 )
 PLOT_DESCRIPTION = (
     "Draw baseline files with matplotlib (pip install 'pytest-gpubench[plot]'): per test the "
-    "session medians with the bar of a change, and the % of peak copy bandwidth "
+    "session medians with the first look's band, and the % of peak copy bandwidth "
     "per group where the device's peak was measured."
 )
 MERGE_DESCRIPTION = (

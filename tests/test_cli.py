@@ -920,7 +920,7 @@ def test_plot_history_figures_keep_their_title_and_legend_clear_of_the_panels(
             assert figure.bbox.x0 <= box.x0 and box.x1 <= figure.bbox.x1, title.get_text()
             [legend] = figure.legends
             assert [t.get_text() for t in legend.get_texts()] == [
-                "bar of a change",
+                "first look's band",
                 "reference",
                 "session median",
                 "anchor",

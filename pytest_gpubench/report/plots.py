@@ -1,7 +1,7 @@
 """Figures of baseline files, and one self-contained HTML page of them (``gpubench plot``).
 
 Per baseline file: the session history of each test (its session medians in time order, the
-anchor sessions marked) with the bar of a change (the band a next session's change must
+anchor sessions marked) with the first look's band (the band a next session's change must
 leave to fail at the first look that confirms it, ``EntryView.band``), at most ``PANELS``
 panels per figure; and, where the device's peak copy bandwidth was measured, a bar chart of
 each test's share of it, grouped by kernel family (the ``group`` of its marker). Drawn with
@@ -67,7 +67,7 @@ class Section:
 
 
 def history_figures(section: Section) -> list[Figure]:
-    """Each test's session medians with the reference and the bar of a change, ``PANELS``
+    """Each test's session medians with the reference and the first look's band, ``PANELS``
     a figure."""
     views = section.views
     chunks = [views[i : i + PANELS] for i in range(0, len(views), PANELS)]
@@ -96,7 +96,7 @@ def history_figures(section: Section) -> list[Figure]:
             _history_panel(ax, view, section.baseline)
         part = f" ({number}/{len(chunks)})" if len(chunks) > 1 else ""
         figure.suptitle(
-            f"{printable(header)}: session history and bar of a change{part}", y=1 - 0.08 / height
+            f"{printable(header)}: session history and first look's band{part}", y=1 - 0.08 / height
         )
         # One legend a figure, in its title's strip: inside the first panel it hid that
         # panel's upper left, where its data can be, at a size a browser drew 8 px high.
@@ -149,7 +149,7 @@ def _history_panel(ax: Axes, view: EntryView, baseline: Baseline) -> None:
         scale = 1 / size
     low, high = view.band
     ax.axhspan(
-        low * scale, high * scale, color="tab:green", alpha=0.15, lw=0, label="bar of a change"
+        low * scale, high * scale, color="tab:green", alpha=0.15, lw=0, label="first look's band"
     )
     ax.axhline(entry.median_ms * scale, color="tab:green", lw=1, label="reference")
     x = list(range(len(records)))
@@ -182,7 +182,7 @@ def _history_panel(ax: Axes, view: EntryView, baseline: Baseline) -> None:
     ax.tick_params(labelsize=7)
     if high > low:
         # Each edge's own value, at the left (the latest session, right, may be out of the
-        # band): the band is the bar of the first confirmed look, not the table's gate (the
+        # band): the band is the first confirmed look's, not the table's gate (the
         # smallest slowdown caught with the target power when confirmations run to their
         # cap, in the x label); on the H200 file, 4% to 28%.
         reference = entry.median_ms
