@@ -154,8 +154,27 @@ def test_3_odd_strings_in_names_and_extra_info_round_trip(fake: pytest.Pytester)
             "gpubench.extra_info = [1]; gpubench(abs, -1)",
             "test_bad: gpubench.extra_info is a list, not a dict",
         ),
+        (
+            "gpubench(lambda n: (i for i in range(n)), 3)",
+            "test_bad: the function given to gpubench returned a generator, so a call only "
+            "creates it and does none of its work; time a function that runs it, e.g. "
+            "gpubench(lambda [*]a: list(fn([*]a)), ...)",
+        ),
+        (
+            "import asyncio; gpubench(asyncio.sleep, 0)",
+            "test_bad: the function given to gpubench returned a coroutine, so a call only *",
+        ),
     ],
-    ids=["bytes-inf", "flops-nan", "extra-nan", "extra-object", "extra-tuple-key", "extra-list"],
+    ids=[
+        "bytes-inf",
+        "flops-nan",
+        "extra-nan",
+        "extra-object",
+        "extra-tuple-key",
+        "extra-list",
+        "generator",
+        "coroutine",
+    ],
 )
 def test_4_a_bad_value_fails_its_test_and_costs_no_other_test_its_baseline(
     fake: pytest.Pytester, body: str, message: str

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -185,6 +186,7 @@ class GpuBench:
         # Untimed: compiles, warms caches, gives the result; its duration tells the timers
         # whether the function is slow for its budget.
         result, first_call_s = self.session.first_call(workload)
+        _refuse_unstarted(result, self.context.name)
         result = kept_apart(result, workload)  # the timed calls may write into its arguments
         suffix = f"#{name}" if name is not None else ""
         call = Call(
@@ -315,3 +317,25 @@ class GpuBench:
                 f"names must be unique within a test"
             )
         self._names.append(name)
+
+
+def _refuse_unstarted(result: object, test: str) -> None:
+    """A call that returned a generator or a coroutine did none of its work: timing it
+    would time its creation (and pass as fast as it ever was)."""
+    kind = (
+        "a generator"
+        if inspect.isgenerator(result) or inspect.isasyncgen(result)
+        else "a coroutine"
+        if inspect.iscoroutine(result)
+        else ""
+    )
+    if not kind:
+        return
+    close = getattr(result, "close", None)
+    if callable(close) and not inspect.isasyncgen(result):
+        close()  # (an unawaited coroutine warns when collected)
+    raise GpubenchError(
+        f"{test}: the function given to gpubench returned {kind}, so a call only creates it "
+        "and does none of its work; time a function that runs it, e.g. "
+        "gpubench(lambda *a: list(fn(*a)), ...)"
+    )
