@@ -634,28 +634,28 @@ class Pairing:
         (its own run judged one test), failing the test where they fail it on their own the
         same way, else ``result`` with what they read."""
         if theirs is None or theirs.verdict.paired is None or not theirs.verdict.paired.pairs:
-            why = error or "it measured nothing"
-            return dataclasses.replace(
-                result, measurement=result.measurement.noted(f"no second process: {why}"[:300])
-            )
-        m = theirs.measurement
-        verdict = paired_verdict(
+            return _no_second_process(result, error)
+        m, ours = theirs.measurement, result.verdict
+        verdict = paired_verdict(  # the binary facts the run's pairs found stay its own
             theirs.verdict.paired,
             timer=m.timer,
             launches=launch_count(m.kernels),
             measure=measure,
             gate=gate,
             design=self.design,
+            kernel_changes=ours.kernel_changes,
+            same_kernels=ours.same_kernels,
+            baseline_binary=ours.baseline_binary,
             versus=m.versus,
+            reference_kernels=ours.reference_kernels,
         )
         ratios = [j.ratio for j in (result.verdict.judgement, result.verdict.beside) if j]
         way = {r > 1 for r in ratios if r is not None and r != 1}
         slower = verdict.status is Status.REGRESSED
         if gate.fails(verdict) and verdict.status in MOVED and way == {slower}:
-            ours = result.verdict.reason
             reason = (
                 f"{verdict.reason} (a second process's pairs, as this process's left it "
-                f"unsure reading beyond the threshold: {ours})"
+                f"unsure reading beyond the threshold: {ours.reason})"
             )
             judgement = verdict.judgement and dataclasses.replace(verdict.judgement, reason=reason)
             return dataclasses.replace(
@@ -907,10 +907,7 @@ def _as_second_process_says(
     verdict = result.verdict
     judgement = verdict.judgement
     if theirs is None or theirs.verdict.judgement is None or judgement is None:
-        why = error or "it measured nothing"
-        return dataclasses.replace(
-            result, measurement=result.measurement.noted(f"no second process: {why}"[:300])
-        )
+        return _no_second_process(result, error)
     # Each number that failed the test is asked of the second process's same number, by the
     # timer whose number it is: a call near the short-call edge may be timed by cupti-graph
     # (its kernel time) there and by cuda-graph (kernel time beside) here.
@@ -963,6 +960,14 @@ def _as_second_process_says(
         verdict=dataclasses.replace(
             verdict, status=Status.UNSURE, reason=reason, judgement=judgement
         ),
+    )
+
+
+def _no_second_process(result: Result, error: str) -> Result:
+    """``result`` as it stands, its note saying why no second process's verdict came."""
+    why = error or "it measured nothing"
+    return dataclasses.replace(
+        result, measurement=result.measurement.noted(f"no second process: {why}"[:300])
     )
 
 
