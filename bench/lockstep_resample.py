@@ -11,7 +11,9 @@ at half the level, the kernel time deciding where the time per call is unsure
 recorded process of the test that has five pairs (always one of another run: outside the
 first), and stands where judge.pairs.second_process_agrees says that process bears it out
 by a number that failed it; the expected failures of a process are its flag times the
-share of second processes that agree.
+share of second processes that agree. A process left unsure at the cap while reading beyond
+the threshold by either number is decided by each such second process: a failure where that
+one's own pairs fail it the way the first read (versus.lockstep._unsure_beyond).
 
 Then the same with every pair's difference shifted by +s, as if a change of s were planted
 in every process. A process of one recorded pair that the shift leaves unsure is left out
@@ -161,23 +163,39 @@ def first_process(p: Process, shift: float, threshold: float) -> Judged | None:
 
 def failure_share(
     p: Process, others: list[Process], shift: float, threshold: float
-) -> tuple[float, bool] | None:
-    """(the share of second processes bearing out its failure, whether its own pairs
-    failed it); None where the rule would have needed pairs not recorded, or no second
-    process has five pairs."""
+) -> tuple[float, bool, bool] | None:
+    """(the share of second processes bearing out its failure or deciding it, whether its
+    own pairs failed it, whether it was unsure beyond the threshold); None where the rule
+    would have needed pairs not recorded, or no second process has five pairs."""
     first = first_process(p, shift, threshold)
     if first is None:
         return None
-    if first.status is not Status.REGRESSED:
-        return 0.0, False
+    beyond = unsure_beyond(first, threshold)
+    if first.status is not Status.REGRESSED and not beyond:
+        return 0.0, False, False
     seconds = [o for o in others if len(o.base) >= LOCKSTEP_DESIGN.cap]
     if not seconds:
         return None
+    if beyond:  # a second process decides: its own pairs fail it, the way this one read
+        slower = all(j.ratio > 1 for j in (first.time, first.kernel) if j and j.ratio)
+        decided = [judged(o, LOCKSTEP_DESIGN.cap, shift, threshold).status for o in seconds]
+        return slower * decided.count(Status.REGRESSED) / len(decided), False, True
     agree = [
         bears_out(first, judged(o, LOCKSTEP_DESIGN.cap, shift, threshold), p, threshold)
         for o in seconds
     ]
-    return sum(agree) / len(agree), True
+    return sum(agree) / len(agree), True, False
+
+
+def unsure_beyond(first: Judged, threshold: float) -> bool:
+    """Unsure at the cap, reading beyond the threshold by either number: as
+    versus.lockstep._unsure_beyond, which a second process then decides."""
+    edge = math.log1p(threshold)
+    return first.status is Status.UNSURE and any(
+        j.ratio is not None and j.ratio > 0 and abs(math.log(j.ratio)) >= edge
+        for j in (first.time, first.kernel)
+        if j is not None
+    )
 
 
 def bears_out(first: Judged, second: Judged, p: Process, threshold: float) -> bool:
@@ -212,7 +230,7 @@ def table(found: list[Process]) -> list[dict[str, object]]:
         by_key[p.key].append(p)
     rows = []
     for shift, threshold in CHECKS:
-        cells: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0, 0, 0.0])
+        cells: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0, 0, 0.0, 0])
         for p in found:
             others = [o for o in by_key[p.key] if o.run != p.run]
             share = failure_share(p, others, shift, threshold)
@@ -223,7 +241,8 @@ def table(found: list[Process]) -> list[dict[str, object]]:
             cell[0] += 1
             cell[2] += share[1]
             cell[3] += share[0]
-        for where, (used, left, flagged, failed) in sorted(cells.items()):
+            cell[4] += share[2]
+        for where, (used, left, flagged, failed, asked) in sorted(cells.items()):
             rows.append(
                 {
                     "shift": shift,
@@ -232,10 +251,17 @@ def table(found: list[Process]) -> list[dict[str, object]]:
                     "used": int(used),
                     "left_out": int(left),
                     "flagged": int(flagged),
+                    "asked": int(asked),
                     "failures": failed,
                 }
             )
     return rows
+
+
+def asked(row: dict[str, object]) -> str:
+    """The cell's " + k unsure", k the processes unsure beyond the threshold (a second process
+    decided them), else nothing."""
+    return f" + {row['asked']} unsure" if row["asked"] else ""
 
 
 def markdown(rows: list[dict[str, object]]) -> str:
@@ -248,7 +274,7 @@ def markdown(rows: list[dict[str, object]]) -> str:
     ]
     for shift, threshold in CHECKS:
         cells = {
-            r["bin"]: f"{r['flagged']} -> {float(r['failures']):.1f} of {r['used']}"  # type: ignore[arg-type]
+            r["bin"]: f"{r['flagged']}{asked(r)} -> {float(r['failures']):.1f} of {r['used']}"  # type: ignore[arg-type]
             for r in rows
             if (r["shift"], r["threshold"]) == (shift, threshold)
         }

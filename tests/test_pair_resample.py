@@ -146,7 +146,8 @@ def test_ratios_of_recorded_sessions_in_a_pairs_are_same_without_a_false_verdict
 def test_the_lockstep_rule_and_its_second_process_on_recorded_processes() -> None:
     """bench/lockstep_resample.py on the committed A/A runs: no recorded process fails an
     unchanged test at 1, 2 or 5%; with +5% planted at 2%, a second process (another run's)
-    bears out nearly every failure of a process's own pairs; docs/verdict.md holds the
+    bears out nearly every failure of a process's own pairs and fails most of those left
+    unsure beyond the threshold; docs/verdict.md holds the
     table as the script prints it."""
     lr = bench_module("lockstep_resample")
     found = lr.processes(lr.committed_archives())
@@ -156,7 +157,10 @@ def test_the_lockstep_rule_and_its_second_process_on_recorded_processes() -> Non
     rows = lr.table(found)
     assert all(r["flagged"] == 0 and r["failures"] == 0 for r in rows if r["shift"] == 0)
     planted = [r for r in rows if (r["shift"], r["threshold"]) == (0.05, 0.02)]
-    flagged = sum(r["flagged"] for r in planted)
-    assert flagged >= 400 and sum(r["failures"] for r in planted) >= 0.95 * flagged
+    flagged, asked = (sum(r[k] for r in planted) for k in ("flagged", "asked"))
+    # Unsure beyond the threshold, a second process decides: most of those fail too, while
+    # no unchanged process so asked does (the rows of +0% above).
+    assert sum(r["asked"] for r in rows if r["shift"] == 0) >= 10 and asked >= 100
+    assert flagged >= 400 and sum(r["failures"] for r in planted) >= 0.95 * flagged + asked / 2
     verdict = (ROOT / "docs" / "verdict.md").read_text(encoding="utf-8")
     assert lr.markdown(rows) in verdict
