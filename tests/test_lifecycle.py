@@ -131,11 +131,13 @@ def test_a_cancelled_recording_leaves_no_process_no_folder_and_no_session(
     data = read_baseline(fake)
     assert len(data["sessions"]) == 1  # no session saved after the cancel
     assert len(data["benchmarks"][SUM]["history"]) == 1
-    if sig is signal.SIGINT:  # the parent had its say: one consistent story
+    if sig is not signal.SIGKILL:  # the parent had its say: one consistent story
         text = parent.output()
+        # SIGTERM (a cancelled CI job) ends the run as Ctrl-C does: interrupted, not killed
+        assert parent.proc.returncode == pytest.ExitCode.INTERRUPTED, text
         assert "gpubench: session 2/3: interrupted, not recorded" in text
         assert "baseline written: " in text
-        assert "ERROR: interrupted: no further session written" in text
+        assert "ERROR: interrupted: 1 of 3 sessions written, 2 not" in text
         assert "baseline not written" not in text
 
 

@@ -57,6 +57,7 @@ class Controller:
         self.announce = announce
         self.saved: bool | None = None  # None: no save was made
         self.written: dict[str, int] = {}  # sessions written, by measurement key
+        self.sessions_written = 0  # of --gpubench-sessions N, those that wrote a test
         self.accepted: list[str] = []  # the sessions a save accepted, one line each
         self.not_saved: list[str] = []  # why results were left out of a save
         self.errors: list[str] = []  # files that could not be written, one line each
@@ -367,22 +368,26 @@ class Controller:
                 found = changes.of_run(self.collected.results, self.session.baseline)
                 self.change_notes = changes.note_lines(self.collected.results, found)
                 self.change_json = {key: c.to_json() for key, c in found.items()}
+        from ..run import processes
+
         interrupted = exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
         lost = "baseline not written"  # what a Ctrl-C now would cost
         try:
-            if self.settings.save and not interrupted:
-                self._save(self.collected.outcomes)
-                if self.written and self.settings.sessions > 1:
-                    lost = "no further session written"
-                    self._record_sessions()
-            lost = "report files not written"
-            if self.collected.results or self.settings.reports or self.session.env.probed:
-                # None asked of a run without gpubench tests: no probe. An interrupted run
-                # writes the reports asked for, and stores no run.
-                self._write_reports(store=not interrupted)
+            # SIGTERM and SIGHUP (a cancelled CI job) as Ctrl-C: the run says what it wrote.
+            with processes.interrupts():
+                if self.settings.save and not interrupted:
+                    self._save(self.collected.outcomes)
+                    if self.written and self.settings.sessions > 1:
+                        lost = ""  # said by _record_sessions, from the sessions written
+                        self._record_sessions()
+                lost = "report files not written"
+                if self.collected.results or self.settings.reports or self.session.env.probed:
+                    # None asked of a run without gpubench tests: no probe. An interrupted
+                    # run writes the reports asked for, and stores no run.
+                    self._write_reports(store=not interrupted)
         except KeyboardInterrupt:
             # The writes are atomic: what is on disk is whole, old or new.
-            self.errors.append(f"interrupted: {lost}")
+            self.errors.append(f"interrupted: {lost or self._sessions_lost()}")
             session.exitstatus = pytest.ExitCode.INTERRUPTED
         if self.errors and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -421,6 +426,7 @@ class Controller:
 
         keys = frozenset(self.written)
         total = self.settings.sessions
+        self.sessions_written = 1
         for i in range(2, total + 1):
             self.announce(f"recording session {i}/{total} in a fresh process")
             try:
@@ -435,7 +441,13 @@ class Controller:
             if saved is None:
                 self.lines.append(f"session {i}/{total}: not saved: stopped")
                 return  # the next would fail as this one did (its error is under the table)
+            self.sessions_written += bool(saved.keys)
             self.lines.append(f"session {i}/{total}: {recorded(len(saved.keys), keys)}")
+
+    def _sessions_lost(self) -> str:
+        """What an interrupted ``--gpubench-sessions N`` wrote and what not, in one phrase."""
+        total, written = self.settings.sessions, self.sessions_written
+        return f"{written} of {total} sessions written, {total - written} not"
 
     def _write_reports(self, store: bool) -> None:
         assert self.session is not None
