@@ -23,6 +23,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 from support import BENCH, NO_CONFIRM, output, read_baseline
@@ -218,16 +219,27 @@ def test_fresh_processes_leave_the_parents_log_file_alone(flagged: pytest.Pytest
     assert len([line for line in lines if "LINE from pid" in line]) == 1  # the parent's alone
 
 
+@pytest.mark.parametrize("options", [[], ["-x"]], ids=["at the run's end", "in the test"])
 def test_ctrl_c_during_a_confirmation_stops_the_run_and_keeps_the_test_in_its_reports(
-    flagged: pytest.Pytester, slow_children: None
+    flagged: pytest.Pytester, slow_children: None, options: list[str]
 ) -> None:
-    parent = Parent(flagged, "--gpubench", "--gpubench-json=out.json", "-rA")
+    args = ["--gpubench", "--gpubench-json=out.json", "--junitxml=junit.xml", "-rA", *options]
+    parent = Parent(flagged, *args)
     parent.signal_once(signal.SIGINT, children=2)
     assert_children_gone_and_clean(parent)
     text = parent.output()
     assert parent.proc.returncode == pytest.ExitCode.INTERRUPTED, text
     assert "no tests ran" not in text
-    assert "PASSED test_bench.py::test_sum" in text  # unconfirmed: it fails nothing
+    # Its verdict was interrupted: not passed, as pytest passes no test it interrupts; it
+    # fails nothing either (unconfirmed). Skipped, with why, in the terminal and in JUnit.
+    why = f"no verdict: interrupted while confirming {SUM}"
+    assert "PASSED test_bench.py::test_sum" not in text
+    assert f"SKIPPED [1] test_bench.py:8: {why}" in text  # at the test, as pytest.skip
+    assert "not timed (skipped)" not in text  # it was timed
+    cases = ElementTree.parse(flagged.path / "junit.xml").getroot().iter("testcase")
+    [case] = [c for c in cases if c.get("name") == "test_sum"]
+    [skipped] = case.findall("skipped")
+    assert skipped.get("message") == why
     assert f"Interrupted: interrupted while confirming {SUM}" in text
     assert "test_sum: unconfirmed: not confirmed: interrupted; its first session: slower by" in text
     # (flagged tests are confirmed at the run's end: the others ran before it)

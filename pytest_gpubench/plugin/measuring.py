@@ -57,6 +57,9 @@ RESULTS_KEY: pytest.StashKey[tuple[Result, ...]] = pytest.StashKey()
 # Set while a test runs under this plugin's protocol: its flagged verdicts wait for the
 # run's end, to be confirmed with the others in the same fresh processes.
 DEFER_KEY: pytest.StashKey[bool] = pytest.StashKey()
+# Why a test has no verdict (Ctrl-C while it was confirmed); '' when it has one. Its call
+# then reports skipped with this reason, not passed.
+NO_VERDICT_KEY: pytest.StashKey[str] = pytest.StashKey()
 
 
 @dataclasses.dataclass
@@ -282,11 +285,13 @@ class Measuring:
             return
         gate = self.session.gate
         tests = [(w.item.nodeid, w.results, w.settings) for w in waiting]
+        items = [w.item for w in waiting]
         if stopped:
+            # Ran before the run stopped, as any test that passed before it: unconfirmed.
             confirmed = [tuple(gate.unconfirmed(r, stopped) for r in w.results) for w in waiting]
         else:
-            name = waiting[0].item.name if len(waiting) == 1 else f"{len(waiting)} flagged tests"
-            confirmed = self._confirm(tests, name, waiting[0].item.session)
+            name = items[0].name if len(items) == 1 else f"{len(items)} flagged tests"
+            confirmed = self._confirm(tests, name, items)
         for w, results in zip(waiting, confirmed, strict=True):
             failures = self._settled(w.item, results, compared=False, problem="")
             for report in w.reports:
@@ -299,6 +304,7 @@ class Measuring:
                     except pytest.fail.Exception:
                         report.longrepr = w.item.repr_failure(pytest.ExceptionInfo.from_current())
                     report.outcome = "failed"
+                _no_verdict(w.item, report)
             _log(w.item, w.reports)
 
     def pytest_sessionfinish(self) -> None:
@@ -317,6 +323,7 @@ class Measuring:
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
         item.stash[RESULTS_KEY] = ()  # a rerun's call starts afresh
         item.stash[LOCK_KEY] = None
+        item.stash[NO_VERDICT_KEY] = ""
         if self.session is not None:  # its evidence trace: not the test's time
             self.session.outside_test = functools.partial(timeout_paused, item)
         try:
@@ -468,27 +475,27 @@ class Measuring:
                 self.waiting[item.nodeid] = Waiting(item, results, settings)
                 return []
             with timeout_paused(item):
-                [results] = self._confirm(
-                    [(item.nodeid, results, settings)], item.name, item.session
-                )
+                [results] = self._confirm([(item.nodeid, results, settings)], item.name, [item])
         return self._settled(item, results, compared=compared, problem=problem)
 
     def _confirm(
         self,
         tests: list[tuple[str, tuple[Result, ...], MeasureSettings]],
         name: str,
-        run: pytest.Session,
+        items: list[pytest.Item],
     ) -> list[tuple[Result, ...]]:
         """The tests' flagged results confirmed in the same fresh processes; Ctrl-C while they
-        run stops the run, their flagged verdicts unconfirmed (they fail nothing)."""
+        run stops the run, their flagged verdicts unconfirmed (they fail nothing), and their
+        tests ``items`` without a verdict (:func:`_no_verdict`)."""
         assert self.session is not None
         gate = self.session.gate
         try:
             return self.session.confirm(tests, progress=self._progress(name))
         except KeyboardInterrupt:
-            run.shouldstop = (
-                f"interrupted while confirming {tests[0][0] if len(tests) == 1 else name}"
-            )
+            why = f"interrupted while confirming {tests[0][0] if len(tests) == 1 else name}"
+            items[0].session.shouldstop = why
+            for item in items:
+                item.stash[NO_VERDICT_KEY] = f"no verdict: {why}"
             return [tuple(gate.unconfirmed(r, "interrupted") for r in rs) for _, rs, _ in tests]
 
     def _settled(
@@ -564,7 +571,9 @@ class Measuring:
                 except KeyboardInterrupt:
                     # Ctrl-C while more pairs are timed: the run stops after this test, its
                     # unsure verdicts unconfirmed (they fail nothing).
-                    item.session.shouldstop = f"interrupted while confirming {item.nodeid}"
+                    why = f"interrupted while confirming {item.nodeid}"
+                    item.session.shouldstop = why
+                    item.stash[NO_VERDICT_KEY] = f"no verdict: {why}"
                     gate = self.session.gate
                     results = tuple(
                         gate.unconfirmed(r, "interrupted") for r in verdicts(replicate=False)
@@ -591,6 +600,7 @@ class Measuring:
             setattr(report, REPORT_ATTRIBUTE, results)
         if report.skipped and not hasattr(report, "wasxfail") and _is_benchmark(item):
             setattr(report, SKIPPED_ATTRIBUTE, skip_reason(report))
+        _no_verdict(item, report)  # after: timed, not one of the skipped the summary counts
         return report
 
     @pytest.hookimpl(wrapper=True)
@@ -615,6 +625,17 @@ def _log(item: pytest.Item, reports: list[pytest.TestReport]) -> None:
     for report in reports:
         ihook.pytest_runtest_logreport(report=report)
     ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+
+
+def _no_verdict(item: pytest.Item, report: pytest.TestReport) -> None:
+    """A passing call whose verdict was never given (:data:`NO_VERDICT_KEY`: Ctrl-C while it
+    was confirmed) reports skipped with why, as pytest's own skip at the test's line: pytest
+    reports no test it interrupts as passed, and JUnit must not either."""
+    why = item.stash.get(NO_VERDICT_KEY, "")
+    if report.when == "call" and report.passed and why:
+        path, line = item.reportinfo()[:2]
+        report.outcome = "skipped"
+        report.longrepr = (os.fspath(path), (line or 0) + 1, f"Skipped: {why}")
 
 
 def _is_benchmark(item: pytest.Item) -> bool:
