@@ -454,6 +454,50 @@ def test_a_collection_error_on_the_revision_side_is_not_new(repo: pytest.Pyteste
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("broken", ["test_bench", "kernels"])
+def test_a_revision_that_cannot_be_collected_judges_nothing_and_says_so(
+    repo: pytest.Pytester, broken: str
+) -> None:
+    # A SyntaxError in the revision's test file, or in a module it imports: no test can be
+    # measured there; "unsure" and a passing run would read as a gate that held.
+    kept = (repo.path / f"{broken}.py").read_text()
+    (repo.path / f"{broken}.py").write_text(kept + "\ndef broken(:\n")
+    commit(repo.path, "a revision that does not parse")
+    (repo.path / f"{broken}.py").write_text(kept)
+    slower(repo)
+    result = repo.runpytest("--gpubench-against=HEAD", *ONE)
+    text = output(result)
+    assert result.ret == USAGE_ERROR, text
+    for name in ("test_sum", "test_join"):
+        assert table_rows(text, name)[0].split()[-3] == "unmeasurable", text
+    assert "could not be collected on HEAD (" in text and "SyntaxError" in text
+    assert "name a revision whose tests can be collected" in text
+    assert "ERROR: --gpubench-against HEAD: nothing is judged, 2 tests unmeasurable" in text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("crash", "said"),
+    [("os.abort()", "signal 6 (SIGABRT)"), ("os.kill(os.getpid(), 9)", "signal 9 (SIGKILL)")],
+    ids=["abort", "SIGKILL"],
+)
+def test_a_process_dying_in_one_test_leaves_the_others_judged(
+    repo: pytest.Pytester, crash: str, said: str
+) -> None:
+    repo.makepyfile(kernels=f"import os\n\n\ndef work(n):\n    {crash}\n")
+    commit(repo.path, "a kernel that ends its process")
+    repo.makepyfile(kernels=KERNELS.format(factor=1.0))
+    result = repo.runpytest("--gpubench-against=HEAD", *TWO)
+    text = output(result)
+    assert result.ret == pytest.ExitCode.OK, text
+    assert "INTERNALERROR" not in text
+    assert table_rows(text, "test_join")[0].split()[-3] == "same", text
+    assert table_rows(text, "test_sum")[0].split()[-3] == "unmeasurable", text
+    assert "test_sum: unmeasurable: HEAD (" in text
+    assert f"'s process died: {said} in test_sum" in text
+
+
+@pytest.mark.slow
 def test_a_test_failing_on_the_revision_side_only_says_so(repo: pytest.Pytester) -> None:
     repo.makepyfile(kernels=KERNELS.format(factor=1.0).replace("range(n))", "range(n)) + 1"))
     commit(repo.path, "a wrong sum")

@@ -699,6 +699,20 @@ def test_a_collection_error_of_a_child_is_told_in_one_line() -> None:
     assert collection_errors("E   AssertionError: a failed test, not a collection") == ()
 
 
+def test_a_child_names_the_test_it_runs_and_how_a_process_ended(tmp_path: Path) -> None:
+    out = tmp_path / "child.json"
+    assert children.running_test(out) == ""
+    children.beat(out, "t.py::test_a")
+    assert children.running_test(out) == "t.py::test_a"
+    children.beat(out)  # a file collected: the test running stays named
+    assert children.running_test(out) == "t.py::test_a"
+    children.beat(out, "")
+    assert children.running_test(out) == ""
+    assert children.died(-6) == "signal 6 (SIGABRT)"
+    assert children.died(-9) == "signal 9 (SIGKILL)"
+    assert children.died(3) == "exit 3"
+
+
 def test_foreign_imports_names_modules_of_the_other_sides_tree_not_what_is_installed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

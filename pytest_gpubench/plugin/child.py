@@ -90,15 +90,16 @@ class Child:
             items[:] = [item for item in items if kept(item)]
             config.hook.pytest_deselected(items=deselected)
 
-    # Signs of progress for its parent (run.children.CHILD_TIMEOUT_S bounds a quiet child).
+    # Signs of progress for its parent (run.children.CHILD_TIMEOUT_S bounds a quiet child),
+    # naming the test running: a process that dies in it (an abort, a segfault) is replaced.
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         beat(self.out)
 
     def pytest_runtest_logstart(self, nodeid: str, location: object) -> None:
-        beat(self.out)
+        beat(self.out, nodeid)
 
     def pytest_runtest_logfinish(self, nodeid: str, location: object) -> None:
-        beat(self.out)
+        beat(self.out, "")
 
     @pytest.hookimpl(tryfirst=True)  # before the measuring role's: it pins the device
     def pytest_sessionstart(self, session: pytest.Session) -> None:

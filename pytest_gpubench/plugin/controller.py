@@ -389,6 +389,15 @@ class Controller:
             # The writes are atomic: what is on disk is whole, old or new.
             self.errors.append(f"interrupted: {lost or self._sessions_lost()}")
             session.exitstatus = pytest.ExitCode.INTERRUPTED
+        if self.settings.against is not None and not interrupted:
+            from ..versus.ab import nothing_judged
+
+            # A gate that judged nothing fails the run, as a revision that fails to build does.
+            judged = nothing_judged(self.collected.results, self.settings.against)
+            if judged:
+                self.errors.append(judged)
+                if session.exitstatus == pytest.ExitCode.OK:
+                    session.exitstatus = pytest.ExitCode.USAGE_ERROR
         if self.errors and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 

@@ -29,6 +29,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import site
 import subprocess
 import sys
@@ -37,7 +38,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..core.errors import GpubenchError
@@ -67,7 +68,8 @@ DUO_VARIABLE = "GPUBENCH_DUO"
 GATE_VARIABLE = "PYTEST_GPUBENCH_GATE"
 # A child runs one test, or the whole selection when recording a session or timing a side of
 # a comparison, for as long as it makes progress: it touches its beat file (beat_of) as each
-# file is collected and each test starts and ends. Quiet for this long since it could start
+# file is collected and each test starts and ends, the file holding the node id of the test
+# running (a process that dies names the test it died in). Quiet for this long since it could start
 # (its predecessor on the device ended), it is stuck: one test's imports, compiles and
 # measurements take less.
 CHILD_TIMEOUT_S = 1800.0
@@ -149,6 +151,9 @@ class ChildRun:
     uncollected: tuple[tuple[str, str], ...] = ()
     # Modules it imported from a tree it must not (FOREIGN_VARIABLE): "name (file)".
     foreign: tuple[str, ...] = ()
+    # The tests a process died in (an abort, a segfault, SIGKILL, an os._exit), each with
+    # how it ended (:func:`died`): a relay times the rest in a fresh process.
+    crashed: tuple[tuple[str, str], ...] = ()
 
     @property
     def trouble(self) -> str:
@@ -428,11 +433,33 @@ def beat_of(out: Path) -> Path:
     return out.with_suffix(".beat")
 
 
-def beat(out: Path) -> None:
+def beat(out: Path, running: str | None = None) -> None:
     """In a child writing to ``out``: a sign of progress for its parent (a file collected, a
-    test started or ended). Never raises."""
+    test started or ended); ``running``: the node id of the test that starts ('' once it
+    ended), which its parent reads if the process dies. Never raises."""
     with contextlib.suppress(OSError):
-        beat_of(out).touch()
+        if running is None:
+            beat_of(out).touch()
+        else:
+            beat_of(out).write_text(running, encoding="utf-8")
+
+
+def running_test(out: Path) -> str:
+    """The node id of the test a child writing to ``out`` was running, '' between tests."""
+    try:
+        return beat_of(out).read_text(encoding="utf-8").strip()
+    except (OSError, ValueError):
+        return ""
+
+
+def died(code: int | None) -> str:
+    """How a process ended, in words: ``signal 6 (SIGABRT)``, ``exit 3``."""
+    if code is None or code >= 0:
+        return f"exit {code}"
+    try:
+        return f"signal {-code} ({signal.Signals(-code).name})"
+    except ValueError:
+        return f"signal {-code}"
 
 
 class Signs:
@@ -512,6 +539,11 @@ def finish_child(
         except OSError:
             output = ""
         code = proc.returncode
+        test = running_test(out)
+        if test:  # it died in a test: pytest reports the failures it can catch
+            return ChildRun(
+                error=f"a fresh process died in {test}: {died(code)}", crashed=((test, died(code)),)
+            )
         how = f"exit {code}: {EXITS[code]}" if code in EXITS else f"exit {code}"
         return ChildRun(error=f"a fresh process measured nothing ({how}): {telling(output) or exc}")
     uncollected: tuple[tuple[str, str], ...] = ()
@@ -701,8 +733,12 @@ def relay(
     A child makes a file once it holds the device lock (TURN_VARIABLE); the next starts
     then, so it can only queue behind it: the order is kept, and at most one child waits
     for the device. A child that ends without making its file (it crashed, had nothing to
-    time) is followed once it ended. Once ``stop`` is set (from another thread: a relay of
-    another GPU failed, or Ctrl-C), it kills its processes and ends."""
+    time) is followed once it ended. A child that dies in a test (an abort, a segfault,
+    SIGKILL) leaves the others standing: a fresh process of its leg times the rest of its
+    tests without that one, at once, and the later legs of its launcher (its side) skip it
+    too; what the leg measured names the tests it died in (``ChildRun.crashed``). Once
+    ``stop`` is set (from another thread: a relay of another GPU failed, or Ctrl-C), it
+    kills its processes and ends."""
     sweep_folders()
     with tempfile.TemporaryDirectory(prefix=folder_prefix()) as directory:
         folder = Path(directory)
@@ -711,10 +747,16 @@ def relay(
         started: list[subprocess.Popen[bytes] | ChildRun] = []
         signs: list[Signs] = []  # each one's progress since it could start timing: its start
         # or its predecessor's end
+        again: list[subprocess.Popen[bytes] | ChildRun] = []  # a leg's after a death
+        dead: dict[Launcher, list[str]] = {}  # the tests a side's processes died in
+
+        def request_of(leg: Leg) -> Request:
+            skipped = [t for t in dead.get(leg.launcher, []) if t not in leg.request.excluded]
+            return replace(leg.request, excluded=(*leg.request.excluded, *skipped))
 
         def start(i: int) -> None:
             leg = legs[i]
-            write_request(outs[i], leg.request)
+            write_request(outs[i], request_of(leg))
             args = [*leg.launcher.measuring_args(), *leg.launcher.overrides(folder, leg.name)]
             env = (*leg.launcher.env, (TURN_VARIABLE, str(turns[i])))
             started.append(
@@ -723,6 +765,35 @@ def relay(
                 )
             )
             signs.append(Signs((beat_of(outs[i]),)))
+
+        def rest(i: int, run: ChildRun) -> ChildRun:
+            """Leg ``i``'s run, whose process died in a test: the rest of its tests timed by
+            fresh processes, one after another while each dies in another test."""
+            leg, lost = legs[i], list(run.crashed)
+            skipped: set[str] = set()
+            while run.crashed and run.crashed[0][0] not in skipped:
+                test, how = run.crashed[0]
+                skipped.add(test)
+                if test not in dead.setdefault(leg.launcher, []):
+                    dead[leg.launcher].append(test)
+                if leg.says:
+                    announce(f"{leg.says}: its process died in {test} ({how}), the rest again")
+                out = folder / f"{leg.name}-again-{len(lost)}.json"
+                write_request(out, request_of(leg))
+                name = out.stem
+                args = [*leg.launcher.measuring_args(), *leg.launcher.overrides(folder, name)]
+                proc = start_child(
+                    args,
+                    leg.launcher.cwd,
+                    out,
+                    device_index,
+                    leg.launcher.env,
+                    leg.launcher.wrapper,
+                )
+                again.append(proc)
+                run = finish_child(proc, out)
+                lost += [c for c in run.crashed if c not in lost]
+            return replace(run, crashed=tuple(lost))
 
         def ended(i: int) -> bool:
             proc = started[i]
@@ -746,11 +817,13 @@ def relay(
                     if signs[i].quiet_s() > CHILD_TIMEOUT_S:
                         break
                 run = finish_child(started[i], outs[i], signs[i])
+                if run.crashed:
+                    run = rest(i, run)
                 if i + 1 < len(signs):
                     signs[i + 1].renew()
                 yield run
         finally:  # closed early, interrupted: no child goes on timing behind the user's back
-            _kill(started)
+            _kill([*started, *again])
 
 
 def relays(

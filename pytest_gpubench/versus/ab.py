@@ -226,6 +226,8 @@ def compare(
     label = {BASE: f"the revision {name}", HEAD: "the working tree"}
     runs: dict[str, list[dict[str, Measurement]]] = {BASE: [], HEAD: []}
     failed: dict[str, set[str]] = {BASE: set(), HEAD: set()}  # keys whose test failed there
+    # The tests a side's process died in, with how it ended (the others were timed again).
+    crashed: dict[str, dict[str, str]] = {BASE: {}, HEAD: {}}
     base_runs: list[ChildRun] = []
     uncollected: dict[str, str] = {}  # files the revision's side could not collect: why
     errors: list[str] = []
@@ -297,6 +299,7 @@ def compare(
                     base_runs.append(run)
                     uncollected.update(run.uncollected)
                 failed[side].update(r.key for r, passed in run.results if not passed)
+                crashed[side].update(run.crashed)
             runs[side].append(merged)
         if not any(runs[BASE]) and not any(runs[HEAD]):
             raise GpubenchError(
@@ -320,6 +323,7 @@ def compare(
                     measure_of(key.split("#")[0]),
                     design,
                     revision,
+                    crashed=crashed,
                 ),
                 gate,
             )
@@ -536,10 +540,14 @@ def paired_result(
     *,
     lockstep: bool = False,
     duos: Sequence[int] = (),
+    crashed: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Result:
     """One measurement's verdict on its complete pairs (a pair whose two sides measured it
     by one timer, each with enough samples); ``lockstep``: each pair's sides shared one
-    process (versus/lockstep.py); ``duos``: by pair (runs' index), the duo that timed it."""
+    process (versus/lockstep.py); ``duos``: by pair (runs' index), the duo that timed it;
+    ``crashed``: by side, the node ids whose process died in them there, with how. A test
+    one side could not measure (its file not collected, its process dead in it, its test
+    failed on the revision's side) is ``unmeasurable``, its reason saying why."""
     base = [run.get(key) for run in runs[BASE]]
     head = [run.get(key) for run in runs[HEAD]]
     found = [
@@ -563,8 +571,17 @@ def paired_result(
         lockstep=lockstep,
     )
     name = sides.label
+    nodeid = key.split("#")[0]
+    dead = {side: (crashed or {}).get(side, {}) for side in (BASE, HEAD)}
+    function = nodeid.split("::")[-1]
     # One side only: its first session shows (more would read as confirmations).
     if not heads:
+        if nodeid in dead[HEAD]:
+            why = f"the working tree's process died: {dead[HEAD][nodeid]} in {function}"
+            return Result(
+                bases[0],
+                Verdict(Status.UNMEASURABLE, reason=why, family=family, paired=sides),
+            )
         why = "its test failed in the working tree" if key in failed[HEAD] else "only there"
         return Result(
             bases[0],
@@ -577,14 +594,19 @@ def paired_result(
         )
     if not bases:
         path = key.split("::")[0]
-        if key in failed[BASE] or path in uncollected:  # not new: not measurable there
+        if key in failed[BASE] or path in uncollected or nodeid in dead[BASE]:
+            # Not new: not measurable there, and nothing is judged.
             why = (
-                f"its file could not be collected on {name}'s side ({uncollected[path]}): "
-                "build that revision with --gpubench-build"
+                uncollected_reason(name, uncollected[path])
                 if path in uncollected
+                else f"{name}'s process died: {dead[BASE][nodeid]} in {function}: "
+                "nothing to compare with"
+                if nodeid in dead[BASE]
                 else f"its test failed on {name}'s side: nothing to compare with"
             )
-            return Result(heads[0], Verdict(Status.UNSURE, reason=why, family=family, paired=sides))
+            return Result(
+                heads[0], Verdict(Status.UNMEASURABLE, reason=why, family=family, paired=sides)
+            )
         why = f"not measured on {name}'s side"
         return Result(heads[0], Verdict(Status.NEW, reason=why, family=family, paired=sides))
     if not pairs:
@@ -640,6 +662,36 @@ def paired_result(
         if note and note not in measured.note:
             measured = measured.noted(note)
     return Result(measured, verdict)
+
+
+def uncollected_reason(name: str, error: str) -> str:
+    """Why a test is unmeasurable whose file the side of the revision ``name`` could not
+    collect (``error``, pytest's line): an import error may be a build forgotten."""
+    hint = (
+        "build that revision with --gpubench-build"
+        if error.startswith(("ModuleNotFoundError", "ImportError"))
+        else "name a revision whose tests can be collected"
+    )
+    return f"its file could not be collected on {name}'s side ({error}): {hint}"
+
+
+def nothing_judged(results: Iterable[Result], ref: str) -> str:
+    """One line saying why a run against the revision ``ref`` judged none of its tests
+    because a side could not measure them (``unmeasurable``: a file not collected, a process
+    dead in a test, a test failing there), '' where it judged one or lost none (tests the
+    revision lacks are ``new``, not lost). Such a run fails as a failed build does: a gate
+    that judged nothing must not read as passed."""
+    against = [
+        r for r in results if r.verdict.paired is not None and r.status is not Status.REMOVED
+    ]
+    lost = [r for r in against if r.status is Status.UNMEASURABLE]
+    if not lost or any(r.verdict.paired is not None and r.verdict.paired.pairs for r in against):
+        return ""
+    count = f"{len(lost)} test{'s' if len(lost) != 1 else ''}"
+    return (
+        f"--gpubench-against {ref}: nothing is judged, {count} unmeasurable "
+        f"({lost[0].test}: {lost[0].verdict.reason})"
+    )[:600]
 
 
 def _beside(
