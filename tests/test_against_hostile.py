@@ -378,6 +378,34 @@ def test_under_xdist_a_killed_controllers_folder_is_removed_by_the_next_run(
     assert len(worktrees(repo.path)) == 1
 
 
+@pytest.mark.slow
+def test_a_run_killed_in_its_build_leaves_a_log_the_next_run_removes(
+    repo: pytest.Pytester, temp: Path
+) -> None:
+    """kill -9 while the revision builds: nothing of ours runs then, and the build's output
+    is in the run's folder, which the next run removes with the checkout (a log left in the
+    temporary directory stayed there for good)."""
+    pid_file = temp.parent / f"{temp.name}-build.pid"
+    build = f"--gpubench-build=echo $$ > {pid_file}; echo building; sleep 60"
+    run_until(repo, ["--gpubench-against=HEAD", build, *ONE], pid_file, signal.SIGKILL)
+    build_pid = int(pid_file.read_text())
+    try:
+        # Its lifeline ends the build (run.processes); the killed run's folders stay.
+        deadline = time.monotonic() + 15
+        while running(build_pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not running(build_pid)
+        assert sorted(p.name[:12] for p in left_in(temp)) == ["gpubench-ab-", "gpubench-ref"]
+        result = repo.runpytest_subprocess("--gpubench-against=HEAD", *ONE)
+        result.assert_outcomes(passed=2)
+        assert left_in(temp) == []
+        assert len(worktrees(repo.path)) == 1
+    finally:
+        if running(build_pid):
+            os.kill(build_pid, signal.SIGKILL)
+        remove_checkouts(repo.path, temp)
+
+
 # --- bugs ---------------------------------------------------------------------------------
 
 

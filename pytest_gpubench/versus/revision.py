@@ -181,10 +181,10 @@ def checkout(
     timeout_s: float = 3600.0,
 ) -> Iterator[Revision]:
     """A checkout of ``ref`` (with its submodules) in a new temporary folder, built by the
-    shell command ``build`` (run in its top level, its output to ``log``, else to a file in
-    the folder), each step within ``timeout_s``. On exit, whatever the cause (Ctrl-C
-    included), the checkout, its record in the repository and the folder are removed; a
-    ``log`` of the caller's stays."""
+    shell command ``build`` (run in its top level, its output to a file in the folder, moved
+    to ``log`` once the build ended), each step within ``timeout_s``. On exit, whatever the
+    cause (Ctrl-C included), the checkout, its record in the repository and the folder are
+    removed; a ``log`` of the caller's stays."""
     repo, commit = resolve(ref, cwd)
     folder = _new_folder(repo)
     tree = folder / "tree"
@@ -200,7 +200,7 @@ def checkout(
         if (tree / ".gitmodules").exists():
             _submodules(revision, timeout_s)
         if build is not None:
-            _build(revision, build, log or folder / "build.log", log is not None, timeout_s)
+            _build(revision, build, folder / "build.log", log, timeout_s)
         yield revision
     finally:
         _remove(repo, folder, tree)
@@ -272,7 +272,12 @@ def _submodules(revision: Revision, timeout_s: float) -> None:
         )
 
 
-def _build(revision: Revision, command: str, log: Path, keep_log: bool, timeout_s: float) -> None:
+def _build(
+    revision: Revision, command: str, log: Path, kept: Path | None, timeout_s: float
+) -> None:
+    """Run ``command`` in the checkout, its output to ``log`` in the run's folder (a run
+    killed outright leaves it there, and the next run's :func:`sweep` removes it), moved to
+    ``kept`` (the caller's) once it ended."""
     try:
         proc = processes.start(
             [sys.executable, "-c", BUILD_RUNNER, command], revision.root, _environment(), log
@@ -280,7 +285,7 @@ def _build(revision: Revision, command: str, log: Path, keep_log: bool, timeout_
     except OSError as exc:
         raise RevisionError(
             f"--gpubench-build {command!r}: cannot run it in {_where(revision)} "
-            f"({exc.strerror or exc}); check the command and {log}"
+            f"({exc.strerror or exc}); check the command, and TMPDIR ({log.parent.parent})"
         ) from None
     code: int | None = None
     try:
@@ -291,6 +296,12 @@ def _build(revision: Revision, command: str, log: Path, keep_log: bool, timeout_
         # Also once it succeeded: a background job or compile server it left would outlive
         # us, writing into a checkout we remove.
         processes.end(proc)
+    if kept is not None:
+        try:
+            shutil.move(log, kept)
+            log = kept
+        except OSError:  # it goes with the folder: named nowhere
+            kept = None
     if code == 0:
         return
     if code is None:
@@ -299,7 +310,7 @@ def _build(revision: Revision, command: str, log: Path, keep_log: bool, timeout_
         what = f"failed in {_where(revision)}, killed by signal {-code}"
     else:
         what = f"failed in {_where(revision)} with exit {code}"
-    output = f"; its output: {log}" if keep_log else ""  # ours goes with the folder
+    output = f"; its output: {log}" if kept is not None else ""  # ours goes with the folder
     raise RevisionError(f"--gpubench-build {command!r} {what}: {_tail(log)}{output}")
 
 
