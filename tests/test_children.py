@@ -713,6 +713,14 @@ def test_a_child_names_the_test_it_runs_and_how_a_process_ended(tmp_path: Path) 
     assert children.died(3) == "exit 3"
 
 
+def test_a_child_names_a_test_whose_id_holds_a_lone_surrogate(tmp_path: Path) -> None:
+    # pytest keeps such an id under its ini option that disables the escaping of ids (issue
+    # 46): the child's beat raised, and the confirmation measured nothing.
+    out = tmp_path / "child.json"
+    children.beat(out, "t.py::test_a[\udc80]")
+    assert children.running_test(out) == "t.py::test_a[\udc80]"
+
+
 def test_foreign_imports_names_modules_of_the_other_sides_tree_not_what_is_installed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

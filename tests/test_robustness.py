@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 from support import (
@@ -120,6 +121,45 @@ def test_3_odd_strings_in_names_and_extra_info_round_trip(fake: pytest.Pytester)
     result = fake.runpytest("--gpubench")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["gpubench: 1 ok (*"])
+
+
+def test_3_a_lone_surrogate_in_a_key_reaches_every_report_escaped(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test id or a measurement's name with a character no encoding writes (issue 46): the
+    summary, the Markdown report, the job summary and JUnit say it escaped, and the run
+    fails as a regression, not with a traceback."""
+    fake.makeini(
+        "[pytest]\ndisable_test_id_escaping_and_forfeit_all_rights_to_community_support = true"
+    )
+    fake.makepyfile(
+        test_bench="""
+        import pytest
+
+        @pytest.mark.parametrize("n", [100], ids=["a\\udc80b"])
+        def test_sum(gpubench, n):
+            gpubench(sum, range(n), name="c\\udc80d")
+        """
+    )
+    no_cache = ("-p", "no:cacheprovider")  # pytest's own cache cannot write such an id
+    for saved in record_history(fake, *no_cache):
+        saved.assert_outcomes(passed=1)
+    monkeypatch.setenv("FAKE_SCALE", "1.3")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(fake.path / "step.md"))
+    reports = ["--gpubench-markdown=out.md", "--gpubench-json=out.json", "--junitxml=junit.xml"]
+    result = fake.runpytest("--gpubench", NO_CONFIRM, *no_cache, *reports)
+    no_traceback(result)
+    result.assert_outcomes(failed=1)
+    escaped = "test_sum[a\\udc80b]#c\\udc80d"
+    [header] = [line for line in result.outlines if line.startswith("test ")]
+    [row] = [line for line in result.outlines if line.startswith(f"{escaped}  ")]
+    assert row.index("cuda-graph") == header.index("timer")  # escaped, then aligned
+    for name in ("out.md", "step.md"):
+        assert escaped in (fake.path / name).read_text(encoding="utf-8")
+    [key] = [r["key"] for r in json.loads((fake.path / "out.json").read_text())["results"]]
+    assert key == "test_bench.py::test_sum[a\udc80b]#c\udc80d"
+    [case] = ElementTree.parse(fake.path / "junit.xml").getroot().iter("testcase")
+    assert "regressed" in (case.find("failure").get("message") or "")  # type: ignore[union-attr]
 
 
 # --- 4. bad work and extra_info values ------------------------------------------------------

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..core.errors import GpubenchError
-from ..core.jsondata import Json
+from ..core.jsondata import Json, printable
 from ..core.records import Result
 from ..core.settings import MarkerSpec, MeasureSettings, Settings
 from .collect import Collected
@@ -507,7 +507,10 @@ class Controller:
             return
         from ..report import summary
 
-        write = terminalreporter.write_line
+        def write(line: str, **markup: bool) -> None:
+            # A key may hold what no encoding writes (a lone surrogate in a test id): escaped.
+            terminalreporter.write_line(printable(line), **markup)
+
         results = self.collected.results
         if not results and not self.session.env.probed and not self.errors:
             # No gpubench test ran: the device was never detected, and is not for a title.

@@ -9,7 +9,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from itertools import repeat
 
 from ..core.device import Fingerprint
-from ..core.jsondata import Json
+from ..core.jsondata import Json, printable
 from ..core.kernels import base_name, describe, kernel_deltas, short
 from ..core.records import (
     NCU_METRICS,
@@ -446,7 +446,8 @@ def table_lines(results: Sequence[Result]) -> list[str]:
     columns, cells = layout(results)
     groups = grouped(results)
     ordered = [r for _, members in groups for r in members]
-    lines = aligned([columns, *(cells(r) for r in ordered)])
+    # Escaped before they are measured: a key may hold what no encoding writes.
+    lines = aligned([columns, *([printable(c) for c in cells(r)] for r in ordered)])
     if _titled(groups):
         head, rows = lines[:2], lines[2:]
         lines = head
@@ -633,6 +634,9 @@ def markdown(
     footer_text = "\n" + (footer if footer is not None else counts(results)) + "\n"
     if line is not None:
         footer_text = f"\n{line}\n" + footer_text
+    # A key may hold what no encoding writes (a lone surrogate in a test id): escaped.
+    header, footer_text = printable(header), printable(footer_text)
+    rows, extra = [printable(row) for row in rows], [printable(text) for text in extra]
     body = header + "\n".join(table + rows) + "\n" + footer_text
     if extra:
         body += "\n" + "\n".join(extra) + "\n"

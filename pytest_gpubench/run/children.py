@@ -441,13 +441,14 @@ def beat(out: Path, running: str | None = None) -> None:
         if running is None:
             beat_of(out).touch()
         else:
-            beat_of(out).write_text(running, encoding="utf-8")
+            # surrogatepass: a node id may hold a lone surrogate, read back as it was
+            beat_of(out).write_text(running, encoding="utf-8", errors="surrogatepass")
 
 
 def running_test(out: Path) -> str:
     """The node id of the test a child writing to ``out`` was running, '' between tests."""
     try:
-        return beat_of(out).read_text(encoding="utf-8").strip()
+        return beat_of(out).read_text(encoding="utf-8", errors="surrogatepass").strip()
     except (OSError, ValueError):
         return ""
 
