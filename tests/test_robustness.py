@@ -165,6 +165,33 @@ def test_3_a_lone_surrogate_in_a_key_reaches_every_report_escaped(
 # --- 4. bad work and extra_info values ------------------------------------------------------
 
 
+def test_4_a_function_that_changes_its_argument_changes_it_at_every_call(
+    pytester: pytest.Pytester,
+) -> None:
+    """Without --gpubench the function runs once, with it many times (the real wall timer
+    here): a check of an argument it changes in place passes without and fails with it, as
+    the guide's section on the fixture says (issue 46)."""
+    pytester.makepyfile(
+        test_bench="""
+        def bump(counts):
+            counts[0] += 1
+
+        def test_bump(gpubench):
+            counts = [0]
+            gpubench(bump, counts)
+            assert counts[0] == 1, f"called {counts[0]} times"
+        """
+    )
+    pytester.runpytest().assert_outcomes(passed=1)
+    timed = pytester.runpytest("--gpubench", NO_CONFIRM)
+    timed.assert_outcomes(failed=1)
+    [calls] = set(re.findall(r"AssertionError: called (\d+) times", output(timed)))
+    assert int(calls) > 20  # the first call, a warm-up, 20 samples or more
+    guide = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
+    fixture = guide.split("## The fixture", 1)[1].split("\n## ", 1)[0]
+    assert "in place (`x += 1`) ends changed that many times over" in " ".join(fixture.split())
+
+
 @pytest.mark.parametrize(
     "body, message",
     [
