@@ -260,8 +260,9 @@ def test_the_readmes_summary_rows_are_what_pytest_printed() -> None:
     assert block == summary.aligned([list(summary.COLUMNS[:-2]), *rows])
 
 
-def test_performance_md_holds_the_h100_tables_as_quality_py_prints_them() -> None:
-    """Sections 1 to 4: "tables printed by python bench/quality.py tables <that file>"."""
+def test_release_0_1s_h100_tables_are_as_quality_py_prints_them() -> None:
+    """bench/results/h100-2026-11-21/README.md: "tables printed by python bench/quality.py
+    tables <that file>"."""
     data = RESULTS / "sm90-nvidia-h100-80gb-hbm3-2026-11-21.json"
     printed = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "quality.py"), "tables", str(data)],
@@ -272,7 +273,7 @@ def test_performance_md_holds_the_h100_tables_as_quality_py_prints_them() -> Non
     ).stdout
     tables = [block for block in printed.strip().split("\n\n") if block.startswith("|")]
     assert len(tables) >= 4
-    text = read("docs/performance.md")
+    text = read("bench/results/h100-2026-11-21/README.md")
     for block in tables:
         assert block in text, block.splitlines()[0]
 
