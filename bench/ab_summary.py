@@ -5,6 +5,8 @@ verdicts (regressed or improved where nothing changed); the planted slowdowns ca
     python bench/ab_summary.py --tally [ARCHIVE...]   every run of the archives (default:
                                                       the committed ones), against issue
                                                       17's counts
+    python bench/ab_summary.py --tally --folders h200 the committed ones of the folders whose
+                                                      name starts so (one GPU model's)
 
 A/A runs (aa) and plain runs change nothing: any regressed or improved is false. Slow runs
 plant more work in the user suite's copy kernels (test_copy_blocks) on the working tree's
@@ -218,10 +220,11 @@ for _kernel in PLANTED.values():
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def committed_archives() -> list[Path]:
-    """The plans' archives under bench/results (those with a runs.tsv), oldest folder first."""
+def committed_archives(folders: str = "") -> list[Path]:
+    """The plans' archives under bench/results (those with a runs.tsv) in the folders whose
+    name starts with ``folders``, oldest folder first."""
     found = []
-    for path in sorted(RESULTS.glob("*/*.tgz")):
+    for path in sorted(RESULTS.glob(f"{folders}*/*.tgz")):
         with tarfile.open(path) as tar:
             if any(Path(name).name == "runs.tsv" for name in tar.getnames()):
                 found.append(path)
@@ -308,7 +311,9 @@ def tally(archives: list[Path]) -> str:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--tally"]:
+    if sys.argv[1:3] == ["--tally", "--folders"]:
+        print(tally(committed_archives(sys.argv[3])), end="")
+    elif sys.argv[1:2] == ["--tally"]:
         print(tally([Path(p) for p in sys.argv[2:]] or committed_archives()), end="")
     else:
         table(read_archive(Path(sys.argv[1]))[0])

@@ -33,7 +33,15 @@ def links(path: Path) -> list[str]:
     return LINK.findall(text)
 
 
-@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+# The campaign logs beside their results and the bench index: their links resolve too.
+NOTES = sorted(
+    [ROOT / "bench" / "README.md"]
+    + list((ROOT / "bench").glob("*/README.md"))
+    + list(RESULTS.glob("*/README.md"))
+)
+
+
+@pytest.mark.parametrize("doc", DOCS + NOTES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_relative_link_resolves(doc: Path) -> None:
     broken = []
     for target in links(doc):
@@ -150,7 +158,8 @@ def test_method_md_cites_the_prior_instead_of_restating_it() -> None:
 
 
 def test_what_the_committed_baselines_gate_is_what_the_script_says() -> None:
-    """docs/performance.md, section 0000: per baseline file and class of duration, what
+    """docs/performance.md, "What the committed baselines gate": per baseline file and class
+    of duration, what
     ``gpubench show`` judges of the committed files (bench/baseline_classes.py), so the
     table follows the files and the rule."""
     script = _bench("baseline_classes")
@@ -276,6 +285,14 @@ def test_release_0_1s_h100_tables_are_as_quality_py_prints_them() -> None:
     text = read("bench/results/h100-2026-11-21/README.md")
     for block in tables:
         assert block in text, block.splitlines()[0]
+    # docs/performance.md quotes the medians per size, the stability and the cost per estimate
+    page = read("docs/performance.md")
+    quoted = [block for block in tables if block in page]
+    assert [block.splitlines()[0].split("|")[2].strip() for block in quoted] == [
+        "median over kernels: gpubench",
+        "cost per estimate, median s: gpubench",
+        "kernel time (median)",
+    ]
 
 
 def test_the_ab_tally_counts_every_committed_plan() -> None:
@@ -285,6 +302,23 @@ def test_the_ab_tally_counts_every_committed_plan() -> None:
     archives = script.committed_archives()
     assert len(archives) >= 7
     assert script.tally(archives) in read("bench/results/ab-tally.md")
+
+
+@pytest.mark.parametrize("model", ["h100", "h200"])
+def test_performance_md_counts_each_gpu_models_plans(model: str) -> None:
+    """docs/performance.md, "Against a revision": each row of a model's table is a row of
+    what ``python bench/ab_summary.py --tally --folders MODEL`` prints over the committed
+    archives of that model's folders."""
+    script = _bench("ab_summary")
+    printed = script.tally(script.committed_archives(model)).splitlines()
+    marker = f"`python bench/ab_summary.py --tally --folders {model}`"
+    text = read("docs/performance.md")
+    assert marker in text
+    header, *rows = table_from(text[text.index(marker) :], "| check | target | runs | result |")
+    assert len(rows) >= 10
+    printed_rows = [[cell.strip() for cell in line.strip()[1:-1].split("|")] for line in printed]
+    for row in [header, *rows]:
+        assert row in printed_rows, row
 
 
 def test_the_bisect_table_of_verdict_md_is_the_recorded_run() -> None:
