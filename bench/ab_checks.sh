@@ -137,7 +137,7 @@ run_step() {
 
 # pyc writes the bytecode caches of the packages a run imports and of the project, where the
 # machine lacks them (pip leaves them on a user's machine; a fresh process of a confirmation
-# spent 4.4 s compiling Python source on an H200 host without them, performance.md section 0),
+# spent 4.4 s compiling Python source on an H200 host without them, bench/results/h200x2-2026-11-22b),
 # so that later steps' processes, the fresh ones included, read them.
 bytecode() {
   local started dirs rc

@@ -3,7 +3,7 @@
 Each experiment runs in a fresh process (CUDA and profiler state must not leak) and prints
 one JSON line. Usage on a GPU machine: ``python bench/probe_capture.py`` (all experiments),
 or ``python bench/probe_capture.py NAME`` for one. Findings are recorded in
-docs/performance.md.
+bench/results/h200-2026-11-22/README.md.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Short kernels: graph time per call against CUPTI kernel time inside the replay (issue 16).
 
 Graph-timed kernels of 1-3 µs read 1.14-1.31x CUPTI kernel time and move 2-9.5% between
-sessions (docs: METHOD.md section 5); Triton's ``do_bench_cudagraph_proton`` instead reads
-each iteration's kernels with CUPTI inside a graph replay. This script measures, in one fresh
-process, a fixed set of short functions (and one ~50 µs reference) four ways:
+sessions (a survey of code this project did not write, not recorded here); Triton's
+``do_bench_cudagraph_proton`` instead reads each iteration's kernels with CUPTI inside a graph
+replay. This script measures, in one fresh process, a fixed set of short functions (and one
+~50 µs reference) four ways:
 
 - ``graph_us``: a CUDA graph of N back-to-back calls (N chosen so that a replay takes about
   1.5 ms), timed by CUDA events around each replay (queued behind a spin kernel, as the
@@ -17,13 +18,13 @@ process, a fixed set of short functions (and one ~50 µs reference) four ways:
 - ``eager_cupti_us``: the summed CUPTI duration of one eager call's kernels, averaged over
   10 back-to-back eager calls (the plugin's ``cupti`` timer).
 
-CUPTI runs after every function's graph timing: once ``torch.profiler`` has run in a
-process, later launches in it are slower (METHOD.md section 4). ``--prime-profiler`` starts
-the profiler once before anything is timed, as the plugin does (``prime_profiler``), so the
-graph time is the one the plugin gates. Kernel timestamps come from the profiler's Chrome
-trace (the plugin reads the same), kernels (``"cat": "kernel"``) only. Each call's kernels are
-told apart by order: an eager call's kernel sequence repeats N times per replay; kernels not
-in that sequence (a replay's prologue) are left out and counted.
+CUPTI runs after every function's graph timing: once ``torch.profiler`` has run in a process,
+later launches in it are slower (bench/results/h100-2026-11-21/README.md).
+``--prime-profiler`` starts the profiler once before anything is timed, as the plugin does
+(``prime_profiler``), so the graph time is the one the plugin gates. Kernel timestamps come
+from the profiler's Chrome trace (the plugin reads the same), kernels (``"cat": "kernel"``)
+only. Each call's kernels are told apart by order: an eager call's kernel sequence repeats N
+times per replay; kernels not in that sequence (a replay's prologue) are left out and counted.
 
 Usage:
     python bench/short_kernels.py session --out DIR/session-K.json [--prime-profiler]
@@ -473,7 +474,7 @@ def session(out: Path, prime: bool) -> None:
         except Exception as exc:
             traceback.print_exc()
             results[name] = {"error": f"graph timing failed: {type(exc).__name__}: {exc}"}
-    # CUPTI only after every graph timing: the profiler slows later launches (METHOD.md 4).
+    # CUPTI only after every graph timing: the profiler slows later launches.
     for name, fn in fns.items():
         if name not in graphs:
             continue

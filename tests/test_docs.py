@@ -68,6 +68,15 @@ def test_docs_speak_of_this_repository_only(doc: Path) -> None:
     assert "/work/" not in text  # a path of the checkout it was written in
 
 
+@pytest.mark.parametrize("doc", DOCS + NOTES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_headings_can_be_cited(doc: Path) -> None:
+    """No heading named by a run of zeros (docs/performance.md had 35), and no citation of
+    one ("section" and zeros): a reader cites headings of words."""
+    text = FENCE.sub("", doc.read_text(encoding="utf-8"))
+    assert not re.findall(r"^#+ 0+[ab]?\. ", text, re.M)  # not a version: "## 0.3.0"
+    assert not re.findall(r"\b[Ss]ections? 0+[ab]?\b(?!\.\d)", text)
+
+
 def test_the_readme_is_a_front_door() -> None:
     lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
     assert len(lines) <= 160

@@ -40,10 +40,10 @@ MIN_REPLAY_MS_PER_CALL = 0.0003
 # The summed kernel time in the replay is the gated number of a graph whose call takes under
 # SHORT_CALL_MS, or whose launch gaps are MIN_GAP_SHARE of its time or more. On an H100 the
 # graph time of 1-14 µs functions read 1.10-1.50x their kernel time and moved 2.3-6.7%
-# between sessions, their kernel time 0.2-1.6% (docs/performance.md, section 000); in a
+# between sessions, their kernel time 0.2-1.6% (bench/results/h100-2026-11-24); in a
 # 20-session history a 3.5 µs softmax whose gaps read under 5% kept its graph time and spread
-# 4.9% between sessions, the short calls on kernel time 0.1-1.2% but one, 2.5% (section
-# 0000). From 68 µs the two agree within 0.6%.
+# 4.9% between sessions, the short calls on kernel time 0.1-1.2% but one, 2.5%
+# (bench/results/h100-2026-11-24b). From 68 µs the two agree within 0.6%.
 SHORT_CALL_MS = 0.01
 MIN_GAP_SHARE = 0.05
 # Kernels that overlap (side streams) sum to more than the time: beyond this factor the
