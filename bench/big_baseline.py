@@ -1,10 +1,12 @@
 """A large baseline file for timing ``gpubench show`` and ``gpubench plot`` (docs/performance.md).
 
-    python bench/big_baseline.py OUT.json [--tests 100000] [--sessions 25] [--seed 0]
+    python bench/big_baseline.py OUT.json [--tests 100000] [--sessions 25] [--seed 0] [--identical]
 
 Writes a schema-2 file of ``--tests`` entries (CUDA-like timer, one binary each), each with a
 history of the last 20 of ``--sessions`` sessions and an anchor of the first 5, medians drawn
-around a per-test time with a few percent of noise between sessions. Deterministic per seed.
+around a per-test time with a few percent of noise between sessions (``--identical``: every
+test a copy of the first one's entry, as a file of copied entries has it). Deterministic per
+seed.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ DEVICE = {"name": "NVIDIA H100 80GB HBM3", "cuda": "13.0", "torch": "2.11.0", "p
 VERSIONS: dict[str, str | None] = {"cuda": "13.0", "torch": "2.11.0", "python": "3.12"}
 
 
-def build(tests: int, sessions: int, seed: int) -> str:
+def build(tests: int, sessions: int, seed: int, identical: bool = False) -> str:
     rng = random.Random(seed)
     start = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
     keys = [f"s{i:03d}" for i in range(sessions)]
@@ -41,7 +43,7 @@ def build(tests: int, sessions: int, seed: int) -> str:
         for i, key in enumerate(keys)
     }
     entries = {}
-    for t in range(tests):
+    for t in range(1 if identical else tests):
         base = 10 ** rng.uniform(-2.5, 1.5)  # 3 µs to 30 ms
         records = [
             SessionRecord(k, base * rng.lognormvariate(0, 0.02), 20, 0.002, 10) for k in keys
@@ -54,6 +56,9 @@ def build(tests: int, sessions: int, seed: int) -> str:
             samples_ms=tuple(base * rng.lognormvariate(0, 0.01) for _ in range(20)),
             group=f"group{t % 7}",
         )
+    if identical:
+        first = next(iter(entries.values()))
+        entries = {f"tests/test_big.py::test_kernel[{t}]": first for t in range(tests)}
     return dumps(document(DEVICE, table, entries))
 
 
@@ -63,8 +68,10 @@ def main() -> None:
     parser.add_argument("--tests", type=int, default=100_000)
     parser.add_argument("--sessions", type=int, default=25)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--identical", action="store_true")
     args = parser.parse_args()
-    args.out.write_text(build(args.tests, args.sessions, args.seed), encoding="utf-8")
+    text = build(args.tests, args.sessions, args.seed, args.identical)
+    args.out.write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -19,15 +19,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import functools
 import gc
 import io
 import json
 import math
 import os
-import pickle
 import sys
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,18 +47,14 @@ from .judge.gate import Gate
 from .judge.rule import MIN_GATED_SESSIONS, SHORT_GATE
 from .report import baselines
 from .report import summary as report
-from .run import helpers, processes
+from .run import processes
 from .store import files as storage
 from .store import runs as stored_runs
 from .store.baseline import (
     Baseline,
     BaselineEntry,
-    Share,
     Update,
-    complete,
     load,
-    load_share,
-    parse_to_share,
 )
 from .store.merge import merge_files
 from .versus import ab
@@ -552,93 +545,16 @@ def run_show(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     for i, path in enumerate(baseline_paths(args.paths)):
-        lines = _shared_lines(path, args.threshold, args.alpha) if _to_share(path) else None
-        if lines is None:
-            baseline = read_baseline(path)
-            title = f"{baseline.path}: {baselines.file_header(baseline)}"
-            lines = baselines.show_lines(
-                title, [baselines.shown(baseline, args.threshold, args.alpha)]
-            )
+        baseline = read_baseline(path)
+        title = f"{baseline.path}: {baselines.file_header(baseline)}"
+        lines = baselines.show_lines(
+            title, [baselines.shown(baseline, args.threshold, args.alpha)]
+        )
         if i:
             print()
         print("\n".join(lines))
     print(baselines.SHOW_NOTE)
     return 0
-
-
-# A baseline file this big is shown by two processes, each judging the entries of one half
-# of its keys, where two CPUs are there: on 2 cores, 10^5 tests (196 MB) took 9.3-13.1 s in
-# one and 6.8-9.3 s in two; 2 x 10^4 (39 MB) gained 0.1 s (docs/performance.md).
-SHARE_BYTES = 64 << 20
-SHARES = 2
-
-
-def _to_share(path: Path) -> bool:
-    """Whether ``show`` of the file at ``path`` is shared out (SHARE_BYTES)."""
-    try:
-        size = path.stat().st_size
-    except OSError:
-        return False  # the read of the whole says what is wrong
-    return size >= SHARE_BYTES and _cpus() >= SHARES and helpers.available()
-
-
-def _cpus() -> int:
-    """The CPUs this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
-# How long the first process waits for its helpers after its own share: this many times
-# that share's time, and at least HELPER_WAIT_S (then it reads the file alone).
-HELPER_WAIT_SHARES = 4
-HELPER_WAIT_S = 30.0
-
-
-def _shared_lines(path: Path, threshold: float, alpha: float) -> list[str] | None:
-    """``show``'s lines of the file at ``path``, parsed once: its first share judged here
-    while helpers judge the others. None where a share is not valid (the read of the whole
-    says what is wrong) or a helper failed."""
-    parsed = parse_to_share(path)
-    if parsed is None:
-        return None
-
-    def judged(index: int) -> tuple[Share, baselines.Shown] | None:
-        share = load_share(parsed, index, SHARES)
-        if share is None:
-            return None
-        return share, baselines.shown(share.baseline, threshold, alpha, share.entries)
-
-    def handed(index: int) -> bytes:
-        found = judged(index)
-        if found is None:
-            return b""
-        return pickle.dumps((found[0].tally, found[1], found[0].baseline.notes))
-
-    with helpers.Helpers() as started:
-        for index in range(1, SHARES):
-            if started.start(functools.partial(handed, index)) is None:
-                return None
-        began = time.monotonic()
-        mine = judged(0)
-        if mine is None:
-            return None
-        wait_s = max(HELPER_WAIT_S, HELPER_WAIT_SHARES * (time.monotonic() - began))
-        tallies, shares, notes = [mine[0].tally], [mine[1]], [*mine[0].baseline.notes]
-        for helper in started.started:
-            output = started.output(helper, wait_s)
-            if not output:
-                return None
-            tally, shown, noted = pickle.loads(output)  # from a fork of this process
-            tallies.append(tally)
-            shares.append(shown)
-            notes += noted
-    if not complete(tallies):
-        return None  # a key twice: the read of the whole names it
-    say_notes(notes)
-    baseline = mine[0].baseline
-    header = baselines.file_header(baseline, mine[0].entries)
-    return baselines.show_lines(f"{baseline.path}: {header}", shares)
 
 
 def run_plot(args: argparse.Namespace) -> int:

@@ -20,16 +20,13 @@ from typing import Any
 import pytest
 
 from pytest_gpubench.core.errors import BaselineError, GpubenchError
-from pytest_gpubench.core.jsondata import columns
 from pytest_gpubench.core.kernels import Launch, fingerprint
 from pytest_gpubench.core.records import (
     SessionInfo,
     SessionRecord,
     SessionSummary,
-    made_from_rows,
 )
 from pytest_gpubench.store import baseline as store
-from pytest_gpubench.store import files as storage
 from pytest_gpubench.store.baseline import (
     REMEDY,
     SCHEMA,
@@ -1090,22 +1087,20 @@ def test_keys_a_newer_version_wrote_are_read_apart_and_known_keys_win() -> None:
 
 
 def test_a_lockstep_sides_other_time_is_kept_and_checked() -> None:
-    """A record's ``beside_ms`` (a lockstep side's kernel time) survives a round trip, among
-    records read fast too; one that is no time is refused, saying so."""
+    """A record's ``beside_ms`` (a lockstep side's kernel time) survives a round trip; one
+    that is no time is refused, saying so."""
     kept = dataclasses.replace(record(), beside_ms=0.8)
     assert SessionRecord.from_json(kept.to_json()) == kept
     assert "beside_ms" not in record().to_json()
     raw = [record().to_json(), kept.to_json()]
-    assert SessionRecord.many(raw) in (None, [record(), kept])
     assert [SessionRecord.from_json(r) for r in raw] == [record(), kept]
-    assert SessionRecord.many([record().to_json()]) == [record()]
-    assert SessionRecord.many([record().to_json()])[0].beside_ms is None  # type: ignore[index]
+    assert SessionRecord.from_json(record().to_json()).beside_ms is None
     for bad in ("fast", -1.0, 0.0, math.inf):
         with pytest.raises(ValueError, match="'beside_ms' of"):
             SessionRecord.from_json(kept.to_json() | {"beside_ms": bad})
 
 
-# --- records made at once ---------------------------------------------------------------------
+# --- session records ----------------------------------------------------------------------
 
 
 def usual_records(count: int, seed: int) -> list[dict[str, Any]]:
@@ -1129,74 +1124,6 @@ def usual_records(count: int, seed: int) -> list[dict[str, Any]]:
     return out
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_records_made_at_once_are_those_read_one_by_one(seed: int) -> None:
-    raw = usual_records(500, seed)
-    made = SessionRecord.many(raw)
-    assert made == [SessionRecord.from_json(r) for r in raw]
-    assert made is not None and all(type(r) is SessionRecord for r in made)
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        made[0].median_ms = 2.0  # type: ignore[misc]
-    assert SessionRecord.many([]) == []
-
-
-def test_records_made_from_rows_are_those_made_one_by_one() -> None:
-    """Each field set as the frozen ``__init__`` sets it: equal records, as frozen, with a
-    cached property of their own; a row short of a field is refused."""
-    entries = [stored(1.0 + i, group=f"g{i}" if i % 2 else None) for i in range(5)]
-    rows = [tuple(getattr(e, f.name) for f in dataclasses.fields(e)) for e in entries]
-    made = made_from_rows(BaselineEntry, rows)
-    assert made == entries and all(type(e) is BaselineEntry for e in made)
-    assert [e.median_ms for e in made] == [e.median_ms for e in entries]
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        made[0].timer = "other"  # type: ignore[misc]
-    with pytest.raises(ValueError, match="shorter"):
-        made_from_rows(BaselineEntry, [rows[0][:-1]])
-    assert made_from_rows(SessionSummary, []) == []
-
-    @dataclasses.dataclass(frozen=True)
-    class Checked:
-        value: float
-
-        def __post_init__(self) -> None:
-            if self.value < 0:
-                raise ValueError("negative")
-
-    with pytest.raises(TypeError, match="__post_init__"):
-        made_from_rows(Checked, [(-1.0,)])
-
-
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_columns_of_objects_in_one_key_order_are_those_read_key_by_key(seed: int) -> None:
-    """Objects whose keys all come in one order are read in one pass over their values; the
-    columns are those read key by key (an object in another order, or of other keys, makes
-    ``columns`` read them so), a missing key its default, an unknown one None either way."""
-    import random
-
-    rng = random.Random(seed)
-    keys = rng.sample(["a", "b:c", "d", "e", ""], rng.randint(1, 5))
-    values = [None, 0, 1, 1.0, True, "", "x", [], {}, [1], {"k": 2}, -0.0]
-    objects = [{k: rng.choice(values) for k in keys} for _ in range(rng.randint(1, 40))]
-    defaults = {k: rng.choice(values) for k in ["a", "b:c", "d", "e", "", "absent"]}
-
-    def by_key(objs: list[dict[str, Any]]) -> dict[str, list[Any]] | None:
-        if any(set(o) - set(defaults) for o in objs):
-            return None
-        return {k: [o.get(k, d) for o in objs] for k, d in defaults.items()}
-
-    reordered = [*objects, dict(reversed(objects[0].items()))]
-    fewer = [*objects, {k: v for k, v in objects[0].items() if k != keys[0]}]
-    unknown = [*objects, {**objects[0], "z": 1}]
-
-    def types(found: dict[str, list[Any]] | None) -> object:
-        return found and {k: list(map(type, v)) for k, v in found.items()}
-
-    for objs in (objects, reordered, fewer, unknown, unknown[::-1], []):
-        found, expected = columns(objs, defaults), by_key(objs)
-        assert found == expected and types(found) == types(expected)  # 1 == 1.0 == True
-    assert columns(objects, {k: None for k in keys[1:]}) is None
-
-
 @pytest.mark.parametrize(
     "change",
     [
@@ -1215,56 +1142,25 @@ def test_columns_of_objects_in_one_key_order_are_those_read_key_by_key(seed: int
         {"session": None},
     ],
 )
-def test_records_not_all_usual_are_not_made_at_once(change: dict[str, Any]) -> None:
-    """One record ``from_json`` does not read fast: None, so that each is read on its own
-    (which reads it, or names what is wrong)."""
-    raw = usual_records(50, 3)
-    raw[17] = raw[17] | change
-    assert SessionRecord.many(raw) is None
-    assert SessionRecord.many([*raw[:17], 5, *raw[18:]]) is None
+def test_an_unusual_record_is_read_or_refused_in_one_line(change: dict[str, Any]) -> None:
+    """A record with a key of a newer version, or a field out of bounds or of another type:
+    read (the number as a float), or refused with a ValueError saying what is wrong."""
+    for raw in usual_records(50, 3):
+        data = raw | change
+        try:
+            read = SessionRecord.from_json(data)
+        except ValueError as exc:
+            assert str(exc).startswith("has a session"), exc
+        else:
+            assert type(read.median_ms) is float and read.median_ms == data["median_ms"]
 
 
-def test_a_file_read_with_records_made_at_once_is_read_as_entry_by_entry(path: Path) -> None:
-    """Entries whose anchor is the start of their history (the records shared) or apart:
-    read as ``BaselineEntry.from_json`` of each reads them. A record not made at once (an
-    anchor equal to its history's start in other types: 1 == 1.0), a session not in the
-    table, or an entry not an object: every entry is read on its own, as before."""
-    first = dict(sorted(record(1.5).to_json().items()))
-    entries: dict[str, Any] = {}
-    for i in range(30):
-        records = [first | {"median_ms": 1.0 + j / 100 + i} for j in range(i % 12 + 1)]
-        data = stored(*[r["median_ms"] for r in records]).to_json()
-        data["history"], data["anchor"] = records, records[:5]
-        if i % 2:
-            data["anchor"] = [first | {"median_ms": 7.0}]
-        entries[f"t.py::test_{i}"] = data
-    sessions = {S1: INFO}
-    assert len(store.made_at_once(entries.values(), sessions)) == 30
-    other_types = json.loads(json.dumps(entries))
-    other_types["t.py::test_4"]["anchor"][0]["median_ms"] = 5  # 5.0 in its history
-    for doc_entries in (entries, other_types):
-        write(path, dumps(document({S1: INFO.to_json()}, **doc_entries)))
-        loaded = load(path)
-        assert loaded.entries == {
-            k: BaselineEntry.from_json(e, sessions) for k, e in doc_entries.items()
-        }
-    assert type(loaded.entries["t.py::test_4"].anchor[0].median_ms) is float
-    shared = load(path).entries["t.py::test_2"]
-    assert shared.anchor[0] is shared.history[0]
-    assert store.made_at_once(other_types.values(), sessions) == {}
-    for odd in ({"future": 1}, {"session": S2}):
-        changed = json.loads(json.dumps(entries))
-        changed["t.py::test_4"]["history"][0] |= odd
-        assert store.made_at_once(changed.values(), sessions) == {}
-    assert store.made_at_once([*entries.values(), []], sessions) == {}
-
-
-# --- entries made at once -------------------------------------------------------------------
+# --- entries read from a file --------------------------------------------------------------
 
 
 def usual_entries() -> dict[str, Any]:
-    """JSON of entries that ``entries_made_at_once`` makes: each optional key present or not,
-    launches recorded or not, whole and empty samples."""
+    """JSON of entries: each optional key present or not, launches recorded or not, whole
+    and empty samples."""
     launch = Launch("k", grid=(2, 1, 1), block=(128, 1, 1), registers=32)
     entries: dict[str, Any] = {}
     for i in range(24):
@@ -1287,24 +1183,20 @@ def usual_entries() -> dict[str, Any]:
     return entries
 
 
-def test_entries_made_at_once_are_those_read_one_by_one(path: Path) -> None:
+def test_entries_read_from_a_file_are_those_read_one_by_one(path: Path) -> None:
     entries = usual_entries()
-    sessions = {S1: INFO}
-    made = store.made_at_once(entries.values(), sessions)
-    at_once = store.entries_made_at_once(entries, made)
-    one_by_one = {k: BaselineEntry.from_json(e, sessions) for k, e in entries.items()}
-    assert at_once == one_by_one
-    assert at_once is not None and list(at_once) == list(one_by_one)
-
-    def types(read: dict[str, BaselineEntry]) -> list[list[type]]:
-        return [[type(v) for v in (*e.samples_ms, e.bytes, e.flops)] for e in read.values()]
-
-    assert types(at_once) == types(one_by_one)  # 2 read as 2.0 both ways; 4096 kept whole
+    one_by_one = {k: BaselineEntry.from_json(e, {S1: INFO}) for k, e in entries.items()}
     write(path, dumps(document(**entries)))
-    assert load(path).entries == one_by_one
+    loaded = load(path).entries
+    assert loaded == one_by_one
+
+    def types(read: dict[str, BaselineEntry]) -> dict[str, list[type]]:
+        return {k: [type(v) for v in (*e.samples_ms, e.bytes, e.flops)] for k, e in read.items()}
+
+    assert types(loaded) == types(one_by_one)  # 2 read as 2.0; 4096 kept whole
 
 
-# A key written twice in a file of entries made at once: what, and where it goes twice.
+# A key written twice in a file: what, and where it goes twice.
 TWICE = [
     ('"n": 20,', 1),  # in an anchor's record, with the same value
     ('"n": 20,', -1),  # in the last history's
@@ -1317,37 +1209,25 @@ TWICE = [
 
 
 @pytest.mark.parametrize("twice, at", TWICE)
-def test_a_key_twice_in_a_file_made_at_once_is_refused_as_before(
-    path: Path, monkeypatch: pytest.MonkeyPatch, twice: str, at: int
+def test_a_key_twice_anywhere_in_a_file_is_refused_naming_it(
+    path: Path, twice: str, at: int
 ) -> None:
-    """The objects of a file read without a check each (``keys_unique`` checks them all at
-    once): a key that appears twice anywhere, even with the same value or a value that holds
-    nothing, is refused with the message of the read that checks each object; a file without
-    one is read once, its objects not checked each."""
+    """A key that appears twice in any object, even with the same value or a value that
+    holds nothing, is refused naming the key: the reader would keep one value unsaid."""
     entries = usual_entries()
     entries["t.py::test_5"] |= {"group": "a: b", "note": "{}"}
     text = dumps(document(**entries))
-    reads: list[bool] = []
-    parse = storage.parse_json
-    monkeypatch.setattr(
-        storage, "parse_json", lambda *a, **k: reads.append(k["unique"]) or parse(*a, **k)
-    )
     write(path, text)
     assert load(path).entries == {
         k: BaselineEntry.from_json(e, {S1: INFO}) for k, e in entries.items()
     }
-    assert reads == [False]
     parts = text.split(twice)  # the at-th place of ``twice``, from the end where negative
     at = at if at > 0 else len(parts) + at
     assert 0 < at < len(parts)
     write(path, twice.join(parts[:at]) + twice + " " + twice + twice.join(parts[at:]))
-    with pytest.raises(BaselineError) as each:
-        load(path, every_object=True)
-    assert "appears twice in one object" in str(each.value)
-    reads.clear()
-    with pytest.raises(BaselineError) as at_once:
+    key = twice.split('"')[1]
+    with pytest.raises(BaselineError, match=f"the key '{key}' appears twice in one object"):
         load(path)
-    assert str(at_once.value) == str(each.value) and reads == [False, True]
 
 
 def test_a_file_with_a_backslash_has_each_object_checked(path: Path) -> None:
@@ -1384,15 +1264,13 @@ UNUSUAL = [
 
 
 @pytest.mark.parametrize("change", UNUSUAL)
-def test_entries_not_all_usual_are_not_made_at_once(path: Path, change: dict[str, Any]) -> None:
-    """One entry that is not the usual one, valid or not: None, so that each is read on its
-    own (which reads it, or names the culprit, as before)."""
+def test_an_unusual_entry_is_read_or_refused_naming_it(path: Path, change: dict[str, Any]) -> None:
+    """An entry with a key of a newer version, an optional field, or a field that is not
+    valid: read as ``BaselineEntry.from_json`` reads it, or refused in one line that says
+    what is wrong."""
     entries = usual_entries()
     entries["t.py::test_5"] = entries["t.py::test_5"] | change
     sessions = {S1: INFO}
-    made = store.made_at_once(entries.values(), sessions)
-    assert len(made) == len(entries)
-    assert store.entries_made_at_once(entries, made) is None
     try:
         text = json.dumps(document(**entries), allow_nan=False)
     except ValueError:
@@ -1406,19 +1284,6 @@ def test_entries_not_all_usual_are_not_made_at_once(path: Path, change: dict[str
         assert str(exc) in str(refused.value)
     else:
         assert load(path).entries == expected
-
-
-def test_shares_are_complete_when_their_strings_add_up_to_the_texts() -> None:
-    """``gpubench show`` of a big file in shares: each counts the strings its entries hold;
-    with the rest of the document's, they are the text's unless a key appeared twice, or the
-    shares read different texts."""
-    from pytest_gpubench.store.baseline import Tally, complete
-
-    assert complete([Tally(strings=20, shared=6, own=9), Tally(strings=20, shared=6, own=5)])
-    assert not complete([Tally(20, 6, 9), Tally(20, 6, 4)])  # one pair lost to a duplicate
-    assert not complete([Tally(20, 6, 9), Tally(21, 6, 6)])  # another text
-    assert not complete([Tally(20, 6, 9), Tally(20, 5, 6)])
-    assert complete([Tally(7, 7, 0)])  # a file of no entries
 
 
 # --- issue 46: a history longer than a save keeps, dates that are not dates ----------------

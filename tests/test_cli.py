@@ -7,7 +7,6 @@ import importlib.metadata
 import itertools
 import json
 import math
-import os
 import subprocess
 import sys
 from fnmatch import fnmatch
@@ -34,7 +33,6 @@ from pytest_gpubench.core.samples import time_unit
 from pytest_gpubench.report import baselines
 from pytest_gpubench.report import changes as history_changes
 from pytest_gpubench.report import summary as report
-from pytest_gpubench.run import helpers
 from pytest_gpubench.store import baseline as store
 from pytest_gpubench.store.baseline import BaselineEntry
 
@@ -452,14 +450,12 @@ def test_show_threshold_changes_the_gate(tmp_path: Path, capsys: pytest.CaptureF
     assert row(out, "tests/test_k.py::test_copy").split()[7] == "20.0%"
 
 
-# --- show of a big file: shared with a helper --------------------------------------------
-
-LINUX = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="helpers are forks")
+# --- show: creeps, binaries and damage ------------------------------------------------------
 
 
-def shared_baseline(directory: Path) -> Path:
-    """make_baseline's file with 30 more tests and, among the last of its keys (a helper's
-    share), a creep and a test whose launches are recorded."""
+def creeping_baseline(directory: Path) -> Path:
+    """make_baseline's file with 30 more tests, a creep and a test whose launches are
+    recorded."""
     path = make_baseline(directory, tests=30)
     base = store.load(path)
     ids = sorted(base.sessions)
@@ -478,99 +474,24 @@ def shared_baseline(directory: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def sharing(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
-    """``show`` shares every file out, two CPUs here or not: the helpers it started, and
-    what each file's shared lines were (None: it fell back to one process)."""
-    monkeypatch.setattr(cli, "SHARE_BYTES", 0)
-    monkeypatch.setattr(cli, "_cpus", lambda: 2)
-    seen: dict[str, list[Any]] = {"helpers": [], "lines": []}
-    start, shared = helpers.Helpers.start, cli._shared_lines
-
-    def started(self: helpers.Helpers, work: Any) -> Any:
-        seen["helpers"].append(start(self, work))
-        return seen["helpers"][-1]
-
-    def lines(*args: Any) -> Any:
-        seen["lines"].append(shared(*args))
-        return seen["lines"][-1]
-
-    monkeypatch.setattr(helpers.Helpers, "start", started)
-    monkeypatch.setattr(cli, "_shared_lines", lines)
-    return seen
-
-
-@LINUX
-def test_show_of_a_big_file_shares_its_tests_with_a_helper_and_prints_what_one_process_does(
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    sharing: dict[str, list[Any]],
-    monkeypatch: pytest.MonkeyPatch,
+def test_show_names_a_creep_and_a_binary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 19: `gpubench show` of 10^5 tests took 10-12 s in one process. A file of
-    SHARE_BYTES or more is parsed once, then a fork judges the second half of its keys while
-    the first process judges the first: the same table, binaries and creep, line for line."""
-    path = str(shared_baseline(tmp_path))
-    with monkeypatch.context() as alone:
-        alone.setattr(cli, "SHARE_BYTES", math.inf)
-        code, one, err = run(capsys, "show", "--threshold", "4%", path, path)
-    assert code == 0 and not sharing["helpers"], err
-    assert "  tests/test_k.py::test_zz_creep: creep: +1.0%/session" in one
-    assert "  tests/test_k.py::test_zz_other  " in one  # a binary, in the helper's share
-    assert (run(capsys, "show", "--threshold", "4%", path, path)) == (0, one, "")
-    assert len(sharing["helpers"]) == 2 and None not in sharing["helpers"]
-    assert len(sharing["lines"]) == 2 and None not in sharing["lines"]
-    # Where a fork cannot be (macOS, Windows): one process, which parses the file once.
-    monkeypatch.setattr(cli.helpers.sys, "platform", "darwin")
-    assert run(capsys, "show", "--threshold", "4%", path, path) == (0, one, "")
-    assert len(sharing["lines"]) == 2 and len(sharing["helpers"]) == 2
+    path = str(creeping_baseline(tmp_path))
+    code, out, err = run(capsys, "show", "--threshold", "4%", path, path)
+    assert code == 0 and err == ""
+    assert "  tests/test_k.py::test_zz_creep: creep: +1.0%/session" in out
+    assert "  tests/test_k.py::test_zz_other  " in out
+    assert out.count("== ") == 2
 
 
-@LINUX
-def test_a_shared_show_prints_once_what_came_before_its_fork(tmp_path: Path) -> None:
-    """The fork inherits what its parent printed and had not written yet: it leaves without
-    writing it again."""
-    path = str(shared_baseline(tmp_path))
-    script = """if True:
-        import sys
-        from pytest_gpubench import cli
-        cli.SHARE_BYTES, cli._cpus, shared = 0, lambda: 2, cli._shared_lines
-        def said(*args):
-            lines = shared(*args)
-            print("alone" if lines is None else "shared", file=sys.stderr)
-            return lines
-        cli._shared_lines = said
-        raise SystemExit(cli.main(sys.argv[1:]))
-    """
-    shared = subprocess.run(
-        [sys.executable, "-c", script, "show", path, path],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    alone = subprocess.run(
-        [sys.executable, "-m", "pytest_gpubench", "show", path, path],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert (shared.returncode, shared.stdout) == (0, alone.stdout)
-    assert shared.stderr == "shared\nshared\n" and alone.stdout.count("== ") == 2
-
-
-@LINUX
-@pytest.mark.parametrize("damage", ["median", "key twice", "test twice", "helper fails"])
-def test_a_shared_show_of_a_damaged_file_says_what_one_process_says(
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    sharing: dict[str, list[Any]],
-    monkeypatch: pytest.MonkeyPatch,
-    damage: str,
+@pytest.mark.parametrize("damage", ["median", "key twice", "test twice"])
+def test_show_of_a_damaged_file_says_what_is_wrong_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str
 ) -> None:
-    """Damage in the helper's share, a key twice in one of its objects, a test twice (one in
-    each share) or a helper that fails: the first process reads the whole file, and says
-    what is wrong as it would alone, or shows it."""
-    path = shared_baseline(tmp_path)
+    """A median that is no time, a key twice in one object, a test twice in the file: one
+    line naming it, exit 2."""
+    path = creeping_baseline(tmp_path)
     document = json.loads(path.read_text(encoding="utf-8"))
     entries = document["benchmarks"]
     if damage == "median":
@@ -580,44 +501,15 @@ def test_a_shared_show_of_a_damaged_file_says_what_one_process_says(
     if damage == "key twice":
         at = text.index('"epoch"', creep)
         text = text[:at] + '"epoch": "x", ' + text[at:]
-    elif damage == "test twice":  # its later copy wins, as in one process
+    elif damage == "test twice":
         first = json.dumps(entries["tests/test_k.py::test_copy"])
         text = text[:creep] + f'"tests/test_k.py::test_copy": {first}, ' + text[creep:]
-    elif damage == "helper fails":
-        share = cli.load_share
-        monkeypatch.setattr(cli, "load_share", lambda p, i, n: share(p, i, n) if i == 0 else 1 / 0)
     path.write_text(text, encoding="utf-8")
-    with monkeypatch.context() as alone:
-        alone.setattr(cli, "SHARE_BYTES", math.inf)
-        expected = run(capsys, "show", str(path))
-    assert run(capsys, "show", str(path)) == expected
-    assert len(sharing["helpers"]) == 1 and sharing["lines"] == [None]
-    if damage == "helper fails":
-        assert expected[0] == 0 and "test_zz_creep" in expected[1]
-    else:
-        assert expected[0] == 2 and expected[2].count("\n") == 1, expected
-        assert {"median": "median of -1.0", "key twice": "'epoch'", "test twice": "test_copy"}[
-            damage
-        ] in expected[2]
-
-
-@LINUX
-def test_ctrl_c_during_a_shared_show_ends_its_helper_and_says_so_in_a_line(
-    tmp_path: Path,
-    sharing: dict[str, list[Any]],
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    def interrupted(helper: Any, timeout_s: float) -> bytes:
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(helpers.Helpers, "output", staticmethod(interrupted))
-    path = str(shared_baseline(tmp_path))
-    capsys.readouterr()
-    assert run(capsys, "show", path) == (130, "", "gpubench: interrupted\n")
-    [helper] = sharing["helpers"]
-    with pytest.raises(ChildProcessError):  # reaped: nothing of it runs
-        os.waitpid(helper.pid, os.WNOHANG)
+    code, out, err = run(capsys, "show", str(path))
+    assert code == 2 and err.count("\n") == 1, (out, err)
+    assert {"median": "median of -1.0", "key twice": "'epoch'", "test twice": "test_copy"}[
+        damage
+    ] in err
 
 
 # --- plot -----------------------------------------------------------------------------------

@@ -370,12 +370,7 @@ def test_gated_verdicts_made_in_one_pass_are_those_of_each_row(
 
     def each(rows, k, n_c, *, threshold, z):  # type: ignore[no-untyped-def]
         case = rule.Case([SessionSummary(1.0, 1, 0.0)] * k, at(1.0, 1.0, n_c), "cuda-graph")
-        return [
-            rule._judgement(
-                case, row, pytest.fail, threshold=threshold, alpha1=0.0, design=Design(), z=z
-            )
-            for row in rows
-        ]
+        return [rule._judgement(case, row, None, threshold=threshold, z=z) for row in rows]
 
     monkeypatch.setattr(rule, "_gated_judgements", each)
     one_by_one = rule.judge_many(cases, **opts)

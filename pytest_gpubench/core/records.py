@@ -10,22 +10,19 @@ results file, the report files, the baseline file.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import enum
 import functools
 import math
-import operator
 import statistics
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from itertools import repeat
 from types import MappingProxyType
-from typing import TYPE_CHECKING, TypeGuard, TypeVar
+from typing import TypeGuard
 
-from .jsondata import Json, columns
+from .jsondata import Json
 from .kernels import Launch, fingerprint
-from .samples import MAX_SAMPLE_MS, MIN_SAMPLE_MS, sample_problem, session_summary
+from .samples import sample_problem, session_summary
 
 # Significant digits kept per sample and per summary in files: far below any noise level.
 SAMPLE_DIGITS = 6
@@ -39,29 +36,6 @@ def rounded(value: float) -> float:
 # Keys of a stored object that this version does not know (a newer version wrote them): read
 # into a record's ``extra`` and written back by a save, so an older version loses nothing.
 NO_EXTRA: Mapping[str, Json] = MappingProxyType({})
-
-
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
-
-Frozen = TypeVar("Frozen", bound="DataclassInstance")
-
-
-def made_from_rows(cls: type[Frozen], rows: Iterable[Sequence[object]]) -> list[Frozen]:
-    """Instances of the frozen dataclass ``cls`` (one with a ``__dict__``), each row the
-    values of all its fields in order: set as its frozen ``__init__`` sets them, without its
-    call (half the time of the 10^5 entries, cases and views of a file of 10^5 tests). They
-    are as immutable as any other. A class whose ``__init__`` does more (``__post_init__``)
-    is refused: its instances would skip it."""
-    if hasattr(cls, "__post_init__"):
-        raise TypeError(f"{cls.__name__} has a __post_init__, which made_from_rows would skip")
-    names = [f.name for f in dataclasses.fields(cls)]
-    made = []
-    for row in rows:
-        instance = object.__new__(cls)
-        instance.__dict__.update(zip(names, row, strict=True))
-        made.append(instance)
-    return made
 
 
 def no_extra() -> Mapping[str, Json]:
@@ -93,7 +67,11 @@ def at_least(low: float) -> Callable[[object], bool]:
 
 def whole(low: int) -> Callable[[object], bool]:
     """A check: a whole number (not a bool) of at least ``low``."""
-    return lambda value: isinstance(value, int) and not isinstance(value, bool) and value >= low
+    return lambda value: _is_count(value, low)
+
+
+def _is_count(value: object, low: int) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
 
 
 class Status(str, enum.Enum):
@@ -198,23 +176,6 @@ class SessionInfo:
         )
 
 
-# The JSON of the usual session record (``SessionRecord.from_json`` reads it fast): the
-# types of its fields, in the order of the record's, and the value of a key it lacks.
-_USUAL_TYPES: Mapping[str, set[type]] = MappingProxyType(
-    {
-        "session": {str},
-        "median_ms": {float},
-        "n": {int},
-        "se_log": {float, type(None)},
-        "calls_per_sample": {int},
-        "peak_bytes": {int, type(None)},
-    }
-)
-_USUAL_DEFAULTS: Mapping[str, Json] = MappingProxyType(
-    {key: 1 if key == "calls_per_sample" else None for key in _USUAL_TYPES}
-)
-
-
 @dataclass(frozen=True, slots=True)  # millions in a file of 10^5 tests: no dict each
 class SessionRecord:
     """One session's summary of one measurement: what the verdict needs of it."""
@@ -229,7 +190,9 @@ class SessionRecord:
     # A lockstep pair's side: the call's kernel time (Beside), the median of its samples.
     beside_ms: float | None = None
 
-    KNOWN = frozenset((*_USUAL_TYPES, "beside_ms"))
+    KNOWN = frozenset(
+        ("session", "median_ms", "n", "se_log", "calls_per_sample", "peak_bytes", "beside_ms")
+    )
 
     @classmethod
     def of(
@@ -270,86 +233,20 @@ class SessionRecord:
 
     @classmethod
     def from_json(cls, data: Json) -> SessionRecord:
-        # A file of 10^5 tests holds millions: the usual record (no keys of a newer version),
-        # checked fast; any other, field by field.
-        if type(data) is dict and data.keys() <= _USUAL_TYPES.keys():
-            session, median, n = data.get("session"), data.get("median_ms"), data.get("n")
-            se, calls = data.get("se_log"), data.get("calls_per_sample", 1)
-            peak = data.get("peak_bytes")
-            if (
-                type(session) is str
-                and type(median) is float
-                and MIN_SAMPLE_MS <= median <= MAX_SAMPLE_MS
-                and type(n) is int
-                and n >= 1
-                and type(calls) is int
-                and calls >= 1
-                and (se is None or (type(se) is float and 0 <= se < math.inf))
-                and (peak is None or (type(peak) is int and peak >= 0))
-            ):
-                return cls(session, median, n, se, calls, peak, NO_EXTRA)
-        return cls._checked(data)
-
-    @classmethod
-    def many(cls, raw: Sequence[Json]) -> list[SessionRecord] | None:
-        """``from_json`` of each of ``raw``, made column by column at C speed, where every
-        one is the usual record (what ``from_json`` reads fast); None where any is not: read
-        them one by one then, which names the culprit. A file of 10^5 tests holds 10^6
-        records: their frozen ``__init__`` was most of what reading it cost."""
-        if not raw:
-            return []
-        found = columns(raw, _USUAL_DEFAULTS) if set(map(type, raw)) == {dict} else None
-        if found is None or not all(
-            set(map(type, found[key])) <= types for key, types in _USUAL_TYPES.items()
-        ):
-            return None
-        sessions, medians, ns, ses, calls, peaks = map(found.__getitem__, _USUAL_TYPES)
-        # A NaN compares false, so min and max may pass it by: the sum is NaN then (and no
-        # sum of medians in bounds overflows). filter(None, ...) leaves out None and zero:
-        # both valid where they are allowed.
-        if not (
-            MIN_SAMPLE_MS <= min(medians)
-            and max(medians) <= MAX_SAMPLE_MS
-            and math.isfinite(sum(medians))
-            and min(ns) >= 1
-            and min(calls) >= 1
-            and all(map(operator.le, repeat(0.0), filter(None, ses)))
-            and all(map(operator.gt, repeat(math.inf), filter(None, ses)))
-            and all(map(operator.le, repeat(0), filter(None, peaks)))
-        ):
-            return None
-        records = list(map(object.__new__, repeat(cls, len(raw))))
-        # Each field through its slot, as the frozen __init__ sets it: no Python call per
-        # record. The records are as immutable as any other.
-        for name, values in (
-            ("session", sessions),
-            ("median_ms", medians),
-            ("n", ns),
-            ("se_log", ses),
-            ("calls_per_sample", calls),
-            ("peak_bytes", peaks),
-            ("extra", repeat(NO_EXTRA)),
-            ("beside_ms", repeat(None)),
-        ):
-            collections.deque(map(cls.__dict__[name].__set__, records, values), maxlen=0)
-        return records
-
-    @classmethod
-    def _checked(cls, data: Json) -> SessionRecord:
-        """Any record, every field checked, naming what is wrong."""
+        """A record, every field checked; ValueError naming what is wrong."""
         if not isinstance(data, dict) or not isinstance(data.get("session"), str):
             raise ValueError("has a session record that is not an object with a 'session'")
         median = data.get("median_ms")
         if not is_number(median) or sample_problem(median):
             raise ValueError(f"has a session median of {median!r:.40}, not a time in ms")
         n, calls = data.get("n"), data.get("calls_per_sample", 1)
-        if not (isinstance(n, int) and whole(1)(n) and isinstance(calls, int) and whole(1)(calls)):
+        if not (_is_count(n, 1) and _is_count(calls, 1)):
             raise ValueError("has a session record whose 'n' or 'calls_per_sample' is no count")
         se = data.get("se_log")
-        if se is not None and not at_least(0)(se):
+        if se is not None and not (is_number(se) and 0 <= se < math.inf):
             raise ValueError(f"has a session 'se_log' of {se!r:.40}, not a number >= 0")
         peak = data.get("peak_bytes")
-        if peak is not None and not whole(0)(peak):
+        if peak is not None and not _is_count(peak, 0):
             raise ValueError(f"has a session 'peak_bytes' of {peak!r:.40}, not a count >= 0")
         beside = data.get("beside_ms")
         if beside is not None and (not is_number(beside) or sample_problem(beside)):

@@ -929,28 +929,61 @@ def sessions_to_gate(
 ) -> int | None:
     """How many history sessions like these would let the test gate ``threshold``: the
     history repeated in its own order (its floor and excursions kept), None beyond
-    ``limit``. One :func:`decide` over every length at once: a run of many tests not gated
-    yet asks this of each."""
+    ``limit``."""
     if not history:
         return None
-    x = _log_medians([history])
-    lengths = np.arange(max(MIN_GATED_SESSIONS, len(history)), limit + 1)
-    if not len(lengths):
-        return None
-    rows = np.full((len(lengths), limit), np.nan)
-    for i, k in enumerate(lengths):
-        rows[i, :k] = np.resize(x[0], k)
-    dec = decide(
-        rows,
-        rows[:, :1],
-        np.zeros((len(lengths), 1)),
-        PriorArrays.of([prior] * len(lengths)),
+    [found] = sessions_to_gate_many(
+        _log_medians([history]),
+        PriorArrays.of([prior]),
         threshold=threshold,
         alpha1=alpha1,
         design=design,
+        limit=limit,
     )
-    enough = dec.gated & (dec.gateable <= threshold)
-    return int(lengths[np.argmax(enough)]) if enough.any() else None
+    return found
+
+
+# Histories asked at once by sessions_to_gate_many: rows of (lengths x limit) floats each.
+TO_GATE_CHUNK = 256
+
+
+def sessions_to_gate_many(
+    logs: np.ndarray,
+    priors: PriorArrays,
+    *,
+    threshold: float,
+    alpha1: float,
+    design: Design,
+    limit: int = 50,
+) -> list[int | None]:
+    """:func:`sessions_to_gate` of each row of ``logs`` (log-medians of histories of one
+    length) with its prior: one :func:`decide` over every length of a chunk of them (a file
+    of 10^4 one-session tests, none gated, asks this of each)."""
+    count, k = logs.shape
+    lengths = np.arange(max(MIN_GATED_SESSIONS, k), limit + 1)
+    if not len(lengths) or not count:
+        return [None] * count
+    # Each history repeated in its own order to ``limit``, cut at each length.
+    repeated = logs[:, np.arange(limit) % k]
+    cut = np.arange(limit)[None, :] >= lengths[:, None]  # (lengths, limit)
+    found: list[int | None] = []
+    for start in range(0, count, TO_GATE_CHUNK):
+        chunk = repeated[start : start + TO_GATE_CHUNK]
+        rows = np.repeat(chunk, len(lengths), axis=0)
+        rows[np.tile(cut, (len(chunk), 1))] = np.nan
+        index = np.repeat(np.arange(start, start + len(chunk)), len(lengths))
+        dec = decide(
+            rows,
+            rows[:, :1],
+            np.zeros((len(rows), 1)),
+            priors.take(index),
+            threshold=threshold,
+            alpha1=alpha1,
+            design=design,
+        )
+        enough = (dec.gated & (dec.gateable <= threshold)).reshape(len(chunk), len(lengths))
+        found += [int(lengths[np.argmax(e)]) if e.any() else None for e in enough]
+    return found
 
 
 @dataclass(frozen=True)
@@ -1010,7 +1043,7 @@ def judge_many(
     """:func:`judge` of each case, in order, with one :func:`decide` per shape (sessions of
     history, current sessions) instead of one per case: the rule's arrays are row-wise, so a
     row's verdict is the same either way, and ``gpubench show`` of 10^5 tests makes a few
-    passes, not 10^5 (a test not gated still asks :func:`sessions_to_gate` on its own).
+    passes, not 10^5.
     ``history_logs``: the ``math.log`` of each case's history medians, where the caller
     took them already."""
     if not 0 < threshold < math.inf:
@@ -1069,17 +1102,19 @@ def judge_many(
         )
         for row, judgement in zip(gated, made, strict=True):
             judgements[indices[row]] = judgement
-        for row, (i, values) in enumerate(zip(indices, rows, strict=True)):
-            if not values.gated or short:
-                judgements[i] = _judgement(
-                    cases[i],
-                    values,
-                    functools.partial(prior.row, row),
-                    threshold=threshold,
-                    alpha1=alpha1,
-                    design=design,
-                    z=z,
-                )
+        # The others say how many sessions would gate the threshold: asked all at once.
+        told = [row for row, values in enumerate(rows) if not values.gated or short]
+        to_gate = sessions_to_gate_many(
+            h[told],
+            prior.take(np.array(told, dtype=int)),
+            threshold=threshold,
+            alpha1=alpha1,
+            design=design,
+        )
+        for row, sessions in zip(told, to_gate, strict=True):
+            judgements[indices[row]] = _judgement(
+                cases[indices[row]], rows[row], sessions, threshold=threshold, z=z
+            )
     return [j for j in judgements if j is not None]
 
 
@@ -1162,15 +1197,14 @@ def _gated_judgements(
 def _judgement(
     case: Case,
     row: _Row,
-    prior: Callable[[], Prior],
+    to_gate: int | None,
     *,
     threshold: float,
-    alpha1: float,
-    design: Design,
     z: float,
 ) -> Judgement:
-    """The verdict of one row (``prior``: its prior, asked where it is not gated; ``z``: the
-    quantile of its interval)."""
+    """The verdict of one row not gated, or gated on the prior alone (``to_gate``: the
+    sessions like its history's that would gate the threshold; ``z``: the quantile of its
+    interval)."""
     history = case.history
     k, n_c = len(history), len(case.current)
     d, se, gateable, gated = row.d, row.se, row.gateable, row.gated
@@ -1181,7 +1215,6 @@ def _judgement(
     share = row.prior_share
     reason = f"{verb} by {abs(math.expm1(d)):.1%} vs {ref}"
     low, high = ratio_interval(d, z * se)
-    to_gate = None
     told = f"{k} session{' tells' if k == 1 else 's tell'} no spread between sessions"
     if not gated:
         status = Status.NOT_GATED
@@ -1192,9 +1225,6 @@ def _judgement(
             why.append(f"its spread is {share:.0%} the prior's")
         if gateable > NOT_GATED_BEYOND:
             why.append(f"it could not catch a slowdown under {NOT_GATED_BEYOND:.0%}")
-        to_gate = sessions_to_gate(
-            history, prior(), threshold=threshold, alpha1=alpha1, design=design
-        )
         more = (
             f"{to_gate} sessions like these would gate {threshold:.0%}"
             if to_gate is not None
@@ -1204,9 +1234,6 @@ def _judgement(
     else:
         reason += f"; {gate_text(gateable, threshold)}"
         if k < MIN_GATED_SESSIONS:  # gated on the prior, only SHORT_GATE
-            to_gate = sessions_to_gate(
-                history, prior(), threshold=threshold, alpha1=alpha1, design=design
-            )
             reason += f": {told}; " + (
                 f"{to_gate} sessions like these would gate {threshold:.0%}"
                 if to_gate is not None

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import itertools
 import math
-import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..core.jsondata import printable
 from ..core.kernels import describe, describe_configs, launch_count
-from ..core.records import Judgement, SessionSummary, made_from_rows
+from ..core.records import Judgement, SessionSummary
 from ..judge.rule import Case, judge_many
 from ..store.baseline import UNKNOWN_DATE, Baseline, BaselineEntry, reference_of_logs
 from . import changes as history_changes
@@ -61,35 +60,24 @@ def survey(
     baseline: Baseline, threshold: float, alpha: float, family: int | None = None
 ) -> list[EntryView]:
     """Each entry of ``baseline`` (sorted by key), judged as if a next single session
-    measured exactly its reference median: the rule's spread, bar and gateable slowdown for
+    measured exactly its reference median: the rule's spread, gate and gateable slowdown for
     that session. ``family``: all entries of the file, as a run of them all would use (by
-    default those of ``baseline``: of a share of a file, its caller says). All entries are
-    judged in one pass (``judge_many``): one at a time, 10^5 tests took hours."""
+    default those of ``baseline``). All entries are judged in one pass (``judge_many``): one
+    at a time, 10^5 tests took hours."""
     keys = sorted(baseline.entries)
-    entries = list(map(baseline.entries.__getitem__, keys))
-    histories = [entry.history for entry in entries]
-    # The log of each session median taken once, for the reference times and the rule.
-    logs = list(map(math.log, map(_MEDIAN, itertools.chain.from_iterable(histories))))
-    ends = list(itertools.accumulate(map(len, histories)))
-    history_logs = list(map(logs.__getitem__, map(slice, [0, *ends[:-1]], ends)))
+    entries = [baseline.entries[key] for key in keys]
+    history_logs = [[math.log(r.median_ms) for r in entry.history] for entry in entries]
     references = list(map(reference_of_logs, history_logs))
-    latest = list(map(operator.itemgetter(-1), histories))
-    current = made_from_rows(
-        SessionSummary, zip(references, map(_N, latest), map(_SE_LOG, latest), strict=True)
-    )
-    # Column by column: a file of 10^5 tests. Its records as they are: the rule reads their
-    # medians (or the logs above).
-    cases = made_from_rows(
-        Case,
-        zip(
-            histories,
-            map(list, zip(current)),  # each a list of one session
-            map(_TIMER, entries),
-            map(launch_count, map(_KERNELS, entries)),
-            map(_VERSUS, entries),
-            strict=True,
-        ),
-    )
+    cases = [
+        Case(
+            entry.history,
+            [SessionSummary(reference, entry.history[-1].n, entry.history[-1].se_log_or_nan)],
+            entry.timer,
+            launch_count(entry.kernels),
+            entry.versus,
+        )
+        for entry, reference in zip(entries, references, strict=True)
+    ]
     judgements = judge_many(
         cases,
         threshold=threshold,
@@ -97,16 +85,12 @@ def survey(
         family=max(1, len(entries) if family is None else family),
         history_logs=history_logs,
     )
-    return made_from_rows(
-        EntryView,
-        zip(keys, entries, judgements, itertools.repeat(threshold), references, history_logs),
-    )
-
-
-_MEDIAN = operator.attrgetter("median_ms")
-_N, _SE_LOG = operator.attrgetter("n"), operator.attrgetter("se_log_or_nan")
-_TIMER, _KERNELS = operator.attrgetter("timer"), operator.attrgetter("kernels")
-_VERSUS = operator.attrgetter("versus")
+    return [
+        EntryView(key, entry, judgement, threshold, reference, logs)
+        for key, entry, judgement, reference, logs in zip(
+            keys, entries, judgements, references, history_logs, strict=True
+        )
+    ]
 
 
 SHOW_COLUMNS = ("test", "timer", "sessions", "anchor", "median", "spread", "gate", "flags")

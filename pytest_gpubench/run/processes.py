@@ -1,5 +1,5 @@
 """Starting, watching and ending the processes we start: the one home of process groups,
-signals and lifelines (run.children, run.helpers, versus.revision, versus.bisect and the
+signals and lifelines (run.children, versus.revision, versus.bisect and the
 plugin's controller use it).
 
 A process we start dies with us, whatever ends us:

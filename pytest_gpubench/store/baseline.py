@@ -39,17 +39,14 @@ import contextlib
 import dataclasses
 import datetime
 import functools
-import itertools
 import json
 import math
 import operator
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
 from pathlib import Path
-from types import MappingProxyType
 
 from ..core.device import VERSION_FIELDS
 from ..core.errors import BaselineError, StorageError
@@ -63,7 +60,6 @@ from ..core.records import (
     Versus,
     at_least,
     is_number,
-    made_from_rows,
     no_extra,
     rounded,
     unknown_keys,
@@ -107,11 +103,6 @@ def reference_ms(history: Sequence[SessionRecord]) -> float:
 def reference_of_logs(logs: Sequence[float]) -> float:
     """:func:`reference_ms` of a history whose medians' logs were taken already."""
     return math.exp(math.fsum(logs) / len(logs))
-
-
-# A binary's session records (anchor, history) made ahead, by the id of the binary's object.
-Made = Mapping[int, tuple[tuple[SessionRecord, ...], tuple[SessionRecord, ...]]]
-NOT_MADE: Made = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -189,12 +180,12 @@ class Binary:
     @classmethod
     def from_json(cls, data: Mapping[str, Json], sessions: Mapping[str, SessionInfo]) -> Binary:
         """Raises ValueError saying what is wrong."""
-        epoch, anchor, history, kernels = _binary_parts(data, sessions, NOT_MADE)
+        epoch, anchor, history, kernels = _binary_parts(data, sessions)
         return cls(kernels, epoch, anchor, history, unknown_keys(data, cls.KNOWN))
 
 
 def _binary_parts(
-    data: Mapping[str, Json], sessions: Mapping[str, SessionInfo], made: Made
+    data: Mapping[str, Json], sessions: Mapping[str, SessionInfo]
 ) -> tuple[str, tuple[SessionRecord, ...], tuple[SessionRecord, ...], tuple[Launch, ...]]:
     """A binary's epoch, anchor, history and kernels; ValueError saying what is wrong."""
     epoch = data.get("epoch")
@@ -206,17 +197,8 @@ def _binary_parts(
         if not isinstance(listed, list) or (part == "history" and not listed):
             raise ValueError(f"has no {part!r} list of session records")
         raw[part] = listed
-    ready = made.get(id(data))
-    if ready is not None:
-        anchor, history = ready
-    else:
-        history = _records(raw["history"], sessions)
-        # An epoch of at most HISTORY_SESSIONS sessions has its anchor at the history's start:
-        # those records are read once (equal JSON of the same types: 1 == 1.0 == True).
-        if _starts(raw["anchor"], raw["history"]):
-            anchor = history[: len(raw["anchor"])]
-        else:
-            anchor = _records(raw["anchor"], sessions)
+    history = _records(raw["history"], sessions)
+    anchor = _records(raw["anchor"], sessions)
     raw_kernels = data.get("kernels", [])
     if not isinstance(raw_kernels, list):
         raise ValueError("has 'kernels' that are not a list")
@@ -231,134 +213,6 @@ def _binary_parts(
     return epoch, anchor, history, tuple(kernels)
 
 
-def _starts(anchor: list[Json], history: list[Json]) -> bool:
-    """Whether ``anchor`` is the start of ``history`` (equal JSON of the same types), their
-    records valid."""
-    shared = history[: len(anchor)]
-    return anchor == shared and _types(anchor) == _types(shared)
-
-
-def made_at_once(
-    raw_entries: Iterable[Json], sessions: Mapping[str, SessionInfo]
-) -> dict[int, tuple[tuple[SessionRecord, ...], tuple[SessionRecord, ...]]]:
-    """The session records of each entry's latest binary, made all at once
-    (``SessionRecord.many``: a file of 10^5 tests holds 10^6), by the ``id`` of the entry's
-    object. Empty (each binary is then read on its own, which names the culprit) where
-    an entry is not an object with an 'anchor' list and a 'history' list of records, a record
-    is not the usual one, or one names a session not in ``sessions``. Each step runs over
-    all entries at C speed."""
-    entries = list(raw_entries)
-    if set(map(type, entries)) - {dict}:
-        return {}
-    anchors: list[Json] = list(map(dict.get, entries, repeat("anchor")))
-    histories: list[Json] = list(map(dict.get, entries, repeat("history")))
-    if set(map(type, anchors)) - {list} or set(map(type, histories)) - {list}:
-        return {}
-    if not all(histories):  # an empty history: the entry's own read refuses it
-        return {}
-    records = SessionRecord.many(list(itertools.chain.from_iterable(histories)))
-    if records is None or not all(map(sessions.__contains__, _names(records))):
-        return {}
-    ends = list(itertools.accumulate(map(len, histories)))
-    bounds = map(slice, [0, *ends[:-1]], ends)
-    history_records: list[tuple[SessionRecord, ...]] = list(
-        map(tuple, map(records.__getitem__, bounds))
-    )
-    counts = list(map(len, anchors))
-    # The usual: each anchor the start of its history, its records the history's.
-    anchor_records = [h[:c] for h, c in zip(history_records, counts, strict=True)]
-    starts: list[Json] = list(map(operator.getitem, histories, map(slice, counts)))  # [:n]
-    if not _all_start(anchors, starts):
-        apart = [i for i in range(len(entries)) if not _starts(anchors[i], histories[i])]
-        others = SessionRecord.many([r for i in apart for r in anchors[i]])
-        if others is None or not all(map(sessions.__contains__, _names(others))):
-            return {}
-        start = 0
-        for i in apart:
-            anchor_records[i] = tuple(others[start : start + counts[i]])
-            start += counts[i]
-    return dict(
-        zip(map(id, entries), zip(anchor_records, history_records, strict=True), strict=True)
-    )
-
-
-def _names(records: Iterable[SessionRecord]) -> Iterator[str]:
-    return map(operator.attrgetter("session"), records)
-
-
-def _all_start(anchors: list[list[Json]], starts: list[list[Json]]) -> bool:
-    """:func:`_starts` of every pair at once (C speed)."""
-    if list(map(len, anchors)) != list(map(len, starts)):
-        return False
-    flat = list(itertools.chain.from_iterable(anchors))
-    flat_starts = list(itertools.chain.from_iterable(starts))
-    return flat == flat_starts and _types(flat) == _types(flat_starts)
-
-
-# The optional fields of FIELDS an entry made at once (:func:`entries_made_at_once`) may
-# have; its keys, the usual ones: its latest binary's, its timer, samples and these.
-USUAL_FIELDS = ("group", "bytes", "flops", "note")
-USUAL_KEYS = Binary.KNOWN | {"timer", "samples_ms", *USUAL_FIELDS}
-
-
-def entries_made_at_once(raw: Mapping[str, Json], made: Made) -> dict[str, BaselineEntry] | None:
-    """``BaselineEntry.from_json`` of each entry of ``raw``, checked column by column over
-    all entries (one by one, an entry took 12 us: a second in a file of 10^5 tests), where
-    every entry is the usual one: its latest binary's records ``made`` (:func:`made_at_once`)
-    and only USUAL_KEYS, each valid. None where any is not: each entry is read on its own
-    then, which names the culprit."""
-    entries = list(raw.values())
-    if not made or len(made) != len(entries) or not all(map(USUAL_KEYS.issuperset, entries)):
-        return None
-    get = dict.get
-    timers: list[Json] = list(map(get, entries, repeat("timer")))
-    epochs: list[Json] = list(map(get, entries, repeat("epoch")))
-    binaries: list[Json] = list(map(get, entries, repeat("binary"), repeat("")))
-    samples: list[Json] = list(map(get, entries, repeat("samples_ms"), repeat([])))
-    kernels: list[Json] = list(map(get, entries, repeat("kernels"), repeat([])))
-    if not (
-        set(map(type, timers)) == {str}
-        and all(timers)  # no empty name
-        and set(map(type, epochs)) == {str}
-        and set(map(type, binaries)) == {str}
-        and set(map(type, samples)) == {list}
-        and set(map(type, kernels)) == {list}
-        # Every list's times valid is all of them valid (none of them empty is asked).
-        and not samples_problem(list(itertools.chain.from_iterable(samples)), minimum=0)
-    ):
-        return None
-    columns: dict[str, list[Json]] = {}
-    for name in USUAL_FIELDS:
-        columns[name] = list(map(get, entries, repeat(name)))
-        valid = FIELDS[name][0]
-        if not all(valid(e[name]) for e in entries if name in e):
-            return None
-    launches: list[tuple[Launch, ...]] = []
-    for listed in kernels:
-        try:
-            launches.append(tuple(map(Launch.from_dict, listed)))
-        except Exception:  # whatever it is, the entry's own read says it, in its order
-            return None
-    parts = list(map(made.__getitem__, map(id, entries)))
-    rows = zip(
-        timers,
-        epochs,
-        map(operator.itemgetter(0), parts),  # anchor
-        map(operator.itemgetter(1), parts),  # history
-        map(tuple, map(map, repeat(float), samples)),
-        launches,
-        columns["group"],
-        columns["bytes"],
-        columns["flops"],
-        repeat(None),  # extra_info
-        columns["note"],
-        repeat(()),  # others
-        repeat(None),  # versus
-        repeat(NO_EXTRA),  # extra
-    )
-    return dict(zip(raw.keys(), made_from_rows(BaselineEntry, rows), strict=True))
-
-
 def _records(raw: list[Json], sessions: Mapping[str, SessionInfo]) -> tuple[SessionRecord, ...]:
     """The session records of a list of their JSON, each of a session of the table."""
     records = tuple(map(SessionRecord.from_json, raw))
@@ -367,11 +221,6 @@ def _records(raw: list[Json], sessions: Mapping[str, SessionInfo]) -> tuple[Sess
         unknown = next(name for name in names if name not in sessions)
         raise ValueError(f"refers to session {unknown!r:.60}, not in 'sessions'")
     return records
-
-
-def _types(objects: list[Json]) -> list[type]:
-    """The types of the values of a list of JSON objects, in order."""
-    return list(map(type, itertools.chain.from_iterable(map(dict.values, objects))))
 
 
 @dataclass(frozen=True)
@@ -459,16 +308,13 @@ class BaselineEntry:
         return with_extra(data, self.extra)
 
     @classmethod
-    def from_json(
-        cls, data: Json, sessions: Mapping[str, SessionInfo], made: Made = NOT_MADE
-    ) -> BaselineEntry:
-        """Raises ValueError saying what is wrong (the caller names the file and entry).
-        ``made``: its latest binary's records made ahead (:func:`made_at_once`)."""
+    def from_json(cls, data: Json, sessions: Mapping[str, SessionInfo]) -> BaselineEntry:
+        """Raises ValueError saying what is wrong (the caller names the file and entry)."""
         if not isinstance(data, dict):
             raise ValueError("is not an object")
         if not isinstance(data.get("timer"), str) or not data["timer"]:
             raise ValueError("has no timer name")
-        epoch, anchor, history, kernels = _binary_parts(data, sessions, made)
+        epoch, anchor, history, kernels = _binary_parts(data, sessions)
         samples = data.get("samples_ms", [])
         problem = samples_problem(samples, minimum=0)
         if problem:
@@ -620,160 +466,23 @@ def path_for(directory: Path, device_key: str) -> Path:
     return directory / f"{device_key}.json"
 
 
-def load(path: Path, every_object: bool = False) -> Baseline:
-    """The baseline at ``path``; an empty one if the file does not exist. ``every_object``:
-    each object of the file checked for a key that appears twice as it is read, not all of
-    them at once after (which names no key)."""
+def load(path: Path) -> Baseline:
+    """The baseline at ``path``; an empty one if the file does not exist."""
     _check_directory(path.parent)
     try:
         text = storage.read_text(path, WHAT, MAX_BYTES)
         if text is None:
             return Baseline(path)
-        strings = None if every_object else storage.strings_in(text)
-        data = storage.parse_json(text, f"{WHAT} {path}", nesting=False, unique=strings is None)
-        del text  # not held while the records are made: 200 MB in a file of 10^5 tests
-        made = _made(data)
-        ready = _made_entries(data, made)
-        # What was made is known: not walked again.
-        known = _known(data, made, ready)
-        if strings is not None and not storage.keys_unique(data, strings, known):
-            return load(path, every_object=True)  # which names the key (in the file as it is)
-        storage.check_nesting(data, f"{WHAT} {path}", known.depths)
+        data = storage.parse_json(text, f"{WHAT} {path}")
     except StorageError as exc:
         raise BaselineError(f"{exc}; {REMEDY}") from None
     try:
-        return _from_document(path, data, made, ready)
+        return _from_document(path, data)
     except ValueError as exc:
         raise BaselineError(f"{WHAT} {path} {exc}; {REMEDY}") from None
 
 
-@dataclass(frozen=True)
-class Parsed:
-    """A schema 2 baseline file as parsed, nothing of it checked yet: several processes
-    each read one share of its entries (:func:`load_share`; ``gpubench show`` of a big file,
-    cli)."""
-
-    path: Path
-    data: dict[str, Json]
-    keys: list[str]  # of its entries, sorted
-    strings: int  # of its text (storage.strings_in)
-
-
-def parse_to_share(path: Path) -> Parsed | None:
-    """The baseline file at ``path`` parsed; None where it is not one to share (missing, not
-    of schema 2, a backslash in its text) or not valid JSON: :func:`load` says what."""
-    try:
-        _check_directory(path.parent)
-        text = storage.read_text(path, WHAT, MAX_BYTES)
-        strings = None if text is None else storage.strings_in(text)
-        if text is None or strings is None:
-            return None
-        data = storage.parse_json(text, f"{WHAT} {path}", nesting=False, unique=False)
-    except (BaselineError, StorageError):
-        return None
-    if type(data) is not dict or data.get("schema") != SCHEMA:
-        return None
-    benchmarks = data.get("benchmarks")
-    if type(benchmarks) is not dict:
-        return None
-    return Parsed(path, data, sorted(benchmarks), strings)
-
-
-@dataclass(frozen=True)
-class Tally:
-    """What a share counted of its file: over all shares (:func:`complete`), whether the file
-    held a key twice (what :func:`load` checks of the whole)."""
-
-    strings: int  # of the whole text (storage.strings_in)
-    shared: int  # strings the document holds without its entries: every share holds them
-    own: int  # strings this share's entries hold, their keys included
-
-
-def complete(tallies: Sequence[Tally]) -> bool:
-    """Whether ``tallies``, one of each share of one file, hold every string of its text: no
-    key appeared twice in it."""
-    if len({(t.strings, t.shared) for t in tallies}) != 1:
-        return False
-    return tallies[0].shared + sum(t.own for t in tallies) == tallies[0].strings
-
-
-@dataclass(frozen=True)
-class Share:
-    """One share of a baseline file: its device and sessions and the entries of one range
-    of its sorted keys, read and checked as :func:`load` reads them."""
-
-    baseline: Baseline
-    entries: int  # of the whole file
-    tally: Tally
-
-
-def load_share(parsed: Parsed, index: int, count: int) -> Share | None:
-    """Share ``index`` of ``count`` of a parsed file: the entries whose keys are the
-    ``index``-th of ``count`` equal ranges of its sorted keys. None where anything in it is
-    not valid: :func:`load` of the whole says what."""
-    data, keys = parsed.data, parsed.keys
-    chosen = keys[index * len(keys) // count : (index + 1) * len(keys) // count]
-    benchmarks = data["benchmarks"]
-    entries = dict(zip(chosen, map(benchmarks.__getitem__, chosen), strict=True))
-    document = {**data, "benchmarks": entries}
-    try:
-        made = _made(document)
-        ready = _made_entries(document, made)
-        known = _known(document, made, ready)
-        shared = storage.strings_held({**data, "benchmarks": {}})
-        own = storage.strings_held(document, known) - shared
-        storage.check_nesting(document, f"{WHAT} {parsed.path}", known.depths)
-        share = _from_document(parsed.path, document, made, ready)
-    except Exception:  # whatever it is, the read of the whole file says it, as it says it
-        return None
-    return Share(share, len(keys), Tally(parsed.strings, shared, own))
-
-
-def _made(data: Json) -> Made:
-    """The session records of a schema 2 document's entries, made at once
-    (:func:`made_at_once`) before anything else is read; none where it is not one."""
-    if type(data) is not dict or data.get("schema") != SCHEMA:
-        return NOT_MADE
-    benchmarks, sessions = data.get("benchmarks"), data.get("sessions")
-    if type(benchmarks) is not dict or type(sessions) is not dict:
-        return NOT_MADE
-    return made_at_once(benchmarks.values(), sessions)
-
-
-def _made_entries(data: Json, made: Made) -> dict[str, BaselineEntry] | None:
-    """The entries of a document whose records were made, made at once
-    (:func:`entries_made_at_once`); None where they were not."""
-    if not made:
-        return None
-    return entries_made_at_once(data["benchmarks"], made)
-
-
-def _known(data: Json, made: Made, ready: Mapping[str, BaselineEntry] | None) -> storage.Known:
-    """What was made, by ``id``: an entry made at once without launches (its values plain,
-    lists of plain values or of records), or else the anchor and history lists whose records
-    were made (lists of objects of plain values); their nesting depth, and the keys and
-    strings they hold (a record made holds one string: its session). Column by column: a
-    file of 10^5 tests."""
-    if not made:
-        return storage.NOTHING_KNOWN
-    entries = list(data["benchmarks"].values())
-    with_launches = list(map(dict.get, entries, repeat("kernels"))) if ready is not None else []
-    whole = list(itertools.compress(entries, map(operator.not_, with_launches)))
-    depths = dict.fromkeys(map(id, whole), 3)
-    for entry in itertools.compress(entries, with_launches) if ready is not None else entries:
-        depths[id(entry["history"])] = 2
-        depths[id(entry["anchor"])] = 2 if entry["anchor"] else 1
-    records = [*map(dict.__getitem__, entries, repeat("anchor"))]
-    records += map(dict.__getitem__, entries, repeat("history"))
-    values = itertools.chain.from_iterable(map(dict.values, whole))
-    keys = sum(map(len, whole)) + sum(map(len, itertools.chain.from_iterable(records)))
-    strings = list(map(type, values)).count(str) + sum(map(len, records))
-    return storage.Known(depths, keys, strings)
-
-
-def _from_document(
-    path: Path, data: Json, made: Made, ready: dict[str, BaselineEntry] | None = None
-) -> Baseline:
+def _from_document(path: Path, data: Json) -> Baseline:
     if not isinstance(data, dict):
         what = "an array" if isinstance(data, list) else f"the bare value {json.dumps(data)[:40]}"
         raise ValueError(f"is {what}, not a JSON object")
@@ -800,15 +509,12 @@ def _from_document(
                 raise ValueError(problem)
         except ValueError as exc:
             raise ValueError(f"has a session {key!r:.60} that {exc}") from None
-    if ready is not None:  # every entry usual and valid, made at once
-        entries = ready
-    else:
-        entries = {}
-        for key, entry in data["benchmarks"].items():
-            try:
-                entries[key] = BaselineEntry.from_json(entry, sessions, made)
-            except ValueError as exc:
-                raise ValueError(f"has an entry {key!r:.200} that {exc}") from None
+    entries = {}
+    for key, entry in data["benchmarks"].items():
+        try:
+            entries[key] = BaselineEntry.from_json(entry, sessions)
+        except ValueError as exc:
+            raise ValueError(f"has an entry {key!r:.200} that {exc}") from None
     extra = unknown_keys(data, TOP_LEVEL)
     entries, notes = _trimmed(path, entries)
     return Baseline(path, device, sessions, entries, exists=True, extra=extra, notes=notes)

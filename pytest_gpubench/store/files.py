@@ -17,10 +17,8 @@ import math
 import os
 import stat
 import tempfile
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from ..core.errors import StorageError
@@ -29,10 +27,8 @@ TEMPORARY_SUFFIX = ".tmp"
 LOCK_SUFFIX = ".lock"
 # Deeper JSON than this is no file of ours; json would raise RecursionError far deeper.
 MAX_JSON_DEPTH = 64
-# The JSON types that nest; a list holding none of them is checked at C speed.
+# The JSON types that nest.
 CONTAINERS = frozenset((dict, list))
-# No container's depth known ahead (check_nesting).
-NONE_KNOWN: Mapping[int, int] = MappingProxyType({})
 # Plain data (extra_info) nested deeper than this is no annotation of a measurement.
 MAX_PLAIN_DEPTH = 32
 
@@ -76,19 +72,9 @@ def read_text(path: Path, what: str, max_bytes: int) -> str | None:
         ) from None
 
 
-def parse_json(text: str, where: str, nesting: bool = True, unique: bool = True) -> Any:
+def parse_json(text: str, where: str) -> Any:
     """Strict JSON (no NaN or Infinity, no duplicate keys, bounded nesting); errors name
-    ``where``. Unpaired surrogates are kept: undecodable bytes of a file name make them.
-    ``nesting=False``: the caller checks the nesting (:func:`check_nesting`) before it reads
-    anything. ``unique=False``: the objects are read without the check of keys that appear
-    twice (a call of ours per object: a file of 10^5 tests holds 1.6 x 10^6), which the
-    caller makes (:func:`keys_unique`) before it reads anything, and the nesting's after it;
-    an error is the one of the read that checks each object (a key twice before it)."""
-    if not unique:
-        try:
-            return json.loads(text, parse_constant=_refuse)
-        except (ValueError, RecursionError):
-            pass  # said by the read below, as it says it
+    ``where``. Unpaired surrogates are kept: undecodable bytes of a file name make them."""
     try:
         data = json.loads(text, parse_constant=_refuse, object_pairs_hook=_unique)
     except json.JSONDecodeError as exc:
@@ -97,8 +83,8 @@ def parse_json(text: str, where: str, nesting: bool = True, unique: bool = True)
         raise StorageError(f"{where} is not valid JSON ({exc})") from None
     except RecursionError:
         raise StorageError(f"{where} is nested too deeply to be read as JSON") from None
-    if nesting:
-        check_nesting(data, where)
+    if _depth(data) > MAX_JSON_DEPTH:
+        raise StorageError(f"{where} is nested deeper than {MAX_JSON_DEPTH} levels")
     return data
 
 
@@ -108,7 +94,7 @@ def _refuse(constant: str) -> Any:
 
 def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     # Two values for one key: the reader would keep one and drop the other unsaid.
-    found = dict(pairs)  # C speed: a file of 10^5 tests holds millions of objects
+    found = dict(pairs)
     if len(found) < len(pairs):
         keys: set[str] = set()
         for key, _ in pairs:
@@ -118,82 +104,19 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
-def strings_in(text: str) -> int | None:
-    """The strings of a JSON text, keys included: half its quotes where it has no backslash
-    (each quote then opens or closes a string); None where it has one."""
-    return None if "\\" in text else text.count('"') // 2
-
-
-@dataclass(frozen=True)
-class Known:
-    """What a caller knows of some containers of data read by :func:`parse_json`, which the
-    checks do not walk again: the depth of each, by ``id``, and the keys and the strings
-    (values, not keys) that all of them hold, their own included."""
-
-    depths: Mapping[int, int]
-    keys: int = 0
-    strings: int = 0
-
-
-NOTHING_KNOWN = Known(NONE_KNOWN)
-
-
-def keys_unique(data: Any, strings: int, known: Known = NOTHING_KNOWN) -> bool:
-    """Whether no key appeared twice in an object of ``data``, read by :func:`parse_json`
-    with ``unique=False`` from a text of ``strings`` strings (:func:`strings_in`). Each key
-    and string value of ``data`` is a string of the text; a key that appeared twice kept
-    one key of two (and one value): ``data`` then holds fewer."""
-    return strings_held(data, known) == strings
-
-
-def strings_held(data: Any, known: Known = NOTHING_KNOWN) -> int:
-    """The keys and string values ``data`` holds (``known``'s counted as it says)."""
-    keys, values = known.keys, known.strings
-    level = [data]
-    while level:
-        nested: list[Any] = []
-        for item in level:
-            kind = type(item)
-            if kind is str:
-                values += 1
-            elif kind in CONTAINERS and id(item) not in known.depths:
-                if kind is dict:
-                    keys += len(item)
-                    nested.extend(item.values())
-                else:
-                    nested.extend(item)
-        level = nested
-    return keys + values
-
-
-def check_nesting(data: Any, where: str, known: Mapping[int, int] = NONE_KNOWN) -> None:
-    """StorageError unless ``data`` (of :func:`parse_json`) is nested at most MAX_JSON_DEPTH
-    levels. ``known``: the depth of some of its containers, by ``id``, read and checked by
-    the caller (a file of 10^5 tests holds 1.5 x 10^6 session records): not walked again."""
-    if _depth(data, known) > MAX_JSON_DEPTH:
-        raise StorageError(f"{where} is nested deeper than {MAX_JSON_DEPTH} levels")
-
-
-def _depth(value: Any, known: Mapping[int, int] = NONE_KNOWN) -> int:
+def _depth(value: Any) -> int:
     """Nesting depth, level by level (the data may be deep), counted up to one past
-    MAX_JSON_DEPTH: deeper is refused anyway. A container of ``known`` depth at a level
-    counts as that many levels from there."""
-    depth, level, deepest = 0, [value], 0
+    MAX_JSON_DEPTH: deeper is refused anyway."""
+    depth, level = 0, [value]
     while level and depth <= MAX_JSON_DEPTH:
         depth += 1
         nested: list[Any] = []
         for item in level:
-            if type(item) not in CONTAINERS:
-                continue  # a bare value (the document itself): nothing nested
-            if known and id(item) in known:
-                deepest = max(deepest, depth - 1 + known[id(item)])
-                continue
-            children = item.values() if type(item) is dict else item
-            # A list or object of plain values (samples, a session record): at C speed.
-            if not CONTAINERS.isdisjoint(map(type, children)):
+            if type(item) in CONTAINERS:
+                children = item.values() if type(item) is dict else item
                 nested.extend(c for c in children if type(c) in CONTAINERS)
         level = nested
-    return max(depth, deepest)
+    return depth
 
 
 def plain_data_problem(value: Any, where: str, depth: int = 0) -> str:
