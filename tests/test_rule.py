@@ -487,3 +487,40 @@ def test_a_five_session_history_of_one_group_does_not_fail_the_other(threshold) 
         design=rule.Design(),
     )
     assert not (dec.direction == 1).any(), dec.d
+
+
+def test_sessions_to_gate_of_many_histories_at_once_are_those_of_each() -> None:
+    """Histories of one to eight sessions, steady or spread, of many durations and timers,
+    more than a chunk of them: the same as asked one by one."""
+    rng = np.random.default_rng(7)
+    for k in (1, 2, 3, 8):
+        count = rule.TO_GATE_CHUNK + 3 if k == 1 else 12
+        logs = rng.normal(0.0, rng.choice([0.001, 0.01, 0.05], size=(count, 1)), (count, k))
+        durations = 10 ** rng.uniform(-3, 1, count)
+        priors = [prior_for(float(d), str(rng.choice(["cuda-graph", "wall"]))) for d in durations]
+        opts = dict(threshold=THRESHOLD, alpha1=0.0002, design=Design())
+        together = rule.sessions_to_gate_many(logs, rule.PriorArrays.of(priors), **opts)
+        each = [
+            rule.sessions_to_gate([SessionSummary(math.exp(v), 20, 0.001) for v in row], p, **opts)
+            for row, p in zip(logs, priors, strict=True)
+        ]
+        assert together == each
+        assert {None} < set(each) or k > 1  # some gate, some do not
+
+
+def test_a_run_that_does_not_ask_how_many_sessions_would_gate_judges_the_same() -> None:
+    """``gpubench show`` prints no reason: its judgements skip the sessions that would gate
+    a test, and say nothing of them, the rest the same."""
+    cases = [
+        rule.Case([SessionSummary(b, 20, 0.001) for b in history], at(1.0, 1.0), "cuda-graph")
+        for history in ([1.0], [1.0, 1.01], [1.0, 1.3, 0.8, 1.1, 0.9], [1.0] * 6)
+    ]
+    opts = dict(threshold=THRESHOLD, alpha=ALPHA, family=FAMILY)
+    asked = rule.judge_many(cases, **opts)
+    skipped = rule.judge_many(cases, **opts, ask_to_gate=False)
+    assert any("sessions like these would gate" in j.reason for j in asked)
+    for a, s in zip(asked, skipped, strict=True):
+        assert "would gate" not in s.reason and a.reason.startswith(s.reason)
+        assert dataclasses.replace(a, reason="", sessions_to_gate=None) == dataclasses.replace(
+            s, reason=""
+        )

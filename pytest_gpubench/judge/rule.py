@@ -1039,13 +1039,15 @@ def judge_many(
     fail_on_improvement: bool = False,
     design: Design = Design(),
     history_logs: Sequence[Sequence[float]] | None = None,
+    ask_to_gate: bool = True,
 ) -> list[Judgement]:
     """:func:`judge` of each case, in order, with one :func:`decide` per shape (sessions of
     history, current sessions) instead of one per case: the rule's arrays are row-wise, so a
     row's verdict is the same either way, and ``gpubench show`` of 10^5 tests makes a few
     passes, not 10^5.
     ``history_logs``: the ``math.log`` of each case's history medians, where the caller
-    took them already."""
+    took them already. ``ask_to_gate=False``: a test not gated does not say how many
+    sessions would gate it (``gpubench show`` prints none of it)."""
     if not 0 < threshold < math.inf:
         raise ValueError(f"invalid threshold {threshold!r}: expected a fraction > 0 such as 0.05")
     if not 0 < alpha < 1:
@@ -1104,16 +1106,23 @@ def judge_many(
             judgements[indices[row]] = judgement
         # The others say how many sessions would gate the threshold: asked all at once.
         told = [row for row, values in enumerate(rows) if not values.gated or short]
-        to_gate = sessions_to_gate_many(
-            h[told],
-            prior.take(np.array(told, dtype=int)),
-            threshold=threshold,
-            alpha1=alpha1,
-            design=design,
-        )
+        to_gate: list[int | None] = [None] * len(told)
+        if ask_to_gate:
+            to_gate = sessions_to_gate_many(
+                h[told],
+                prior.take(np.array(told, dtype=int)),
+                threshold=threshold,
+                alpha1=alpha1,
+                design=design,
+            )
         for row, sessions in zip(told, to_gate, strict=True):
             judgements[indices[row]] = _judgement(
-                cases[indices[row]], rows[row], sessions, threshold=threshold, z=z
+                cases[indices[row]],
+                rows[row],
+                sessions,
+                threshold=threshold,
+                z=z,
+                asked=ask_to_gate,
             )
     return [j for j in judgements if j is not None]
 
@@ -1194,6 +1203,15 @@ def _gated_judgements(
     return judgements
 
 
+def _more(to_gate: int | None, asked: bool, threshold: float) -> str:
+    """The reason's words on the sessions that would gate ``threshold`` ('' if not asked)."""
+    if not asked:
+        return ""
+    if to_gate is None:
+        return f"; no history of up to 50 sessions like these would gate {threshold:.0%}"
+    return f"; {to_gate} sessions like these would gate {threshold:.0%}"
+
+
 def _judgement(
     case: Case,
     row: _Row,
@@ -1201,10 +1219,11 @@ def _judgement(
     *,
     threshold: float,
     z: float,
+    asked: bool = True,
 ) -> Judgement:
     """The verdict of one row not gated, or gated on the prior alone (``to_gate``: the
-    sessions like its history's that would gate the threshold; ``z``: the quantile of its
-    interval)."""
+    sessions like its history's that would gate the threshold, where ``asked``; ``z``: the
+    quantile of its interval)."""
     history = case.history
     k, n_c = len(history), len(case.current)
     d, se, gateable, gated = row.d, row.se, row.gateable, row.gated
@@ -1225,20 +1244,11 @@ def _judgement(
             why.append(f"its spread is {share:.0%} the prior's")
         if gateable > NOT_GATED_BEYOND:
             why.append(f"it could not catch a slowdown under {NOT_GATED_BEYOND:.0%}")
-        more = (
-            f"{to_gate} sessions like these would gate {threshold:.0%}"
-            if to_gate is not None
-            else f"no history of up to 50 sessions like these would gate {threshold:.0%}"
-        )
-        reason += f"; {', '.join(why)}; {more}"
+        reason += f"; {', '.join(why)}" + _more(to_gate, asked, threshold)
     else:
         reason += f"; {gate_text(gateable, threshold)}"
         if k < MIN_GATED_SESSIONS:  # gated on the prior, only SHORT_GATE
-            reason += f": {told}; " + (
-                f"{to_gate} sessions like these would gate {threshold:.0%}"
-                if to_gate is not None
-                else f"no history of up to 50 sessions like these would gate {threshold:.0%}"
-            )
+            reason += f": {told}" + _more(to_gate, asked, threshold)
     return Judgement(
         status=status,
         ratio=math.exp(d),

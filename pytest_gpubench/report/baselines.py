@@ -84,6 +84,7 @@ def survey(
         alpha=alpha,
         family=max(1, len(entries) if family is None else family),
         history_logs=history_logs,
+        ask_to_gate=False,  # not shown
     )
     return [
         EntryView(key, entry, judgement, threshold, reference, logs)
