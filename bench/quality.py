@@ -16,7 +16,8 @@ One command (under 10 minutes on an H100):
    false alarms), d = 2%, 5% and 10% (10 sessions each, detection).
 
 It writes bench/results/<gpu>-<date>.json and prints the tables. ``plot RESULTS PNG`` draws
-the accuracy figure; ``tables RESULTS`` prints the Markdown tables of docs/performance.md.
+the accuracy figure; ``tables RESULTS`` prints the Markdown tables of
+bench/results/h100-2026-11-21/README.md (docs/performance.md quotes three).
 """
 
 from __future__ import annotations
@@ -292,7 +293,7 @@ def run(out: Path, only: list[str], previous: Path | None) -> None:
 
 
 def tables(results: dict) -> str:
-    """The Markdown tables of docs/performance.md."""
+    """The Markdown tables of bench/results/h100-2026-11-21/README.md."""
     lines = []
     peers = ("gpubench", "do_bench", "torch_benchmark", "wall_sync")
     lines.append(

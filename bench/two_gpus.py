@@ -212,7 +212,8 @@ def each_run(logs: Path, rows: list[dict[str, str]]) -> None:
 
 def tails_shown(r: dict[str, Any]) -> bool:
     """The tests whose samples' tail the table shows: CUDA-graph timings of 15-200 us, the
-    class that first looks under -n 2 flagged (docs/performance.md), with 10 samples or more."""
+    class that first looks under -n 2 flagged (bench/results/h200-2026-11-29), with 10 samples
+    or more."""
     return (
         r["timer"] == "cuda-graph"
         and 0.015 <= r["median_ms"] < 0.2

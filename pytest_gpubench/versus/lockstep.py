@@ -79,7 +79,7 @@ AGAIN_SUFFIX = "@again"
 # Where a lockstep test's more pairs come from: this process, each pair's inputs placed anew
 # (timing.device.placed_anew; the default), or, with "fresh", fresh processes. On an H200 a
 # pair set up again in one process moved as much as one from a fresh process, and no part of
-# the spread belonged to the process (docs/performance.md, lockstep); "fresh" is kept to
+# the spread belonged to the process (bench/results/h200-2026-11-29e); "fresh" is kept to
 # compare them. The notes and the summary say which ran.
 MORE_VARIABLE = "GPUBENCH_LOCKSTEP_MORE"
 NATIVE_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
@@ -587,7 +587,7 @@ class Pairing:
         where they do not. One
         process's two sides can differ by more than the pairs it sets up again show (on an
         H200 a 4.4 µs dropout's sides kept 1-2.4% apart through every pair of a process,
-        another's not: docs/performance.md, lockstep), which no number of pairs from that
+        another's not: bench/results/h200-2026-12-02b), which no number of pairs from that
         process tells apart from a change. Without a second process's verdict the failure
         stands, its note saying why. A test left unsure at the cap whose change reads
         beyond the threshold (:func:`_unsure_beyond`) is timed there too, and fails where
