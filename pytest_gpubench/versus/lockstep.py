@@ -1,18 +1,18 @@
 """Both revisions of a test in one process: the first structure of ``--gpubench-against``.
 
-Alternating inside one process cancels what differs between processes (where buffers land
-in L2, the process's clocks and drift); alternating processes does not (METHOD.md, section
-7). So where it can, the process that runs a test runs both of its revisions: the
-revision's test function and the project code it imports are loaded from the revision's
-checkout (versus/revision.py) under the same module names as the working tree's, kept in a
-namespace of their own (:class:`TwoSides`). While the revision's side runs, its modules
-stand in ``sys.modules`` and its folders on ``sys.path``, so an import inside a function
-finds its own side. The revision's test body runs first, with the working tree's fixture
-values; each of its gpubench calls makes its untimed first call and is held (:class:`Held`).
-The working tree's body then runs, and each of its calls is timed alternately with the
-revision's call of the same key (BenchSession.measure_sides): a pair of sessions from one
-process. Further pairs come from the same process, each side's inputs placed anew before
-each pair (MORE_VARIABLE; versus/ab.py judges them).
+Alternating inside one process cancels what differs between processes (where buffers land in
+L2, the process's clocks and drift); alternating processes does not (docs/verdict.md,
+"Lockstep pairs"; bench/results/lockstep-prior.md). So where it can, the process that runs a
+test runs both of its revisions: the revision's test function and the project code it
+imports are loaded from the revision's checkout (versus/revision.py) under the same module
+names as the working tree's, kept in a namespace of their own (:class:`TwoSides`). While the
+revision's side runs, its modules stand in ``sys.modules`` and its folders on ``sys.path``,
+so an import inside a function finds its own side. The revision's test body runs first, with
+the working tree's fixture values; each of its gpubench calls makes its untimed first call
+and is held (:class:`Held`). The working tree's body then runs, and each of its calls is
+timed alternately with the revision's call of the same key (BenchSession.measure_sides): a
+pair of sessions from one process. Further pairs come from the same process, each side's
+inputs placed anew before each pair (MORE_VARIABLE; versus/ab.py judges them).
 
 Where one process cannot hold both, :meth:`TwoSides.refusal` says why and the test is
 timed in duos (:meth:`Pairing.duo_verdicts`, run/duo.py: a fresh process per side at once,
