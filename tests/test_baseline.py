@@ -1358,3 +1358,24 @@ def test_a_key_with_a_lone_surrogate_is_kept_by_a_save_and_read_back(tmp_path: P
     assert saving(Baseline(path), update(key))
     assert "test_\\ud800" in path.read_text(encoding="ascii")
     assert list(load(path).entries) == [key]
+
+
+@pytest.mark.parametrize(
+    "where", [("history", 0, "median_ms"), ("history", 0, "se_log"), ("samples_ms",)]
+)
+def test_a_number_too_large_for_a_float_is_refused_in_one_line(
+    path: Path, where: tuple[object, ...]
+) -> None:
+    """JSON holds whole numbers of any size; a time or a spread of 10^400 is no float: one
+    line naming the file, not an OverflowError."""
+    entries = usual_entries()
+    entry = entries["t.py::test_1"]
+    if where == ("samples_ms",):
+        entry["samples_ms"] = [10**400]
+    else:
+        entry["history"][0][where[2]] = 10**400  # type: ignore[index]
+    text = json.dumps(document(**entries), allow_nan=False)
+    write(path, text)
+    with pytest.raises(BaselineError) as refused:
+        load(path)
+    assert str(refused.value).count("\n") == 0 and str(path) in str(refused.value)

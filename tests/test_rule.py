@@ -370,7 +370,9 @@ def test_gated_verdicts_made_in_one_pass_are_those_of_each_row(
 
     def each(rows, k, n_c, *, threshold, z):  # type: ignore[no-untyped-def]
         case = rule.Case([SessionSummary(1.0, 1, 0.0)] * k, at(1.0, 1.0, n_c), "cuda-graph")
-        return [rule._judgement(case, row, None, threshold=threshold, z=z) for row in rows]
+        return [
+            rule._judgement(case, row, None, threshold=threshold, z=z, asked=True) for row in rows
+        ]
 
     monkeypatch.setattr(rule, "_gated_judgements", each)
     one_by_one = rule.judge_many(cases, **opts)
@@ -489,23 +491,40 @@ def test_a_five_session_history_of_one_group_does_not_fail_the_other(threshold) 
     assert not (dec.direction == 1).any(), dec.d
 
 
+def one_to_gate(x: np.ndarray, prior: rule.Prior, limit: int = 50) -> int | None:
+    """How many sessions like ``x`` (log-medians) would gate THRESHOLD: each length on its
+    own, the history repeated by ``np.resize`` (what the rule did one test at a time)."""
+    for k in range(max(rule.MIN_GATED_SESSIONS, len(x)), limit + 1):
+        row = np.full((1, limit), np.nan)
+        row[0, :k] = np.resize(x, k)
+        dec = rule.decide(
+            row,
+            row[:, :1],
+            np.zeros((1, 1)),
+            rule.PriorArrays.of([prior]),
+            threshold=THRESHOLD,
+            alpha1=0.0002,
+            design=Design(),
+        )
+        if dec.gated[0] and dec.gateable[0] <= THRESHOLD:
+            return k
+    return None
+
+
 def test_sessions_to_gate_of_many_histories_at_once_are_those_of_each() -> None:
     """Histories of one to eight sessions, steady or spread, of many durations and timers,
-    more than a chunk of them: the same as asked one by one."""
+    more than a chunk of them: the same as each length asked on its own."""
     rng = np.random.default_rng(7)
-    for k in (1, 2, 3, 8):
-        count = rule.TO_GATE_CHUNK + 3 if k == 1 else 12
+    for k, count in ((1, rule.TO_GATE_CHUNK + 3), (2, 12), (3, 12), (8, 12)):
         logs = rng.normal(0.0, rng.choice([0.001, 0.01, 0.05], size=(count, 1)), (count, k))
         durations = 10 ** rng.uniform(-3, 1, count)
         priors = [prior_for(float(d), str(rng.choice(["cuda-graph", "wall"]))) for d in durations]
         opts = dict(threshold=THRESHOLD, alpha1=0.0002, design=Design())
         together = rule.sessions_to_gate_many(logs, rule.PriorArrays.of(priors), **opts)
-        each = [
-            rule.sessions_to_gate([SessionSummary(math.exp(v), 20, 0.001) for v in row], p, **opts)
-            for row, p in zip(logs, priors, strict=True)
-        ]
-        assert together == each
-        assert {None} < set(each) or k > 1  # some gate, some do not
+        # Every history for k > 1; for k = 1, where they all look alike, a sample of them.
+        checked = range(count) if k > 1 else range(0, count, 13)
+        assert [together[i] for i in checked] == [one_to_gate(logs[i], priors[i]) for i in checked]
+        assert None in together and set(together) - {None}  # some gate, some do not
 
 
 def test_a_run_that_does_not_ask_how_many_sessions_would_gate_judges_the_same() -> None:

@@ -1219,7 +1219,7 @@ def _judgement(
     *,
     threshold: float,
     z: float,
-    asked: bool = True,
+    asked: bool,
 ) -> Judgement:
     """The verdict of one row not gated, or gated on the prior alone (``to_gate``: the
     sessions like its history's that would gate the threshold, where ``asked``; ``z``: the

@@ -378,6 +378,7 @@ class Controller:
                 if self.settings.save and not interrupted:
                     self._save(self.collected.outcomes)
                     if self.written and self.settings.sessions > 1:
+                        self.sessions_written = 1  # the save above wrote the first
                         lost = ""  # said by _record_sessions, from the sessions written
                         self._record_sessions()
                 lost = "report files not written"
@@ -435,7 +436,6 @@ class Controller:
 
         keys = frozenset(self.written)
         total = self.settings.sessions
-        self.sessions_written = 1
         for i in range(2, total + 1):
             self.announce(f"recording session {i}/{total} in a fresh process")
             try:

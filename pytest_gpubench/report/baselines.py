@@ -5,7 +5,6 @@ binary."""
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -56,14 +55,11 @@ class EntryView:
         return ", ".join(words)
 
 
-def survey(
-    baseline: Baseline, threshold: float, alpha: float, family: int | None = None
-) -> list[EntryView]:
+def survey(baseline: Baseline, threshold: float, alpha: float) -> list[EntryView]:
     """Each entry of ``baseline`` (sorted by key), judged as if a next single session
     measured exactly its reference median: the rule's spread, gate and gateable slowdown for
-    that session. ``family``: all entries of the file, as a run of them all would use (by
-    default those of ``baseline``). All entries are judged in one pass (``judge_many``): one
-    at a time, 10^5 tests took hours."""
+    that session, in a family of all of them, as a run of them all would judge them. All
+    entries are judged in one pass (``judge_many``): one at a time, 10^5 tests took hours."""
     keys = sorted(baseline.entries)
     entries = [baseline.entries[key] for key in keys]
     history_logs = [[math.log(r.median_ms) for r in entry.history] for entry in entries]
@@ -82,7 +78,7 @@ def survey(
         cases,
         threshold=threshold,
         alpha=alpha,
-        family=max(1, len(entries) if family is None else family),
+        family=max(1, len(entries)),
         history_logs=history_logs,
         ask_to_gate=False,  # not shown
     )
@@ -117,16 +113,15 @@ def show_rows(views: Sequence[EntryView]) -> list[list[str]]:
     return rows
 
 
-def file_header(baseline: Baseline, tests: int | None = None) -> str:
-    """``NVIDIA H100 80GB HBM3: 12 sessions, 2026-01-02 to 2026-03-04, 8 tests`` (``tests``:
-    those of the whole file, where ``baseline`` holds a share of them)."""
+def file_header(baseline: Baseline) -> str:
+    """``NVIDIA H100 80GB HBM3: 12 sessions, 2026-01-02 to 2026-03-04, 8 tests``."""
     name = printable(str(baseline.device.get("name") or "unknown device"))
     dates = sorted(
         info.date[:10] for info in baseline.sessions.values() if info.date != UNKNOWN_DATE
     )
     span = f", {dates[0]} to {dates[-1]}" if dates else ""
     count = len(baseline.sessions)
-    tests = len(baseline.entries) if tests is None else tests
+    tests = len(baseline.entries)
     return (
         f"{name}: {count} session{'s' if count != 1 else ''}{span}, "
         f"{tests} test{'s' if tests != 1 else ''}"
@@ -135,18 +130,16 @@ def file_header(baseline: Baseline, tests: int | None = None) -> str:
 
 @dataclass(frozen=True)
 class Shown:
-    """What ``gpubench show`` prints of some entries of a file, in key order: all of them, or
-    a share of a big file's that another process judged (cli). Plain strings: a helper
-    pickles them to its parent."""
+    """What ``gpubench show`` prints of a file's entries, in key order."""
 
     rows: list[list[str]]  # of the table (show_rows), without its header
     binaries: list[str]  # binary_lines of each entry
     changes: list[str]  # the flagged histories (report.changes.flagged_of), without a heading
 
 
-def shown(baseline: Baseline, threshold: float, alpha: float, family: int | None = None) -> Shown:
-    """What ``show`` prints of the entries of ``baseline`` (``family``: as :func:`survey`)."""
-    views = survey(baseline, threshold, alpha, family)
+def shown(baseline: Baseline, threshold: float, alpha: float) -> Shown:
+    """What ``show`` prints of the entries of ``baseline``."""
+    views = survey(baseline, threshold, alpha)
     logs = {view.key: view.log_medians for view in views}  # taken once, by the survey
     return Shown(
         show_rows(views)[1:],
@@ -155,16 +148,13 @@ def shown(baseline: Baseline, threshold: float, alpha: float, family: int | None
     )
 
 
-def show_lines(title: str, shares: Sequence[Shown]) -> list[str]:
-    """The lines ``show`` prints of one file (``title``: ``path: file_header``), its entries
-    in ``shares``, in order."""
-    rows = [list(SHOW_COLUMNS), *itertools.chain.from_iterable(s.rows for s in shares)]
-    lines = [f"== {title}", *aligned(rows, last_left=True)]
-    binaries = [line for s in shares for line in s.binaries]
-    if binaries:
+def show_lines(title: str, shown: Shown) -> list[str]:
+    """The lines ``show`` prints of one file (``title``: ``path: file_header``)."""
+    lines = [f"== {title}", *aligned([list(SHOW_COLUMNS), *shown.rows], last_left=True)]
+    if shown.binaries:
         lines.append("binaries (what one call launches), the latest saved first:")
-        lines += binaries
-    return lines + history_changes.headed([line for s in shares for line in s.changes])
+        lines += shown.binaries
+    return lines + history_changes.headed(shown.changes)
 
 
 def binary_lines(view: EntryView) -> list[str]:
