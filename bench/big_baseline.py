@@ -16,14 +16,9 @@ import datetime
 import random
 from pathlib import Path
 
+from pytest_gpubench.core.baseline import ANCHOR_SESSIONS, HISTORY_SESSIONS, BaselineEntry
 from pytest_gpubench.core.records import SessionInfo, SessionRecord
-from pytest_gpubench.store.baseline import (
-    ANCHOR_SESSIONS,
-    HISTORY_SESSIONS,
-    BaselineEntry,
-    document,
-    dumps,
-)
+from pytest_gpubench.store.baseline import document, dumps
 
 DEVICE = {"name": "NVIDIA H100 80GB HBM3", "cuda": "13.0", "torch": "2.11.0", "python": "3.12"}
 VERSIONS: dict[str, str | None] = {"cuda": "13.0", "torch": "2.11.0", "python": "3.12"}

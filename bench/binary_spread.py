@@ -66,9 +66,9 @@ from typing import Any
 
 from scipy import special, stats
 
+from pytest_gpubench.core.baseline import MAX_BINARIES
 from pytest_gpubench.core.kernels import Launch, binary_changes, fingerprint, same_work
 from pytest_gpubench.judge import picks, rule
-from pytest_gpubench.store.baseline import MAX_BINARIES
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"

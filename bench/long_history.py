@@ -24,8 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from pytest_gpubench.core.baseline import BaselineEntry
 from pytest_gpubench.core.records import SessionInfo, SessionRecord
-from pytest_gpubench.store.baseline import BaselineEntry, document, dumps
+from pytest_gpubench.store.baseline import document, dumps
 
 DEVICE = {"name": "NVIDIA H100 80GB HBM3", "cuda": "13.0", "torch": "2.11.0", "python": "3.12"}
 LONG = "tests/test_long.py::test_kernel"
@@ -33,6 +34,7 @@ LONG = "tests/test_long.py::test_kernel"
 SAVE = """
 import sys
 from pathlib import Path
+from pytest_gpubench.core.baseline import Update
 from pytest_gpubench.core.records import Measurement, Result, SessionInfo, Status, Verdict
 from pytest_gpubench.report import changes
 from pytest_gpubench.store import baseline as store
@@ -47,7 +49,7 @@ results = [Result(measurement, Verdict(Status.NEW))]
 base = store.load(path)
 changes.of_run(results, base)
 info = {"z-next": SessionInfo("2027-01-01T00:00:00+00:00", "abc", "GPU-1")}
-update = store.Update.of(measurement, False)
+update = Update.of(measurement, False)
 assert store.save(base, {"name": "NVIDIA H100 80GB HBM3"}, info, [update])
 changes.saved_lines(results, base)
 """

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
+from .core.baseline import BaselineEntry, Update
 from .core.device import Fingerprint
 from .core.errors import BaselineError, GpubenchError
 from .core.jsondata import Json
@@ -50,12 +51,7 @@ from .report import summary as report
 from .run import processes
 from .store import files as storage
 from .store import runs as stored_runs
-from .store.baseline import (
-    Baseline,
-    BaselineEntry,
-    Update,
-    load,
-)
+from .store.baseline import Baseline, load
 from .store.merge import merge_files
 from .versus import ab
 from .versus import bisect as bisection

@@ -19,6 +19,14 @@ from typing import Any
 
 import pytest
 
+from pytest_gpubench.core.baseline import (
+    ANCHOR_SESSIONS,
+    HISTORY_SESSIONS,
+    MAX_BINARIES,
+    BaselineEntry,
+    Binary,
+    Update,
+)
 from pytest_gpubench.core.errors import BaselineError, GpubenchError
 from pytest_gpubench.core.kernels import Launch, fingerprint
 from pytest_gpubench.core.records import (
@@ -32,9 +40,6 @@ from pytest_gpubench.store.baseline import (
     SCHEMA,
     SCHEMA_V1,
     Baseline,
-    BaselineEntry,
-    Binary,
-    Update,
     dumps,
     load,
     path_for,
@@ -858,6 +863,7 @@ import sys
 import time
 from pathlib import Path
 
+from pytest_gpubench.core.baseline import BaselineEntry, Update
 from pytest_gpubench.core.records import SessionInfo, SessionRecord
 from pytest_gpubench.store import baseline, files
 
@@ -874,8 +880,8 @@ files.write_atomic = slow_write
 if broken:  # the control: the same race without the lock
     files.lock = lambda *args, **kwargs: contextlib.nullcontext()
 record = SessionRecord(key, 1.0, 20, 0.001)
-latest = baseline.BaselineEntry("cuda-graph", key, (), (), (1.0, 1.0))
-update = baseline.Update(key, (record,), False, latest)
+latest = BaselineEntry("cuda-graph", key, (), (), (1.0, 1.0))
+update = Update(key, (record,), False, latest)
 baseline.save(baseline.load(path), {}, {key: SessionInfo("2026-01-01")}, [update])
 """
 
@@ -965,7 +971,7 @@ def test_launches_of_no_binary_add_one_with_its_own_epoch_and_at_most_four_are_k
     applied = update("k", 1.3, "s3", kernels=third).apply(entry)
     assert (applied.kernels, applied.epoch, applied.history) == (third, "s3", (record(1.3, "s3"),))
     assert applied.others == entry.binaries
-    assert store.MAX_BINARIES == 4
+    assert MAX_BINARIES == 4
     for i, registers in enumerate((41, 42)):  # two more: the least recently saved is dropped
         launches = (dataclasses.replace(WIDE, registers=registers),)
         applied = update("k", 1.0, f"s{4 + i}", kernels=launches).apply(applied)
@@ -1307,8 +1313,8 @@ def test_a_history_longer_than_a_save_keeps_is_read_trimmed_and_said_in_one_line
     names = long_file(path, 300)
     base = load(path)
     entry = base.entries["tests/t.py::test_long"]
-    assert [r.session for r in entry.history] == names[-store.HISTORY_SESSIONS :]
-    assert [r.session for r in entry.anchor] == names[: store.ANCHOR_SESSIONS]
+    assert [r.session for r in entry.history] == names[-HISTORY_SESSIONS:]
+    assert [r.session for r in entry.anchor] == names[:ANCHOR_SESSIONS]
     [note] = base.notes
     assert note == (
         f"baseline file {path}: 'tests/t.py::test_long' kept more sessions than a save keeps "
@@ -1326,10 +1332,10 @@ def test_a_save_writes_a_long_history_trimmed_though_it_measured_another_test(
     assert saving(Baseline(path), update("tests/t.py::test_other"))
     data = json.loads(path.read_text())
     entry = data["benchmarks"]["tests/t.py::test_long"]
-    assert [r["session"] for r in entry["history"]] == names[-store.HISTORY_SESSIONS :]
-    assert len(entry["anchor"]) == store.ANCHOR_SESSIONS
+    assert [r["session"] for r in entry["history"]] == names[-HISTORY_SESSIONS:]
+    assert len(entry["anchor"]) == ANCHOR_SESSIONS
     # The sessions no record refers to any more are rolled out of the table.
-    assert len(data["sessions"]) == store.HISTORY_SESSIONS + store.ANCHOR_SESSIONS + 1
+    assert len(data["sessions"]) == HISTORY_SESSIONS + ANCHOR_SESSIONS + 1
     assert load(path).notes == ()
 
 

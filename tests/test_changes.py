@@ -18,10 +18,10 @@ import pytest
 from support import BENCH, NO_CONFIRM, bench_module
 
 from pytest_gpubench import cli
+from pytest_gpubench.core.baseline import HISTORY_SESSIONS
 from pytest_gpubench.judge import changes
 from pytest_gpubench.judge.changes import Changes, Flag, detect
 from pytest_gpubench.report import changes as report_changes
-from pytest_gpubench.store.baseline import HISTORY_SESSIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -19,6 +19,7 @@ from support import BENCH, NO_CONFIRM
 
 import pytest_gpubench.report
 from pytest_gpubench import cli
+from pytest_gpubench.core.baseline import BaselineEntry, Update
 from pytest_gpubench.core.kernels import Launch, fingerprint, launch_count
 from pytest_gpubench.core.records import (
     Measurement,
@@ -34,7 +35,6 @@ from pytest_gpubench.report import baselines
 from pytest_gpubench.report import changes as history_changes
 from pytest_gpubench.report import summary as report
 from pytest_gpubench.store import baseline as store
-from pytest_gpubench.store.baseline import BaselineEntry
 
 DEVICE = {"name": "NVIDIA H100 80GB HBM3", "peak_copy_gbs": 3000.0}
 # Deterministic within-session noise of about 0.3% (log scale) around the median.
@@ -362,9 +362,9 @@ def make_baseline(directory: Path, device: dict[str, Any] = DEVICE, tests: int =
         SessionRecord(s, 1.0 * (1 + 0.002 * (-1) ** i), 30, 0.001) for i, s in enumerate(ids)
     )
 
-    def update(key: str, records: tuple[SessionRecord, ...], **fields: Any) -> store.Update:
+    def update(key: str, records: tuple[SessionRecord, ...], **fields: Any) -> Update:
         latest = BaselineEntry(**{"timer": "cuda-graph", **fields}, epoch="", anchor=(), history=())
-        return store.Update(key, records, True, latest)
+        return Update(key, records, True, latest)
 
     updates = [
         update("tests/test_k.py::test_copy", quiet, kernels=(COPY,), group="copy", bytes=2.4e9),
@@ -415,7 +415,7 @@ def test_show_lists_the_binaries_of_a_test_the_latest_first(
     narrow = Launch("k", grid=(16384, 1, 1), block=(128, 1, 1), registers=26, share=1.0)
     sessions = {s: SessionInfo(f"2026-02-0{i}T00:00:00+00:00") for i, s in enumerate("ab", 1)}
     updates = [
-        store.Update(
+        Update(
             "tests/test_k.py::test_gelu",
             (SessionRecord(session, median, 30, 0.001),),
             False,
@@ -462,8 +462,8 @@ def creeping_baseline(directory: Path) -> Path:
     creep = tuple(SessionRecord(s, 1.01**i, 30, 0.001) for i, s in enumerate(ids))
     latest = BaselineEntry(timer="cuda-graph", epoch="", anchor=(), history=())
     updates = [
-        store.Update("tests/test_k.py::test_zz_creep", creep, True, latest),
-        store.Update(
+        Update("tests/test_k.py::test_zz_creep", creep, True, latest),
+        Update(
             "tests/test_k.py::test_zz_other",
             creep[:4],
             True,
@@ -741,9 +741,7 @@ def test_plot_draws_a_ratio_to_its_reference_without_a_unit_of_time(
     ratios = tuple(SessionRecord(s, 0.83 + 0.001 * i, 30, 0.001) for i, s in enumerate(sessions))
     latest = BaselineEntry(timer="cuda-graph:ratio", epoch="", anchor=(), history=())
     key = "tests/test_k.py::test_gelu#vs-reference"
-    assert store.save(
-        store.Baseline(path), DEVICE, sessions, [store.Update(key, ratios, True, latest)]
-    )
+    assert store.save(store.Baseline(path), DEVICE, sessions, [Update(key, ratios, True, latest)])
     code, _, err = run(capsys, "plot", str(path), "--out", str(tmp_path / "out"), "--format", "svg")
     assert code == 0, err
     [image] = (tmp_path / "out").iterdir()
@@ -882,7 +880,7 @@ def test_show_flags_creep_alike_from_the_log_medians_of_the_survey(tmp_path: Pat
     ids = sorted(store.load(path).sessions)
     creep = tuple(SessionRecord(s, 1.01**i, 30, 0.001) for i, s in enumerate(ids))
     latest = BaselineEntry(timer="cuda-graph", epoch="", anchor=(), history=())
-    update = store.Update("tests/test_k.py::test_creep", creep, True, latest)
+    update = Update("tests/test_k.py::test_creep", creep, True, latest)
     base = store.load(path)
     assert store.save(base, DEVICE, base.sessions, [update])
     base = store.load(path)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from pytest_gpubench.core.baseline import BaselineEntry, Binary
 from pytest_gpubench.core.kernels import Launch, fingerprint
 from pytest_gpubench.core.records import (
     Judgement,
@@ -23,7 +24,6 @@ from pytest_gpubench.core.records import (
 from pytest_gpubench.core.settings import MeasureSettings, Settings
 from pytest_gpubench.judge.gate import MIN_JUDGED_SAMPLES, Gate
 from pytest_gpubench.judge.rule import judge
-from pytest_gpubench.store.baseline import BaselineEntry, Binary
 
 SETTINGS = MeasureSettings()
 K = Launch("triton_per_fused_softmax_0", grid=(64, 1, 1), block=(128, 1, 1), share=1.0)

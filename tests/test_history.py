@@ -43,6 +43,7 @@ from support import (
     timer_calls,
 )
 
+from pytest_gpubench.core.baseline import ANCHOR_SESSIONS, HISTORY_SESSIONS, BaselineEntry, Update
 from pytest_gpubench.core.records import (
     Measurement,
     Result,
@@ -52,15 +53,7 @@ from pytest_gpubench.core.records import (
     Verdict,
 )
 from pytest_gpubench.report import benchjson
-from pytest_gpubench.store.baseline import (
-    ANCHOR_SESSIONS,
-    HISTORY_SESSIONS,
-    SCHEMA,
-    BaselineEntry,
-    Update,
-    load,
-    save,
-)
+from pytest_gpubench.store.baseline import SCHEMA, load, save
 
 SUM, JOIN = "test_bench.py::test_sum", "test_bench.py::test_join"
 

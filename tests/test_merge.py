@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from pytest_gpubench import cli
+from pytest_gpubench.core.baseline import BaselineEntry, Update
 from pytest_gpubench.core.errors import BaselineError
 from pytest_gpubench.core.kernels import Launch
 from pytest_gpubench.core.records import SessionInfo, SessionRecord
-from pytest_gpubench.store.baseline import BaselineEntry, Update, load, save
+from pytest_gpubench.store.baseline import load, save
 from pytest_gpubench.store.merge import merge, merge_files, updates_between
 
 KEY = "t.py::test_a"

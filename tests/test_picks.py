@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_gpubench.core.baseline import Binary
 from pytest_gpubench.core.kernels import Launch
 from pytest_gpubench.core.records import SessionRecord
 from pytest_gpubench.judge import picks
-from pytest_gpubench.store.baseline import Binary
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -28,9 +28,9 @@ from support import (
 )
 
 from pytest_gpubench import cli
+from pytest_gpubench.core.baseline import BaselineEntry, Update
 from pytest_gpubench.core.records import Measurement, Versus
 from pytest_gpubench.judge import pairs, rule
-from pytest_gpubench.store import baseline as store
 
 SUM = "test_bench.py::test_sum"
 RATIO = SUM + "#vs-reference"
@@ -572,7 +572,7 @@ def test_a_stored_versus_round_trips() -> None:
         session="s",
         versus=Versus(0.5, 1.0),
     )
-    entry = store.Update.of(m, new_epoch=True).apply(None)
-    assert store.BaselineEntry.from_json(entry.to_json(), {"s": None}).versus == m.versus  # type: ignore[dict-item]
+    entry = Update.of(m, new_epoch=True).apply(None)
+    assert BaselineEntry.from_json(entry.to_json(), {"s": None}).versus == m.versus  # type: ignore[dict-item]
     with pytest.raises(ValueError, match="'versus' that is not an object"):
-        store.BaselineEntry.from_json(entry.to_json() | {"versus": 3}, {"s": None})  # type: ignore[dict-item]
+        BaselineEntry.from_json(entry.to_json() | {"versus": 3}, {"s": None})  # type: ignore[dict-item]

@@ -1,5 +1,4 @@
-"""Unit tests of what a sample may be (core.samples) and of the median's precision
-(judge.stats).
+"""Unit tests of what a sample may be and of the median's precision (core.samples).
 
 The summaries are core.records' (tests/test_report.py); the verdict is judge.rule's
 (tests/test_rule.py).
@@ -15,7 +14,7 @@ import numpy as np
 import pytest
 
 from pytest_gpubench.core import samples
-from pytest_gpubench.judge.stats import binomial_quantile, median_halfwidth
+from pytest_gpubench.core.samples import binomial_quantile, median_halfwidth
 
 
 def lognormal(seed: int, n: int, median_ms: float = 1.0, sigma: float = 0.01) -> list[float]:
@@ -55,7 +54,7 @@ def test_median_halfwidth_leaves_scipy_stats_unimported() -> None:
     """Its import cost (1.3-1.9 s in a fresh process on an H200) fell inside the first
     measurement, so inside the device lock of every fresh process."""
     code = (
-        "import sys; from pytest_gpubench.judge.stats import median_halfwidth; "
+        "import sys; from pytest_gpubench.core.samples import median_halfwidth; "
         "median_halfwidth([1.0 + i / 100 for i in range(50)]); "
         "print(sorted(m for m in sys.modules if m.startswith('scipy.stats')))"
     )

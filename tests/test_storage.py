@@ -317,12 +317,13 @@ def test_nesting_is_counted_in_every_branch() -> None:
 
 def test_a_baseline_file_nested_too_deep_beside_usual_records_is_refused(tmp_path: Path) -> None:
     """A value nested too deep beside the usual records is refused; one level less is read."""
+    from pytest_gpubench.core.baseline import BaselineEntry
     from pytest_gpubench.core.errors import BaselineError
     from pytest_gpubench.core.records import SessionInfo, SessionRecord
     from pytest_gpubench.store import baseline
 
     record = SessionRecord("s", 1.0, 20, 0.001)
-    entry = baseline.BaselineEntry("wall", "s", (record,), (record,), (1.0, 1.0))
+    entry = BaselineEntry("wall", "s", (record,), (record,), (1.0, 1.0))
     info = SessionInfo("2026-01-01T00:00:00+00:00", None, None, {})
     doc = baseline.document({}, {"s": info}, {"t.py::test_a": entry})
     doc["benchmarks"]["t.py::test_a"]["future"] = json.loads("[" * 62 + "]" * 62)
@@ -337,12 +338,13 @@ def test_a_baseline_file_nested_too_deep_beside_usual_records_is_refused(tmp_pat
 
 def test_a_file_nested_too_deep_anywhere_is_refused(tmp_path: Path) -> None:
     """In the device or in an entry: refused in one line; a shallow value is read."""
+    from pytest_gpubench.core.baseline import BaselineEntry
     from pytest_gpubench.core.errors import BaselineError
     from pytest_gpubench.core.records import SessionInfo, SessionRecord
     from pytest_gpubench.store import baseline
 
     record = SessionRecord("s", 1.0, 20, 0.001)
-    entry = baseline.BaselineEntry("wall", "s", (record,), (record,), (1.0, 1.0))
+    entry = BaselineEntry("wall", "s", (record,), (record,), (1.0, 1.0))
     info = SessionInfo("2026-01-01T00:00:00+00:00", None, None, {})
     path = tmp_path / "a.json"
     for where in ("device", "note"):

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
+from pytest_gpubench.core.baseline import BaselineEntry, Update
 from pytest_gpubench.core.records import SessionInfo, SessionRecord
-from pytest_gpubench.store.baseline import BaselineEntry, Update, load, save
+from pytest_gpubench.store.baseline import load, save
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / "docs" / "ci" / "gpubench.yml"

@@ -1,5 +1,5 @@
 """Plain values every layer shares: settings, records, launches, errors.
 
-Nothing here imports pytest, torch, scipy or matplotlib; numpy is imported by the functions
-that summarize samples, when they run.
+Nothing here imports pytest, torch or matplotlib; numpy is imported by the functions that
+summarize samples, and scipy.special by the median's precision (samples.py), when they run.
 """

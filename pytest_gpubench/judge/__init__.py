@@ -1,3 +1,4 @@
-"""The verdict, and the statistics behind it (the only package that imports scipy): the
-noise-aware rule (rule.py), the one place that decides what a verdict does (gate.py), and
-the precision of a session's median (stats.py)."""
+"""The verdict, and the statistics behind it: the noise-aware rule (rule.py) and the one
+place that decides what a verdict does (gate.py). With core.samples (the precision of a
+session's median, which stops the timing engine's sampling), the only code that imports
+scipy."""

@@ -51,8 +51,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.baseline import HISTORY_SESSIONS
 from ..core.jsondata import Json
-from ..store.baseline import HISTORY_SESSIONS
 
 # --- constants (bench/simulate_changes.py; tables in docs/verdict.md) -----------------------
 

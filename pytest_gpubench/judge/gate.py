@@ -42,11 +42,11 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from ..core.baseline import BaselineEntry, Update
 from ..core.kernels import binary_changes, diff, launch_count, same_work
 from ..core.records import Judgement, Measurement, Result, SessionRecord, Status, Verdict
 from ..core.samples import bytes_text, time_text
 from ..core.settings import MeasureSettings, Settings
-from ..store.baseline import BaselineEntry, Update
 from .picks import pick_spread, picked
 from .rule import NOT_GATED_BEYOND, SCREEN_P, Design, corrected_alpha, judge
 
@@ -57,7 +57,7 @@ MIN_JUDGED_SAMPLES = 3
 MIN_SAVED_SAMPLES = 2
 # Verdicts that time other work than the history judged against: another timer, another
 # binary (a changed binary saved is added beside the others, its own epoch started:
-# store.baseline.Update.apply).
+# core.baseline.Update.apply).
 OTHER_WORK = frozenset({Status.INCOMPARABLE, Status.CHANGED})
 # Verdicts that say the code changed: a save takes them into the history only when accepted.
 CHANGES = frozenset({Status.REGRESSED, Status.IMPROVED, Status.MORE_MEMORY}) | OTHER_WORK

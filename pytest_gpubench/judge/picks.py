@@ -32,9 +32,9 @@ from dataclasses import dataclass
 
 from scipy import special
 
+from ..core.baseline import Binary
 from ..core.kernels import Launch, same_work
 from ..core.records import Judgement, Status, gate_text
-from ..store.baseline import Binary
 from .rule import NOT_GATED_BEYOND
 
 # (nu0, s0) of a pick by who picks: bench/binary_spread.py's Student t fitted to the picks,

@@ -1013,7 +1013,7 @@ def judge(
 ) -> Judgement:
     """Judge the current sessions of one measurement against its history.
 
-    ``history``: the rolling history (at most ``store.baseline.HISTORY_SESSIONS``);
+    ``history``: the rolling history (at most ``core.baseline.HISTORY_SESSIONS``);
     ``current``: this run's first session, then its confirmations. ``family``: the number of
     measurements judged in the run. ``timer`` and ``launches`` (per call) pick the prior; of a
     ratio to a reference, ``versus``.

@@ -9,11 +9,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..core.baseline import BaselineEntry, reference_of_logs
 from ..core.jsondata import printable
 from ..core.kernels import describe, describe_configs, launch_count
 from ..core.records import Judgement, SessionSummary
 from ..judge.rule import Case, judge_many
-from ..store.baseline import UNKNOWN_DATE, Baseline, BaselineEntry, reference_of_logs
+from ..store.baseline import UNKNOWN_DATE, Baseline
 from . import changes as history_changes
 from .summary import aligned, format_share, format_value
 

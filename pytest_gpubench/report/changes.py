@@ -1,7 +1,7 @@
 """What the change points of each test's history say (judge/changes.py decides): the lines of
 ``gpubench show``, of a save run and of a gated run, and the JSON report's ``changes``.
 
-A test's history is that of the binary it ran (store.baseline.Binary); each test is judged
+A test's history is that of the binary it ran (core.baseline.Binary); each test is judged
 against its own threshold (a flag needs half of it, ``judge.changes.min_change_for``).
 """
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..core.baseline import Update
 from ..core.device import Device, version_changes
 from ..core.kernels import launch_count
 from ..core.records import (
@@ -884,7 +885,7 @@ class BenchSession:
         accepted: Collection[str] = (),
     ) -> Saved:
         gate = self.gate
-        updates: list[store.Update] = []
+        updates: list[Update] = []
         infos: dict[str, SessionInfo] = {}
         lines: list[str] = []
         not_saved: list[str] = []

@@ -15,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ..core.baseline import BaselineEntry, Update
 from ..core.errors import BaselineError
 from ..core.records import SessionInfo, SessionRecord
 from . import files as storage
-from .baseline import WHAT, Baseline, BaselineEntry, Update, document, dumps, load
+from .baseline import WHAT, Baseline, document, dumps, load
 
 
 def updates_between(

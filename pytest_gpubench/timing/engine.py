@@ -2,7 +2,7 @@
 
 Timers only know how to take one sample; this module decides how many to take. It imports
 neither torch nor pytest, so the stopping rules are tested with fake samplers; the interval
-of the median that stops sampling is the statistics package's (judge.stats).
+of the median that stops sampling is core.samples' (the verdict's statistics use it too).
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from typing import Any, Protocol
 from ..core.errors import GpubenchError
 from ..core.kernels import Launch
 from ..core.records import Energy
-from ..core.samples import sample_problem
-from ..judge.stats import median_halfwidth
+from ..core.samples import median_halfwidth, sample_problem
 
 # Warmup: compare the medians of two consecutive windows of this many samples...
 WARMUP_WINDOW = 3
