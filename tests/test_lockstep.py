@@ -469,6 +469,43 @@ def test_a_failure_in_lockstep_rests_on_two_processes(
         assert "(a failure in lockstep needs two processes); this process's: slower by" in reason
 
 
+MANY_TESTS = """
+import pytest
+
+import kernels
+
+
+@pytest.mark.parametrize("n", [10, 20, 30])
+def test_many(gpubench, n):
+    assert gpubench(kernels.work, n) == sum(range(n))
+"""
+
+
+@pytest.mark.slow
+def test_the_failures_of_a_run_share_one_second_process(repo: pytest.Pytester) -> None:
+    """The tests failing on their own process's pairs are timed again together, in one
+    second process at the run's end (the design's pairs each), not one process per test:
+    each failure stands on that process's pairs. With -x it cannot wait (the run stops at
+    the first confirmed failure): that test's second process runs at once."""
+    repo.makepyfile(test_many=MANY_TESTS)
+    commit(repo.path, "three tests of one function")
+    slower(repo, 1.08)
+    args = ("--gpubench-against=HEAD", "--gpubench-pairing=lockstep", "-k", "test_many")
+    result = repo.runpytest_subprocess(*args, "--gpubench-json=ab.json")
+    text = output(result)
+    result.assert_outcomes(failed=3, deselected=2)
+    assert "more pairs of 3 flagged tests from a fresh process" in text
+    assert text.count("from a fresh process") == 1
+    for r in json.loads((repo.path / "ab.json").read_text())["results"]:
+        assert r["against"]["verdict"] == "regressed"
+        assert "a second process's 5 pairs read +8.0% by cuda-graph" in r["reason"], r
+        assert r["costs"]["confirm_s"] > 0, r
+
+    result = repo.runpytest_subprocess(*args, "-x")
+    result.assert_outcomes(failed=1, deselected=2)
+    assert "more pairs of test_many[10] from a fresh process" in output(result)
+
+
 # The working tree's kernel 8% slower, its pairs in the run's own process scattered (a
 # disturbed stretch: conftest.SCATTER).
 ONE_PROCESS_SCATTERED = KERNELS.format(factor=1.08) + "work.fake_scattered = True\n"

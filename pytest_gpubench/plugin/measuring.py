@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ..run.fixture import GpuBench
     from ..run.session import BenchSession
     from ..run.sides import Lockstep
-    from ..versus.lockstep import Pairing
+    from ..versus.lockstep import Pairing, Pending
 
 MARKER = "gpubench"
 # How a test's body ends other than by returning: an error, or pytest's own outcomes (which
@@ -65,12 +65,22 @@ NO_VERDICT_KEY: pytest.StashKey[str] = pytest.StashKey()
 @dataclasses.dataclass
 class Waiting:
     """A test whose flagged verdicts wait for the run's confirmation, and its reports (its
-    outcome is known only then)."""
+    outcome is known only then); ``pending``: a test timed in lockstep, whose failures wait
+    for a second process (versus.lockstep.Pairing.second_processes)."""
 
     item: pytest.Item
     results: tuple[Result, ...]
     settings: MeasureSettings
     reports: list[pytest.TestReport] = dataclasses.field(default_factory=list)
+    pending: Pending | None = None
+
+    def ended(self) -> tuple[Result, ...]:
+        """Its results as they stand, with no confirmation."""
+        if self.pending is None:
+            return self.results
+        from ..versus.lockstep import ended
+
+        return ended(self.pending)
 
 
 def accept_expression(text: str) -> Callable[[pytest.Item], bool]:
@@ -268,7 +278,7 @@ class Measuring:
             and self.session is not None
             and self.session.gate.confirm > 0
             and self.session.gate.enforcing
-            and self.pairing is None
+            and (self.pairing is None or self.pairing.in_process)
             and self.duo is None
             and not config.getoption("maxfail", 0)
             and not hasattr(config, "workerinput")
@@ -284,16 +294,15 @@ class Measuring:
         if not waiting or self.session is None:
             return
         gate = self.session.gate
-        tests = [(w.item.nodeid, w.results, w.settings) for w in waiting]
-        items = [w.item for w in waiting]
         if stopped:
             # Ran before the run stopped, as any test that passed before it: unconfirmed.
-            confirmed = [tuple(gate.unconfirmed(r, stopped) for r in w.results) for w in waiting]
+            confirmed = [tuple(gate.unconfirmed(r, stopped) for r in w.ended()) for w in waiting]
         else:
-            name = items[0].name if len(items) == 1 else f"{len(items)} flagged tests"
-            confirmed = self._confirm(tests, name, items)
+            name = waiting[0].item.name if len(waiting) == 1 else f"{len(waiting)} flagged tests"
+            confirmed = self._confirm(waiting, name)
         for w, results in zip(waiting, confirmed, strict=True):
-            failures = self._settled(w.item, results, compared=False, problem="")
+            paired = w.pending is not None  # confirmed as pairs, not against a history
+            failures = self._settled(w.item, results, compared=paired, problem="")
             for report in w.reports:
                 if report.when != "call":
                     continue
@@ -454,6 +463,9 @@ class Measuring:
             results = self.session.compared(item.nodeid)
         elif paired is not None and self.pairing is not None:
             results = self._paired(item, paired, measurements, settings, confirm, problem)
+            if item.nodeid in self.waiting:  # its second process waits for the run's end
+                item.stash[RESULTS_KEY] = results
+                return []
             compared = True  # confirmed as pairs, not against a history
         else:
             results = tuple(self.session.judge(m, settings) for m in measurements)
@@ -475,28 +487,42 @@ class Measuring:
                 self.waiting[item.nodeid] = Waiting(item, results, settings)
                 return []
             with timeout_paused(item):
-                [results] = self._confirm([(item.nodeid, results, settings)], item.name, [item])
+                [results] = self._confirm([Waiting(item, results, settings)], item.name)
         return self._settled(item, results, compared=compared, problem=problem)
 
-    def _confirm(
-        self,
-        tests: list[tuple[str, tuple[Result, ...], MeasureSettings]],
-        name: str,
-        items: list[pytest.Item],
-    ) -> list[tuple[Result, ...]]:
-        """The tests' flagged results confirmed in the same fresh processes; Ctrl-C while they
-        run stops the run, their flagged verdicts unconfirmed (they fail nothing), and their
-        tests ``items`` without a verdict (:func:`_no_verdict`)."""
+    def _confirm(self, waiting: list[Waiting], name: str) -> list[tuple[Result, ...]]:
+        """The waiting tests' flagged results confirmed in the same fresh processes (those
+        timed in lockstep, in one second process); Ctrl-C while they run stops the run, their
+        flagged verdicts unconfirmed (they fail nothing), and their tests without a verdict
+        (:func:`_no_verdict`)."""
         assert self.session is not None
         gate = self.session.gate
+        plain = [w for w in waiting if w.pending is None]
+        paired = [w for w in waiting if w.pending is not None]
         try:
-            return self.session.confirm(tests, progress=self._progress(name))
+            done = (
+                self.session.confirm(
+                    [(w.item.nodeid, w.results, w.settings) for w in plain],
+                    progress=self._progress(name),
+                )
+                if plain
+                else []
+            )
+            if paired:
+                assert self.pairing is not None
+                done += self.pairing.second_processes(
+                    [w.pending for w in paired if w.pending is not None],
+                    self._progress(name, "more pairs of {} from"),
+                )
         except KeyboardInterrupt:
-            why = f"interrupted while confirming {tests[0][0] if len(tests) == 1 else name}"
-            items[0].session.shouldstop = why
-            for item in items:
-                item.stash[NO_VERDICT_KEY] = f"no verdict: {why}"
-            return [tuple(gate.unconfirmed(r, "interrupted") for r in rs) for _, rs, _ in tests]
+            only = waiting[0].item.nodeid if len(waiting) == 1 else name
+            why = f"interrupted while confirming {only}"
+            waiting[0].item.session.shouldstop = why
+            for w in waiting:
+                w.item.stash[NO_VERDICT_KEY] = f"no verdict: {why}"
+            return [tuple(gate.unconfirmed(r, "interrupted") for r in w.ended()) for w in waiting]
+        confirmed = dict(zip(map(id, plain + paired), done, strict=True))
+        return [confirmed[id(w)] for w in waiting]
 
     def _settled(
         self, item: pytest.Item, results: tuple[Result, ...], *, compared: bool, problem: str
@@ -558,6 +584,8 @@ class Measuring:
                 inputs=lock.inputs,
                 paired=lock.paired,
             )
+            # A failure's second process waits for the run's end, with the other tests'.
+            later: list[Pending] | None = [] if item.stash.get(DEFER_KEY, False) else None
             with timeout_paused(item):
                 try:
                     results = verdicts(
@@ -567,6 +595,7 @@ class Measuring:
                         progress=self._progress(item.name, "more pairs of {} from"),
                         # A pair timed here runs the test's code: bounded as the test is.
                         each_pair=functools.partial(timeout_armed, item),
+                        later=later,
                     )
                 except KeyboardInterrupt:
                     # Ctrl-C while more pairs are timed: the run stops after this test, its
@@ -578,6 +607,8 @@ class Measuring:
                     results = tuple(
                         gate.unconfirmed(r, "interrupted") for r in verdicts(replicate=False)
                     )
+            if later:
+                self.waiting[item.nodeid] = Waiting(item, results, settings, pending=later[0])
             return child_results(results, lock.base) if child else results
         finally:
             lock.paired.clear()  # their inputs: the next test's memory

@@ -83,6 +83,9 @@ AGAIN_SUFFIX = "@again"
 # compare them. The notes and the summary say which ran.
 MORE_VARIABLE = "GPUBENCH_LOCKSTEP_MORE"
 NATIVE_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+# A test whose second process waits (Pairing.second_processes): its node id, its results as
+# its pairs judge them, its settings, and the inputs that differ between the sides by key.
+Pending = tuple[str, tuple[Result, ...], MeasureSettings, Mapping[str, str]]
 ONCE = "which one process holds once"
 
 
@@ -501,15 +504,19 @@ class Pairing:
         progress: Callable[[int, int], None] = lambda i, n: None,
         paired: Mapping[str, Pair] | None = None,
         each_pair: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
+        later: list[Pending] | None = None,
     ) -> tuple[Result, ...]:
         """The verdicts on the test ``nodeid``: on this process's pair of each key (``head``
         and ``base``, the revision's by key; ``failed``: why its test did not pass on the
         revision's side), then, while any is unsure and ``replicate``, on more pairs from
         this process, ``paired``'s calls with their inputs placed anew (``in_process``; or
         from fresh processes running the test in lockstep), batch after batch up to the
-        design's cap. Each pair timed here runs inside ``each_pair()`` (the test's timeout);
-        the first that raises ends the more pairs. Why more pairs measured nothing is said
-        in the results' notes."""
+        design's cap, then what a second process says of them (:meth:`second_processes`;
+        given ``later``, a test that needs one is appended to it, its results pending, for
+        the caller to end with other tests'). Each
+        pair timed here runs inside ``each_pair()`` (the test's timeout); the first that
+        raises ends the more pairs. Why more pairs measured nothing is said in the results'
+        notes."""
         runs: dict[str, list[dict[str, Measurement]]] = {
             BASE: [dict(base)],
             HEAD: [{m.key: m for m in head}],
@@ -555,10 +562,6 @@ class Pairing:
             if len(runs[HEAD]) == done:
                 break  # the batch measured nothing: another would not either
             results = self._judged(runs, lost, lambda _: measure, failed)
-        if replicate and here and not stopped and self.settings.confirm > 0:
-            started = time.perf_counter()
-            results = self._second_process(nodeid, results, measure, progress)
-            spent_s += time.perf_counter() - started
         more = len(runs[HEAD]) - self.design.first  # beyond the first look's
         if more > 0:
             tally = self.added["this process" if here else "fresh processes"]
@@ -571,20 +574,37 @@ class Pairing:
                 f"call{'s' if calls != 1 else ''}"
             )
         note = "; ".join(dict.fromkeys(errors))[:300]
-        results = tuple(_other_inputs(r, (inputs or {}).get(r.key, "")) for r in results)
-        return tuple(_with_cost(r, spent_s / max(1, len(results)), note) for r in results)
+        results = tuple(_with_cost(r, spent_s / max(1, len(results)), note) for r in results)
+        pending = (nodeid, results, measure, inputs or {})
+        if not (replicate and here and not stopped) or not self.asks_second_process(pending):
+            return _ended(results, pending[3])
+        if later is not None:
+            later.append(pending)
+            return results
+        [results] = self.second_processes([pending], progress)
+        return results
 
-    def _second_process(
+    def asks_second_process(self, test: Pending) -> bool:
+        """Whether :meth:`second_processes` would time the pending ``test`` again."""
+        _, results, measure, _ = test
+        gate = Gate.of(self.settings, family=self.session.family)
+        return (
+            self.launcher is not None
+            and self.settings.confirm > 0
+            and any(_asked(r, measure, gate) for r in results)
+        )
+
+    def second_processes(
         self,
-        nodeid: str,
-        results: tuple[Result, ...],
-        measure: MeasureSettings,
+        tests: Sequence[Pending],
         progress: Callable[[int, int], None],
-    ) -> tuple[Result, ...]:
-        """``results`` whose failures (pairs all from this process) are timed again in a
-        fresh process, the design's cap of pairs in it: a failure stands where that
-        process's pairs bear it out (judge.pairs.second_process_agrees), and is ``unsure``
-        where they do not. One
+    ) -> list[tuple[Result, ...]]:
+        """The ``tests``' pending results (node id, results, settings, and the inputs that
+        differ between the sides by key, :func:`_other_inputs`), ended: those whose failures
+        (pairs all from this process) are timed again in one fresh process, all such tests
+        in it, the
+        design's cap of pairs each: a failure stands where that process's pairs bear it out
+        (judge.pairs.second_process_agrees), and is ``unsure`` where they do not. One
         process's two sides can differ by more than the pairs it sets up again show (on an
         H200 a 4.4 µs dropout's sides kept 1-2.4% apart through every pair of a process,
         another's not: bench/results/h200-2026-12-02b), which no number of pairs from that
@@ -593,17 +613,16 @@ class Pairing:
         beyond the threshold (:func:`_unsure_beyond`) is timed there too, and fails where
         that process's pairs fail it on their own at this run's level."""
         gate = Gate.of(self.settings, family=self.session.family)
-        flagged = {
-            r.key
-            for r in results
-            if r.verdict.status in (Status.REGRESSED, Status.IMPROVED) and gate.fails(r.verdict)
-        }
-        beyond = {r.key for r in results if _unsure_beyond(r.verdict, measure.threshold)}
-        if not (flagged or beyond) or self.launcher is None:
-            return results
-        runs = self.launcher.confirming(
-            [nodeid], 1, self.session.device_index, progress, pairs=self.design.cap
-        )
+        asked = [test[0] for test in tests if self.asks_second_process(test)]
+        runs: list[ChildRun] = []
+        share_s = 0.0
+        if asked:
+            assert self.launcher is not None
+            started = time.perf_counter()
+            runs = self.launcher.confirming(
+                asked, 1, self.session.device_index, progress, pairs=self.design.cap
+            )
+            share_s = (time.perf_counter() - started) / len(asked)
         theirs = {
             r.measurement.key: r
             for run in runs
@@ -612,14 +631,23 @@ class Pairing:
         }
         error = next((run.error for run in runs if run.error), "")
 
-        def says(r: Result) -> Result:
-            if r.key in flagged:
-                return _as_second_process_says(r, theirs.get(r.key), error, measure)
-            if r.key in beyond:
-                return self._as_second_process_decides(r, theirs.get(r.key), error, measure, gate)
-            return r
+        def says(r: Result, measure: MeasureSettings, share_s: float) -> Result:
+            why = _asked(r, measure, gate)
+            if why == "flagged":
+                r = _as_second_process_says(r, theirs.get(r.key), error, measure)
+            elif why == "beyond":
+                r = self._as_second_process_decides(r, theirs.get(r.key), error, measure, gate)
+            return _with_cost(r, _confirm_s(r) + share_s, "")
 
-        return tuple(map(says, results))
+        return [
+            _ended(
+                tuple(says(r, measure, share_s / len(results)) for r in results)
+                if nodeid in asked
+                else results,
+                inputs,
+            )
+            for nodeid, results, measure, inputs in tests
+        ]
 
     def _as_second_process_decides(
         self,
@@ -851,6 +879,17 @@ def _sides_of(run: ChildRun, swapped: bool = False) -> list[dict[str, dict[str, 
     return pairs or [{BASE: {}, HEAD: {}}]
 
 
+def ended(test: Pending) -> tuple[Result, ...]:
+    """A pending test's results as they stand, with no second process."""
+    return _ended(test[1], test[3])
+
+
+def _ended(results: tuple[Result, ...], inputs: Mapping[str, str]) -> tuple[Result, ...]:
+    """A test's ``results``, each of a call whose inputs differ between the sides (``inputs``
+    by key) said to be of other work."""
+    return tuple(_other_inputs(r, inputs.get(r.key, "")) for r in results)
+
+
 def _other_inputs(result: Result, changed: str) -> Result:
     """``result`` of a call whose inputs differ between the sides (``changed``): its times
     are of other work, so it is ``changed``, not regressed or improved; its reason says so."""
@@ -889,6 +928,20 @@ def _unsure_beyond(verdict: Verdict, threshold: float) -> bool:
         for j in (judgement, verdict.beside)
         if j is not None
     )
+
+
+def _asked(result: Result, measure: MeasureSettings, gate: Gate) -> str:
+    """Why a second process times ``result``'s test again: "flagged" (it fails on this
+    process's pairs), "beyond" (:func:`_unsure_beyond`), or "" (it does not)."""
+    verdict = result.verdict
+    if verdict.status in (Status.REGRESSED, Status.IMPROVED) and gate.fails(verdict):
+        return "flagged"
+    return "beyond" if _unsure_beyond(verdict, measure.threshold) else ""
+
+
+def _confirm_s(result: Result) -> float:
+    costs = result.measurement.costs
+    return 0.0 if costs is None else costs.confirm_s
 
 
 def _change(judgement: Judgement) -> str:
