@@ -229,7 +229,14 @@ def test_4_a_function_that_changes_its_argument_changes_it_at_every_call(
         ),
         (
             "import asyncio; gpubench(asyncio.sleep, 0)",
-            "test_bad: the function given to gpubench returned a coroutine, so a call only *",
+            "test_bad: the function given to gpubench returned a coroutine, so a call only "
+            "creates it and does none of its work; time a function that runs it, e.g. "
+            "gpubench(lambda [*]a: asyncio.run(fn([*]a)), ...)",
+        ),
+        (
+            "ns = {}; exec('async def ticks(n):\\n    yield n', ns); gpubench(ns['ticks'], 1)",
+            "test_bad: the function given to gpubench returned an async generator, so a call *"
+            "asyncio.run(collect(fn([*]a)))*",
         ),
     ],
     ids=[
@@ -241,6 +248,7 @@ def test_4_a_function_that_changes_its_argument_changes_it_at_every_call(
         "extra-list",
         "generator",
         "coroutine",
+        "async-generator",
     ],
 )
 def test_4_a_bad_value_fails_its_test_and_costs_no_other_test_its_baseline(
@@ -646,6 +654,7 @@ def test_9_a_result_of_one_sample_is_not_saved_and_says_so(
     ],
     ids=["plain", "fixture", "pedantic"],
 )
+@pytest.mark.slow
 def test_11_a_run_without_the_flag_imports_neither_torch_nor_scipy_nor_numpy(
     pytester: pytest.Pytester, test: str
 ) -> None:

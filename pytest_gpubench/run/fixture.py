@@ -322,20 +322,20 @@ class GpuBench:
 def _refuse_unstarted(result: object, test: str) -> None:
     """A call that returned a generator or a coroutine did none of its work: timing it
     would time its creation (and pass as fast as it ever was)."""
-    kind = (
-        "a generator"
-        if inspect.isgenerator(result) or inspect.isasyncgen(result)
-        else "a coroutine"
-        if inspect.iscoroutine(result)
-        else ""
-    )
-    if not kind:
+    if inspect.isgenerator(result):
+        kind, remedy = "a generator", "gpubench(lambda *a: list(fn(*a)), ...)"
+    elif inspect.iscoroutine(result):
+        kind, remedy = "a coroutine", "gpubench(lambda *a: asyncio.run(fn(*a)), ...)"
+    elif inspect.isasyncgen(result):
+        kind = "an async generator"
+        remedy = "gpubench(lambda *a: asyncio.run(collect(fn(*a))), ...), collect an async def "
+        remedy += "returning [v async for v in it]"
+    else:
         return
     close = getattr(result, "close", None)
     if callable(close) and not inspect.isasyncgen(result):
         close()  # (an unawaited coroutine warns when collected)
     raise GpubenchError(
         f"{test}: the function given to gpubench returned {kind}, so a call only creates it "
-        "and does none of its work; time a function that runs it, e.g. "
-        "gpubench(lambda *a: list(fn(*a)), ...)"
+        f"and does none of its work; time a function that runs it, e.g. {remedy}"
     )
