@@ -38,7 +38,10 @@ BUILD_RUNNER = """
 import os, signal, subprocess, sys
 for s in (signal.SIGTERM, signal.SIGHUP):
     signal.signal(s, lambda *_: os.killpg(0, signal.SIGKILL))
-code = subprocess.call(sys.argv[1], shell=True)
+# SIGINT's default, even where ours is ignored (a background job's): the command's own.
+code = subprocess.call(
+    sys.argv[1], shell=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
+)
 if code < 0:
     if -code != signal.SIGKILL:
         signal.signal(-code, signal.SIG_DFL)
