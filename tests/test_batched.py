@@ -42,6 +42,7 @@ def children(pytester: pytest.Pytester) -> int:
     return len(log.read_text().split()) if log.exists() else 0
 
 
+@pytest.mark.slow
 def test_twelve_flagged_tests_are_confirmed_in_the_same_two_processes(
     twelve: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -65,6 +66,7 @@ def test_twelve_flagged_tests_are_confirmed_in_the_same_two_processes(
     assert len(timer_calls(twelve)) >= 12 * 3
 
 
+@pytest.mark.slow
 def test_only_the_flagged_tests_are_timed_again_and_the_others_pass(
     twelve: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -84,6 +86,7 @@ def test_only_the_flagged_tests_are_timed_again_and_the_others_pass(
     }
 
 
+@pytest.mark.slow
 def test_with_x_a_confirmed_failure_still_stops_the_run_at_once(
     twelve: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

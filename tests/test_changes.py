@@ -182,6 +182,7 @@ def test_the_tables_of_verdict_md_are_the_committed_simulation(simulation: Modul
     assert simulation.markdown(result) in (ROOT / "docs/verdict.md").read_text()
 
 
+@pytest.mark.slow
 def test_false_flags_on_the_recorded_gpu_sessions(simulation: ModuleType) -> None:
     """Every history the recorded sessions of unchanged code make (bench/results/sessions.json:
     134 test series, 1794 histories): at most 0.1% flagged (none is: docs/verdict.md)."""
@@ -319,6 +320,7 @@ def test_ranks_are_scipys_average_ranks(shape: tuple[int, ...]) -> None:
         assert np.array_equal(changes.rank(x), stats.rankdata(x, axis=-1))
 
 
+@pytest.mark.slow
 def test_a_history_longer_than_a_save_keeps_is_judged_on_its_latest_sessions() -> None:
     """Issue 46: the null grows with the square of the length (400 sessions took 53 s)."""
     flat, rising = [0.0] * 5000, [0.02 * i for i in range(changes.MAX_SESSIONS)]

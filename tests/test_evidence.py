@@ -431,6 +431,7 @@ def fake_ncu(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path
     return log
 
 
+@pytest.mark.slow
 def test_with_ncu_a_failure_shows_nsight_computes_metrics_of_one_call_and_keeps_its_report(
     fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -468,6 +469,7 @@ def test_with_ncu_a_failure_shows_nsight_computes_metrics_of_one_call_and_keeps_
     assert ["dram__throughput.avg.pct_of_peak_sustained_elapsed", 70.8, "%"] in kernel["metrics"]
 
 
+@pytest.mark.slow
 def test_without_ncu_on_path_the_option_is_one_line_and_a_failing_ncu_fails_nothing(
     fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -89,6 +89,7 @@ def history(fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Py
 # --- A/A, and building the history ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_one_saved_session_catches_half_again_and_passes_less(
     fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -114,6 +115,7 @@ def test_one_saved_session_catches_half_again_and_passes_less(
     [("1.0", "0.003", "5.0%"), ("0.005", "0.02", "*%")],
     ids=["1ms-shift-0.3%", "5us-shift-2%"],
 )
+@pytest.mark.slow
 def test_aa_sessions_with_per_process_shifts_pass_and_build_the_history(
     fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, base_ms: str, shift: str, gate: str
 ) -> None:

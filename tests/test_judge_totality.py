@@ -103,6 +103,7 @@ def assert_total(j: Judgement) -> None:
     st.booleans(),
     st.integers(0, 4),
 )
+@pytest.mark.slow
 def test_the_pair_judge_judges_every_input(
     pairs: tuple[list[SessionSummary], list[SessionSummary]],
     threshold: float,

@@ -64,6 +64,7 @@ def test_module(gpubench, module, n):
 )
 
 
+@pytest.mark.slow
 def test_kernel_time_is_judged_beside_time_per_call_and_says_which_moved(
     repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -154,6 +155,7 @@ def test_kernel_time_is_judged_beside_time_per_call_and_says_which_moved(
     assert summed["beside"]["current_sessions"] == 1
 
 
+@pytest.mark.slow
 def test_against_its_own_revision_both_sides_run_here(repo: pytest.Pytester) -> None:
     """Lockstep is the default pairing: no option asks for it."""
     result = repo.runpytest_subprocess("--gpubench-against=HEAD", "--gpubench-confirm=0")
@@ -164,6 +166,7 @@ def test_against_its_own_revision_both_sides_run_here(repo: pytest.Pytester) -> 
     assert "regressed" not in text and "Traceback" not in text
 
 
+@pytest.mark.slow
 def test_a_slower_commit_fails_in_one_process_whatever_its_shift(
     repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -188,6 +191,7 @@ def test_a_slower_commit_fails_in_one_process_whatever_its_shift(
     assert "over 1 pair in lockstep" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_the_working_tree_is_the_head_side_and_a_lazy_import_finds_its_side(
     repo: pytest.Pytester,
 ) -> None:
@@ -217,6 +221,7 @@ def test_lazy(gpubench):
     assert "faster by 20.0% than main" in text
 
 
+@pytest.mark.slow
 def test_tests_on_one_side_only_are_new_or_removed(repo: pytest.Pytester) -> None:
     repo.makepyfile(test_gone="def test_old(gpubench):\n    assert gpubench(len, 'ab') == 2\n")
     commit(repo.path, "a test that the working tree removes")
@@ -231,6 +236,7 @@ def test_tests_on_one_side_only_are_new_or_removed(repo: pytest.Pytester) -> Non
     assert "Traceback" not in text
 
 
+@pytest.mark.slow
 def test_a_fixture_holding_the_projects_code_serves_each_side_its_own(
     repo: pytest.Pytester,
 ) -> None:
@@ -626,6 +632,7 @@ def test_module(gpubench, module):
         ),
     ],
 )
+@pytest.mark.slow
 def test_a_revision_whose_test_fails_or_skips_there_is_unmeasurable_not_failed(
     repo: pytest.Pytester, body: str, said: str
 ) -> None:
@@ -1051,6 +1058,7 @@ def {test}(gpubench, ext):
     assert "test_b: regressed: slower by 30.0% than HEAD" in text
 
 
+@pytest.mark.slow
 def test_other_inputs_on_the_two_sides_are_reported_not_judged(repo: pytest.Pytester) -> None:
     """The working tree's test gives its function other inputs than the revision's: the
     pair times other work, so it is `changed` and names the inputs, whatever it read."""

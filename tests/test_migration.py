@@ -51,6 +51,7 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 # --- the suite written for pytest-benchmark --------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_pytest_benchmark_suite_runs_under_gpubench_with_the_flag(fake: pytest.Pytester) -> None:
     """The guide's steps: the suite unchanged, pytest-benchmark out, the opt-in flag; its
     twelve benchmarks are timed, saved, and judged; the plain test runs as before."""
@@ -416,6 +417,7 @@ def test_only_and_skip_keep_the_meaning_of_x_and_lf(fake: pytest.Pytester) -> No
     result.stdout.fnmatch_lines(["run-last-failure: rerun previous 1 failure"])
 
 
+@pytest.mark.slow
 def test_only_under_xdist(fake: pytest.Pytester) -> None:
     pytest.importorskip("xdist")
     fake.makepyfile(test_a=MIXED)

@@ -143,6 +143,7 @@ def test_ratios_of_recorded_sessions_in_a_pairs_are_same_without_a_false_verdict
     assert same >= 0.95 * runs, found
 
 
+@pytest.mark.slow
 def test_the_lockstep_rule_and_its_second_process_on_recorded_processes() -> None:
     """bench/lockstep_resample.py on the committed A/A runs: no recorded process fails an
     unchanged test at 1, 2 or 5%; with +5% planted at 2%, a second process (another run's)

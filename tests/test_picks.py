@@ -29,6 +29,7 @@ def spread_report() -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_the_priors_are_the_student_t_fitted_to_the_recorded_picks(spread_report: str) -> None:
     fitted = {
         who: (float(df), float(scale) / 100)

@@ -267,6 +267,7 @@ def test_twenty_percent_slower_fails_as_regressed(
     assert timer_calls(saved)[calls:] == [f"{FAKE_NAME} {KIND} False"] * 2
 
 
+@pytest.mark.slow
 def test_twenty_percent_faster_passes_as_improved(
     saved: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1257,6 +1258,7 @@ def test_xdist_workers_judge_against_the_baseline(
     )
 
 
+@pytest.mark.slow
 def test_xdist_workers_fail_a_save_over_a_regression_and_carry_its_accept(
     saved: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

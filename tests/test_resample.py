@@ -54,6 +54,7 @@ NOT_MET = pytest.mark.xfail(
         (0.02, True, 54, 800, 0.005),
     ],
 )
+@pytest.mark.slow
 def test_unchanged_runs_at_twenty_sessions_rarely_fail(
     resample, machines, threshold, outliers, tests, runs, bound
 ) -> None:
@@ -62,6 +63,7 @@ def test_unchanged_runs_at_twenty_sessions_rarely_fail(
     assert outcome.false_rate <= bound, outcome.failed_runs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("threshold", [0.05, 0.02])
 def test_unchanged_runs_with_histories_of_distinct_sessions_rarely_fail(
     resample, machines, threshold
@@ -97,6 +99,7 @@ def test_the_held_out_sessions_are_there(resample) -> None:
     assert sorted((m.suite, m.x.shape) for m in held) == [("example", (96, 10)), ("user", (13, 11))]
 
 
+@pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason="issue 45: two groups fail 0.1-0.4% of 5-session runs")
 @pytest.mark.parametrize("threshold", [0.05, 0.02])
 def test_held_out_sessions_in_two_groups_do_not_fail_five_session_histories(
@@ -150,6 +153,7 @@ def test_a_test_that_gates_the_threshold_catches_it(
     assert outcome.flagged[sel].mean() >= 0.99
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [1, 2])
 def test_a_history_of_one_or_two_sessions_gates_half_again_without_false_failures(
     resample, machines, k

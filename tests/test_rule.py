@@ -511,6 +511,7 @@ def one_to_gate(x: np.ndarray, prior: rule.Prior, limit: int = 50) -> int | None
     return None
 
 
+@pytest.mark.slow
 def test_sessions_to_gate_of_many_histories_at_once_are_those_of_each() -> None:
     """Histories of one to eight sessions, steady or spread, of many durations and timers,
     more than a chunk of them: the same as each length asked on its own."""

@@ -207,6 +207,7 @@ def test_a_run_goes_with_the_baseline_directory(fake: pytest.Pytester) -> None:
     assert len(runs_of(fake, "perf")) == 1 and runs_of(fake) == []
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_stores_nothing(fake: pytest.Pytester) -> None:
     fake.makepyfile(
         test_bench=BENCH + "\n\ndef test_stop(gpubench):\n    raise KeyboardInterrupt\n"
@@ -224,6 +225,7 @@ def test_a_run_without_gpubench_tests_stores_nothing(fake: pytest.Pytester) -> N
     assert not (fake.path / ".gpubench").exists()
 
 
+@pytest.mark.slow
 def test_only_the_controller_stores_a_run_under_xdist(fake: pytest.Pytester) -> None:
     fake.makepyfile(test_bench=BENCH)
     result = fake.runpytest_subprocess("--gpubench", NO_CONFIRM, "-n", "2")
