@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from pytest_gpubench.core.codec import Coded, spec
+from pytest_gpubench.core.codec import Coded, empty, spec
 from pytest_gpubench.core.jsondata import Json
 from pytest_gpubench.core.records import COUNT, NO_EXTRA, Status, no_extra
 
@@ -25,7 +25,7 @@ class Outer(Coded):
     name: str
     status: Status = field(metadata=spec(missing=Status.NEW))
     ratio: float | None = field(default=None, metadata=spec(form=lambda r: round(r, 2)))
-    tags: tuple[str, ...] = field(default=(), metadata=spec(omit=()))
+    tags: tuple[str, ...] = field(default=(), metadata=spec(omit=empty))
     inner: Inner | None = field(default=None, metadata=spec(key="nested"))
     note: str = field(default="", metadata=spec(lenient=True))
     extra: Mapping[str, Json] = field(default_factory=no_extra)

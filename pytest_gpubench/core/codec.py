@@ -38,7 +38,7 @@ _ABSENT: Any = object()
 class Spec(NamedTuple):
     key: str | None
     form: Callable[[Any], Json] | None
-    omit: Any
+    omit: Callable[[Any], bool] | None
     check: tuple[Callable[[Any], bool], str] | None
     lenient: bool
     missing: Any
@@ -47,17 +47,27 @@ class Spec(NamedTuple):
 def spec(
     key: str | None = None,
     form: Callable[[Any], Json] | None = None,
-    omit: Any = _ABSENT,
+    omit: Callable[[Any], bool] | None = None,
     check: tuple[Callable[[Any], bool], str] | None = None,
     lenient: bool = False,
     missing: Any = _ABSENT,
 ) -> dict[str, Spec]:
     """A field's metadata (``dataclasses.field(metadata=spec(...))``): ``key`` its name in
-    the file; ``form`` how a value (not None) is written; ``omit`` a value not written at
-    all; ``check`` what a value read must pass and what it should be; ``lenient`` a value
-    of another type read as the default; ``missing`` what a required field reads as when
-    the file lacks it."""
+    the file; ``form`` how a value (not None) is written; ``omit`` which values are not
+    written at all (``absent``, ``empty``); ``check`` what a value read must pass and what
+    it should be; ``lenient`` a value of another type read as the default; ``missing``
+    what a required field reads as when the file lacks it."""
     return {"codec": Spec(key, form, omit, check, lenient, missing)}
+
+
+def absent(value: object) -> bool:
+    """None: a value a file leaves out."""
+    return value is None
+
+
+def empty(value: object) -> bool:
+    """None, empty, zero or false: a value a file leaves out."""
+    return not value
 
 
 class _Wrong(Exception):
@@ -77,6 +87,8 @@ class _Field(NamedTuple):
 class Coded:
     """A record written and read by the codec alone."""
 
+    __slots__ = ()
+
     def to_json(self) -> dict[str, Json]:
         return encode(self)
 
@@ -91,7 +103,7 @@ def encode(record: object) -> dict[str, Json]:
     data: dict[str, Json] = {}
     for f in _plan(type(record)).fields:
         value = getattr(record, f.name)
-        if f.spec.omit is not _ABSENT and value == f.spec.omit:
+        if f.spec.omit is not None and f.spec.omit(value):
             continue
         data[f.key] = None if value is None else f.write(value)
     extra = getattr(record, "extra", None)
@@ -152,7 +164,7 @@ def _planned(cls: type) -> _Plan:
     for f in dataclasses.fields(cls):
         if f.name == "extra":
             continue
-        s = f.metadata.get("codec") or Spec(None, None, _ABSENT, None, False, _ABSENT)
+        s = f.metadata.get("codec") or Spec(None, None, None, None, False, _ABSENT)
         write, read, expected = _io(hints[f.name])
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         form = s.form or write

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .codec import encode, spec
+from .codec import absent, empty, encode, spec
 from .jsondata import Json
 
 # Trace event categories that are device work of the call.
@@ -40,13 +40,13 @@ class Launch:
     name: str  # cut to NAME_CHARS for storage
     kind: str = "kernel"  # kernel, memcpy or memset
     # Of the full name: two template instances may share a long prefix.
-    digest: str = field(default="", metadata=spec(omit=""))
+    digest: str = field(default="", metadata=spec(omit=empty))
     count: int = 1
-    grid: tuple[int, int, int] | None = field(default=None, metadata=spec(omit=None))
-    block: tuple[int, int, int] | None = field(default=None, metadata=spec(omit=None))
-    registers: int | None = field(default=None, metadata=spec(omit=None))  # per thread
+    grid: tuple[int, int, int] | None = field(default=None, metadata=spec(omit=absent))
+    block: tuple[int, int, int] | None = field(default=None, metadata=spec(omit=absent))
+    registers: int | None = field(default=None, metadata=spec(omit=absent))  # per thread
     # Bytes per block.
-    shared_memory: int | None = field(default=None, metadata=spec(omit=None))
+    shared_memory: int | None = field(default=None, metadata=spec(omit=absent))
     # Share of the call's summed device time.
     share: float = field(default=0.0, metadata=spec(form=lambda share: round(share, 4)))
 

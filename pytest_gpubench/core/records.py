@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TypeGuard
 
-from .codec import Coded, decode, encode, spec
+from .codec import Coded, absent, decode, empty, encode, spec
 from .jsondata import Json
 from .kernels import Launch, fingerprint
 from .samples import sample_problem, session_summary
@@ -138,28 +138,18 @@ class SessionSummary:
 
 
 @dataclass(frozen=True)
-class SessionInfo:
+class SessionInfo(Coded):
     """What one session (one process) shares across the measurements it recorded."""
 
     date: str
     commit: str | None = None
     machine: str | None = None  # GPU UUID, or a digest of the host for the CPU timer
     versions: Mapping[str, str | None] = field(default_factory=dict)
-    host: str | None = None  # the host's name: only where asked (--gpubench-record-host)
+    # The host's name: only where asked (--gpubench-record-host).
+    host: str | None = field(default=None, metadata=spec(omit=absent))
     extra: Mapping[str, Json] = field(default_factory=no_extra)  # keys of a newer version
 
     KNOWN = frozenset(("date", "commit", "machine", "versions", "host"))
-
-    def to_json(self) -> dict[str, Json]:
-        data: dict[str, Json] = {
-            "date": self.date,
-            "commit": self.commit,
-            "machine": self.machine,
-            "versions": dict(self.versions),
-        }
-        if self.host is not None:
-            data["host"] = self.host
-        return with_extra(data, self.extra)
 
     @classmethod
     def from_json(cls, data: Json) -> SessionInfo:
@@ -184,18 +174,21 @@ class SessionInfo:
 
 
 @dataclass(frozen=True, slots=True)  # millions in a file of 10^5 tests: no dict each
-class SessionRecord:
+class SessionRecord(Coded):
     """One session's summary of one measurement: what the verdict needs of it."""
 
     session: str  # key into the file's table of sessions
-    median_ms: float
+    median_ms: float = field(metadata=spec(form=rounded))
     n: int
-    se_log: float | None  # within-session standard error of log(median); None: unknown
+    # Within-session standard error of log(median); None: unknown.
+    se_log: float | None = field(metadata=spec(form=rounded))
     calls_per_sample: int = 1
-    peak_bytes: int | None = None  # what one call held at its peak (None: not known)
+    # What one call held at its peak (None: not known; left out, so files of CPU runs stay
+    # as they were).
+    peak_bytes: int | None = field(default=None, metadata=spec(omit=absent))
     extra: Mapping[str, Json] = field(default_factory=no_extra)  # keys of a newer version
     # A lockstep pair's side: the call's kernel time (Beside), the median of its samples.
-    beside_ms: float | None = None
+    beside_ms: float | None = field(default=None, metadata=spec(form=rounded, omit=absent))
 
     KNOWN = frozenset(
         ("session", "median_ms", "n", "se_log", "calls_per_sample", "peak_bytes", "beside_ms")
@@ -223,20 +216,6 @@ class SessionRecord:
     @property
     def summary(self) -> SessionSummary:
         return SessionSummary(self.median_ms, self.n, self.se_log_or_nan)
-
-    def to_json(self) -> dict[str, Json]:
-        data: dict[str, Json] = {
-            "session": self.session,
-            "median_ms": rounded(self.median_ms),
-            "n": self.n,
-            "se_log": None if self.se_log is None else rounded(self.se_log),
-            "calls_per_sample": self.calls_per_sample,
-        }
-        if self.peak_bytes is not None:  # only where known: files of CPU runs stay as they were
-            data["peak_bytes"] = self.peak_bytes
-        if self.beside_ms is not None:
-            data["beside_ms"] = rounded(self.beside_ms)
-        return with_extra(data, self.extra)
 
     @classmethod
     def from_json(cls, data: Json) -> SessionRecord:
@@ -712,7 +691,7 @@ class Measurement:
 
 
 @dataclass(frozen=True)
-class Paired:
+class Paired(Coded):
     """Both sides of a measurement judged against a revision measured in the same job
     (``--gpubench-against``): the revision as typed, its full commit, and each side's
     sessions. The first ``pairs`` of each are the judged pairs, aligned (pair i's base and
@@ -727,8 +706,8 @@ class Paired:
     base_sessions: tuple[SessionRecord, ...] = ()
     head_sessions: tuple[SessionRecord, ...] = ()
     pairs: int = 0
-    lockstep: bool = False
-    duos: tuple[int, ...] = ()
+    lockstep: bool = field(default=False, metadata=spec(omit=empty))
+    duos: tuple[int, ...] = field(default=(), metadata=spec(omit=empty))
 
     def __post_init__(self) -> None:
         if not 0 <= self.pairs <= min(len(self.base_sessions), len(self.head_sessions)):
@@ -750,17 +729,6 @@ class Paired:
     def head_median_ms(self) -> float | None:
         """The working tree's time, as :attr:`base_median_ms`."""
         return _median_of(self.head_sessions)
-
-    def to_json(self) -> dict[str, Json]:
-        return {
-            "revision": self.revision,
-            "commit": self.commit,
-            "pairs": self.pairs,
-            **({"lockstep": True} if self.lockstep else {}),
-            **({"duos": list(self.duos)} if self.duos else {}),
-            "base_sessions": [r.to_json() for r in self.base_sessions],
-            "head_sessions": [r.to_json() for r in self.head_sessions],
-        }
 
     @classmethod
     def from_json(cls, data: Json) -> Paired:
