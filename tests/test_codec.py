@@ -62,7 +62,7 @@ def test_a_read_defaults_what_is_missing_and_keeps_what_it_does_not_know() -> No
         ({"name": 5}, "has a 'name' of 5, not a string"),
         ({"name": "a", "status": "maybe"}, "has a 'status' of 'maybe', not a status"),
         ({"name": "a", "ratio": True}, "has a 'ratio' of True, not a number"),
-        ({"name": "a", "tags": "x"}, "has a 'tags' of 'x', not a list, each a string"),
+        ({"name": "a", "tags": "x"}, "has a 'tags' of 'x', not a list"),
         ({"name": "a", "nested": 3}, "has a 'nested' of 3, not an object"),
         ({"name": "a", "nested": {}}, "has an 'inner' with no 'n'"),
         ({"name": "a", "nested": {"n": 0}}, "has an 'inner' 'n' of 0, not a count"),
