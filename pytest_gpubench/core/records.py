@@ -51,11 +51,6 @@ def unknown_keys(data: Mapping[str, Json], known: frozenset[str]) -> Mapping[str
     return MappingProxyType({k: v for k, v in data.items() if k not in known})
 
 
-def with_extra(data: dict[str, Json], extra: Mapping[str, Json]) -> dict[str, Json]:
-    """``data`` with the unknown keys ``extra`` kept beside it (a known key wins)."""
-    return {**extra, **data} if extra else data
-
-
 def is_number(value: object) -> TypeGuard[int | float]:
     """An int or float of JSON (not a bool)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
@@ -450,8 +445,12 @@ def summarize(samples_ms: Iterable[float]) -> Summary:
     )
 
 
+# A step of Costs in a file: to 0.1 ms; a value that is no number read as 0 (informational).
+STEP = spec(form=lambda seconds: round(float(seconds), 4), lenient=True)
+
+
 @dataclass(frozen=True)
-class Costs:
+class Costs(Coded):
     """Seconds a measurement took, by step: the untimed first call, waiting for the device
     lock (other processes timing on the GPU), the timer's set-up (capture, validation, the
     CUPTI profile of eager calls), the sampling itself, and its share of the fresh processes
@@ -459,28 +458,12 @@ class Costs:
     function timed alternately with another (``reference=``, the revision's side in
     lockstep) adds the other's untimed first call: its compile and autotuning."""
 
-    first_call_s: float = 0.0
-    lock_wait_s: float = 0.0
-    timer_setup_s: float = 0.0
-    sampling_s: float = 0.0
-    confirm_s: float = 0.0
-    other_first_call_s: float = 0.0
-
-    def to_json(self) -> dict[str, float]:
-        return {k: round(v, 4) for k, v in dataclasses.asdict(self).items()}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> Costs:
-        """Its steps in a file, those this release knows (a later one's extra steps, or a
-        value that is no number, are left out: costs are informational)."""
-        steps = {f.name for f in dataclasses.fields(cls)}
-        return cls(
-            **{
-                k: float(v)
-                for k, v in data.items()
-                if k in steps and isinstance(v, int | float) and not isinstance(v, bool)
-            }
-        )
+    first_call_s: float = field(default=0.0, metadata=STEP)
+    lock_wait_s: float = field(default=0.0, metadata=STEP)
+    timer_setup_s: float = field(default=0.0, metadata=STEP)
+    sampling_s: float = field(default=0.0, metadata=STEP)
+    confirm_s: float = field(default=0.0, metadata=STEP)
+    other_first_call_s: float = field(default=0.0, metadata=STEP)
 
 
 @dataclass(frozen=True)
