@@ -161,17 +161,16 @@ def _io(hint: Any) -> tuple[Callable[[Any], Json], Callable[[Json], Any], str]:
         read = getattr(hint, "from_json", None) or getattr(hint, "from_dict", None)
         read = read or functools.partial(decode, hint)
         return write, lambda v: read(_object(v)), "an object"
-    if origin is tuple:  # tuple[X, ...] or tuple[X, Y, Z]
-        parts = [_io(a) for a in (args[:1] if args[-1] is Ellipsis else args)]
-        size = None if args[-1] is Ellipsis else len(args)
-
-        def read(v: Json) -> tuple[Any, ...]:
-            if not isinstance(v, list) or len(v) != (size or len(v)):
-                raise _Wrong
-            return tuple(parts[i if size else 0][1](x) for i, x in enumerate(v))
-
-        write = [p[0] for p in parts]
-        return (lambda v: [write[i if size else 0](x) for i, x in enumerate(v)]), read, "a list"
+    if origin is tuple and args[-1] is Ellipsis:
+        write, read, _ = _io(args[0])
+        return (lambda v: list(map(write, v))), (lambda v: tuple(map(read, _list(v)))), "a list"
+    if origin is tuple:  # of a fixed length: one hint per item
+        parts = [_io(a) for a in args]
+        return (
+            lambda v: [p[0](x) for p, x in zip(parts, v, strict=True)],
+            lambda v: tuple(p[1](x) for p, x in zip(parts, _list(v, len(parts)), strict=True)),
+            "a list",
+        )
     if origin in (Mapping, dict):
         item_write, item_read, _ = _io(args[1])
         return (
@@ -200,6 +199,12 @@ def _member(hint: type[enum.Enum]) -> Callable[[Json], Any]:
             raise _Wrong from None
 
     return read
+
+
+def _list(value: Json, length: int | None = None) -> list[Json]:
+    if not isinstance(value, list) or len(value) != (length or len(value)):
+        raise _Wrong
+    return value
 
 
 def _object(value: Json) -> dict[str, Json]:
