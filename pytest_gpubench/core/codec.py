@@ -162,8 +162,9 @@ def _io(hint: Any) -> tuple[Callable[[Any], Json], Callable[[Json], Any], str]:
         read = read or functools.partial(decode, hint)
         return write, lambda v: read(_object(v)), "an object"
     if origin is tuple and args[-1] is Ellipsis:
-        write, read, _ = _io(args[0])
-        return (lambda v: list(map(write, v))), (lambda v: tuple(map(read, _list(v)))), "a list"
+        write, read, item = _io(args[0])
+        each = f"a list, each {item}"
+        return (lambda v: list(map(write, v))), (lambda v: tuple(map(read, _list(v)))), each
     if origin is tuple:  # of a fixed length: one hint per item
         parts = [_io(a) for a in args]
         return (
