@@ -16,6 +16,7 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from .codec import absent, empty, encode, spec
 from .jsondata import Json
 from .kernels import Launch, fingerprint, same_binary
 from .records import (
@@ -29,7 +30,6 @@ from .records import (
     rounded,
     unknown_keys,
     whole,
-    with_extra,
 )
 from .samples import MAX_SAMPLE_MS, MIN_SAMPLE_MS, sample_problem
 
@@ -118,21 +118,18 @@ class Binary:
         )
 
     def to_json(self) -> dict[str, Json]:
-        data: dict[str, Json] = {
-            "epoch": self.epoch,
-            "anchor": [r.to_json() for r in self.anchor],
-            "history": [r.to_json() for r in self.history],
-            "kernels": [k.to_dict() for k in self.kernels],
-        }
-        if self.kernels:
-            data["binary"] = self.fingerprint  # for a reader: derived, not read back
-        return with_extra(data, self.extra)
+        return _with_fingerprint(encode(self), self.kernels)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Json], sessions: Mapping[str, SessionInfo]) -> Binary:
         """Raises ValueError saying what is wrong."""
         epoch, anchor, history, kernels = _binary_parts(data, sessions)
         return cls(kernels, epoch, anchor, history, unknown_keys(data, cls.KNOWN))
+
+
+def _with_fingerprint(data: dict[str, Json], kernels: Sequence[Launch]) -> dict[str, Json]:
+    """A binary's JSON with its fingerprint, for a reader: derived, not read back."""
+    return {**data, "binary": fingerprint(kernels)} if kernels else data
 
 
 def _binary_parts(
@@ -184,15 +181,20 @@ class BaselineEntry:
     epoch: str  # the session that started the latest binary's epoch
     anchor: tuple[SessionRecord, ...]  # the epoch's first sessions
     history: tuple[SessionRecord, ...]  # the latest sessions of the epoch, oldest first
-    samples_ms: tuple[float, ...] = ()  # the latest session's samples, for display
+    # The latest session's samples, for display.
+    samples_ms: tuple[float, ...] = field(
+        default=(), metadata=spec(form=lambda xs: list(map(rounded, xs)))
+    )
     kernels: tuple[Launch, ...] = ()  # what one call of the latest session launched
-    group: str | None = None
-    bytes: float | None = None
-    flops: float | None = None
-    extra_info: dict[str, Json] | None = None
-    note: str | None = None
-    others: tuple[Binary, ...] = ()  # its other binaries, the most recently saved first
-    versus: Versus | None = None  # a ratio to a reference: what its latest session compared
+    group: str | None = field(default=None, metadata=spec(omit=absent))
+    bytes: float | None = field(default=None, metadata=spec(omit=absent))
+    flops: float | None = field(default=None, metadata=spec(omit=absent))
+    extra_info: dict[str, Json] | None = field(default=None, metadata=spec(omit=empty))
+    note: str | None = field(default=None, metadata=spec(omit=empty))
+    # Its other binaries, the most recently saved first.
+    others: tuple[Binary, ...] = field(default=(), metadata=spec(omit=empty))
+    # A ratio to a reference: what its latest session compared.
+    versus: Versus | None = field(default=None, metadata=spec(omit=absent))
     # Keys of a newer version (beside its own, those of its latest binary): written back.
     extra: Mapping[str, Json] = field(default_factory=no_extra)
 
@@ -240,23 +242,7 @@ class BaselineEntry:
         return self.with_binaries((self.binary.extended(records), *self.others))
 
     def to_json(self) -> dict[str, Json]:
-        data: dict[str, Json] = {
-            "timer": self.timer,
-            **self.binary.to_json(),
-            "samples_ms": [rounded(s) for s in self.samples_ms],
-        }
-        if self.others:
-            data["others"] = [b.to_json() for b in self.others]
-        optional = {
-            "group": self.group,
-            "bytes": self.bytes,
-            "flops": self.flops,
-            "extra_info": self.extra_info or None,
-            "note": self.note or None,
-            "versus": None if self.versus is None else self.versus.to_json(),
-        }
-        data.update({k: v for k, v in optional.items() if v is not None})
-        return with_extra(data, self.extra)
+        return _with_fingerprint(encode(self), self.kernels)
 
     @classmethod
     def from_json(cls, data: Json, sessions: Mapping[str, SessionInfo]) -> BaselineEntry:

@@ -16,8 +16,9 @@ import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from .codec import absent, empty, encode, spec
 from .jsondata import Json
 
 # Trace event categories that are device work of the call.
@@ -38,13 +39,16 @@ class Launch:
 
     name: str  # cut to NAME_CHARS for storage
     kind: str = "kernel"  # kernel, memcpy or memset
-    digest: str = ""  # of the full name: two template instances may share a long prefix
+    # Of the full name: two template instances may share a long prefix.
+    digest: str = field(default="", metadata=spec(omit=empty))
     count: int = 1
-    grid: tuple[int, int, int] | None = None
-    block: tuple[int, int, int] | None = None
-    registers: int | None = None  # per thread
-    shared_memory: int | None = None  # bytes per block
-    share: float = 0.0  # share of the call's summed device time
+    grid: tuple[int, int, int] | None = field(default=None, metadata=spec(omit=absent))
+    block: tuple[int, int, int] | None = field(default=None, metadata=spec(omit=absent))
+    registers: int | None = field(default=None, metadata=spec(omit=absent))  # per thread
+    # Bytes per block.
+    shared_memory: int | None = field(default=None, metadata=spec(omit=absent))
+    # Share of the call's summed device time.
+    share: float = field(default=0.0, metadata=spec(form=lambda share: round(share, 4)))
 
     @property
     def config(self) -> tuple[Dims | None, Dims | None, int | None, int | None]:
@@ -55,15 +59,7 @@ class Launch:
         return f"{self.kind}:{self.digest or self.name}"
 
     def to_dict(self) -> dict[str, Json]:
-        data: dict[str, Json] = {"name": self.name, "kind": self.kind, "count": self.count}
-        if self.digest:
-            data["digest"] = self.digest
-        for key in ("grid", "block", "registers", "shared_memory"):
-            value = getattr(self, key)
-            if value is not None:
-                data[key] = list(value) if isinstance(value, tuple) else value
-        data["share"] = round(self.share, 4)
-        return data
+        return encode(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Json]) -> Launch:

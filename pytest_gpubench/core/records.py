@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TypeGuard
 
+from .codec import Coded, absent, decode, empty, encode, spec
 from .jsondata import Json
 from .kernels import Launch, fingerprint
 from .samples import sample_problem, session_summary
@@ -50,11 +51,6 @@ def unknown_keys(data: Mapping[str, Json], known: frozenset[str]) -> Mapping[str
     return MappingProxyType({k: v for k, v in data.items() if k not in known})
 
 
-def with_extra(data: dict[str, Json], extra: Mapping[str, Json]) -> dict[str, Json]:
-    """``data`` with the unknown keys ``extra`` kept beside it (a known key wins)."""
-    return {**extra, **data} if extra else data
-
-
 def is_number(value: object) -> TypeGuard[int | float]:
     """An int or float of JSON (not a bool)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
@@ -72,6 +68,12 @@ def whole(low: int) -> Callable[[object], bool]:
 
 def _is_count(value: object, low: int) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+# Checks of fields read (codec.spec): what a value must pass, and what it should be.
+TIME = (lambda value: not sample_problem(value), "a time in ms")
+COUNT = (whole(1), "a count")
+AT_LEAST_0 = (at_least(0.0), "a number >= 0")
 
 
 class Status(str, enum.Enum):
@@ -131,28 +133,18 @@ class SessionSummary:
 
 
 @dataclass(frozen=True)
-class SessionInfo:
+class SessionInfo(Coded):
     """What one session (one process) shares across the measurements it recorded."""
 
     date: str
     commit: str | None = None
     machine: str | None = None  # GPU UUID, or a digest of the host for the CPU timer
     versions: Mapping[str, str | None] = field(default_factory=dict)
-    host: str | None = None  # the host's name: only where asked (--gpubench-record-host)
+    # The host's name: only where asked (--gpubench-record-host).
+    host: str | None = field(default=None, metadata=spec(omit=absent))
     extra: Mapping[str, Json] = field(default_factory=no_extra)  # keys of a newer version
 
     KNOWN = frozenset(("date", "commit", "machine", "versions", "host"))
-
-    def to_json(self) -> dict[str, Json]:
-        data: dict[str, Json] = {
-            "date": self.date,
-            "commit": self.commit,
-            "machine": self.machine,
-            "versions": dict(self.versions),
-        }
-        if self.host is not None:
-            data["host"] = self.host
-        return with_extra(data, self.extra)
 
     @classmethod
     def from_json(cls, data: Json) -> SessionInfo:
@@ -177,18 +169,21 @@ class SessionInfo:
 
 
 @dataclass(frozen=True, slots=True)  # millions in a file of 10^5 tests: no dict each
-class SessionRecord:
+class SessionRecord(Coded):
     """One session's summary of one measurement: what the verdict needs of it."""
 
     session: str  # key into the file's table of sessions
-    median_ms: float
+    median_ms: float = field(metadata=spec(form=rounded))
     n: int
-    se_log: float | None  # within-session standard error of log(median); None: unknown
+    # Within-session standard error of log(median); None: unknown.
+    se_log: float | None = field(metadata=spec(form=rounded))
     calls_per_sample: int = 1
-    peak_bytes: int | None = None  # what one call held at its peak (None: not known)
+    # What one call held at its peak (None: not known; left out, so files of CPU runs stay
+    # as they were).
+    peak_bytes: int | None = field(default=None, metadata=spec(omit=absent))
     extra: Mapping[str, Json] = field(default_factory=no_extra)  # keys of a newer version
     # A lockstep pair's side: the call's kernel time (Beside), the median of its samples.
-    beside_ms: float | None = None
+    beside_ms: float | None = field(default=None, metadata=spec(form=rounded, omit=absent))
 
     KNOWN = frozenset(
         ("session", "median_ms", "n", "se_log", "calls_per_sample", "peak_bytes", "beside_ms")
@@ -216,20 +211,6 @@ class SessionRecord:
     @property
     def summary(self) -> SessionSummary:
         return SessionSummary(self.median_ms, self.n, self.se_log_or_nan)
-
-    def to_json(self) -> dict[str, Json]:
-        data: dict[str, Json] = {
-            "session": self.session,
-            "median_ms": rounded(self.median_ms),
-            "n": self.n,
-            "se_log": None if self.se_log is None else rounded(self.se_log),
-            "calls_per_sample": self.calls_per_sample,
-        }
-        if self.peak_bytes is not None:  # only where known: files of CPU runs stay as they were
-            data["peak_bytes"] = self.peak_bytes
-        if self.beside_ms is not None:
-            data["beside_ms"] = rounded(self.beside_ms)
-        return with_extra(data, self.extra)
 
     @classmethod
     def from_json(cls, data: Json) -> SessionRecord:
@@ -261,7 +242,7 @@ class SessionRecord:
 
 
 @dataclass(frozen=True)
-class Judgement:
+class Judgement(Coded):
     """What the statistical rule found for one measurement, with what it was judged by.
 
     Ratios are current / reference (geometric means of session medians; the current sessions'
@@ -314,21 +295,7 @@ class Judgement:
             return self.bar
         return bar_of_change(self.bar, self.ratio)
 
-    def to_json(self) -> dict[str, Json]:
-        data = dataclasses.asdict(self)
-        data["status"] = self.status.value
-        return data
-
-    @classmethod
-    def from_json(cls, data: Json) -> Judgement:
-        """Inverse of :meth:`to_json`; fields it does not know (a newer version's) are left
-        out."""
-        if not isinstance(data, dict):
-            raise ValueError("has a 'judgement' that is not an object")
-        known = {f.name for f in dataclasses.fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
-        values["status"] = Status(values["status"])
-        return cls(**values)
+    WHAT = "a 'judgement'"
 
 
 def bar_of_change(bar: float, ratio: float) -> float:
@@ -364,58 +331,36 @@ def is_ratio(timer: str) -> bool:
 
 
 @dataclass(frozen=True)
-class Versus:
+class Versus(Coded):
     """What a ratio measurement compares: the medians (ms) of the function and of its
     reference over the pairs of its first session, and what one call of each launches
     (their times per launch pick the ratio's prior: judge.rule.ratio_prior)."""
 
-    fn_ms: float
-    reference_ms: float
-    fn_launches: int = 1
-    reference_launches: int = 1
+    fn_ms: float = field(metadata=spec(form=rounded, check=TIME))
+    reference_ms: float = field(metadata=spec(form=rounded, check=TIME))
+    fn_launches: int = field(default=1, metadata=spec(check=COUNT))
+    reference_launches: int = field(default=1, metadata=spec(check=COUNT))
 
-    def to_json(self) -> dict[str, Json]:
-        return {
-            "fn_ms": rounded(self.fn_ms),
-            "reference_ms": rounded(self.reference_ms),
-            "fn_launches": self.fn_launches,
-            "reference_launches": self.reference_launches,
-        }
-
-    @classmethod
-    def from_json(cls, data: Json) -> Versus:
-        """Raises ValueError saying what is wrong."""
-        if not isinstance(data, dict):
-            raise ValueError("has a 'versus' that is not an object")
-        values = []
-        for name in ("fn_ms", "reference_ms"):
-            value = data.get(name)
-            if not is_number(value) or sample_problem(value):
-                raise ValueError(f"has a 'versus' {name!r} of {value!r:.40}, not a time in ms")
-            values.append(float(value))
-        counts = []
-        for name in ("fn_launches", "reference_launches"):
-            count = data.get(name, 1)
-            if not isinstance(count, int) or not whole(1)(count):
-                raise ValueError(f"has a 'versus' {name!r} of {count!r:.40}, not a count")
-            counts.append(count)
-        return cls(values[0], values[1], counts[0], counts[1])
+    WHAT = "a 'versus'"
 
 
 @dataclass(frozen=True)
-class Energy:
+class Energy(Coded):
     """What one call costs in energy, informational (never judged): NVML's total-energy
     counter read around a window of back-to-back calls (``timing.energy``), and the mean of
     the power readings taken during it, which cross-checks the counter (power x time)."""
 
-    joules_per_call: float
-    watts: float  # the counter's energy over the window's time
-    calls: int
-    window_s: float
+    joules_per_call: float = field(metadata=spec(form=rounded, check=AT_LEAST_0))
+    # the counter's energy over the window's time
+    watts: float = field(metadata=spec(form=rounded, check=AT_LEAST_0))
+    calls: int = field(metadata=spec(check=COUNT))
+    window_s: float = field(metadata=spec(form=rounded, check=AT_LEAST_0))
     # The mean power read during the window, and how it was read ("instant", or NVML's
     # "average" over its own 1 s); None where the GPU gave no reading.
-    sampled_watts: float | None = None
-    power_source: str = ""
+    sampled_watts: float | None = field(default=None, metadata=spec(form=rounded, check=AT_LEAST_0))
+    power_source: str = field(default="", metadata=spec(lenient=True))
+
+    WHAT = "an 'energy'"
 
     @property
     def agreement(self) -> float | None:
@@ -423,36 +368,6 @@ class Energy:
         if not self.sampled_watts:
             return None
         return self.watts / self.sampled_watts
-
-    def to_json(self) -> dict[str, Json]:
-        return {
-            "joules_per_call": rounded(self.joules_per_call),
-            "watts": rounded(self.watts),
-            "calls": self.calls,
-            "window_s": rounded(self.window_s),
-            "sampled_watts": None if self.sampled_watts is None else rounded(self.sampled_watts),
-            "power_source": self.power_source,
-        }
-
-    @classmethod
-    def from_json(cls, data: Json) -> Energy:
-        """Raises ValueError saying what is wrong."""
-        if not isinstance(data, dict):
-            raise ValueError("has an 'energy' that is not an object")
-        numbers: list[float] = []
-        for name in ("joules_per_call", "watts", "window_s", "sampled_watts"):
-            value = data.get(name)
-            if name == "sampled_watts" and value is None:
-                continue
-            if not is_number(value) or not at_least(0.0)(value):
-                raise ValueError(f"has an 'energy' {name!r} of {value!r:.40}, not a number >= 0")
-            numbers.append(float(value))
-        calls, source = data.get("calls"), data.get("power_source", "")
-        if not isinstance(calls, int) or not whole(1)(calls):
-            raise ValueError(f"has an 'energy' 'calls' of {calls!r:.40}, not a count")
-        sampled = numbers[3] if len(numbers) > 3 else None
-        text = source if isinstance(source, str) else ""
-        return cls(numbers[0], numbers[1], calls, numbers[2], sampled, text)
 
 
 # The Nsight Compute metrics of a failure's evidence (--gpubench-ncu), by ncu name, each
@@ -467,73 +382,33 @@ NCU_METRICS = (
 
 
 @dataclass(frozen=True)
-class NcuKernel:
+class NcuKernel(Coded):
     """One kernel of one call as Nsight Compute profiled it (``run.ncu``): its name and
     launch configuration, and its metrics by their ncu names, each a number and its unit."""
 
     name: str
-    block: str = ""
-    grid: str = ""
-    metrics: tuple[tuple[str, float, str], ...] = ()
+    block: str = field(default="", metadata=spec(lenient=True))
+    grid: str = field(default="", metadata=spec(lenient=True))
+    # Each [name, value, unit].
+    metrics: tuple[tuple[str, float, str], ...] = field(
+        default=(), metadata=spec(form=lambda ms: [[n, rounded(v), u] for n, v, u in ms])
+    )
+
+    WHAT = "an 'ncu' kernel"
 
     def metric(self, name: str) -> float | None:
         return next((value for n, value, _ in self.metrics if n == name), None)
 
-    def to_json(self) -> dict[str, Json]:
-        return {
-            "name": self.name,
-            "block": self.block,
-            "grid": self.grid,
-            "metrics": [[n, rounded(v), u] for n, v, u in self.metrics],
-        }
-
-    @classmethod
-    def from_json(cls, data: Json) -> NcuKernel:
-        """Raises ValueError saying what is wrong."""
-        if not isinstance(data, dict) or not isinstance(data.get("name"), str):
-            raise ValueError("has an 'ncu' kernel that is not an object with a name")
-        metrics = []
-        for entry in data.get("metrics") or ():
-            if not (
-                isinstance(entry, list)
-                and len(entry) == 3
-                and isinstance(entry[0], str)
-                and is_number(entry[1])
-                and isinstance(entry[2], str)
-            ):
-                raise ValueError(
-                    f"has an 'ncu' metric {entry!r:.60} that is not [name, value, unit]"
-                )
-            metrics.append((entry[0], float(entry[1]), entry[2]))
-        block, grid = data.get("block", ""), data.get("grid", "")
-        return cls(
-            data["name"],
-            block if isinstance(block, str) else "",
-            grid if isinstance(grid, str) else "",
-            tuple(metrics),
-        )
-
 
 @dataclass(frozen=True)
-class NcuEvidence:
+class NcuEvidence(Coded):
     """Nsight Compute's metrics of one call (--gpubench-ncu): the report file (open it in
     Nsight Compute) and the kernels it profiled, in launch order."""
 
     report: str
     kernels: tuple[NcuKernel, ...] = ()
 
-    def to_json(self) -> dict[str, Json]:
-        return {"report": self.report, "kernels": [k.to_json() for k in self.kernels]}
-
-    @classmethod
-    def from_json(cls, data: Json) -> NcuEvidence:
-        """Raises ValueError saying what is wrong."""
-        if not isinstance(data, dict) or not isinstance(data.get("report"), str):
-            raise ValueError("has an 'ncu' that is not an object with a report")
-        kernels = data.get("kernels") or []
-        if not isinstance(kernels, list):
-            raise ValueError("has an 'ncu' whose kernels are not a list")
-        return cls(data["report"], tuple(NcuKernel.from_json(k) for k in kernels))
+    WHAT = "an 'ncu'"
 
 
 # --- one measurement ------------------------------------------------------------------------
@@ -570,8 +445,12 @@ def summarize(samples_ms: Iterable[float]) -> Summary:
     )
 
 
+# A step of Costs in a file: to 0.1 ms; a value that is no number read as 0 (informational).
+STEP = spec(form=lambda seconds: round(float(seconds), 4), lenient=True)
+
+
 @dataclass(frozen=True)
-class Costs:
+class Costs(Coded):
     """Seconds a measurement took, by step: the untimed first call, waiting for the device
     lock (other processes timing on the GPU), the timer's set-up (capture, validation, the
     CUPTI profile of eager calls), the sampling itself, and its share of the fresh processes
@@ -579,28 +458,12 @@ class Costs:
     function timed alternately with another (``reference=``, the revision's side in
     lockstep) adds the other's untimed first call: its compile and autotuning."""
 
-    first_call_s: float = 0.0
-    lock_wait_s: float = 0.0
-    timer_setup_s: float = 0.0
-    sampling_s: float = 0.0
-    confirm_s: float = 0.0
-    other_first_call_s: float = 0.0
-
-    def to_json(self) -> dict[str, float]:
-        return {k: round(v, 4) for k, v in dataclasses.asdict(self).items()}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> Costs:
-        """Its steps in a file, those this release knows (a later one's extra steps, or a
-        value that is no number, are left out: costs are informational)."""
-        steps = {f.name for f in dataclasses.fields(cls)}
-        return cls(
-            **{
-                k: float(v)
-                for k, v in data.items()
-                if k in steps and isinstance(v, int | float) and not isinstance(v, bool)
-            }
-        )
+    first_call_s: float = field(default=0.0, metadata=STEP)
+    lock_wait_s: float = field(default=0.0, metadata=STEP)
+    timer_setup_s: float = field(default=0.0, metadata=STEP)
+    sampling_s: float = field(default=0.0, metadata=STEP)
+    confirm_s: float = field(default=0.0, metadata=STEP)
+    other_first_call_s: float = field(default=0.0, metadata=STEP)
 
 
 @dataclass(frozen=True)
@@ -625,11 +488,11 @@ class Measurement:
     key: str  # baseline key: the node id, plus "#name" for named measurements
     test: str  # display name: the test name, plus "#name"
     timer: str
-    samples_ms: tuple[float, ...]
-    warmup: int
-    calls_per_sample: int
+    samples_ms: tuple[float, ...] = field(metadata=spec(form=lambda xs: list(map(rounded, xs))))
+    warmup: int = field(metadata=spec(missing=0))
+    calls_per_sample: int = field(metadata=spec(missing=1))
     threshold: float
-    session: str  # the id of the session that took the samples
+    session: str = field(metadata=spec(missing=""))  # the id of the session that took the samples
     confirmations: tuple[SessionRecord, ...] = ()  # sessions of fresh processes
     group: str | None = None
     note: str = ""
@@ -661,15 +524,15 @@ class Measurement:
     # The share of the time it timed that its process was ready to run and had no CPU
     # (timing.wall: Linux's run delay; None: not known). Over MAX_CPU_WAIT (judge.gate): a
     # loaded host, and no verdict.
-    cpu_wait: float | None = None
+    cpu_wait: float | None = field(default=None, metadata=spec(lenient=True))
     # What each session of the measurement shares, by session id.
     session_infos: Mapping[str, SessionInfo] = field(default_factory=dict)
     costs: Costs | None = None  # where the measurement's time went (JSON report only)
     # A profiler trace of one call (Chrome/Perfetto JSON), where one was kept: the evidence
     # of a failure, or every measurement's with --gpubench-profile.
-    trace: str | None = None
+    trace: str | None = field(default=None, metadata=spec(lenient=True))
     # A ratio's: the reference function's trace of one call beside it (``trace``: the function's).
-    reference_trace: str | None = None
+    reference_trace: str | None = field(default=None, metadata=spec(lenient=True))
     # A ratio to a reference function (timer ending in RATIO_SUFFIX): what it compares.
     versus: Versus | None = None
     # Energy per call (--gpubench-energy, where the GPU reports it): informational.
@@ -799,115 +662,19 @@ class Measurement:
 
     def to_dict(self) -> dict[str, Json]:
         """Plain JSON-able form (the result file's fields of a measurement)."""
-        return {
-            "key": self.key,
-            "test": self.test,
-            "timer": self.timer,
-            "samples_ms": [rounded(s) for s in self.samples_ms],
-            "warmup": self.warmup,
-            "calls_per_sample": self.calls_per_sample,
-            "threshold": self.threshold,
-            "session": self.session,
-            "group": self.group,
-            "note": self.note,
-            "throttled": list(self.throttled),
-            "clocks_mhz": list(self.clocks_mhz),
-            "bytes": self.bytes,
-            "flops": self.flops,
-            "peak_gbs": self.peak_gbs,
-            "cached_gbs": self.cached_gbs,
-            "cache_bytes": self.cache_bytes,
-            "matmul_tflops": self.matmul_tflops,
-            "matmul_dtype": self.matmul_dtype,
-            "peak_bytes": self.peak_bytes,
-            "extra_info": dict(self.extra_info),
-            "date": self.date,
-            "git_commit": self.git_commit,
-            "gpu": self.gpu,
-            "kernels": [k.to_dict() for k in self.kernels],
-            "device_ms": self.device_ms,
-            "graph_ms": self.graph_ms,
-            "caveat": self.caveat,
-            "cpu_wait": self.cpu_wait,
-            "confirmations": [r.to_json() for r in self.confirmations],
-            "session_infos": {k: v.to_json() for k, v in self.session_infos.items()},
-            "costs": None if self.costs is None else self.costs.to_json(),
-            "trace": self.trace,
-            "reference_trace": self.reference_trace,
-            "versus": None if self.versus is None else self.versus.to_json(),
-            "energy": None if self.energy is None else self.energy.to_json(),
-            "ncu": None if self.ncu is None else self.ncu.to_json(),
-            "reference_ncu": None if self.reference_ncu is None else self.reference_ncu.to_json(),
-            "beside_ms": self.beside_ms,
-        }
+        return encode(self)
 
     @classmethod
     def from_dict(cls, data: Json) -> Measurement:
-        """Inverse of :meth:`to_dict`; fields it lacks take their defaults. Raises KeyError,
-        TypeError or ValueError on data that is no measurement."""
-        for name in ("session_infos", "extra_info", "costs"):
-            if not isinstance(data.get(name) or {}, dict):
-                raise ValueError(f"has a {name!r} that is not an object")
-        samples = tuple(float(s) for s in data["samples_ms"])
-        session = str(data.get("session", ""))
-        calls = int(data.get("calls_per_sample", 1))
-        costs = data.get("costs")
-        return cls(
-            key=data["key"],
-            test=data["test"],
-            timer=data["timer"],
-            samples_ms=samples,
-            warmup=int(data.get("warmup", 0)),
-            calls_per_sample=calls,
-            threshold=float(data["threshold"]),
-            session=session,
-            confirmations=tuple(SessionRecord.from_json(r) for r in data.get("confirmations", ())),
-            group=data.get("group"),
-            note=data.get("note") or "",
-            throttled=tuple(data.get("throttled", ())),
-            clocks_mhz=tuple(data.get("clocks_mhz", ())),
-            bytes=data.get("bytes"),
-            flops=data.get("flops"),
-            peak_gbs=data.get("peak_gbs"),
-            cached_gbs=data.get("cached_gbs"),
-            cache_bytes=data.get("cache_bytes"),
-            matmul_tflops=data.get("matmul_tflops"),
-            matmul_dtype=data.get("matmul_dtype"),
-            peak_bytes=data.get("peak_bytes"),
-            extra_info=dict(data.get("extra_info") or {}),
-            date=data.get("date") or "",
-            git_commit=data.get("git_commit"),
-            gpu=data.get("gpu"),
-            kernels=tuple(Launch.from_dict(k) for k in data.get("kernels", ())),
-            device_ms=data.get("device_ms"),
-            graph_ms=data.get("graph_ms"),
-            caveat=data.get("caveat") or "",
-            cpu_wait=data.get("cpu_wait") if is_number(data.get("cpu_wait")) else None,
-            session_infos={
-                k: SessionInfo.from_json(v) for k, v in data.get("session_infos", {}).items()
-            },
-            costs=Costs.from_json(costs) if isinstance(costs, dict) else None,
-            trace=data.get("trace") if isinstance(data.get("trace"), str) else None,
-            reference_trace=(
-                data["reference_trace"] if isinstance(data.get("reference_trace"), str) else None
-            ),
-            versus=None if data.get("versus") is None else Versus.from_json(data["versus"]),
-            energy=None if data.get("energy") is None else Energy.from_json(data["energy"]),
-            ncu=None if data.get("ncu") is None else NcuEvidence.from_json(data["ncu"]),
-            reference_ncu=(
-                None
-                if data.get("reference_ncu") is None
-                else NcuEvidence.from_json(data["reference_ncu"])
-            ),
-            beside_ms=data.get("beside_ms"),
-        )
+        """Inverse of :meth:`to_dict`; ValueError saying what is wrong."""
+        return decode(cls, data)
 
 
 # --- what a measurement means ---------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class Paired:
+class Paired(Coded):
     """Both sides of a measurement judged against a revision measured in the same job
     (``--gpubench-against``): the revision as typed, its full commit, and each side's
     sessions. The first ``pairs`` of each are the judged pairs, aligned (pair i's base and
@@ -922,8 +689,8 @@ class Paired:
     base_sessions: tuple[SessionRecord, ...] = ()
     head_sessions: tuple[SessionRecord, ...] = ()
     pairs: int = 0
-    lockstep: bool = False
-    duos: tuple[int, ...] = ()
+    lockstep: bool = field(default=False, metadata=spec(omit=empty))
+    duos: tuple[int, ...] = field(default=(), metadata=spec(omit=empty))
 
     def __post_init__(self) -> None:
         if not 0 <= self.pairs <= min(len(self.base_sessions), len(self.head_sessions)):
@@ -945,17 +712,6 @@ class Paired:
     def head_median_ms(self) -> float | None:
         """The working tree's time, as :attr:`base_median_ms`."""
         return _median_of(self.head_sessions)
-
-    def to_json(self) -> dict[str, Json]:
-        return {
-            "revision": self.revision,
-            "commit": self.commit,
-            "pairs": self.pairs,
-            **({"lockstep": True} if self.lockstep else {}),
-            **({"duos": list(self.duos)} if self.duos else {}),
-            "base_sessions": [r.to_json() for r in self.base_sessions],
-            "head_sessions": [r.to_json() for r in self.head_sessions],
-        }
 
     @classmethod
     def from_json(cls, data: Json) -> Paired:
@@ -999,7 +755,7 @@ def _median_of(records: Iterable[SessionRecord]) -> float | None:
 class Verdict:
     """The verdict on one measurement, and what it was judged against."""
 
-    status: Status
+    status: Status = field(metadata=spec(missing=Status.NEW))
     judgement: Judgement | None = None  # the rule's statistics; None where it did not run
     reason: str = ""  # why the status, in a line (kernel changes, timer changes, too few)
     kernel_changes: tuple[str, ...] = ()  # changed: what differs from the previous binary
@@ -1012,11 +768,12 @@ class Verdict:
     previous_ratio: float | None = None  # changed: time / the previous binary's reference
     # changed: the same kernels, run as often, in another configuration (an autotuner's or
     # compiler's choice) rather than other work.
-    same_kernels: bool = False
+    same_kernels: bool = field(default=False, metadata=spec(lenient=True))
     # A save was told to take this session into the history whatever it judged (a change:
     # as a new epoch; judge.gate.Gate.accepts).
-    accepted: bool = False
-    paired: Paired | None = None  # against a revision: both sides' sessions
+    accepted: bool = field(default=False, metadata=spec(lenient=True))
+    # against a revision: both sides' sessions
+    paired: Paired | None = field(default=None, metadata=spec(key="against"))
     # What the reference's call launched (the binary judged against, the previous one of a
     # changed binary, the revision's): the per-kernel table of a failure compares them.
     reference_kernels: tuple[Launch, ...] = ()
@@ -1042,46 +799,11 @@ class Verdict:
         )
 
     def to_dict(self) -> dict[str, Json]:
-        return {
-            "status": self.status.value,
-            "judgement": None if self.judgement is None else self.judgement.to_json(),
-            "reason": self.reason,
-            "kernel_changes": list(self.kernel_changes),
-            "reference_ms": self.reference_ms,
-            "history_sessions": self.history_sessions,
-            "family": self.family,
-            "baseline_binary": self.baseline_binary,
-            "previous_ratio": self.previous_ratio,
-            "same_kernels": self.same_kernels,
-            "accepted": self.accepted,
-            "against": None if self.paired is None else self.paired.to_json(),
-            "reference_kernels": [k.to_dict() for k in self.reference_kernels],
-            "beside": None if self.beside is None else self.beside.to_json(),
-            "spoils": self.spoils,
-        }
+        return encode(self)
 
     @classmethod
     def from_dict(cls, data: Json) -> Verdict:
-        judgement = data.get("judgement")
-        return cls(
-            status=Status(data.get("status", Status.NEW.value)),
-            judgement=None if judgement is None else Judgement.from_json(judgement),
-            reason=data.get("reason") or "",
-            kernel_changes=tuple(data.get("kernel_changes", ())),
-            reference_ms=data.get("reference_ms"),
-            history_sessions=int(data.get("history_sessions", 0)),
-            family=int(data.get("family", 1)),
-            baseline_binary=str(data.get("baseline_binary") or ""),
-            previous_ratio=data.get("previous_ratio"),
-            same_kernels=data.get("same_kernels") is True,
-            accepted=data.get("accepted") is True,
-            paired=None if data.get("against") is None else Paired.from_json(data["against"]),
-            reference_kernels=tuple(
-                Launch.from_dict(k) for k in data.get("reference_kernels") or ()
-            ),
-            beside=None if data.get("beside") is None else Judgement.from_json(data["beside"]),
-            spoils=str(data.get("spoils") or ""),
-        )
+        return decode(cls, data)
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.baseline import HISTORY_SESSIONS
-from ..core.jsondata import Json
+from ..core.codec import Coded
 
 # --- constants (bench/simulate_changes.py; tables in docs/verdict.md) -----------------------
 
@@ -91,19 +91,16 @@ class Flag(str, enum.Enum):
 
 
 @dataclass(frozen=True)
-class Step:
+class Step(Coded):
     """A slower level from session ``index`` (0-based, oldest first) to the last one."""
 
     index: int  # the first session of the new level
     size: float  # fraction: 0.10 is 10% slower than the sessions before it
     p: float  # permutation p-value of the split, against the null of its part's length
 
-    def to_json(self) -> dict[str, Json]:
-        return {"index": self.index, "size": self.size, "p": self.p}
-
 
 @dataclass(frozen=True)
-class Trend:
+class Trend(Coded):
     """The broken stick that fits the history best: flat up to ``onset - 1``, then rising
     (or not) to the end."""
 
@@ -112,12 +109,9 @@ class Trend:
     change: float  # fraction: the slope over the sessions it rose over
     p: float  # permutation p-value of the most significant rise statistic
 
-    def to_json(self) -> dict[str, Json]:
-        return {"onset": self.onset, "slope": self.slope, "change": self.change, "p": self.p}
-
 
 @dataclass(frozen=True)
-class Changes:
+class Changes(Coded):
     """What a test's history shows. ``steps``: the significant slower steps, oldest first
     (small ones included; a flag needs ``min_change``); ``trend``: the best broken stick,
     None below ``MIN_SESSIONS``; ``flag``: creep, step, or None; ``reason``: a line saying why."""
@@ -129,17 +123,6 @@ class Changes:
     reason: str = ""
     min_change: float = MIN_CHANGE
     alpha: float = ALPHA
-
-    def to_json(self) -> dict[str, Json]:
-        return {
-            "sessions": self.sessions,
-            "flag": None if self.flag is None else self.flag.value,
-            "reason": self.reason,
-            "steps": [s.to_json() for s in self.steps],
-            "trend": None if self.trend is None else self.trend.to_json(),
-            "min_change": self.min_change,
-            "alpha": self.alpha,
-        }
 
 
 def min_change_for(threshold: float) -> float:

@@ -64,7 +64,6 @@ from ..core.records import (
     SessionRecord,
     no_extra,
     unknown_keys,
-    with_extra,
 )
 from . import files as storage
 from .runs import RUNS
@@ -333,13 +332,13 @@ def document(
 ) -> dict[str, Json]:
     """The JSON document of a baseline file (its sessions: those ``entries`` refer to;
     ``extra``: the top-level keys of a newer version, kept)."""
-    data: dict[str, Json] = {
+    return {
+        **extra,
         "schema": SCHEMA,
         "device": dict(device),
         "sessions": {k: v.to_json() for k, v in used_sessions(sessions, entries).items()},
         "benchmarks": {k: e.to_json() for k, e in entries.items()},
     }
-    return with_extra(data, extra)
 
 
 _ENCODER = json.JSONEncoder(allow_nan=False)  # one encoder: json.dumps builds one per call
