@@ -270,7 +270,9 @@ def test_a_child_that_measured_nothing_says_why(
     monkeypatch.setattr(subprocess, "Popen", FakePopen(None, 4, "collected 0\nERROR: not found"))
     run = launcher(tmp_path).recording(None, 2)
     assert run.results == ()
-    assert run.error == "a fresh process measured nothing (exit 4: usage error): ERROR: not found"
+    assert run.error == (
+        "a fresh process measured nothing (exit code 4: usage error): ERROR: not found"
+    )
 
 
 def test_a_child_that_hangs_is_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -699,7 +701,7 @@ def test_a_collection_error_of_a_child_is_told_in_one_line() -> None:
     assert collection_errors("E   AssertionError: a failed test, not a collection") == ()
 
 
-def test_a_child_names_the_test_it_runs_and_how_a_process_ended(tmp_path: Path) -> None:
+def test_a_child_names_the_test_it_runs(tmp_path: Path) -> None:
     out = tmp_path / "child.json"
     assert children.running_test(out) == ""
     children.beat(out, "t.py::test_a")
@@ -708,9 +710,15 @@ def test_a_child_names_the_test_it_runs_and_how_a_process_ended(tmp_path: Path) 
     assert children.running_test(out) == "t.py::test_a"
     children.beat(out, "")
     assert children.running_test(out) == ""
-    assert children.died(-6) == "signal 6 (SIGABRT)"
-    assert children.died(-9) == "signal 9 (SIGKILL)"
-    assert children.died(3) == "exit 3"
+
+
+def test_how_a_process_ended_is_said_one_way() -> None:
+    assert processes.died(-6) == "killed by SIGABRT"
+    assert processes.died(-9) == "killed by SIGKILL"
+    assert processes.died(-11) == "killed by SIGSEGV"
+    assert processes.died(3) == "exit code 3"
+    assert processes.died(0) == "exit code 0"
+    assert processes.died(-200) == "killed by signal 200"
 
 
 def test_a_child_names_a_test_whose_id_holds_a_lone_surrogate(tmp_path: Path) -> None:

@@ -29,7 +29,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import site
 import subprocess
 import sys
@@ -152,7 +151,7 @@ class ChildRun:
     # Modules it imported from a tree it must not (FOREIGN_VARIABLE): "name (file)".
     foreign: tuple[str, ...] = ()
     # The tests a process died in (an abort, a segfault, SIGKILL, an os._exit), each with
-    # how it ended (:func:`died`): a relay times the rest in a fresh process.
+    # how it ended (``processes.died``): a relay times the rest in a fresh process.
     crashed: tuple[tuple[str, str], ...] = ()
 
     @property
@@ -453,16 +452,6 @@ def running_test(out: Path) -> str:
         return ""
 
 
-def died(code: int | None) -> str:
-    """How a process ended, in words: ``signal 6 (SIGABRT)``, ``exit 3``."""
-    if code is None or code >= 0:
-        return f"exit {code}"
-    try:
-        return f"signal {-code} ({signal.Signals(-code).name})"
-    except ValueError:
-        return f"signal {-code}"
-
-
 class Signs:
     """When a child (or a batch of children) last showed progress, on this process's
     monotonic clock: when it was made (the child could start timing), renewed when its
@@ -542,10 +531,9 @@ def finish_child(
         code = proc.returncode
         test = running_test(out)
         if test:  # it died in a test: pytest reports the failures it can catch
-            return ChildRun(
-                error=f"a fresh process died in {test}: {died(code)}", crashed=((test, died(code)),)
-            )
-        how = f"exit {code}: {EXITS[code]}" if code in EXITS else f"exit {code}"
+            how = processes.died(code)
+            return ChildRun(error=f"a fresh process died in {test}, {how}", crashed=((test, how),))
+        how = f"{processes.died(code)}: {EXITS[code]}" if code in EXITS else processes.died(code)
         return ChildRun(error=f"a fresh process measured nothing ({how}): {telling(output) or exc}")
     uncollected: tuple[tuple[str, str], ...] = ()
     if proc.returncode not in (0, 5):
@@ -778,7 +766,7 @@ def relay(
                 if test not in dead.setdefault(leg.launcher, []):
                     dead[leg.launcher].append(test)
                 if leg.says:
-                    announce(f"{leg.says}: its process died in {test} ({how}), the rest again")
+                    announce(f"{leg.says}: its process died in {test}, {how}; the rest again")
                 out = folder / f"{leg.name}-again-{len(lost)}.json"
                 write_request(out, request_of(leg))
                 name = out.stem

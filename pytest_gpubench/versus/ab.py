@@ -577,7 +577,7 @@ def paired_result(
     # One side only: its first session shows (more would read as confirmations).
     if not heads:
         if nodeid in dead[HEAD]:
-            why = f"the working tree's process died: {dead[HEAD][nodeid]} in {function}"
+            why = f"the working tree's process died in {function}, {dead[HEAD][nodeid]}"
             return Result(
                 bases[0],
                 Verdict(Status.UNMEASURABLE, reason=why, family=family, paired=sides),
@@ -599,8 +599,7 @@ def paired_result(
             why = (
                 uncollected_reason(name, uncollected[path])
                 if path in uncollected
-                else f"{name}'s process died: {dead[BASE][nodeid]} in {function}: "
-                "nothing to compare with"
+                else f"{name}'s process died in {function}, {dead[BASE][nodeid]}"
                 if nodeid in dead[BASE]
                 else f"its test failed on {name}'s side: nothing to compare with"
             )
