@@ -506,7 +506,11 @@ def test_a_revision_that_cannot_be_collected_judges_nothing_and_says_so(
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("crash", "said"),
-    [("os.abort()", "killed by SIGABRT"), ("os.kill(os.getpid(), 9)", "killed by SIGKILL")],
+    [
+        # pytest's capture keeps what the test wrote: where it died is what is left
+        ("os.abort()", "killed by SIGABRT: at kernels.py, line 5, in work"),
+        ("os.kill(os.getpid(), 9)", "killed by SIGKILL"),  # no words, no stacks
+    ],
     ids=["abort", "SIGKILL"],
 )
 def test_a_process_dying_in_one_test_leaves_the_others_judged(
@@ -521,8 +525,33 @@ def test_a_process_dying_in_one_test_leaves_the_others_judged(
     assert "INTERNALERROR" not in text
     assert table_rows(text, "test_join")[0].split()[-3] == "same", text
     assert table_rows(text, "test_sum")[0].split()[-3] == "unmeasurable", text
-    assert "test_sum: unmeasurable: HEAD (" in text
-    assert f"'s process died in test_sum, {said}" in text
+    [line] = [line for line in text.splitlines() if line.startswith("test_sum: unmeasurable: ")]
+    assert line.startswith("test_sum: unmeasurable: HEAD (") and line.endswith(
+        f"'s process died in test_sum, {said}"
+    ), line
+
+
+@pytest.mark.slow
+def test_a_dead_processs_reason_is_its_last_words_not_pytests_header_nor_its_stacks(
+    repo: pytest.Pytester,
+) -> None:
+    """Under -s what the test wrote before its process died reaches the reason (an abort's
+    message: a CUDA error, a failed assert in native code), not pytest's session header
+    nor the stacks faulthandler dumps."""
+    repo.makepyfile(
+        kernels="import os, sys\n\n\ndef work(n):\n"
+        "    sys.stderr.write('CUDA error: an illegal memory access was encountered\\n')\n"
+        "    os.abort()\n"
+    )
+    commit(repo.path, "a kernel that says why it aborts")
+    repo.makepyfile(kernels=KERNELS.format(factor=1.0))
+    result = repo.runpytest("--gpubench-against=HEAD", "-s", *ONE)
+    text = output(result)
+    [line] = [line for line in text.splitlines() if line.startswith("test_sum: unmeasurable: ")]
+    assert line.endswith(
+        "'s process died in test_sum, killed by SIGABRT: "
+        "CUDA error: an illegal memory access was encountered"
+    ), line
 
 
 @pytest.mark.slow

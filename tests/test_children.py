@@ -567,6 +567,42 @@ def test_why_a_child_measured_nothing_is_its_telling_line() -> None:
     assert children.telling("") == ""
 
 
+# What a child that aborted in a test leaves in its log: pytest's header (a plugin's line of
+# any shape among it), the progress line it died on, then faulthandler's dump.
+ABORTED = """\
+============================= test session starts ==============================
+platform linux -- Python 3.11.7, pytest-9.0.3, pluggy-1.6.0
+benchmark: 5.2.3 (defaults: timer=time.perf_counter disable_gc=False min_rounds=5)
+rootdir: /tmp/gpubench-ref-7mzomjt8/tree
+plugins: hypothesis-6.155.2, gpubench-0.2.0, xdist-3.8.0
+collected 2 items
+
+test_bench.py {said}Fatal Python error: Aborted
+
+Thread 0x00007f8247fff6c0 (most recent call first):
+  File "/usr/lib/python3.11/threading.py", line 982 in run
+
+Current thread 0x00007f824cdbc6c0 (most recent call first):
+  File "/tmp/gpubench-ref-7mzomjt8/tree/kernels.py", line 6 in work
+  File "/tmp/gpubench-ref-7mzomjt8/tree/test_bench.py", line 5 in test_sum
+  <no Python frame>
+
+Extension modules: numpy._core._multiarray_umath, torch._C (total: 2)
+"""
+
+
+def test_a_dead_childs_telling_line_is_its_last_words_not_its_header_nor_its_stacks() -> None:
+    # pytest's capture keeps what the test wrote: where the process died is what is left.
+    assert children.telling(ABORTED.format(said="")) == "at kernels.py, line 6, in work"
+    # Under -s what it wrote before it died follows its progress line.
+    said = "CUDA error: an illegal memory access was encountered\n"
+    assert children.telling(ABORTED.format(said=said)) == said.strip()
+    assert children.telling(ABORTED.format(said=".F ")) == "at kernels.py, line 6, in work"
+    # Killed outright: neither words nor stacks.
+    assert children.telling(ABORTED.split("test_bench.py")[0] + "test_bench.py .") == ""
+    assert children.telling("foo.py:12: UserWarning: slow") == "foo.py:12: UserWarning: slow"
+
+
 def test_the_document_is_json_of_the_results_files_fields() -> None:
     data = json.loads(child_document([(measured(), False)]))
     [entry] = data["results"]

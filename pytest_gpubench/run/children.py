@@ -151,7 +151,8 @@ class ChildRun:
     # Modules it imported from a tree it must not (FOREIGN_VARIABLE): "name (file)".
     foreign: tuple[str, ...] = ()
     # The tests a process died in (an abort, a segfault, SIGKILL, an os._exit), each with
-    # how it ended (``processes.died``): a relay times the rest in a fresh process.
+    # how it ended (``processes.died``) and its last words (:func:`telling`): a relay times
+    # the rest in a fresh process.
     crashed: tuple[tuple[str, str], ...] = ()
 
     @property
@@ -531,7 +532,8 @@ def finish_child(
         code = proc.returncode
         test = running_test(out)
         if test:  # it died in a test: pytest reports the failures it can catch
-            how = processes.died(code)
+            said = telling(output)
+            how = processes.died(code) + (f": {said}" if said else "")
             return ChildRun(error=f"a fresh process died in {test}, {how}", crashed=((test, how),))
         how = f"{processes.died(code)}: {EXITS[code]}" if code in EXITS else processes.died(code)
         return ChildRun(error=f"a fresh process measured nothing ({how}): {telling(output) or exc}")
@@ -578,17 +580,62 @@ EXITS = {
 }
 
 
+# What a child's output holds that says nothing of why it ended: pytest's session header
+# (from its first line to "collected N items": plugins add lines of any shape), a file's
+# progress line, and the stacks faulthandler dumps as a process dies (they say where, not
+# why: a dump's innermost frame is the last resort).
+SESSION_STARTS = re.compile(r"=+ test session starts =+")
+HEADER_ENDS = re.compile(r"collect(ed|ing) .*")
+# A progress line, or its start (what a test wrote under -s follows it): the file, its
+# outcomes, the percentage.
+PROGRESS = re.compile(
+    r"\S+\.py(::\S+)?(?= |$)( [.sFExX]*(?= |$)| (PASSED|FAILED|SKIPPED|XFAIL|XPASS|ERROR)\b)?"
+    r"( +\[ *\d+%\])?"
+)
+DEATH = "Fatal Python error: "
+FRAME = re.compile(r'File "(.*)", line (\d+) in (.*)')
+DUMP = re.compile(
+    r"((Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):|"
+    r"Stack \(most recent call first\):|<no Python frame>|Extension modules: .*|"
+    r"Python runtime state: .*|Garbage-collecting)"
+)
+
+
 def telling(output: str) -> str:
-    """The line of a child's output that says most about why it measured nothing: its last
-    error line (pytest's ``E   ...``, an ``ERROR``, a traceback's last line), else its last."""
-    lines = [line.strip() for line in output.strip().splitlines() if line.strip()]
+    """The line of a child's output that says most about why it measured nothing or died:
+    its last error line (pytest's ``E   ...``, an ``ERROR``, a traceback's last line), else
+    its last line but pytest's session header, progress lines and faulthandler's dump of a
+    dying process's stacks (an abort's message, where pytest's capture let it through), else
+    the frame that process died in."""
+    lines, frame = [], ""
+    header = current = False
+    for raw in output.splitlines():
+        line, _, death = raw.partition(DEATH)
+        line = line.strip()
+        if death:  # what pytest wrote before it on that line (a progress line) goes on
+            header = False
+        elif SESSION_STARTS.fullmatch(line):
+            header = True
+            continue
+        elif header:
+            header = not HEADER_ENDS.fullmatch(line)
+            continue
+        at = FRAME.fullmatch(line)
+        if line.startswith("Current thread 0x"):
+            current = True
+        elif current and at:  # the innermost frame of the thread that died
+            frame, current = f"at {Path(at[1]).name}, line {at[2]}, in {at[3]}", False
+        progress = PROGRESS.match(line)
+        line = line[progress.end() :].strip() if progress else line
+        if line and not (at or DUMP.fullmatch(line)):
+            lines.append(line)
     errors = [
         line
         for line in lines
         if line.startswith(("E ", "ERROR", "INTERNALERROR"))
         or re.match(r"\w+(Error|Exception):", line)
     ]
-    return (errors or lines or [""])[-1][:300]
+    return (errors or lines or [frame])[-1][:300]
 
 
 def run_children(
