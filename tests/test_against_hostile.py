@@ -532,6 +532,35 @@ def test_a_process_dying_in_one_test_leaves_the_others_judged(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(
+    ("crash", "said"),
+    [
+        ("import os; os.abort()", "killed by SIGABRT: at kernels.py, line 15, in work"),
+        ("import ctypes; ctypes.string_at(0)", "killed by SIGSEGV: at "),
+        ("import os; os._exit(3)", "exit code 3"),
+    ],
+    ids=["abort", "segfault", "exit"],
+)
+def test_a_working_tree_process_dying_in_a_test_fails_it_as_crashed(
+    repo: pytest.Pytester, crash: str, said: str
+) -> None:
+    """The working tree's process dies in test_sum (on its second call: the run's own
+    untimed call is its first): its code's fault, not the revision's, so the test fails,
+    in one line saying so, how and the child's last words; the other is judged."""
+    repo.makepyfile(kernels=failing_on(2, crash))
+    result = repo.runpytest("--gpubench-against=HEAD", *TWO)
+    text = output(result)
+    result.assert_outcomes(passed=1, failed=1)
+    assert "INTERNALERROR" not in text
+    assert table_rows(text, "test_join")[0].split()[-3] == "same", text
+    assert table_rows(text, "test_sum")[0].split()[-3] == "crashed", text
+    [line] = [line for line in text.splitlines() if line.startswith("test_sum crashed: ")]
+    assert line.startswith(f"test_sum crashed: the working tree's process died in test_sum, {said}")
+    assert "1 crashed, 1 same" in text
+    assert "evidence" not in text  # a call that ends its process leaves no trace
+
+
+@pytest.mark.slow
 def test_a_dead_processs_reason_is_its_last_words_not_pytests_header_nor_its_stacks(
     repo: pytest.Pytester,
 ) -> None:

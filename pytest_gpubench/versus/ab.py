@@ -226,7 +226,8 @@ def compare(
     label = {BASE: f"the revision {name}", HEAD: "the working tree"}
     runs: dict[str, list[dict[str, Measurement]]] = {BASE: [], HEAD: []}
     failed: dict[str, set[str]] = {BASE: set(), HEAD: set()}  # keys whose test failed there
-    # The tests a side's process died in, with how it ended (the others were timed again).
+    # The tests a side's process died in, with how it ended (the others were timed again):
+    # by side, what its process did ("died in test_sum, killed by SIGABRT: ...").
     crashed: dict[str, dict[str, str]] = {BASE: {}, HEAD: {}}
     base_runs: list[ChildRun] = []
     uncollected: dict[str, str] = {}  # files the revision's side could not collect: why
@@ -299,7 +300,8 @@ def compare(
                     base_runs.append(run)
                     uncollected.update(run.uncollected)
                 failed[side].update(r.key for r, passed in run.results if not passed)
-                crashed[side].update(run.crashed)
+                for test, how in run.crashed:
+                    crashed[side].setdefault(test, f"died in {test.split('::')[-1]}, {how}")
             runs[side].append(merged)
         if not any(runs[BASE]) and not any(runs[HEAD]):
             raise GpubenchError(
@@ -336,7 +338,10 @@ def compare(
         }
         wanted = [n for n in nodeids if n in more]
     fails = Gate.of(settings).fails  # whether a verdict fails: not the family's to say
-    failed_keys = {key for key, r in results.items() if fails(r.verdict)}
+    # A call that ends its process leaves no trace of itself: a crash has its line instead.
+    failed_keys = {
+        key for key, r in results.items() if fails(r.verdict) and r.status is not Status.CRASHED
+    }
     if failed_keys:
         results = _with_evidence(results, failed_keys, sides_, settings, devices, label, announce)
     lines = tuple(dict.fromkeys(errors))
@@ -545,9 +550,11 @@ def paired_result(
     """One measurement's verdict on its complete pairs (a pair whose two sides measured it
     by one timer, each with enough samples); ``lockstep``: each pair's sides shared one
     process (versus/lockstep.py); ``duos``: by pair (runs' index), the duo that timed it;
-    ``crashed``: by side, the node ids whose process died in them there, with how. A test
-    one side could not measure (its file not collected, its process dead in it, its test
-    failed on the revision's side) is ``unmeasurable``, its reason saying why."""
+    ``crashed``: by side, the node ids whose process died in them there, with what it did
+    (``died in test_sum, killed by SIGABRT: ...``). A test the working tree's process died
+    in is ``crashed``: its code's fault, whatever the revision did. A test one side could
+    not measure (its file not collected, the revision's process dead in it, its test failed
+    on the revision's side) is ``unmeasurable``, its reason saying why."""
     base = [run.get(key) for run in runs[BASE]]
     head = [run.get(key) for run in runs[HEAD]]
     found = [
@@ -573,15 +580,14 @@ def paired_result(
     name = sides.label
     nodeid = key.split("#")[0]
     dead = {side: (crashed or {}).get(side, {}) for side in (BASE, HEAD)}
-    function = nodeid.split("::")[-1]
+    if nodeid in dead[HEAD]:  # whatever its pairs say: the working tree's own process died
+        why = f"the working tree's process {dead[HEAD][nodeid]}"
+        return Result(
+            heads[0] if heads else bases[0],
+            Verdict(Status.CRASHED, reason=why, family=family, paired=sides),
+        )
     # One side only: its first session shows (more would read as confirmations).
     if not heads:
-        if nodeid in dead[HEAD]:
-            why = f"the working tree's process died in {function}, {dead[HEAD][nodeid]}"
-            return Result(
-                bases[0],
-                Verdict(Status.UNMEASURABLE, reason=why, family=family, paired=sides),
-            )
         why = "its test failed in the working tree" if key in failed[HEAD] else "only there"
         return Result(
             bases[0],
@@ -599,7 +605,7 @@ def paired_result(
             why = (
                 uncollected_reason(name, uncollected[path])
                 if path in uncollected
-                else f"{name}'s process died in {function}, {dead[BASE][nodeid]}"
+                else f"{name}'s process {dead[BASE][nodeid]}"
                 if nodeid in dead[BASE]
                 else f"its test failed on {name}'s side: nothing to compare with"
             )
@@ -677,18 +683,20 @@ def uncollected_reason(name: str, error: str) -> str:
 def nothing_judged(results: Iterable[Result], ref: str) -> str:
     """One line saying why a run against the revision ``ref`` judged none of its tests
     because a side could not measure them (``unmeasurable``: a file not collected, a process
-    dead in a test, a test failing there), '' where it judged one or lost none (tests the
-    revision lacks are ``new``, not lost). Such a run fails as a failed build does: a gate
-    that judged nothing must not read as passed."""
+    dead in a test, a test failing there; ``crashed``: the working tree's process died in
+    it), '' where it judged one or lost none (tests the revision lacks are ``new``, not
+    lost). Such a run fails as a failed build does: a gate that judged nothing must not read
+    as passed."""
     against = [
         r for r in results if r.verdict.paired is not None and r.status is not Status.REMOVED
     ]
-    lost = [r for r in against if r.status is Status.UNMEASURABLE]
+    lost = [r for r in against if r.status in (Status.UNMEASURABLE, Status.CRASHED)]
     if not lost or any(r.verdict.paired is not None and r.verdict.paired.pairs for r in against):
         return ""
     count = f"{len(lost)} test{'s' if len(lost) != 1 else ''}"
+    statuses = " or ".join(sorted({r.status.value for r in lost}))
     return (
-        f"--gpubench-against {ref}: nothing is judged, {count} unmeasurable "
+        f"--gpubench-against {ref}: nothing is judged, {count} {statuses} "
         f"({lost[0].test}: {lost[0].verdict.reason})"
     )[:600]
 
