@@ -561,6 +561,30 @@ def test_a_working_tree_process_dying_in_a_test_fails_it_as_crashed(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["alone", "xdist"])
+def test_a_test_no_side_measured_fails_with_a_line_saying_why(
+    repo: pytest.Pytester, xdist: tuple[str, ...]
+) -> None:
+    """test_sum's process dies on both sides (on its second call: the run's own untimed
+    call is its first): nothing of it is judged, so it fails, with a line under the table
+    saying so and why; it passed in silence."""
+    repo.makepyfile(kernels=failing_on(2, "import os; os.abort()"))
+    commit(repo.path, "a kernel that ends its process")
+    repo.makepyfile(kernels=failing_on(2, "import os; os._exit(3)"))
+    result = repo.runpytest_subprocess("--gpubench-against=HEAD", *xdist, *TWO)
+    text = output(result)
+    result.assert_outcomes(passed=1, failed=1)
+    assert "FAILED test_bench.py::test_sum" in text
+    assert not table_rows(text, "test_sum") and table_rows(text, "test_join")
+    [line] = [line for line in text.splitlines() if line.startswith("gpubench: test_sum: ")]
+    assert line.startswith(
+        "gpubench: test_sum: not judged, measured on neither side: the working tree's process "
+        "died in test_sum, exit code 3; the revision HEAD ("
+    ), line
+    assert "'s process died in test_sum, killed by SIGABRT: at kernels.py, line 15, in work" in line
+
+
+@pytest.mark.slow
 def test_a_dead_processs_reason_is_its_last_words_not_pytests_header_nor_its_stacks(
     repo: pytest.Pytester,
 ) -> None:

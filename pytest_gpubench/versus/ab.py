@@ -174,12 +174,15 @@ def _moved(arg: str, revision: Revision, cwd: Path) -> str | None:
 class Comparison:
     """What the comparison found: a result per measurement key (those of the head with
     their verdict against the revision, and those measured on the revision's side only,
-    ``removed``), the pairs run, and lines for under the table."""
+    ``removed``), the pairs run, and lines for under the table; ``unjudged``: by node id,
+    the line of each test neither side measured though a side had trouble with it (it
+    fails: :func:`unjudged`)."""
 
     results: Mapping[str, Result]
     pairs: int
     lines: tuple[str, ...]
     cost_s: float
+    unjudged: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 Progress = Callable[[str], None]
@@ -344,8 +347,45 @@ def compare(
     }
     if failed_keys:
         results = _with_evidence(results, failed_keys, sides_, settings, devices, label, announce)
-    lines = tuple(dict.fromkeys(errors))
-    return Comparison(results, len(runs[HEAD]), lines, time.perf_counter() - started)
+    troubles: dict[str, dict[str, str]] = {BASE: {}, HEAD: {}}  # by side, node id: what
+    for side in (BASE, HEAD):
+        troubles[side].update(
+            (key.split("#")[0], f"its test failed on {label[side]}'s side") for key in failed[side]
+        )
+        troubles[side].update(
+            (n, f"{label[side]}'s process {why}") for n, why in crashed[side].items()
+        )
+    troubles[BASE].update(
+        (n, uncollected_reason(name, uncollected[n.split("::")[0]]))
+        for n in nodeids
+        if n.split("::")[0] in uncollected
+    )
+    lost = unjudged(nodeids, results, troubles, label)
+    lines = tuple(dict.fromkeys([*errors, *lost.values()]))
+    return Comparison(results, len(runs[HEAD]), lines, time.perf_counter() - started, lost)
+
+
+def unjudged(
+    nodeids: Iterable[str],
+    results: Mapping[str, Result],
+    troubles: Mapping[str, Mapping[str, str]],
+    label: Mapping[str, str],
+) -> dict[str, str]:
+    """The tests of ``nodeids`` that no side measured though a side had trouble with them
+    (``troubles``: by side, the node ids and what happened there: a process dead in it, its
+    test failed, its file not collected), each with its line; they fail, for a gate that
+    judged a test of yours not at all must not pass it. A test both sides ran and neither
+    timed (its benchmark only runs on a GPU) is none of them: it has nothing to judge."""
+    measured = {key.split("#")[0] for key in results}
+    found = {}
+    for nodeid in nodeids:
+        if nodeid in measured or not any(nodeid in troubles[side] for side in (HEAD, BASE)):
+            continue
+        why = "; ".join(
+            troubles[side].get(nodeid, f"{label[side]} did not time it") for side in (HEAD, BASE)
+        )
+        found[nodeid] = f"{nodeid.split('::')[-1]}: not judged, measured on neither side: {why}"
+    return found
 
 
 def _with_evidence(
