@@ -584,6 +584,44 @@ def test_a_test_no_side_measured_fails_with_a_line_saying_why(
     assert "'s process died in test_sum, killed by SIGABRT: at kernels.py, line 15, in work" in line
 
 
+# Tests of the working tree that take SLOW_S each in a fresh process (not in the run's own):
+# a process of its side that times them makes progress between them, slowly.
+SLOW_TESTS = """
+import sys, time
+
+import pytest
+
+
+@pytest.mark.parametrize("k", range(4))
+def test_slow(gpubench, k):
+    if "gpubench-child-" in " ".join(sys.argv):  # its --basetemp is in the child's folder
+        time.sleep({slow_s})
+    assert gpubench(abs, -1) == 1
+"""
+
+
+@pytest.mark.slow
+def test_a_rest_timed_again_waits_for_a_slow_next_leg_without_being_stopped(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The revision's process dies in test_sum while the working tree's next process waits
+    for the device behind it; the fresh process that times the revision's rest then waits
+    behind that one, whose tests take 4 x 3 s, longer than the limit on a quiet process (8
+    s here): the next leg's progress is its wait's, so it is not stopped as stuck."""
+    from pytest_gpubench.run import children
+
+    repo.makepyfile(kernels=failing_on(2, "import os, time; time.sleep(2); os.abort()"))
+    commit(repo.path, "a kernel that ends its process")
+    repo.makepyfile(kernels=KERNELS.format(factor=1.0), test_slow=SLOW_TESTS.format(slow_s=3))
+    monkeypatch.setattr(children, "CHILD_TIMEOUT_S", 8.0)
+    result = repo.runpytest("--gpubench-against=HEAD", *TWO)
+    text = output(result)
+    assert "showed no progress" not in text, text
+    assert "pair 1/2: the revision HEAD (" in text and "died in test_bench.py::test_sum" in text
+    assert table_rows(text, "test_join")[0].split()[-4] == "2", text  # both pairs judged it
+    assert table_rows(text, "test_sum")[0].split()[-3] == "unmeasurable", text
+
+
 @pytest.mark.slow
 def test_a_dead_processs_reason_is_its_last_words_not_pytests_header_nor_its_stacks(
     repo: pytest.Pytester,

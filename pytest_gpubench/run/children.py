@@ -24,6 +24,7 @@ early (``child_args``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -772,9 +773,11 @@ def relay(
     time) is followed once it ended. A child that dies in a test (an abort, a segfault,
     SIGKILL) leaves the others standing: a fresh process of its leg times the rest of its
     tests without that one, at once, and the later legs of its launcher (its side) skip it
-    too; what the leg measured names the tests it died in (``ChildRun.crashed``). Once
-    ``stop`` is set (from another thread: a relay of another GPU failed, or Ctrl-C), it
-    kills its processes and ends."""
+    too; what the leg measured names the tests it died in (``ChildRun.crashed``). Such a
+    fresh process may wait for the device behind the next leg: that leg's progress counts
+    as its own against CHILD_TIMEOUT_S. Once ``stop`` is set (from another thread: a relay
+    of another GPU failed, or Ctrl-C), it kills its processes and ends, also while it times
+    a leg's rest."""
     sweep_folders()
     with tempfile.TemporaryDirectory(prefix=folder_prefix()) as directory:
         folder = Path(directory)
@@ -802,9 +805,32 @@ def relay(
             )
             signs.append(Signs((beat_of(outs[i]),)))
 
-        def rest(i: int, run: ChildRun) -> ChildRun:
+        def waited(
+            proc: subprocess.Popen[bytes] | ChildRun,
+            sign: Signs,
+            meanwhile: Callable[[], None] = lambda: None,
+        ) -> bool:
+            """Wait until ``proc`` ended or showed no ``sign`` for CHILD_TIMEOUT_S (then
+            finish_child stops it), doing ``meanwhile`` as it runs; False once ``stop`` is
+            set."""
+            while not (isinstance(proc, ChildRun) or not processes.running(proc)):
+                if stop is not None and stop.is_set():
+                    return False
+                meanwhile()
+                time.sleep(TURN_POLL_S)
+                if sign.quiet_s() > CHILD_TIMEOUT_S:
+                    break
+            return True
+
+        def queue_next(i: int) -> None:
+            """Start the leg after ``i`` once ``i`` holds the device: it queues behind it."""
+            if i + 1 < len(legs) and len(started) == i + 1 and turns[i].exists():
+                start(i + 1)
+
+        def rest(i: int, run: ChildRun) -> ChildRun | None:
             """Leg ``i``'s run, whose process died in a test: the rest of its tests timed by
-            fresh processes, one after another while each dies in another test."""
+            fresh processes, one after another while each dies in another test; None once
+            ``stop`` is set."""
             leg, lost = legs[i], list(run.crashed)
             skipped: set[str] = set()
             while run.crashed and run.crashed[0][0] not in skipped:
@@ -827,13 +853,14 @@ def relay(
                     leg.launcher.wrapper,
                 )
                 again.append(proc)
-                run = finish_child(proc, out)
+                # It may wait for the device behind the next leg, started as this one took
+                # it: that leg's progress is progress of the wait.
+                sign = Signs([beat_of(out), *(beat_of(o) for o in outs[i + 1 : len(started)])])
+                if not waited(proc, sign):
+                    return None
+                run = finish_child(proc, out, sign)
                 lost += [c for c in run.crashed if c not in lost]
             return replace(run, crashed=tuple(lost))
-
-        def ended(i: int) -> bool:
-            proc = started[i]
-            return isinstance(proc, ChildRun) or not processes.running(proc)
 
         try:
             for i in range(len(legs)):
@@ -844,17 +871,14 @@ def relay(
                 if legs[i].says:
                     announce(legs[i].says)
                 # The next starts once this one holds the device (or has ended).
-                while not ended(i):
-                    if stop is not None and stop.is_set():
-                        return
-                    if i + 1 < len(legs) and len(started) == i + 1 and turns[i].exists():
-                        start(i + 1)  # it queues behind this one
-                    time.sleep(TURN_POLL_S)
-                    if signs[i].quiet_s() > CHILD_TIMEOUT_S:
-                        break
+                if not waited(started[i], signs[i], functools.partial(queue_next, i)):
+                    return
                 run = finish_child(started[i], outs[i], signs[i])
                 if run.crashed:
-                    run = rest(i, run)
+                    rerun = rest(i, run)
+                    if rerun is None:
+                        return
+                    run = rerun
                 if i + 1 < len(signs):
                     signs[i + 1].renew()
                 yield run
