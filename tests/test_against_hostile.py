@@ -622,6 +622,77 @@ def test_a_rest_timed_again_waits_for_a_slow_next_leg_without_being_stopped(
     assert table_rows(text, "test_sum")[0].split()[-3] == "unmeasurable", text
 
 
+# Five tests whose function, where it {dies}, ends its process on its second call there: the
+# run's own untimed call is its first, a fresh process's first timed call its second.
+DYING = """
+import os
+from collections import Counter
+
+import pytest
+
+calls = Counter()
+
+
+def dies_on_its_second_call(k):
+    calls[k] += 1
+    if calls[k] == 2 and {dies}:
+        os.abort()
+    return k
+
+
+@pytest.mark.parametrize("k", range(5))
+def test_dies(gpubench, k):
+    assert gpubench(dies_on_its_second_call, k) == k
+"""
+
+
+@pytest.mark.slow
+def test_a_side_whose_process_dies_in_every_test_is_given_up_after_three_deaths(
+    repo: pytest.Pytester,
+) -> None:
+    """The working tree's process dies in each of five tests: a fresh one times the rest
+    after the first and the second death, none after the third; the tests it died in and
+    those it never timed are crashed, each saying which, with a line under the table."""
+    repo.makepyfile(test_dies=DYING.format(dies=False))
+    commit(repo.path, "five tests")
+    repo.makepyfile(test_dies=DYING.format(dies=True))
+    result = repo.runpytest("--gpubench-against=HEAD", "-k", "test_dies", *ONE)
+    text = output(result)
+    result.assert_outcomes(failed=5, deselected=2)
+    assert text.count("the rest again") == 2 and text.count("the rest given up") == 1, text
+    for k in range(3):
+        assert (
+            f"test_dies[{k}] crashed: the working tree's process died in test_dies[{k}], "
+            "killed by SIGABRT"
+        ) in text
+    died = "died 3 times (in test_dies[0], test_dies[1], test_dies[2]) and was not started again"
+    for k in (3, 4):
+        assert f"test_dies[{k}] crashed: the working tree's process {died}" in text
+    assert (
+        "gpubench: the working tree, pair 1: its process died 3 times (in "
+        "test_dies.py::test_dies[0], test_dies.py::test_dies[1], test_dies.py::test_dies[2]): "
+        "the rest of its tests were not timed"
+    ) in text
+
+
+@pytest.mark.slow
+def test_a_revision_whose_process_dies_in_every_test_is_given_up_after_three_deaths(
+    repo: pytest.Pytester,
+) -> None:
+    """The revision's process dies in each of five tests: after its third death none of
+    the rest is timed, and a run whose revision measured nothing judges nothing, saying
+    why in one line."""
+    repo.makepyfile(test_dies=DYING.format(dies=True))
+    commit(repo.path, "five tests that end their process")
+    repo.makepyfile(test_dies=DYING.format(dies=False))
+    result = repo.runpytest("--gpubench-against=HEAD", "-k", "test_dies", *ONE)
+    text = output(result)
+    assert result.ret == USAGE_ERROR, text
+    assert text.count("the rest again") == 2 and text.count("the rest given up") == 1, text
+    assert "the revision's side measured nothing (the revision HEAD (" in text
+    assert "pair 1: its process died 3 times (in test_dies.py::test_dies[0], " in text
+
+
 @pytest.mark.slow
 def test_a_dead_processs_reason_is_its_last_words_not_pytests_header_nor_its_stacks(
     repo: pytest.Pytester,

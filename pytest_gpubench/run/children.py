@@ -73,6 +73,10 @@ GATE_VARIABLE = "PYTEST_GPUBENCH_GATE"
 # (its predecessor on the device ended), it is stuck: one test's imports, compiles and
 # measurements take less.
 CHILD_TIMEOUT_S = 1800.0
+# A relay leg's processes that may die in its tests (each followed by a fresh one timing the
+# rest) before the rest is given up: code that ends its process in every test would
+# otherwise start a process per test.
+MAX_DEATHS = 3
 # How often a parent looks at a child while it waits for it: whether it ended, and its beat
 # (Popen.wait with a timeout looks as often).
 BEAT_POLL_S = 0.05
@@ -153,12 +157,17 @@ class ChildRun:
     foreign: tuple[str, ...] = ()
     # The tests a process died in (an abort, a segfault, SIGKILL, an os._exit), each with
     # how it ended (``processes.died``) and its last words (:func:`telling`): a relay times
-    # the rest in a fresh process.
+    # the rest in a fresh process, MAX_DEATHS times at most.
     crashed: tuple[tuple[str, str], ...] = ()
 
     @property
     def trouble(self) -> str:
         return "; ".join(f"{path}: {error}" for path, error in self.uncollected)
+
+    @property
+    def gave_up(self) -> bool:
+        """Its processes died MAX_DEATHS times: the rest of its tests were not timed."""
+        return len(self.crashed) >= MAX_DEATHS
 
 
 def kept(args: Sequence[str]) -> list[str]:
@@ -829,8 +838,9 @@ def relay(
 
         def rest(i: int, run: ChildRun) -> ChildRun | None:
             """Leg ``i``'s run, whose process died in a test: the rest of its tests timed by
-            fresh processes, one after another while each dies in another test; None once
-            ``stop`` is set."""
+            fresh processes, one after another while each dies in another test, up to
+            MAX_DEATHS deaths (then none of the rest is timed: ``ChildRun.gave_up``); None
+            once ``stop`` is set."""
             leg, lost = legs[i], list(run.crashed)
             skipped: set[str] = set()
             while run.crashed and run.crashed[0][0] not in skipped:
@@ -838,6 +848,17 @@ def relay(
                 skipped.add(test)
                 if test not in dead.setdefault(leg.launcher, []):
                     dead[leg.launcher].append(test)
+                if len(lost) >= MAX_DEATHS:
+                    if leg.says:
+                        announce(
+                            f"{leg.says}: its process died in {test}, {how}; the rest given up"
+                        )
+                    names = ", ".join(t for t, _ in lost)
+                    return ChildRun(
+                        error=f"its process died {len(lost)} times (in {names}): the rest of "
+                        "its tests were not timed",
+                        crashed=tuple(lost),
+                    )
                 if leg.says:
                     announce(f"{leg.says}: its process died in {test}, {how}; the rest again")
                 out = folder / f"{leg.name}-again-{len(lost)}.json"

@@ -232,6 +232,9 @@ def compare(
     # The tests a side's process died in, with how it ended (the others were timed again):
     # by side, what its process did ("died in test_sum, killed by SIGABRT: ...").
     crashed: dict[str, dict[str, str]] = {BASE: {}, HEAD: {}}
+    # By side, what its processes did where a leg's died ``children.MAX_DEATHS`` times: the
+    # tests that side never timed are lost to it (crashed, or unmeasurable), not new.
+    gave_up: dict[str, str] = {}
     base_runs: list[ChildRun] = []
     uncollected: dict[str, str] = {}  # files the revision's side could not collect: why
     errors: list[str] = []
@@ -305,7 +308,16 @@ def compare(
                 failed[side].update(r.key for r, passed in run.results if not passed)
                 for test, how in run.crashed:
                     crashed[side].setdefault(test, f"died in {test.split('::')[-1]}, {how}")
+                if run.gave_up:
+                    names = ", ".join(test.split("::")[-1] for test, _ in run.crashed)
+                    gave_up.setdefault(
+                        side,
+                        f"died {len(run.crashed)} times (in {names}) and was not started again",
+                    )
             runs[side].append(merged)
+        for side, why in gave_up.items():  # the tests its processes never timed: the rest
+            known = {key.split("#")[0] for run in runs[side] for key in run} | set(crashed[side])
+            crashed[side].update((n, why) for n in nodeids if n not in known)
         if not any(runs[BASE]) and not any(runs[HEAD]):
             raise GpubenchError(
                 f"--gpubench-against {revision.ref}: no process of either side measured "
