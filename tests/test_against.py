@@ -11,10 +11,11 @@ from __future__ import annotations
 import itertools
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
-from support import KERNELS, USAGE_ERROR, commit, git, output, slower
+from support import KERNELS, TESTS, USAGE_ERROR, commit, git, output, slower
 
 if shutil.which("git") is None:
     pytest.skip("git is not on PATH", allow_module_level=True)
@@ -451,6 +452,58 @@ def test_with_two_gpus_a_side_that_imports_the_other_sides_code_stops_both_relay
     assert [line for line in text.splitlines() if "code of the other side" in line]
     assert "GPU 0, pair 1/" in text and "GPU 1, pair 1/" in text  # both relays ran
     assert "pair 2/" not in text and "Traceback" not in text
+
+
+# A fresh process started after a process died (the file {died} made): slow to start.
+SLOW_AFTER_A_DEATH = """
+import os as _os, time as _time
+
+if _os.environ.get("PYTEST_GPUBENCH_CHILD") and _os.path.exists({died!r}):
+    _time.sleep(120)
+"""
+
+# The revision's tests: test_sum ends its process (saying so first), test_join takes 4 s.
+DYING_TESTS = """
+import os, time
+
+from kernels import work
+
+
+def test_sum(gpubench):
+    open({died!r}, "w").close()
+    os.abort()
+
+
+def test_join(gpubench):
+    time.sleep(4)
+    assert gpubench(",".join, ["a", "b"]) == "a,b"
+"""
+
+
+@pytest.mark.slow
+def test_with_two_gpus_a_relay_timing_a_rest_again_stops_with_the_others(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On GPU 0 the revision's process dies in test_sum, and a fresh one (120 s to start
+    here) is to time its rest; on GPU 1 the revision's side turns out to import the other
+    side's code, which stops every relay: GPU 0's stops at once, not once its rest is timed."""
+    from pytest_gpubench.timing import gpus
+
+    in_lib(repo, IMPORT_HOOK)
+    died = str(repo.path / "died")
+    conftest = repo.path / "conftest.py"
+    conftest.write_text(conftest.read_text() + SLOW_AFTER_A_DEATH.format(died=died))
+    repo.makepyfile(test_bench=DYING_TESTS.format(died=died))
+    commit(repo.path, "a test that ends its process, and a slow one")
+    repo.makepyfile(test_bench=TESTS)
+    monkeypatch.setattr(gpus, "visible_devices", lambda: 2)
+    started = time.monotonic()
+    result = repo.runpytest("-p", "no:benchmark", "-n", "2", "--gpubench-against=HEAD", *FAST)
+    assert time.monotonic() - started < 75
+    assert result.ret == USAGE_ERROR
+    text = output(result)
+    assert [line for line in text.splitlines() if "code of the other side" in line]
+    assert "died in test_bench.py::test_sum" in text and "Traceback" not in text
 
 
 @pytest.mark.slow

@@ -331,7 +331,7 @@ def test_a_failed_build_leaves_its_log_only(repo: pytest.Pytester, temp: Path) -
     result = repo.runpytest("--gpubench-against=HEAD", "--gpubench-build=echo no; exit 3", *ONE)
     assert result.ret == USAGE_ERROR
     text = output(result)
-    assert "failed in HEAD" in text and "with exit 3: no; its output: " in text
+    assert "failed in HEAD" in text and ": exit code 3: no; its output: " in text
     [log] = left_in(temp)
     assert log.name.startswith("gpubench-build-") and log.read_text() == "no\n"
     assert len(worktrees(repo.path)) == 1
@@ -506,7 +506,11 @@ def test_a_revision_that_cannot_be_collected_judges_nothing_and_says_so(
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("crash", "said"),
-    [("os.abort()", "signal 6 (SIGABRT)"), ("os.kill(os.getpid(), 9)", "signal 9 (SIGKILL)")],
+    [
+        # pytest's capture keeps what the test wrote: where it died is what is left
+        ("os.abort()", "killed by SIGABRT: at kernels.py, line 5, in work"),
+        ("os.kill(os.getpid(), 9)", "killed by SIGKILL"),  # no words, no stacks
+    ],
     ids=["abort", "SIGKILL"],
 )
 def test_a_process_dying_in_one_test_leaves_the_others_judged(
@@ -521,8 +525,195 @@ def test_a_process_dying_in_one_test_leaves_the_others_judged(
     assert "INTERNALERROR" not in text
     assert table_rows(text, "test_join")[0].split()[-3] == "same", text
     assert table_rows(text, "test_sum")[0].split()[-3] == "unmeasurable", text
-    assert "test_sum: unmeasurable: HEAD (" in text
-    assert f"'s process died: {said} in test_sum" in text
+    [line] = [line for line in text.splitlines() if line.startswith("test_sum: unmeasurable: ")]
+    assert line.startswith("test_sum: unmeasurable: HEAD (") and line.endswith(
+        f"'s process died in test_sum, {said}"
+    ), line
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("crash", "said"),
+    [
+        ("import os; os.abort()", "killed by SIGABRT: at kernels.py, line 15, in work"),
+        ("import ctypes; ctypes.string_at(0)", "killed by SIGSEGV: at "),
+        ("import os; os._exit(3)", "exit code 3"),
+    ],
+    ids=["abort", "segfault", "exit"],
+)
+def test_a_working_tree_process_dying_in_a_test_fails_it_as_crashed(
+    repo: pytest.Pytester, crash: str, said: str
+) -> None:
+    """The working tree's process dies in test_sum (on its second call: the run's own
+    untimed call is its first): its code's fault, not the revision's, so the test fails,
+    in one line saying so, how and the child's last words; the other is judged."""
+    repo.makepyfile(kernels=failing_on(2, crash))
+    result = repo.runpytest("--gpubench-against=HEAD", *TWO)
+    text = output(result)
+    result.assert_outcomes(passed=1, failed=1)
+    assert "INTERNALERROR" not in text
+    assert table_rows(text, "test_join")[0].split()[-3] == "same", text
+    assert table_rows(text, "test_sum")[0].split()[-3] == "crashed", text
+    [line] = [line for line in text.splitlines() if line.startswith("test_sum crashed: ")]
+    assert line.startswith(f"test_sum crashed: the working tree's process died in test_sum, {said}")
+    assert "1 crashed, 1 same" in text
+    assert "evidence" not in text  # a call that ends its process leaves no trace
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["alone", "xdist"])
+def test_a_test_no_side_measured_fails_with_a_line_saying_why(
+    repo: pytest.Pytester, xdist: tuple[str, ...]
+) -> None:
+    """test_sum's process dies on both sides (on its second call: the run's own untimed
+    call is its first): nothing of it is judged, so it fails, with a line under the table
+    saying so and why; it passed in silence."""
+    repo.makepyfile(kernels=failing_on(2, "import os; os.abort()"))
+    commit(repo.path, "a kernel that ends its process")
+    repo.makepyfile(kernels=failing_on(2, "import os; os._exit(3)"))
+    result = repo.runpytest_subprocess("--gpubench-against=HEAD", *xdist, *TWO)
+    text = output(result)
+    result.assert_outcomes(passed=1, failed=1)
+    assert "FAILED test_bench.py::test_sum" in text
+    assert not table_rows(text, "test_sum") and table_rows(text, "test_join")
+    [line] = [line for line in text.splitlines() if line.startswith("gpubench: test_sum: ")]
+    assert line.startswith(
+        "gpubench: test_sum: not judged, measured on neither side: the working tree's process "
+        "died in test_sum, exit code 3; the revision HEAD ("
+    ), line
+    assert "'s process died in test_sum, killed by SIGABRT: at kernels.py, line 15, in work" in line
+
+
+# Tests of the working tree that take SLOW_S each in a fresh process (not in the run's own):
+# a process of its side that times them makes progress between them, slowly.
+SLOW_TESTS = """
+import sys, time
+
+import pytest
+
+
+@pytest.mark.parametrize("k", range(4))
+def test_slow(gpubench, k):
+    if "gpubench-child-" in " ".join(sys.argv):  # its --basetemp is in the child's folder
+        time.sleep({slow_s})
+    assert gpubench(abs, -1) == 1
+"""
+
+
+@pytest.mark.slow
+def test_a_rest_timed_again_waits_for_a_slow_next_leg_without_being_stopped(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The revision's process dies in test_sum while the working tree's next process waits
+    for the device behind it; the fresh process that times the revision's rest then waits
+    behind that one, whose tests take 4 x 3 s, longer than the limit on a quiet process (8
+    s here): the next leg's progress is its wait's, so it is not stopped as stuck."""
+    from pytest_gpubench.run import children
+
+    repo.makepyfile(kernels=failing_on(2, "import os, time; time.sleep(2); os.abort()"))
+    commit(repo.path, "a kernel that ends its process")
+    repo.makepyfile(kernels=KERNELS.format(factor=1.0), test_slow=SLOW_TESTS.format(slow_s=3))
+    monkeypatch.setattr(children, "CHILD_TIMEOUT_S", 8.0)
+    result = repo.runpytest("--gpubench-against=HEAD", *TWO)
+    text = output(result)
+    assert "showed no progress" not in text, text
+    assert "pair 1/2: the revision HEAD (" in text and "died in test_bench.py::test_sum" in text
+    assert table_rows(text, "test_join")[0].split()[-4] == "2", text  # both pairs judged it
+    assert table_rows(text, "test_sum")[0].split()[-3] == "unmeasurable", text
+
+
+# Five tests whose function, where it {dies}, ends its process on its second call there: the
+# run's own untimed call is its first, a fresh process's first timed call its second.
+DYING = """
+import os
+from collections import Counter
+
+import pytest
+
+calls = Counter()
+
+
+def dies_on_its_second_call(k):
+    calls[k] += 1
+    if calls[k] == 2 and {dies}:
+        os.abort()
+    return k
+
+
+@pytest.mark.parametrize("k", range(5))
+def test_dies(gpubench, k):
+    assert gpubench(dies_on_its_second_call, k) == k
+"""
+
+
+@pytest.mark.slow
+def test_a_side_whose_process_dies_in_every_test_is_given_up_after_three_deaths(
+    repo: pytest.Pytester,
+) -> None:
+    """The working tree's process dies in each of five tests: a fresh one times the rest
+    after the first and the second death, none after the third; the tests it died in and
+    those it never timed are crashed, each saying which, with a line under the table."""
+    repo.makepyfile(test_dies=DYING.format(dies=False))
+    commit(repo.path, "five tests")
+    repo.makepyfile(test_dies=DYING.format(dies=True))
+    result = repo.runpytest("--gpubench-against=HEAD", "-k", "test_dies", *ONE)
+    text = output(result)
+    result.assert_outcomes(failed=5, deselected=2)
+    assert text.count("the rest again") == 2 and text.count("the rest given up") == 1, text
+    for k in range(3):
+        assert (
+            f"test_dies[{k}] crashed: the working tree's process died in test_dies[{k}], "
+            "killed by SIGABRT"
+        ) in text
+    died = "died 3 times (in test_dies[0], test_dies[1], test_dies[2]) and was not started again"
+    for k in (3, 4):
+        assert f"test_dies[{k}] crashed: the working tree's process {died}" in text
+    assert (
+        "gpubench: the working tree, pair 1: its process died 3 times (in "
+        "test_dies.py::test_dies[0], test_dies.py::test_dies[1], test_dies.py::test_dies[2]): "
+        "the rest of its tests were not timed"
+    ) in text
+
+
+@pytest.mark.slow
+def test_a_revision_whose_process_dies_in_every_test_is_given_up_after_three_deaths(
+    repo: pytest.Pytester,
+) -> None:
+    """The revision's process dies in each of five tests: after its third death none of
+    the rest is timed, and a run whose revision measured nothing judges nothing, saying
+    why in one line."""
+    repo.makepyfile(test_dies=DYING.format(dies=True))
+    commit(repo.path, "five tests that end their process")
+    repo.makepyfile(test_dies=DYING.format(dies=False))
+    result = repo.runpytest("--gpubench-against=HEAD", "-k", "test_dies", *ONE)
+    text = output(result)
+    assert result.ret == USAGE_ERROR, text
+    assert text.count("the rest again") == 2 and text.count("the rest given up") == 1, text
+    assert "the revision's side measured nothing (the revision HEAD (" in text
+    assert "pair 1: its process died 3 times (in test_dies.py::test_dies[0], " in text
+
+
+@pytest.mark.slow
+def test_a_dead_processs_reason_is_its_last_words_not_pytests_header_nor_its_stacks(
+    repo: pytest.Pytester,
+) -> None:
+    """Under -s what the test wrote before its process died reaches the reason (an abort's
+    message: a CUDA error, a failed assert in native code), not pytest's session header
+    nor the stacks faulthandler dumps."""
+    repo.makepyfile(
+        kernels="import os, sys\n\n\ndef work(n):\n"
+        "    sys.stderr.write('CUDA error: an illegal memory access was encountered\\n')\n"
+        "    os.abort()\n"
+    )
+    commit(repo.path, "a kernel that says why it aborts")
+    repo.makepyfile(kernels=KERNELS.format(factor=1.0))
+    result = repo.runpytest("--gpubench-against=HEAD", "-s", *ONE)
+    text = output(result)
+    [line] = [line for line in text.splitlines() if line.startswith("test_sum: unmeasurable: ")]
+    assert line.endswith(
+        "'s process died in test_sum, killed by SIGABRT: "
+        "CUDA error: an illegal memory access was encountered"
+    ), line
 
 
 @pytest.mark.slow

@@ -466,7 +466,7 @@ def test_a_failed_build_is_one_line_and_leaves_its_log_only(
         gpubench(repo, temp, "bisect", "HEAD~2", "HEAD", "--build", "echo no; exit 3")
     )
     assert f"bisect at {git(repo.path, 'rev-parse', '--short=7', 'HEAD')}: --build " in line
-    assert "with exit 3: no; its output: " in line
+    assert ": exit code 3: no; its output: " in line
     [log] = left_in(temp)
     assert log.startswith("gpubench-bisect-build-") and (temp / log).read_text() == "no\n"
     assert len(worktrees(repo)) == 1

@@ -270,7 +270,9 @@ def test_a_child_that_measured_nothing_says_why(
     monkeypatch.setattr(subprocess, "Popen", FakePopen(None, 4, "collected 0\nERROR: not found"))
     run = launcher(tmp_path).recording(None, 2)
     assert run.results == ()
-    assert run.error == "a fresh process measured nothing (exit 4: usage error): ERROR: not found"
+    assert run.error == (
+        "a fresh process measured nothing (exit code 4: usage error): ERROR: not found"
+    )
 
 
 def test_a_child_that_hangs_is_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -565,6 +567,42 @@ def test_why_a_child_measured_nothing_is_its_telling_line() -> None:
     assert children.telling("") == ""
 
 
+# What a child that aborted in a test leaves in its log: pytest's header (a plugin's line of
+# any shape among it), the progress line it died on, then faulthandler's dump.
+ABORTED = """\
+============================= test session starts ==============================
+platform linux -- Python 3.11.7, pytest-9.0.3, pluggy-1.6.0
+benchmark: 5.2.3 (defaults: timer=time.perf_counter disable_gc=False min_rounds=5)
+rootdir: /tmp/gpubench-ref-7mzomjt8/tree
+plugins: hypothesis-6.155.2, gpubench-0.2.0, xdist-3.8.0
+collected 2 items
+
+test_bench.py {said}Fatal Python error: Aborted
+
+Thread 0x00007f8247fff6c0 (most recent call first):
+  File "/usr/lib/python3.11/threading.py", line 982 in run
+
+Current thread 0x00007f824cdbc6c0 (most recent call first):
+  File "/tmp/gpubench-ref-7mzomjt8/tree/kernels.py", line 6 in work
+  File "/tmp/gpubench-ref-7mzomjt8/tree/test_bench.py", line 5 in test_sum
+  <no Python frame>
+
+Extension modules: numpy._core._multiarray_umath, torch._C (total: 2)
+"""
+
+
+def test_a_dead_childs_telling_line_is_its_last_words_not_its_header_nor_its_stacks() -> None:
+    # pytest's capture keeps what the test wrote: where the process died is what is left.
+    assert children.telling(ABORTED.format(said="")) == "at kernels.py, line 6, in work"
+    # Under -s what it wrote before it died follows its progress line.
+    said = "CUDA error: an illegal memory access was encountered\n"
+    assert children.telling(ABORTED.format(said=said)) == said.strip()
+    assert children.telling(ABORTED.format(said=".F ")) == "at kernels.py, line 6, in work"
+    # Killed outright: neither words nor stacks.
+    assert children.telling(ABORTED.split("test_bench.py")[0] + "test_bench.py .") == ""
+    assert children.telling("foo.py:12: UserWarning: slow") == "foo.py:12: UserWarning: slow"
+
+
 def test_the_document_is_json_of_the_results_files_fields() -> None:
     data = json.loads(child_document([(measured(), False)]))
     [entry] = data["results"]
@@ -699,7 +737,7 @@ def test_a_collection_error_of_a_child_is_told_in_one_line() -> None:
     assert collection_errors("E   AssertionError: a failed test, not a collection") == ()
 
 
-def test_a_child_names_the_test_it_runs_and_how_a_process_ended(tmp_path: Path) -> None:
+def test_a_child_names_the_test_it_runs(tmp_path: Path) -> None:
     out = tmp_path / "child.json"
     assert children.running_test(out) == ""
     children.beat(out, "t.py::test_a")
@@ -708,9 +746,15 @@ def test_a_child_names_the_test_it_runs_and_how_a_process_ended(tmp_path: Path) 
     assert children.running_test(out) == "t.py::test_a"
     children.beat(out, "")
     assert children.running_test(out) == ""
-    assert children.died(-6) == "signal 6 (SIGABRT)"
-    assert children.died(-9) == "signal 9 (SIGKILL)"
-    assert children.died(3) == "exit 3"
+
+
+def test_how_a_process_ended_is_said_one_way() -> None:
+    assert processes.died(-6) == "killed by SIGABRT"
+    assert processes.died(-9) == "killed by SIGKILL"
+    assert processes.died(-11) == "killed by SIGSEGV"
+    assert processes.died(3) == "exit code 3"
+    assert processes.died(0) == "exit code 0"
+    assert processes.died(-200) == "killed by signal 200"
 
 
 def test_a_child_names_a_test_whose_id_holds_a_lone_surrogate(tmp_path: Path) -> None:

@@ -320,6 +320,8 @@ def test_the_verdict_names_what_it_was_judged_against() -> None:
         (Status.UNSTABLE, True, False, True, False),
         (Status.NEW, True, False, True, False),
         (Status.OK, True, False, True, False),
+        (Status.CRASHED, False, False, False, True),  # the working tree's process died
+        (Status.UNMEASURABLE, True, True, True, False),
     ],
 )
 def test_fails(

@@ -182,7 +182,7 @@ def test_a_confirmation_that_cannot_run_leaves_the_verdict_unconfirmed(
     result.stdout.fnmatch_lines(
         [
             "test_sum *unconfirmed *",
-            "test_sum: unconfirmed: not confirmed: a fresh process measured nothing (exit 3: "
+            "test_sum: unconfirmed: not confirmed: a fresh process measured nothing (exit code 3: "
             "internal error): *RuntimeError: no GPU here*; its first session: slower by *",
         ]
     )

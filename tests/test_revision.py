@@ -256,7 +256,7 @@ def test_a_failed_build_is_named_with_its_last_words(repo: Repo, tmp_path: Path)
         with checkout("HEAD~1", repo.path, build=build, log=log):
             pytest.fail("the body runs only once the build succeeded")
     assert str(info.value) == (
-        f"--gpubench-build {build!r} failed in HEAD~1 ({repo.first[:7]}) with exit 3: "
+        f"--gpubench-build {build!r} failed in HEAD~1 ({repo.first[:7]}): exit code 3: "
         f"error: the last words; its output: {log}"
     )
     assert "compiling" in log.read_text()  # the caller's log stays
@@ -267,7 +267,7 @@ def test_a_failed_build_without_a_log_of_the_callers(repo: Repo) -> None:
     with pytest.raises(RevisionError) as info:
         with checkout("main", repo.path, build="false"):
             pass
-    assert str(info.value).endswith(f"({repo.second[:7]}) with exit 1: no output")
+    assert str(info.value).endswith(f"({repo.second[:7]}): exit code 1: no output")
     assert nothing_left(repo)
 
 
@@ -336,7 +336,7 @@ def test_a_build_of_a_run_killed_outright_ends_with_its_children(
 
 
 def test_a_build_killed_by_a_signal_says_which(repo: Repo) -> None:
-    with pytest.raises(RevisionError, match=r"failed in v1 \(\w{7}\), killed by signal 9"):
+    with pytest.raises(RevisionError, match=r"failed in v1 \(\w{7}\): killed by SIGKILL"):
         with checkout("v1", repo.path, build="kill -9 $$"):
             pass
     assert nothing_left(repo)

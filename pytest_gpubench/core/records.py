@@ -80,12 +80,16 @@ class Status(str, enum.Enum):
     """Verdict of one measurement. ``CHANGED`` (launches that match no binary of the
     baseline), ``INCOMPARABLE`` (a baseline of another timer), ``UNCONFIRMED`` and
     ``UNSTABLE`` (too few samples) are the gate's; the statistical rule never returns them.
-    ``SAME``, ``UNSURE`` and ``REMOVED`` are the verdicts against a revision measured in the
-    same job (``--gpubench-against``)."""
+    ``SAME``, ``UNSURE``, ``REMOVED`` and ``CRASHED`` are the verdicts against a revision
+    measured in the same job (``--gpubench-against``)."""
 
     # Faster than the device can move the declared bytes: skipped work, a cached result, or
     # broken timing. Fails its test in every run; never saved.
     IMPOSSIBLE = "impossible"
+    # Against a revision: the working tree's process died in the test (an abort, a
+    # segfault, SIGKILL): its code's fault, not the revision's. Fails its test. (A death on
+    # the revision's side is UNMEASURABLE.)
+    CRASHED = "crashed"
     REGRESSED = "regressed"
     # A call's peak GPU memory grew past its thresholds (judge.gate): exact, so never confirmed.
     MORE_MEMORY = "more memory"
@@ -94,8 +98,8 @@ class Status(str, enum.Enum):
     INCOMPARABLE = "incomparable"
     UNCONFIRMED = "unconfirmed"  # flagged, but its confirmation did not run: never fails
     UNSTABLE = "unstable"  # too few samples in the budget to judge: never fails
-    # Its process waited for a CPU much of the time it timed (a loaded host): never fails,
-    # never saved.
+    # Its process waited for a CPU much of the time it timed (a loaded host); against a
+    # revision, a side could not measure it (see CRASHED): never fails, never saved.
     UNMEASURABLE = "unmeasurable"
     NOT_GATED = "not gated"  # the history cannot gate it (too short, too noisy): never fails
     # Against a revision (judge/pairs.py): neither a change nor the same at the cap of pairs.

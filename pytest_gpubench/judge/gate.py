@@ -439,7 +439,8 @@ class Gate:
             and not verdict.accepted
             and (
                 bool(verdict.spoils)
-                or verdict.status in (Status.REGRESSED, Status.IMPOSSIBLE, Status.MORE_MEMORY)
+                or verdict.status
+                in (Status.REGRESSED, Status.IMPOSSIBLE, Status.MORE_MEMORY, Status.CRASHED)
                 or (verdict.status is Status.IMPROVED and self.fail_on_improvement)
                 or (verdict.status is Status.INCOMPARABLE and not self.allow_incomparable)
                 or (

@@ -31,6 +31,7 @@ from .measuring import REFUSED_KEY, SPEC_KEY, Measuring, uses_fixture
 if TYPE_CHECKING:
     from ..report.files import RunInfo
     from ..run.session import BenchSession, Saved
+    from ..versus import ab
     from ..versus.ab import Sides
     from ..versus.revision import Revision
 
@@ -290,9 +291,10 @@ class Controller:
         with contextlib.ExitStack() as stack:
             rev, folder = self._checkout(stack)
             found = self._compare_in(measures, devices, rev, folder)
-        self.session.comparison = found
-        self.session.family = max(1, len(found))
-        return found
+        self.session.comparison = found.results
+        self.session.unjudged = found.unjudged
+        self.session.family = max(1, len(found.results))
+        return found.results
 
     def _compare_in(
         self,
@@ -300,7 +302,7 @@ class Controller:
         devices: Sequence[int],
         rev: Revision,
         folder: Path,
-    ) -> Mapping[str, Result]:
+    ) -> ab.Comparison:
         from ..versus import ab
 
         items = list(measures)
@@ -334,7 +336,7 @@ class Controller:
         self.lines.append(
             f"against {ref} ({rev.commit[:8]}): {pairs} of fresh processes in {found.cost_s:.0f} s"
         )
-        return found.results
+        return found
 
     def _sides(self, rev: Revision, folder: Path) -> Sides:
         """The launchers of both sides of a comparison (versus.ab.sides)."""

@@ -108,11 +108,12 @@ class DistributedComparison:
         lanes = min(len(self.nodes), gpus.visible_devices())
         devices = list(range(lanes)) if lanes > 1 else []
         found = self.controller.compare(read_measures(self.folder), devices)
+        bench = self.controller.session
+        unjudged = dict(bench.unjudged) if bench is not None else {}
+        verdicts = {"results": {key: r.to_dict() for key, r in found.items()}, "unjudged": unjudged}
         try:
             storage.write_atomic(
-                self.folder / VERDICTS,
-                json.dumps({key: r.to_dict() for key, r in found.items()}, allow_nan=True),
-                "verdicts",
+                self.folder / VERDICTS, json.dumps(verdicts, allow_nan=True), "verdicts"
             )
         except GpubenchError as exc:
             pytest.exit(f"gpubench: {exc}", returncode=pytest.ExitCode.INTERNAL_ERROR)
@@ -189,8 +190,8 @@ class WorkerVerdicts:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         if self.session.comparison is None:
-            found = read_verdicts(self.folder / VERDICTS)
-            if found is None:
+            read = read_verdicts(self.folder / VERDICTS)
+            if read is None:
                 if uses_fixture(item):
                     pytest.fail(
                         "gpubench: the comparison against the revision did not reach this "
@@ -198,7 +199,9 @@ class WorkerVerdicts:
                         pytrace=False,
                     )
                 return
+            found, unjudged = read
             self.session.comparison = {self._renamed(key): r for key, r in found.items()}
+            self.session.unjudged = {self._renamed(n): line for n, line in unjudged.items()}
 
     def _renamed(self, key: str) -> str:
         """A verdict's key as this worker knows its test (``id@group`` under loadgroup)."""
@@ -206,10 +209,12 @@ class WorkerVerdicts:
         return self.renamed.get(nodeid, nodeid) + sep + name
 
 
-def read_verdicts(path: Path) -> Mapping[str, Result] | None:
-    """The comparison's verdicts by measurement key; None when there are none to read."""
+def read_verdicts(path: Path) -> tuple[Mapping[str, Result], Mapping[str, str]] | None:
+    """The comparison's verdicts by measurement key, and the lines of the tests it measured
+    on neither side by node id (versus.ab.unjudged); None when there are none to read."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        results = {key: Result.from_dict(entry) for key, entry in data["results"].items()}
+        return results, {str(n): str(line) for n, line in data["unjudged"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    return {key: Result.from_dict(entry) for key, entry in data.items()}

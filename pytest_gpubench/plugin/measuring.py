@@ -461,6 +461,8 @@ class Measuring:
         settings = bench.context.spec.measure
         if compared:  # judged against a revision before the tests ran: its verdicts
             results = self.session.compared(item.nodeid)
+            if not results:  # measured on neither side: fails where a side had trouble
+                problem = problem or self.session.unjudged.get(item.nodeid, "")
         elif paired is not None and self.pairing is not None:
             results = self._paired(item, paired, measurements, settings, confirm, problem)
             if item.nodeid in self.waiting:  # its second process waits for the run's end

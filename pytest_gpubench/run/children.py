@@ -24,12 +24,12 @@ early (``child_args``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
 import shlex
 import shutil
-import signal
 import site
 import subprocess
 import sys
@@ -73,6 +73,10 @@ GATE_VARIABLE = "PYTEST_GPUBENCH_GATE"
 # (its predecessor on the device ended), it is stuck: one test's imports, compiles and
 # measurements take less.
 CHILD_TIMEOUT_S = 1800.0
+# A relay leg's processes that may die in its tests (each followed by a fresh one timing the
+# rest) before the rest is given up: code that ends its process in every test would
+# otherwise start a process per test.
+MAX_DEATHS = 3
 # How often a parent looks at a child while it waits for it: whether it ended, and its beat
 # (Popen.wait with a timeout looks as often).
 BEAT_POLL_S = 0.05
@@ -152,12 +156,18 @@ class ChildRun:
     # Modules it imported from a tree it must not (FOREIGN_VARIABLE): "name (file)".
     foreign: tuple[str, ...] = ()
     # The tests a process died in (an abort, a segfault, SIGKILL, an os._exit), each with
-    # how it ended (:func:`died`): a relay times the rest in a fresh process.
+    # how it ended (``processes.died``) and its last words (:func:`telling`): a relay times
+    # the rest in a fresh process, MAX_DEATHS times at most.
     crashed: tuple[tuple[str, str], ...] = ()
 
     @property
     def trouble(self) -> str:
         return "; ".join(f"{path}: {error}" for path, error in self.uncollected)
+
+    @property
+    def gave_up(self) -> bool:
+        """Its processes died MAX_DEATHS times: the rest of its tests were not timed."""
+        return len(self.crashed) >= MAX_DEATHS
 
 
 def kept(args: Sequence[str]) -> list[str]:
@@ -453,16 +463,6 @@ def running_test(out: Path) -> str:
         return ""
 
 
-def died(code: int | None) -> str:
-    """How a process ended, in words: ``signal 6 (SIGABRT)``, ``exit 3``."""
-    if code is None or code >= 0:
-        return f"exit {code}"
-    try:
-        return f"signal {-code} ({signal.Signals(-code).name})"
-    except ValueError:
-        return f"signal {-code}"
-
-
 class Signs:
     """When a child (or a batch of children) last showed progress, on this process's
     monotonic clock: when it was made (the child could start timing), renewed when its
@@ -542,10 +542,10 @@ def finish_child(
         code = proc.returncode
         test = running_test(out)
         if test:  # it died in a test: pytest reports the failures it can catch
-            return ChildRun(
-                error=f"a fresh process died in {test}: {died(code)}", crashed=((test, died(code)),)
-            )
-        how = f"exit {code}: {EXITS[code]}" if code in EXITS else f"exit {code}"
+            said = telling(output)
+            how = processes.died(code) + (f": {said}" if said else "")
+            return ChildRun(error=f"a fresh process died in {test}, {how}", crashed=((test, how),))
+        how = f"{processes.died(code)}: {EXITS[code]}" if code in EXITS else processes.died(code)
         return ChildRun(error=f"a fresh process measured nothing ({how}): {telling(output) or exc}")
     uncollected: tuple[tuple[str, str], ...] = ()
     if proc.returncode not in (0, 5):
@@ -590,17 +590,62 @@ EXITS = {
 }
 
 
+# What a child's output holds that says nothing of why it ended: pytest's session header
+# (from its first line to "collected N items": plugins add lines of any shape), a file's
+# progress line, and the stacks faulthandler dumps as a process dies (they say where, not
+# why: a dump's innermost frame is the last resort).
+SESSION_STARTS = re.compile(r"=+ test session starts =+")
+HEADER_ENDS = re.compile(r"collect(ed|ing) .*")
+# A progress line, or its start (what a test wrote under -s follows it): the file, its
+# outcomes, the percentage.
+PROGRESS = re.compile(
+    r"\S+\.py(::\S+)?(?= |$)( [.sFExX]*(?= |$)| (PASSED|FAILED|SKIPPED|XFAIL|XPASS|ERROR)\b)?"
+    r"( +\[ *\d+%\])?"
+)
+DEATH = "Fatal Python error: "
+FRAME = re.compile(r'File "(.*)", line (\d+) in (.*)')
+DUMP = re.compile(
+    r"((Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):|"
+    r"Stack \(most recent call first\):|<no Python frame>|Extension modules: .*|"
+    r"Python runtime state: .*|Garbage-collecting)"
+)
+
+
 def telling(output: str) -> str:
-    """The line of a child's output that says most about why it measured nothing: its last
-    error line (pytest's ``E   ...``, an ``ERROR``, a traceback's last line), else its last."""
-    lines = [line.strip() for line in output.strip().splitlines() if line.strip()]
+    """The line of a child's output that says most about why it measured nothing or died:
+    its last error line (pytest's ``E   ...``, an ``ERROR``, a traceback's last line), else
+    its last line but pytest's session header, progress lines and faulthandler's dump of a
+    dying process's stacks (an abort's message, where pytest's capture let it through), else
+    the frame that process died in."""
+    lines, frame = [], ""
+    header = current = False
+    for raw in output.splitlines():
+        line, _, death = raw.partition(DEATH)
+        line = line.strip()
+        if death:  # what pytest wrote before it on that line (a progress line) goes on
+            header = False
+        elif SESSION_STARTS.fullmatch(line):
+            header = True
+            continue
+        elif header:
+            header = not HEADER_ENDS.fullmatch(line)
+            continue
+        at = FRAME.fullmatch(line)
+        if line.startswith("Current thread 0x"):
+            current = True
+        elif current and at:  # the innermost frame of the thread that died
+            frame, current = f"at {Path(at[1]).name}, line {at[2]}, in {at[3]}", False
+        progress = PROGRESS.match(line)
+        line = line[progress.end() :].strip() if progress else line
+        if line and not (at or DUMP.fullmatch(line)):
+            lines.append(line)
     errors = [
         line
         for line in lines
         if line.startswith(("E ", "ERROR", "INTERNALERROR"))
         or re.match(r"\w+(Error|Exception):", line)
     ]
-    return (errors or lines or [""])[-1][:300]
+    return (errors or lines or [frame])[-1][:300]
 
 
 def run_children(
@@ -737,9 +782,11 @@ def relay(
     time) is followed once it ended. A child that dies in a test (an abort, a segfault,
     SIGKILL) leaves the others standing: a fresh process of its leg times the rest of its
     tests without that one, at once, and the later legs of its launcher (its side) skip it
-    too; what the leg measured names the tests it died in (``ChildRun.crashed``). Once
-    ``stop`` is set (from another thread: a relay of another GPU failed, or Ctrl-C), it
-    kills its processes and ends."""
+    too; what the leg measured names the tests it died in (``ChildRun.crashed``). Such a
+    fresh process may wait for the device behind the next leg: that leg's progress counts
+    as its own against CHILD_TIMEOUT_S. Once ``stop`` is set (from another thread: a relay
+    of another GPU failed, or Ctrl-C), it kills its processes and ends, also while it times
+    a leg's rest."""
     sweep_folders()
     with tempfile.TemporaryDirectory(prefix=folder_prefix()) as directory:
         folder = Path(directory)
@@ -767,9 +814,33 @@ def relay(
             )
             signs.append(Signs((beat_of(outs[i]),)))
 
-        def rest(i: int, run: ChildRun) -> ChildRun:
+        def waited(
+            proc: subprocess.Popen[bytes] | ChildRun,
+            sign: Signs,
+            meanwhile: Callable[[], None] = lambda: None,
+        ) -> bool:
+            """Wait until ``proc`` ended or showed no ``sign`` for CHILD_TIMEOUT_S (then
+            finish_child stops it), doing ``meanwhile`` as it runs; False once ``stop`` is
+            set."""
+            while not (isinstance(proc, ChildRun) or not processes.running(proc)):
+                if stop is not None and stop.is_set():
+                    return False
+                meanwhile()
+                time.sleep(TURN_POLL_S)
+                if sign.quiet_s() > CHILD_TIMEOUT_S:
+                    break
+            return True
+
+        def queue_next(i: int) -> None:
+            """Start the leg after ``i`` once ``i`` holds the device: it queues behind it."""
+            if i + 1 < len(legs) and len(started) == i + 1 and turns[i].exists():
+                start(i + 1)
+
+        def rest(i: int, run: ChildRun) -> ChildRun | None:
             """Leg ``i``'s run, whose process died in a test: the rest of its tests timed by
-            fresh processes, one after another while each dies in another test."""
+            fresh processes, one after another while each dies in another test, up to
+            MAX_DEATHS deaths (then none of the rest is timed: ``ChildRun.gave_up``); None
+            once ``stop`` is set."""
             leg, lost = legs[i], list(run.crashed)
             skipped: set[str] = set()
             while run.crashed and run.crashed[0][0] not in skipped:
@@ -777,8 +848,19 @@ def relay(
                 skipped.add(test)
                 if test not in dead.setdefault(leg.launcher, []):
                     dead[leg.launcher].append(test)
+                if len(lost) >= MAX_DEATHS:
+                    if leg.says:
+                        announce(
+                            f"{leg.says}: its process died in {test}, {how}; the rest given up"
+                        )
+                    names = ", ".join(t for t, _ in lost)
+                    return ChildRun(
+                        error=f"its process died {len(lost)} times (in {names}): the rest of "
+                        "its tests were not timed",
+                        crashed=tuple(lost),
+                    )
                 if leg.says:
-                    announce(f"{leg.says}: its process died in {test} ({how}), the rest again")
+                    announce(f"{leg.says}: its process died in {test}, {how}; the rest again")
                 out = folder / f"{leg.name}-again-{len(lost)}.json"
                 write_request(out, request_of(leg))
                 name = out.stem
@@ -792,13 +874,14 @@ def relay(
                     leg.launcher.wrapper,
                 )
                 again.append(proc)
-                run = finish_child(proc, out)
+                # It may wait for the device behind the next leg, started as this one took
+                # it: that leg's progress is progress of the wait.
+                sign = Signs([beat_of(out), *(beat_of(o) for o in outs[i + 1 : len(started)])])
+                if not waited(proc, sign):
+                    return None
+                run = finish_child(proc, out, sign)
                 lost += [c for c in run.crashed if c not in lost]
             return replace(run, crashed=tuple(lost))
-
-        def ended(i: int) -> bool:
-            proc = started[i]
-            return isinstance(proc, ChildRun) or not processes.running(proc)
 
         try:
             for i in range(len(legs)):
@@ -809,17 +892,14 @@ def relay(
                 if legs[i].says:
                     announce(legs[i].says)
                 # The next starts once this one holds the device (or has ended).
-                while not ended(i):
-                    if stop is not None and stop.is_set():
-                        return
-                    if i + 1 < len(legs) and len(started) == i + 1 and turns[i].exists():
-                        start(i + 1)  # it queues behind this one
-                    time.sleep(TURN_POLL_S)
-                    if signs[i].quiet_s() > CHILD_TIMEOUT_S:
-                        break
+                if not waited(started[i], signs[i], functools.partial(queue_next, i)):
+                    return
                 run = finish_child(started[i], outs[i], signs[i])
                 if run.crashed:
-                    run = rest(i, run)
+                    rerun = rest(i, run)
+                    if rerun is None:
+                        return
+                    run = rerun
                 if i + 1 < len(signs):
                     signs[i + 1].renew()
                 yield run

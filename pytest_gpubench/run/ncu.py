@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..core.errors import GpubenchError
 from ..core.records import NCU_METRICS, RATIO_KEY, NcuEvidence, NcuKernel
+from . import processes
 from .children import ChildRun, Launcher
 
 NCU = "ncu"
@@ -123,7 +124,8 @@ def read(ncu: str, report: Path, run: ChildRun) -> tuple[dict[str, tuple[NcuKern
         return {}, f"cannot read {report} back: {exc}"
     if proc.returncode != 0:
         last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [""]
-        return {}, f"cannot read {report} back: ncu exit {proc.returncode}: {last[0][:200]}"
+        how = processes.died(proc.returncode)
+        return {}, f"cannot read {report} back: ncu {how}: {last[0][:200]}"
     kernels = parse(proc.stdout)
     return kernels, "" if kernels else said or run.error or "Nsight Compute profiled no kernel"
 

@@ -94,6 +94,17 @@ def _dies_with_us(signum: int) -> Callable[[], None] | None:
     return arm
 
 
+def died(returncode: int) -> str:
+    """How a process ended, in words, as every message of ours says it: ``killed by
+    SIGABRT`` (a signal: Popen's negative return code), ``exit code 3``."""
+    if returncode >= 0:
+        return f"exit code {returncode}"
+    try:
+        return f"killed by {signal.Signals(-returncode).name}"
+    except ValueError:  # a real-time signal, or one this platform does not name
+        return f"killed by signal {-returncode}"
+
+
 def exited(pid: int) -> bool:
     """Whether the child ``pid`` has ended, without reaping it (reaped, it is no child)."""
     try:

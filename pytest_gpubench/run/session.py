@@ -181,6 +181,9 @@ class BenchSession:
         # Against a revision (versus/ab.py): each measurement key's result, found before the
         # tests run; the tests then run untimed, and take their verdicts from here.
         self.comparison: Mapping[str, Result] | None = None
+        # The tests of the comparison that neither side measured, though one had trouble
+        # with them, each with its line: they fail (versus.ab.unjudged).
+        self.unjudged: Mapping[str, str] = {}
         # Against a revision in this process (versus/lockstep.py): the tests not in ``apart``
         # run both sides here, timed in lockstep; those in it take their verdicts from
         # ``comparison``.

@@ -174,12 +174,15 @@ def _moved(arg: str, revision: Revision, cwd: Path) -> str | None:
 class Comparison:
     """What the comparison found: a result per measurement key (those of the head with
     their verdict against the revision, and those measured on the revision's side only,
-    ``removed``), the pairs run, and lines for under the table."""
+    ``removed``), the pairs run, and lines for under the table; ``unjudged``: by node id,
+    the line of each test neither side measured though a side had trouble with it (it
+    fails: :func:`unjudged`)."""
 
     results: Mapping[str, Result]
     pairs: int
     lines: tuple[str, ...]
     cost_s: float
+    unjudged: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 Progress = Callable[[str], None]
@@ -226,8 +229,12 @@ def compare(
     label = {BASE: f"the revision {name}", HEAD: "the working tree"}
     runs: dict[str, list[dict[str, Measurement]]] = {BASE: [], HEAD: []}
     failed: dict[str, set[str]] = {BASE: set(), HEAD: set()}  # keys whose test failed there
-    # The tests a side's process died in, with how it ended (the others were timed again).
+    # The tests a side's process died in, with how it ended (the others were timed again):
+    # by side, what its process did ("died in test_sum, killed by SIGABRT: ...").
     crashed: dict[str, dict[str, str]] = {BASE: {}, HEAD: {}}
+    # By side, what its processes did where a leg's died ``children.MAX_DEATHS`` times: the
+    # tests that side never timed are lost to it (crashed, or unmeasurable), not new.
+    gave_up: dict[str, str] = {}
     base_runs: list[ChildRun] = []
     uncollected: dict[str, str] = {}  # files the revision's side could not collect: why
     errors: list[str] = []
@@ -299,8 +306,18 @@ def compare(
                     base_runs.append(run)
                     uncollected.update(run.uncollected)
                 failed[side].update(r.key for r, passed in run.results if not passed)
-                crashed[side].update(run.crashed)
+                for test, how in run.crashed:
+                    crashed[side].setdefault(test, f"died in {test.split('::')[-1]}, {how}")
+                if run.gave_up:
+                    names = ", ".join(test.split("::")[-1] for test, _ in run.crashed)
+                    gave_up.setdefault(
+                        side,
+                        f"died {len(run.crashed)} times (in {names}) and was not started again",
+                    )
             runs[side].append(merged)
+        for side, why in gave_up.items():  # the tests its processes never timed: the rest
+            known = {key.split("#")[0] for run in runs[side] for key in run} | set(crashed[side])
+            crashed[side].update((n, why) for n in nodeids if n not in known)
         if not any(runs[BASE]) and not any(runs[HEAD]):
             raise GpubenchError(
                 f"--gpubench-against {revision.ref}: no process of either side measured "
@@ -336,11 +353,51 @@ def compare(
         }
         wanted = [n for n in nodeids if n in more]
     fails = Gate.of(settings).fails  # whether a verdict fails: not the family's to say
-    failed_keys = {key for key, r in results.items() if fails(r.verdict)}
+    # A call that ends its process leaves no trace of itself: a crash has its line instead.
+    failed_keys = {
+        key for key, r in results.items() if fails(r.verdict) and r.status is not Status.CRASHED
+    }
     if failed_keys:
         results = _with_evidence(results, failed_keys, sides_, settings, devices, label, announce)
-    lines = tuple(dict.fromkeys(errors))
-    return Comparison(results, len(runs[HEAD]), lines, time.perf_counter() - started)
+    troubles: dict[str, dict[str, str]] = {BASE: {}, HEAD: {}}  # by side, node id: what
+    for side in (BASE, HEAD):
+        troubles[side].update(
+            (key.split("#")[0], f"its test failed on {label[side]}'s side") for key in failed[side]
+        )
+        troubles[side].update(
+            (n, f"{label[side]}'s process {why}") for n, why in crashed[side].items()
+        )
+    troubles[BASE].update(
+        (n, uncollected_reason(name, uncollected[n.split("::")[0]]))
+        for n in nodeids
+        if n.split("::")[0] in uncollected
+    )
+    lost = unjudged(nodeids, results, troubles, label)
+    lines = tuple(dict.fromkeys([*errors, *lost.values()]))
+    return Comparison(results, len(runs[HEAD]), lines, time.perf_counter() - started, lost)
+
+
+def unjudged(
+    nodeids: Iterable[str],
+    results: Mapping[str, Result],
+    troubles: Mapping[str, Mapping[str, str]],
+    label: Mapping[str, str],
+) -> dict[str, str]:
+    """The tests of ``nodeids`` that no side measured though a side had trouble with them
+    (``troubles``: by side, the node ids and what happened there: a process dead in it, its
+    test failed, its file not collected), each with its line; they fail, for a gate that
+    judged a test of yours not at all must not pass it. A test both sides ran and neither
+    timed (its benchmark only runs on a GPU) is none of them: it has nothing to judge."""
+    measured = {key.split("#")[0] for key in results}
+    found = {}
+    for nodeid in nodeids:
+        if nodeid in measured or not any(nodeid in troubles[side] for side in (HEAD, BASE)):
+            continue
+        why = "; ".join(
+            troubles[side].get(nodeid, f"{label[side]} did not time it") for side in (HEAD, BASE)
+        )
+        found[nodeid] = f"{nodeid.split('::')[-1]}: not judged, measured on neither side: {why}"
+    return found
 
 
 def _with_evidence(
@@ -545,9 +602,11 @@ def paired_result(
     """One measurement's verdict on its complete pairs (a pair whose two sides measured it
     by one timer, each with enough samples); ``lockstep``: each pair's sides shared one
     process (versus/lockstep.py); ``duos``: by pair (runs' index), the duo that timed it;
-    ``crashed``: by side, the node ids whose process died in them there, with how. A test
-    one side could not measure (its file not collected, its process dead in it, its test
-    failed on the revision's side) is ``unmeasurable``, its reason saying why."""
+    ``crashed``: by side, the node ids whose process died in them there, with what it did
+    (``died in test_sum, killed by SIGABRT: ...``). A test the working tree's process died
+    in is ``crashed``: its code's fault, whatever the revision did. A test one side could
+    not measure (its file not collected, the revision's process dead in it, its test failed
+    on the revision's side) is ``unmeasurable``, its reason saying why."""
     base = [run.get(key) for run in runs[BASE]]
     head = [run.get(key) for run in runs[HEAD]]
     found = [
@@ -573,15 +632,14 @@ def paired_result(
     name = sides.label
     nodeid = key.split("#")[0]
     dead = {side: (crashed or {}).get(side, {}) for side in (BASE, HEAD)}
-    function = nodeid.split("::")[-1]
+    if nodeid in dead[HEAD]:  # whatever its pairs say: the working tree's own process died
+        why = f"the working tree's process {dead[HEAD][nodeid]}"
+        return Result(
+            heads[0] if heads else bases[0],
+            Verdict(Status.CRASHED, reason=why, family=family, paired=sides),
+        )
     # One side only: its first session shows (more would read as confirmations).
     if not heads:
-        if nodeid in dead[HEAD]:
-            why = f"the working tree's process died: {dead[HEAD][nodeid]} in {function}"
-            return Result(
-                bases[0],
-                Verdict(Status.UNMEASURABLE, reason=why, family=family, paired=sides),
-            )
         why = "its test failed in the working tree" if key in failed[HEAD] else "only there"
         return Result(
             bases[0],
@@ -599,8 +657,7 @@ def paired_result(
             why = (
                 uncollected_reason(name, uncollected[path])
                 if path in uncollected
-                else f"{name}'s process died: {dead[BASE][nodeid]} in {function}: "
-                "nothing to compare with"
+                else f"{name}'s process {dead[BASE][nodeid]}"
                 if nodeid in dead[BASE]
                 else f"its test failed on {name}'s side: nothing to compare with"
             )
@@ -678,18 +735,20 @@ def uncollected_reason(name: str, error: str) -> str:
 def nothing_judged(results: Iterable[Result], ref: str) -> str:
     """One line saying why a run against the revision ``ref`` judged none of its tests
     because a side could not measure them (``unmeasurable``: a file not collected, a process
-    dead in a test, a test failing there), '' where it judged one or lost none (tests the
-    revision lacks are ``new``, not lost). Such a run fails as a failed build does: a gate
-    that judged nothing must not read as passed."""
+    dead in a test, a test failing there; ``crashed``: the working tree's process died in
+    it), '' where it judged one or lost none (tests the revision lacks are ``new``, not
+    lost). Such a run fails as a failed build does: a gate that judged nothing must not read
+    as passed."""
     against = [
         r for r in results if r.verdict.paired is not None and r.status is not Status.REMOVED
     ]
-    lost = [r for r in against if r.status is Status.UNMEASURABLE]
+    lost = [r for r in against if r.status in (Status.UNMEASURABLE, Status.CRASHED)]
     if not lost or any(r.verdict.paired is not None and r.verdict.paired.pairs for r in against):
         return ""
     count = f"{len(lost)} test{'s' if len(lost) != 1 else ''}"
+    statuses = " or ".join(sorted({r.status.value for r in lost}))
     return (
-        f"--gpubench-against {ref}: nothing is judged, {count} unmeasurable "
+        f"--gpubench-against {ref}: nothing is judged, {count} {statuses} "
         f"({lost[0].test}: {lost[0].verdict.reason})"
     )[:600]
 

@@ -790,7 +790,7 @@ def _failure(code: int, output: str) -> str:
     if said:
         return f"stopped: {said[-1]}"
     what = {2: "was interrupted", 3: "had an internal error", 4: "refused its arguments"}
-    how = what.get(code, f"was killed by signal {-code}" if code < 0 else f"exited {code}")
+    how = what.get(code, processes.died(code))
     return f"{how}: {telling(output) or 'no output'}"
 
 

@@ -309,10 +309,8 @@ def _build(
         return
     if code is None:
         what = f"ran over {timeout_s:g} s in {_where(revision)} and was stopped"
-    elif code < 0:
-        what = f"failed in {_where(revision)}, killed by signal {-code}"
     else:
-        what = f"failed in {_where(revision)} with exit {code}"
+        what = f"failed in {_where(revision)}: {processes.died(code)}"
     output = f"; its output: {log}" if kept is not None else ""  # ours goes with the folder
     raise RevisionError(f"--gpubench-build {command!r} {what}: {_tail(log)}{output}")
 
