@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import sys
 import types
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, TypeVar, Union, cast, get_args, get_origin, get_type_hints
@@ -123,6 +124,15 @@ def decode(cls: type[T], data: Json) -> T:
     return cls(**values)
 
 
+def _names_of(cls: Any) -> dict[str, Any]:
+    """The names ``cls``'s annotations are written in: its module's, found by the module's
+    functions where the module is gone from sys.modules (pytester's in-process runs take out
+    what they imported while a class of theirs lives on), and this module's."""
+    module = sys.modules.get(cls.__module__)
+    names = vars(module) if module is not None else getattr(cls.__init__, "__globals__", {})
+    return {**globals(), **names}
+
+
 class _Plan(NamedTuple):
     fields: tuple[_Field, ...]
     keys: frozenset[str]
@@ -131,7 +141,7 @@ class _Plan(NamedTuple):
 
 @functools.cache
 def _plan(cls: Any) -> _Plan:
-    hints, plan = get_type_hints(cls), []
+    hints, plan = get_type_hints(cls, globalns=_names_of(cls)), []
     for f in dataclasses.fields(cls):
         s = f.metadata.get("codec", Spec())
         write, read, expected = _io(hints[f.name])
