@@ -306,7 +306,13 @@ def test_median_factor_table_matches_a_simulation() -> None:
 
 def test_status_rank_puts_what_needs_attention_first() -> None:
     ranked = sorted(Status, key=lambda s: s.rank)
-    assert ranked[:4] == [Status.IMPOSSIBLE, Status.REGRESSED, Status.MORE_MEMORY, Status.IMPROVED]
+    assert ranked[:5] == [
+        Status.IMPOSSIBLE,
+        Status.CRASHED,
+        Status.REGRESSED,
+        Status.MORE_MEMORY,
+        Status.IMPROVED,
+    ]
     assert ranked[-1] is Status.OK
     assert rule.corrected_alpha(0.01, 54, True) == pytest.approx(0.01 / 108)
 
