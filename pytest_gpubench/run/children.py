@@ -782,7 +782,8 @@ def relay(
     time) is followed once it ended. A child that dies in a test (an abort, a segfault,
     SIGKILL) leaves the others standing: a fresh process of its leg times the rest of its
     tests without that one, at once, and the later legs of its launcher (its side) skip it
-    too; what the leg measured names the tests it died in (``ChildRun.crashed``). Such a
+    too; what the leg measured names the tests it died in (``ChildRun.crashed``). After
+    MAX_DEATHS deaths of a leg's processes none of its rest is timed. Such a
     fresh process may wait for the device behind the next leg: that leg's progress counts
     as its own against CHILD_TIMEOUT_S. Once ``stop`` is set (from another thread: a relay
     of another GPU failed, or Ctrl-C), it kills its processes and ends, also while it times
