@@ -60,7 +60,7 @@ def binary(grid: int, median: float, sessions: int = 5) -> Binary:
 def test_a_history_of_one_binary_knows_only_the_prior() -> None:
     got = picks.pick_spread([binary(65536, 1.0)], (AXPY,))
     assert got is not None
-    assert (got.df, got.scale, got.binaries, got.picker) == (1.0, 0.0111, 1, "autotuner")
+    assert (got.df, got.scale, got.binaries, got.picker) == (1.0, 0.0083, 1, "autotuner")
     # A Cauchy at a suite's level: no gate
     assert got.allowance(1e-4) > math.log1p(0.5)
 
@@ -71,7 +71,7 @@ def test_the_tests_own_picks_tell_its_spread_and_the_longest_history_is_the_refe
     assert got is not None and got.reference is binaries[1]
     offsets = [math.log(1.002), math.log(0.997)]
     assert got.df == 3.0
-    assert got.scale == pytest.approx(math.sqrt((0.0111**2 + sum(o * o for o in offsets)) / 3))
+    assert got.scale == pytest.approx(math.sqrt((0.0083**2 + sum(o * o for o in offsets)) / 3))
     assert got.allowance(0.01) == pytest.approx(got.scale * 4.5407, rel=1e-3)  # t_3, 99%
 
 
