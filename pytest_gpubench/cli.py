@@ -131,11 +131,22 @@ def read_results(path: Path) -> ResultFile:
     return ResultFile(path, data.get("device", {}), data.get("settings", {}), results, against)
 
 
-# Why a BASE result holds no time to judge HEAD against (HEAD's is then new, saying so).
+# Why a BASE result holds no time to judge HEAD against (HEAD's is then new, saying so),
+# where its file stores no reason: an A/B run's unmeasurable is a side that could not
+# measure the test (its process died, its file not collected), a plain run's a loaded host.
 UNUSABLE_BASE = {
     Status.IMPOSSIBLE: "no time of its work to compare with",
     Status.UNMEASURABLE: "the times of a loaded host, none to compare with",
 }
+
+
+def _unusable(result: Result) -> str:
+    """Why the BASE ``result`` holds no time to compare with: in its run's words where its
+    file stores them (an A/B run's unmeasurable: a side's process died, its file was not
+    collected), else UNUSABLE_BASE's."""
+    if result.status is Status.UNMEASURABLE and result.verdict.reason:
+        return f"{result.verdict.reason}, none to compare with"
+    return UNUSABLE_BASE[result.status]
 
 
 def _result_problem(item: Json) -> str:
@@ -288,7 +299,7 @@ def compare(
             why = (
                 f"not in {base.path}"
                 if before is None
-                else f"{before.status.value} in {base.path}: {UNUSABLE_BASE[before.status]}"
+                else f"{before.status.value} in {base.path}: {_unusable(before)}"
             )
             verdict = dataclasses.replace(verdict, reason=why)
         measurement = dataclasses.replace(measurement, threshold=measure.threshold)

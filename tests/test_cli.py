@@ -141,6 +141,27 @@ def test_compare_judges_nothing_timed_on_a_loaded_host(
     assert code == 0 and "unmeasurable" in row(out, "a"), out + err
 
 
+def test_compare_says_why_an_ab_runs_base_was_unmeasurable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In an A/B run's file (pytest --gpubench-against), unmeasurable says that a side
+    could not measure the test (the revision's process died in it): compare says what the
+    file says, not "a loaded host"."""
+    died = "the revision main (0123abcd)'s process died in a, killed by SIGABRT"
+    base = make_result("a", 1.0, sessions=3)
+    base = Result(base.measurement, Verdict(Status.UNMEASURABLE, reason=died))
+    code, out, err = run(
+        capsys,
+        "compare",
+        write_results(tmp_path / "ab.json", base),
+        write_results(tmp_path / "head.json", make_result("a", 1.0)),
+    )
+    assert code == 0, out + err
+    assert "new" in row(out, "a")
+    assert f"a: new: unmeasurable in {tmp_path / 'ab.json'}: {died}, none to compare with" in out
+    assert "loaded host" not in out
+
+
 def test_compare_judges_the_physical_floor_and_never_against_an_impossible_base(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
