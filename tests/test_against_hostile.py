@@ -584,6 +584,29 @@ def test_a_test_no_side_measured_fails_with_a_line_saying_why(
     assert "'s process died in test_sum, killed by SIGABRT: at kernels.py, line 15, in work" in line
 
 
+@pytest.mark.slow
+def test_an_aborts_native_message_is_its_reason_without_minus_s(repo: pytest.Pytester) -> None:
+    """What native code writes to file descriptor 2 before it aborts (CUDA's error, a
+    failed assert in C) is the reason under pytest's default capture too: the processes of
+    a side capture what Python writes only."""
+    repo.makepyfile(
+        kernels="import os\n\n\ndef work(n):\n"
+        "    os.write(2, b'CUDA error: an illegal memory access was encountered\\n')\n"
+        "    os.abort()\n"
+    )
+    commit(repo.path, "a kernel that says why it aborts, natively")
+    repo.makepyfile(kernels=KERNELS.format(factor=1.0))
+    result = repo.runpytest("--gpubench-against=HEAD", *ONE)
+    text = output(result)
+    [line] = [line for line in text.splitlines() if line.startswith("test_sum: unmeasurable: ")]
+    assert line.endswith(
+        "'s process died in test_sum, killed by SIGABRT: "
+        "CUDA error: an illegal memory access was encountered"
+    ), line
+    # Said where the process's death is, nowhere else (no child's output leaks through).
+    assert all("process died in" in t for t in text.splitlines() if "CUDA error" in t), text
+
+
 # Tests of the working tree that take SLOW_S each in a fresh process (not in the run's own):
 # a process of its side that times them makes progress between them, slowly.
 SLOW_TESTS = """

@@ -295,6 +295,7 @@ def _session(config: pytest.Config, settings: Settings) -> BenchSession:
         addopts=tuple(config.getini("addopts")),
         rootdir=config.rootpath,
         inifile=config.inipath,
+        capture=config.getoption("capture", None),
     )
 
     def make_timer(measure: MeasureSettings, device: Device, with_setup: bool) -> Timer:

@@ -241,6 +241,9 @@ class Launcher:
     inifile: Path | None = None
     # A command a child runs under (Nsight Compute's, run/ncu.py); none by default.
     wrapper: tuple[str, ...] = ()
+    # The user's --capture method: "fd" (pytest's default), "sys", "tee-sys", "no" (-s);
+    # None where pytest's capture plugin is not loaded.
+    capture: str | None = None
 
     def confirming(
         self,
@@ -269,6 +272,12 @@ class Launcher:
         # collection there, not the comparison.
         args = [*self._args(save=False, confirm=0, single=self.xdist)]
         args.append("--continue-on-collection-errors")
+        # What native code writes to file descriptor 2 as it aborts (CUDA's error, a failed
+        # assert in C) reaches the output its parent reads for why it died (telling): a
+        # capture of the descriptors would lose it with the process. What Python writes is
+        # captured still; -s, --capture=sys and tee-sys keep their meaning.
+        if self.capture == "fd":
+            args.append("--capture=sys")
         return args
 
     def profiling(self, nodeids: Sequence[str], device_index: int | None) -> list[ChildRun]:
