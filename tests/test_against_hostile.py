@@ -717,6 +717,25 @@ def test_a_revision_whose_process_dies_in_every_test_is_given_up_after_three_dea
 
 
 @pytest.mark.slow
+def test_a_test_the_revision_lacks_is_new_after_the_revision_was_given_up(
+    repo: pytest.Pytester,
+) -> None:
+    """The revision's process dies in three tests of five, so its first pair's rest is
+    given up; a test the working tree added is new there whatever the revision's processes
+    did, not unmeasurable: the revision never had it."""
+    repo.makepyfile(test_dies=DYING.format(dies="k < 3"))
+    commit(repo.path, "five tests, three of which end their process")
+    added = "\n\ndef test_dies_added(gpubench):\n    assert gpubench(abs, -1) == 1\n"
+    repo.makepyfile(test_dies=DYING.format(dies=False) + added)
+    result = repo.runpytest("--gpubench-against=HEAD", "-k", "test_dies", *TWO)
+    text = output(result)
+    assert text.count("the rest given up") == 1, text
+    assert table_rows(text, "test_dies_added")[0].split()[-3] == "new", text
+    assert "unsure" in table_rows(text, "test_dies[3]")[0].split(), text  # one pair
+    assert table_rows(text, "test_dies[0]")[0].split()[-3] == "unmeasurable", text
+
+
+@pytest.mark.slow
 def test_a_dead_processs_reason_is_its_last_words_not_pytests_header_nor_its_stacks(
     repo: pytest.Pytester,
 ) -> None:

@@ -765,6 +765,15 @@ def test_a_child_names_a_test_whose_id_holds_a_lone_surrogate(tmp_path: Path) ->
     assert children.running_test(out) == "t.py::test_a[\udc80]"
 
 
+def test_a_child_says_the_tests_it_is_to_run_whatever_their_ids_hold(tmp_path: Path) -> None:
+    # Its parent reads them if it dies (a side given up: which tests it never timed).
+    out = tmp_path / "child.json"
+    assert children.planned(out) is None  # not known: it never said
+    ids = ["t.py::test_a", "t.py::test_b[\udc80]", "t.py::test_c[a\nb]"]
+    children.plan(out, ids)
+    assert children.planned(out) == tuple(ids)
+
+
 def test_foreign_imports_names_modules_of_the_other_sides_tree_not_what_is_installed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..core.errors import GpubenchError
-from ..run.children import beat, child_document, foreign_imports, read_request
+from ..run.children import beat, child_document, foreign_imports, plan, read_request
 from ..run.processes import WRAPPED_VARIABLE, watch_parent
 from ..store import files as storage
 from .collect import Collected
@@ -89,6 +89,9 @@ class Child:
         if deselected:
             items[:] = [item for item in items if kept(item)]
             config.hook.pytest_deselected(items=deselected)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        plan(self.out, [item.nodeid for item in session.items])
 
     # Signs of progress for its parent (run.children.CHILD_TIMEOUT_S bounds a quiet child),
     # naming the test running: a process that dies in it (an abort, a segfault) is replaced.

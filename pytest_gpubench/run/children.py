@@ -159,6 +159,9 @@ class ChildRun:
     # how it ended (``processes.died``) and its last words (:func:`telling`): a relay times
     # the rest in a fresh process, MAX_DEATHS times at most.
     crashed: tuple[tuple[str, str], ...] = ()
+    # The tests a process that died was to time (its selection, from ``plan``); None where
+    # not known. A relay that gave up: those its last process was to time.
+    planned: tuple[str, ...] | None = None
 
     @property
     def trouble(self) -> str:
@@ -464,6 +467,25 @@ def beat(out: Path, running: str | None = None) -> None:
             beat_of(out).write_text(running, encoding="utf-8", errors="surrogatepass")
 
 
+def plan(out: Path, nodeids: Sequence[str]) -> None:
+    """In a child writing to ``out``: the tests it is to run, once selected, which its
+    parent reads if it dies (a side given up knows which tests it never timed: not those
+    its code lacks). Never raises."""
+    with contextlib.suppress(OSError):  # JSON: an id may hold a newline, a lone surrogate
+        out.with_suffix(".plan").write_text(json.dumps(list(nodeids)), encoding="ascii")
+
+
+def planned(out: Path) -> tuple[str, ...] | None:
+    """The tests a child writing to ``out`` was to run (``plan``), None where not known."""
+    try:
+        nodeids = json.loads(out.with_suffix(".plan").read_text(encoding="ascii"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(nodeids, list):
+        return None
+    return tuple(str(n) for n in nodeids)
+
+
 def running_test(out: Path) -> str:
     """The node id of the test a child writing to ``out`` was running, '' between tests."""
     try:
@@ -553,7 +575,11 @@ def finish_child(
         if test:  # it died in a test: pytest reports the failures it can catch
             said = telling(output)
             how = processes.died(code) + (f": {said}" if said else "")
-            return ChildRun(error=f"a fresh process died in {test}, {how}", crashed=((test, how),))
+            return ChildRun(
+                error=f"a fresh process died in {test}, {how}",
+                crashed=((test, how),),
+                planned=planned(out),
+            )
         how = f"{processes.died(code)}: {EXITS[code]}" if code in EXITS else processes.died(code)
         return ChildRun(error=f"a fresh process measured nothing ({how}): {telling(output) or exc}")
     uncollected: tuple[tuple[str, str], ...] = ()
@@ -868,6 +894,7 @@ def relay(
                         error=f"its process died {len(lost)} times (in {names}): the rest of "
                         "its tests were not timed",
                         crashed=tuple(lost),
+                        planned=run.planned,
                     )
                 if leg.says:
                     announce(f"{leg.says}: its process died in {test}, {how}; the rest again")

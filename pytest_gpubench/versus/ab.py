@@ -235,6 +235,9 @@ def compare(
     # By side, what its processes did where a leg's died ``children.MAX_DEATHS`` times: the
     # tests that side never timed are lost to it (crashed, or unmeasurable), not new.
     gave_up: dict[str, str] = {}
+    # By side, the tests its given-up processes were to time: a test the revision lacks is
+    # none of them, and stays new.
+    rest: dict[str, set[str]] = {BASE: set(), HEAD: set()}
     base_runs: list[ChildRun] = []
     uncollected: dict[str, str] = {}  # files the revision's side could not collect: why
     errors: list[str] = []
@@ -314,10 +317,11 @@ def compare(
                         side,
                         f"died {len(run.crashed)} times (in {names}) and was not started again",
                     )
+                    rest[side].update(nodeids if run.planned is None else run.planned)
             runs[side].append(merged)
         for side, why in gave_up.items():  # the tests its processes never timed: the rest
             known = {key.split("#")[0] for run in runs[side] for key in run} | set(crashed[side])
-            crashed[side].update((n, why) for n in nodeids if n not in known)
+            crashed[side].update((n, why) for n in nodeids if n not in known and n in rest[side])
         if not any(runs[BASE]) and not any(runs[HEAD]):
             raise GpubenchError(
                 f"--gpubench-against {revision.ref}: no process of either side measured "
