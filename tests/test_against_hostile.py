@@ -585,6 +585,35 @@ def test_a_test_no_side_measured_fails_with_a_line_saying_why(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(
+    ("revision_dies", "xdist"),
+    [(False, ()), (True, ()), (False, ("-n", "2"))],
+    ids=["revision-fine", "both-die", "xdist"],
+)
+def test_a_working_tree_crashing_on_every_call_never_runs_in_the_run_itself(
+    repo: pytest.Pytester, revision_dies: bool, xdist: tuple[str, ...]
+) -> None:
+    """The working tree's kernel aborts on every call, its run's own untimed call too:
+    test_sum fails as crashed (or not judged, where the revision's process dies in it too)
+    before its body runs in the run's process, which would abort with it (no summary)."""
+    aborts = "import os\n\n\ndef work(n):\n    os.abort()\n"
+    if revision_dies:
+        repo.makepyfile(kernels=aborts)
+        commit(repo.path, "a kernel that ends its process")
+    repo.makepyfile(kernels=aborts)
+    result = repo.runpytest_subprocess("--gpubench-against=HEAD", *xdist, *ONE)
+    text = output(result)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, text
+    result.assert_outcomes(passed=1, failed=1)
+    said = "the working tree's process died in test_sum, killed by SIGABRT"
+    if revision_dies:
+        assert f"test_sum: not judged, measured on neither side: {said}" in text
+    else:
+        assert f"test_sum crashed: {said}" in text
+        assert "1 crashed" in text
+
+
+@pytest.mark.slow
 def test_an_aborts_native_message_is_its_reason_without_minus_s(repo: pytest.Pytester) -> None:
     """What native code writes to file descriptor 2 before it aborts (CUDA's error, a
     failed assert in C) is the reason under pytest's default capture too: the processes of

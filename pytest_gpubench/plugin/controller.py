@@ -293,6 +293,7 @@ class Controller:
             found = self._compare_in(measures, devices, rev, folder)
         self.session.comparison = found.results
         self.session.unjudged = found.unjudged
+        self.session.crashed = found.crashed
         self.session.family = max(1, len(found.results))
         return found.results
 

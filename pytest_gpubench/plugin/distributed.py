@@ -110,7 +110,12 @@ class DistributedComparison:
         found = self.controller.compare(read_measures(self.folder), devices)
         bench = self.controller.session
         unjudged = dict(bench.unjudged) if bench is not None else {}
-        verdicts = {"results": {key: r.to_dict() for key, r in found.items()}, "unjudged": unjudged}
+        crashed = sorted(bench.crashed) if bench is not None else []
+        verdicts = {
+            "results": {key: r.to_dict() for key, r in found.items()},
+            "unjudged": unjudged,
+            "crashed": crashed,
+        }
         try:
             storage.write_atomic(
                 self.folder / VERDICTS, json.dumps(verdicts, allow_nan=True), "verdicts"
@@ -199,9 +204,10 @@ class WorkerVerdicts:
                         pytrace=False,
                     )
                 return
-            found, unjudged = read
+            found, unjudged, crashed = read
             self.session.comparison = {self._renamed(key): r for key, r in found.items()}
             self.session.unjudged = {self._renamed(n): line for n, line in unjudged.items()}
+            self.session.crashed = frozenset(self._renamed(n) for n in crashed)
 
     def _renamed(self, key: str) -> str:
         """A verdict's key as this worker knows its test (``id@group`` under loadgroup)."""
@@ -209,12 +215,16 @@ class WorkerVerdicts:
         return self.renamed.get(nodeid, nodeid) + sep + name
 
 
-def read_verdicts(path: Path) -> tuple[Mapping[str, Result], Mapping[str, str]] | None:
-    """The comparison's verdicts by measurement key, and the lines of the tests it measured
-    on neither side by node id (versus.ab.unjudged); None when there are none to read."""
+def read_verdicts(
+    path: Path,
+) -> tuple[Mapping[str, Result], Mapping[str, str], list[str]] | None:
+    """The comparison's verdicts by measurement key, the lines of the tests it measured on
+    neither side by node id (versus.ab.unjudged), and the tests the working tree's processes
+    died in (versus.ab.Comparison.crashed); None when there are none to read."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         results = {key: Result.from_dict(entry) for key, entry in data["results"].items()}
-        return results, {str(n): str(line) for n, line in data["unjudged"].items()}
+        unjudged = {str(n): str(line) for n, line in data["unjudged"].items()}
+        return results, unjudged, [str(n) for n in data["crashed"]]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None

@@ -342,6 +342,12 @@ class Measuring:
                 self.session.outside_test = contextlib.nullcontext
 
     def _call(self, item: pytest.Item) -> Generator[None, object, object]:
+        session = self.session
+        if session is not None and item.nodeid in session.crashed and session.untimed(item.nodeid):
+            # The working tree's process died in it: its body would end this process too.
+            failures = self._settle(item, confirm=False)
+            if failures:
+                pytest.fail("\n".join(failures), pytrace=False)
         self._base_side(item)
         self._duo_before(item)
         try:

@@ -184,6 +184,9 @@ class BenchSession:
         # The tests of the comparison that neither side measured, though one had trouble
         # with them, each with its line: they fail (versus.ab.unjudged).
         self.unjudged: Mapping[str, str] = {}
+        # The tests of the comparison the working tree's processes died in: they fail before
+        # their body runs here, which would end this process too (versus.ab.Comparison).
+        self.crashed: frozenset[str] = frozenset()
         # Against a revision in this process (versus/lockstep.py): the tests not in ``apart``
         # run both sides here, timed in lockstep; those in it take their verdicts from
         # ``comparison``.

@@ -176,13 +176,15 @@ class Comparison:
     their verdict against the revision, and those measured on the revision's side only,
     ``removed``), the pairs run, and lines for under the table; ``unjudged``: by node id,
     the line of each test neither side measured though a side had trouble with it (it
-    fails: :func:`unjudged`)."""
+    fails: :func:`unjudged`); ``crashed``: the tests the working tree's processes died in
+    (or never timed, once given up): run in the user's process, they would end it too."""
 
     results: Mapping[str, Result]
     pairs: int
     lines: tuple[str, ...]
     cost_s: float
     unjudged: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    crashed: frozenset[str] = frozenset()
 
 
 Progress = Callable[[str], None]
@@ -378,7 +380,8 @@ def compare(
     )
     lost = unjudged(nodeids, results, troubles, label)
     lines = tuple(dict.fromkeys([*errors, *lost.values()]))
-    return Comparison(results, len(runs[HEAD]), lines, time.perf_counter() - started, lost)
+    spent_s = time.perf_counter() - started
+    return Comparison(results, len(runs[HEAD]), lines, spent_s, lost, frozenset(crashed[HEAD]))
 
 
 def unjudged(
