@@ -1160,47 +1160,8 @@ _DIRECTIONS = {1: Status.REGRESSED, -1: Status.IMPROVED, 0: Status.OK}
 def _gated_judgements(
     rows: Sequence[_Row], k: int, n_c: int, *, threshold: float, z: float
 ) -> list[Judgement]:
-    """:func:`_judgement` of gated rows of ``k`` history and ``n_c`` current sessions each,
-    made in one loop, without a call of its own per row: ``gpubench show`` of 10^5 tests
-    (``tests/test_rule.py`` checks it against :func:`_judgement`)."""
-    ref = f"history of {k} session{'s' if k != 1 else ''}"
-    judgements = []
-    for d, se, gateable, _, direction, bar_log, share, tau, more, p_up, p_down, exc in rows:
-        ratio = math.exp(d)
-        low, high = ratio_interval(d, z * se)
-        bar = math.expm1(bar_log)
-        noisy = gateable > threshold
-        reason = (
-            f"{'slower' if d >= 0 else 'faster'} by {abs(math.expm1(d)):.1%} vs {ref}"
-            f"; {gate_text(gateable, threshold)}"
-        )
-        # Every field set as the frozen __init__ sets it, without its call (most of this
-        # loop's time): the verdict is as frozen as any other.
-        judgement = object.__new__(Judgement)
-        judgement.__dict__.update(
-            status=_DIRECTIONS[direction],
-            ratio=ratio,
-            ratio_low=low,
-            ratio_high=high,
-            same_low=None,
-            same_high=None,
-            bar=bar,
-            gateable=gateable,
-            noisy=noisy,
-            tau=tau,
-            prior_share=share,
-            needs_confirmation=more,
-            against="history",
-            history_sessions=k,
-            current_sessions=n_c,
-            reason=reason,
-            gated=True,
-            p_value=p_up if d >= 0 else p_down,
-            excursions=exc,
-            sessions_to_gate=None,
-        )
-        judgements.append(judgement)
-    return judgements
+    """:func:`_judgement` of gated rows of ``k`` history and ``n_c`` current sessions each."""
+    return [_verdict(k, n_c, row, None, threshold=threshold, z=z, asked=True) for row in rows]
 
 
 def _more(to_gate: int | None, asked: bool, threshold: float) -> str:
@@ -1213,7 +1174,16 @@ def _more(to_gate: int | None, asked: bool, threshold: float) -> str:
 
 
 def _judgement(
-    case: Case,
+    case: Case, row: _Row, to_gate: int | None, *, threshold: float, z: float, asked: bool
+) -> Judgement:
+    """:func:`_verdict` of ``case``'s sessions."""
+    n = (len(case.history), len(case.current))
+    return _verdict(*n, row, to_gate, threshold=threshold, z=z, asked=asked)
+
+
+def _verdict(
+    k: int,
+    n_c: int,
     row: _Row,
     to_gate: int | None,
     *,
@@ -1221,11 +1191,9 @@ def _judgement(
     z: float,
     asked: bool,
 ) -> Judgement:
-    """The verdict of one row not gated, or gated on the prior alone (``to_gate``: the
-    sessions like its history's that would gate the threshold, where ``asked``; ``z``: the
-    quantile of its interval)."""
-    history = case.history
-    k, n_c = len(history), len(case.current)
+    """The verdict of one row of ``k`` history and ``n_c`` current sessions (``to_gate``:
+    the sessions like its history's that would gate the threshold, where ``asked``; ``z``:
+    the quantile of its interval)."""
     d, se, gateable, gated = row.d, row.se, row.gateable, row.gated
     status = _DIRECTIONS[row.direction]
     bar = math.expm1(row.bar)
