@@ -399,52 +399,31 @@ class PriorArrays:
 
     @classmethod
     def of(cls, priors: Sequence[Prior]) -> PriorArrays:
-        def col(get: object) -> np.ndarray:
-            return np.array([get(p) for p in priors], dtype=float)  # type: ignore[operator]
-
-        return cls(
-            duration_ms=col(lambda p: p.duration_ms),
-            sigma=col(lambda p: p.sigma),
-            nu0=col(lambda p: p.nu0),
-            slow=tuple(col(lambda p, i=i: p.slow[i]) for i in range(3)),  # type: ignore[arg-type]
-            fast=tuple(col(lambda p, i=i: p.fast[i]) for i in range(3)),  # type: ignore[arg-type]
-        )
+        rows = [(p.duration_ms, p.sigma, p.nu0, *p.slow, *p.fast) for p in priors]
+        return cls._of_columns(list(np.array(rows, dtype=float).reshape(len(rows), 9).T))
 
     @classmethod
     def joined(cls, parts: Sequence[tuple[Sequence[int], PriorArrays]]) -> PriorArrays:
         """The rows of ``parts`` (each: the rows it holds, their priors) in row order."""
         order = np.argsort(np.concatenate([np.asarray(rows) for rows, _ in parts]))
-
-        def col(get: Callable[[PriorArrays], np.ndarray]) -> np.ndarray:
-            return np.concatenate([get(p) for _, p in parts])[order]
-
-        return cls(
-            duration_ms=col(lambda p: p.duration_ms),
-            sigma=col(lambda p: p.sigma),
-            nu0=col(lambda p: p.nu0),
-            slow=(col(lambda p: p.slow[0]), col(lambda p: p.slow[1]), col(lambda p: p.slow[2])),
-            fast=(col(lambda p: p.fast[0]), col(lambda p: p.fast[1]), col(lambda p: p.fast[2])),
-        )
+        columns = zip(*(p._columns() for _, p in parts), strict=True)
+        return cls._of_columns([np.concatenate(c)[order] for c in columns])
 
     def take(self, rows: np.ndarray) -> PriorArrays:
         """The priors of ``rows`` (indices or a mask)."""
-        return PriorArrays(
-            duration_ms=self.duration_ms[rows],
-            sigma=self.sigma[rows],
-            nu0=self.nu0[rows],
-            slow=(self.slow[0][rows], self.slow[1][rows], self.slow[2][rows]),
-            fast=(self.fast[0][rows], self.fast[1][rows], self.fast[2][rows]),
-        )
+        return self._of_columns([c[rows] for c in self._columns()])
 
     def row(self, i: int) -> Prior:
         """The prior of row ``i``."""
-        return Prior(
-            float(self.duration_ms[i]),
-            sigma=float(self.sigma[i]),
-            nu0=float(self.nu0[i]),
-            slow=(float(self.slow[0][i]), float(self.slow[1][i]), float(self.slow[2][i])),
-            fast=(float(self.fast[0][i]), float(self.fast[1][i]), float(self.fast[2][i])),
-        )
+        d, sigma, nu0, s0, s1, s2, f0, f1, f2 = (float(c[i]) for c in self._columns())
+        return Prior(d, sigma=sigma, nu0=nu0, slow=(s0, s1, s2), fast=(f0, f1, f2))
+
+    def _columns(self) -> list[np.ndarray]:
+        return [self.duration_ms, self.sigma, self.nu0, *self.slow, *self.fast]
+
+    @classmethod
+    def _of_columns(cls, c: Sequence[np.ndarray]) -> PriorArrays:
+        return cls(c[0], c[1], c[2], slow=(c[3], c[4], c[5]), fast=(c[6], c[7], c[8]))
 
 
 def _nanmedian(x: np.ndarray) -> np.ndarray:
