@@ -897,31 +897,6 @@ def _log_medians(rows: Sequence[Sequence[Timed]]) -> np.ndarray:
     return np.array(list(map(math.log, medians)), dtype=float).reshape(len(rows), -1)
 
 
-def sessions_to_gate(
-    history: Sequence[Timed],
-    prior: Prior,
-    *,
-    threshold: float,
-    alpha1: float,
-    design: Design,
-    limit: int = 50,
-) -> int | None:
-    """How many history sessions like these would let the test gate ``threshold``: the
-    history repeated in its own order (its floor and excursions kept), None beyond
-    ``limit``."""
-    if not history:
-        return None
-    [found] = sessions_to_gate_many(
-        _log_medians([history]),
-        PriorArrays.of([prior]),
-        threshold=threshold,
-        alpha1=alpha1,
-        design=design,
-        limit=limit,
-    )
-    return found
-
-
 # Histories asked at once by sessions_to_gate_many: rows of (lengths x limit) floats each.
 TO_GATE_CHUNK = 256
 
@@ -935,9 +910,10 @@ def sessions_to_gate_many(
     design: Design,
     limit: int = 50,
 ) -> list[int | None]:
-    """:func:`sessions_to_gate` of each row of ``logs`` (log-medians of histories of one
-    length) with its prior: one :func:`decide` over every length of a chunk of them (a file
-    of 10^4 one-session tests, none gated, asks this of each)."""
+    """How many history sessions like each row of ``logs`` (log-medians of histories of one
+    length), with its prior, would let the test gate ``threshold``: the history repeated in
+    its own order (its floor and excursions kept), None beyond ``limit``; one :func:`decide`
+    over every length of a chunk of rows."""
     count, k = logs.shape
     lengths = np.arange(max(MIN_GATED_SESSIONS, k), limit + 1)
     if not len(lengths) or not count:
