@@ -148,13 +148,13 @@ def _besides(a: Sampler, b: Sampler) -> tuple[float | None, float | None, str]:
 
 
 @dataclass(frozen=True)
-class _TwoSampled:
-    """Two workloads sampled alternately: the pairs, the first's measurement, the settings
-    and clock readings they were taken with, each sampler's profile, the second's peak
+class _Sampled:
+    """A workload sampled alone, or two alternately: the pairs, the first's measurement, the
+    settings and clock readings they were taken with, each sampler's profile, the second's peak
     memory per call (None where it was not measured here), each side's kernel time per call
     (Beside: None where it was not taken)."""
 
-    pair: PairSampling
+    pair: PairSampling | None  # None: one workload sampled alone
     first: Measurement
     settings: MeasureSettings
     readings: tuple[ClockReading | None, ...]
@@ -270,50 +270,7 @@ class BenchSession:
         The budget bounds the measurement, from the timer's calibration to the last sample,
         give or take one sample; ``first_call_s`` (the untimed first call's duration) tells
         timers when calibration calls would not fit in it."""
-        key, spec, first_call_s = call.key, call.spec, call.first_call_s
-        settings = self._settings(spec.measure, key)
-        # Before the clock starts: what may import torch or scipy for the first time.
-        timer = self._timer_factory(settings, self.device, workload.setup is not None)
-        self.env.clock_monitor()
-        plan = _plan(settings, call)
-        slow = first_call_s >= SLOW_SHARE * settings.budget_s
-        readings: list[ClockReading | None] = []
-        bytes = call.work_bytes
-        waited = time.perf_counter()
-        with self.device_lock():
-            started = time.perf_counter()
-            deadline = started + settings.budget_s
-            sampler = timer.sampler(dataclasses.replace(workload, slow=slow))
-            prepared = time.perf_counter()
-            try:
-                left = dataclasses.replace(plan, budget_s=deadline - prepared)
-                sampling = collect(
-                    sampler, left, when_warm=lambda: readings.append(self.env.read_clocks())
-                )
-                readings.append(self.env.read_clocks())
-            finally:
-                sampler.close()
-            peak = self._peak_bytes(sampler, workload)
-            energy = self._energy(sampler, workload, sampling.samples_ms)
-            sampled = time.perf_counter()
-            rates = self.env.copy_rates() if bytes and self.measures_floors else None
-            matmul = self._matmul(call, workload)
-        measured = self._measurement(
-            sampling,
-            key=key,
-            test=call.test,
-            spec=spec,
-            threshold=settings.threshold,
-            readings=readings,
-            bytes=bytes,
-            flops=call.work_flops,
-            rates=rates,
-            matmul=matmul,
-            peak_bytes=peak,
-            energy=energy,
-            costs=_costs(first_call_s, waited, started, prepared, sampled),
-        )
-        return self._traced(workload, measured, settings)
+        return self._sample(workload, None, call, call.key, 0.0).first
 
     def _traced(
         self,
@@ -449,10 +406,9 @@ class BenchSession:
 
         The pair's budget is twice a single measurement's (PAIR_BUDGET): each side gets about
         the time it would have alone. ``warmup`` and ``rounds`` count pairs."""
-        two = self._sample_pair(
-            workload, reference, call, call.key + RATIO_KEY, reference_first_call_s
-        )
+        two = self._sample(workload, reference, call, call.key + RATIO_KEY, reference_first_call_s)
         pair, first, spec = two.pair, two.first, call.spec
+        assert pair is not None  # (a pair was sampled)
         reference_ms = statistics.median(pair.second.samples_ms)
         problem = ""
         if pair.first.timer != pair.second.timer:
@@ -509,7 +465,8 @@ class BenchSession:
         working tree's alone is held to it (versus.ab.floored). ``again``: a pair set up
         again after the call's first (run.sides.MORE_PAIR_SAMPLES). ``base`` may be the
         revision's call in another process (run/duo.py): its sampler by the timer named."""
-        two = self._sample_pair(head, base, call, call.key, base_first_call_s, again, beside=True)
+        two = self._sample(head, base, call, call.key, base_first_call_s, again, beside=True)
+        assert two.pair is not None  # (a pair was sampled)
         second = two.pair.second
         base_measurement = self._measurement(
             second,
@@ -549,20 +506,21 @@ class BenchSession:
         factory = self._timer_factory(settings, self.device, workload.setup is not None)
         return factory.sampler(workload)
 
-    def _sample_pair(
+    def _sample(
         self,
         workload: Workload,
-        other: Workload | Callable[[str], Sampler],
+        other: Workload | Callable[[str], Sampler] | None,
         call: Call,
         other_key: str,
         other_first_call_s: float,
         again: bool = False,
         *,
         beside: bool = False,
-    ) -> _TwoSampled:
-        """``workload`` and ``other`` sampled alternately under the device lock, and
-        ``workload``'s measurement (with its trace where one is kept); ``beside``: each
-        side's kernel time too, where both samplers have one (``_besides``)."""
+    ) -> _Sampled:
+        """``workload`` sampled under the device lock (alternately with ``other``, where one
+        is given: twice the budget, PAIR_BUDGET), and its measurement (with its trace where
+        one is kept); ``beside``: each side's kernel time too, where both samplers have one
+        (``_besides``)."""
         key, spec, first_call_s = call.key, call.spec, call.first_call_s
         settings = self._settings(spec.measure, key, other_key)
         has_setup = workload.setup is not None
@@ -573,9 +531,10 @@ class BenchSession:
                 dataclasses.replace(settings, timer=name), self.device, has_setup
             )
 
+        # Before the clock starts: what may import torch or scipy for the first time.
         timer = self._timer_factory(settings, self.device, has_setup)
         self.env.clock_monitor()
-        budget_s = PAIR_BUDGET * settings.budget_s
+        budget_s = (1 if other is None else PAIR_BUDGET) * settings.budget_s
         plan = dataclasses.replace(_plan(settings, call), budget_s=budget_s)
         if again and plan.rounds is None:  # (the test's own rounds and warmup stand)
             n = min(MORE_PAIR_SAMPLES, plan.max_samples)
@@ -588,6 +547,10 @@ class BenchSession:
                 warmup=MORE_PAIR_WARMUP if short else plan.warmup,
             )
         readings: list[ClockReading | None] = []
+
+        def when_warm() -> None:
+            readings.append(self.env.read_clocks())
+
         bytes = call.work_bytes
         waited = time.perf_counter()
         with self.device_lock():
@@ -596,28 +559,36 @@ class BenchSession:
             mine = dataclasses.replace(workload, slow=first_call_s >= slow_s)
             if isinstance(other, Workload):
                 other = dataclasses.replace(other, slow=other_first_call_s >= slow_s)
-            a, b = self._samplers(key, mine, other, timer, timer_named, again)
+            if other is None:
+                a, b = timer.sampler(mine), None
+            else:
+                a, b = self._samplers(key, mine, other, timer, timer_named, again)
             prepared = time.perf_counter()
             try:
                 left = dataclasses.replace(plan, budget_s=deadline - prepared)
-                pair = collect_pair(
-                    a, b, left, when_warm=lambda: readings.append(self.env.read_clocks())
-                )
+                if b is None:
+                    pair, sampling = None, collect(a, left, when_warm=when_warm)
+                else:
+                    pair = collect_pair(a, b, left, when_warm=when_warm)
+                    sampling = pair.first
                 readings.append(self.env.read_clocks())
-                besides = _besides(a, b) if beside else (None, None, "")
+                besides = _besides(a, b) if beside and b is not None else (None, None, "")
             finally:
                 a.close()
-                b.close()
+                if b is not None:
+                    b.close()
             peak = self._peak_bytes(a, workload)
             # The other side's too, where it runs here (a revision's call in lockstep, a
             # reference): each side's memory is judged against the other's.
-            other_peak = self._peak_bytes(b, other) if isinstance(other, Workload) else None
-            energy = self._energy(a, workload, pair.first.samples_ms)
+            other_peak = None
+            if b is not None and isinstance(other, Workload):
+                other_peak = self._peak_bytes(b, other)
+            energy = self._energy(a, workload, sampling.samples_ms)
             sampled = time.perf_counter()
             rates = self.env.copy_rates() if bytes and self.measures_floors else None
             matmul = self._matmul(call, workload)
         first = self._measurement(
-            pair.first,
+            sampling,
             key=key,
             test=call.test,
             bytes=bytes,
@@ -636,8 +607,8 @@ class BenchSession:
             beside_ms=besides[0],
         )
         first = self._traced(workload, first.noted(besides[2]), settings)
-        profiles = (a.profile, b.profile)
-        return _TwoSampled(pair, first, settings, tuple(readings), profiles, other_peak, besides)
+        profiles = (a.profile, b.profile if b is not None else None)
+        return _Sampled(pair, first, settings, tuple(readings), profiles, other_peak, besides)
 
     def _samplers(
         self,
