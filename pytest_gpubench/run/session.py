@@ -71,17 +71,6 @@ if TYPE_CHECKING:
 PAIR_BUDGET = 2
 
 
-def _plan(settings: MeasureSettings, call: Call) -> Plan:
-    return Plan(
-        min_samples=settings.min_samples,
-        max_samples=settings.max_samples,
-        budget_s=settings.budget_s,
-        precision=settings.precision,
-        warmup=call.warmup,
-        rounds=call.rounds,
-    )
-
-
 def _remade_pair(
     head: Again, base: Again, mine: Workload, theirs: Workload
 ) -> tuple[Sampler, Sampler] | None:
@@ -100,19 +89,6 @@ def _remade_pair(
         if made is not None:
             made.close()
     return None
-
-
-def _costs(
-    first_call_s: float, waited: float, started: float, prepared: float, sampled: float
-) -> Costs:
-    """A measurement's costs from its clock readings: asked for the lock, got it, timer
-    set up, last sample taken."""
-    return Costs(
-        first_call_s=first_call_s,
-        lock_wait_s=started - waited,
-        timer_setup_s=prepared - started,
-        sampling_s=sampled - prepared,
-    )
 
 
 @dataclass(frozen=True)
@@ -535,7 +511,14 @@ class BenchSession:
         timer = self._timer_factory(settings, self.device, has_setup)
         self.env.clock_monitor()
         budget_s = (1 if other is None else PAIR_BUDGET) * settings.budget_s
-        plan = dataclasses.replace(_plan(settings, call), budget_s=budget_s)
+        plan = Plan(
+            min_samples=settings.min_samples,
+            max_samples=settings.max_samples,
+            budget_s=budget_s,
+            precision=settings.precision,
+            warmup=call.warmup,
+            rounds=call.rounds,
+        )
         if again and plan.rounds is None:  # (the test's own rounds and warmup stand)
             n = min(MORE_PAIR_SAMPLES, plan.max_samples)
             # A slow call on either side warms up as the budget lets it.
@@ -597,8 +580,12 @@ class BenchSession:
             matmul=matmul,
             peak_bytes=peak,
             energy=energy,
-            costs=dataclasses.replace(
-                _costs(first_call_s, waited, started, prepared, sampled),
+            # Asked for the lock, got it, timer set up, last sample taken.
+            costs=Costs(
+                first_call_s=first_call_s,
+                lock_wait_s=started - waited,
+                timer_setup_s=prepared - started,
+                sampling_s=sampled - prepared,
                 other_first_call_s=other_first_call_s,
             ),
             spec=spec,
