@@ -34,7 +34,7 @@ from ..core.records import (
     Versus,
 )
 from ..core.samples import sample_problem, time_text
-from ..core.settings import MarkerSpec, MeasureSettings, Settings
+from ..core.settings import MeasureSettings, Settings
 from ..store import baseline as store
 from ..store.runs import ignore_all
 from ..timing.clocks import ClockReading
@@ -383,7 +383,7 @@ class BenchSession:
         The pair's budget is twice a single measurement's (PAIR_BUDGET): each side gets about
         the time it would have alone. ``warmup`` and ``rounds`` count pairs."""
         two = self._sample(workload, reference, call, call.key + RATIO_KEY, reference_first_call_s)
-        pair, first, spec = two.pair, two.first, call.spec
+        pair, first = two.pair, two.first
         assert pair is not None  # (a pair was sampled)
         reference_ms = statistics.median(pair.second.samples_ms)
         problem = ""
@@ -407,12 +407,11 @@ class BenchSession:
                 note=f"reference: {pair.second.note}" if pair.second.note else "",
                 caveat="; ".join(filter(None, [pair.first.caveat, pair.second.caveat])),
             ),
-            key=call.key + RATIO_KEY,
-            test=call.test + RATIO_KEY,
-            spec=spec,
-            threshold=two.settings.threshold,
-            readings=two.readings,
-            costs=Costs(first_call_s=reference_first_call_s),
+            call,
+            two.settings,
+            two.readings,
+            Costs(first_call_s=reference_first_call_s),
+            suffix=RATIO_KEY,
         )
         launches = [p.launches if p is not None else () for p in two.profiles]
         versus = Versus(
@@ -446,12 +445,10 @@ class BenchSession:
         second = two.pair.second
         base_measurement = self._measurement(
             second,
-            key=call.key,
-            test=call.test,
-            spec=call.spec,
-            threshold=two.settings.threshold,
-            readings=two.readings,
-            costs=Costs(first_call_s=base_first_call_s),
+            call,
+            two.settings,
+            two.readings,
+            Costs(first_call_s=base_first_call_s),
             peak_bytes=two.other_peak,
             beside_ms=two.besides[1],
         )
@@ -497,8 +494,8 @@ class BenchSession:
         is given: twice the budget, PAIR_BUDGET), and its measurement (with its trace where
         one is kept); ``beside``: each side's kernel time too, where both samplers have one
         (``_besides``)."""
-        key, spec, first_call_s = call.key, call.spec, call.first_call_s
-        settings = self._settings(spec.measure, key, other_key)
+        key, first_call_s = call.key, call.first_call_s
+        settings = self._settings(call.spec.measure, key, other_key)
         has_setup = workload.setup is not None
         slow_s = SLOW_SHARE * settings.budget_s  # of its own share of the budget
 
@@ -572,25 +569,23 @@ class BenchSession:
             matmul = self._matmul(call, workload)
         first = self._measurement(
             sampling,
-            key=key,
-            test=call.test,
-            bytes=bytes,
-            flops=call.work_flops,
-            rates=rates,
-            matmul=matmul,
-            peak_bytes=peak,
-            energy=energy,
+            call,
+            settings,
+            readings,
             # Asked for the lock, got it, timer set up, last sample taken.
-            costs=Costs(
+            Costs(
                 first_call_s=first_call_s,
                 lock_wait_s=started - waited,
                 timer_setup_s=prepared - started,
                 sampling_s=sampled - prepared,
                 other_first_call_s=other_first_call_s,
             ),
-            spec=spec,
-            threshold=settings.threshold,
-            readings=readings,
+            bytes=bytes,
+            flops=call.work_flops,
+            rates=rates,
+            matmul=matmul,
+            peak_bytes=peak,
+            energy=energy,
             beside_ms=besides[0],
         )
         first = self._traced(workload, first.noted(besides[2]), settings)
@@ -651,13 +646,12 @@ class BenchSession:
     def _measurement(
         self,
         sampling: Sampling,
-        *,
-        key: str,
-        test: str,
-        spec: MarkerSpec,
-        threshold: float,
+        call: Call,
+        settings: MeasureSettings,
         readings: Sequence[ClockReading | None],
         costs: Costs,
+        *,
+        suffix: str = "",
         bytes: float | None = None,
         flops: float | None = None,
         rates: CopyRates | None = None,
@@ -669,15 +663,15 @@ class BenchSession:
         clocks = [r for r in readings if r is not None]
         profile = sampling.profile
         measurement = Measurement(
-            key=key,
-            test=test,
+            key=call.key + suffix,
+            test=call.test + suffix,
             timer=sampling.timer,
             samples_ms=sampling.samples_ms,
             warmup=sampling.warmup,
             calls_per_sample=sampling.calls_per_sample,
-            threshold=threshold,
+            threshold=settings.threshold,
             session=self.env.session_id,
-            group=spec.group,
+            group=call.spec.group,
             note=sampling.note,
             throttled=tuple(sorted({reason for r in clocks for reason in r.slowdowns})),
             clocks_mhz=tuple(r.sm_mhz for r in clocks),
