@@ -647,7 +647,6 @@ def decide(
     threshold: float,
     alpha1: float,
     design: Design,
-    min_sessions: int = MIN_GATED_SESSIONS,
 ) -> Decision:
     """The rule on NaN-padded 2-D arrays of log-medians (rows: tests; columns: sessions).
 
@@ -673,8 +672,8 @@ def decide(
         d = np.where(n >= 3, _nanmedian(np.where(present, y, np.nan)), 0.0)
         d = np.where(n < 3, np.nansum(np.where(present, y, 0.0), axis=-1) / n, d)
     se = _change_se(f, n)
-    # A short history (under min_sessions) promises only SHORT_GATE: its effect is that.
-    short = (f.k >= 1) & (f.k < min_sessions)
+    # A short history (under MIN_GATED_SESSIONS) promises only SHORT_GATE: its effect is that.
+    short = (f.k >= 1) & (f.k < MIN_GATED_SESSIONS)
     effect = np.where(short, math.log1p(max(threshold, SHORT_GATE)), math.log1p(threshold))
     final = (design.cap == 0) | (n > 1)
     up = final & (p_up < level) & (d > effect - Z_POWER * se)
@@ -686,7 +685,7 @@ def decide(
     sig_cap = _bound(f, np.full(f.m.shape, n_cap), level, spread, up=True)
     with np.errstate(over="ignore"):  # inf: not gated
         gateable = np.expm1(sig_cap + q * spread[..., 0])
-    gated = (f.k >= min_sessions) & (f.prior_share <= MAX_PRIOR_SHARE)
+    gated = (f.k >= MIN_GATED_SESSIONS) & (f.prior_share <= MAX_PRIOR_SHARE)
     gated &= gateable <= NOT_GATED_BEYOND
     gateable = np.where(short, np.maximum(gateable, SHORT_GATE), gateable)
     gated |= short & (gateable <= SHORT_GATE)
