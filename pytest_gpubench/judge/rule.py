@@ -41,7 +41,6 @@ tests/test_resample.py). Pure module: numpy and scipy only.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 import math
 import operator
@@ -524,17 +523,6 @@ class Excursions:
         some = count[..., 0] > 0
         return cls(count, some, seen[some][..., None, :], size0[some][..., None, None])
 
-    def take(self, rows: np.ndarray) -> Excursions:
-        """Those of ``rows`` (indices along the one axis of rows): :meth:`of` their own."""
-        some = self.some[rows]
-        kept = self._places[rows][some]
-        return Excursions(self.count[rows], some, self.sizes[kept], self.scale[kept])
-
-    @functools.cached_property
-    def _places(self) -> np.ndarray:
-        """The place of each row among those that saw an excursion."""
-        return np.cumsum(self.some) - 1
-
 
 def _sizes_beyond(seen: Excursions, size0: np.ndarray, y: np.ndarray) -> np.ndarray:
     """P(an excursion's size is at least ``y`` (> 0)): the history's own excursions, counted,
@@ -616,10 +604,6 @@ def _bound(f: Fit, n: np.ndarray, level: float, spread: np.ndarray, up: bool) ->
         hi = np.where(inside, mid, hi)
         lo = np.where(inside, lo, mid)
     return hi
-
-
-# The plain bisection that tests/test_rule.py compares :func:`_bound` with: the same now.
-_bisected = _bound
 
 
 @dataclass(frozen=True)
