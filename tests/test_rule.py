@@ -395,49 +395,6 @@ def test_gated_verdicts_made_in_one_pass_are_those_of_each_row(
     assert {j.noisy for j in together} == {True, False}
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-@pytest.mark.parametrize("up", [True, False])
-def test_the_bracketed_bisection_lands_on_the_bits_of_the_plain_one(seed: int, up: bool) -> None:
-    """``_bound`` evaluates only the bisection's steps between two points that bracket the
-    bound; the bound it returns is the plain bisection's, bit for bit: quiet histories and
-    histories with slow and fast excursions, short and long, of many durations and timers,
-    at many levels and looks, and rows whose chance may not fall (every step evaluated)."""
-    rng = np.random.default_rng(seed)
-    rows, width = 3000, 20
-    k = rng.integers(1, width + 1, rows)
-    history = rng.normal(0, rng.uniform(0.0005, 0.05, rows)[:, None], (rows, width))
-    jumps = rng.random((rows, width)) < rng.uniform(0, 0.3, rows)[:, None]
-    history += np.where(jumps, rng.choice([-1, 1], (rows, width)) * rng.exponential(0.05), 0)
-    history[np.arange(width)[None, :] >= k[:, None]] = np.nan
-    durations = list(10 ** rng.uniform(-3, 2, rows))
-    timer = ["cuda-graph", "cuda-event", "wall"][seed]
-    prior = rule.priors_for(durations, timer, list(rng.integers(1, 4, rows)))
-    f = rule.fit(history, prior)
-    spread = rule._spread(f, rng.uniform(0, 0.01, (rows, 1)))
-    spread[:5, 0] = [0.0, np.nan, np.inf, -1.0, 1e-300]  # chances that may not fall
-    n = rng.integers(1, 8, rows)
-    # 0.0: an alpha that the level's division rounded to nothing (--gpubench-alpha 5e-324).
-    for level in (1e-9, 3e-7, 1e-4, 0.02, 0.0):
-        with np.errstate(all="ignore"):  # the rows of a spread not positive
-            plain = rule._bisected(f, n, level, spread, up)
-            bracketed = rule._bound(f, n, level, spread, up)
-        assert np.array_equal(plain.view(np.int64), bracketed.view(np.int64))
-
-
-def test_excursions_taken_by_rows_are_those_of_the_rows() -> None:
-    """``Excursions.take`` (the bisection's rows) is ``Excursions.of`` the rows' own: rows in
-    any order, repeated, none, rows that saw no excursion."""
-    rng = np.random.default_rng(5)
-    seen = np.where(rng.random((300, 12)) < 0.1, rng.exponential(0.05, (300, 12)), np.nan)
-    size0 = rng.uniform(0.01, 0.1, 300)
-    whole = rule.Excursions.of(seen, size0)
-    for rows in (np.arange(300), rng.permutation(300)[:77], rng.integers(0, 300, 50), []):
-        rows = np.asarray(rows, dtype=int)
-        taken, own = whole.take(rows), rule.Excursions.of(seen[rows], size0[rows])
-        for name in ("count", "some", "sizes", "scale"):
-            assert np.array_equal(getattr(taken, name), getattr(own, name), equal_nan=True)
-
-
 @pytest.mark.parametrize("shape", [(400, 1), (400, 2), (400, 7), (400, 20), (30, 4, 9), (5,)])
 def test_nanmedian_is_numpys_bit_for_bit(shape: tuple[int, ...]) -> None:
     """Zeros of both signs, infinities, ties, huge values whose sum overflows, rows of no

@@ -285,10 +285,6 @@ class Judgement(Coded):
     sessions_to_gate: int | None = None  # history sessions that would gate the threshold
 
     @property
-    def prior_dominated(self) -> bool:
-        return self.prior_share is not None and self.prior_share > 0.5
-
-    @property
     def change(self) -> float | None:
         return None if self.ratio is None else self.ratio - 1
 

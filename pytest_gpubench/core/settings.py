@@ -92,13 +92,6 @@ def parse_alpha(text: object) -> float:
     return value
 
 
-def parse_timer(text: object) -> str:
-    value = str(text).strip()
-    if value not in TIMERS:
-        raise ValueError(f"expected one of {', '.join(TIMERS)}")
-    return value
-
-
 def parse_positive_float(text: object) -> float:
     try:
         value = float(str(text))
@@ -109,52 +102,62 @@ def parse_positive_float(text: object) -> float:
     return value
 
 
-def _whole(text: object, low: int, high: int | None, unreadable: str, outside: str) -> int:
-    """A whole number from ``low`` to ``high`` (None: no bound); ValueError with
-    ``unreadable`` or ``outside``, the option's own words."""
-    try:
-        value = int(str(text))
-    except ValueError:
-        raise ValueError(unreadable) from None
-    if value < low or (high is not None and value > high):
-        raise ValueError(outside)
-    return value
+def _whole(low: int, high: int | None, unreadable: str, outside: str) -> Callable[[object], int]:
+    """A parser of a whole number from ``low`` to ``high`` (None: no bound), whose
+    ValueError says ``unreadable`` or ``outside``, the option's own words."""
+
+    def parse(text: object) -> int:
+        try:
+            value = int(str(text))
+        except ValueError:
+            raise ValueError(unreadable) from None
+        if value < low or (high is not None and value > high):
+            raise ValueError(outside)
+        return value
+
+    return parse
 
 
-def parse_count(text: object) -> int:
-    return _whole(
-        text, 2, None, "expected a whole number such as 10", "expected a whole number of at least 2"
-    )
+def _one_of(choices: tuple[str, ...], expected: str) -> Callable[[object], str]:
+    """A parser of one of ``choices``, whose ValueError says ``expected``."""
+
+    def parse(text: object) -> str:
+        value = str(text).strip()
+        if value not in choices:
+            raise ValueError(expected)
+        return value
+
+    return parse
 
 
-def parse_confirmations(text: object) -> int:
-    return _whole(
-        text,
-        0,
-        20,
-        "expected a whole number such as 2 (0 turns confirmation off)",
-        "expected a whole number from 0 to 20 such as 2",
-    )
-
-
-def parse_sessions(text: object) -> int:
-    return _whole(
-        text,
-        1,
-        50,
-        "expected a whole number of sessions such as 5",
-        "expected a whole number of sessions from 1 to 50 such as 5",
-    )
-
-
-def parse_keep_runs(text: object) -> int:
-    return _whole(
-        text,
-        0,
-        10000,
-        "expected a whole number of runs such as 20 (0: keep none)",
-        "expected a whole number of runs from 0 to 10000 such as 20",
-    )
+parse_timer = _one_of(TIMERS, f"expected one of {', '.join(TIMERS)}")
+parse_count = _whole(
+    2, None, "expected a whole number such as 10", "expected a whole number of at least 2"
+)
+parse_confirmations = _whole(
+    0,
+    20,
+    "expected a whole number such as 2 (0 turns confirmation off)",
+    "expected a whole number from 0 to 20 such as 2",
+)
+parse_sessions = _whole(
+    1,
+    50,
+    "expected a whole number of sessions such as 5",
+    "expected a whole number of sessions from 1 to 50 such as 5",
+)
+parse_keep_runs = _whole(
+    0,
+    10000,
+    "expected a whole number of runs such as 20 (0: keep none)",
+    "expected a whole number of runs from 0 to 10000 such as 20",
+)
+parse_pairs = _whole(
+    1,
+    20,
+    "expected a whole number of pairs such as 3",
+    "expected a whole number of pairs from 1 to 20 such as 3",
+)
 
 
 def parse_revision(text: object) -> str:
@@ -171,38 +174,15 @@ def parse_command(text: object) -> str:
     return value
 
 
-def parse_pairs(text: object) -> int:
-    try:
-        value = int(str(text))
-    except ValueError:
-        raise ValueError("expected a whole number of pairs such as 3") from None
-    if not 1 <= value <= 20:
-        raise ValueError("expected a whole number of pairs from 1 to 20 such as 3")
-    return value
-
-
 CHANGED_ACTIONS = ("work", "fail", "warn")
-
-
-def parse_changed(text: object) -> str:
-    value = str(text).strip()
-    if value not in CHANGED_ACTIONS:
-        raise ValueError("expected work, fail or warn")
-    return value
-
+parse_changed = _one_of(CHANGED_ACTIONS, "expected work, fail or warn")
 
 # How the two sides of --gpubench-against are timed: both in one process where it can,
 # alternately (versus/lockstep.py), else in duos; or a fresh process each (versus/ab.py). The
 # default since the example suite's A/A run at 2% cost 1.45-1.65 times a plain run in lockstep
 # on an H200 with no false verdict (docs/performance.md), where processes cost 8 times.
 PAIRINGS = ("lockstep", "processes")
-
-
-def parse_pairing(text: object) -> str:
-    value = str(text).strip()
-    if value not in PAIRINGS:
-        raise ValueError("expected lockstep or processes")
-    return value
+parse_pairing = _one_of(PAIRINGS, "expected lockstep or processes")
 
 
 def parse_bool(text: object) -> bool:

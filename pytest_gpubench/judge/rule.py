@@ -41,12 +41,11 @@ tests/test_resample.py). Pure module: numpy and scipy only.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 import math
 import operator
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
@@ -399,52 +398,31 @@ class PriorArrays:
 
     @classmethod
     def of(cls, priors: Sequence[Prior]) -> PriorArrays:
-        def col(get: object) -> np.ndarray:
-            return np.array([get(p) for p in priors], dtype=float)  # type: ignore[operator]
-
-        return cls(
-            duration_ms=col(lambda p: p.duration_ms),
-            sigma=col(lambda p: p.sigma),
-            nu0=col(lambda p: p.nu0),
-            slow=tuple(col(lambda p, i=i: p.slow[i]) for i in range(3)),  # type: ignore[arg-type]
-            fast=tuple(col(lambda p, i=i: p.fast[i]) for i in range(3)),  # type: ignore[arg-type]
-        )
+        rows = [(p.duration_ms, p.sigma, p.nu0, *p.slow, *p.fast) for p in priors]
+        return cls._of_columns(list(np.array(rows, dtype=float).reshape(len(rows), 9).T))
 
     @classmethod
     def joined(cls, parts: Sequence[tuple[Sequence[int], PriorArrays]]) -> PriorArrays:
         """The rows of ``parts`` (each: the rows it holds, their priors) in row order."""
         order = np.argsort(np.concatenate([np.asarray(rows) for rows, _ in parts]))
-
-        def col(get: Callable[[PriorArrays], np.ndarray]) -> np.ndarray:
-            return np.concatenate([get(p) for _, p in parts])[order]
-
-        return cls(
-            duration_ms=col(lambda p: p.duration_ms),
-            sigma=col(lambda p: p.sigma),
-            nu0=col(lambda p: p.nu0),
-            slow=(col(lambda p: p.slow[0]), col(lambda p: p.slow[1]), col(lambda p: p.slow[2])),
-            fast=(col(lambda p: p.fast[0]), col(lambda p: p.fast[1]), col(lambda p: p.fast[2])),
-        )
+        columns = zip(*(p._columns() for _, p in parts), strict=True)
+        return cls._of_columns([np.concatenate(c)[order] for c in columns])
 
     def take(self, rows: np.ndarray) -> PriorArrays:
         """The priors of ``rows`` (indices or a mask)."""
-        return PriorArrays(
-            duration_ms=self.duration_ms[rows],
-            sigma=self.sigma[rows],
-            nu0=self.nu0[rows],
-            slow=(self.slow[0][rows], self.slow[1][rows], self.slow[2][rows]),
-            fast=(self.fast[0][rows], self.fast[1][rows], self.fast[2][rows]),
-        )
+        return self._of_columns([c[rows] for c in self._columns()])
 
     def row(self, i: int) -> Prior:
         """The prior of row ``i``."""
-        return Prior(
-            float(self.duration_ms[i]),
-            sigma=float(self.sigma[i]),
-            nu0=float(self.nu0[i]),
-            slow=(float(self.slow[0][i]), float(self.slow[1][i]), float(self.slow[2][i])),
-            fast=(float(self.fast[0][i]), float(self.fast[1][i]), float(self.fast[2][i])),
-        )
+        d, sigma, nu0, s0, s1, s2, f0, f1, f2 = (float(c[i]) for c in self._columns())
+        return Prior(d, sigma=sigma, nu0=nu0, slow=(s0, s1, s2), fast=(f0, f1, f2))
+
+    def _columns(self) -> list[np.ndarray]:
+        return [self.duration_ms, self.sigma, self.nu0, *self.slow, *self.fast]
+
+    @classmethod
+    def _of_columns(cls, c: Sequence[np.ndarray]) -> PriorArrays:
+        return cls(c[0], c[1], c[2], slow=(c[3], c[4], c[5]), fast=(c[6], c[7], c[8]))
 
 
 def _nanmedian(x: np.ndarray) -> np.ndarray:
@@ -545,17 +523,6 @@ class Excursions:
         some = count[..., 0] > 0
         return cls(count, some, seen[some][..., None, :], size0[some][..., None, None])
 
-    def take(self, rows: np.ndarray) -> Excursions:
-        """Those of ``rows`` (indices along the one axis of rows): :meth:`of` their own."""
-        some = self.some[rows]
-        kept = self._places[rows][some]
-        return Excursions(self.count[rows], some, self.sizes[kept], self.scale[kept])
-
-    @functools.cached_property
-    def _places(self) -> np.ndarray:
-        """The place of each row among those that saw an excursion."""
-        return np.cumsum(self.some) - 1
-
 
 def _sizes_beyond(seen: Excursions, size0: np.ndarray, y: np.ndarray) -> np.ndarray:
     """P(an excursion's size is at least ``y`` (> 0)): the history's own excursions, counted,
@@ -621,21 +588,11 @@ def _mirrored(f: Fit) -> Fit:
 # The bisection of :func:`_bound`: its steps, and its interval (log scale).
 BISECTION_STEPS = 48
 BISECTION_HIGH = 5.0  # e^5: far beyond any time a timer reports for the same work
-# A step of the bisection is told without evaluating its point where a point already
-# evaluated on the same side of it has a chance this far (relative) from the level: far
-# beyond the rounding of the chance (a few units in the last place of each term), so that
-# the step goes as its evaluation would (tests/test_rule.py checks it bit for bit).
-BRACKET_MARGIN = 1e-11
-# Secant steps that find each row's bound before the bisection, and how far (in margins) the
-# points that bracket it lie on either side.
-SECANT_STEPS = 12
-BRACKET_WIDTH = 4.0
 
 
-def _bisected(f: Fit, n: np.ndarray, level: float, spread: np.ndarray, up: bool) -> np.ndarray:
+def _bound(f: Fit, n: np.ndarray, level: float, spread: np.ndarray, up: bool) -> np.ndarray:
     """The lowest ``y`` whose ``n``-fold chance is under ``level``: where the significance
-    bound of a look lies (bisection on the log scale, monotone), every step evaluated:
-    :func:`_bound`'s reference."""
+    bound of a look lies (bisection on the log scale, monotone)."""
     g = f.at(n)
     lo = np.zeros(f.m.shape)
     hi = np.full(f.m.shape, BISECTION_HIGH)
@@ -647,128 +604,6 @@ def _bisected(f: Fit, n: np.ndarray, level: float, spread: np.ndarray, up: bool)
         hi = np.where(inside, mid, hi)
         lo = np.where(inside, lo, mid)
     return hi
-
-
-def _bound(f: Fit, n: np.ndarray, level: float, spread: np.ndarray, up: bool) -> np.ndarray:
-    """:func:`_bisected`, bit for bit, with about a quarter of its evaluations (``stdtr`` of
-    every row in each of them was a quarter of ``gpubench show``). A few secant steps find
-    each row's bound and two points bracket it, their chances BRACKET_MARGIN or more from
-    the level; the bisection then evaluates only its steps between the two, as the chance
-    falls with ``y``: a step below the lower point is not inside, one from the upper point
-    on is. A row whose chance may not fall (a negative floor share or rate, a size, spread
-    or look not positive, anything not finite) has every step evaluated."""
-    if f.m.ndim != 1 or not level > 0:  # a level that rounded to 0 has no log to aim at
-        return _bisected(f, n, level, spread, up)
-    g = f.at(n)
-    side = g if up else _mirrored(g)  # ``below`` at -y is ``survival`` of the mirror at y
-    n = np.broadcast_to(np.asarray(n), f.m.shape)
-    rows = len(f.m)
-    with np.errstate(all="ignore"):
-        floor = 1 - side.slow_rate - side.fast_rate
-        falls = (
-            (floor >= 0)
-            & (side.slow_rate >= 0)
-            & (side.fast_rate >= 0)
-            & (side.slow_size0 > 0)
-            & (spread[..., 0] > 0)
-            & (side.df > 0)
-            & (n > 0)
-            & np.isfinite(floor + side.slow_rate + side.fast_rate + side.df + spread[..., 0])
-        )
-    # Evaluated points: below ``low`` no step is inside, from ``high`` on every step is.
-    low = np.full(rows, -np.inf)
-    high = np.full(rows, np.inf)
-    upper, lower = level * (1 + BRACKET_MARGIN), level * (1 - BRACKET_MARGIN)
-
-    def chance(idx: np.ndarray | None, x: np.ndarray) -> np.ndarray:
-        """The ``n``-fold chance at ``x`` of the rows ``idx`` (None: all), as _bisected has
-        it; the points of rows whose chance falls are learned."""
-        if idx is None:
-            p = survival(side, x[..., None], spread[..., :1])[..., 0] ** n
-            at: slice | np.ndarray = slice(None)
-        else:
-            part = _take(side, idx)
-            p = survival(part, x[..., None], spread[idx][..., :1])[..., 0] ** n[idx]
-            at = idx
-        with np.errstate(invalid="ignore"):
-            trusted = falls[at]
-            low[at] = np.where(trusted & (p >= upper), np.maximum(low[at], x), low[at])
-            high[at] = np.where(trusted & (p < lower), np.minimum(high[at], x), high[at])
-        return np.asarray(p)
-
-    if falls.any():
-        _bracket(chance, np.flatnonzero(falls), side, spread, n, level)
-    lo = np.zeros(rows)
-    hi = np.full(rows, BISECTION_HIGH)
-    for _ in range(BISECTION_STEPS):
-        mid = (lo + hi) / 2
-        inside = mid >= high
-        asked = np.flatnonzero((mid > low) & (mid < high))
-        if len(asked) == rows:
-            inside = chance(None, mid) < level
-        elif len(asked):
-            inside[asked] = chance(asked, mid[asked]) < level
-        hi = np.where(inside, mid, hi)
-        lo = np.where(inside, lo, mid)
-    return hi
-
-
-def _bracket(
-    chance: Callable[[np.ndarray | None, np.ndarray], np.ndarray],
-    idx: np.ndarray,
-    g: Fit,
-    spread: np.ndarray,
-    n: np.ndarray,
-    level: float,
-) -> None:
-    """Secant steps on the log of the chance toward the bound of each row of ``idx`` (each
-    step, the rows not there yet), from the t quantile of the floor alone; then a point
-    BRACKET_WIDTH margins (on the log scale) on either side of where each got. ``chance``
-    learns every point it evaluates."""
-    target = math.log(level)
-
-    def h(rows: np.ndarray, x: np.ndarray) -> np.ndarray:
-        p = chance(None if len(rows) == len(n) else rows, x)
-        with np.errstate(divide="ignore"):
-            return np.asarray(np.log(p) - target)
-
-    with np.errstate(all="ignore"):
-        floor = 1 - g.slow_rate[idx] - g.fast_rate[idx]
-        share = np.clip(level ** (1 / n[idx]) / floor, 1e-300, 0.5)
-        start = -spread[idx, 0] * special.stdtrit(g.df[idx], share)
-        x0 = np.clip(np.where(np.isfinite(start), start, 0.1), 1e-12, BISECTION_HIGH)
-        x1 = np.clip(x0 * 1.01, 1e-12, BISECTION_HIGH)
-        h0, h1 = h(idx, x0), h(idx, x1)
-        active = np.flatnonzero((np.abs(h1) > BRACKET_MARGIN) & (x1 != x0))
-        for _ in range(SECANT_STEPS):
-            if not len(active):
-                break
-            a0, b0, a1, b1 = x0[active], h0[active], x1[active], h1[active]
-            x2 = a1 - b1 * (a1 - a0) / (b1 - b0)
-            x2 = np.where(np.isfinite(x2), x2, a1)
-            x2 = np.clip(x2, np.maximum(a1 / 4, 1e-12), np.minimum(a1 * 4, BISECTION_HIGH))
-            h2 = h(idx[active], x2)
-            x0[active], h0[active], x1[active], h1[active] = a1, b1, x2, h2
-            active = active[(np.abs(h2) > BRACKET_MARGIN) & (x2 != a1)]
-        slope = np.abs((h1 - h0) / (x1 - x0))
-        width = BRACKET_WIDTH * BRACKET_MARGIN / slope
-        width = np.where(np.isfinite(width), width, 0.0)
-        chance(None if len(idx) == len(n) else idx, x1 - width)
-        chance(None if len(idx) == len(n) else idx, x1 + width)
-
-
-def _take(f: Fit, idx: np.ndarray) -> Fit:
-    """The rows ``idx`` of a fit (of rows along one axis)."""
-    return Fit(
-        **{name: getattr(f, name)[idx] for name in _ARRAY_FIELDS},
-        slow_excursions=f.slow_excursions.take(idx),
-        fast_excursions=f.fast_excursions.take(idx),
-    )
-
-
-_ARRAY_FIELDS = tuple(
-    field.name for field in dataclasses.fields(Fit) if not field.name.endswith("_excursions")
-)
 
 
 @dataclass(frozen=True)
@@ -796,7 +631,6 @@ def decide(
     threshold: float,
     alpha1: float,
     design: Design,
-    min_sessions: int = MIN_GATED_SESSIONS,
 ) -> Decision:
     """The rule on NaN-padded 2-D arrays of log-medians (rows: tests; columns: sessions).
 
@@ -822,8 +656,8 @@ def decide(
         d = np.where(n >= 3, _nanmedian(np.where(present, y, np.nan)), 0.0)
         d = np.where(n < 3, np.nansum(np.where(present, y, 0.0), axis=-1) / n, d)
     se = _change_se(f, n)
-    # A short history (under min_sessions) promises only SHORT_GATE: its effect is that.
-    short = (f.k >= 1) & (f.k < min_sessions)
+    # A short history (under MIN_GATED_SESSIONS) promises only SHORT_GATE: its effect is that.
+    short = (f.k >= 1) & (f.k < MIN_GATED_SESSIONS)
     effect = np.where(short, math.log1p(max(threshold, SHORT_GATE)), math.log1p(threshold))
     final = (design.cap == 0) | (n > 1)
     up = final & (p_up < level) & (d > effect - Z_POWER * se)
@@ -835,7 +669,7 @@ def decide(
     sig_cap = _bound(f, np.full(f.m.shape, n_cap), level, spread, up=True)
     with np.errstate(over="ignore"):  # inf: not gated
         gateable = np.expm1(sig_cap + q * spread[..., 0])
-    gated = (f.k >= min_sessions) & (f.prior_share <= MAX_PRIOR_SHARE)
+    gated = (f.k >= MIN_GATED_SESSIONS) & (f.prior_share <= MAX_PRIOR_SHARE)
     gated &= gateable <= NOT_GATED_BEYOND
     gateable = np.where(short, np.maximum(gateable, SHORT_GATE), gateable)
     gated |= short & (gateable <= SHORT_GATE)
@@ -918,31 +752,6 @@ def _log_medians(rows: Sequence[Sequence[Timed]]) -> np.ndarray:
     return np.array(list(map(math.log, medians)), dtype=float).reshape(len(rows), -1)
 
 
-def sessions_to_gate(
-    history: Sequence[Timed],
-    prior: Prior,
-    *,
-    threshold: float,
-    alpha1: float,
-    design: Design,
-    limit: int = 50,
-) -> int | None:
-    """How many history sessions like these would let the test gate ``threshold``: the
-    history repeated in its own order (its floor and excursions kept), None beyond
-    ``limit``."""
-    if not history:
-        return None
-    [found] = sessions_to_gate_many(
-        _log_medians([history]),
-        PriorArrays.of([prior]),
-        threshold=threshold,
-        alpha1=alpha1,
-        design=design,
-        limit=limit,
-    )
-    return found
-
-
 # Histories asked at once by sessions_to_gate_many: rows of (lengths x limit) floats each.
 TO_GATE_CHUNK = 256
 
@@ -956,9 +765,10 @@ def sessions_to_gate_many(
     design: Design,
     limit: int = 50,
 ) -> list[int | None]:
-    """:func:`sessions_to_gate` of each row of ``logs`` (log-medians of histories of one
-    length) with its prior: one :func:`decide` over every length of a chunk of them (a file
-    of 10^4 one-session tests, none gated, asks this of each)."""
+    """How many history sessions like each row of ``logs`` (log-medians of histories of one
+    length), with its prior, would let the test gate ``threshold``: the history repeated in
+    its own order (its floor and excursions kept), None beyond ``limit``; one :func:`decide`
+    over every length of a chunk of rows."""
     count, k = logs.shape
     lengths = np.arange(max(MIN_GATED_SESSIONS, k), limit + 1)
     if not len(lengths) or not count:
@@ -1160,47 +970,8 @@ _DIRECTIONS = {1: Status.REGRESSED, -1: Status.IMPROVED, 0: Status.OK}
 def _gated_judgements(
     rows: Sequence[_Row], k: int, n_c: int, *, threshold: float, z: float
 ) -> list[Judgement]:
-    """:func:`_judgement` of gated rows of ``k`` history and ``n_c`` current sessions each,
-    made in one loop, without a call of its own per row: ``gpubench show`` of 10^5 tests
-    (``tests/test_rule.py`` checks it against :func:`_judgement`)."""
-    ref = f"history of {k} session{'s' if k != 1 else ''}"
-    judgements = []
-    for d, se, gateable, _, direction, bar_log, share, tau, more, p_up, p_down, exc in rows:
-        ratio = math.exp(d)
-        low, high = ratio_interval(d, z * se)
-        bar = math.expm1(bar_log)
-        noisy = gateable > threshold
-        reason = (
-            f"{'slower' if d >= 0 else 'faster'} by {abs(math.expm1(d)):.1%} vs {ref}"
-            f"; {gate_text(gateable, threshold)}"
-        )
-        # Every field set as the frozen __init__ sets it, without its call (most of this
-        # loop's time): the verdict is as frozen as any other.
-        judgement = object.__new__(Judgement)
-        judgement.__dict__.update(
-            status=_DIRECTIONS[direction],
-            ratio=ratio,
-            ratio_low=low,
-            ratio_high=high,
-            same_low=None,
-            same_high=None,
-            bar=bar,
-            gateable=gateable,
-            noisy=noisy,
-            tau=tau,
-            prior_share=share,
-            needs_confirmation=more,
-            against="history",
-            history_sessions=k,
-            current_sessions=n_c,
-            reason=reason,
-            gated=True,
-            p_value=p_up if d >= 0 else p_down,
-            excursions=exc,
-            sessions_to_gate=None,
-        )
-        judgements.append(judgement)
-    return judgements
+    """:func:`_judgement` of gated rows of ``k`` history and ``n_c`` current sessions each."""
+    return [_verdict(k, n_c, row, None, threshold=threshold, z=z, asked=True) for row in rows]
 
 
 def _more(to_gate: int | None, asked: bool, threshold: float) -> str:
@@ -1213,7 +984,16 @@ def _more(to_gate: int | None, asked: bool, threshold: float) -> str:
 
 
 def _judgement(
-    case: Case,
+    case: Case, row: _Row, to_gate: int | None, *, threshold: float, z: float, asked: bool
+) -> Judgement:
+    """:func:`_verdict` of ``case``'s sessions."""
+    n = (len(case.history), len(case.current))
+    return _verdict(*n, row, to_gate, threshold=threshold, z=z, asked=asked)
+
+
+def _verdict(
+    k: int,
+    n_c: int,
     row: _Row,
     to_gate: int | None,
     *,
@@ -1221,11 +1001,9 @@ def _judgement(
     z: float,
     asked: bool,
 ) -> Judgement:
-    """The verdict of one row not gated, or gated on the prior alone (``to_gate``: the
-    sessions like its history's that would gate the threshold, where ``asked``; ``z``: the
-    quantile of its interval)."""
-    history = case.history
-    k, n_c = len(history), len(case.current)
+    """The verdict of one row of ``k`` history and ``n_c`` current sessions (``to_gate``:
+    the sessions like its history's that would gate the threshold, where ``asked``; ``z``:
+    the quantile of its interval)."""
     d, se, gateable, gated = row.d, row.se, row.gateable, row.gated
     status = _DIRECTIONS[row.direction]
     bar = math.expm1(row.bar)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import json
 from collections.abc import Callable, Mapping
@@ -14,7 +15,7 @@ from ..core.records import RATIO_KEY
 from ..core.settings import MarkerSpec, check_work
 from ..store.files import plain_data_problem
 from ..timing.device import inputs_of, kept_apart, placed_anew
-from ..timing.engine import Sampler, Workload
+from ..timing.engine import Workload
 from .call import Call
 from .sides import (
     DuoError,
@@ -254,10 +255,7 @@ class GpuBench:
         changed = inputs_changed(given, inputs_of(workload)) if given is not None else ""
         if changed:
             lock.inputs[call.key] = changed
-
-        def theirs(timer: str) -> Sampler:
-            return remote(call.key, timer)
-
+        theirs = functools.partial(remote, call.key)
         pairs = [session.measure_sides(workload, theirs, call, first_s)]
         while len(pairs) < lock.pairs:
             try:

@@ -151,36 +151,24 @@ def parse(text: str) -> dict[str, tuple[NcuKernel, ...]]:
     rows = csv.DictReader(lines[start:])
     ranges = next((f for f in rows.fieldnames or () if "Push/Pop" in f), None)
     pattern = re.compile(re.escape(RANGE_PREFIX) + r" ([0-9a-f]{10})")
-    launches: dict[tuple[str, str], dict[str, object]] = {}
+    # Per (measurement digest, ncu's launch ID): the kernel's name, block, grid, metrics.
+    launches: dict[tuple[str, str], tuple[str, str, str, list[tuple[str, float, str]]]] = {}
     for row in rows:
         # A short row (a line of ncu's own after the table) has None for what it lacks.
         where = pattern.search((row.get(ranges) or "") if ranges else "")
         name, value = row.get("Kernel Name"), row.get("Metric Value") or ""
         if where is None or not name:
             continue
-        launch = launches.setdefault(
-            (where.group(1), row.get("ID", "")),
-            {
-                "name": name,
-                "block": row.get("Block Size") or "",
-                "grid": row.get("Grid Size") or "",
-            },
-        )
+        block, grid = row.get("Block Size") or "", row.get("Grid Size") or ""
+        launch = launches.setdefault((where.group(1), row.get("ID", "")), (name, block, grid, []))
         try:
             number = float(value.replace(",", ""))
         except ValueError:
             continue
-        metrics = launch.setdefault("metrics", [])
-        assert isinstance(metrics, list)
-        metrics.append((row.get("Metric Name") or "", number, row.get("Metric Unit") or ""))
+        launch[3].append((row.get("Metric Name") or "", number, row.get("Metric Unit") or ""))
     out: dict[str, list[NcuKernel]] = {}
-    for (key, _), launch in launches.items():
-        metrics = launch.get("metrics", [])
-        assert isinstance(metrics, list)
-        kernel = NcuKernel(
-            str(launch["name"]), str(launch["block"]), str(launch["grid"]), tuple(metrics)
-        )
-        out.setdefault(key, []).append(kernel)
+    for (key, _), (name, block, grid, metrics) in launches.items():
+        out.setdefault(key, []).append(NcuKernel(name, block, grid, tuple(metrics)))
     return {key: tuple(kernels) for key, kernels in out.items()}
 
 

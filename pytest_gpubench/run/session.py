@@ -34,7 +34,7 @@ from ..core.records import (
     Versus,
 )
 from ..core.samples import sample_problem, time_text
-from ..core.settings import MarkerSpec, MeasureSettings, Settings
+from ..core.settings import MeasureSettings, Settings
 from ..store import baseline as store
 from ..store.runs import ignore_all
 from ..timing.clocks import ClockReading
@@ -71,17 +71,6 @@ if TYPE_CHECKING:
 PAIR_BUDGET = 2
 
 
-def _plan(settings: MeasureSettings, call: Call) -> Plan:
-    return Plan(
-        min_samples=settings.min_samples,
-        max_samples=settings.max_samples,
-        budget_s=settings.budget_s,
-        precision=settings.precision,
-        warmup=call.warmup,
-        rounds=call.rounds,
-    )
-
-
 def _remade_pair(
     head: Again, base: Again, mine: Workload, theirs: Workload
 ) -> tuple[Sampler, Sampler] | None:
@@ -100,19 +89,6 @@ def _remade_pair(
         if made is not None:
             made.close()
     return None
-
-
-def _costs(
-    first_call_s: float, waited: float, started: float, prepared: float, sampled: float
-) -> Costs:
-    """A measurement's costs from its clock readings: asked for the lock, got it, timer
-    set up, last sample taken."""
-    return Costs(
-        first_call_s=first_call_s,
-        lock_wait_s=started - waited,
-        timer_setup_s=prepared - started,
-        sampling_s=sampled - prepared,
-    )
 
 
 @dataclass(frozen=True)
@@ -148,13 +124,13 @@ def _besides(a: Sampler, b: Sampler) -> tuple[float | None, float | None, str]:
 
 
 @dataclass(frozen=True)
-class _TwoSampled:
-    """Two workloads sampled alternately: the pairs, the first's measurement, the settings
-    and clock readings they were taken with, each sampler's profile, the second's peak
+class _Sampled:
+    """A workload sampled alone, or two alternately: the pairs, the first's measurement, the
+    settings and clock readings they were taken with, each sampler's profile, the second's peak
     memory per call (None where it was not measured here), each side's kernel time per call
     (Beside: None where it was not taken)."""
 
-    pair: PairSampling
+    pair: PairSampling | None  # None: one workload sampled alone
     first: Measurement
     settings: MeasureSettings
     readings: tuple[ClockReading | None, ...]
@@ -273,50 +249,7 @@ class BenchSession:
         The budget bounds the measurement, from the timer's calibration to the last sample,
         give or take one sample; ``first_call_s`` (the untimed first call's duration) tells
         timers when calibration calls would not fit in it."""
-        key, spec, first_call_s = call.key, call.spec, call.first_call_s
-        settings = self._settings(spec.measure, key)
-        # Before the clock starts: what may import torch or scipy for the first time.
-        timer = self._timer_factory(settings, self.device, workload.setup is not None)
-        self.env.clock_monitor()
-        plan = _plan(settings, call)
-        slow = first_call_s >= SLOW_SHARE * settings.budget_s
-        readings: list[ClockReading | None] = []
-        bytes = call.work_bytes
-        waited = time.perf_counter()
-        with self.device_lock():
-            started = time.perf_counter()
-            deadline = started + settings.budget_s
-            sampler = timer.sampler(dataclasses.replace(workload, slow=slow))
-            prepared = time.perf_counter()
-            try:
-                left = dataclasses.replace(plan, budget_s=deadline - prepared)
-                sampling = collect(
-                    sampler, left, when_warm=lambda: readings.append(self.env.read_clocks())
-                )
-                readings.append(self.env.read_clocks())
-            finally:
-                sampler.close()
-            peak = self._peak_bytes(sampler, workload)
-            energy = self._energy(sampler, workload, sampling.samples_ms)
-            sampled = time.perf_counter()
-            rates = self.env.copy_rates() if bytes and self.measures_floors else None
-            matmul = self._matmul(call, workload)
-        measured = self._measurement(
-            sampling,
-            key=key,
-            test=call.test,
-            spec=spec,
-            threshold=settings.threshold,
-            readings=readings,
-            bytes=bytes,
-            flops=call.work_flops,
-            rates=rates,
-            matmul=matmul,
-            peak_bytes=peak,
-            energy=energy,
-            costs=_costs(first_call_s, waited, started, prepared, sampled),
-        )
-        return self._traced(workload, measured, settings)
+        return self._sample(workload, None, call, call.key, 0.0).first
 
     def _traced(
         self,
@@ -452,10 +385,9 @@ class BenchSession:
 
         The pair's budget is twice a single measurement's (PAIR_BUDGET): each side gets about
         the time it would have alone. ``warmup`` and ``rounds`` count pairs."""
-        two = self._sample_pair(
-            workload, reference, call, call.key + RATIO_KEY, reference_first_call_s
-        )
-        pair, first, spec = two.pair, two.first, call.spec
+        two = self._sample(workload, reference, call, call.key + RATIO_KEY, reference_first_call_s)
+        pair, first = two.pair, two.first
+        assert pair is not None  # (a pair was sampled)
         reference_ms = statistics.median(pair.second.samples_ms)
         problem = ""
         if pair.first.timer != pair.second.timer:
@@ -478,12 +410,11 @@ class BenchSession:
                 note=f"reference: {pair.second.note}" if pair.second.note else "",
                 caveat="; ".join(filter(None, [pair.first.caveat, pair.second.caveat])),
             ),
-            key=call.key + RATIO_KEY,
-            test=call.test + RATIO_KEY,
-            spec=spec,
-            threshold=two.settings.threshold,
-            readings=two.readings,
-            costs=Costs(first_call_s=reference_first_call_s),
+            call,
+            two.settings,
+            two.readings,
+            Costs(first_call_s=reference_first_call_s),
+            suffix=RATIO_KEY,
         )
         launches = [p.launches if p is not None else () for p in two.profiles]
         versus = Versus(
@@ -512,16 +443,15 @@ class BenchSession:
         working tree's alone is held to it (versus.ab.floored). ``again``: a pair set up
         again after the call's first (run.sides.MORE_PAIR_SAMPLES). ``base`` may be the
         revision's call in another process (run/duo.py): its sampler by the timer named."""
-        two = self._sample_pair(head, base, call, call.key, base_first_call_s, again, beside=True)
+        two = self._sample(head, base, call, call.key, base_first_call_s, again, beside=True)
+        assert two.pair is not None  # (a pair was sampled)
         second = two.pair.second
         base_measurement = self._measurement(
             second,
-            key=call.key,
-            test=call.test,
-            spec=call.spec,
-            threshold=two.settings.threshold,
-            readings=two.readings,
-            costs=Costs(first_call_s=base_first_call_s),
+            call,
+            two.settings,
+            two.readings,
+            Costs(first_call_s=base_first_call_s),
             peak_bytes=two.other_peak,
             beside_ms=two.besides[1],
         )
@@ -552,22 +482,23 @@ class BenchSession:
         factory = self._timer_factory(settings, self.device, workload.setup is not None)
         return factory.sampler(workload)
 
-    def _sample_pair(
+    def _sample(
         self,
         workload: Workload,
-        other: Workload | Callable[[str], Sampler],
+        other: Workload | Callable[[str], Sampler] | None,
         call: Call,
         other_key: str,
         other_first_call_s: float,
         again: bool = False,
         *,
         beside: bool = False,
-    ) -> _TwoSampled:
-        """``workload`` and ``other`` sampled alternately under the device lock, and
-        ``workload``'s measurement (with its trace where one is kept); ``beside``: each
-        side's kernel time too, where both samplers have one (``_besides``)."""
-        key, spec, first_call_s = call.key, call.spec, call.first_call_s
-        settings = self._settings(spec.measure, key, other_key)
+    ) -> _Sampled:
+        """``workload`` sampled under the device lock (alternately with ``other``, where one
+        is given: twice the budget, PAIR_BUDGET), and its measurement (with its trace where
+        one is kept); ``beside``: each side's kernel time too, where both samplers have one
+        (``_besides``)."""
+        key, first_call_s = call.key, call.first_call_s
+        settings = self._settings(call.spec.measure, key, other_key)
         has_setup = workload.setup is not None
         slow_s = SLOW_SHARE * settings.budget_s  # of its own share of the budget
 
@@ -576,10 +507,18 @@ class BenchSession:
                 dataclasses.replace(settings, timer=name), self.device, has_setup
             )
 
+        # Before the clock starts: what may import torch or scipy for the first time.
         timer = self._timer_factory(settings, self.device, has_setup)
         self.env.clock_monitor()
-        budget_s = PAIR_BUDGET * settings.budget_s
-        plan = dataclasses.replace(_plan(settings, call), budget_s=budget_s)
+        budget_s = (1 if other is None else PAIR_BUDGET) * settings.budget_s
+        plan = Plan(
+            min_samples=settings.min_samples,
+            max_samples=settings.max_samples,
+            budget_s=budget_s,
+            precision=settings.precision,
+            warmup=call.warmup,
+            rounds=call.rounds,
+        )
         if again and plan.rounds is None:  # (the test's own rounds and warmup stand)
             n = min(MORE_PAIR_SAMPLES, plan.max_samples)
             # A slow call on either side warms up as the budget lets it.
@@ -591,6 +530,10 @@ class BenchSession:
                 warmup=MORE_PAIR_WARMUP if short else plan.warmup,
             )
         readings: list[ClockReading | None] = []
+
+        def when_warm() -> None:
+            readings.append(self.env.read_clocks())
+
         bytes = call.work_bytes
         waited = time.perf_counter()
         with self.device_lock():
@@ -599,48 +542,58 @@ class BenchSession:
             mine = dataclasses.replace(workload, slow=first_call_s >= slow_s)
             if isinstance(other, Workload):
                 other = dataclasses.replace(other, slow=other_first_call_s >= slow_s)
-            a, b = self._samplers(key, mine, other, timer, timer_named, again)
+            if other is None:
+                a, b = timer.sampler(mine), None
+            else:
+                a, b = self._samplers(key, mine, other, timer, timer_named, again)
             prepared = time.perf_counter()
             try:
                 left = dataclasses.replace(plan, budget_s=deadline - prepared)
-                pair = collect_pair(
-                    a, b, left, when_warm=lambda: readings.append(self.env.read_clocks())
-                )
+                if b is None:
+                    pair, sampling = None, collect(a, left, when_warm=when_warm)
+                else:
+                    pair = collect_pair(a, b, left, when_warm=when_warm)
+                    sampling = pair.first
                 readings.append(self.env.read_clocks())
-                besides = _besides(a, b) if beside else (None, None, "")
+                besides = _besides(a, b) if beside and b is not None else (None, None, "")
             finally:
                 a.close()
-                b.close()
+                if b is not None:
+                    b.close()
             peak = self._peak_bytes(a, workload)
             # The other side's too, where it runs here (a revision's call in lockstep, a
             # reference): each side's memory is judged against the other's.
-            other_peak = self._peak_bytes(b, other) if isinstance(other, Workload) else None
-            energy = self._energy(a, workload, pair.first.samples_ms)
+            other_peak = None
+            if b is not None and isinstance(other, Workload):
+                other_peak = self._peak_bytes(b, other)
+            energy = self._energy(a, workload, sampling.samples_ms)
             sampled = time.perf_counter()
             rates = self.env.copy_rates() if bytes and self.measures_floors else None
             matmul = self._matmul(call, workload)
         first = self._measurement(
-            pair.first,
-            key=key,
-            test=call.test,
+            sampling,
+            call,
+            settings,
+            readings,
+            # Asked for the lock, got it, timer set up, last sample taken.
+            Costs(
+                first_call_s=first_call_s,
+                lock_wait_s=started - waited,
+                timer_setup_s=prepared - started,
+                sampling_s=sampled - prepared,
+                other_first_call_s=other_first_call_s,
+            ),
             bytes=bytes,
             flops=call.work_flops,
             rates=rates,
             matmul=matmul,
             peak_bytes=peak,
             energy=energy,
-            costs=dataclasses.replace(
-                _costs(first_call_s, waited, started, prepared, sampled),
-                other_first_call_s=other_first_call_s,
-            ),
-            spec=spec,
-            threshold=settings.threshold,
-            readings=readings,
             beside_ms=besides[0],
         )
         first = self._traced(workload, first.noted(besides[2]), settings)
-        profiles = (a.profile, b.profile)
-        return _TwoSampled(pair, first, settings, tuple(readings), profiles, other_peak, besides)
+        profiles = (a.profile, b.profile if b is not None else None)
+        return _Sampled(pair, first, settings, tuple(readings), profiles, other_peak, besides)
 
     def _samplers(
         self,
@@ -696,13 +649,12 @@ class BenchSession:
     def _measurement(
         self,
         sampling: Sampling,
-        *,
-        key: str,
-        test: str,
-        spec: MarkerSpec,
-        threshold: float,
+        call: Call,
+        settings: MeasureSettings,
         readings: Sequence[ClockReading | None],
         costs: Costs,
+        *,
+        suffix: str = "",
         bytes: float | None = None,
         flops: float | None = None,
         rates: CopyRates | None = None,
@@ -714,15 +666,15 @@ class BenchSession:
         clocks = [r for r in readings if r is not None]
         profile = sampling.profile
         measurement = Measurement(
-            key=key,
-            test=test,
+            key=call.key + suffix,
+            test=call.test + suffix,
             timer=sampling.timer,
             samples_ms=sampling.samples_ms,
             warmup=sampling.warmup,
             calls_per_sample=sampling.calls_per_sample,
-            threshold=threshold,
+            threshold=settings.threshold,
             session=self.env.session_id,
-            group=spec.group,
+            group=call.spec.group,
             note=sampling.note,
             throttled=tuple(sorted({reason for r in clocks for reason in r.slowdowns})),
             clocks_mhz=tuple(r.sm_mhz for r in clocks),

@@ -61,16 +61,31 @@ def _sleep_cycles_per_ms() -> float:
     torch.cuda.synchronize()
     best = math.inf
     for _ in range(3):
-        start.record()
-        torch.cuda._sleep(cycles)
-        end.record()
-        end.synchronize()
-        best = min(best, start.elapsed_time(end))
+        best = min(best, _event_ms(start, end, lambda: torch.cuda._sleep(cycles)))
     return cycles / best
 
 
 def _sleep(ms: float) -> None:
     torch.cuda._sleep(int(ms * _sleep_cycles_per_ms()))
+
+
+def _event_ms(start: torch.cuda.Event, end: torch.cuda.Event, run: Callable[[], object]) -> float:
+    """The device time between ``start`` and ``end`` recorded around ``run``'s launches."""
+    start.record()
+    run()
+    end.record()
+    end.synchronize()
+    return float(start.elapsed_time(end))
+
+
+def _repeat(call: Callable[[], object], calls: int) -> Callable[[], None]:
+    """``calls`` back-to-back calls of ``call``, as one."""
+
+    def run() -> None:
+        for _ in range(calls):
+            call()
+
+    return run
 
 
 @functools.cache
@@ -99,11 +114,7 @@ def flush_check(flush: torch.Tensor) -> str:
         else:
             probe.sum()  # in L2 now
         _sleep(1.0)  # 1 ms: the read is queued before its start is recorded
-        start.record()
-        probe.sum()
-        end.record()
-        end.synchronize()
-        return float(start.elapsed_time(end))
+        return _event_ms(start, end, probe.sum)
 
     warm = sorted(read(False) for _ in range(FLUSH_CHECK_READS))[FLUSH_CHECK_READS // 2]
     cold = sorted(read(True) for _ in range(FLUSH_CHECK_READS))[FLUSH_CHECK_READS // 2]
@@ -152,12 +163,7 @@ def _profile_events(run: Callable[[], object]) -> list[dict[str, Any]]:
 
 def profile_call(call: Callable[[], object], calls: int = PROFILED_EAGER_CALLS) -> Profile:
     """What one eager call runs on the device, and for how long (CUPTI), averaged."""
-
-    def run() -> None:
-        for _ in range(calls):
-            call()
-
-    events = _profile_events(run)
+    events = _profile_events(_repeat(call, calls))
     return Profile(from_trace(events, calls), _device_ms(events) / calls)
 
 
@@ -207,11 +213,6 @@ def _capture(call: Callable[[], object], calls: int, warm_calls: int) -> torch.c
     outer = torch.cuda.current_stream()
     stream.wait_stream(outer)
     graph = torch.cuda.CUDAGraph()
-
-    def run() -> None:
-        for _ in range(calls):
-            call()
-
     with warnings.catch_warnings(), torch.cuda.stream(stream):
         # torch's notices about the capture (an empty graph) are ours to judge, not the suite's.
         warnings.simplefilter("ignore")
@@ -219,6 +220,7 @@ def _capture(call: Callable[[], object], calls: int, warm_calls: int) -> torch.c
         for _ in range(warm_calls):
             call()
         stream.synchronize()
+        run = _repeat(call, calls)
         guarded_capture(graph.capture_begin, run, graph.capture_end, _repair_after_failed_capture)
     outer.wait_stream(stream)
     torch.cuda.synchronize()
@@ -248,11 +250,7 @@ def _repair_after_failed_capture() -> None:
 def _replay_ms(graph: torch.cuda.CUDAGraph) -> float:
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     _sleep(SLEEP_MIN_MS)
-    start.record()
-    graph.replay()
-    end.record()
-    end.synchronize()
-    return float(start.elapsed_time(end))
+    return _event_ms(start, end, graph.replay)
 
 
 class TorchGraph:
@@ -332,11 +330,7 @@ class CudaEventTimer:
             if flush is not None:
                 flush.zero_()
             _sleep(sleep_ms)
-            start.record()
-            call()
-            end.record()
-            end.synchronize()
-            return float(start.elapsed_time(end))
+            return _event_ms(start, end, call)
 
         # A slow function's first sample tells the engine what one costs before it warms up.
         taken = (sample(),) if workload.slow else ()
@@ -375,13 +369,7 @@ class CuptiTimer:
         )
 
         def sample() -> float:
-            run = workload.prepare()
-
-            def many() -> None:
-                for _ in range(calls):
-                    run()
-
-            return _device_ms(_profile_events(many)) / calls
+            return _device_ms(_profile_events(_repeat(workload.prepare(), calls))) / calls
 
         gaps = "kernel time only: host work and launch gaps are not in the number"
         if not slow:  # three more calls tell the host's share; a slow function can't afford it

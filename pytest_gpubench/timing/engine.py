@@ -198,10 +198,15 @@ def collect(
     when_warm()
     while not _enough(samples, plan, clock() - started):
         samples.append(take())
+    return _sampling(sampler, samples, len(warm), plan)
+
+
+def _sampling(sampler: Sampler, samples: list[float], warmup: int, plan: Plan) -> Sampling:
+    """What ``sampler`` took: ``samples`` after ``warmup`` (samples or pairs) under ``plan``."""
     return Sampling(
         timer=sampler.timer,
         samples_ms=tuple(samples),
-        warmup=len(warm),
+        warmup=warmup,
         calls_per_sample=sampler.calls_per_sample,
         note=sampler.note,
         profile=sampler.profile,
@@ -295,23 +300,12 @@ def collect_pair(
         a, b = take()
         pairs.append((a, b))
         ratios.append(a / b)
-    cut_short = plan.rounds is None and len(pairs) < plan.min_samples
-
-    def sampling(i: int) -> Sampling:
-        sampler = (first, second)[i]
-        return Sampling(
-            timer=sampler.timer,
-            samples_ms=tuple(p[i] for p in pairs),
-            warmup=len(warm),
-            calls_per_sample=sampler.calls_per_sample,
-            note=sampler.note,
-            profile=sampler.profile,
-            cut_short=cut_short,
-            caveat=_caveat(sampler),
-            cpu_wait=_cpu_wait(sampler),
-        )
-
-    return PairSampling(sampling(0), sampling(1), tuple(ratios))
+    first_side, second_side = ([p[i] for p in pairs] for i in (0, 1))
+    return PairSampling(
+        _sampling(first, first_side, len(warm), plan),
+        _sampling(second, second_side, len(warm), plan),
+        tuple(ratios),
+    )
 
 
 def paired_samplers(
