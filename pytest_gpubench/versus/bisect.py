@@ -54,8 +54,6 @@ from . import revision
 
 # Who runs git, in the error of a missing or hung git.
 WHO = "gpubench bisect"
-# --gpubench-pairs' own limit: more pairs than this the A/B run refuses.
-MAX_PAIRS = 20
 DEFAULT_PAIRS = 3
 DEFAULT_MAX_PAIRS = 12
 # How long a step's pytest gets to end its processes and remove its checkout of GOOD after

@@ -161,19 +161,6 @@ def resolve(ref: str, cwd: Path) -> tuple[Path, str]:
     return repo, found
 
 
-def merge_base(a: str, b: str, cwd: Path) -> str:
-    """The full sha of the best common ancestor of the revisions ``a`` and ``b``."""
-    repo, first = resolve(a, cwd)
-    second = resolve(b, cwd)[1]
-    found = git(repo, ["merge-base", first, second])
-    if found.returncode != 0 or not found.stdout.strip():
-        raise RevisionError(
-            f"--gpubench-against: {a!r} and {b!r} have no common ancestor in the repository "
-            f"at {repo}; name a revision that shares history with {b!r}"
-        )
-    return found.stdout.split()[0]
-
-
 @contextlib.contextmanager
 def checkout(
     ref: str,
