@@ -509,12 +509,8 @@ def _without_collector() -> Iterator[None]:
             gc.enable()
 
 
+@_without_collector()
 def run_show(args: argparse.Namespace) -> int:
-    with _without_collector():
-        return _show(args)
-
-
-def _show(args: argparse.Namespace) -> int:
     for i, path in enumerate(baseline_paths(args.paths)):
         baseline = read_baseline(path)
         title = f"{baseline.path}: {baselines.file_header(baseline)}"
@@ -526,24 +522,18 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+@_without_collector()
 def run_plot(args: argparse.Namespace) -> int:
     if args.out is None and args.html is None:
         raise GpubenchError(
             "gpubench plot writes nothing: give --out DIR, --html PAGE.html or both"
         )
     try:
-        from .report import plots  # noqa: F401  (whether matplotlib is there)
+        from .report import plots
     except ImportError as exc:
         if (exc.name or "").split(".")[0] != "matplotlib":
             raise
         raise GpubenchError(PLOT_HINT) from None
-    with _without_collector():
-        return _plot(args)
-
-
-def _plot(args: argparse.Namespace) -> int:
-    from .report import plots  # imported by run_plot, which says how to install matplotlib
-
     files = [read_baseline(path) for path in baseline_paths(args.paths)]
     sections = [
         plots.Section(b, baselines.survey(b, args.threshold, args.alpha), baselines.file_header(b))
