@@ -209,15 +209,9 @@ def read_baseline(path: Path) -> Baseline:
         raise
     if not baseline.exists:
         raise GpubenchError(f"no such baseline file: {path}")
-    say_notes(baseline.notes)
-    return baseline
-
-
-def say_notes(notes: Sequence[str]) -> None:
-    """What a read left out (``Baseline.notes``), a line each on stderr: the output stays
-    what it was."""
-    for note in notes:
+    for note in baseline.notes:  # what the read left out, on stderr: the output stays as it was
         print(f"gpubench: {note}", file=sys.stderr, flush=True)
+    return baseline
 
 
 def _is_result_file(path: Path) -> bool:

@@ -7,7 +7,7 @@ time the selected gpubench tests in fresh processes, one side after the other, b
 odd pairs and head first in even ones, each process holding the device from its first test
 to its last, each started as the one before it takes the device (run.children.relay:
 start-up overlaps, GPU work does not). The pairs are judged by judge/pairs.py through the
-gate; the tests still unsure after the first look get one batch of more pairs (pair_design),
+gate; the tests still unsure after the first look get one batch of more pairs (design_of),
 and only they run in them.
 
 A measurement that declares ``bytes=`` or ``flops=`` is held to them as in a run against a
@@ -189,12 +189,6 @@ class Comparison:
 Progress = Callable[[str], None]
 
 
-def pair_design(settings: Settings) -> PairDesign:
-    """``--gpubench-pairs`` pairs of the whole selection, then one batch of the default
-    design's size for the tests still unsure (none with ``--gpubench-confirm 0``)."""
-    return design_of(settings.pairs, settings.confirm > 0)
-
-
 def design_of(
     pairs: int | None, more: bool, lockstep: bool = False, duos: bool = False
 ) -> PairDesign:
@@ -225,7 +219,9 @@ def compare(
     over every test still unsure, its block of the pairs (:func:`pair_blocks`). Each pair's
     two processes run on one GPU, and each GPU alternates base and head as one would."""
     started = time.perf_counter()
-    design = pair_design(settings)
+    # --gpubench-pairs pairs of the whole selection, then one batch of the default design's
+    # size for the tests still unsure (none with --gpubench-confirm 0).
+    design = design_of(settings.pairs, settings.confirm > 0)
     name = f"{revision.ref} ({revision.commit[:8]})"
     label = {BASE: f"the revision {name}", HEAD: "the working tree"}
     runs: dict[str, list[dict[str, Measurement]]] = {BASE: [], HEAD: []}

@@ -159,12 +159,6 @@ class Reading:
         one of the same step)."""
         return self.ratio is not None and self.ratio < math.sqrt(bad_ratio)
 
-    @property
-    def more_pairs_may_decide(self) -> bool:
-        """Unsure on its pairs' statistics (not for want of a measurement on both sides):
-        asked of a reading a step found unsure."""
-        return self.ratio is not None
-
     def change(self, good: str) -> str:
         """``slower by 5.2% than GOOD`` (or why there is no change to tell)."""
         if self.ratio is None:
@@ -223,7 +217,8 @@ def classify(readings: Mapping[str, Reading], followed: Mapping[str, float] | No
     if followed is not None and good and all(r.leans_good(followed[r.key]) for r in unsure):
         return StepVerdict(Outcome.GOOD, tuple(sorted(good, key=_slowest)))
     if unsure:
-        more = any(r.more_pairs_may_decide for r in unsure)
+        # Unsure on its pairs' statistics, not for want of a measurement on both sides.
+        more = any(r.ratio is not None for r in unsure)
         return StepVerdict(Outcome.UNSURE, tuple(sorted(unsure, key=_slowest)), more_pairs=more)
     return StepVerdict(Outcome.GOOD, tuple(sorted(considered, key=_slowest)))
 

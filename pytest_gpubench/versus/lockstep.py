@@ -637,7 +637,8 @@ class Pairing:
                 r = _as_second_process_says(r, theirs.get(r.key), error, measure)
             elif why == "beyond":
                 r = self._as_second_process_decides(r, theirs.get(r.key), error, measure, gate)
-            return _with_cost(r, _confirm_s(r) + share_s, "")
+            costs = r.measurement.costs
+            return _with_cost(r, (costs.confirm_s if costs else 0.0) + share_s, "")
 
         return [
             _ended(
@@ -914,11 +915,6 @@ def _asked(result: Result, measure: MeasureSettings, gate: Gate) -> str:
     if verdict.status in (Status.REGRESSED, Status.IMPROVED) and gate.fails(verdict):
         return "flagged"
     return "beyond" if _unsure_beyond(verdict, measure.threshold) else ""
-
-
-def _confirm_s(result: Result) -> float:
-    costs = result.measurement.costs
-    return 0.0 if costs is None else costs.confirm_s
 
 
 def _change(judgement: Judgement) -> str:
