@@ -435,11 +435,6 @@ def group_heading(group: str | None, members: Sequence[Result]) -> str:
     return f"{name}: {_plural(len(members), 'test')}"
 
 
-def _titled(groups: Sequence[tuple[str | None, Sequence[Result]]]) -> bool:
-    """Whether the table heads its groups: when a test names one."""
-    return any(group is not None for group, _ in groups)
-
-
 def table_lines(results: Sequence[Result]) -> list[str]:
     """The table, its rows under a heading per ``group=`` when a test names one; against a
     revision, its columns (PAIRED_COLUMNS) and the line naming it."""
@@ -448,7 +443,7 @@ def table_lines(results: Sequence[Result]) -> list[str]:
     ordered = [r for _, members in groups for r in members]
     # Escaped before they are measured: a key may hold what no encoding writes.
     lines = aligned([columns, *([printable(c) for c in cells(r)] for r in ordered)])
-    if _titled(groups):
+    if any(group is not None for group, _ in groups):  # a test names one: headed
         head, rows = lines[:2], lines[2:]
         lines = head
         for group, members in groups:
@@ -615,7 +610,7 @@ def markdown(
     line = legend(results)
     columns, cells = layout(results)
     table = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    titled = _titled(groups)
+    titled = any(group is not None for group, _ in groups)
     rows = []
     for group, members in groups:
         if titled:  # a row heading the group's rows, as in the terminal
