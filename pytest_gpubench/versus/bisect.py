@@ -591,26 +591,18 @@ def history(good: str, bad: str, cwd: Path) -> History:
             f"branch merged into it); name as GOOD a commit of that line, such as the merge "
             f"that brought it in, or {parent.stdout.strip()[:7]}, where the line left it"
         )
-    return History(repo, Commit(good_sha, _subject(repo, good_sha)), commits)
+    subject = revision.git(repo, ["log", "-1", "--format=%s", good_sha], who=WHO).stdout.strip()
+    return History(repo, Commit(good_sha, subject), commits)
 
 
 def _resolve(ref: str, what: str, repo: Path) -> str:
-    # A ref that starts with "-" would be read as an option.
-    found = (
-        None
-        if ref.startswith("-") or not ref.strip()
-        else revision.git(repo, ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], who=WHO)
-    )
-    if found is None or found.returncode != 0:
+    found = revision.commit_of(ref, repo, WHO)
+    if not found:
         raise BisectError(
             f"bisect: {what} {ref!r} is not a revision of the repository at {repo}; name a "
             "branch, tag or commit"
         )
-    return found.stdout.strip()
-
-
-def _subject(repo: Path, sha: str) -> str:
-    return revision.git(repo, ["log", "-1", "--format=%s", sha], who=WHO).stdout.strip()
+    return found
 
 
 # --- the steps' processes -------------------------------------------------------------------

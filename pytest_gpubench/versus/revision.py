@@ -151,8 +151,7 @@ def resolve(ref: str, cwd: Path) -> tuple[Path, str]:
             f"(git: {last_line(top.stderr)}); fix what git names, then run again"
         )
     repo = Path(top.stdout.strip()).resolve()
-    # A ref that starts with "-" would be read as an option.
-    found = None if ref.startswith("-") or not ref.strip() else _commit(ref, cwd)
+    found = commit_of(ref, cwd)
     if not found:
         raise RevisionError(
             f"--gpubench-against {ref!r}: not a revision of the repository at {repo} "
@@ -196,8 +195,11 @@ def checkout(
         _remove(repo, folder, tree)
 
 
-def _commit(ref: str, cwd: Path) -> str:
-    found = git(cwd, ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"])
+def commit_of(ref: str, cwd: Path, who: str = "--gpubench-against") -> str:
+    """The full sha of the commit ``ref`` names in ``cwd``'s repository; '' where none."""
+    if ref.startswith("-") or not ref.strip():  # git would read it as an option
+        return ""
+    found = git(cwd, ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], who=who)
     return found.stdout.strip() if found.returncode == 0 else ""
 
 
