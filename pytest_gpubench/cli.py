@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn, TypeVar
 
-from .core.baseline import BaselineEntry, Update
+from .core.baseline import Update
 from .core.device import Fingerprint
 from .core.errors import BaselineError, GpubenchError
 from .core.jsondata import Json
 from .core.kernels import launch_count
-from .core.records import Measurement, Result, Status, is_number, whole
+from .core.records import Result, Status, is_number, whole
 from .core.settings import (
     CHANGED_ACTIONS,
     MeasureSettings,
@@ -262,8 +262,9 @@ def compare(
     for key, result in head.results.items():
         measurement = result.measurement
         before = base.results.get(key)
-        valid = before is not None and before.status not in UNUSABLE_BASE
-        entry = entry_of(before.measurement) if before is not None and valid else None
+        entry = None  # else BASE's as the baseline entry a save of it would start (a new epoch)
+        if before is not None and before.status not in UNUSABLE_BASE:
+            entry = Update.of(before.measurement, new_epoch=True).apply(None)
         measure = MeasureSettings(threshold=threshold or measurement.threshold, alpha=alpha)
         try:
             verdict = gate.verdict(measurement, entry, measure)
@@ -351,11 +352,6 @@ def _gate(args: argparse.Namespace) -> Gate:
         changed_fails=args.changed == "fail" and not args.allow_incomparable,
         work_fails=args.changed != "warn" and not args.allow_incomparable,
     )
-
-
-def entry_of(measurement: Measurement) -> BaselineEntry:
-    """A measurement as the baseline entry a save of it would start (a new epoch)."""
-    return Update.of(measurement, new_epoch=True).apply(None)
 
 
 def _setting(results: ResultFile, name: str, default: float) -> float:
