@@ -65,7 +65,7 @@ from ..store.runs import ignore_all
 from .revision import Revision, code_paths
 
 BASE, HEAD = "base", "head"
-# The timer whose number a call's kernel time taken beside its time per call is (_beside).
+# The timer whose number a call's kernel time taken beside its time per call is.
 KERNEL_TIME = "cupti-graph"
 # Compile caches a side keeps apart from the other's: (variable, folder name). torch's
 # extensions are kept by the name their code gives them. Triton's and Inductor's caches are
@@ -741,77 +741,6 @@ def nothing_judged(results: Iterable[Result], ref: str) -> str:
     )[:600]
 
 
-def _beside(
-    paired: Paired,
-    launches: int,
-    measure: MeasureSettings,
-    gate: Gate,
-    design: PairDesign,
-) -> Judgement | None:
-    """A call's kernel time (timing.engine.Beside: a graph-timed call's, the only one that
-    takes it) judged on the pairs that took it on both sides, as its time per call was,
-    with its own spread (the prior of ``cupti-graph``, whose number it is), each of the two
-    numbers at half the test's level (:func:`paired_verdict`); None where no pair took it
-    (duos, other timers)."""
-    pairs = [
-        (SessionSummary(b.beside_ms, 1, math.nan), SessionSummary(h.beside_ms, 1, math.nan))
-        for b, h in zip(
-            paired.base_sessions[: paired.pairs], paired.head_sessions[: paired.pairs], strict=True
-        )
-        if b.beside_ms is not None and h.beside_ms is not None
-    ]
-    if not pairs:
-        return None
-    base, head = zip(*pairs, strict=True)
-    kernel_time = f"{paired.label}'s kernel time"
-    return _judged(
-        paired,
-        base,
-        head,
-        KERNEL_TIME,
-        launches,
-        measure,
-        gate,
-        design,
-        against=kernel_time,
-        numbers=2,
-    )
-
-
-def _judged(
-    paired: Paired,
-    base: Sequence[SessionSummary],
-    head: Sequence[SessionSummary],
-    timer: str,
-    launches: int,
-    measure: MeasureSettings,
-    gate: Gate,
-    design: PairDesign,
-    *,
-    against: str,
-    versus: Versus | None = None,
-    numbers: int = 1,
-) -> Judgement:
-    """The pair rule on ``paired``'s pairs' ``base`` and ``head`` numbers; ``against``
-    names the base side in the reason; ``numbers``: how many numbers of each test are
-    judged (the family counts each)."""
-    return judge_pairs(
-        base,
-        head,
-        threshold=measure.threshold,
-        alpha=measure.alpha,
-        family=gate.family * numbers,
-        timer=timer,
-        launches=launches,
-        fail_on_improvement=gate.fail_on_improvement,
-        design=design,
-        against=against,
-        versus=versus,
-        lockstep=paired.lockstep,
-        duos=paired.duos,
-    )
-
-
 MOVED = (Status.REGRESSED, Status.IMPROVED)
 
 
@@ -855,23 +784,57 @@ def paired_verdict(
     than the revision's (``kernel_changes``) make a same or unsure test ``changed``. The run
     asks it, and gpubench compare of the run's file asks it again. ``versus``: what a ratio
     to a reference compares (its prior)."""
-    base, head = (
-        [r.summary for r in side[: paired.pairs]]
-        for side in (paired.base_sessions, paired.head_sessions)
+    base_pairs, head_pairs = (
+        side[: paired.pairs] for side in (paired.base_sessions, paired.head_sessions)
     )
-    beside = _beside(paired, launches, measure, gate, design)
-    judgement = _judged(
-        paired,
-        base,
-        head,
+
+    def judged(
+        base: Sequence[SessionSummary],
+        head: Sequence[SessionSummary],
+        timer: str,
+        against: str,
+        numbers: int,
+        versus: Versus | None = None,
+    ) -> Judgement:
+        """The pair rule on the pairs' ``base`` and ``head`` numbers; ``against`` names the
+        base side in the reason; ``numbers``: how many numbers of each test are judged (the
+        family counts each)."""
+        return judge_pairs(
+            base,
+            head,
+            threshold=measure.threshold,
+            alpha=measure.alpha,
+            family=gate.family * numbers,
+            timer=timer,
+            launches=launches,
+            fail_on_improvement=gate.fail_on_improvement,
+            design=design,
+            against=against,
+            versus=versus,
+            lockstep=paired.lockstep,
+            duos=paired.duos,
+        )
+
+    # A call's kernel time (timing.engine.Beside: a graph-timed call's, the only one that
+    # takes it) judged on the pairs that took it on both sides, as its time per call is,
+    # with its own spread (the prior of KERNEL_TIME, whose number it is), each of the two
+    # numbers at half the test's level; none where no pair took it (duos, other timers).
+    took = [
+        (SessionSummary(b.beside_ms, 1, math.nan), SessionSummary(h.beside_ms, 1, math.nan))
+        for b, h in zip(base_pairs, head_pairs, strict=True)
+        if b.beside_ms is not None and h.beside_ms is not None
+    ]
+    beside = None
+    if took:
+        base_k, head_k = zip(*took, strict=True)
+        beside = judged(base_k, head_k, KERNEL_TIME, f"{paired.label}'s kernel time", numbers=2)
+    judgement = judged(
+        [r.summary for r in base_pairs],
+        [r.summary for r in head_pairs],
         timer,
-        launches,
-        measure,
-        gate,
-        design,
-        against=paired.label,
-        versus=versus,
+        paired.label,
         numbers=1 if beside is None else 2,
+        versus=versus,
     )
     status, text = with_kernel_time(judgement, beside)
     reason = judgement.reason + text
