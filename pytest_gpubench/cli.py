@@ -504,7 +504,7 @@ def run_show(args: argparse.Namespace) -> int:
     for i, path in enumerate(baseline_paths(args.paths)):
         baseline = read_baseline(path)
         title = f"{baseline.path}: {baselines.file_header(baseline)}"
-        lines = baselines.show_lines(title, baselines.shown(baseline, args.threshold, args.alpha))
+        lines = baselines.show_lines(title, baseline, args.threshold, args.alpha)
         if i:
             print()
         print("\n".join(lines))
