@@ -28,14 +28,14 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
-from .core.baseline import BaselineEntry, Update
+from .core.baseline import Update
 from .core.device import Fingerprint
 from .core.errors import BaselineError, GpubenchError
 from .core.jsondata import Json
 from .core.kernels import launch_count
-from .core.records import Measurement, Result, Status, is_number, whole
+from .core.records import Result, Status, is_number, whole
 from .core.settings import (
     CHANGED_ACTIONS,
     MeasureSettings,
@@ -63,6 +63,7 @@ MAX_RESULT_BYTES = 256 << 20
 DEFAULT_DIR = Path(".gpubench")
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.01
+T = TypeVar("T")
 PLOT_HINT = "gpubench plot needs matplotlib: pip install 'pytest-gpubench[plot]'"
 
 
@@ -219,15 +220,9 @@ def read_baseline(path: Path) -> Baseline:
         raise
     if not baseline.exists:
         raise GpubenchError(f"no such baseline file: {path}")
-    say_notes(baseline.notes)
-    return baseline
-
-
-def say_notes(notes: Sequence[str]) -> None:
-    """What a read left out (``Baseline.notes``), a line each on stderr: the output stays
-    what it was."""
-    for note in notes:
+    for note in baseline.notes:  # what the read left out, on stderr: the output stays as it was
         print(f"gpubench: {note}", file=sys.stderr, flush=True)
+    return baseline
 
 
 def _is_result_file(path: Path) -> bool:
@@ -261,35 +256,26 @@ class Comparison:
 def compare(
     base: ResultFile,
     head: ResultFile,
-    *,
+    gate: Gate,
     threshold: float | None = None,
     alpha: float | None = None,
-    fail_on_improvement: bool = False,
-    allow_incomparable: bool = False,
-    changed: str = "work",
 ) -> Comparison:
     """Judge each of HEAD's results against BASE's result of the same key, as the plugin
     judges a run against a baseline: BASE's sessions (its first and its confirmations) are
     the history, HEAD's the current sessions; launches other than BASE's are another binary
-    (``changed``: fails, or with ``changed="warn"`` warns). ``threshold`` None: each test's
-    own, as its run recorded it; ``alpha`` None: HEAD's run's."""
+    (``gate``, :func:`_gate`: fails or warns). ``threshold`` None: each test's own, as its
+    run recorded it; ``alpha`` None: HEAD's run's."""
     alpha = alpha if alpha is not None else _setting(head, "alpha", DEFAULT_ALPHA)
     common = [key for key in head.results if key in base.results]
     # The family is this comparison's, not its run's: the footer reports it.
-    gate = Gate(
-        confirm=0,
-        fail_on_improvement=fail_on_improvement,
-        allow_incomparable=allow_incomparable,
-        family=max(1, len(common)),
-        changed_fails=changed == "fail" and not allow_incomparable,
-        work_fails=changed != "warn" and not allow_incomparable,
-    )
+    gate = dataclasses.replace(gate, family=max(1, len(common)))
     judged = []
     for key, result in head.results.items():
         measurement = result.measurement
         before = base.results.get(key)
-        valid = before is not None and before.status not in UNUSABLE_BASE
-        entry = entry_of(before.measurement) if before is not None and valid else None
+        entry = None  # else BASE's as the baseline entry a save of it would start (a new epoch)
+        if before is not None and before.status not in UNUSABLE_BASE:
+            entry = Update.of(before.measurement, new_epoch=True).apply(None)
         measure = MeasureSettings(threshold=threshold or measurement.threshold, alpha=alpha)
         try:
             verdict = gate.verdict(measurement, entry, measure)
@@ -316,13 +302,7 @@ def compare(
 
 
 def compare_pairs(
-    run: ResultFile,
-    *,
-    threshold: float | None = None,
-    alpha: float | None = None,
-    fail_on_improvement: bool = False,
-    allow_incomparable: bool = False,
-    changed: str = "work",
+    run: ResultFile, gate: Gate, threshold: float | None = None, alpha: float | None = None
 ) -> Comparison:
     """Judge again each result of an A/B run's file (pytest --gpubench-against) on its pairs,
     by the pair rule with the run's design and family, the working tree's measurement held to
@@ -332,14 +312,7 @@ def compare_pairs(
     alpha = alpha if alpha is not None else _setting(run, "alpha", DEFAULT_ALPHA)
     # The run's family (every measurement of both sides), recorded with each verdict.
     family = max([1, *(r.verdict.family for r in run.results.values())])
-    gate = Gate(
-        confirm=0,
-        fail_on_improvement=fail_on_improvement,
-        allow_incomparable=allow_incomparable,
-        family=family,
-        changed_fails=changed == "fail" and not allow_incomparable,
-        work_fails=changed != "warn" and not allow_incomparable,
-    )
+    gate = dataclasses.replace(gate, family=family)
     pairs, confirm = run.settings.get("pairs"), run.settings.get("confirm", 6)
     if not ((pairs is None or whole(1)(pairs)) and whole(0)(confirm)):
         raise GpubenchError(
@@ -380,9 +353,16 @@ def compare_pairs(
     return Comparison(judged, [], gate, default, alpha, [], "of either side")
 
 
-def entry_of(measurement: Measurement) -> BaselineEntry:
-    """A measurement as the baseline entry a save of it would start (a new epoch)."""
-    return Update.of(measurement, new_epoch=True).apply(None)
+def _gate(args: argparse.Namespace) -> Gate:
+    """The gate of ``gpubench compare``'s options: no confirmations (the files are all there
+    is); its family is the comparison's to set."""
+    return Gate(
+        confirm=0,
+        fail_on_improvement=args.fail_on_improvement,
+        allow_incomparable=args.allow_incomparable,
+        changed_fails=args.changed == "fail" and not args.allow_incomparable,
+        work_fails=args.changed != "warn" and not args.allow_incomparable,
+    )
 
 
 def _setting(results: ResultFile, name: str, default: float) -> float:
@@ -483,15 +463,7 @@ def run_compare(args: argparse.Namespace) -> int:
             f"alone: pass it alone (gpubench compare {both[0].path}), or two files of runs "
             "without --gpubench-against"
         )
-    comparison = compare(
-        base,
-        head,
-        threshold=args.threshold,
-        alpha=args.alpha,
-        fail_on_improvement=args.fail_on_improvement,
-        allow_incomparable=args.allow_incomparable,
-        changed=args.changed,
-    )
+    comparison = compare(base, head, _gate(args), args.threshold, args.alpha)
     if args.markdown:
         sys.stdout.write(comparison_markdown(comparison, head))
     else:
@@ -507,14 +479,7 @@ def _compare_pairs(args: argparse.Namespace) -> int:
             f"{run.path} is the file of one run, not of an A/B run: pass BASE.json HEAD.json to "
             "compare two runs, or alone a file of pytest --gpubench-against REF --gpubench-json"
         )
-    comparison = compare_pairs(
-        run,
-        threshold=args.threshold,
-        alpha=args.alpha,
-        fail_on_improvement=args.fail_on_improvement,
-        allow_incomparable=args.allow_incomparable,
-        changed=args.changed,
-    )
+    comparison = compare_pairs(run, _gate(args), args.threshold, args.alpha)
     if args.markdown:
         sys.stdout.write(
             report.markdown(comparison.results, run.device, footer=_footer(comparison))
@@ -545,16 +510,12 @@ def _without_collector() -> Iterator[None]:
             gc.enable()
 
 
+@_without_collector()
 def run_show(args: argparse.Namespace) -> int:
-    with _without_collector():
-        return _show(args)
-
-
-def _show(args: argparse.Namespace) -> int:
     for i, path in enumerate(baseline_paths(args.paths)):
         baseline = read_baseline(path)
         title = f"{baseline.path}: {baselines.file_header(baseline)}"
-        lines = baselines.show_lines(title, baselines.shown(baseline, args.threshold, args.alpha))
+        lines = baselines.show_lines(title, baseline, args.threshold, args.alpha)
         if i:
             print()
         print("\n".join(lines))
@@ -562,24 +523,18 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+@_without_collector()
 def run_plot(args: argparse.Namespace) -> int:
     if args.out is None and args.html is None:
         raise GpubenchError(
             "gpubench plot writes nothing: give --out DIR, --html PAGE.html or both"
         )
     try:
-        from .report import plots  # noqa: F401  (whether matplotlib is there)
+        from .report import plots
     except ImportError as exc:
         if (exc.name or "").split(".")[0] != "matplotlib":
             raise
         raise GpubenchError(PLOT_HINT) from None
-    with _without_collector():
-        return _plot(args)
-
-
-def _plot(args: argparse.Namespace) -> int:
-    from .report import plots  # imported by run_plot, which says how to install matplotlib
-
     files = [read_baseline(path) for path in baseline_paths(args.paths)]
     sections = [
         plots.Section(b, baselines.survey(b, args.threshold, args.alpha), baselines.file_header(b))
@@ -670,21 +625,19 @@ def run_merge(args: argparse.Namespace) -> int:
     return 0
 
 
-def _percent(text: str) -> float:
-    try:
-        return parse_fraction_or_percent(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{exc}, got {text!r}") from None
+def _typed(parse: Callable[[str], T]) -> Callable[[str], T]:
+    """``parse`` as an argparse type: its ValueError a usage error naming the text."""
 
-
-def _count(parse: Callable[[object], int]) -> Callable[[str], int]:
-    def parsed(text: str) -> int:
+    def parsed(text: str) -> T:
         try:
             return parse(text)
         except ValueError as exc:
             raise argparse.ArgumentTypeError(f"{exc}, got {text!r}") from None
 
     return parsed
+
+
+_percent, _alpha = _typed(parse_fraction_or_percent), _typed(parse_alpha)
 
 
 def _seconds(text: str) -> float:
@@ -695,13 +648,6 @@ def _seconds(text: str) -> float:
     if not 0 < value < math.inf:
         raise argparse.ArgumentTypeError(f"expected seconds such as 3600, got {text!r}")
     return value
-
-
-def _alpha(text: str) -> float:
-    try:
-        return parse_alpha(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{exc}, got {text!r}") from None
 
 
 COMPARE_DESCRIPTION = (
@@ -888,7 +834,7 @@ def parser() -> argparse.ArgumentParser:
     bisect_parser.add_argument("bad", metavar="BAD", help="A later revision that is slower")
     bisect_parser.add_argument(
         "--pairs",
-        type=_count(parse_pairs),
+        type=_typed(parse_pairs),
         default=bisection.DEFAULT_PAIRS,
         metavar="N",
         help="Pairs per step before the first verdict, in lockstep from the step's own "
@@ -896,7 +842,7 @@ def parser() -> argparse.ArgumentParser:
     )
     bisect_parser.add_argument(
         "--max-pairs",
-        type=_count(parse_pairs),
+        type=_typed(parse_pairs),
         default=bisection.DEFAULT_MAX_PAIRS,
         metavar="N",
         help="An unsure step runs again with twice the pairs, up to this many (default: "

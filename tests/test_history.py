@@ -822,7 +822,7 @@ PYTEST_BENCHMARK_STATS = (
 
 
 def test_the_stats_fields_are_pytest_benchmarks() -> None:
-    assert benchjson.STATS_FIELDS == PYTEST_BENCHMARK_STATS
+    assert tuple(benchjson.stats([1.0, 2.0, 4.0]))[:-1] == PYTEST_BENCHMARK_STATS  # + "data"
     stats = pytest.importorskip("pytest_benchmark.stats")
     assert tuple(stats.Stats.fields) == PYTEST_BENCHMARK_STATS
 

@@ -20,7 +20,7 @@ import pytest
 from support import git
 
 from pytest_gpubench.run.owner import identity
-from pytest_gpubench.versus.revision import RevisionError, checkout, merge_base, resolve
+from pytest_gpubench.versus.revision import RevisionError, checkout, resolve
 
 if shutil.which("git") is None:
     pytest.skip("git is not on PATH", allow_module_level=True)
@@ -94,7 +94,7 @@ def nothing_left(repo: Repo) -> bool:
     return left(repo) == ([f"worktree {repo.path}"], [])
 
 
-# --- resolve and merge_base ------------------------------------------------------------------
+# --- resolve ------------------------------------------------------------------------------
 
 
 def test_resolve_names_a_commit_in_any_way_git_does(repo: Repo) -> None:
@@ -136,20 +136,6 @@ def test_without_git(repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(RevisionError, match="^--gpubench-against needs git on PATH$"):
         resolve("HEAD", repo.path)
-
-
-def test_merge_base(repo: Repo) -> None:
-    assert merge_base("main", "feature", repo.path) == repo.first
-    assert merge_base("HEAD", "v1", repo.path) == repo.first
-
-
-def test_merge_base_of_unrelated_histories(repo: Repo) -> None:
-    git(repo.path, "checkout", "-q", "--orphan", "alone")
-    commit(repo.path, "alone", {"z.txt": "z"})
-    with pytest.raises(RevisionError, match="'main' and 'alone' have no common ancestor"):
-        merge_base("main", "alone", repo.path)
-    with pytest.raises(RevisionError, match="'nosuch': not a revision"):
-        merge_base("nosuch", "main", repo.path)
 
 
 # --- checkout --------------------------------------------------------------------------------

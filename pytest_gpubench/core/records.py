@@ -325,6 +325,11 @@ RATIO_KEY = "#vs-reference"
 RATIO_SUFFIX = ":ratio"
 
 
+def node_id(key: str) -> str:
+    """The node id of a measurement key (``node id`` or ``node id#name``)."""
+    return key.split("#")[0]
+
+
 def is_ratio(timer: str) -> bool:
     """Whether a measurement of ``timer`` holds ratios to a reference, not times."""
     return timer.endswith(RATIO_SUFFIX)

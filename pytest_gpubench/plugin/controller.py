@@ -22,7 +22,7 @@ import pytest
 
 from ..core.errors import GpubenchError
 from ..core.jsondata import Json, printable
-from ..core.records import Result
+from ..core.records import Result, node_id
 from ..core.settings import MarkerSpec, MeasureSettings, Settings
 from .collect import Collected
 from .lockstep import EVERY, lockstep_refusal
@@ -107,7 +107,7 @@ class Controller:
             for r in self.collected.results
             if r.verdict.paired is not None
             and r.verdict.paired.lockstep
-            and r.measurement.key.split("#")[0] not in duos  # said on their own line
+            and node_id(r.measurement.key) not in duos  # said on their own line
         ]
         if not paired:
             return
@@ -230,7 +230,7 @@ class Controller:
             pytest.exit(f"gpubench: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
         results = {}
         for key, result in found.items():
-            if key.split("#")[0] in measures:
+            if node_id(key) in measures:
                 reason = f"{result.verdict.reason}; {why}: timed in duos"
                 results[key] = dataclasses.replace(
                     result, verdict=dataclasses.replace(result.verdict, reason=reason)
@@ -330,7 +330,7 @@ class Controller:
         except GpubenchError as exc:
             pytest.exit(f"gpubench: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
         for key, result in found.results.items():
-            if key.split("#")[0] not in measures:  # on the revision's side only
+            if node_id(key) not in measures:  # on the revision's side only
                 self.collected.add(result)
         self.lines.extend(found.lines)
         pairs = f"{found.pairs} pair{'s' if found.pairs != 1 else ''}"

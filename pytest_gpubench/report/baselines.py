@@ -129,33 +129,17 @@ def file_header(baseline: Baseline) -> str:
     )
 
 
-@dataclass(frozen=True)
-class Shown:
-    """What ``gpubench show`` prints of a file's entries, in key order."""
-
-    rows: list[list[str]]  # of the table (show_rows), without its header
-    binaries: list[str]  # binary_lines of each entry
-    changes: list[str]  # the flagged histories (report.changes.flagged_of), without a heading
-
-
-def shown(baseline: Baseline, threshold: float, alpha: float) -> Shown:
-    """What ``show`` prints of the entries of ``baseline``."""
+def show_lines(title: str, baseline: Baseline, threshold: float, alpha: float) -> list[str]:
+    """The lines ``show`` prints of one file (``title``: ``path: file_header``): the table of
+    its entries in key order, their binaries, and the flagged histories."""
     views = survey(baseline, threshold, alpha)
-    logs = {view.key: view.log_medians for view in views}  # taken once, by the survey
-    return Shown(
-        show_rows(views)[1:],
-        [line for view in views for line in binary_lines(view)],
-        history_changes.flagged_of(baseline, threshold, logs),
-    )
-
-
-def show_lines(title: str, shown: Shown) -> list[str]:
-    """The lines ``show`` prints of one file (``title``: ``path: file_header``)."""
-    lines = [f"== {title}", *aligned([list(SHOW_COLUMNS), *shown.rows], last_left=True)]
-    if shown.binaries:
+    lines = [f"== {title}", *aligned(show_rows(views), last_left=True)]
+    binaries = [line for view in views for line in binary_lines(view)]
+    if binaries:
         lines.append("binaries (what one call launches), the latest saved first:")
-        lines += shown.binaries
-    return lines + history_changes.headed(shown.changes)
+        lines += binaries
+    logs = {view.key: view.log_medians for view in views}  # taken once, by the survey
+    return lines + history_changes.headed(history_changes.flagged_of(baseline, threshold, logs))
 
 
 def binary_lines(view: EntryView) -> list[str]:

@@ -26,26 +26,6 @@ from ..core.records import Result, is_ratio
 from ..core.version import __version__
 from .summary import against_json, json_text, sort_results
 
-# The fields pytest-benchmark's Stats writes (pytest_benchmark/stats.py), all in seconds.
-STATS_FIELDS = (
-    "min",
-    "max",
-    "mean",
-    "stddev",
-    "rounds",
-    "median",
-    "iqr",
-    "q1",
-    "q3",
-    "iqr_outliers",
-    "stddev_outliers",
-    "outliers",
-    "ld15iqr",
-    "hd15iqr",
-    "ops",
-    "total",
-)
-
 
 def quartiles(data: Sequence[float]) -> tuple[float, float]:
     """Q1 and Q3 of sorted ``data`` as pytest-benchmark computes them (Wikipedia's methods 2
@@ -62,8 +42,8 @@ def quartiles(data: Sequence[float]) -> tuple[float, float]:
 
 
 def stats(samples_ms: Sequence[float]) -> dict[str, Json]:
-    """pytest-benchmark's statistics of samples (ms in, seconds out, its definitions), every
-    one of them of the ``data`` it writes beside them."""
+    """pytest-benchmark's statistics of samples (ms in, seconds out, its definitions and the
+    order of its Stats.fields), every one of them of the ``data`` it writes beside them."""
     data = sorted(s / 1e3 for s in samples_ms)
     n = len(data)
     q1, q3 = quartiles(data)

@@ -38,24 +38,18 @@ def _history(result: Result, baseline: Baseline) -> tuple[SessionRecord, ...]:
     return () if binary is None else binary.history
 
 
-def of_run(results: Sequence[Result], baseline: Baseline) -> dict[str, Changes]:
+def of_run(
+    results: Sequence[Result], baseline: Baseline, saved: bool = False
+) -> dict[str, Changes]:
     """Per result with a history, that history and the result's first session: what the
-    JSON report and the notes of a run say. Read it before a save adds the run's sessions."""
+    JSON report and the notes of a run say, read before a save adds the run's sessions;
+    ``saved``: the history alone, as the save left it."""
     found = {}
     for r in results:
         history = _history(r, baseline)
         if history:
-            found[r.key] = of_sessions([*history, r.measurement.record], r.measurement.threshold)
-    return found
-
-
-def of_saved(results: Sequence[Result], baseline: Baseline) -> dict[str, Changes]:
-    """Per result with a history, the history as the save left it."""
-    found = {}
-    for r in results:
-        history = _history(r, baseline)
-        if history:
-            found[r.key] = of_sessions(history, r.measurement.threshold)
+            records = history if saved else [*history, r.measurement.record]
+            found[r.key] = of_sessions(records, r.measurement.threshold)
     return found
 
 
@@ -75,7 +69,7 @@ def note_lines(results: Sequence[Result], changes: Mapping[str, Changes]) -> lis
 def saved_lines(results: Sequence[Result], baseline: Baseline) -> list[str]:
     """After a save: the tests of this run whose saved history is flagged, under a heading;
     none when none is."""
-    lines = flagged_lines(of_saved(results, baseline), {r.key: r.test for r in results})
+    lines = flagged_lines(of_run(results, baseline, saved=True), {r.key: r.test for r in results})
     return [SAVED_HEADING, *(f"  {line}" for line in lines)] if lines else []
 
 

@@ -343,11 +343,6 @@ def svg_file(figure: Figure) -> str:
     return buffer.getvalue()
 
 
-def svg_element(svg: str) -> str:
-    """An SVG file as an ``<svg>`` element to inline in HTML (no XML prolog)."""
-    return svg[svg.index("<svg") :]
-
-
 # The page's style. Figures keep their drawn size (text 7 to 8 points) and scroll sideways
 # on a narrow screen: shrunk to a phone's width, their text was 3 pixels high. So does the
 # table; its header stays in view while 96 rows scroll by.
@@ -404,7 +399,8 @@ def html_page(sections: Sequence[Section], svgs: Sequence[Sequence[str]]) -> str
             parts.append(f"<tr><td>{test}</td>" + "".join(f"<td>{c}</td>" for c in rest) + "</tr>")
         parts.append(f"</tbody></table></div><p><small>{_e(SHOW_NOTE)}</small></p>")
         for figure_id, svg in zip(ids, section_svgs, strict=True):
-            parts.append(f'<figure id="{figure_id}">{svg_element(svg)}</figure>')
+            element = svg[svg.index("<svg") :]  # no XML prolog inside HTML
+            parts.append(f'<figure id="{figure_id}">{element}</figure>')
         parts.append("</section>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"

@@ -295,7 +295,10 @@ def save(
     if not updates:
         return False
     path = baseline.path
-    _make_directory(path.parent)
+    _check_directory(path.parent)
+    storage.make_directory(
+        path.parent, "baseline directory", "choose another --gpubench-dir (or ini gpubench_dir)"
+    )
     with storage.lock(path, WHAT, lock_timeout_s):
         current = load(path)  # other processes may have saved since this session read it
         entries = dict(current.entries)
@@ -387,13 +390,6 @@ def _check_directory(directory: Path) -> None:
             f"baseline directory {directory} is a file, not a directory; point --gpubench-dir "
             "(or ini gpubench_dir) at a directory"
         )
-
-
-def _make_directory(directory: Path) -> None:
-    _check_directory(directory)
-    storage.make_directory(
-        directory, "baseline directory", "choose another --gpubench-dir (or ini gpubench_dir)"
-    )
 
 
 def _ignore_temporaries(directory: Path) -> None:

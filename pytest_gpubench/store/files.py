@@ -248,21 +248,15 @@ def make_directory(directory: Path, what: str, remedy: str) -> None:
         ) from None
 
 
-def temporaries(path: Path) -> list[Path]:
-    """The temporary files ``write_atomic`` makes for ``path`` (the current pattern, and the
-    hidden ``.<name>.*.tmp`` of version 0.1.0)."""
-    target = Path(os.path.realpath(path))
-    return sorted(target.parent.glob(f"{target.name}.*{TEMPORARY_SUFFIX}")) + sorted(
-        target.parent.glob(f".{target.name}.*{TEMPORARY_SUFFIX}")
-    )
-
-
 def remove_stale_temporaries(path: Path) -> None:
-    """Remove the temporary files of killed writers. Call it under ``lock(path)``: then no
-    live writer of ``path`` has one."""
-    for leftover in temporaries(path):
-        with contextlib.suppress(OSError):
-            leftover.unlink()
+    """Remove the temporary files ``write_atomic`` made for ``path`` that killed writers left
+    (the current pattern, and the hidden ``.<name>.*.tmp`` of version 0.1.0). Call it under
+    ``lock(path)``: then no live writer of ``path`` has one."""
+    target = Path(os.path.realpath(path))
+    for pattern in (f"{target.name}.*", f".{target.name}.*"):
+        for leftover in target.parent.glob(pattern + TEMPORARY_SUFFIX):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
 
 
 def lock_path(path: Path) -> Path:

@@ -7,7 +7,7 @@ time the selected gpubench tests in fresh processes, one side after the other, b
 odd pairs and head first in even ones, each process holding the device from its first test
 to its last, each started as the one before it takes the device (run.children.relay:
 start-up overlaps, GPU work does not). The pairs are judged by judge/pairs.py through the
-gate; the tests still unsure after the first look get one batch of more pairs (pair_design),
+gate; the tests still unsure after the first look get one batch of more pairs (design_of),
 and only they run in them.
 
 A measurement that declares ``bytes=`` or ``flops=`` is held to them as in a run against a
@@ -46,6 +46,7 @@ from ..core.records import (
     Status,
     Verdict,
     Versus,
+    node_id,
 )
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import MIN_JUDGED_SAMPLES, Gate, with_memory
@@ -64,7 +65,7 @@ from ..store.runs import ignore_all
 from .revision import Revision, code_paths
 
 BASE, HEAD = "base", "head"
-# The timer whose number a call's kernel time taken beside its time per call is (_beside).
+# The timer whose number a call's kernel time taken beside its time per call is.
 KERNEL_TIME = "cupti-graph"
 # Compile caches a side keeps apart from the other's: (variable, folder name). torch's
 # extensions are kept by the name their code gives them. Triton's and Inductor's caches are
@@ -190,12 +191,6 @@ class Comparison:
 Progress = Callable[[str], None]
 
 
-def pair_design(settings: Settings) -> PairDesign:
-    """``--gpubench-pairs`` pairs of the whole selection, then one batch of the default
-    design's size for the tests still unsure (none with ``--gpubench-confirm 0``)."""
-    return design_of(settings.pairs, settings.confirm > 0)
-
-
 def design_of(
     pairs: int | None, more: bool, lockstep: bool = False, duos: bool = False
 ) -> PairDesign:
@@ -226,7 +221,9 @@ def compare(
     over every test still unsure, its block of the pairs (:func:`pair_blocks`). Each pair's
     two processes run on one GPU, and each GPU alternates base and head as one would."""
     started = time.perf_counter()
-    design = pair_design(settings)
+    # --gpubench-pairs pairs of the whole selection, then one batch of the default design's
+    # size for the tests still unsure (none with --gpubench-confirm 0).
+    design = design_of(settings.pairs, settings.confirm > 0)
     name = f"{revision.ref} ({revision.commit[:8]})"
     label = {BASE: f"the revision {name}", HEAD: "the working tree"}
     runs: dict[str, list[dict[str, Measurement]]] = {BASE: [], HEAD: []}
@@ -322,7 +319,7 @@ def compare(
                     rest[side].update(nodeids if run.planned is None else run.planned)
             runs[side].append(merged)
         for side, why in gave_up.items():  # the tests its processes never timed: the rest
-            known = {key.split("#")[0] for run in runs[side] for key in run} | set(crashed[side])
+            known = {node_id(key) for run in runs[side] for key in run} | set(crashed[side])
             crashed[side].update((n, why) for n in nodeids if n not in known and n in rest[side])
         if not any(runs[BASE]) and not any(runs[HEAD]):
             raise GpubenchError(
@@ -335,29 +332,10 @@ def compare(
                 f"({errors[-1] if errors else 'no gpubench test ran there'}): nothing is judged"
             )
         gate = Gate.of(settings, family=max(1, len(_keys(runs))))
-        results = {
-            key: held_to_floors(
-                paired_result(
-                    key,
-                    runs,
-                    failed,
-                    uncollected,
-                    gate,
-                    measure_of(key.split("#")[0]),
-                    design,
-                    revision,
-                    crashed=crashed,
-                ),
-                gate,
-            )
-            for key in _keys(runs)
-        }
-        more = {
-            key.split("#")[0]
-            for key, r in results.items()
-            if r.verdict.judgement is not None and r.verdict.judgement.needs_confirmation
-        }
-        wanted = [n for n in nodeids if n in more]
+        results = paired_results(
+            runs, failed, uncollected, gate, measure_of, design, revision, crashed=crashed
+        )
+        wanted = unsure_tests(nodeids, results)
     fails = Gate.of(settings).fails  # whether a verdict fails: not the family's to say
     # A call that ends its process leaves no trace of itself: a crash has its line instead.
     failed_keys = {
@@ -368,7 +346,7 @@ def compare(
     troubles: dict[str, dict[str, str]] = {BASE: {}, HEAD: {}}  # by side, node id: what
     for side in (BASE, HEAD):
         troubles[side].update(
-            (key.split("#")[0], f"its test failed on {label[side]}'s side") for key in failed[side]
+            (node_id(key), f"its test failed on {label[side]}'s side") for key in failed[side]
         )
         troubles[side].update(
             (n, f"{label[side]}'s process {why}") for n, why in crashed[side].items()
@@ -395,7 +373,7 @@ def unjudged(
     test failed, its file not collected), each with its line; they fail, for a gate that
     judged a test of yours not at all must not pass it. A test both sides ran and neither
     timed (its benchmark only runs on a GPU) is none of them: it has nothing to judge."""
-    measured = {key.split("#")[0] for key in results}
+    measured = {node_id(key) for key in results}
     found = {}
     for nodeid in nodeids:
         if nodeid in measured or not any(nodeid in troubles[side] for side in (HEAD, BASE)):
@@ -421,7 +399,7 @@ def _with_evidence(
     ``reference_trace``): one more fresh process of each side, on the first GPU, into the
     evidence directory (a folder per side). Evidence never fails a test: where it cannot be
     taken, the measurement's note says why."""
-    failing = sorted({key.split("#")[0] for key in failed_keys})
+    failing = sorted({node_id(key) for key in failed_keys})
     folders = {side: settings.evidence / side for side in (BASE, HEAD)}
     if not settings.evidence.exists():  # ours, not the user's: never committed by accident
         with contextlib.suppress(OSError):  # the traces' own error says what is wrong
@@ -543,19 +521,17 @@ def _measured(run: ChildRun) -> dict[str, Measurement]:
 
 
 def _keys(runs: Mapping[str, list[dict[str, Measurement]]]) -> list[str]:
-    keys: dict[str, None] = {}
-    for side in (HEAD, BASE):
-        for run in runs[side]:
-            keys.update(dict.fromkeys(run))
-    return list(keys)
+    return list(dict.fromkeys(key for side in (HEAD, BASE) for run in runs[side] for key in run))
 
 
-def held_to_floors(result: Result, gate: Gate) -> Result:
-    """``result`` with the working tree's measurement held to its declared bytes and flops
-    (:func:`floored`); the revision's (removed) measurement has none of the head's."""
-    if result.status is Status.REMOVED:
-        return result
-    return dataclasses.replace(result, verdict=floored(result.verdict, result.measurement, gate))
+def unsure_tests(nodeids: Iterable[str], results: Mapping[str, Result]) -> list[str]:
+    """The tests of ``nodeids`` a measurement of which needs more pairs, in their order."""
+    unsure = {
+        node_id(key)
+        for key, r in results.items()
+        if r.verdict.judgement is not None and r.verdict.judgement.needs_confirmation
+    }
+    return [n for n in nodeids if n in unsure]
 
 
 def floored(verdict: Verdict, measurement: Measurement, gate: Gate) -> Verdict:
@@ -592,140 +568,152 @@ def floored(verdict: Verdict, measurement: Measurement, gate: Gate) -> Verdict:
     )
 
 
-def paired_result(
-    key: str,
+def paired_results(
     runs: Mapping[str, list[dict[str, Measurement]]],
     failed: Mapping[str, set[str]],
     uncollected: Mapping[str, str],
     gate: Gate,
-    measure: MeasureSettings,
+    measure_of: Callable[[str], MeasureSettings],
     design: PairDesign,
     revision: Revision,
     *,
     lockstep: bool = False,
     duos: Sequence[int] = (),
     crashed: Mapping[str, Mapping[str, str]] | None = None,
-) -> Result:
-    """One measurement's verdict on its complete pairs (a pair whose two sides measured it
-    by one timer, each with enough samples); ``lockstep``: each pair's sides shared one
+) -> dict[str, Result]:
+    """Each measurement key's verdict on its complete pairs (a pair whose two sides measured
+    it by one timer, each with enough samples); ``lockstep``: each pair's sides shared one
     process (versus/lockstep.py); ``duos``: by pair (runs' index), the duo that timed it;
     ``crashed``: by side, the node ids whose process died in them there, with what it did
     (``died in test_sum, killed by SIGABRT: ...``). A test the working tree's process died
     in is ``crashed``: its code's fault, whatever the revision did. A test one side could
     not measure (its file not collected, the revision's process dead in it, its test failed
-    on the revision's side) is ``unmeasurable``, its reason saying why."""
-    base = [run.get(key) for run in runs[BASE]]
-    head = [run.get(key) for run in runs[HEAD]]
-    found = [
-        (i, b, h)
-        for i, (b, h) in enumerate(zip(base, head, strict=False))
-        if b is not None
-        and h is not None
-        and b.timer == h.timer
-        and min(len(b.samples_ms), len(h.samples_ms)) >= MIN_JUDGED_SAMPLES
-    ]
-    pairs = [(b, h) for _, b, h in found]
-    heads = [h for h in head if h is not None]
-    bases = [b for b in base if b is not None]
-    family = gate.family
-    # Without a pair, what each side measured: the reports show both.
-    sides = Paired(
-        revision.ref,
-        revision.commit,
-        tuple(b.record for b in bases),
-        tuple(h.record for h in heads),
-        lockstep=lockstep,
-    )
-    name = sides.label
-    nodeid = key.split("#")[0]
-    dead = {side: (crashed or {}).get(side, {}) for side in (BASE, HEAD)}
-    if nodeid in dead[HEAD]:  # whatever its pairs say: the working tree's own process died
-        why = f"the working tree's process {dead[HEAD][nodeid]}"
-        return Result(
-            heads[0] if heads else bases[0],
-            Verdict(Status.CRASHED, reason=why, family=family, paired=sides),
+    on the revision's side) is ``unmeasurable``, its reason saying why. ``measure_of``: a
+    node id's settings. The working tree's measurement is held to its declared bytes and
+    flops (:func:`floored`)."""
+
+    def paired_result(key: str) -> Result:
+        measure = measure_of(node_id(key))
+        base = [run.get(key) for run in runs[BASE]]
+        head = [run.get(key) for run in runs[HEAD]]
+        found = [
+            (i, b, h)
+            for i, (b, h) in enumerate(zip(base, head, strict=False))
+            if b is not None
+            and h is not None
+            and b.timer == h.timer
+            and min(len(b.samples_ms), len(h.samples_ms)) >= MIN_JUDGED_SAMPLES
+        ]
+        pairs = [(b, h) for _, b, h in found]
+        heads = [h for h in head if h is not None]
+        bases = [b for b in base if b is not None]
+        family = gate.family
+        # Without a pair, what each side measured: the reports show both.
+        sides = Paired(
+            revision.ref,
+            revision.commit,
+            tuple(b.record for b in bases),
+            tuple(h.record for h in heads),
+            lockstep=lockstep,
         )
-    # One side only: its first session shows (more would read as confirmations).
-    if not heads:
-        why = "its test failed in the working tree" if key in failed[HEAD] else "only there"
-        return Result(
-            bases[0],
-            Verdict(
-                Status.REMOVED,
-                reason=f"measured on {name}'s side: {why}",
-                family=family,
-                paired=sides,
-            ),
-        )
-    if not bases:
-        path = key.split("::")[0]
-        if key in failed[BASE] or path in uncollected or nodeid in dead[BASE]:
-            # Not new: not measurable there, and nothing is judged.
-            why = (
-                uncollected_reason(name, uncollected[path])
-                if path in uncollected
-                else f"{name}'s process {dead[BASE][nodeid]}"
-                if nodeid in dead[BASE]
-                else f"its test failed on {name}'s side: nothing to compare with"
-            )
+        name = sides.label
+        nodeid = node_id(key)
+        dead = {side: (crashed or {}).get(side, {}) for side in (BASE, HEAD)}
+        if nodeid in dead[HEAD]:  # whatever its pairs say: the working tree's own process died
+            why = f"the working tree's process {dead[HEAD][nodeid]}"
             return Result(
-                heads[0], Verdict(Status.UNMEASURABLE, reason=why, family=family, paired=sides)
+                heads[0] if heads else bases[0],
+                Verdict(Status.CRASHED, reason=why, family=family, paired=sides),
             )
-        why = f"not measured on {name}'s side"
-        return Result(heads[0], Verdict(Status.NEW, reason=why, family=family, paired=sides))
-    if not pairs:
-        timers = sorted({m.timer for m in (*heads, *bases)})
-        why = (
-            f"the sides were timed by different timers ({', '.join(timers)}): pin one with "
-            "--gpubench-timer"
-            if len(timers) > 1
-            else "no pair of processes measured it on both sides with enough samples"
+        # One side only: its first session shows (more would read as confirmations).
+        if not heads:
+            why = "its test failed in the working tree" if key in failed[HEAD] else "only there"
+            return Result(
+                bases[0],
+                Verdict(
+                    Status.REMOVED,
+                    reason=f"measured on {name}'s side: {why}",
+                    family=family,
+                    paired=sides,
+                ),
+            )
+        if not bases:
+            path = key.split("::")[0]
+            if key in failed[BASE] or path in uncollected or nodeid in dead[BASE]:
+                # Not new: not measurable there, and nothing is judged.
+                why = (
+                    uncollected_reason(name, uncollected[path])
+                    if path in uncollected
+                    else f"{name}'s process {dead[BASE][nodeid]}"
+                    if nodeid in dead[BASE]
+                    else f"its test failed on {name}'s side: nothing to compare with"
+                )
+                return Result(
+                    heads[0], Verdict(Status.UNMEASURABLE, reason=why, family=family, paired=sides)
+                )
+            why = f"not measured on {name}'s side"
+            return Result(heads[0], Verdict(Status.NEW, reason=why, family=family, paired=sides))
+        if not pairs:
+            timers = sorted({m.timer for m in (*heads, *bases)})
+            why = (
+                f"the sides were timed by different timers ({', '.join(timers)}): pin one with "
+                "--gpubench-timer"
+                if len(timers) > 1
+                else "no pair of processes measured it on both sides with enough samples"
+            )
+            first = heads[0]
+            return Result(
+                first.with_confirmations(heads[1:]),
+                Verdict(
+                    Status.UNSURE,
+                    reason=why,
+                    reference_ms=sides.base_median_ms,
+                    family=family,
+                    paired=sides,
+                ),
+            )
+        b_first, h_first = pairs[0]
+        changes: tuple[str, ...] = ()
+        if b_first.kernels and h_first.kernels and b_first.binary != h_first.binary:
+            changes = tuple(binary_changes(b_first.kernels, h_first.kernels))
+        paired = Paired(
+            revision.ref,
+            revision.commit,
+            tuple(b.record for b, _ in pairs),
+            tuple(h.record for _, h in pairs),
+            pairs=len(pairs),
+            lockstep=lockstep,
+            duos=tuple(duos[i] for i, _, _ in found) if duos else (),
         )
-        first = heads[0]
-        return Result(
-            first.with_confirmations(heads[1:]),
-            Verdict(
-                Status.UNSURE,
-                reason=why,
-                reference_ms=sides.base_median_ms,
-                family=family,
-                paired=sides,
-            ),
+        verdict = paired_verdict(
+            paired,
+            timer=h_first.timer,
+            launches=launch_count(h_first.kernels or b_first.kernels),
+            measure=measure,
+            gate=gate,
+            design=design,
+            kernel_changes=changes,
+            same_kernels=bool(changes) and same_work(b_first.kernels, h_first.kernels),
+            baseline_binary=b_first.binary,
+            versus=h_first.versus,
+            reference_kernels=b_first.kernels,
         )
-    b_first, h_first = pairs[0]
-    changes: tuple[str, ...] = ()
-    if b_first.kernels and h_first.kernels and b_first.binary != h_first.binary:
-        changes = tuple(binary_changes(b_first.kernels, h_first.kernels))
-    paired = Paired(
-        revision.ref,
-        revision.commit,
-        tuple(b.record for b, _ in pairs),
-        tuple(h.record for _, h in pairs),
-        pairs=len(pairs),
-        lockstep=lockstep,
-        duos=tuple(duos[i] for i, _, _ in found) if duos else (),
-    )
-    verdict = paired_verdict(
-        paired,
-        timer=h_first.timer,
-        launches=launch_count(h_first.kernels or b_first.kernels),
-        measure=measure,
-        gate=gate,
-        design=design,
-        kernel_changes=changes,
-        same_kernels=bool(changes) and same_work(b_first.kernels, h_first.kernels),
-        baseline_binary=b_first.binary,
-        versus=h_first.versus,
-        reference_kernels=b_first.kernels,
-    )
-    # Every session's facts, the revision's too: which GPU ran each side, and when.
-    infos = {k: v for b, _ in pairs for k, v in b.session_infos.items()}
-    measured = h_first.with_confirmations(h for _, h in pairs[1:])
-    measured = dataclasses.replace(measured, session_infos={**infos, **measured.session_infos})
-    for note in dict.fromkeys(h.note for _, h in pairs[1:]):  # what a later pair noted too
-        if note and note not in measured.note:
-            measured = measured.noted(note)
-    return Result(measured, verdict)
+        # Every session's facts, the revision's too: which GPU ran each side, and when.
+        infos = {k: v for b, _ in pairs for k, v in b.session_infos.items()}
+        measured = h_first.with_confirmations(h for _, h in pairs[1:])
+        measured = dataclasses.replace(measured, session_infos={**infos, **measured.session_infos})
+        for note in dict.fromkeys(h.note for _, h in pairs[1:]):  # what a later pair noted too
+            if note and note not in measured.note:
+                measured = measured.noted(note)
+        return Result(measured, verdict)
+
+    found = {}
+    for key in _keys(runs):
+        r = paired_result(key)
+        if r.status is not Status.REMOVED:  # the revision's has none of the head's floors
+            r = dataclasses.replace(r, verdict=floored(r.verdict, r.measurement, gate))
+        found[key] = r
+    return found
 
 
 def uncollected_reason(name: str, error: str) -> str:
@@ -758,77 +746,6 @@ def nothing_judged(results: Iterable[Result], ref: str) -> str:
         f"--gpubench-against {ref}: nothing is judged, {count} {statuses} "
         f"({lost[0].test}: {lost[0].verdict.reason})"
     )[:600]
-
-
-def _beside(
-    paired: Paired,
-    launches: int,
-    measure: MeasureSettings,
-    gate: Gate,
-    design: PairDesign,
-) -> Judgement | None:
-    """A call's kernel time (timing.engine.Beside: a graph-timed call's, the only one that
-    takes it) judged on the pairs that took it on both sides, as its time per call was,
-    with its own spread (the prior of ``cupti-graph``, whose number it is), each of the two
-    numbers at half the test's level (:func:`paired_verdict`); None where no pair took it
-    (duos, other timers)."""
-    pairs = [
-        (SessionSummary(b.beside_ms, 1, math.nan), SessionSummary(h.beside_ms, 1, math.nan))
-        for b, h in zip(
-            paired.base_sessions[: paired.pairs], paired.head_sessions[: paired.pairs], strict=True
-        )
-        if b.beside_ms is not None and h.beside_ms is not None
-    ]
-    if not pairs:
-        return None
-    base, head = zip(*pairs, strict=True)
-    kernel_time = f"{paired.label}'s kernel time"
-    return _judged(
-        paired,
-        base,
-        head,
-        KERNEL_TIME,
-        launches,
-        measure,
-        gate,
-        design,
-        against=kernel_time,
-        numbers=2,
-    )
-
-
-def _judged(
-    paired: Paired,
-    base: Sequence[SessionSummary],
-    head: Sequence[SessionSummary],
-    timer: str,
-    launches: int,
-    measure: MeasureSettings,
-    gate: Gate,
-    design: PairDesign,
-    *,
-    against: str,
-    versus: Versus | None = None,
-    numbers: int = 1,
-) -> Judgement:
-    """The pair rule on ``paired``'s pairs' ``base`` and ``head`` numbers; ``against``
-    names the base side in the reason; ``numbers``: how many numbers of each test are
-    judged (the family counts each)."""
-    return judge_pairs(
-        base,
-        head,
-        threshold=measure.threshold,
-        alpha=measure.alpha,
-        family=gate.family * numbers,
-        timer=timer,
-        launches=launches,
-        fail_on_improvement=gate.fail_on_improvement,
-        design=design,
-        against=against,
-        versus=versus,
-        lockstep=paired.lockstep,
-        duos=paired.duos,
-    )
 
 
 MOVED = (Status.REGRESSED, Status.IMPROVED)
@@ -874,23 +791,57 @@ def paired_verdict(
     than the revision's (``kernel_changes``) make a same or unsure test ``changed``. The run
     asks it, and gpubench compare of the run's file asks it again. ``versus``: what a ratio
     to a reference compares (its prior)."""
-    base, head = (
-        [r.summary for r in side[: paired.pairs]]
-        for side in (paired.base_sessions, paired.head_sessions)
+    base_pairs, head_pairs = (
+        side[: paired.pairs] for side in (paired.base_sessions, paired.head_sessions)
     )
-    beside = _beside(paired, launches, measure, gate, design)
-    judgement = _judged(
-        paired,
-        base,
-        head,
+
+    def judged(
+        base: Sequence[SessionSummary],
+        head: Sequence[SessionSummary],
+        timer: str,
+        against: str,
+        numbers: int,
+        versus: Versus | None = None,
+    ) -> Judgement:
+        """The pair rule on the pairs' ``base`` and ``head`` numbers; ``against`` names the
+        base side in the reason; ``numbers``: how many numbers of each test are judged (the
+        family counts each)."""
+        return judge_pairs(
+            base,
+            head,
+            threshold=measure.threshold,
+            alpha=measure.alpha,
+            family=gate.family * numbers,
+            timer=timer,
+            launches=launches,
+            fail_on_improvement=gate.fail_on_improvement,
+            design=design,
+            against=against,
+            versus=versus,
+            lockstep=paired.lockstep,
+            duos=paired.duos,
+        )
+
+    # A call's kernel time (timing.engine.Beside: a graph-timed call's, the only one that
+    # takes it) judged on the pairs that took it on both sides, as its time per call is,
+    # with its own spread (the prior of KERNEL_TIME, whose number it is), each of the two
+    # numbers at half the test's level; none where no pair took it (duos, other timers).
+    took = [
+        (SessionSummary(b.beside_ms, 1, math.nan), SessionSummary(h.beside_ms, 1, math.nan))
+        for b, h in zip(base_pairs, head_pairs, strict=True)
+        if b.beside_ms is not None and h.beside_ms is not None
+    ]
+    beside = None
+    if took:
+        base_k, head_k = zip(*took, strict=True)
+        beside = judged(base_k, head_k, KERNEL_TIME, f"{paired.label}'s kernel time", numbers=2)
+    judgement = judged(
+        [r.summary for r in base_pairs],
+        [r.summary for r in head_pairs],
         timer,
-        launches,
-        measure,
-        gate,
-        design,
-        against=paired.label,
-        versus=versus,
+        paired.label,
         numbers=1 if beside is None else 2,
+        versus=versus,
     )
     status, text = with_kernel_time(judgement, beside)
     reason = judgement.reason + text

@@ -54,8 +54,6 @@ from . import revision
 
 # Who runs git, in the error of a missing or hung git.
 WHO = "gpubench bisect"
-# --gpubench-pairs' own limit: more pairs than this the A/B run refuses.
-MAX_PAIRS = 20
 DEFAULT_PAIRS = 3
 DEFAULT_MAX_PAIRS = 12
 # How long a step's pytest gets to end its processes and remove its checkout of GOOD after
@@ -161,12 +159,6 @@ class Reading:
         one of the same step)."""
         return self.ratio is not None and self.ratio < math.sqrt(bad_ratio)
 
-    @property
-    def more_pairs_may_decide(self) -> bool:
-        """Unsure on its pairs' statistics (not for want of a measurement on both sides):
-        asked of a reading a step found unsure."""
-        return self.ratio is not None
-
     def change(self, good: str) -> str:
         """``slower by 5.2% than GOOD`` (or why there is no change to tell)."""
         if self.ratio is None:
@@ -225,7 +217,8 @@ def classify(readings: Mapping[str, Reading], followed: Mapping[str, float] | No
     if followed is not None and good and all(r.leans_good(followed[r.key]) for r in unsure):
         return StepVerdict(Outcome.GOOD, tuple(sorted(good, key=_slowest)))
     if unsure:
-        more = any(r.more_pairs_may_decide for r in unsure)
+        # Unsure on its pairs' statistics, not for want of a measurement on both sides.
+        more = any(r.ratio is not None for r in unsure)
         return StepVerdict(Outcome.UNSURE, tuple(sorted(unsure, key=_slowest)), more_pairs=more)
     return StepVerdict(Outcome.GOOD, tuple(sorted(considered, key=_slowest)))
 
@@ -598,26 +591,18 @@ def history(good: str, bad: str, cwd: Path) -> History:
             f"branch merged into it); name as GOOD a commit of that line, such as the merge "
             f"that brought it in, or {parent.stdout.strip()[:7]}, where the line left it"
         )
-    return History(repo, Commit(good_sha, _subject(repo, good_sha)), commits)
+    subject = revision.git(repo, ["log", "-1", "--format=%s", good_sha], who=WHO).stdout.strip()
+    return History(repo, Commit(good_sha, subject), commits)
 
 
 def _resolve(ref: str, what: str, repo: Path) -> str:
-    # A ref that starts with "-" would be read as an option.
-    found = (
-        None
-        if ref.startswith("-") or not ref.strip()
-        else revision.git(repo, ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], who=WHO)
-    )
-    if found is None or found.returncode != 0:
+    found = revision.commit_of(ref, repo, WHO)
+    if not found:
         raise BisectError(
             f"bisect: {what} {ref!r} is not a revision of the repository at {repo}; name a "
             "branch, tag or commit"
         )
-    return found.stdout.strip()
-
-
-def _subject(repo: Path, sha: str) -> str:
-    return revision.git(repo, ["log", "-1", "--format=%s", sha], who=WHO).stdout.strip()
+    return found
 
 
 # --- the steps' processes -------------------------------------------------------------------

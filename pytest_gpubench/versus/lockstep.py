@@ -59,9 +59,9 @@ from .ab import (
     KERNEL_TIME,
     MOVED,
     design_of,
-    held_to_floors,
-    paired_result,
+    paired_results,
     paired_verdict,
+    unsure_tests,
 )
 from .revision import Revision
 
@@ -637,7 +637,8 @@ class Pairing:
                 r = _as_second_process_says(r, theirs.get(r.key), error, measure)
             elif why == "beyond":
                 r = self._as_second_process_decides(r, theirs.get(r.key), error, measure, gate)
-            return _with_cost(r, _confirm_s(r) + share_s, "")
+            costs = r.measurement.costs
+            return _with_cost(r, (costs.confirm_s if costs else 0.0) + share_s, "")
 
         return [
             _ended(
@@ -685,21 +686,11 @@ class Pairing:
                 f"{verdict.reason} (a second process's pairs, as this process's left it "
                 f"unsure reading beyond the threshold: {ours.reason})"
             )
-            judgement = verdict.judgement and dataclasses.replace(verdict.judgement, reason=reason)
-            return dataclasses.replace(
-                result, verdict=dataclasses.replace(verdict, reason=reason, judgement=judgement)
-            )
+            return _restated(result, reason, verdict=verdict)
         read = verdict.judgement and _change(verdict.judgement)
         pairs = verdict.history_sessions
         said = f"a second process's {pairs} pairs read {read}: {verdict.status.value}"
-        reason = f"{result.verdict.reason}; {said}"
-        judgement = result.verdict.judgement and dataclasses.replace(
-            result.verdict.judgement, reason=reason
-        )
-        return dataclasses.replace(
-            result,
-            verdict=dataclasses.replace(result.verdict, reason=reason, judgement=judgement),
-        )
+        return _restated(result, f"{result.verdict.reason}; {said}")
 
     def _fresh_pairs(
         self,
@@ -782,14 +773,8 @@ class Pairing:
                 break  # this look's duos measured nothing: another would not either
             judged = self._judged(runs, lost, measure_of, uncollected=uncollected, groups=groups)
             results = {r.key: _other_inputs(r, inputs.get(r.key, "")) for r in judged}
-            unsure_ones = {
-                key.split("#")[0]
-                for key, r in results.items()
-                if r.verdict.judgement is not None
-                and r.verdict.judgement.needs_confirmation
-                and key not in inputs  # other inputs: never judged
-            }
-            wanted = [n for n in nodeids if n in unsure_ones]
+            # A call whose inputs differ between the sides is never judged.
+            wanted = unsure_tests(nodeids, {k: r for k, r in results.items() if k not in inputs})
         if not results:
             raise GpubenchError(
                 f"--gpubench-against {self.two.revision.ref}: no duo measured anything "
@@ -835,30 +820,23 @@ class Pairing:
         """Each key's verdict on its pairs so far (``measure_of`` a key's node id: its
         settings; ``uncollected``: the revision's files that could not be collected, why;
         ``groups``: by pair, the duo that timed it, judged by the duo design)."""
-        gate = Gate.of(self.settings, family=self.session.family)
-        keys = list(dict.fromkeys(k for side in (HEAD, BASE) for run in runs[side] for k in run))
-        found = []
-        for key in keys:
-            result = held_to_floors(
-                paired_result(
-                    key,
-                    runs,
-                    lost,
-                    uncollected or {},
-                    gate,
-                    measure_of(key.split("#")[0]),
-                    self.duo_design if groups else self.design,
-                    self.two.revision,
-                    lockstep=True,
-                    duos=groups,
-                ),
-                gate,
-            )
-            if failed and key in lost[BASE]:
-                verdict = dataclasses.replace(result.verdict, reason=failed)
-                result = dataclasses.replace(result, verdict=verdict)
-            found.append(result)
-        return tuple(found)
+        found = paired_results(
+            runs,
+            lost,
+            uncollected or {},
+            Gate.of(self.settings, family=self.session.family),
+            measure_of,
+            self.duo_design if groups else self.design,
+            self.two.revision,
+            lockstep=True,
+            duos=groups,
+        )
+        return tuple(
+            dataclasses.replace(r, verdict=dataclasses.replace(r.verdict, reason=failed))
+            if failed and key in lost[BASE]
+            else r
+            for key, r in found.items()
+        )
 
 
 def _sides_of(run: ChildRun, swapped: bool = False) -> list[dict[str, dict[str, Measurement]]]:
@@ -939,11 +917,6 @@ def _asked(result: Result, measure: MeasureSettings, gate: Gate) -> str:
     return "beyond" if _unsure_beyond(verdict, measure.threshold) else ""
 
 
-def _confirm_s(result: Result) -> float:
-    costs = result.measurement.costs
-    return 0.0 if costs is None else costs.confirm_s
-
-
 def _change(judgement: Judgement) -> str:
     """A judgement's change, "+0.0%" for a change that rounds to nothing either way."""
     if judgement.ratio is None:
@@ -989,31 +962,29 @@ def _as_second_process_says(
         for first, second, number in asked
     )
     if agrees:
-        reason = f"{verdict.reason}; {said}"
-        judgement = dataclasses.replace(judgement, reason=reason)
-        return dataclasses.replace(
-            result, verdict=dataclasses.replace(verdict, reason=reason, judgement=judgement)
-        )
+        return _restated(result, f"{verdict.reason}; {said}")
     # Said first: the process's own reason may end in other clauses (its kernel time).
     reason = (
         f"{said}, which does not bear out this process's pairs: a difference between "
         "this process's two sides, not a change (a failure in lockstep needs two processes); "
         f"this process's: {verdict.reason}"
     )
-    judgement = dataclasses.replace(
-        judgement,
-        status=Status.UNSURE,
-        reason=reason,
-        same_low=None,
-        same_high=None,
-        needs_confirmation=False,
-    )
-    return dataclasses.replace(
-        result,
-        verdict=dataclasses.replace(
-            verdict, status=Status.UNSURE, reason=reason, judgement=judgement
-        ),
-    )
+    return _restated(result, reason, Status.UNSURE)
+
+
+def _restated(
+    result: Result, reason: str, status: Status | None = None, verdict: Verdict | None = None
+) -> Result:
+    """``result`` with ``verdict`` (default its own) and its judgement saying ``reason``;
+    given ``status``, of that status, with no same's bounds and no more pairs asked."""
+    v = verdict or result.verdict
+    j = v.judgement and dataclasses.replace(v.judgement, reason=reason)
+    if status is not None and j is not None:
+        j = dataclasses.replace(
+            j, status=status, same_low=None, same_high=None, needs_confirmation=False
+        )
+    verdict = dataclasses.replace(v, status=status or v.status, reason=reason, judgement=j)
+    return dataclasses.replace(result, verdict=verdict)
 
 
 def _no_second_process(result: Result, error: str) -> Result:

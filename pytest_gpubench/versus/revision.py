@@ -151,27 +151,13 @@ def resolve(ref: str, cwd: Path) -> tuple[Path, str]:
             f"(git: {last_line(top.stderr)}); fix what git names, then run again"
         )
     repo = Path(top.stdout.strip()).resolve()
-    # A ref that starts with "-" would be read as an option.
-    found = None if ref.startswith("-") or not ref.strip() else _commit(ref, cwd)
+    found = commit_of(ref, cwd)
     if not found:
         raise RevisionError(
             f"--gpubench-against {ref!r}: not a revision of the repository at {repo} "
             "(git: unknown revision); name a branch, tag or commit"
         )
     return repo, found
-
-
-def merge_base(a: str, b: str, cwd: Path) -> str:
-    """The full sha of the best common ancestor of the revisions ``a`` and ``b``."""
-    repo, first = resolve(a, cwd)
-    second = resolve(b, cwd)[1]
-    found = git(repo, ["merge-base", first, second])
-    if found.returncode != 0 or not found.stdout.strip():
-        raise RevisionError(
-            f"--gpubench-against: {a!r} and {b!r} have no common ancestor in the repository "
-            f"at {repo}; name a revision that shares history with {b!r}"
-        )
-    return found.stdout.split()[0]
 
 
 @contextlib.contextmanager
@@ -209,8 +195,11 @@ def checkout(
         _remove(repo, folder, tree)
 
 
-def _commit(ref: str, cwd: Path) -> str:
-    found = git(cwd, ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"])
+def commit_of(ref: str, cwd: Path, who: str = "--gpubench-against") -> str:
+    """The full sha of the commit ``ref`` names in ``cwd``'s repository; '' where none."""
+    if ref.startswith("-") or not ref.strip():  # git would read it as an option
+        return ""
+    found = git(cwd, ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], who=who)
     return found.stdout.strip() if found.returncode == 0 else ""
 
 
