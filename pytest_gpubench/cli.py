@@ -306,7 +306,7 @@ def compare_pairs(
 ) -> Comparison:
     """Judge again each result of an A/B run's file (pytest --gpubench-against) on its pairs,
     by the pair rule with the run's design and family, the working tree's measurement held to
-    its declared bytes and flops (ab.floored), as the run judged it. ``threshold`` None: each
+    its declared bytes and flops (ab.held_to_floors), as the run judged it. ``threshold`` None: each
     test's own; ``alpha`` None: the run's. A result without a pair (new, removed, timed by
     another timer on each side) keeps its verdict."""
     alpha = alpha if alpha is not None else _setting(run, "alpha", DEFAULT_ALPHA)
@@ -345,7 +345,7 @@ def compare_pairs(
                     versus=m.versus,
                     reference_kernels=verdict.reference_kernels,
                 )
-                verdict = ab.floored(paired, m, gate)
+                verdict = ab.held_to_floors(paired, m, gate)
             except ValueError as exc:  # a value the rule refuses
                 raise GpubenchError(f"cannot judge {key}: {exc}") from None
         judged.append(Result(dataclasses.replace(m, threshold=measure.threshold), verdict))

@@ -389,13 +389,13 @@ def test_a_working_trees_call_faster_than_its_declared_bytes_allow_is_impossible
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Issue 18: against a revision the working tree's measurement is held to its declared
-    bytes as a run against a history holds it (ab.floored asks Gate.impossible), whatever
+    bytes as a run against a history holds it (ab.held_to_floors asks Gate.impossible), whatever
     its pairs say; gpubench compare of the run's file asks it again."""
     gate = Gate(confirm=0, family=2)
 
     def declared(result: Result, bytes: float) -> Result:
         m = dataclasses.replace(result.measurement, bytes=bytes, peak_gbs=3000.0, cached_gbs=9000.0)
-        return Result(m, ab.floored(result.verdict, m, gate))
+        return Result(m, ab.held_to_floors(result.verdict, m, gate))
 
     # 1e12 bytes in 1 ms: 1e6 GB/s, against copies of 9000 GB/s at most.
     cached = declared(paired_result("test_cached", [1.0, 1.001, 0.999], [1.0, 0.999, 1.001]), 1e12)

@@ -560,11 +560,11 @@ def test_the_folder_is_in_the_temporary_directory_and_named_after_its_owner() ->
 
 def test_why_a_child_measured_nothing_is_its_telling_line() -> None:
     crashed = "collected 0\nE   RuntimeError: no GPU here\n=== 1 error in 0.1s ==="
-    assert children.telling(crashed) == "E   RuntimeError: no GPU here"
+    assert children.reason_in(crashed) == "E   RuntimeError: no GPU here"
     traceback = "Traceback (most recent call last):\n  File x\nImportError: no module y\n"
-    assert children.telling(traceback) == "ImportError: no module y"
-    assert children.telling("=== 2 passed in 2.19s ===") == "=== 2 passed in 2.19s ==="
-    assert children.telling("") == ""
+    assert children.reason_in(traceback) == "ImportError: no module y"
+    assert children.reason_in("=== 2 passed in 2.19s ===") == "=== 2 passed in 2.19s ==="
+    assert children.reason_in("") == ""
 
 
 # What a child that aborted in a test leaves in its log: pytest's header (a plugin's line of
@@ -593,14 +593,14 @@ Extension modules: numpy._core._multiarray_umath, torch._C (total: 2)
 
 def test_a_dead_childs_telling_line_is_its_last_words_not_its_header_nor_its_stacks() -> None:
     # pytest's capture keeps what the test wrote: where the process died is what is left.
-    assert children.telling(ABORTED.format(said="")) == "at kernels.py, line 6, in work"
+    assert children.reason_in(ABORTED.format(said="")) == "at kernels.py, line 6, in work"
     # Under -s what it wrote before it died follows its progress line.
     said = "CUDA error: an illegal memory access was encountered\n"
-    assert children.telling(ABORTED.format(said=said)) == said.strip()
-    assert children.telling(ABORTED.format(said=".F ")) == "at kernels.py, line 6, in work"
+    assert children.reason_in(ABORTED.format(said=said)) == said.strip()
+    assert children.reason_in(ABORTED.format(said=".F ")) == "at kernels.py, line 6, in work"
     # Killed outright: neither words nor stacks.
-    assert children.telling(ABORTED.split("test_bench.py")[0] + "test_bench.py .") == ""
-    assert children.telling("foo.py:12: UserWarning: slow") == "foo.py:12: UserWarning: slow"
+    assert children.reason_in(ABORTED.split("test_bench.py")[0] + "test_bench.py .") == ""
+    assert children.reason_in("foo.py:12: UserWarning: slow") == "foo.py:12: UserWarning: slow"
 
 
 def test_the_document_is_json_of_the_results_files_fields() -> None:

@@ -156,7 +156,7 @@ class ChildRun:
     # Modules it imported from a tree it must not (FOREIGN_VARIABLE): "name (file)".
     foreign: tuple[str, ...] = ()
     # The tests a process died in (an abort, a segfault, SIGKILL, an os._exit), each with
-    # how it ended (``processes.died``) and its last words (:func:`telling`): a relay times
+    # how it ended (``processes.died``) and its last words (:func:`reason_in`): a relay times
     # the rest in a fresh process, MAX_DEATHS times at most.
     crashed: tuple[tuple[str, str], ...] = ()
     # The tests a process that died was to time (its selection, from ``plan``); None where
@@ -173,7 +173,7 @@ class ChildRun:
         return len(self.crashed) >= MAX_DEATHS
 
 
-def kept(args: Sequence[str]) -> list[str]:
+def child_addopts(args: Sequence[str]) -> list[str]:
     """``args`` without those that would make a child skip tests, stop early, wait for a
     debugger or write the user's files, and without our own that a child gets values of."""
     drop_flags = set(OWN_FLAGS + SKIPPED_FLAGS)
@@ -210,8 +210,8 @@ def child_args(
     (PYTEST_ADDOPTS, which the child's environment lacks) are filtered the same way, in the
     order pytest reads them. ``single``: the child times a few tests named in its request
     file (a confirmation), so without xdist workers."""
-    args = ["-o", f"addopts={shlex.join(kept(addopts))}"]
-    args += kept([*shlex.split(env_addopts), *invocation])
+    args = ["-o", f"addopts={shlex.join(child_addopts(addopts))}"]
+    args += child_addopts([*shlex.split(env_addopts), *invocation])
     if single:
         args += ["-n", "0"]  # xdist is loaded (the caller checked): no workers
     args += ["--gpubench-confirm", str(confirm), "--gpubench-sessions", "1"]
@@ -276,7 +276,7 @@ class Launcher:
         args = [*self._args(save=False, confirm=0, single=self.xdist)]
         args.append("--continue-on-collection-errors")
         # What native code writes to file descriptor 2 as it aborts (CUDA's error, a failed
-        # assert in C) reaches the output its parent reads for why it died (telling): a
+        # assert in C) reaches the output its parent reads for why it died (reason_in): a
         # capture of the descriptors would lose it with the process. What Python writes is
         # captured still; -s, --capture=sys and tee-sys keep their meaning.
         if self.capture == "fd":
@@ -573,7 +573,7 @@ def finish_child(
         code = proc.returncode
         test = running_test(out)
         if test:  # it died in a test: pytest reports the failures it can catch
-            said = telling(output)
+            said = reason_in(output)
             how = processes.died(code) + (f": {said}" if said else "")
             return ChildRun(
                 error=f"a fresh process died in {test}, {how}",
@@ -581,7 +581,9 @@ def finish_child(
                 planned=planned(out),
             )
         how = f"{processes.died(code)}: {EXITS[code]}" if code in EXITS else processes.died(code)
-        return ChildRun(error=f"a fresh process measured nothing ({how}): {telling(output) or exc}")
+        return ChildRun(
+            error=f"a fresh process measured nothing ({how}): {reason_in(output) or exc}"
+        )
     uncollected: tuple[tuple[str, str], ...] = ()
     if proc.returncode not in (0, 5):
         try:
@@ -646,7 +648,7 @@ DUMP = re.compile(
 )
 
 
-def telling(output: str) -> str:
+def reason_in(output: str) -> str:
     """The line of a child's output that says most about why it measured nothing or died:
     its last error line (pytest's ``E   ...``, an ``ERROR``, a traceback's last line), else
     its last line but pytest's session header, progress lines and faulthandler's dump of a

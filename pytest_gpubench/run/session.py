@@ -440,7 +440,7 @@ class BenchSession:
         the working tree's ``head`` and the revision's ``base``, by one timer where one
         times both, each its own measurement of ``call.key``: a pair of sessions that shared
         the process, its clocks and its drift. The revision's holds no declared work: the
-        working tree's alone is held to it (versus.ab.floored). ``again``: a pair set up
+        working tree's alone is held to it (versus.ab.held_to_floors). ``again``: a pair set up
         again after the call's first (run.sides.MORE_PAIR_SAMPLES). ``base`` may be the
         revision's call in another process (run/duo.py): its sampler by the timer named."""
         two = self._sample(head, base, call, call.key, base_first_call_s, again, beside=True)

@@ -13,7 +13,7 @@ and only they run in them.
 A measurement that declares ``bytes=`` or ``flops=`` is held to them as in a run against a
 stored history: the processes of both sides (alike, so neither side's GPU does more work
 between its tests) measure the copy and matmul rates once each, and a working tree's call
-faster than they allow is ``impossible`` whatever its pairs say (``floored``).
+faster than they allow is ``impossible`` whatever its pairs say (``held_to_floors``).
 
 The plugin that runs is the head's on both sides: the base side imports the revision's code
 (its checkout first on the path, before an editable install of the working tree) and the
@@ -534,7 +534,7 @@ def unsure_tests(nodeids: Iterable[str], results: Mapping[str, Result]) -> list[
     return [n for n in nodeids if n in unsure]
 
 
-def floored(verdict: Verdict, measurement: Measurement, gate: Gate) -> Verdict:
+def held_to_floors(verdict: Verdict, measurement: Measurement, gate: Gate) -> Verdict:
     """``verdict`` on the working tree's ``measurement``, unless its call is faster than its
     declared bytes or flops allow on the device (``Gate.impossible``, as a run against a
     stored history decides it): then ``impossible``, whatever the pairs say, with what they
@@ -590,7 +590,7 @@ def paired_results(
     not measure (its file not collected, the revision's process dead in it, its test failed
     on the revision's side) is ``unmeasurable``, its reason saying why. ``measure_of``: a
     node id's settings. The working tree's measurement is held to its declared bytes and
-    flops (:func:`floored`)."""
+    flops (:func:`held_to_floors`)."""
 
     def paired_result(key: str) -> Result:
         measure = measure_of(node_id(key))
@@ -711,7 +711,7 @@ def paired_results(
     for key in _keys(runs):
         r = paired_result(key)
         if r.status is not Status.REMOVED:  # the revision's has none of the head's floors
-            r = dataclasses.replace(r, verdict=floored(r.verdict, r.measurement, gate))
+            r = dataclasses.replace(r, verdict=held_to_floors(r.verdict, r.measurement, gate))
         found[key] = r
     return found
 

@@ -48,7 +48,7 @@ from ..core.errors import GpubenchError
 from ..core.jsondata import Json
 from ..core.records import Result, Status
 from ..run import processes
-from ..run.children import FOREIGN_VARIABLE, telling
+from ..run.children import FOREIGN_VARIABLE, reason_in
 from ..store import files as storage
 from . import revision
 
@@ -776,7 +776,7 @@ def _failure(code: int, output: str) -> str:
         return f"stopped: {said[-1]}"
     what = {2: "was interrupted", 3: "had an internal error", 4: "refused its arguments"}
     how = what.get(code, processes.died(code))
-    return f"{how}: {telling(output) or 'no output'}"
+    return f"{how}: {reason_in(output) or 'no output'}"
 
 
 def bisect(
