@@ -9,6 +9,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import (
@@ -25,6 +26,8 @@ from support import (
 )
 
 from pytest_gpubench import cli
+from pytest_gpubench.core.records import Measurement, Result
+from pytest_gpubench.judge.gate import Gate
 from pytest_gpubench.run import ncu
 
 MiB = 1 << 20
@@ -300,6 +303,38 @@ def test_a_failure_leaves_a_trace_of_one_call_in_the_evidence_directory_and_a_pa
     result.assert_outcomes(passed=2)
     names = sorted(p.name.split("-")[0] for p in (fake.path / "ev").glob("*.json"))
     assert names == ["test_bench.py_test_join", "test_bench.py_test_sum"]
+
+
+def test_each_measurement_is_judged_once_for_its_evidence_and_its_verdict(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 47: the judgement that keeps a failure's trace (while its workload exists) is
+    the verdict the test gets, not a second judgement of the same look; a ratio to a
+    reference too."""
+    fake.makepyfile(
+        test_bench=SUITE + "\ndef test_max(gpubench):\n    gpubench(max, range(9), reference=min)\n"
+    )
+    record_history(fake)
+    judged: list[str] = []
+    judge = Gate.judge
+
+    def counted(self: Gate, measurement: Measurement, *args: Any) -> Result:
+        judged.append(measurement.key)
+        return judge(self, measurement, *args)
+
+    monkeypatch.setattr(Gate, "judge", counted)
+    monkeypatch.setenv("FAKE_SCALES", json.dumps({"test_sum": 1.2}))
+    result = fake.runpytest("--gpubench", NO_CONFIRM)
+    result.assert_outcomes(passed=2, failed=1)
+    assert "test_sum regressed" in output(result)
+    assert sorted(judged) == [
+        "test_bench.py::test_join",
+        "test_bench.py::test_max",
+        "test_bench.py::test_max#vs-reference",
+        "test_bench.py::test_sum",
+    ]
+    evidence = fake.path / "gpubench-evidence"
+    assert [p.name.split("-")[0] for p in evidence.glob("*.json")] == ["test_bench.py_test_sum"]
 
 
 def test_a_trace_that_cannot_be_written_fails_nothing_and_says_why(

@@ -139,7 +139,7 @@ def base_side(item: pytest.Item, pairing: Pairing, bench: GpuBench) -> BaseSide:
         )
     lock = Lockstep(pairing.two, keep=pairing.in_process)
     # The revision's gpubench: the test's, holding its calls for the working tree's.
-    twin = dataclasses.replace(bench, lockstep=lock, extra_info={}, _measurements=[], _names=[])
+    twin = dataclasses.replace(bench, lockstep=lock, extra_info={}, _judged=[], _names=[])
     args = {k: twin if item.funcargs[k] is bench else values[k] for k in wanted}
     failed = pairing.run_base(found, args, lock)
     problem = pairing.two.native()

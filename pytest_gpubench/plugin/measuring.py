@@ -452,16 +452,16 @@ class Measuring:
             self.duo_ended = str(exc)
 
     def _settle(self, item: pytest.Item, *, confirm: bool) -> list[str]:
-        """Judge the test's measurements, confirm the flagged ones when ``confirm``, keep the
-        results for the call's report; return what fails the test: the line of an
-        ``extra_info`` that cannot be stored, or those of the verdicts that fail."""
+        """Confirm the test's flagged results (judged as measured) when ``confirm``, keep them
+        for the call's report; return what fails the test: the line of an ``extra_info``
+        that cannot be stored, or those of the verdicts that fail."""
         bench = item.stash.get(BENCH_KEY, None)
         if bench is None:
             return []
-        problem, measurements = bench.finish()
+        problem, results = bench.finish()
         compared = self.session is not None and self.session.untimed(item.nodeid)
         paired = item.stash.get(LOCK_KEY, None)
-        if self.session is None or not (measurements or compared or paired):
+        if self.session is None or not (results or compared or paired):
             return [problem] if problem else []
         gate = self.session.gate
         settings = bench.context.spec.measure
@@ -470,20 +470,18 @@ class Measuring:
             if not results:  # measured on neither side: fails where a side had trouble
                 problem = problem or self.session.unjudged.get(item.nodeid, "")
         elif paired is not None and self.pairing is not None:
-            results = self._paired(item, paired, measurements, settings, confirm, problem)
+            measured = tuple(r.measurement for r in results)
+            results = self._paired(item, paired, measured, settings, confirm, problem)
             if item.nodeid in self.waiting:  # its second process waits for the run's end
                 item.stash[RESULTS_KEY] = results
                 return []
             compared = True  # confirmed as pairs, not against a history
-        else:
-            results = tuple(self.session.judge(m, settings) for m in measurements)
-            lock = bench.lockstep
-            if self.duo is not None and lock is not None and lock.base:
-                from ..versus.lockstep import child_results
+        elif self.duo is not None and bench.lockstep is not None and bench.lockstep.base:
+            from ..versus.lockstep import child_results
 
-                # A duo's leader: both sides, for its parent to pair.
-                results = child_results(results, lock.base, lock.more, lock.stopped, lock.inputs)
-                compared = True
+            lock = bench.lockstep  # a duo's leader: both sides, for its parent to pair
+            results = child_results(results, lock.base, lock.more, lock.stopped, lock.inputs)
+            compared = True
         if (
             confirm
             and not compared

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import GpubenchError
-from ..core.records import RATIO_KEY
+from ..core.records import RATIO_KEY, Result
 from ..core.settings import MarkerSpec, check_work
 from ..store.files import plain_data_problem
 from ..timing.device import inputs_of, kept_apart, placed_anew
@@ -55,13 +54,13 @@ class GpuBench:
     extra_info: dict[str, Any] = field(default_factory=dict)
     # Against a revision in this process: the test's two sides (run/sides.py).
     lockstep: Lockstep | None = None
-    _measurements: list[Measurement] = field(default_factory=list)
+    _judged: list[Result] = field(default_factory=list)
     _names: list[str | None] = field(default_factory=list)
 
     @property
     def results(self) -> tuple[Measurement, ...]:
         """The measurements this test took so far (none without ``--gpubench``)."""
-        return tuple(self._measurements)
+        return tuple(r.measurement for r in self._judged)
 
     @property
     def enabled(self) -> bool:
@@ -208,7 +207,7 @@ class GpuBench:
             lock.held[call.key] = Held(workload, call)
             return result
         if lock is not None and lock.remote is not None and call.key in lock.remote_first:
-            self._measurements.append(self._in_duo(lock, workload, call))
+            self._judged.append(self._in_duo(lock, workload, call))
             return result
         held = lock.held.pop(call.key, None) if lock is not None else None
         if lock is not None and held is not None:  # the same call of both sides, alternately
@@ -217,13 +216,13 @@ class GpuBench:
                 lock.inputs[call.key] = changed
             sides = lock.two.on_side(False, workload), lock.two.on_side(True, held.workload)
             measured, base = self.session.measure_sides(*sides, call, held.call.first_call_s)
-            self._measurements.append(measured)
+            self._judged.append(measured)
             lock.base[call.key] = base
             if lock.keep:
                 lock.paired[call.key] = Pair(*sides, call, held.call.first_call_s)
             return result
         if reference is not None:
-            against = dataclasses.replace(workload, fn=reference)
+            against = replace(workload, fn=reference)
             try:
                 _, reference_first_call_s = self.session.first_call(against)
             except Exception as exc:  # say whose error it is: the test named one function
@@ -237,12 +236,12 @@ class GpuBench:
             measured, ratio = self.session.measure_pair(
                 workload, against, call, reference_first_call_s
             )
-            self._measurements += [measured] if ratio is None else [measured, ratio]
+            self._judged += [measured] if ratio is None else [measured, ratio]
             return result
-        self._measurements.append(self.session.measure(workload, call))
+        self._judged.append(self.session.measure(workload, call))
         return result
 
-    def _in_duo(self, lock: Lockstep, workload: Workload, call: Call) -> Measurement:
+    def _in_duo(self, lock: Lockstep, workload: Workload, call: Call) -> Result:
         """The working tree's call ``workload`` paired with the revision's in the other
         process of a duo (run/duo.py), as many times as ``lock.pairs`` asks: the pairs after
         the first set up again, each side's inputs placed anew (the other's by that
@@ -276,13 +275,13 @@ class GpuBench:
             break
         lock.base[call.key] = pairs[0][1]
         if len(pairs) > 1:
-            lock.more[call.key] = pairs[1:]
+            lock.more[call.key] = [(head.measurement, base) for head, base in pairs[1:]]
         return pairs[0][0]
 
-    def finish(self) -> tuple[str, tuple[Measurement, ...]]:
-        """At the end of the test's call: '' and the measurements with ``extra_info``
-        attached, or one line saying why it cannot be stored and the measurements without
-        it."""
+    def finish(self) -> tuple[str, tuple[Result, ...]]:
+        """At the end of the test's call: '' and the judged measurements with ``extra_info``
+        attached, or one line saying why it cannot be stored and the judged measurements
+        without it."""
         info = self.extra_info
         problem = (
             plain_data_problem(info, "gpubench.extra_info")
@@ -290,9 +289,11 @@ class GpuBench:
             else f"gpubench.extra_info is a {type(info).__name__}, not a dict"
         )
         if problem:
-            return f"{self.context.name}: {problem}", tuple(self._measurements)
+            return f"{self.context.name}: {problem}", tuple(self._judged)
         stored = json.loads(json.dumps(info))  # a copy, as a file will hold it
-        return "", tuple(dataclasses.replace(m, extra_info=stored) for m in self._measurements)
+        return "", tuple(
+            Result(replace(r.measurement, extra_info=stored), r.verdict) for r in self._judged
+        )
 
     def _claim(self, name: str | None) -> None:
         if name is not None and (not isinstance(name, str) or not name.strip()):

@@ -125,13 +125,13 @@ def _besides(a: Sampler, b: Sampler) -> tuple[float | None, float | None, str]:
 
 @dataclass(frozen=True)
 class _Sampled:
-    """A workload sampled alone, or two alternately: the pairs, the first's measurement, the
+    """A workload sampled alone, or two alternately: the pairs, the first's judgement, the
     settings and clock readings they were taken with, each sampler's profile, the second's peak
     memory per call (None where it was not measured here), each side's kernel time per call
     (Beside: None where it was not taken)."""
 
     pair: PairSampling | None  # None: one workload sampled alone
-    first: Measurement
+    first: Result
     settings: MeasureSettings
     readings: tuple[ClockReading | None, ...]
     profiles: tuple[Profile | None, Profile | None]
@@ -243,36 +243,39 @@ class BenchSession:
         sync()
         return result, time.perf_counter() - started
 
-    def measure(self, workload: Workload, call: Call) -> Measurement:
-        """Time ``workload`` under the device lock.
+    def measure(self, workload: Workload, call: Call) -> Result:
+        """Time ``workload`` under the device lock; its measurement judged (:meth:`_judged`).
 
         The budget bounds the measurement, from the timer's calibration to the last sample,
         give or take one sample; ``first_call_s`` (the untimed first call's duration) tells
         timers when calibration calls would not fit in it."""
         return self._sample(workload, None, call, call.key, 0.0).first
 
-    def _traced(
+    def _judged(
         self,
         workload: Workload,
         measurement: Measurement,
         settings: MeasureSettings,
         reference: Workload | None = None,
-    ) -> Measurement:
-        """``measurement`` with a profiler trace of one call in the evidence directory where
-        its first look flags or fails it (it may fail: the workload is gone by the final
-        verdict, :meth:`kept_evidence`), or every measurement's is asked for. In a fresh
-        process, whose parent judges, only where its parent asked for the evidence
-        (``trace_into``: every measurement's). A ratio's (``reference`` given) has one of the
-        reference's call beside it."""
+    ) -> Result:
+        """The look's one judgement of ``measurement``, the test's verdict too: with a
+        profiler trace of one call in the evidence directory where it flags or fails it (it
+        may fail: the workload is gone by the final verdict, :meth:`kept_evidence`), or every
+        measurement's is asked for. In a fresh process, whose parent judges, only where its
+        parent asked for the evidence (``trace_into``: every measurement's). A ratio's
+        (``reference`` given) has one of the reference's call beside it."""
+        result = self.judge(measurement, settings)
         folder = self.settings.evidence
         if self.settings.child is not None:
             if self.trace_into is None:
-                return measurement
+                return result
             folder = self.trace_into
-        elif not self.settings.profile:
-            result = self.judge(measurement, settings)
-            if not (self.gate.needs_confirmation(result) or self.gate.fails(result.verdict)):
-                return measurement
+        elif not (
+            self.settings.profile
+            or self.gate.needs_confirmation(result)
+            or self.gate.fails(result.verdict)
+        ):
+            return result
         name = ncu.stem(measurement.key)
         path = folder / f"{name}.trace.json"
         other = None if reference is None else path.with_name(f"{name}.reference.trace.json")
@@ -289,10 +292,12 @@ class BenchSession:
         except Exception as exc:  # evidence never fails a test by itself: say why there is none
             with contextlib.suppress(OSError):  # half the evidence is none
                 path.unlink(missing_ok=True)
-            return measurement.noted(f"no trace of one call: {type(exc).__name__}: {exc}"[:300])
-        return dataclasses.replace(
+            note = f"no trace of one call: {type(exc).__name__}: {exc}"[:300]
+            return Result(measurement.noted(note), result.verdict)
+        traced = dataclasses.replace(
             measurement, trace=str(path), reference_trace=None if other is None else str(other)
         )
+        return Result(traced, result.verdict)
 
     def kept_evidence(self, results: Sequence[Result]) -> tuple[Result, ...]:
         """``results`` with the traces of those that do not fail removed (their files too),
@@ -375,7 +380,7 @@ class BenchSession:
         reference: Workload,
         call: Call,
         reference_first_call_s: float = 0.0,
-    ) -> tuple[Measurement, Measurement | None]:
+    ) -> tuple[Result, Result | None]:
         """Time ``workload`` and ``reference`` alternately, by one timer, under the device
         lock (``timing.engine.collect_pair``): ``workload``'s measurement, its key's as
         without a reference, and the ratio's (``key`` + RATIO_KEY), whose samples are the
@@ -399,7 +404,8 @@ class BenchSession:
         elif any(sample_problem(r) for r in pair.ratios):
             problem = "a pair's ratio is beyond what a sample may hold"
         if problem:
-            return first.noted(f"no ratio to its reference: {problem}"), None
+            noted = first.measurement.noted(f"no ratio to its reference: {problem}")
+            return Result(noted, first.verdict), None
         ratio = self._measurement(
             dataclasses.replace(
                 pair.second,
@@ -418,14 +424,14 @@ class BenchSession:
         )
         launches = [p.launches if p is not None else () for p in two.profiles]
         versus = Versus(
-            first.summary.median_ms,
+            first.measurement.summary.median_ms,
             reference_ms,
             launch_count(launches[0]),
             launch_count(launches[1]),
         )
         # The ratio's binary is the pair's: either side running other kernels changes it.
         ratio = dataclasses.replace(ratio, kernels=launches[0] + launches[1], versus=versus)
-        return first, self._traced(workload, ratio, two.settings, reference=reference)
+        return first, self._judged(workload, ratio, two.settings, reference=reference)
 
     def measure_sides(
         self,
@@ -435,7 +441,7 @@ class BenchSession:
         base_first_call_s: float,
         *,
         again: bool = False,
-    ) -> tuple[Measurement, Measurement]:
+    ) -> tuple[Result, Measurement]:
         """Both revisions of one call timed alternately in this process (versus/lockstep.py):
         the working tree's ``head`` and the revision's ``base``, by one timer where one
         times both, each its own measurement of ``call.key``: a pair of sessions that shared
@@ -494,7 +500,7 @@ class BenchSession:
         beside: bool = False,
     ) -> _Sampled:
         """``workload`` sampled under the device lock (alternately with ``other``, where one
-        is given: twice the budget, PAIR_BUDGET), and its measurement (with its trace where
+        is given: twice the budget, PAIR_BUDGET), and its judged measurement (its trace where
         one is kept); ``beside``: each side's kernel time too, where both samplers have one
         (``_besides``)."""
         key, first_call_s = call.key, call.first_call_s
@@ -591,9 +597,9 @@ class BenchSession:
             energy=energy,
             beside_ms=besides[0],
         )
-        first = self._traced(workload, first.noted(besides[2]), settings)
+        judged = self._judged(workload, first.noted(besides[2]), settings)
         profiles = (a.profile, b.profile if b is not None else None)
-        return _Sampled(pair, first, settings, tuple(readings), profiles, other_peak, besides)
+        return _Sampled(pair, judged, settings, tuple(readings), profiles, other_peak, besides)
 
     def _samplers(
         self,

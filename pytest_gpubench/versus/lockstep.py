@@ -488,7 +488,7 @@ class Pairing:
         """The revision's calls the working tree's body did not pair: timed alone."""
         for key, held in list(lock.held.items()):
             with self.two.base():
-                lock.base[key] = self.session.measure(held.workload, held.call)
+                lock.base[key] = self.session.measure(held.workload, held.call).measurement
             del lock.held[key]
 
     def verdicts(
@@ -802,9 +802,10 @@ class Pairing:
         moved = 0
         for key, pair in paired.items():
             with placed_anew([pair.head, pair.base], self._draw) as ((head, base), copied):
-                sides[HEAD][key], sides[BASE][key] = self.session.measure_sides(
+                judged, sides[BASE][key] = self.session.measure_sides(
                     head, base, pair.call, pair.base_first_call_s, again=True
                 )
+                sides[HEAD][key] = judged.measurement
             moved += copied > 0
         return sides, moved
 
