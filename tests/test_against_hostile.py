@@ -614,18 +614,25 @@ def test_a_working_tree_crashing_on_every_call_never_runs_in_the_run_itself(
 
 
 @pytest.mark.slow
-def test_an_aborts_native_message_is_its_reason_without_minus_s(repo: pytest.Pytester) -> None:
+@pytest.mark.parametrize(
+    "write, options",
+    [
+        ("os.write(2, b'CUDA error: an illegal memory access was encountered\\n')", ()),
+        ("sys.stderr.write('CUDA error: an illegal memory access was encountered\\n')", ("-s",)),
+    ],
+    ids=["native", "python-under-s"],
+)
+def test_a_dead_processs_reason_is_what_it_wrote_before_it_died(
+    repo: pytest.Pytester, write: str, options: tuple[str, ...]
+) -> None:
     """What native code writes to file descriptor 2 before it aborts (CUDA's error, a
     failed assert in C) is the reason under pytest's default capture too: the processes of
-    a side capture what Python writes only."""
-    repo.makepyfile(
-        kernels="import os\n\n\ndef work(n):\n"
-        "    os.write(2, b'CUDA error: an illegal memory access was encountered\\n')\n"
-        "    os.abort()\n"
-    )
-    commit(repo.path, "a kernel that says why it aborts, natively")
+    a side capture what Python writes only; under -s what Python wrote too. Not pytest's
+    session header nor the stacks faulthandler dumps."""
+    repo.makepyfile(kernels=f"import os, sys\n\n\ndef work(n):\n    {write}\n    os.abort()\n")
+    commit(repo.path, "a kernel that says why it aborts")
     repo.makepyfile(kernels=KERNELS.format(factor=1.0))
-    result = repo.runpytest("--gpubench-against=HEAD", *ONE)
+    result = repo.runpytest("--gpubench-against=HEAD", *options, *ONE)
     text = output(result)
     [line] = [line for line in text.splitlines() if line.startswith("test_sum: unmeasurable: ")]
     assert line.endswith(
@@ -762,29 +769,6 @@ def test_a_test_the_revision_lacks_is_new_after_the_revision_was_given_up(
     assert table_rows(text, "test_dies_added")[0].split()[-3] == "new", text
     assert "unsure" in table_rows(text, "test_dies[3]")[0].split(), text  # one pair
     assert table_rows(text, "test_dies[0]")[0].split()[-3] == "unmeasurable", text
-
-
-@pytest.mark.slow
-def test_a_dead_processs_reason_is_its_last_words_not_pytests_header_nor_its_stacks(
-    repo: pytest.Pytester,
-) -> None:
-    """Under -s what the test wrote before its process died reaches the reason (an abort's
-    message: a CUDA error, a failed assert in native code), not pytest's session header
-    nor the stacks faulthandler dumps."""
-    repo.makepyfile(
-        kernels="import os, sys\n\n\ndef work(n):\n"
-        "    sys.stderr.write('CUDA error: an illegal memory access was encountered\\n')\n"
-        "    os.abort()\n"
-    )
-    commit(repo.path, "a kernel that says why it aborts")
-    repo.makepyfile(kernels=KERNELS.format(factor=1.0))
-    result = repo.runpytest("--gpubench-against=HEAD", "-s", *ONE)
-    text = output(result)
-    [line] = [line for line in text.splitlines() if line.startswith("test_sum: unmeasurable: ")]
-    assert line.endswith(
-        "'s process died in test_sum, killed by SIGABRT: "
-        "CUDA error: an illegal memory access was encountered"
-    ), line
 
 
 @pytest.mark.slow
