@@ -12,7 +12,8 @@
 # Steps: aa:SUITE (one run against HEAD), slow:SUITE:FRACTION:THRESHOLD (the copies' work grows
 # by FRACTION in whole blocks in the working tree only, judged at THRESHOLD),
 # slowtime:SUITE:TARGET:THRESHOLD (as slow, each copy's fraction sized so that its time grows
-# by TARGET: bench/calibrate_slowdown.py, its ratios in NN-STEP.calibration.json), plain:SUITE (one
+# by TARGET: bench/calibrate_slowdown.py, its ratios in NN-STEP.calibration.json; for the fla
+# suite a spin after each test's call, sized by bench/fla_plant.py), plain:SUITE (one
 # plain --gpubench run against the suite's committed baselines), fresh:SUITE (a plain run
 # with no baseline: nothing to confirm; an A/B run's cost is measured against it),
 # sessions:SUITE:N (N sessions,
@@ -55,11 +56,10 @@ stage=$logs/stage
 mkdir -p "$logs" "$stage"
 export PYTHONUNBUFFERED=1
 suite_dir() { case $1 in example) echo "$root/example_suite" ;; user) echo "$root/bench/user_suite" ;; fla) echo "$root/bench/fla_suite" ;; resetup) echo "$root/bench/resetup_suite" ;; esac; }
-knob=bench/user_suite/test_user.py
 beside=  # "-beside-gpuN" while a busy:N load runs
 
 run_step() {
-  local step=$1 n kind suite frac thr dir args=() started rc
+  local step=$1 n kind suite frac thr dir args=() started rc knob=bench/user_suite/test_user.py
   IFS=: read -r kind suite frac thr <<< "$step"
   if [ "$kind" = after ]; then
     local until=$(( $(date +%s) + frac ))
@@ -95,10 +95,14 @@ run_step() {
       sed -i "s/knob(\"SLOWDOWN\", 0.0)/knob(\"SLOWDOWN\", $frac)/" "$root/$knob"
       args=(--gpubench-against HEAD --gpubench-threshold "$thr") ;;
     slowtime)
-      planted=$(cd "$root" && python3 bench/calibrate_slowdown.py "$frac" --json "$logs/$name.calibration.json" 2> "$logs/$name.calibration.txt")
-      echo "$(date -u +%T) $name: planted fractions $planted"
-      sed -i "s/^PLANTED: dict\[int, float\] = {}/PLANTED: dict[int, float] = $planted/" "$root/$knob"
-      if [ -z "$planted" ] || ! grep -q '^PLANTED: dict\[int, float\] = {[0-9]' "$root/$knob"; then
+      # The user suite's copies grow by fractions of blocks; the fla suite's calls are
+      # followed by a spin of some cycles (a library's kernels are not ours to slow).
+      local calibrate=calibrate_slowdown.py held='int, float' first='[0-9]'
+      [ "$suite" = fla ] && { knob=bench/fla_suite/test_fla.py calibrate=fla_plant.py held='str, int' first="'"; }
+      planted=$(cd "$root" && python3 "bench/$calibrate" "$frac" --json "$logs/$name.calibration.json" 2> "$logs/$name.calibration.txt")
+      echo "$(date -u +%T) $name: planted $planted"
+      sed -i "s/^PLANTED: dict\[$held\] = {}/PLANTED: dict[$held] = $planted/" "$root/$knob"
+      if [ -z "$planted" ] || ! grep -q "^PLANTED: dict\[$held\] = {$first" "$root/$knob"; then
         # Nothing planted: a row that says so (no report), never a run of an unplanted copy.
         (cd "$root" && git checkout -q -- "$knob")
         printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$kind" "$suite" "$frac" "$thr" 0 calibration-failed >> "$logs/runs.tsv"

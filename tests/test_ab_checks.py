@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from support import bench_module
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,17 +43,52 @@ def test_the_calibration_reads_the_ratios_of_its_report() -> None:
     assert calibrate.ratios_of(report) == {4194304: {0.0225: 1.04}, 16777216: {0.03: 1.028}}
 
 
-def test_the_slowtime_step_plants_into_the_line_the_copy_reads() -> None:
-    """ab_checks.sh's sed pattern matches test_user.py's PLANTED line: a renamed line would
+@pytest.mark.parametrize(
+    "suite, held, reads",
+    [
+        ("user_suite/test_user.py", "int, float", "PLANTED.get(n, "),
+        ("fla_suite/test_fla.py", "str, int", "PLANTED.get(test)"),
+    ],
+)
+def test_the_slowtime_step_plants_into_the_line_the_suite_reads(
+    suite: str, held: str, reads: str
+) -> None:
+    """ab_checks.sh's sed pattern matches each suite's PLANTED line: a renamed line would
     plant nothing and the run would read as a miss."""
     script = (ROOT / "bench" / "ab_checks.sh").read_text()
+    assert f"held='{held}'" in script
     pattern = re.search(r'sed -i "s/(\^PLANTED[^/]*)/', script)
     assert pattern is not None
-    regex = pattern.group(1).replace("\\\\", "\\")
-    source = (ROOT / "bench" / "user_suite" / "test_user.py").read_text()
+    regex = pattern.group(1).replace("\\", "\\").replace("$held", re.escape(held))
+    source = (ROOT / "bench" / suite).read_text()
     line = next(x for x in source.splitlines() if x.startswith("PLANTED"))
     assert re.match(regex, line), (regex, line)
-    assert "PLANTED.get(n, " in source
+    assert reads in source
+
+
+def test_the_fla_plant_reads_its_cases_and_finds_where_the_line_reaches_the_target(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    plant = bench_module("fla_plant")
+    spins = {"test_rms_norm[4096]": [1.0, 8.0], "test_l2norm": [1.0, 8.0]}
+    report = {
+        "results": [
+            {"test": "test_spin[k0]#2000cycles", "median_ms": 0.05},
+            {"test": "test_spin[k0]#2000cycles#vs-reference", "median_ms": 1.03},
+            {"test": "test_spin[k1]#16000cycles#vs-reference", "median_ms": 1.17},
+            {"test": "test_spin[k3]#15990cycles#vs-reference", "median_ms": 1.01},
+            {"test": "test_spin[k2]#1990cycles#vs-reference", "median_ms": None},
+        ]
+    }
+    got = plant.ratios_of(report, spins)
+    assert got == {"test_rms_norm[4096]": {2000: 1.03, 16000: 1.17}, "test_l2norm": {15990: 1.01}}
+    # +3% at 2000 cycles, +17% at 16000: +5% at 4000.
+    assert plant.reaching(got["test_rms_norm[4096]"], 0.05) == pytest.approx(4000)
+    assert plant.reaching(got["test_rms_norm[4096]"], 0.02) == pytest.approx(1000)
+    # Below the line at no spin (+1%, the spin's launch): an eighth of the least spun.
+    assert plant.reaching(got["test_rms_norm[4096]"], 0.005) == 250
+    assert plant.reaching({2000: 1.03, 16000: 1.02}, 0.02) is None  # no growth: no line
 
 
 def _result(key: str, status: str, ratio: float, ms: float) -> dict:

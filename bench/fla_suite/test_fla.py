@@ -5,6 +5,9 @@ tens to hundreds of microseconds on an H200; every kernel here is autotuned."""
 
 from __future__ import annotations
 
+import functools
+import os
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -13,6 +16,34 @@ from fla.modules.norm.layernorm import layer_norm, rms_norm
 from fla.ops.delta_rule import chunk_delta_rule
 from fla.ops.gated_delta_rule import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
 from fla.ops.simple_gla import chunk_simple_gla
+
+# A slowdown planted in time on the working tree's side only (bench/ab_checks.sh's slowtime
+# step writes it from bench/fla_plant.py): by test name, the GPU clock cycles a spin kernel
+# adds after each timed library call. The library is not ours to slow, so the test's own
+# call grows; empty: the library's functions themselves.
+PLANTED: dict[str, int] = {}
+
+
+def planted(fn):
+    """``fn``, followed on its stream by PLANTED's spin for the test now running."""
+    if not PLANTED:
+        return fn
+
+    @functools.wraps(fn)
+    def slower(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit("::", 1)[-1].split(" ")[0]
+        if PLANTED.get(test):
+            torch.cuda._sleep(PLANTED[test])
+        return out
+
+    return slower
+
+
+rms_norm, layer_norm, l2norm = map(planted, (rms_norm, layer_norm, l2norm))
+chunk_gated_delta_rule, chunk_delta_rule, chunk_simple_gla = map(
+    planted, (chunk_gated_delta_rule, chunk_delta_rule, chunk_simple_gla)
+)
 
 HIDDEN, HEADS, HEAD_DIM, TOKENS = 2048, 16, 128, 4096
 BF16 = {"device": "cuda", "dtype": torch.bfloat16}
