@@ -331,10 +331,13 @@ def test_the_benchmark_json_keeps_the_head_and_puts_the_base_in_extra_info() -> 
     "data, problem",
     [
         ({"revision": "main"}, "no 'commit'"),
-        ({"revision": "main", "commit": SHA, "base_sessions": {}}, "'base_sessions' is not"),
+        (
+            {"revision": "main", "commit": SHA, "base_sessions": {}},
+            "'base_sessions' of {}, not a list",
+        ),
         ({"revision": "main", "commit": SHA, "pairs": 1}, "1 pairs, more than"),
         ({"revision": "main", "commit": SHA, "pairs": -1}, "not a count"),
-        ({"revision": "main", "commit": SHA, "duos": [0]}, "'duos' are [0], not counts"),
+        ({"revision": "main", "commit": SHA, "duos": [0]}, "'duos' of [0], not counts"),
         ({"revision": "main", "commit": SHA, "duos": [1]}, "has duos [1] for 0 pairs"),
     ],
 )

@@ -69,7 +69,7 @@ def reading(
         high = ratio * 1.01
     if low is None and ratio is not None:
         low = ratio / 1.01
-    return Reading(key, status, ratio, high, 0.05, pairs, f"{status.value} by the fake", low)
+    return Reading(key, status, ratio, low, high, 0.05, pairs, f"{status.value} by the fake")
 
 
 def unsure(pairs: int) -> Reading:

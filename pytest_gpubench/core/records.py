@@ -689,13 +689,17 @@ class Paired(Coded):
     pair, the duo that timed it (numbered from 1: a fresh process per side at once,
     run/duo.py), empty where one process timed both sides."""
 
-    revision: str
-    commit: str
+    revision: str = field(metadata=spec(check=(bool, "a non-empty string")))
+    commit: str = field(metadata=spec(check=(bool, "a non-empty string")))
     base_sessions: tuple[SessionRecord, ...] = ()
     head_sessions: tuple[SessionRecord, ...] = ()
-    pairs: int = 0
+    pairs: int = field(default=0, metadata=spec(check=(whole(0), "a count")))
     lockstep: bool = field(default=False, metadata=spec(omit=empty))
-    duos: tuple[int, ...] = field(default=(), metadata=spec(omit=empty))
+    duos: tuple[int, ...] = field(
+        default=(), metadata=spec(omit=empty, check=(lambda ds: all(map(whole(1), ds)), "counts"))
+    )
+
+    WHAT = "an 'against'"  # what its reads' errors call it (a result file's key)
 
     def __post_init__(self) -> None:
         if not 0 <= self.pairs <= min(len(self.base_sessions), len(self.head_sessions)):
@@ -717,38 +721,6 @@ class Paired(Coded):
     def head_median_ms(self) -> float | None:
         """The working tree's time, as :attr:`base_median_ms`."""
         return _median_of(self.head_sessions)
-
-    @classmethod
-    def from_json(cls, data: Json) -> Paired:
-        """Inverse of :meth:`to_json`; what a report adds (medians, ratio) is left out."""
-        if not isinstance(data, dict):
-            raise ValueError("has an 'against' that is not an object")
-        for name in ("revision", "commit"):
-            if not isinstance(data.get(name), str) or not data[name]:
-                raise ValueError(f"has an 'against' with no {name!r} string")
-        sides = []
-        for name in ("base_sessions", "head_sessions"):
-            if not isinstance(data.get(name, []), list):
-                raise ValueError(f"has an 'against' whose {name!r} is not a list")
-            sides.append(tuple(SessionRecord.from_json(r) for r in data.get(name, [])))
-        pairs = data.get("pairs", 0)
-        if not whole(0)(pairs):
-            raise ValueError(f"has an 'against' with {pairs!r:.40} pairs, not a count")
-        lockstep = data.get("lockstep", False)
-        if not isinstance(lockstep, bool):
-            raise ValueError(f"has an 'against' whose 'lockstep' is {lockstep!r:.40}, not true")
-        duos = data.get("duos", [])
-        if not isinstance(duos, list) or not all(whole(1)(d) for d in duos):
-            raise ValueError(f"has an 'against' whose 'duos' are {duos!r:.40}, not counts")
-        return cls(
-            data["revision"],
-            data["commit"],
-            sides[0],
-            sides[1],
-            int(pairs),
-            lockstep,
-            tuple(int(d) for d in duos),
-        )
 
 
 def _median_of(records: Iterable[SessionRecord]) -> float | None:

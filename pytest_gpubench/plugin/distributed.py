@@ -18,11 +18,13 @@ import json
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..core.codec import decode, encode
 from ..core.errors import GpubenchError
 from ..core.records import Result
 from ..core.settings import MeasureSettings
@@ -39,6 +41,18 @@ FOLDER_INPUT = "gpubench_against_folder"
 # The controller's folder in the temporary directory: <prefix><random>, with an owner file.
 FOLDER_PREFIX = "gpubench-xdist-"
 VERDICTS = "verdicts.json"
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """What the controller's comparison hands its workers (the file VERDICTS): the verdicts
+    by measurement key, the lines of the tests it measured on neither side by node id
+    (versus.ab.unjudged), and the tests the working tree's processes died in
+    (versus.ab.Comparison.crashed)."""
+
+    results: Mapping[str, Result]
+    unjudged: Mapping[str, str]
+    crashed: tuple[str, ...]
 
 
 class DistributedComparison:
@@ -110,16 +124,12 @@ class DistributedComparison:
         found = self.controller.compare(read_measures(self.folder), devices)
         bench = self.controller.session
         unjudged = dict(bench.unjudged) if bench is not None else {}
-        crashed = sorted(bench.crashed) if bench is not None else []
-        verdicts = {
-            "results": {key: r.to_dict() for key, r in found.items()},
-            "unjudged": unjudged,
-            "crashed": crashed,
-        }
+        verdicts = Verdicts(
+            found, unjudged, tuple(sorted(bench.crashed) if bench is not None else ())
+        )
         try:
-            storage.write_atomic(
-                self.folder / VERDICTS, json.dumps(verdicts, allow_nan=True), "verdicts"
-            )
+            text = json.dumps(encode(verdicts), allow_nan=True)
+            storage.write_atomic(self.folder / VERDICTS, text, "verdicts")
         except GpubenchError as exc:
             pytest.exit(f"gpubench: {exc}", returncode=pytest.ExitCode.INTERNAL_ERROR)
 
@@ -204,10 +214,9 @@ class WorkerVerdicts:
                         pytrace=False,
                     )
                 return
-            found, unjudged, crashed = read
-            self.session.comparison = {self._renamed(key): r for key, r in found.items()}
-            self.session.unjudged = {self._renamed(n): line for n, line in unjudged.items()}
-            self.session.crashed = frozenset(self._renamed(n) for n in crashed)
+            self.session.comparison = {self._renamed(k): r for k, r in read.results.items()}
+            self.session.unjudged = {self._renamed(n): line for n, line in read.unjudged.items()}
+            self.session.crashed = frozenset(self._renamed(n) for n in read.crashed)
 
     def _renamed(self, key: str) -> str:
         """A verdict's key as this worker knows its test (``id@group`` under loadgroup)."""
@@ -215,16 +224,9 @@ class WorkerVerdicts:
         return self.renamed.get(nodeid, nodeid) + sep + name
 
 
-def read_verdicts(
-    path: Path,
-) -> tuple[Mapping[str, Result], Mapping[str, str], list[str]] | None:
-    """The comparison's verdicts by measurement key, the lines of the tests it measured on
-    neither side by node id (versus.ab.unjudged), and the tests the working tree's processes
-    died in (versus.ab.Comparison.crashed); None when there are none to read."""
+def read_verdicts(path: Path) -> Verdicts | None:
+    """The comparison's verdicts; None when there are none to read."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        results = {key: Result.from_dict(entry) for key, entry in data["results"].items()}
-        unjudged = {str(n): str(line) for n, line in data["unjudged"].items()}
-        return results, unjudged, [str(n) for n in data["crashed"]]
+        return decode(Verdicts, json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None

@@ -41,6 +41,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..core.codec import decode, encode
 from ..core.errors import GpubenchError
 from ..core.records import Result
 from ..timing.gpus import DEVICE_VARIABLE
@@ -373,35 +374,15 @@ EVERY_BENCHMARK = Request(fixture="gpubench")
 def write_request(out: Path, request: Request) -> None:
     """Ask a child to run only part of its collection (it reads the request from its output
     file before overwriting it with its results)."""
-    data = {
-        "nodeids": None if request.nodeids is None else list(request.nodeids),
-        "fixture": request.fixture,
-        "excluded": list(request.excluded),
-        "evidence": request.evidence,
-        "ncu": request.ncu,
-        "floors": request.floors,
-    }
-    out.write_text(json.dumps(data), encoding="utf-8")
+    out.write_text(json.dumps(encode(request)), encoding="utf-8")
 
 
 def read_request(out: Path) -> Request | None:
     """What a parent asked this child to run, or None for all of its selection."""
     try:
-        data = json.loads(out.read_text(encoding="utf-8"))
+        return decode(Request, json.loads(out.read_text(encoding="utf-8")))
     except (OSError, ValueError):
         return None
-    if not isinstance(data, dict):
-        return None
-    nodeids, fixture, excluded = data.get("nodeids"), data.get("fixture"), data.get("excluded")
-    evidence = data.get("evidence")
-    return Request(
-        tuple(str(n) for n in nodeids) if isinstance(nodeids, list) else None,
-        fixture if isinstance(fixture, str) else None,
-        tuple(str(n) for n in excluded) if isinstance(excluded, list) else (),
-        evidence if isinstance(evidence, str) else None,
-        data.get("ncu") is True,
-        data.get("floors") is True,
-    )
 
 
 def child_environment(

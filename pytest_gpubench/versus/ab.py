@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 import os
 import time
@@ -607,7 +608,6 @@ def paired_results(
         pairs = [(b, h) for _, b, h in found]
         heads = [h for h in head if h is not None]
         bases = [b for b in base if b is not None]
-        family = gate.family
         # Without a pair, what each side measured: the reports show both.
         sides = Paired(
             revision.ref,
@@ -616,26 +616,18 @@ def paired_results(
             tuple(h.record for h in heads),
             lockstep=lockstep,
         )
+        unpaired = functools.partial(Verdict, family=gate.family, paired=sides)
         name = sides.label
         nodeid = node_id(key)
         dead = {side: (crashed or {}).get(side, {}) for side in (BASE, HEAD)}
         if nodeid in dead[HEAD]:  # whatever its pairs say: the working tree's own process died
             why = f"the working tree's process {dead[HEAD][nodeid]}"
-            return Result(
-                heads[0] if heads else bases[0],
-                Verdict(Status.CRASHED, reason=why, family=family, paired=sides),
-            )
+            return Result(heads[0] if heads else bases[0], unpaired(Status.CRASHED, reason=why))
         # One side only: its first session shows (more would read as confirmations).
         if not heads:
             why = "its test failed in the working tree" if key in failed[HEAD] else "only there"
             return Result(
-                bases[0],
-                Verdict(
-                    Status.REMOVED,
-                    reason=f"measured on {name}'s side: {why}",
-                    family=family,
-                    paired=sides,
-                ),
+                bases[0], unpaired(Status.REMOVED, reason=f"measured on {name}'s side: {why}")
             )
         if not bases:
             path = key.split("::")[0]
@@ -648,11 +640,8 @@ def paired_results(
                     if nodeid in dead[BASE]
                     else f"its test failed on {name}'s side: nothing to compare with"
                 )
-                return Result(
-                    heads[0], Verdict(Status.UNMEASURABLE, reason=why, family=family, paired=sides)
-                )
-            why = f"not measured on {name}'s side"
-            return Result(heads[0], Verdict(Status.NEW, reason=why, family=family, paired=sides))
+                return Result(heads[0], unpaired(Status.UNMEASURABLE, reason=why))
+            return Result(heads[0], unpaired(Status.NEW, reason=f"not measured on {name}'s side"))
         if not pairs:
             timers = sorted({m.timer for m in (*heads, *bases)})
             why = (
@@ -661,17 +650,8 @@ def paired_results(
                 if len(timers) > 1
                 else "no pair of processes measured it on both sides with enough samples"
             )
-            first = heads[0]
-            return Result(
-                first.with_confirmations(heads[1:]),
-                Verdict(
-                    Status.UNSURE,
-                    reason=why,
-                    reference_ms=sides.base_median_ms,
-                    family=family,
-                    paired=sides,
-                ),
-            )
+            verdict = unpaired(Status.UNSURE, reason=why, reference_ms=sides.base_median_ms)
+            return Result(heads[0].with_confirmations(heads[1:]), verdict)
         b_first, h_first = pairs[0]
         changes: tuple[str, ...] = ()
         if b_first.kernels and h_first.kernels and b_first.binary != h_first.binary:

@@ -41,12 +41,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.codec import Coded, spec
 from ..core.errors import GpubenchError
 from ..core.jsondata import Json
-from ..core.records import Result, Status
+from ..core.records import Judgement, Result, Status
 from ..run import processes
 from ..run.children import FOREIGN_VARIABLE, reason_in
 from ..store import files as storage
@@ -76,46 +77,45 @@ class Outcome(str, enum.Enum):
 
 
 @dataclass(frozen=True)
-class Commit:
-    sha: str
+class Commit(Coded):
+    sha: str = field(metadata=spec(key="commit"))
     subject: str
 
     @property
     def short(self) -> str:
         return self.sha[:7]
 
-    def to_json(self) -> dict[str, Json]:
-        return {"commit": self.sha, "subject": self.subject}
-
 
 @dataclass(frozen=True)
-class Reading:
+class Reading(Coded):
     """One measurement's verdict against GOOD at a step: its status, head / base ratio and
-    the interval's upper end (None without a paired judgement), threshold and reason."""
+    its interval (None without a paired judgement), threshold and reason; the bisect JSON's
+    entry of a test, in this order."""
 
     key: str
     status: Status
     ratio: float | None = None
+    ratio_low: float | None = None
     ratio_high: float | None = None
     threshold: float = 0.05
     pairs: int = 0
     reason: str = ""
-    ratio_low: float | None = None
     lockstep: bool = False  # its pairs timed both sides in one process (versus/lockstep.py)
 
     @classmethod
     def of(cls, result: Result) -> Reading:
-        judgement, paired = result.verdict.judgement, result.verdict.paired
+        verdict = result.verdict
+        judged = verdict.judgement or Judgement(verdict.status)  # none: no ratio to read
         return cls(
             key=result.key,
             status=result.status,
-            ratio=None if judgement is None else judgement.ratio,
-            ratio_high=None if judgement is None else judgement.ratio_high,
+            ratio=judged.ratio,
+            ratio_low=judged.ratio_low,
+            ratio_high=judged.ratio_high,
             threshold=result.measurement.threshold,
-            pairs=result.verdict.history_sessions,
-            reason=result.verdict.reason,
-            ratio_low=None if judgement is None else judgement.ratio_low,
-            lockstep=paired is not None and paired.lockstep,
+            pairs=verdict.history_sessions,
+            reason=verdict.reason,
+            lockstep=verdict.paired is not None and verdict.paired.lockstep,
         )
 
     @property
@@ -165,19 +165,6 @@ class Reading:
             return f"{self.status.value}: {self.reason}" if self.reason else self.status.value
         verb = "slower" if self.ratio >= 1 else "faster"
         return f"{verb} by {abs(self.ratio - 1):.1%} than {good}"
-
-    def to_json(self) -> dict[str, Json]:
-        return {
-            "key": self.key,
-            "status": self.status.value,
-            "ratio": self.ratio,
-            "ratio_low": self.ratio_low,
-            "ratio_high": self.ratio_high,
-            "threshold": self.threshold,
-            "pairs": self.pairs,
-            "reason": self.reason,
-            "lockstep": self.lockstep,
-        }
 
 
 @dataclass(frozen=True)
