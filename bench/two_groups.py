@@ -2,13 +2,13 @@
 
     python bench/two_groups.py   # ~6 min on 2 idle cores
 
-prints the table of bench/results/two-groups-2026-12-03.md. Each row is the rule with one
-change (a constant of pytest_gpubench/judge/rule.py set otherwise, the history's sessions
-taken as correlated, the resampling's histories of distinct sessions only, or a stricter
-level than the default alpha 0.01), measured by bench/resample.py as docs/verdict.md
-measures the rule: unchanged 54-test runs with 20-session histories (2000, as
-tests/test_resample.py), the held-out H100s' 5-session replays, tests/test_rule.py's
-two-group case, and slowdowns of the threshold caught (200 runs).
+prints the table of bench/results/two-groups-2026-12-03.md (then with histories that
+repeated sessions, and a row without). Each row is the rule with one change (a constant of
+pytest_gpubench/judge/rule.py set otherwise, the history's sessions taken as correlated, or
+a stricter level than the default alpha 0.01), measured by bench/resample.py as
+docs/verdict.md measures the rule: unchanged 54-test runs with histories of up to 20
+sessions (2000, as tests/test_resample.py), the held-out H100s' 5-session replays,
+tests/test_rule.py's two-group case, and slowdowns of the threshold caught (200 runs).
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ VARIANTS: tuple[tuple[str, dict[str, object]], ...] = (
     ("SIZE_ICC 0.95", {"SIZE_ICC": 0.95}),
     ("MAX_RATE_WEIGHT 5", {"MAX_RATE_WEIGHT": 5.0}),
     ("history's sessions correlated at RUN_ICC", {"history_icc": True}),
-    ("histories of distinct sessions (resampling)", {"distinct": True}),
     ("alpha 0.005 (the rule's level, a setting)", {"alpha": 0.005}),
 )
 
@@ -81,7 +80,6 @@ def _group_case(threshold: float) -> int:
 def measure(variant: tuple[str, dict[str, object]]) -> str:
     name, change = variant
     change = dict(change)
-    distinct = bool(change.pop("distinct", False))
     resample.ALPHA = float(change.pop("alpha", resample.ALPHA))  # type: ignore[arg-type]
     if change.pop("history_icc", False):
         rule.fit = _history_icc_fit(rule.fit)
@@ -89,8 +87,7 @@ def measure(variant: tuple[str, dict[str, object]]) -> str:
         setattr(rule, key, value)
     machines, held = resample.load(), resample.load(held_out=True)
     false = [
-        resample.simulate(machines, resample.Config(k=20, threshold=t, distinct=distinct), 2000)
-        for t in (0.05, 0.02)
+        resample.simulate(machines, resample.Config(k=20, threshold=t), 2000) for t in (0.05, 0.02)
     ]
     replays = {
         (m.suite, t): resample.held_out(m, resample.Config(k=5, threshold=t)).failed_runs
@@ -101,7 +98,7 @@ def measure(variant: tuple[str, dict[str, object]]) -> str:
     cells += [f"{replays[s, 0.05]} / {replays[s, 0.02]}" for s in ("user", "example")]
     cells.append(f"{_group_case(0.05)} / {_group_case(0.02)}")
     for t in (0.05, 0.02):
-        cfg = resample.Config(k=20, slowdown=t, threshold=t, distinct=distinct)
+        cfg = resample.Config(k=20, slowdown=t, threshold=t)
         o = resample.simulate(machines, cfg, 200)
         bands = ((0, 3), (3, 20), (20, math.inf)) if t == 0.05 else ((20, math.inf),)
         for low, high in bands:
