@@ -16,16 +16,16 @@ One replicate run of a suite on one machine:
 
 - the *current* session is one recorded session, the same for all tests of the run (a
   session's disturbance hits many of its tests at once: that correlation is kept);
-- the *history* is K other sessions of the machine, the same for all tests (drawn without
-  replacement while the machine has enough, the rest with; with ``Config.distinct``, the
-  distinct ones only, fewer than K where the machine has too few: a repeat is counted by the
-  rule as a session of evidence, which no real history holds);
+- the *history* is up to K other sessions of the machine, distinct, the same for all tests:
+  as many as the machine holds beside the run's, so fewer than K where it has too few (9-20
+  of 20 on the example suite's GPUs; the tables say how many). A real history never holds
+  one session twice; until 2026-12-04 the resampling repeated sessions to K, and the rule
+  counted each repeat as a session of evidence (issue 45);
 - a flagged test's *confirmations* are the sessions recorded right after that first session
   when there are (real fresh processes, seconds later), then sessions outside the history,
   never its own (issue 45: confirming with the history's sessions hid every test whose
-  sessions fall in two groups): at least RESERVE of the machine's sessions are kept out of
-  every history, distinct confirmations drawn from them (a 20-session history of a machine
-  with fewer than 27 sessions so repeats some of its sessions);
+  sessions fall in two groups): RESERVE of the machine's sessions are kept out of every
+  history, distinct confirmations drawn from them;
 - with gross outliers, any session (history, current, confirmation) is, with 1% chance,
   multiplied or divided by a factor uniform in [1.3, 3].
 
@@ -71,7 +71,7 @@ OUTLIER_RANGE = (1.3, 3.0)
 # Sessions of a machine kept outside every history, to draw confirmations from: as many as
 # the default cap, so that a flagged test's confirmations are distinct sessions (drawn with
 # replacement from 4, a run's 7 sessions held 4 values and failed 3.4% of unchanged 20-session
-# runs at 5%). A history longer than the machine's other sessions less these repeats some.
+# runs at 5%). A history is the machine's other sessions less these, up to Config.k.
 RESERVE = 6
 
 
@@ -154,17 +154,12 @@ def _versus(tests: dict, key: str, ratio: float) -> Versus:
 
 @dataclass(frozen=True)
 class Config:
-    k: int = 20  # history sessions
+    k: int = 20  # history sessions, at most (the machine's distinct ones beside a run's)
     tests: int = 54  # 54: the example suite on one machine; more: joined replicates
     outliers: bool = False
     slowdown: float = 0.0
     threshold: float = 0.05
     cap: int = 6
-    # Histories of distinct sessions only, up to k: a machine of fewer than k + RESERVE + 1
-    # sessions gives shorter ones (9-20 on the example suite's four GPUs), where the others
-    # repeat sessions to k, each repeat counted by the rule as one more session of evidence,
-    # which no real history is.
-    distinct: bool = False
 
 
 @dataclass
@@ -194,20 +189,15 @@ def _pieces(machines: list[Machine], config: Config) -> list[Machine]:
     return example if config.tests <= 54 else machines
 
 
-def _draw(
-    rng: np.random.Generator, sessions: int, c: int, k: int, distinct: bool = False
-) -> tuple[np.ndarray, np.ndarray]:
-    """(history, spare) for current session ``c`` of ``sessions``: ``k`` other sessions for
-    the history (drawn without replacement while the machine has enough, the rest with; with
-    ``distinct``, no more than it has) and at least RESERVE sessions kept outside it, from
-    which confirmations are drawn."""
+def _draw(rng: np.random.Generator, sessions: int, c: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(history, spare) for current session ``c`` of ``sessions``: up to ``k`` distinct other
+    sessions for the history and at least RESERVE sessions kept outside it, from which
+    confirmations are drawn."""
     others = np.delete(np.arange(sessions), c)
     keep = max(RESERVE, len(others) - k)
     spare = rng.choice(others, min(keep, len(others) - 1), replace=False)
     rest = np.setdiff1d(others, spare)
-    if k <= len(rest) or distinct:
-        return rng.choice(rest, min(k, len(rest)), replace=False), spare
-    return np.concatenate([rest, rng.choice(rest, k - len(rest))]), spare
+    return rng.choice(rest, min(k, len(rest)), replace=False), spare
 
 
 def _plan(
@@ -221,7 +211,7 @@ def _plan(
         while total < config.tests:
             m = pool[rng.integers(len(pool))] if config.tests > 54 else pool[r % len(pool)]
             c = int(rng.integers(m.x.shape[1]))
-            pieces.append((m, c, *_draw(rng, m.x.shape[1], c, config.k, config.distinct)))
+            pieces.append((m, c, *_draw(rng, m.x.shape[1], c, config.k)))
             total += m.x.shape[0]
         plan.append(pieces)
     return plan
@@ -358,22 +348,20 @@ def by_class(outcome: Outcome, values: np.ndarray) -> list[tuple[str, float, int
 
 
 def history_label(machines: list[Machine], config: Config) -> str:
-    """The history's sessions as the table says them: ``k``, or with ``distinct`` the range
-    of distinct sessions the machines of the run hold for it."""
-    if not config.distinct:
-        return str(config.k)
+    """The history's sessions as the tables say them: the range the machines of the run hold
+    beside a run's, up to ``k``."""
     sizes = {min(config.k, m.x.shape[1] - 1 - RESERVE) for m in _pieces(machines, config)}
     low, high = min(sizes), max(sizes)
-    return f"{low}-{high} distinct" if low < high else f"{high} distinct"
+    return f"{low}-{high}" if low < high else f"{high}"
 
 
 def false_table(machines: list[Machine], runs: int) -> list[dict]:
     rows = []
     for threshold in (0.05, 0.02):
-        for k, distinct in ((5, False), (20, False), (20, True)):
-            for tests in (54,) if distinct else (54, 500):
+        for k in (5, 20):
+            for tests in (54, 500):
                 for outliers in (False, True):
-                    cfg = Config(k, tests, outliers, threshold=threshold, distinct=distinct)
+                    cfg = Config(k, tests, outliers, threshold=threshold)
                     o = simulate(machines, cfg, runs if tests == 54 else max(runs // 5, 100))
                     rows.append(
                         {
@@ -404,6 +392,7 @@ def power_table(machines: list[Machine], runs: int) -> list[dict]:
                         {
                             "threshold": threshold,
                             "k": k,
+                            "history": history_label(machines, cfg),
                             "slowdown": s,
                             "class": label,
                             "power": rate,
@@ -421,7 +410,7 @@ def false_lines(rows: list[dict]) -> list[str]:
     ]
     for r in rows:
         lines.append(
-            f"| {r['threshold']:.0%} | {r.get('history', r['k'])} | {r['tests']} | "
+            f"| {r['threshold']:.0%} | {r['history']} | {r['tests']} | "
             f"{'yes' if r['outliers'] else 'no'} | {r['runs']} | {r['false_runs']} "
             f"({r['false_rate']:.2%}) | {r['confirmations']:.2f} | {r['not_gated']:.0%} |"
         )
@@ -432,7 +421,7 @@ def power_lines(rows: list[dict]) -> list[str]:
     lines = ["| threshold | history | slowdown | duration | caught |", "|---|---|---|---|---|"]
     for r in rows:
         lines.append(
-            f"| {r['threshold']:.0%} | {r['k']} | +{r['slowdown']:.0%} | {r['class']} | "
+            f"| {r['threshold']:.0%} | {r['history']} | +{r['slowdown']:.0%} | {r['class']} | "
             f"{r['power']:.1%} |"
         )
     return lines
