@@ -110,6 +110,25 @@ def test_one_saved_session_catches_half_again_and_passes_less(
     )
 
 
+@pytest.mark.slow
+def test_a_five_session_history_of_one_group_passes_a_run_of_the_other(
+    fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 45, item 3: a 47 us kernel whose sessions fall in two groups 2.5% apart (an H100's
+    recorded kernel, 1.5-1.9%; an SDPA ratio, 2.5%). A history of five sessions of the lower
+    group, a run and its confirmations all in the upper: unchanged code, which must not fail
+    at 2%; its gate says what such a history cannot rule out. Nine sessions would gate 2%."""
+    fake.makepyfile(test_bench=BENCH)
+    monkeypatch.setenv("FAKE_BASE_MS", "0.047")
+    monkeypatch.setenv("FAKE_SHIFT", "0.001")
+    monkeypatch.setenv("FAKE_NOISE", "0.0005")
+    save_sessions(fake, monkeypatch, 5)
+    monkeypatch.setenv("FAKE_SCALE", "1.025")
+    result = fake.runpytest("--gpubench", "--gpubench-threshold=2%")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["test_sum: ok: slower by 2.*; gate *% (over the 2% threshold)*"])
+
+
 @pytest.mark.parametrize(
     "base_ms, shift, gate",
     [("1.0", "0.003", "5.0%"), ("0.005", "0.02", "*%")],
