@@ -31,6 +31,7 @@ from support import (
     slower,
 )
 
+from pytest_gpubench import cli
 from pytest_gpubench.versus import revision
 
 if shutil.which("git") is None:
@@ -276,6 +277,34 @@ def test_the_reports_carry_both_medians_and_the_pairs(repo: pytest.Pytester) -> 
     assert len(set(sessions)) == 4 and set(sessions) <= set(summed["session_infos"])
     markdown = (repo.path / "r.md").read_text()
     assert "| test_sum | cuda-graph | 1.00 ms | 1.50 ms |" in markdown  # base, then head
+
+
+@pytest.mark.slow
+def test_one_pair_of_processes_shows_no_interval_and_says_why(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One pair of fresh processes has half a degree of freedom: its interval at the run's
+    level ran from -100.0% to +1.8e7%, which says nothing. It is absent, in the table, the
+    JSON report and ``gpubench compare``, and the reason says why."""
+    slower(repo, 1.01)
+    result = repo.runpytest("--gpubench-against=HEAD", *ONE, "--gpubench-json=ab.json")
+    result.assert_outcomes(passed=2)
+    text = output(result)
+    why = "1 pair cannot bound the change at alpha 0.01 over 2 tests"
+    assert "[-100.0%" not in text and "test_sum: unsure: slower by 1.0%" in text, text
+    assert why in text, text
+    [summed] = [
+        r
+        for r in json.loads((repo.path / "ab.json").read_text())["results"]
+        if r["test"] == "test_sum"
+    ]
+    assert summed["judgement"]["ratio_low"] is None is summed["judgement"]["ratio_high"]
+    assert summed["against"]["ratio_high"] is None and why in summed["reason"], summed
+    monkeypatch.chdir(repo.path)
+    capsys.readouterr()
+    assert cli.main(["compare", "ab.json"]) == 0
+    shown = capsys.readouterr().out
+    assert "[-100.0%" not in shown and why in shown, shown
 
 
 @pytest.mark.slow
