@@ -475,6 +475,30 @@ def test_a_failure_in_lockstep_rests_on_two_processes(
         assert "(a failure in lockstep needs two processes); this process's: slower by" in reason
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("confirm", [(), ("--gpubench-confirm=0",)], ids=["second", "one"])
+def test_a_failure_in_lockstep_keeps_the_trace_of_each_side(
+    repo: pytest.Pytester, confirm: tuple[str, ...]
+) -> None:
+    """A test that fails against the revision keeps its evidence, decided by that verdict,
+    not by the history (which has none: the test is new to it): a profiler trace of one
+    call of each side, taken in this process while both calls live (its second process's
+    verdict comes at the run's end); a test that passes keeps none."""
+    slower(repo, 1.5)
+    args = ("--gpubench-against=HEAD", "--gpubench-pairing=lockstep", "--gpubench-json=ab.json")
+    result = repo.runpytest_subprocess(*args, *confirm)
+    result.assert_outcomes(passed=1, failed=1)
+    text = output(result)
+    found = {r["test"]: r for r in json.loads((repo.path / "ab.json").read_text())["results"]}
+    summed, joined = found["test_sum"], found["test_join"]
+    assert summed["status"] == "regressed" and summed["trace"] and summed["reference_trace"]
+    assert f"evidence: a profiler trace of one call, {summed['trace']}" in text, text
+    assert f"evidence: the revision's, {summed['reference_trace']}" in text
+    evidence = sorted(p.name for p in (repo.path / "gpubench-evidence").glob("*.json"))
+    assert evidence == [Path(summed["reference_trace"]).name, Path(summed["trace"]).name]
+    assert joined["trace"] is None is joined["reference_trace"]
+
+
 MANY_TESTS = """
 import pytest
 
