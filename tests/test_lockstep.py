@@ -499,6 +499,29 @@ def test_a_failure_in_lockstep_keeps_the_trace_of_each_side(
     assert joined["trace"] is None is joined["reference_trace"]
 
 
+@pytest.mark.slow
+def test_a_side_of_a_pair_is_judged_against_the_revision_alone(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each side of a lockstep pair is judged against the revision only: a verdict against
+    the history (6 ms a measurement with 20 sessions, on a CPU) would be thrown away."""
+    from pytest_gpubench.run.session import BenchSession
+
+    judged: list[str] = []
+    judge = BenchSession.judge
+
+    def counted(self: BenchSession, measurement: Any, settings: Any) -> Any:
+        judged.append(measurement.key)
+        return judge(self, measurement, settings)
+
+    monkeypatch.setattr(BenchSession, "judge", counted)
+    slower(repo, 1.5)
+    result = repo.runpytest("--gpubench-against=HEAD", *LOCKSTEP)
+    result.assert_outcomes(passed=1, failed=1)
+    assert "slower by 50.0% than HEAD" in output(result)
+    assert judged == []
+
+
 MANY_TESTS = """
 import pytest
 
