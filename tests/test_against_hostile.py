@@ -31,6 +31,7 @@ from support import (
     slower,
 )
 
+from pytest_gpubench import cli
 from pytest_gpubench.versus import revision
 
 if shutil.which("git") is None:
@@ -276,6 +277,34 @@ def test_the_reports_carry_both_medians_and_the_pairs(repo: pytest.Pytester) -> 
     assert len(set(sessions)) == 4 and set(sessions) <= set(summed["session_infos"])
     markdown = (repo.path / "r.md").read_text()
     assert "| test_sum | cuda-graph | 1.00 ms | 1.50 ms |" in markdown  # base, then head
+
+
+@pytest.mark.slow
+def test_one_pair_of_processes_shows_no_interval_and_says_why(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One pair of fresh processes has half a degree of freedom: its interval at the run's
+    level ran from -100.0% to +1.8e7%, which says nothing. It is absent, in the table, the
+    JSON report and ``gpubench compare``, and the reason says why."""
+    slower(repo, 1.01)
+    result = repo.runpytest("--gpubench-against=HEAD", *ONE, "--gpubench-json=ab.json")
+    result.assert_outcomes(passed=2)
+    text = output(result)
+    why = "1 pair cannot bound the change at alpha 0.01 over 2 tests"
+    assert "[-100.0%" not in text and "test_sum: unsure: slower by 1.0%" in text, text
+    assert why in text, text
+    [summed] = [
+        r
+        for r in json.loads((repo.path / "ab.json").read_text())["results"]
+        if r["test"] == "test_sum"
+    ]
+    assert summed["judgement"]["ratio_low"] is None is summed["judgement"]["ratio_high"]
+    assert summed["against"]["ratio_high"] is None and why in summed["reason"], summed
+    monkeypatch.chdir(repo.path)
+    capsys.readouterr()
+    assert cli.main(["compare", "ab.json"]) == 0
+    shown = capsys.readouterr().out
+    assert "[-100.0%" not in shown and why in shown, shown
 
 
 @pytest.mark.slow
@@ -550,7 +579,7 @@ def test_a_working_tree_process_dying_in_a_test_fails_it_as_crashed(
     repo.makepyfile(kernels=failing_on(2, crash))
     result = repo.runpytest("--gpubench-against=HEAD", *TWO)
     text = output(result)
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=1, errors=1)
     assert "INTERNALERROR" not in text
     assert table_rows(text, "test_join")[0].split()[-3] == "same", text
     assert table_rows(text, "test_sum")[0].split()[-3] == "crashed", text
@@ -573,8 +602,8 @@ def test_a_test_no_side_measured_fails_with_a_line_saying_why(
     repo.makepyfile(kernels=failing_on(2, "import os; os._exit(3)"))
     result = repo.runpytest_subprocess("--gpubench-against=HEAD", *xdist, *TWO)
     text = output(result)
-    result.assert_outcomes(passed=1, failed=1)
-    assert "FAILED test_bench.py::test_sum" in text
+    result.assert_outcomes(passed=1, errors=1)
+    assert "ERROR test_bench.py::test_sum" in text
     assert not table_rows(text, "test_sum") and table_rows(text, "test_join")
     [line] = [line for line in text.splitlines() if line.startswith("gpubench: test_sum: ")]
     assert line.startswith(
@@ -604,13 +633,44 @@ def test_a_working_tree_crashing_on_every_call_never_runs_in_the_run_itself(
     result = repo.runpytest_subprocess("--gpubench-against=HEAD", *xdist, *ONE)
     text = output(result)
     assert result.ret == pytest.ExitCode.TESTS_FAILED, text
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=1, errors=1)
     said = "the working tree's process died in test_sum, killed by SIGABRT"
     if revision_dies:
         assert f"test_sum: not judged, measured on neither side: {said}" in text
     else:
         assert f"test_sum crashed: {said}" in text
         assert "1 crashed" in text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["alone", "xdist"])
+def test_a_crashed_tests_fixtures_are_not_set_up_in_the_run_itself(
+    repo: pytest.Pytester, xdist: tuple[str, ...]
+) -> None:
+    """test_sum's fixture calls the working tree's kernel, which aborts: its process dies
+    in test_sum, which errors as crashed at its setup, its fixture never set up in the run's
+    own process (which it would abort, with no summary); the other test is judged, -x stops
+    at the crashed one and --lf runs it again, and JUnit holds it as an error."""
+    repo.makepyfile(
+        test_bench=TESTS.replace("def test_sum(gpubench):", "def test_sum(gpubench, data):")
+        + "\n\nimport pytest\n\n\n@pytest.fixture\ndef data():\n    return work(3)\n"
+    )
+    commit(repo.path, "a fixture of the kernel")
+    repo.makepyfile(kernels="import os\n\n\ndef work(n):\n    os.abort()\n")
+    args = ("--gpubench-against=HEAD", *xdist, *ONE)
+    result = repo.runpytest_subprocess(*args, "--junitxml=j.xml")
+    text = output(result)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, text
+    result.assert_outcomes(passed=1, errors=1)
+    assert "test_sum crashed: the working tree's process died in test_sum, killed by" in text
+    assert "1 crashed" in text and table_rows(text, "test_sum")[0].split()[-3] == "crashed"
+    assert 'errors="1"' in (repo.path / "j.xml").read_text()
+    if not xdist:
+        stopped = repo.runpytest_subprocess(*args, "-x", "-p", "no:randomly")
+        stopped.assert_outcomes(errors=1)
+        again = repo.runpytest_subprocess(*args, "--lf")
+        again.assert_outcomes(errors=1)
+        assert "rerun previous 1 failure" in output(again)
 
 
 @pytest.mark.slow
@@ -717,7 +777,7 @@ def test_a_side_whose_process_dies_in_every_test_is_given_up_after_three_deaths(
     repo.makepyfile(test_dies=DYING.format(dies=True))
     result = repo.runpytest("--gpubench-against=HEAD", "-k", "test_dies", *ONE)
     text = output(result)
-    result.assert_outcomes(failed=5, deselected=2)
+    result.assert_outcomes(errors=5, deselected=2)
     assert text.count("the rest again") == 2 and text.count("the rest given up") == 1, text
     for k in range(3):
         assert (

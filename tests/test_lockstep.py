@@ -475,6 +475,53 @@ def test_a_failure_in_lockstep_rests_on_two_processes(
         assert "(a failure in lockstep needs two processes); this process's: slower by" in reason
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("confirm", [(), ("--gpubench-confirm=0",)], ids=["second", "one"])
+def test_a_failure_in_lockstep_keeps_the_trace_of_each_side(
+    repo: pytest.Pytester, confirm: tuple[str, ...]
+) -> None:
+    """A test that fails against the revision keeps its evidence, decided by that verdict,
+    not by the history (which has none: the test is new to it): a profiler trace of one
+    call of each side, taken in this process while both calls live (its second process's
+    verdict comes at the run's end); a test that passes keeps none."""
+    slower(repo, 1.5)
+    args = ("--gpubench-against=HEAD", "--gpubench-pairing=lockstep", "--gpubench-json=ab.json")
+    result = repo.runpytest_subprocess(*args, *confirm)
+    result.assert_outcomes(passed=1, failed=1)
+    text = output(result)
+    found = {r["test"]: r for r in json.loads((repo.path / "ab.json").read_text())["results"]}
+    summed, joined = found["test_sum"], found["test_join"]
+    assert summed["status"] == "regressed" and summed["trace"] and summed["reference_trace"]
+    assert f"evidence: a profiler trace of one call, {summed['trace']}" in text, text
+    assert f"evidence: the revision's, {summed['reference_trace']}" in text
+    evidence = sorted(p.name for p in (repo.path / "gpubench-evidence").glob("*.json"))
+    assert evidence == [Path(summed["reference_trace"]).name, Path(summed["trace"]).name]
+    assert joined["trace"] is None is joined["reference_trace"]
+
+
+@pytest.mark.slow
+def test_a_side_of_a_pair_is_judged_against_the_revision_alone(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each side of a lockstep pair is judged against the revision only: a verdict against
+    the history (6 ms a measurement with 20 sessions, on a CPU) would be thrown away."""
+    from pytest_gpubench.run.session import BenchSession
+
+    judged: list[str] = []
+    judge = BenchSession.judge
+
+    def counted(self: BenchSession, measurement: Any, settings: Any) -> Any:
+        judged.append(measurement.key)
+        return judge(self, measurement, settings)
+
+    monkeypatch.setattr(BenchSession, "judge", counted)
+    slower(repo, 1.5)
+    result = repo.runpytest("--gpubench-against=HEAD", *LOCKSTEP)
+    result.assert_outcomes(passed=1, failed=1)
+    assert "slower by 50.0% than HEAD" in output(result)
+    assert judged == []
+
+
 MANY_TESTS = """
 import pytest
 

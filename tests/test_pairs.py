@@ -284,3 +284,20 @@ def test_a_second_process_bears_out_a_failure_only_near_its_size() -> None:
     assert not agrees(copy, pairs(0.13, -0.02, -0.021, -0.019, -0.02, -0.022), "cuda-graph", 0.13)
     assert not agrees(copy, pairs(0.13, 0.0, 0.001, -0.001, 0.0, 0.0005), "cuda-graph", 0.13)
     assert not agrees(copy, pairs(0.13, 0.023), "cuda-graph", 0.13)
+
+
+def test_an_interval_under_one_degree_of_freedom_is_absent_and_the_reason_says_why() -> None:
+    """One pair of fresh processes has half a degree of freedom: its interval at alpha
+    0.01 over one test ran from -100.0% to +1.8e7%, the level's, not the pairs'. It is
+    absent, the verdict unsure with how many pairs would gate the threshold; one lockstep
+    pair (1.6 degrees of freedom, its prior's) keeps its interval, and so do two pairs."""
+    one = verdict([1.0], [1.01])
+    assert one.status is Status.UNSURE and one.ratio == pytest.approx(1.01)
+    assert one.ratio_low is None is one.ratio_high and one.bar is None
+    assert "1 pair cannot bound the change at alpha 0.01 over 1 test: needs 2 pairs" in one.reason
+    assert format_interval(one.ratio, one.ratio_low, one.ratio_high) == "+1.0%"
+    lockstep = verdict([1.0], [1.01], design=LOCKSTEP_DESIGN, lockstep=True)
+    two = verdict([1.0, 1.0], [1.01, 1.01])
+    for j in (lockstep, two):
+        assert j.ratio_low is not None and j.ratio_high is not None, j
+        assert 0.5 < j.ratio_low < 1.01 < j.ratio_high < 2, j

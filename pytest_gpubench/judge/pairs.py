@@ -37,9 +37,8 @@ from ..core.records import (
     Versus,
     gate_text,
 )
-from ..core.samples import sample_problem
+from ..core.samples import MAX_SAMPLE_MS, MIN_SAMPLE_MS, sample_problem
 from .rule import (
-    LOG_MAX,
     NOT_GATED_BEYOND,
     Z_POWER,
     Prior,
@@ -111,6 +110,8 @@ LOCKSTEP_PROCESS_SIGMA: dict[str, tuple[float, float, float]] = {
     "cupti-graph": (0.0, 0.0037, 0.0037),
 }
 LOCKSTEP_PRIOR_WEIGHT = 1.6
+# The widest log-ratio two medians a timer reports can have: an interval beyond it is none.
+RATIO_LOG_MAX = math.log(MAX_SAMPLE_MS / MIN_SAMPLE_MS)
 # The most pairs :func:`pairs_to_gate` looks through.
 PAIRS_TO_GATE_LIMIT = 10_000
 
@@ -302,8 +303,8 @@ def pairs_to_gate(
 ) -> int | None:
     """The fewest pairs of spread ``s`` (log scale) that would catch a slowdown of
     ``threshold`` at ``level`` with the target power (:func:`decide_pairs`' gateable at their
-    count); None beyond PAIRS_TO_GATE_LIMIT."""
-    counts = np.arange(1, PAIRS_TO_GATE_LIMIT + 1)
+    count) and a degree of freedom (:func:`judge_pairs`); None beyond PAIRS_TO_GATE_LIMIT."""
+    counts = np.arange(max(1, math.ceil(2 - weight)), PAIRS_TO_GATE_LIMIT + 1)
     with np.errstate(over="ignore"):
         q = t_quantile(weight + counts - 1, level)
         gates = (q + Z_POWER) * s / np.sqrt(counts) <= math.log1p(threshold)
@@ -453,10 +454,12 @@ def judge_pairs(
     reason = f"{verb} by {abs(math.expm1(d)):.1%} than {against} over {pairs}{where}"
     cap = _plural(design.cap, unit)
     bar_log = float(dec.bar[0])
-    if not bar_log <= LOG_MAX:
-        # Too few pairs for the level: the t quantile of half a degree of freedom (one pair)
-        # at alpha 0.01 over 8 tests is 2.6e5, a bound of e^1000. What would judge it: the
-        # pairs that would gate the threshold (a bound a float holds may still be e^200).
+    if float(dec.df[0]) < 1 or not bar_log <= RATIO_LOG_MAX:
+        # Too few pairs for the level: under one degree of freedom (one pair of processes has
+        # half of one) a t quantile is the level's, not the pairs' (at alpha 0.01 over 2 tests
+        # 1.6e4, an interval of [-100.0%, +1.8e7%]; over 8, e^1000); and no two times a timer
+        # reports are further apart than RATIO_LOG_MAX. What would judge it: the pairs that
+        # would gate the threshold.
         needed = pairs_to_gate(float(dec.s[0]), level, threshold, weight)
         tests = _plural(max(1, family), "test")
         why = f"{pairs} cannot bound the change at alpha {alpha:g} over {tests}"

@@ -332,6 +332,8 @@ class Controller:
         for key, result in found.results.items():
             if node_id(key) not in measures:  # on the revision's side only
                 self.collected.add(result)
+            elif node_id(key) in found.crashed:  # its test fails at its setup: no call report
+                self.collected.add(result, passed=False)
         self.lines.extend(found.lines)
         pairs = f"{found.pairs} pair{'s' if found.pairs != 1 else ''}"
         self.lines.append(

@@ -327,6 +327,16 @@ class Measuring:
         problem = item.stash.get(SPEC_KEY, None)
         if isinstance(problem, str):
             pytest.fail(problem, pytrace=False)
+        session = self.session
+        if session is not None and item.nodeid in session.crashed and session.untimed(item.nodeid):
+            # The working tree's process died in it: its body, or a fixture, would end this
+            # process too. It fails before its fixtures are set up (an error at its setup);
+            # its results are in the run's from the comparison (Controller.compare).
+            results = session.compared(item.nodeid)
+            why = "" if results else session.unjudged.get(item.nodeid, "")
+            failures = self._settled(item, results, compared=True, problem=why)
+            if failures:
+                pytest.fail("\n".join(failures), pytrace=False)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
@@ -342,12 +352,6 @@ class Measuring:
                 self.session.outside_test = contextlib.nullcontext
 
     def _call(self, item: pytest.Item) -> Generator[None, object, object]:
-        session = self.session
-        if session is not None and item.nodeid in session.crashed and session.untimed(item.nodeid):
-            # The working tree's process died in it: its body would end this process too.
-            failures = self._settle(item, confirm=False)
-            if failures:
-                pytest.fail("\n".join(failures), pytrace=False)
         self._base_side(item)
         self._duo_before(item)
         try:
@@ -613,6 +617,11 @@ class Measuring:
                     results = tuple(
                         gate.unconfirmed(r, "interrupted") for r in verdicts(replicate=False)
                     )
+                else:
+                    if not child:  # a fresh process's parent judges, and keeps the evidence
+                        results = pairing.with_evidence(results, lock.paired, settings)
+                    if later:  # its second process ends these results, traces and all
+                        later[0] = (later[0][0], results, later[0][2], later[0][3])
             if later:
                 self.waiting[item.nodeid] = Waiting(item, results, settings, pending=later[0])
             return child_results(results, lock.base) if child else results

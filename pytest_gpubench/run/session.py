@@ -31,6 +31,7 @@ from ..core.records import (
     Result,
     SessionInfo,
     Status,
+    Verdict,
     Versus,
 )
 from ..core.samples import sample_problem, time_text
@@ -257,13 +258,19 @@ class BenchSession:
         measurement: Measurement,
         settings: MeasureSettings,
         reference: Workload | None = None,
+        *,
+        history: bool = True,
     ) -> Result:
         """The look's one judgement of ``measurement``, the test's verdict too: with a
         profiler trace of one call in the evidence directory where it flags or fails it (it
         may fail: the workload is gone by the final verdict, :meth:`kept_evidence`), or every
         measurement's is asked for. In a fresh process, whose parent judges, only where its
         parent asked for the evidence (``trace_into``: every measurement's). A ratio's
-        (``reference`` given) has one of the reference's call beside it."""
+        (``reference`` given) has one of the reference's call beside it. ``history``
+        False: a side of a pair in lockstep, not judged here: its verdict and so its
+        evidence are the revision's (:meth:`traced`, once that verdict is known)."""
+        if not history:  # (a history's verdict, 6 ms with 20 sessions, nobody would read)
+            return Result(measurement, Verdict(Status.NEW, reason="a side of a pair"))
         result = self.judge(measurement, settings)
         folder = self.settings.evidence
         if self.settings.child is not None:
@@ -276,6 +283,20 @@ class BenchSession:
             or self.gate.fails(result.verdict)
         ):
             return result
+        return self.traced(result, workload, reference, folder)
+
+    def traced(
+        self,
+        result: Result,
+        workload: Workload,
+        reference: Workload | None = None,
+        folder: Path | None = None,
+    ) -> Result:
+        """``result`` with a profiler trace of one call of ``workload`` (and of
+        ``reference``'s beside it: a ratio's reference, a revision's call) in ``folder``
+        (the evidence directory); where none can be taken, its note says why."""
+        folder = folder or self.settings.evidence
+        measurement = result.measurement
         name = ncu.stem(measurement.key)
         path = folder / f"{name}.trace.json"
         other = None if reference is None else path.with_name(f"{name}.reference.trace.json")
@@ -597,7 +618,7 @@ class BenchSession:
             energy=energy,
             beside_ms=besides[0],
         )
-        judged = self._judged(workload, first.noted(besides[2]), settings)
+        judged = self._judged(workload, first.noted(besides[2]), settings, history=not beside)
         profiles = (a.profile, b.profile if b is not None else None)
         return _Sampled(pair, judged, settings, tuple(readings), profiles, other_peak, besides)
 

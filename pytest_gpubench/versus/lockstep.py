@@ -584,6 +584,23 @@ class Pairing:
         [results] = self.second_processes([pending], progress)
         return results
 
+    def with_evidence(
+        self, results: tuple[Result, ...], paired: Mapping[str, Pair], measure: MeasureSettings
+    ) -> tuple[Result, ...]:
+        """``results`` with a profiler trace of one call of each side, the working tree's
+        as ``trace`` and the revision's as ``reference_trace`` (as fresh processes' pairs
+        keep them, versus.ab), where the verdict fails or a second process may fail it
+        (every one under --gpubench-profile): taken now, while ``paired``'s calls live; the
+        final verdict's (BenchSession.kept_evidence) drops those that do not fail."""
+        gate = Gate.of(self.settings, family=self.session.family)
+        return tuple(
+            self.session.traced(r, pair.head, pair.base)
+            if (pair := paired.get(r.key)) is not None
+            and (self.settings.profile or gate.fails(r.verdict) or _asked(r, measure, gate))
+            else r
+            for r in results
+        )
+
     def asks_second_process(self, test: Pending) -> bool:
         """Whether :meth:`second_processes` would time the pending ``test`` again."""
         _, results, measure, _ = test
