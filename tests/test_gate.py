@@ -863,20 +863,3 @@ def test_a_recorded_unstable_session_is_appended_only_where_its_test_was_accepte
         "t: a recorded session not saved: unstable: too few"
     )
     assert saving.unrecorded(unstable, passed=True, accepted=True) is None
-
-
-def test_a_five_session_history_of_one_group_passes_a_run_of_the_other_and_says_why() -> None:
-    """Issue 45, item 3: an SDPA ratio's sessions in two groups (-2.5%; -0.2 to +2.3%), a
-    history of 5 of the lower, a run of 7 of the upper, at a 2% threshold: unchanged code,
-    which passes with the gate its history can keep (rule.GROUP_GAPS); a change beyond that
-    gate still fails."""
-    entry = baseline(*(0.047 * (1 + d) for d in (-0.026, -0.025, -0.025, -0.024, -0.025)))
-    run = [0.047 * (1 + d) for d in (-0.002, 0.005, 0.01, 0.015, 0.02, 0.023, 0.012)]
-    strict = MeasureSettings(threshold=0.02)
-    unchanged = assessed(entry, current(*run), family=54, settings=strict)
-    assert unchanged.status is Status.OK
-    assert unchanged.reason.endswith(
-        "slower by 3.8% vs history of 5 sessions; gate 4.6% (over the 2% threshold)"
-    )
-    slower = assessed(entry, current(*(t * 1.06 for t in run)), family=54, settings=strict)
-    assert slower.status is Status.REGRESSED

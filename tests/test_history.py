@@ -111,13 +111,15 @@ def test_one_saved_session_catches_half_again_and_passes_less(
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="issue 45, item 3: two groups at 5 sessions not cured")
 def test_a_five_session_history_of_one_group_passes_a_run_of_the_other(
     fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 45, item 3: a 47 us kernel whose sessions fall in two groups 2.5% apart (an H100's
     recorded kernel, 1.5-1.9%; an SDPA ratio, 2.5%). A history of five sessions of the lower
     group, a run and its confirmations all in the upper: unchanged code, which must not fail
-    at 2%; its gate says what such a history cannot rule out. Nine sessions would gate 2%."""
+    at 2%; its gate says what such a history cannot rule out
+    (bench/results/two-groups-2026-12-04.md: a remedy tried and reverted)."""
     fake.makepyfile(test_bench=BENCH)
     monkeypatch.setenv("FAKE_BASE_MS", "0.047")
     monkeypatch.setenv("FAKE_SHIFT", "0.001")

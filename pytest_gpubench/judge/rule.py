@@ -104,15 +104,6 @@ RUN_ICC = 0.042
 SIZE_ICC = 0.39
 # Nothing is steadier between sessions than this (medians are stored to 6 digits).
 MIN_SIGMA = 2e-4
-# A short history may not have shown one of a test's two groups of sessions (issue 45: an
-# H100's 47 us kernel, 6 sessions within 0.6% and 4 at +1.5 to +1.9%: a history of the lower
-# group read a tight floor, and a run of the upper failed). Per class of time per launch (up
-# to ``us``): the widest gap (log) between the two groups of a recorded test's sessions that a
-# history of up to ``sessions`` misses, the run all in the other group, more often than 0.1%
-# of 54-test runs allows (bench/two_groups.py, fit_gaps: the resampled machines' sessions,
-# never the held-out ones). Such a history fails no change within the gap plus its noise, and
-# its gate says so (from MIN_GATED_SESSIONS: a shorter one gates only SHORT_GATE).
-GROUP_GAPS = ((3.0, 0.186, 8), (20.0, 0.082, 8), (100.0, 0.030, 8), (math.inf, 0.0054, 5))
 # A history shorter than this tells no spread between sessions: it gates only a change of
 # SHORT_GATE or more, judged on its timer's prior (issue 45: one saved session let a 50%
 # slowdown pass as `not gated`), each flagged session confirmed in fresh processes.
@@ -594,16 +585,6 @@ def _mirrored(f: Fit) -> Fit:
     )
 
 
-def _group_gap(duration_ms: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """The gap (log) a history of ``k`` sessions may not have shown (GROUP_GAPS), -inf
-    where it shows enough or is too short to gate below SHORT_GATE anyway."""
-    gap = np.full(np.shape(k), -np.inf)
-    for us, size, sessions in reversed(GROUP_GAPS):
-        within = (k >= MIN_GATED_SESSIONS) & (k <= sessions)
-        gap = np.where((duration_ms * 1000 < us) & within, size, gap)
-    return gap
-
-
 # The bisection of :func:`_bound`: its steps, and its interval (log scale).
 BISECTION_STEPS = 48
 BISECTION_HIGH = 5.0  # e^5: far beyond any time a timer reports for the same work
@@ -675,23 +656,19 @@ def decide(
         d = np.where(n >= 3, _nanmedian(np.where(present, y, np.nan)), 0.0)
         d = np.where(n < 3, np.nansum(np.where(present, y, 0.0), axis=-1) / n, d)
     se = _change_se(f, n)
-    gap = _group_gap(prior.duration_ms, f.k)
     # A short history (under MIN_GATED_SESSIONS) promises only SHORT_GATE: its effect is that.
     short = (f.k >= 1) & (f.k < MIN_GATED_SESSIONS)
     effect = np.where(short, math.log1p(max(threshold, SHORT_GATE)), math.log1p(threshold))
     final = (design.cap == 0) | (n > 1)
-    up = final & (p_up < level) & (d > effect - Z_POWER * se) & (d > gap + Z_POWER * se)
-    down = final & (p_down < level) & (-d > effect - Z_POWER * se) & (-d > gap + Z_POWER * se)
+    up = final & (p_up < level) & (d > effect - Z_POWER * se)
+    down = final & (p_down < level) & (-d > effect - Z_POWER * se)
     # Gateable: at the cap, every session slowed by g, the lowest of them still clearing the
     # significance bound with the target power, Phi(q)^n = power.
     n_cap = 1 + design.cap
     q = float(special.ndtri(special.ndtr(Z_POWER) ** (1 / n_cap)))
     sig_cap = _bound(f, np.full(f.m.shape, n_cap), level, spread, up=True)
-    se_cap = _change_se(f, np.full(f.m.shape, n_cap))
     with np.errstate(over="ignore"):  # inf: not gated
-        gateable = np.maximum(
-            np.expm1(sig_cap + q * spread[..., 0]), np.expm1(gap + 2 * Z_POWER * se_cap)
-        )
+        gateable = np.expm1(sig_cap + q * spread[..., 0])
     gated = (f.k >= MIN_GATED_SESSIONS) & (f.prior_share <= MAX_PRIOR_SHARE)
     gated &= gateable <= NOT_GATED_BEYOND
     gateable = np.where(short, np.maximum(gateable, SHORT_GATE), gateable)
@@ -700,9 +677,9 @@ def decide(
     # will be confirmed is shown the bar of the first confirmed look (as many sessions, all
     # at that change).
     n_bar = np.where((n == 1) & (design.cap > 0), min(1 + design.batch, n_cap), n)
-    se_bar = _change_se(f, n_bar)
-    bar = np.maximum(_bound(f, n_bar, level, spread, up=True), effect - Z_POWER * se_bar)
-    bar = np.maximum(bar, gap + Z_POWER * se_bar)
+    bar = np.maximum(
+        _bound(f, n_bar, level, spread, up=True), effect - Z_POWER * _change_se(f, n_bar)
+    )
     # A first session may itself be in a fast (slow) excursion: the screen's effect bound
     # leaves room for one, three times the fitted mean size, so that a slowdown of the threshold
     # measured in a fast session is still confirmed.
