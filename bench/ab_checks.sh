@@ -99,7 +99,7 @@ run_step() {
     slowtime | slowplain)
       # The user suite's copies grow by fractions of blocks; the fla suite's calls are
       # followed by a spin of some cycles (a library's kernels are not ours to slow).
-      local calibrate=calibrate_slowdown.py held='int, float' first='[0-9]'
+      local planted calibrate=calibrate_slowdown.py held='int, float' first='[0-9]'
       [ "$suite" = fla ] && { knob=bench/fla_suite/test_fla.py calibrate=fla_plant.py held='str, int' first="'"; }
       planted=$(cd "$root" && python3 "bench/$calibrate" "$frac" --json "$logs/$name.calibration.json" 2> "$logs/$name.calibration.txt")
       echo "$(date -u +%T) $name: planted $planted"

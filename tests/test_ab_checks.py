@@ -59,7 +59,7 @@ def test_the_slowtime_step_plants_into_the_line_the_suite_reads(
     assert f"held='{held}'" in script
     pattern = re.search(r'sed -i "s/(\^PLANTED[^/]*)/', script)
     assert pattern is not None
-    regex = pattern.group(1).replace("\\", "\\").replace("$held", re.escape(held))
+    regex = pattern.group(1).replace("\\\\", "\\").replace("$held", re.escape(held))
     source = (ROOT / "bench" / suite).read_text()
     line = next(x for x in source.splitlines() if x.startswith("PLANTED"))
     assert re.match(regex, line), (regex, line)
