@@ -13,7 +13,9 @@
 # by FRACTION in whole blocks in the working tree only, judged at THRESHOLD),
 # slowtime:SUITE:TARGET:THRESHOLD (as slow, each copy's fraction sized so that its time grows
 # by TARGET: bench/calibrate_slowdown.py, its ratios in NN-STEP.calibration.json; for the fla
-# suite a spin after each test's call, sized by bench/fla_plant.py), plain:SUITE (one
+# suite a spin after each test's call, sized by bench/fla_plant.py),
+# slowplain:SUITE:TARGET:THRESHOLD (as slowtime, judged by a plain run against the suite's
+# committed baselines: another machine's history, issue 45), plain:SUITE (one
 # plain --gpubench run against the suite's committed baselines), fresh:SUITE (a plain run
 # with no baseline: nothing to confirm; an A/B run's cost is measured against it),
 # sessions:SUITE:N (N sessions,
@@ -78,7 +80,7 @@ run_step() {
   case $thr in *%) name+=pct ;; esac
   name+=$beside  # a run beside a load on another GPU says so
   [ "${GPUBENCH_LOCKSTEP_MORE:-}" = fresh ] && name+=-fresh  # more pairs from fresh processes
-  case "$kind: ${AB_ARGS:-} " in aa:*" --gpubench-pairing=lockstep "* | slow*" --gpubench-pairing=lockstep "*) name+=-lockstep ;; esac
+  case "$kind: ${AB_ARGS:-} " in aa:*" --gpubench-pairing=lockstep "* | slow:*" --gpubench-pairing=lockstep "* | slowtime:*" --gpubench-pairing=lockstep "*) name+=-lockstep ;; esac
   case $kind in
     aa)
       args=(--gpubench-against HEAD); [ -z "$frac" ] || args+=(-n "$frac")
@@ -94,10 +96,10 @@ run_step() {
     slow)
       sed -i "s/knob(\"SLOWDOWN\", 0.0)/knob(\"SLOWDOWN\", $frac)/" "$root/$knob"
       args=(--gpubench-against HEAD --gpubench-threshold "$thr") ;;
-    slowtime)
+    slowtime | slowplain)
       # The user suite's copies grow by fractions of blocks; the fla suite's calls are
       # followed by a spin of some cycles (a library's kernels are not ours to slow).
-      local calibrate=calibrate_slowdown.py held='int, float' first='[0-9]'
+      local planted calibrate=calibrate_slowdown.py held='int, float' first='[0-9]'
       [ "$suite" = fla ] && { knob=bench/fla_suite/test_fla.py calibrate=fla_plant.py held='str, int' first="'"; }
       planted=$(cd "$root" && python3 "bench/$calibrate" "$frac" --json "$logs/$name.calibration.json" 2> "$logs/$name.calibration.txt")
       echo "$(date -u +%T) $name: planted $planted"
@@ -109,7 +111,8 @@ run_step() {
         echo "$(date -u +%T) $name: calibration failed: $(tail -n 3 "$logs/$name.calibration.txt")"
         return
       fi
-      args=(--gpubench-against HEAD --gpubench-threshold "$thr") ;;
+      args=(--gpubench-threshold "$thr")
+      [ "$kind" = slowplain ] || args+=(--gpubench-against HEAD) ;;
     plain) args=() ;;
     fresh) args=(--gpubench-dir="$logs/$name-baselines") ;;
     sessions) args=(--gpubench-save --gpubench-sessions "$frac" --gpubench-dir="$logs/$suite-baselines") ;;

@@ -59,7 +59,7 @@ def test_the_slowtime_step_plants_into_the_line_the_suite_reads(
     assert f"held='{held}'" in script
     pattern = re.search(r'sed -i "s/(\^PLANTED[^/]*)/', script)
     assert pattern is not None
-    regex = pattern.group(1).replace("\\", "\\").replace("$held", re.escape(held))
+    regex = pattern.group(1).replace("\\\\", "\\").replace("$held", re.escape(held))
     source = (ROOT / "bench" / suite).read_text()
     line = next(x for x in source.splitlines() if x.startswith("PLANTED"))
     assert re.match(regex, line), (regex, line)
@@ -226,3 +226,34 @@ def test_xdist_workers_seeing_their_own_gpu_as_cuda_0_are_told_apart_by_uuid() -
     assert compare.gpu_of({"gpu": "cuda:0 GPU-4984127b-5958-aaff"}) == "GPU-4984127b"
     assert compare.gpu_of({"gpu": "cuda:1"}) == "cuda:1"
     assert compare.gpu_of({}) == ""
+
+
+def test_every_fla_test_is_planted_and_its_spin_told(tmp_path: Path) -> None:
+    """bench/fla_plant.py plants a spin after every fla test's call: each is a planted test
+    of its duration class, and the run's line says the cycles and the ratio they measured."""
+    summary = bench_module("ab_summary")
+    name = "01-slowtime-fla-0.02-2pct-lockstep"
+    (tmp_path / "runs.tsv").write_text(f"{name}\tslowtime\tfla\t0.02\t2%\t90\t1\n")
+    results = [
+        _result("test_l2norm", "regressed", 1.021, 0.045),
+        _result("test_chunk_simple_gla", "same", 1.012, 0.31),
+    ]
+    (tmp_path / f"{name}.json").write_text(json.dumps({"results": results}))
+    (tmp_path / f"{name}.calibration.json").write_text(
+        json.dumps(
+            {
+                "target": 0.02,
+                "picked": {"test_l2norm": 1800},
+                "second": {"test_l2norm": {"1620": 1.018, "1800": 1.0204}},
+            }
+        )
+    )
+    (run,), _ = summary.read_archive(tmp_path)
+    assert summary.planted_text(run) == "test_l2norm: 1800 cycles (+2.0%)"
+    text = summary.tally([tmp_path])
+    assert (
+        "| +2% time at a 2% threshold, 20-100 us fla call | caught in >= 9 of 10 | 1 | caught 1 |"
+        in text
+    )
+    assert "| +2% time at a 2% threshold, >=100 us fla call | caught in >= 9 of 10 | 1 " in text
+    assert "| the untouched tests of slowdown runs | 0 false | 1 | 0 with a false verdict |" in text
