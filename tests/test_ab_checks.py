@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import bench_module
@@ -105,26 +106,32 @@ def _result(key: str, status: str, ratio: float, ms: float) -> dict:
     }
 
 
+def _one_run(tmp_path: Path, row: str, results: list[dict], calibration: dict) -> Any:
+    """A plan's folder of one run (``row``: its runs.tsv fields up to the threshold), its
+    report and its calibration, read back as ab_summary reads a plan."""
+    name = row.split("\t")[0]
+    (tmp_path / "runs.tsv").write_text(f"{row}\t100\t1\n")
+    (tmp_path / f"{name}.json").write_text(json.dumps({"results": results}))
+    (tmp_path / f"{name}.calibration.json").write_text(json.dumps(calibration))
+    (run,), _ = bench_module("ab_summary").read_archive(tmp_path)
+    return run
+
+
 def test_the_tally_counts_slowdowns_sized_in_time_on_the_issues_rows(tmp_path: Path) -> None:
     summary = bench_module("ab_summary")
-    name = "01-slowtime-user-0.03-3pct"
-    (tmp_path / "runs.tsv").write_text(f"{name}\tslowtime\tuser\t0.03\t3%\t200\t1\n")
     results = [
         _result("test_copy_blocks[16777216]", "regressed", 1.033, 0.047),
         _result("test_copy_blocks[67108864]", "changed", 1.028, 0.181),
         _result("test_sdpa", "improved", 0.95, 0.059),  # untouched: a false verdict
     ]
-    (tmp_path / f"{name}.json").write_text(json.dumps({"results": results}))
-    (tmp_path / f"{name}.calibration.json").write_text(
-        json.dumps(
-            {
-                "target": 0.03,
-                "picked": {"16777216": 0.0375, "67108864": 0.03},
-                "ratios": {"16777216": {"0.0375": 1.036}, "67108864": {"0.03": 1.03}},
-            }
-        )
+    calibration = {
+        "target": 0.03,
+        "picked": {"16777216": 0.0375, "67108864": 0.03},
+        "ratios": {"16777216": {"0.0375": 1.036}, "67108864": {"0.03": 1.03}},
+    }
+    run = _one_run(
+        tmp_path, "01-slowtime-user-0.03-3pct\tslowtime\tuser\t0.03\t3%", results, calibration
     )
-    (run,), _ = summary.read_archive(tmp_path)
     assert (
         summary.planted_text(run)
         == "16777216: +3.75% blocks (+3.6%), 67108864: +3.00% blocks (+3.0%)"
@@ -232,23 +239,21 @@ def test_every_fla_test_is_planted_and_its_spin_told(tmp_path: Path) -> None:
     """bench/fla_plant.py plants a spin after every fla test's call: each is a planted test
     of its duration class, and the run's line says the cycles and the ratio they measured."""
     summary = bench_module("ab_summary")
-    name = "01-slowtime-fla-0.02-2pct-lockstep"
-    (tmp_path / "runs.tsv").write_text(f"{name}\tslowtime\tfla\t0.02\t2%\t90\t1\n")
     results = [
         _result("test_l2norm", "regressed", 1.021, 0.045),
         _result("test_chunk_simple_gla", "same", 1.012, 0.31),
     ]
-    (tmp_path / f"{name}.json").write_text(json.dumps({"results": results}))
-    (tmp_path / f"{name}.calibration.json").write_text(
-        json.dumps(
-            {
-                "target": 0.02,
-                "picked": {"test_l2norm": 1800},
-                "second": {"test_l2norm": {"1620": 1.018, "1800": 1.0204}},
-            }
-        )
+    calibration = {
+        "target": 0.02,
+        "picked": {"test_l2norm": 1800},
+        "second": {"test_l2norm": {"1620": 1.018, "1800": 1.0204}},
+    }
+    run = _one_run(
+        tmp_path,
+        "01-slowtime-fla-0.02-2pct-lockstep\tslowtime\tfla\t0.02\t2%",
+        results,
+        calibration,
     )
-    (run,), _ = summary.read_archive(tmp_path)
     assert summary.planted_text(run) == "test_l2norm: 1800 cycles (+2.0%)"
     text = summary.tally([tmp_path])
     assert (
