@@ -13,7 +13,8 @@
 # by FRACTION in whole blocks in the working tree only, judged at THRESHOLD),
 # slowtime:SUITE:TARGET:THRESHOLD (as slow, each copy's fraction sized so that its time grows
 # by TARGET: bench/calibrate_slowdown.py, its ratios in NN-STEP.calibration.json; for the fla
-# suite a spin after each test's call, sized by bench/fla_plant.py),
+# suite a spin after each test's call, sized by bench/fla_plant.py; sized once per plan
+# for each SUITE:TARGET, later steps reuse it),
 # slowplain:SUITE:TARGET:THRESHOLD (as slowtime, judged by a plain run against the suite's
 # committed baselines: another machine's history, issue 45), plain:SUITE (one
 # plain --gpubench run against the suite's committed baselines), fresh:SUITE (a plain run
@@ -101,7 +102,16 @@ run_step() {
       # followed by a spin of some cycles (a library's kernels are not ours to slow).
       local planted calibrate=calibrate_slowdown.py held='int, float' first='[0-9]'
       [ "$suite" = fla ] && { knob=bench/fla_suite/test_fla.py calibrate=fla_plant.py held='str, int' first="'"; }
-      planted=$(cd "$root" && python3 "bench/$calibrate" "$frac" --json "$logs/$name.calibration.json" 2> "$logs/$name.calibration.txt")
+      # Sized once per plan for each suite and target (two fresh processes on the fla suite,
+      # about a minute): later steps plant the same, their calibration a copy of the first's.
+      local sized="$stage/sized-$suite-$frac"
+      if [ -s "$sized.planted" ]; then
+        planted=$(cat "$sized.planted"); cp "$sized.json" "$logs/$name.calibration.json"
+        cp "$sized.txt" "$logs/$name.calibration.txt"
+      else
+        planted=$(cd "$root" && python3 "bench/$calibrate" "$frac" --json "$logs/$name.calibration.json" 2> "$logs/$name.calibration.txt")
+        [ -z "$planted" ] || { echo "$planted" > "$sized.planted"; cp "$logs/$name.calibration.json" "$sized.json"; cp "$logs/$name.calibration.txt" "$sized.txt"; }
+      fi
       echo "$(date -u +%T) $name: planted $planted"
       sed -i "s/^PLANTED: dict\[$held\] = {}/PLANTED: dict[$held] = $planted/" "$root/$knob"
       if [ -z "$planted" ] || ! grep -q "^PLANTED: dict\[$held\] = {$first" "$root/$knob"; then
