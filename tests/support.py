@@ -116,7 +116,8 @@ class FakeTimer:
     own ``fake_peak_bytes``; FAKE_ENERGY, a JSON object {test name: watts}, the power a call
     of the tests it names draws (its energy per call: watts x time per call). With
     FAKE_AGAIN_LOG, a file, a sampler can be made again (Sampler.again, as a graph's is): a
-    line 'made FUNCTION' or 'again FUNCTION' there for each sampler made."""
+    line 'made FUNCTION' or 'again FUNCTION' there for each sampler made, ' slow' after it
+    where the sampler was asked for a slow call's (Workload.slow)."""
 
     def __init__(self):
         self.name = os.environ.get("FAKE_NAME", "fake")
@@ -126,7 +127,8 @@ class FakeTimer:
         log = os.environ.get("FAKE_AGAIN_LOG")
         if log:
             with open(log, "a") as out:
-                out.write(f"{made} {getattr(workload.fn, '__name__', '?')}\\n")
+                slow = " slow" if workload.slow else ""
+                out.write(f"{made} {getattr(workload.fn, '__name__', '?')}{slow}\\n")
             again = lambda other: self.sampler(other, "again")
         scale = float(os.environ.get("FAKE_SCALE", "1.0")) * SHIFT
         scale *= factor_of_this_test("FAKE_SCALES")

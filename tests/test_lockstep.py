@@ -522,6 +522,42 @@ def test_a_side_of_a_pair_is_judged_against_the_revision_alone(
     assert judged == []
 
 
+# A kernel module whose first call in a process pays what is done once for both sides (a
+# shared library's compile or autotuning): whichever side the process calls first.
+ONCE_KERNELS = """
+import builtins
+import time
+
+
+def work(n):
+    if not getattr(builtins, "compiled_once", False):
+        builtins.compiled_once = True
+        time.sleep(0.3)
+    return sum(range(n))
+"""
+
+
+@pytest.mark.slow
+def test_the_sides_of_a_pair_are_sampled_alike_whichever_paid_the_one_time_cost(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The side a lockstep process calls first pays its one-time cost (0.3 s here, over a
+    tenth of the budget): neither side's sampler is asked for a slow call's (one call per
+    sample, no calibration) while the other's is not. On an H200 the revision's sampler of
+    a 7 µs fla kernel took one call per sample against the working tree's 68 and read -3% to
+    -16% with +12% planted. A plain run's first call still marks its sampler slow."""
+    repo.makepyfile(kernels=ONCE_KERNELS)
+    commit(repo.path, "a kernel whose first call compiles")
+    made = repo.path.parent / f"{repo.path.name}-samplers.log"
+    monkeypatch.setenv("FAKE_AGAIN_LOG", str(made))
+    result = repo.runpytest_subprocess("--gpubench-against=HEAD", "-k", "test_sum", *LOCKSTEP)
+    result.assert_outcomes(passed=1, deselected=1)
+    assert made.read_text().splitlines()[:2] == ["made work", "made work"]
+    made.unlink()
+    repo.runpytest_subprocess("--gpubench", "-k", "test_sum").assert_outcomes(passed=1)
+    assert made.read_text().splitlines()[:1] == ["made work slow"]
+
+
 MANY_TESTS = """
 import pytest
 

@@ -522,12 +522,20 @@ class BenchSession:
     ) -> _Sampled:
         """``workload`` sampled under the device lock (alternately with ``other``, where one
         is given: twice the budget, PAIR_BUDGET), and its judged measurement (its trace where
-        one is kept); ``beside``: each side's kernel time too, where both samplers have one
-        (``_besides``)."""
+        one is kept); ``beside``: the two sides of one call in lockstep, sampled alike,
+        each side's kernel time too where both samplers have one (``_besides``)."""
         key, first_call_s = call.key, call.first_call_s
         settings = self._settings(call.spec.measure, key, other_key)
         has_setup = workload.setup is not None
         slow_s = SLOW_SHARE * settings.budget_s  # of its own share of the budget
+        # The two sides of one call (beside: lockstep) are sampled alike: the side this
+        # process called first paid what is done once (a compile, an autotuning), which must
+        # not make its sampler a slow call's and the other's not (fla's rms_norm: 0.36 s
+        # against 0.7 ms, one call per sample against 68 read -3% to -16% with +12% planted:
+        # bench/results/h200-2026-12-05).
+        calls_s = (first_call_s, other_first_call_s)
+        if beside:
+            calls_s = (min(calls_s),) * 2
 
         def timer_named(name: str) -> Timer:
             return self._timer_factory(
@@ -549,7 +557,7 @@ class BenchSession:
         if again and plan.rounds is None:  # (the test's own rounds and warmup stand)
             n = min(MORE_PAIR_SAMPLES, plan.max_samples)
             # A slow call on either side warms up as the budget lets it.
-            short = plan.warmup is None and max(first_call_s, other_first_call_s) < slow_s
+            short = plan.warmup is None and max(calls_s) < slow_s
             plan = dataclasses.replace(
                 plan,
                 min_samples=n,
@@ -566,9 +574,9 @@ class BenchSession:
         with self.device_lock():
             started = time.perf_counter()
             deadline = started + budget_s
-            mine = dataclasses.replace(workload, slow=first_call_s >= slow_s)
+            mine = dataclasses.replace(workload, slow=calls_s[0] >= slow_s)
             if isinstance(other, Workload):
-                other = dataclasses.replace(other, slow=other_first_call_s >= slow_s)
+                other = dataclasses.replace(other, slow=calls_s[1] >= slow_s)
             if other is None:
                 a, b = timer.sampler(mine), None
             else:
