@@ -1,6 +1,7 @@
-"""Fit the verdict's prior to the recorded GPU sessions (bench/results/sessions.json).
+"""Fit the verdict's prior to the recorded GPU sessions (bench/results/sessions.json) and
+the host clock's to recorded CPU sessions (WALL).
 
-    python bench/fit_prior.py          # prints the table judge/rule.py holds as PRIOR
+    python bench/fit_prior.py          # prints the tables judge/rule.py holds (*_POINTS)
 
 Per test with at least MIN_SESSIONS sessions that ran the whole suite (roles ``first`` and
 ``history``; a confirmation, which times one test alone, is left out), on the log of the
@@ -35,6 +36,11 @@ DATA = ROOT / "bench" / "results" / "sessions.json"
 sys.path.insert(0, str(ROOT))
 
 from pytest_gpubench.core.records import RATIO_SUFFIX  # noqa: E402
+from pytest_gpubench.store.baseline import load  # noqa: E402
+
+# The host clock's sessions (timer ``wall``): 32 tests of CPU work, 20 fresh sessions each,
+# on a quiet 2-CPU machine (bench/results/cpu-2026-12-05), as the plugin saved them.
+WALL = ROOT / "bench" / "results" / "cpu-2026-12-05" / "wall-baselines" / "cpu-amd-epyc.json"
 
 MIN_SESSIONS = 12
 EXCURSION_Z = 3.0  # the same constant as judge.rule.EXCURSION_Z (checked by tests)
@@ -44,6 +50,9 @@ EXCURSION_Z = 3.0  # the same constant as judge.rule.EXCURSION_Z (checked by tes
 FAMILIES = {
     "graph": (("cuda-graph",), (1.6, 3.0, 6.0, 15.0, 40.0, 100.0)),
     "kernel": (("cupti", "cupti-graph"), (1.6, 3.0, 6.0, 40.0)),
+    # The host clock (WALL's sessions): what a test's spread follows is the kind of its work
+    # (numpy 0.1-0.6%, a Python loop 3-6%), so a class is the median of kinds, a decade wide.
+    "wall": (("wall",), (10.0, 100.0, 1000.0)),
 }
 # A class is the median of at least this many tests; the longest, which holds for every
 # longer kernel too, of at least MIN_END_TESTS (its tests move unlike the 40-100 us ones).
@@ -139,7 +148,8 @@ def classes(rows: list[dict], edges_us: tuple[float, ...]) -> list[dict]:
         n_sessions = int(ks.sum())
         rates = {}
         for side in ("slow", "fast"):
-            count = sum(r[side] for r in sel)
+            # None seen is a rate under one in n, not none (the rule takes its logarithm).
+            count = sum(r[side] for r in sel) or 0.5
             rate = count / n_sessions
             per_rates = np.array([r[side] / r["k"] for r in sel])
             var_true = max(float(np.var(per_rates)) - rate * (1 - rate) / float(ks.mean()), 1e-6)
@@ -190,8 +200,22 @@ def context_sd(data: dict, z_power: float) -> tuple[float, int]:
     return float(-np.percentile(offsets, 1)) / z_power, len(offsets)
 
 
-def fit(path: Path = DATA) -> dict[str, list[dict]]:
-    rows = per_test(json.loads(path.read_text()))
+def sessions_of(path: Path) -> dict:
+    """A baseline file's sessions in DATA's shape: one machine, each test's history."""
+    baseline = load(path)
+    tests = {
+        key: {
+            "timer": entry.timer,
+            "launches": len(entry.kernels),
+            "sessions": [{"role": "history", "median_ms": s.median_ms} for s in entry.history],
+        }
+        for key, entry in baseline.entries.items()
+    }
+    return {"machines": {path.stem: {"tests": tests}}}
+
+
+def fit(path: Path = DATA, wall: Path = WALL) -> dict[str, list[dict]]:
+    rows = per_test(json.loads(path.read_text())) + per_test(sessions_of(wall))
     return {
         family: classes([r for r in rows if r["timer"] in timers], edges)
         for family, (timers, edges) in FAMILIES.items()
