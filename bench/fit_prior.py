@@ -207,7 +207,10 @@ def sessions_of(path: Path) -> dict:
         key: {
             "timer": entry.timer,
             "launches": len(entry.kernels),
-            "sessions": [{"role": "history", "median_ms": s.median_ms} for s in entry.history],
+            "sessions": [
+                {"role": "history", "id": s.session, "median_ms": s.median_ms}
+                for s in entry.history
+            ],
         }
         for key, entry in baseline.entries.items()
     }

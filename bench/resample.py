@@ -93,7 +93,12 @@ class Machine:
 def load(path: Path = DATA, held_out: bool = False) -> list[Machine]:
     """The machines whose tests share MIN_SESSIONS sessions or more (with ``held_out``: the
     others whose tests share HELD_OUT_SESSIONS or more, which the resampling never saw)."""
-    data = json.loads(path.read_text())
+    return machines_of(json.loads(path.read_text()), held_out)
+
+
+def machines_of(data: dict, held_out: bool = False) -> list[Machine]:
+    """:func:`load`'s machines of ``data`` (sessions.json's shape; bench/fit_prior.py's
+    sessions_of gives a baseline file's the same)."""
     machines = []
     for gpu, m in sorted(data["machines"].items()):
         by_suite: dict[str, list[tuple[str, dict]]] = {}
@@ -137,7 +142,7 @@ def load(path: Path = DATA, held_out: bool = False) -> list[Machine]:
                     confirms,
                     priors,
                     np.array(durations),
-                    m["gpu_name"] or "",
+                    m.get("gpu_name") or "",
                 )
             )
     return machines
@@ -184,9 +189,10 @@ def _outliers(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _pieces(machines: list[Machine], config: Config) -> list[Machine]:
-    """The machines one run joins: one example machine for 54 tests; else a mix to 500."""
+    """The machines one run joins: one example machine for 54 tests (one machine of any
+    suite where none is the example's); else a mix to 500."""
     example = [m for m in machines if m.suite == "example"]
-    return example if config.tests <= 54 else machines
+    return example if config.tests <= 54 and example else machines
 
 
 def _draw(rng: np.random.Generator, sessions: int, c: int, k: int) -> tuple[np.ndarray, np.ndarray]:
