@@ -90,6 +90,14 @@ def test_the_fla_plant_reads_its_cases_and_finds_where_the_line_reaches_the_targ
     # Below the line at no spin (+1%, the spin's launch): an eighth of the least spun.
     assert plant.reaching(got["test_rms_norm[4096]"], 0.005) == 250
     assert plant.reaching({2000: 1.03, 16000: 1.02}, 0.02) is None  # no growth: no line
+    # A test none of whose spins reached +1% (on an H200, rms_norm's backward at 2285 cycles
+    # read +0.77%) is spun further in a third process: 0.01 / 0.0077 = 1.3 times the largest.
+    asked = [0.9, 1.0, 1.1, 1.25]
+    assert plant.further(asked, {2000: 1.005, 2285: 1.0077}, 0.01) == pytest.approx(
+        [1.25 * 1.2987 * m for m in plant.AROUND], rel=1e-3
+    )
+    assert plant.further(asked, {2000: 1.0, 2285: 0.999}, 0.01) == [2.5 * m for m in plant.AROUND]
+    assert plant.further(asked, {2000: 1.005, 2285: 1.011}, 0.01) == []
 
 
 def _result(key: str, status: str, ratio: float, ms: float) -> dict:
