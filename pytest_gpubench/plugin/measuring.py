@@ -621,7 +621,7 @@ class Measuring:
                     if not child:  # a fresh process's parent judges, and keeps the evidence
                         results = pairing.with_evidence(results, lock.paired, settings)
                     if later:  # its second process ends these results, traces and all
-                        later[0] = (later[0][0], results, later[0][2], later[0][3])
+                        later[0] = later[0]._replace(results=results)
             if later:
                 self.waiting[item.nodeid] = Waiting(item, results, settings, pending=later[0])
             return child_results(results, lock.base) if child else results

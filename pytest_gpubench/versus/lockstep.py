@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FunctionType, ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..core.errors import GpubenchError
 from ..core.kernels import launch_count
@@ -83,10 +83,18 @@ AGAIN_SUFFIX = "@again"
 # compare them. The notes and the summary say which ran.
 MORE_VARIABLE = "GPUBENCH_LOCKSTEP_MORE"
 NATIVE_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
-# A test whose second process waits (Pairing.second_processes): its node id, its results as
-# its pairs judge them, its settings, and the inputs that differ between the sides by key.
-Pending = tuple[str, tuple[Result, ...], MeasureSettings, Mapping[str, str]]
 ONCE = "which one process holds once"
+
+
+class Pending(NamedTuple):
+    """A test whose second process waits (Pairing.second_processes): its node id, its
+    results as its pairs judge them, its settings, and the inputs that differ between the
+    sides by key."""
+
+    nodeid: str
+    results: tuple[Result, ...]
+    measure: MeasureSettings
+    inputs: Mapping[str, str]
 
 
 class TwoSides:
@@ -575,9 +583,9 @@ class Pairing:
             )
         note = "; ".join(dict.fromkeys(errors))[:300]
         results = tuple(_with_cost(r, spent_s / max(1, len(results)), note) for r in results)
-        pending = (nodeid, results, measure, inputs or {})
+        pending = Pending(nodeid, results, measure, inputs or {})
         if not (replicate and here and not stopped) or not self.asks_second_process(pending):
-            return _ended(results, pending[3])
+            return _ended(results, pending.inputs)
         if later is not None:
             later.append(pending)
             return results
@@ -603,12 +611,11 @@ class Pairing:
 
     def asks_second_process(self, test: Pending) -> bool:
         """Whether :meth:`second_processes` would time the pending ``test`` again."""
-        _, results, measure, _ = test
         gate = Gate.of(self.settings, family=self.session.family)
         return (
             self.launcher is not None
             and self.settings.confirm > 0
-            and any(_asked(r, measure, gate) for r in results)
+            and any(_asked(r, test.measure, gate) for r in test.results)
         )
 
     def second_processes(
@@ -630,7 +637,7 @@ class Pairing:
         beyond the threshold (:func:`_unsure_beyond`) is timed there too, and fails where
         that process's pairs fail it on their own at this run's level."""
         gate = Gate.of(self.settings, family=self.session.family)
-        asked = [test[0] for test in tests if self.asks_second_process(test)]
+        asked = [test.nodeid for test in tests if self.asks_second_process(test)]
         runs: list[ChildRun] = []
         share_s = 0.0
         if asked:
@@ -877,7 +884,7 @@ def _sides_of(run: ChildRun, swapped: bool = False) -> list[dict[str, dict[str, 
 
 def ended(test: Pending) -> tuple[Result, ...]:
     """A pending test's results as they stand, with no second process."""
-    return _ended(test[1], test[3])
+    return _ended(test.results, test.inputs)
 
 
 def _ended(results: tuple[Result, ...], inputs: Mapping[str, str]) -> tuple[Result, ...]:
