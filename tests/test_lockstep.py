@@ -543,9 +543,9 @@ def test_the_sides_of_a_pair_are_sampled_alike_whichever_paid_the_one_time_cost(
 ) -> None:
     """The side a lockstep process calls first pays its one-time cost (0.3 s here, over a
     tenth of the budget): neither side's sampler is asked for a slow call's (one call per
-    sample, no calibration) while the other's is not. On an H200 the revision's sampler of
-    a 7 µs fla kernel took one call per sample against the working tree's 68 and read -3% to
-    -16% with +12% planted. A plain run's first call still marks its sampler slow."""
+    sample, no calibration) while the other's is not: on an H200 such sides read a planted
+    slowdown backwards (bench/results/h200-2026-12-05). A plain run's first call still
+    marks its sampler slow."""
     repo.makepyfile(kernels=ONCE_KERNELS)
     commit(repo.path, "a kernel whose first call compiles")
     made = repo.path.parent / f"{repo.path.name}-samplers.log"

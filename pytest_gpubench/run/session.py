@@ -522,19 +522,20 @@ class BenchSession:
     ) -> _Sampled:
         """``workload`` sampled under the device lock (alternately with ``other``, where one
         is given: twice the budget, PAIR_BUDGET), and its judged measurement (its trace where
-        one is kept); ``beside``: the two sides of one call in lockstep, sampled alike,
-        each side's kernel time too where both samplers have one (``_besides``)."""
+        one is kept); ``beside``: the two sides of one call against a revision (in one
+        process: sampled alike), each side's kernel time too where both samplers have one
+        (``_besides``)."""
         key, first_call_s = call.key, call.first_call_s
         settings = self._settings(call.spec.measure, key, other_key)
         has_setup = workload.setup is not None
         slow_s = SLOW_SHARE * settings.budget_s  # of its own share of the budget
-        # The two sides of one call (beside: lockstep) are sampled alike: the side this
-        # process called first paid what is done once (a compile, an autotuning), which must
-        # not make its sampler a slow call's and the other's not (fla's rms_norm: 0.36 s
-        # against 0.7 ms, one call per sample against 68 read -3% to -16% with +12% planted:
-        # bench/results/h200-2026-12-05).
+        # The two sides of one call in one process (lockstep) are sampled alike: the side
+        # called first paid what is done once (a compile, an autotuning), which must not make
+        # its sampler a slow call's and the other's not (fla's rms_norm: 0.36 s against
+        # 0.7 ms, one call per sample against 68, read a +12% plant as -1.8% to -16.3%:
+        # bench/results/h200-2026-12-05). A duo's sides each paid in their own process.
         calls_s = (first_call_s, other_first_call_s)
-        if beside:
+        if beside and isinstance(other, Workload):
             calls_s = (min(calls_s),) * 2
 
         def timer_named(name: str) -> Timer:
