@@ -51,7 +51,8 @@ FAMILIES = {
     "graph": (("cuda-graph",), (1.6, 3.0, 6.0, 15.0, 40.0, 100.0)),
     "kernel": (("cupti", "cupti-graph"), (1.6, 3.0, 6.0, 40.0)),
     # The host clock (WALL's sessions): what a test's spread follows is the kind of its work
-    # (numpy 0.1-0.6%, a Python loop 3-6%), so a class is the median of kinds, a decade wide.
+    # (numpy 0.1-0.6%, a Python loop 3-6%), so a class is the median of kinds (the edges
+    # decades, a class joined to 8 tests as above).
     "wall": (("wall",), (10.0, 100.0, 1000.0)),
 }
 # A class is the median of at least this many tests; the longest, which holds for every
@@ -154,8 +155,10 @@ def classes(rows: list[dict], edges_us: tuple[float, ...]) -> list[dict]:
             per_rates = np.array([r[side] / r["k"] for r in sel])
             var_true = max(float(np.var(per_rates)) - rate * (1 - rate) / float(ks.mean()), 1e-6)
             weight = min(50.0, max(2.0, rate * (1 - rate) / var_true - 1)) if rate > 0 else 50.0
+            # An excursion is beyond EXCURSION_Z spreads: one not seen is at least that big.
             sizes = [s for r in sel for s in r[f"{side}_sizes"]]
-            rates[side] = (rate, weight, float(np.mean(sizes)) if sizes else 0.0)
+            size = float(np.mean(sizes)) if sizes else EXCURSION_Z * float(np.median(sig))
+            rates[side] = (rate, weight, size)
         out.append(
             {
                 "us": float(np.exp(np.mean(np.log([r["us"] for r in sel])))),

@@ -189,8 +189,8 @@ def _outliers(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _pieces(machines: list[Machine], config: Config) -> list[Machine]:
-    """The machines one run joins: one example machine for 54 tests (one machine of any
-    suite where none is the example's); else a mix to 500."""
+    """The machines one run joins: one example machine for 54 tests (where none is the
+    example's, the machines given: one run joins one); else a mix to 500."""
     example = [m for m in machines if m.suite == "example"]
     return example if config.tests <= 54 and example else machines
 

@@ -165,13 +165,13 @@ CONTEXT_SD = 0.003
 # measured across sessions get it with sigma and excursion sizes scaled (events time launch
 # overhead per call: 1.5x; an L2 flush per sample: 2x), or a table of their own: the host
 # clock's, fitted by bench/fit_prior.py to 32 tests of CPU work on a quiet machine, whose
-# spread follows the kind of work more than its duration (so a low nu0: a test's own
-# sessions soon outweigh it); a function that synchronizes timed by events (7.8% across 9
-# processes on an H200, flat).
+# spread follows the kind of work more than its duration (from 0.1 ms a low nu0: a test's
+# own sessions soon outweigh it); a function that synchronizes timed by events (7.8% across
+# 9 processes on an H200, flat).
 WALL_POINTS: tuple[Prior, ...] = (
     Prior(0.00168, sigma=0.0064, nu0=3, slow=(0.1, 50, 0.085), fast=(0.0083, 50, 0.014)),
-    Prior(0.0993, sigma=0.013, nu0=0.15, slow=(0.054, 9, 0.046), fast=(0.0021, 50, 0)),
-    Prior(4.38, sigma=0.013, nu0=0.25, slow=(0.037, 50, 0.042), fast=(0.0031, 50, 0)),
+    Prior(0.0993, sigma=0.013, nu0=0.15, slow=(0.054, 9, 0.046), fast=(0.0021, 50, 0.04)),
+    Prior(4.38, sigma=0.013, nu0=0.25, slow=(0.037, 50, 0.042), fast=(0.0031, 50, 0.039)),
 )
 TIMER_SCALE = {
     "cuda-graph": 1.0,
