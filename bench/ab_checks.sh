@@ -110,7 +110,6 @@ run_step() {
         cp "$sized.txt" "$logs/$name.calibration.txt"
       else
         planted=$(cd "$root" && python3 "bench/$calibrate" "$frac" --json "$logs/$name.calibration.json" 2> "$logs/$name.calibration.txt")
-        [ -z "$planted" ] || { echo "$planted" > "$sized.planted"; cp "$logs/$name.calibration.json" "$sized.json"; cp "$logs/$name.calibration.txt" "$sized.txt"; }
       fi
       echo "$(date -u +%T) $name: planted $planted"
       sed -i "s/^PLANTED: dict\[$held\] = {}/PLANTED: dict[$held] = $planted/" "$root/$knob"
@@ -121,6 +120,7 @@ run_step() {
         echo "$(date -u +%T) $name: calibration failed: $(tail -n 3 "$logs/$name.calibration.txt")"
         return
       fi
+      [ -s "$sized.planted" ] || { echo "$planted" > "$sized.planted"; cp "$logs/$name.calibration.json" "$sized.json"; cp "$logs/$name.calibration.txt" "$sized.txt"; }
       args=(--gpubench-threshold "$thr")
       [ "$kind" = slowplain ] || args+=(--gpubench-against HEAD) ;;
     plain) args=() ;;

@@ -115,8 +115,10 @@ def main() -> int:
             # Where no spin reached the target, a third process spins further along.
             spins = {t: further(asked[t], second[t], args.target) for t in TESTS}
             third = {t: us for t, us in spins.items() if us}
-            if third:
-                more, failed = measure(third, tmp)
+            if third:  # what it measured is added; its failure costs only the third's
+                more, short = measure(third, tmp)
+                if short:
+                    print(f"spinning further: {short}", file=sys.stderr)
                 for test, ratios in more.items():
                     second[test].update(ratios)
     if failed:
