@@ -10,6 +10,7 @@ import random
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -282,7 +283,8 @@ def test_the_followers_later_sampler_is_made_as_its_first_was(tmp_path: Path) ->
     settings = Settings.resolve({"enabled": True}, {}, tmp_path)
     session = BenchSession(settings, tmp_path, lambda *a: Timer(), lambda: False)
     slow = Call(key="t::a", test="t::a", spec=MarkerSpec(MeasureSettings()), first_call_s=60.0)
-    workload = Workload(fn=print)
+    # A first call over a tenth of the budget is timed again: this one's calls stay slow.
+    workload = Workload(fn=time.sleep, args=(0.15,))
     told: list[bool] = []
     closed: list[str] = []
 

@@ -499,8 +499,10 @@ class BenchSession:
         duo (run/duo.py), which takes its samples while holding the device lock; made as
         its first was (``again``: that sampler's Sampler.again) where that works."""
         settings = dataclasses.replace(call.spec.measure, timer=timer)
-        slow = call.first_call_s >= SLOW_SHARE * settings.budget_s
-        workload = dataclasses.replace(workload, slow=slow)
+        slow_s = SLOW_SHARE * settings.budget_s
+        workload = dataclasses.replace(
+            workload, slow=self._call_s(workload, call.first_call_s, slow_s) >= slow_s
+        )
         made = remade(again, workload)
         if made is not None and made.timer == timer:
             return made
@@ -508,6 +510,17 @@ class BenchSession:
             made.close()
         factory = self._timer_factory(settings, self.device, workload.setup is not None)
         return factory.sampler(workload)
+
+    def _call_s(self, workload: Workload, first_call_s: float, slow_s: float) -> float:
+        """How long a call of ``workload`` takes, for its timer to tell whether it is slow:
+        ``first_call_s`` where it is under ``slow_s``, else one more call's. A first call
+        pays what is done once (a compile, an autotuning, loading a cache), which made a
+        sampler a slow call's in one session and not in the next, or on one side of a pair
+        and not on the other: fla's rms_norm by CUPTI one call per sample against 68, a +12%
+        plant read as -1.8% to -16.3% (bench/results/h200-2026-12-05)."""
+        if first_call_s < slow_s:
+            return first_call_s
+        return self.first_call(workload)[1]
 
     def _sample(
         self,
@@ -522,21 +535,12 @@ class BenchSession:
     ) -> _Sampled:
         """``workload`` sampled under the device lock (alternately with ``other``, where one
         is given: twice the budget, PAIR_BUDGET), and its judged measurement (its trace where
-        one is kept); ``beside``: the two sides of one call against a revision (in one
-        process: sampled alike), each side's kernel time too where both samplers have one
+        one is kept); ``beside``: each side's kernel time too, where both samplers have one
         (``_besides``)."""
         key, first_call_s = call.key, call.first_call_s
         settings = self._settings(call.spec.measure, key, other_key)
         has_setup = workload.setup is not None
         slow_s = SLOW_SHARE * settings.budget_s  # of its own share of the budget
-        # The two sides of one call in one process (lockstep) are sampled alike: the side
-        # called first paid what is done once (a compile, an autotuning), which must not make
-        # its sampler a slow call's and the other's not (fla's rms_norm: 0.36 s against
-        # 0.7 ms, one call per sample against 68, read a +12% plant as -1.8% to -16.3%:
-        # bench/results/h200-2026-12-05). A duo's sides each paid in their own process.
-        calls_s = (first_call_s, other_first_call_s)
-        if beside and isinstance(other, Workload):
-            calls_s = (min(calls_s),) * 2
 
         def timer_named(name: str) -> Timer:
             return self._timer_factory(
@@ -555,16 +559,6 @@ class BenchSession:
             warmup=call.warmup,
             rounds=call.rounds,
         )
-        if again and plan.rounds is None:  # (the test's own rounds and warmup stand)
-            n = min(MORE_PAIR_SAMPLES, plan.max_samples)
-            # A slow call on either side warms up as the budget lets it.
-            short = plan.warmup is None and max(calls_s) < slow_s
-            plan = dataclasses.replace(
-                plan,
-                min_samples=n,
-                max_samples=n,
-                warmup=MORE_PAIR_WARMUP if short else plan.warmup,
-            )
         readings: list[ClockReading | None] = []
 
         def when_warm() -> None:
@@ -573,6 +567,22 @@ class BenchSession:
         bytes = call.work_bytes
         waited = time.perf_counter()
         with self.device_lock():
+            calls_s = (
+                self._call_s(workload, first_call_s, slow_s),
+                self._call_s(other, other_first_call_s, slow_s)
+                if isinstance(other, Workload)
+                else other_first_call_s,
+            )
+            if again and plan.rounds is None:  # (the test's own rounds and warmup stand)
+                n = min(MORE_PAIR_SAMPLES, plan.max_samples)
+                # A slow call on either side warms up as the budget lets it.
+                short = plan.warmup is None and max(calls_s) < slow_s
+                plan = dataclasses.replace(
+                    plan,
+                    min_samples=n,
+                    max_samples=n,
+                    warmup=MORE_PAIR_WARMUP if short else plan.warmup,
+                )
             started = time.perf_counter()
             deadline = started + budget_s
             mine = dataclasses.replace(workload, slow=calls_s[0] >= slow_s)

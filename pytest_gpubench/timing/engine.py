@@ -39,8 +39,9 @@ class Workload:
     args: tuple[Any, ...] = ()
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     setup: Callable[[], Any] | None = None
-    # One call takes a large share of the budget (the untimed first call showed it): timers
-    # take one call per sample and spend no calls on calibration.
+    # One call takes a large share of the budget (the untimed first call showed it, and a
+    # second where the first was slow): timers take one call per sample and spend no calls
+    # on calibration.
     slow: bool = False
 
     def prepare(self) -> Callable[[], Any]:
