@@ -10,7 +10,6 @@ import random
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -20,7 +19,7 @@ from support import KERNELS, TESTS
 
 from pytest_gpubench.core.records import Measurement, Result, Status, Verdict
 from pytest_gpubench.core.settings import MarkerSpec, MeasureSettings
-from pytest_gpubench.run.call import Call
+from pytest_gpubench.run.call import Call, Untimed
 from pytest_gpubench.run.children import DUO_VARIABLE, ChildRun
 from pytest_gpubench.run.duo import Follower, Leader, Offer, held_samplers
 from pytest_gpubench.run.sides import DuoError, Held
@@ -77,7 +76,8 @@ def duo() -> Iterator[Callable[..., tuple[Leader, Connection]]]:
 def test_a_call_is_timed_alternately_with_the_followers_call_of_its_key(
     duo: Callable[..., tuple[Leader, Connection]],
 ) -> None:
-    offered = Offer("t::a", ("k1", "k2"), first_calls=(0.5, 0.25), inputs=(("(4,) float32",), ()))
+    untimed = (Untimed(0.5, 0.01), Untimed(0.25, 0.25))
+    offered = Offer("t::a", ("k1", "k2"), first_calls=untimed, inputs=(("(4,) float32",), ()))
     leader, report = duo([offered], {"k1": 2.0, "k2": 4.0}, ["t::a"])
     offer = leader.offer("t::a")
     assert offer == offered
@@ -267,7 +267,8 @@ def test_a_duos_pairs_reach_its_parent_under_their_numbers_whatever_the_names() 
 def test_the_followers_later_sampler_is_made_as_its_first_was(tmp_path: Path) -> None:
     """remote_sampler with the first sampler's Sampler.again: made by it, the call's
     slowness told (a slow call's graph is not warmed up); one by another timer than the
-    leader's is closed and the timer made instead; no again: the timer."""
+    leader's is closed and the timer made instead; no again: the timer. The slowness is the
+    fixture's untimed calls' (Call.untimed): no sampler made calls the function for it."""
     from pytest_gpubench.core.settings import Settings
     from pytest_gpubench.run.session import BenchSession
 
@@ -282,9 +283,10 @@ def test_the_followers_later_sampler_is_made_as_its_first_was(tmp_path: Path) ->
 
     settings = Settings.resolve({"enabled": True}, {}, tmp_path)
     session = BenchSession(settings, tmp_path, lambda *a: Timer(), lambda: False)
-    slow = Call(key="t::a", test="t::a", spec=MarkerSpec(MeasureSettings()), first_call_s=60.0)
-    # A first call over a tenth of the budget is timed again: this one's calls stay slow.
-    workload = Workload(fn=time.sleep, args=(0.15,))
+    spec = MarkerSpec(MeasureSettings())
+    slow = Call(key="t::a", test="t::a", spec=spec, untimed=Untimed(60.0, 60.0))
+    called: list[object] = []
+    workload = Workload(fn=called.append, args=(1,))
     told: list[bool] = []
     closed: list[str] = []
 
@@ -300,4 +302,6 @@ def test_the_followers_later_sampler_is_made_as_its_first_was(tmp_path: Path) ->
     assert session.remote_sampler(workload, slow, "fake", again("cupti")).sample() == 1.0
     assert closed == ["cupti"] and probed == [True]
     assert session.remote_sampler(workload, slow, "fake").sample() == 1.0
-    assert probed == [True, True]
+    compiled = Call(key="t::a", test="t::a", spec=spec, untimed=Untimed(60.0, 0.001))
+    assert session.remote_sampler(workload, compiled, "fake").sample() == 1.0
+    assert probed == [True, True, False] and called == []

@@ -565,6 +565,32 @@ def test_a_first_call_that_paid_a_one_time_cost_does_not_make_its_sampler_slow(
     assert made.read_text().splitlines()[:1] == ["made work slow"]
 
 
+@pytest.mark.slow
+def test_a_slow_call_is_called_once_more_per_side_not_at_every_pair(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A function whose every call is slow is called once more after its first, to tell
+    its timer so (BenchSession.untimed_calls), on each side of a lockstep pair once: not
+    again at each pair set up again (--gpubench-pairs=2), which would pay a slow call more
+    on each side at every look."""
+    from pytest_gpubench.run.session import BenchSession
+
+    called: list[str] = []
+    first_call = BenchSession.first_call
+
+    def counted(self: BenchSession, workload: Any) -> Any:
+        called.append(workload.fn.__name__)
+        return first_call(self, workload)
+
+    monkeypatch.setattr(BenchSession, "first_call", counted)
+    monkeypatch.setenv("ALWAYS_SLOW", "1")
+    repo.makepyfile(kernels=ONCE_KERNELS)
+    commit(repo.path, "a kernel whose every call is slow")
+    args = ("--gpubench-against=HEAD", "--gpubench-pairs=2", "-k", "test_sum", *LOCKSTEP)
+    repo.runpytest(*args).assert_outcomes(passed=1, deselected=1)
+    assert called == ["work"] * 4  # each side's first call and one more
+
+
 MANY_TESTS = """
 import pytest
 

@@ -442,7 +442,7 @@ class Measuring:
             if not isinstance(self.duo, Follower):
                 self.duo.done(item.nodeid)
                 return
-            first_calls = tuple(h.call.first_call_s for h in held.values())
+            first_calls = tuple(h.call.untimed for h in held.values())
             inputs = tuple(inputs_of(h.workload) for h in held.values())
             for one in held.values():
                 # A timer that cannot be made is said when the leader asks for its sampler.

@@ -3,22 +3,32 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..core.settings import MarkerSpec
+
+
+class Untimed(NamedTuple):
+    """A function's untimed calls before it is sampled (BenchSession.untimed_calls): the
+    first's duration (s), and the one that tells its timer whether a call is slow: the
+    first's, or where that was slow for its budget, one more call's."""
+
+    first_s: float = 0.0
+    call_s: float = 0.0
 
 
 @dataclass(frozen=True)
 class Call:
     """What the fixture asks of one measurement: its key and test name, the test's marker,
-    the warmup and rounds it asked (None: the timer's), its untimed first call's duration,
-    and the work it declared (None: the marker's)."""
+    the warmup and rounds it asked (None: the timer's), its untimed calls' durations, and
+    the work it declared (None: the marker's)."""
 
     key: str
     test: str
     spec: MarkerSpec
     warmup: int | None = None
     rounds: int | None = None
-    first_call_s: float = 0.0
+    untimed: Untimed = Untimed()
     bytes: float | None = None
     flops: float | None = None
 

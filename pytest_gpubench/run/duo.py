@@ -34,7 +34,7 @@ from typing import Any
 
 from ..timing.device import placed_anew
 from ..timing.engine import Again, Sampler, Workload
-from .call import Call
+from .call import Call, Untimed
 from .sides import DuoError, Held, RemoteCallError
 
 # How long a process waits for its peer's next message by default: a test body's first calls
@@ -45,13 +45,13 @@ WAIT_S = 600.0
 @dataclass(frozen=True)
 class Offer:
     """A test as the follower ran it: the calls it holds (keys), why its body did not pass
-    ('' when it did), and by key's place the durations of the calls' untimed first calls
-    (s) and what each was given (timing.device.inputs_of)."""
+    ('' when it did), and by key's place the durations of the calls' untimed calls
+    (run.call.Untimed) and what each was given (timing.device.inputs_of)."""
 
     nodeid: str
     keys: tuple[str, ...]
     failed: str = ""
-    first_calls: tuple[float, ...] = ()
+    first_calls: tuple[Untimed, ...] = ()
     inputs: tuple[tuple[str, ...], ...] = ()
 
 

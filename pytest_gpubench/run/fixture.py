@@ -183,11 +183,14 @@ class GpuBench:
             # fresh processes timed both sides before the tests ran (versus/ab.py). A
             # reference is only timed: correctness runs stay as fast as without one.
             return workload.prepare()()
-        # Untimed: compiles, warms caches, gives the result; its duration tells the timers
-        # whether the function is slow for its budget.
+        # Untimed: compiles, warms caches, gives the result; its duration (a second call's
+        # where it was slow, made once the result is kept apart) tells the timers whether the
+        # function is slow for its budget, at every look of its pairs.
         result, first_call_s = self.session.first_call(workload)
         _refuse_unstarted(result, self.context.name)
         result = kept_apart(result, workload)  # the timed calls may write into its arguments
+        budget_s = self.context.spec.measure.budget_s
+        untimed = self.session.untimed_calls(workload, first_call_s, budget_s)
         suffix = f"#{name}" if name is not None else ""
         call = Call(
             key=self.context.nodeid + suffix,
@@ -197,7 +200,7 @@ class GpuBench:
             flops=flops,
             warmup=warmup,
             rounds=rounds,
-            first_call_s=first_call_s,
+            untimed=untimed,
         )
         if self.session.ncu_ranges:  # under Nsight Compute: its call, nothing timed
             self.session.profile_call(workload, call.key)
@@ -215,16 +218,17 @@ class GpuBench:
             if changed:
                 lock.inputs[call.key] = changed
             sides = lock.two.on_side(False, workload), lock.two.on_side(True, held.workload)
-            measured, base = self.session.measure_sides(*sides, call, held.call.first_call_s)
+            measured, base = self.session.measure_sides(*sides, call, held.call.untimed)
             self._judged.append(measured)
             lock.base[call.key] = base
             if lock.keep:
-                lock.paired[call.key] = Pair(*sides, call, held.call.first_call_s)
+                lock.paired[call.key] = Pair(*sides, call, held.call.untimed)
             return result
         if reference is not None:
             against = replace(workload, fn=reference)
             try:
-                _, reference_first_call_s = self.session.first_call(against)
+                _, first_s = self.session.first_call(against)
+                reference_untimed = self.session.untimed_calls(against, first_s, budget_s)
             except Exception as exc:  # say whose error it is: the test named one function
                 note = (
                     f"in the reference= function of gpubench in {self.context.name}, called "
@@ -233,9 +237,7 @@ class GpuBench:
                 if hasattr(exc, "add_note"):  # Python 3.11+; 3.10 shows the error alone
                     exc.add_note(note)
                 raise
-            measured, ratio = self.session.measure_pair(
-                workload, against, call, reference_first_call_s
-            )
+            measured, ratio = self.session.measure_pair(workload, against, call, reference_untimed)
             self._judged += [measured] if ratio is None else [measured, ratio]
             return result
         self._judged.append(self.session.measure(workload, call))

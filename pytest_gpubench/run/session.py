@@ -59,7 +59,7 @@ from ..timing.engine import (
 from ..timing.gpus import DeviceLock
 from ..timing.timers import requested
 from . import ncu
-from .call import Call
+from .call import Call, Untimed
 from .children import ChildRun, Launcher
 from .environment import Environment, TimerFactory
 from .sides import BESIDE_ROUNDS, MORE_PAIR_SAMPLES, MORE_PAIR_WARMUP
@@ -236,7 +236,8 @@ class BenchSession:
 
     def first_call(self, workload: Workload) -> tuple[object, float]:
         """Run the untimed first call; return its result and how long it took in seconds
-        (device work included), which tells whether the function is slow for its budget."""
+        (device work included), which tells whether the function is slow for its budget
+        (:meth:`untimed_calls`)."""
         call = workload.prepare()
         sync = synchronizer(self.device.kind)  # before the clock starts: it may import torch
         started = time.perf_counter()
@@ -244,13 +245,26 @@ class BenchSession:
         sync()
         return result, time.perf_counter() - started
 
+    def untimed_calls(self, workload: Workload, first_call_s: float, budget_s: float) -> Untimed:
+        """The untimed calls of ``workload``, whose first took ``first_call_s``: how long a
+        call takes, for its timer to tell whether it is slow for ``budget_s`` (SLOW_SHARE of
+        it), is ``first_call_s`` where it is under that, else one more call's, asked once per
+        call of the fixture (every look of its pairs reads it). A first call pays what is
+        done once (a compile, an autotuning, loading a cache), which made a sampler a slow
+        call's in one session and not in the next, or on one side of a pair and not on the
+        other: fla's rms_norm by CUPTI one call per sample against 68, a +12% plant read as
+        -1.8% to -16.3% (bench/results/h200-2026-12-05)."""
+        if first_call_s < SLOW_SHARE * budget_s:
+            return Untimed(first_call_s, first_call_s)
+        return Untimed(first_call_s, self.first_call(workload)[1])
+
     def measure(self, workload: Workload, call: Call) -> Result:
         """Time ``workload`` under the device lock; its measurement judged (:meth:`_judged`).
 
         The budget bounds the measurement, from the timer's calibration to the last sample,
-        give or take one sample; ``first_call_s`` (the untimed first call's duration) tells
-        timers when calibration calls would not fit in it."""
-        return self._sample(workload, None, call, call.key, 0.0).first
+        give or take one sample; ``call.untimed`` (:meth:`untimed_calls`) tells timers when
+        calibration calls would not fit in it."""
+        return self._sample(workload, None, call, call.key, Untimed()).first
 
     def _judged(
         self,
@@ -400,7 +414,7 @@ class BenchSession:
         workload: Workload,
         reference: Workload,
         call: Call,
-        reference_first_call_s: float = 0.0,
+        reference_untimed: Untimed,
     ) -> tuple[Result, Result | None]:
         """Time ``workload`` and ``reference`` alternately, by one timer, under the device
         lock (``timing.engine.collect_pair``): ``workload``'s measurement, its key's as
@@ -411,7 +425,7 @@ class BenchSession:
 
         The pair's budget is twice a single measurement's (PAIR_BUDGET): each side gets about
         the time it would have alone. ``warmup`` and ``rounds`` count pairs."""
-        two = self._sample(workload, reference, call, call.key + RATIO_KEY, reference_first_call_s)
+        two = self._sample(workload, reference, call, call.key + RATIO_KEY, reference_untimed)
         pair, first = two.pair, two.first
         assert pair is not None  # (a pair was sampled)
         reference_ms = statistics.median(pair.second.samples_ms)
@@ -440,7 +454,7 @@ class BenchSession:
             call,
             two.settings,
             two.readings,
-            Costs(first_call_s=reference_first_call_s),
+            Costs(first_call_s=reference_untimed.first_s),
             suffix=RATIO_KEY,
         )
         launches = [p.launches if p is not None else () for p in two.profiles]
@@ -459,7 +473,7 @@ class BenchSession:
         head: Workload,
         base: Workload | Callable[[str], Sampler],
         call: Call,
-        base_first_call_s: float,
+        base_untimed: Untimed,
         *,
         again: bool = False,
     ) -> tuple[Result, Measurement]:
@@ -470,7 +484,7 @@ class BenchSession:
         working tree's alone is held to it (versus.ab.held_to_floors). ``again``: a pair set up
         again after the call's first (run.sides.MORE_PAIR_SAMPLES). ``base`` may be the
         revision's call in another process (run/duo.py): its sampler by the timer named."""
-        two = self._sample(head, base, call, call.key, base_first_call_s, again, beside=True)
+        two = self._sample(head, base, call, call.key, base_untimed, again, beside=True)
         assert two.pair is not None  # (a pair was sampled)
         second = two.pair.second
         base_measurement = self._measurement(
@@ -478,7 +492,7 @@ class BenchSession:
             call,
             two.settings,
             two.readings,
-            Costs(first_call_s=base_first_call_s),
+            Costs(first_call_s=base_untimed.first_s),
             peak_bytes=two.other_peak,
             beside_ms=two.besides[1],
         )
@@ -499,10 +513,8 @@ class BenchSession:
         duo (run/duo.py), which takes its samples while holding the device lock; made as
         its first was (``again``: that sampler's Sampler.again) where that works."""
         settings = dataclasses.replace(call.spec.measure, timer=timer)
-        slow_s = SLOW_SHARE * settings.budget_s
-        workload = dataclasses.replace(
-            workload, slow=self._call_s(workload, call.first_call_s, slow_s) >= slow_s
-        )
+        slow = call.untimed.call_s >= SLOW_SHARE * settings.budget_s
+        workload = dataclasses.replace(workload, slow=slow)
         made = remade(again, workload)
         if made is not None and made.timer == timer:
             return made
@@ -511,24 +523,13 @@ class BenchSession:
         factory = self._timer_factory(settings, self.device, workload.setup is not None)
         return factory.sampler(workload)
 
-    def _call_s(self, workload: Workload, first_call_s: float, slow_s: float) -> float:
-        """How long a call of ``workload`` takes, for its timer to tell whether it is slow:
-        ``first_call_s`` where it is under ``slow_s``, else one more call's. A first call
-        pays what is done once (a compile, an autotuning, loading a cache), which made a
-        sampler a slow call's in one session and not in the next, or on one side of a pair
-        and not on the other: fla's rms_norm by CUPTI one call per sample against 68, a +12%
-        plant read as -1.8% to -16.3% (bench/results/h200-2026-12-05)."""
-        if first_call_s < slow_s:
-            return first_call_s
-        return self.first_call(workload)[1]
-
     def _sample(
         self,
         workload: Workload,
         other: Workload | Callable[[str], Sampler] | None,
         call: Call,
         other_key: str,
-        other_first_call_s: float,
+        other_untimed: Untimed,
         again: bool = False,
         *,
         beside: bool = False,
@@ -537,7 +538,7 @@ class BenchSession:
         is given: twice the budget, PAIR_BUDGET), and its judged measurement (its trace where
         one is kept); ``beside``: each side's kernel time too, where both samplers have one
         (``_besides``)."""
-        key, first_call_s = call.key, call.first_call_s
+        key = call.key
         settings = self._settings(call.spec.measure, key, other_key)
         has_setup = workload.setup is not None
         slow_s = SLOW_SHARE * settings.budget_s  # of its own share of the budget
@@ -559,6 +560,17 @@ class BenchSession:
             warmup=call.warmup,
             rounds=call.rounds,
         )
+        calls_s = (call.untimed.call_s, other_untimed.call_s)
+        if again and plan.rounds is None:  # (the test's own rounds and warmup stand)
+            n = min(MORE_PAIR_SAMPLES, plan.max_samples)
+            # A slow call on either side warms up as the budget lets it.
+            short = plan.warmup is None and max(calls_s) < slow_s
+            plan = dataclasses.replace(
+                plan,
+                min_samples=n,
+                max_samples=n,
+                warmup=MORE_PAIR_WARMUP if short else plan.warmup,
+            )
         readings: list[ClockReading | None] = []
 
         def when_warm() -> None:
@@ -567,22 +579,6 @@ class BenchSession:
         bytes = call.work_bytes
         waited = time.perf_counter()
         with self.device_lock():
-            calls_s = (
-                self._call_s(workload, first_call_s, slow_s),
-                self._call_s(other, other_first_call_s, slow_s)
-                if isinstance(other, Workload)
-                else other_first_call_s,
-            )
-            if again and plan.rounds is None:  # (the test's own rounds and warmup stand)
-                n = min(MORE_PAIR_SAMPLES, plan.max_samples)
-                # A slow call on either side warms up as the budget lets it.
-                short = plan.warmup is None and max(calls_s) < slow_s
-                plan = dataclasses.replace(
-                    plan,
-                    min_samples=n,
-                    max_samples=n,
-                    warmup=MORE_PAIR_WARMUP if short else plan.warmup,
-                )
             started = time.perf_counter()
             deadline = started + budget_s
             mine = dataclasses.replace(workload, slow=calls_s[0] >= slow_s)
@@ -623,11 +619,11 @@ class BenchSession:
             readings,
             # Asked for the lock, got it, timer set up, last sample taken.
             Costs(
-                first_call_s=first_call_s,
+                first_call_s=call.untimed.first_s,
                 lock_wait_s=started - waited,
                 timer_setup_s=prepared - started,
                 sampling_s=sampled - prepared,
-                other_first_call_s=other_first_call_s,
+                other_first_call_s=other_untimed.first_s,
             ),
             bytes=bytes,
             flops=call.work_flops,

@@ -15,7 +15,7 @@ from typing import Protocol
 from ..core.errors import GpubenchError
 from ..core.records import Measurement
 from ..timing.engine import Sampler, Workload
-from .call import Call
+from .call import Call, Untimed
 
 # A pair set up again in its process (a lockstep test's more pairs, versus/lockstep.py, and a
 # duo's, run/duo.py) takes MORE_PAIR_WARMUP warmup pairs, then MORE_PAIR_SAMPLES pairs of
@@ -65,13 +65,13 @@ class Held:
 @dataclass(frozen=True)
 class Pair:
     """A call timed in lockstep, kept for more pairs in this process: each side's workload
-    (finding its side's modules), the working tree's call and the revision's first call's
-    duration (which sets how its side is sampled)."""
+    (finding its side's modules), the working tree's call and the revision's untimed calls'
+    durations (which set how its side is sampled)."""
 
     head: Workload
     base: Workload
     call: Call
-    base_first_call_s: float
+    base_untimed: Untimed
 
 
 @dataclass
@@ -93,10 +93,10 @@ class Lockstep:
     # timed in lockstep, by key, kept (their inputs alive) until the test's verdict.
     keep: bool = False
     paired: dict[str, Pair] = field(default_factory=dict)
-    # The revision's calls held by another process (run/duo.py): their first calls'
+    # The revision's calls held by another process (run/duo.py): their untimed calls'
     # durations and what they were given by key, and the sampler of a key's call by a
     # timer's name.
-    remote_first: dict[str, float] = field(default_factory=dict)
+    remote_first: dict[str, Untimed] = field(default_factory=dict)
     remote_inputs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     remote: Callable[[str, str], Sampler] | None = None
     # A duo's leader: how many pairs of each call it takes, those after the first (set up

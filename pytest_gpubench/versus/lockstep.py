@@ -827,7 +827,7 @@ class Pairing:
         for key, pair in paired.items():
             with placed_anew([pair.head, pair.base], self._draw) as ((head, base), copied):
                 judged, sides[BASE][key] = self.session.measure_sides(
-                    head, base, pair.call, pair.base_first_call_s, again=True
+                    head, base, pair.call, pair.base_untimed, again=True
                 )
                 sides[HEAD][key] = judged.measurement
             moved += copied > 0
