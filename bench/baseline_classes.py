@@ -25,6 +25,7 @@ FILES = (
     "example_suite/.gpubench/sm90-nvidia-h200.json",
     "bench/user_suite/.gpubench/sm90-nvidia-h100-80gb-hbm3.json",
     "bench/user_suite/.gpubench/sm90-nvidia-h200.json",
+    "bench/fla_suite/.gpubench/sm90-nvidia-h100-80gb-hbm3.json",
     "bench/fla_suite/.gpubench/sm90-nvidia-h200.json",
 )
 CLASSES_US = ((0.0, 3.0), (3.0, 20.0), (20.0, 100.0), (100.0, math.inf))
