@@ -105,12 +105,14 @@ def read_archive(path: Path) -> tuple[list[Run], str]:
     return runs, files.get("gpu.txt", "").strip()
 
 
+def planted(kind: str, suite: str, key: str) -> bool:
+    """Whether a run of ``kind`` on ``suite`` planted a slowdown in the test of ``key``."""
+    return kind in SLOW and (suite == "fla" or any(t in key for t in PLANTED_BY[kind]))
+
+
 def planted_of(run: Run) -> list[dict[str, Any]]:
     assert run.document is not None
-    if run.suite == "fla" and run.kind in SLOW:
-        return list(run.document["results"])
-    tests = PLANTED_BY.get(run.kind, ())
-    return [r for r in run.document["results"] if any(t in r["key"] for t in tests)]
+    return [r for r in run.document["results"] if planted(run.kind, run.suite, r["key"])]
 
 
 def kernel_of(result: dict[str, Any]) -> str:

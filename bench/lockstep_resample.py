@@ -42,7 +42,7 @@ from pytest_gpubench.judge.pairs import (
 from pytest_gpubench.versus.ab import with_kernel_time
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ab_summary import committed_archives  # noqa: E402
+from ab_summary import SLOW, committed_archives, planted  # noqa: E402
 from lockstep_runs import pairs_of, reports  # noqa: E402
 
 ALPHA = 0.01
@@ -65,17 +65,21 @@ class Process:
 
 
 def processes(archives: list[Path]) -> list[Process]:
-    """The A/A runs' measurements timed in lockstep with every pair from the run's process."""
+    """The unchanged tests' measurements timed in lockstep with every pair from the run's
+    process: every test of an A/A run, the tests of a slowdown run that nothing was planted in."""
     found = []
     for archive in archives:
         for name, document, _ in reports(archive):
-            if "-aa-" not in name:
+            kind, suite = name.split("-")[1:3]
+            if kind != "aa" and kind not in SLOW:
                 continue
             family = max(1, len(document["results"]))
             for result in document["results"]:
                 pairs = pairs_of(result)
                 if pairs is None or "timed in duos" in result.get("reason", ""):
                     continue
+                if planted(kind, suite, result["key"]):
+                    continue  # an unchanged test only: an A/A run's, a slowdown run's others
                 if len(pairs[0]) > 1 and "in this process" not in result.get("note", ""):
                     continue  # its more pairs came from fresh processes
                 key = (result["test"], result["timer"])

@@ -145,22 +145,26 @@ def test_ratios_of_recorded_sessions_in_a_pairs_are_same_without_a_false_verdict
 
 @pytest.mark.slow
 def test_the_lockstep_rule_and_its_second_process_on_recorded_processes() -> None:
-    """bench/lockstep_resample.py on the committed A/A runs: no recorded process fails an
-    unchanged test at 1, 2 or 5%; with +5% planted at 2%, a second process (another run's)
-    bears out nearly every failure of a process's own pairs and fails most of those left
-    unsure beyond the threshold; docs/verdict.md holds the
-    table as the script prints it."""
+    """bench/lockstep_resample.py on the committed runs' unchanged tests (A/A runs, and the
+    tests of slowdown runs that nothing was planted in): at 2% and 5% the failures expected
+    after the second process stay under one in 540 processes (the A/A target: no false
+    failure in 10 runs of 54 tests); at 1% no bound (docs/verdict.md says what it is); with
+    +5% planted at 2%, a second process (another run's) bears out nearly every failure of a
+    process's own pairs and fails most of those left unsure beyond the threshold;
+    docs/verdict.md holds the table as the script prints it."""
     lr = bench_module("lockstep_resample")
     found = lr.processes(lr.committed_archives())
     assert len(found) >= 1500 and len({p.key for p in found}) >= 150
     # The A/A runs since 2026-12-02 took the kernel time too: judged on both numbers.
     assert sum(bool(p.kernel) for p in found) >= 80
     rows = lr.table(found)
-    assert all(r["flagged"] == 0 and r["failures"] == 0 for r in rows if r["shift"] == 0)
+    for threshold in (0.02, 0.05):
+        unchanged = [r for r in rows if (r["shift"], r["threshold"]) == (0.0, threshold)]
+        used = sum(r["used"] for r in unchanged)
+        assert used >= 1500 and sum(r["failures"] for r in unchanged) < used / 540
     planted = [r for r in rows if (r["shift"], r["threshold"]) == (0.05, 0.02)]
     flagged, asked = (sum(r[k] for r in planted) for k in ("flagged", "asked"))
-    # Unsure beyond the threshold, a second process decides: most of those fail too, while
-    # no unchanged process so asked does (the rows of +0% above).
+    # Unsure beyond the threshold, a second process decides: most of those fail too.
     assert sum(r["asked"] for r in rows if r["shift"] == 0) >= 10 and asked >= 100
     assert flagged >= 400 and sum(r["failures"] for r in planted) >= 0.95 * flagged + asked / 2
     verdict = (ROOT / "docs" / "verdict.md").read_text(encoding="utf-8")
