@@ -7,6 +7,8 @@ verdicts (regressed or improved where nothing changed); the planted slowdowns ca
                                                       17's counts
     python bench/ab_summary.py --tally --folders h200 the committed ones of the folders whose
                                                       name starts so (one GPU model's)
+    python bench/ab_summary.py --per-test ARCHIVE     the fla suite's planted tests: plant,
+                                                      reads and catches per target and test
 
 A/A runs (aa) and plain runs change nothing: any regressed or improved is false. Slow runs
 plant more work in the user suite's copy kernels (test_copy_blocks) on the working tree's
@@ -245,6 +247,44 @@ TARGETS["slowtime", "0.01", "1%", ">=100 us", FLA] = "caught in >= 9 of 10"
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
+def per_test(runs: list[Run]) -> str:
+    """The fla suite's planted tests over a plan's slowtime runs, per target and test: the
+    revision's median (µs), the plant as bench/fla_plant.py measured it (each sizing's), the
+    ratio of the two sides' medians (median over the runs, and its range) and how many runs
+    caught it (a Markdown table)."""
+    rows: dict[tuple[float, str], list[tuple[float, float, float | None, bool]]] = {}
+    for run in runs:
+        if (run.kind, run.suite) != ("slowtime", "fla") or run.document is None:
+            continue
+        spun = (run.calibration or {}).get("second", {})
+        picked = (run.calibration or {}).get("picked", {})
+        for result in run.document["results"]:
+            test, against = result["test"], result["against"]
+            ratio = spun.get(test, {}).get(str(picked.get(test)))
+            rows.setdefault((float(run.frac), test), []).append(
+                (
+                    against["base_median_ms"] * 1e3,
+                    against["head_median_ms"] / against["base_median_ms"] - 1,
+                    ratio - 1 if ratio else None,
+                    result["status"] == "regressed",
+                )
+            )
+    out = ["| test | µs | target | calibrated | reads | caught |", "|---|---|---|---|---|---|"]
+    for (target, test), found in sorted(
+        rows.items(), key=lambda kv: (-kv[0][0], -statistics.median(f[0] for f in kv[1]))
+    ):
+        reads = [f[1] for f in found]
+        sized = "/".join(
+            dict.fromkeys(f"{100 * c:+.1f}%" for c in sorted(f[2] for f in found if f[2]))
+        )
+        out.append(
+            f"| {test} | {statistics.median(f[0] for f in found):.0f} | +{target:.0%} "
+            f"| {sized} | {100 * statistics.median(reads):+.1f}% ({100 * min(reads):+.1f} to "
+            f"{100 * max(reads):+.1f}) | {sum(f[3] for f in found)} of {len(found)} |"
+        )
+    return "\n".join(out) + "\n"
+
+
 def committed_archives(folders: str = "") -> list[Path]:
     """The plans' archives under bench/results (those with a runs.tsv) in the folders whose
     name starts with ``folders``, oldest folder first."""
@@ -340,6 +380,8 @@ def tally(archives: list[Path]) -> str:
 if __name__ == "__main__":
     if sys.argv[1:3] == ["--tally", "--folders"]:
         print(tally(committed_archives(sys.argv[3])), end="")
+    elif sys.argv[1:2] == ["--per-test"]:
+        print(per_test(read_archive(Path(sys.argv[2]))[0]), end="")
     elif sys.argv[1:2] == ["--tally"]:
         print(tally([Path(p) for p in sys.argv[2:]] or committed_archives()), end="")
     else:

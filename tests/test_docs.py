@@ -313,6 +313,16 @@ def test_the_ab_tally_counts_every_committed_plan() -> None:
     assert script.tally(archives) in read("bench/results/ab-tally.md")
 
 
+def test_a_kernel_librarys_planted_tests_are_its_archives() -> None:
+    """The per-test table of the H100's fla plan is what ``bench/ab_summary.py --per-test``
+    prints of its archive."""
+    script = _bench("ab_summary")
+    campaign = RESULTS / "h100-2026-12-05"
+    printed = script.per_test(script.read_archive(campaign / "plan-0.tgz")[0])
+    readme = (campaign / "README.md").read_text(encoding="utf-8")
+    assert printed.count("\n") >= 10 and printed in readme
+
+
 @pytest.mark.parametrize("model", ["h100", "h200"])
 def test_performance_md_counts_each_gpu_models_plans(model: str) -> None:
     """docs/performance.md, "Against a revision": each row of a model's table is a row of
