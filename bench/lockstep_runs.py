@@ -55,6 +55,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from ab_summary import planted  # noqa: E402
 
 Run = tuple[str, dict[str, Any], str]  # its name, its JSON report, its output
+# How far apart a pair's two calls per sample were (calls_apart), by upper edge.
+APART = ((1.01, "same"), (1.5, "< 1.5x"), (3.0, "1.5-3x"), (math.inf, ">= 3x"))
 
 
 def reports(archive: Path) -> list[Run]:
@@ -214,6 +216,27 @@ def process_parts(runs: list[Run]) -> dict[tuple[str, int], list[tuple[float, fl
     return found
 
 
+def calls_apart(runs: list[Run]) -> dict[tuple[str, str], list[float]]:
+    """Every pair of an unchanged test timed by a graph timer, by timer and how far apart its
+    two sides' calls per sample were (the larger count over the smaller): its d signed so
+    that + is the side of fewer calls reading slower."""
+    found: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
+    for name, document, _ in runs:
+        kind, suite = name.split("-")[1:3]
+        for result in document["results"]:
+            timer, against = result["timer"], result.get("against") or {}
+            if timer not in ("cuda-graph", "cupti-graph") or planted(kind, suite, result["key"]):
+                continue
+            sides = (against.get("base_sessions") or [], against.get("head_sessions") or [])
+            for b, h in zip(*sides, strict=False):  # (a side that lost a pair)
+                calls = (b.get("calls_per_sample", 1), h.get("calls_per_sample", 1))
+                apart = max(calls) / min(calls)
+                cell = next(c for edge, c in APART if apart < edge)
+                sign = 1 if calls[1] < calls[0] else -1
+                found[(timer, cell)].append(sign * math.log(h["median_ms"] / b["median_ms"]))
+    return found
+
+
 def main(archives: list[Path]) -> int:
     runs = [run for archive in archives for run in reports(archive)]
     if not runs:
@@ -279,6 +302,15 @@ def main(archives: list[Path]) -> int:
             f"  {timer} {edges[cell]}: {math.sqrt(max(0.0, between - within)):.3%} | "
             f"{prior:.3%} | {len(cells)}"
         )
+    print(
+        "\nThe two sides' calls per sample (no change planted): per graph timer and how far "
+        "apart the counts were, pairs | the median d, + where the side of fewer calls read "
+        "slower | the robust sd of d (1.4826 x its median absolute deviation)"
+    )
+    for (timer, cell), ds in sorted(calls_apart(runs).items()):
+        mid = statistics.median(ds)
+        sd = 1.4826 * statistics.median(abs(d - mid) for d in ds)
+        print(f"  {timer} {cell}: {len(ds)} | {mid:+.2%} | {sd:.2%}")
     print(
         "\nKernel time beside time per call (since 685e5e0): per run kind, timer and time per "
         "call, the robust sd of a pair's d of each (the timer's number | the other) | pairs; "

@@ -117,19 +117,21 @@ class FakeTimer:
     of the tests it names draws (its energy per call: watts x time per call). With
     FAKE_AGAIN_LOG, a file, a sampler can be made again (Sampler.again, as a graph's is): a
     line 'made FUNCTION' or 'again FUNCTION' there for each sampler made, ' slow' after it
-    where the sampler was asked for a slow call's (Workload.slow)."""
+    where the sampler was asked for a slow call's (Workload.slow). A sampler batches the
+    function's ``fake_calls`` calls per sample (1), or the count it is made again with."""
 
     def __init__(self):
         self.name = os.environ.get("FAKE_NAME", "fake")
 
-    def sampler(self, workload, made="made"):
+    def sampler(self, workload, made="made", count=None):
         again = None
         log = os.environ.get("FAKE_AGAIN_LOG")
+        calls = count or getattr(workload.fn, "fake_calls", 1)
         if log:
             with open(log, "a") as out:
                 slow = " slow" if workload.slow else ""
                 out.write(f"{made} {getattr(workload.fn, '__name__', '?')}{slow}\\n")
-            again = lambda other: self.sampler(other, "again")
+            again = lambda other, count=None: self.sampler(other, "again", count or calls)
         scale = float(os.environ.get("FAKE_SCALE", "1.0")) * SHIFT
         scale *= factor_of_this_test("FAKE_SCALES")
         # A factor in the code itself: a commit that makes a function slower (A/B tests).
@@ -170,7 +172,7 @@ class FakeTimer:
         return Sampler(
             timer=self.name,
             sample=sample,
-            calls_per_sample=1,
+            calls_per_sample=calls,
             profile=profile(),
             peak_bytes=None if peak is None else (lambda: peak),
             energy=None if watts is None else (lambda per_call_s: fake_energy(watts, per_call_s)),

@@ -51,6 +51,7 @@ from ..timing.engine import (
     Sampling,
     Timer,
     Workload,
+    alike,
     collect,
     collect_pair,
     paired_samplers,
@@ -587,7 +588,7 @@ class BenchSession:
             if other is None:
                 a, b = timer.sampler(mine), None
             else:
-                a, b = self._samplers(key, mine, other, timer, timer_named, again)
+                a, b = self._samplers(key, mine, other, timer, timer_named, again, beside)
             prepared = time.perf_counter()
             try:
                 left = dataclasses.replace(plan, budget_s=deadline - prepared)
@@ -645,16 +646,23 @@ class BenchSession:
         timer: Timer,
         timer_named: Callable[[str], Timer],
         again: bool,
+        sides: bool,
     ) -> tuple[Sampler, Sampler]:
         """The samplers of a pair: ``other`` a workload here, or the other process's call
         (run/duo.py) by this side's timer. ``again``: a pair set up again makes this
-        process's as the call's first pair's were (Sampler.again), where that works."""
+        process's as the call's first pair's were (Sampler.again), where that works.
+        ``sides``: two revisions' calls, batched alike (timing.engine.alike)."""
         known = self._again.get(key, (None, None)) if again else (None, None)
         if isinstance(other, Workload):
             pair = None
             if known[0] is not None and known[1] is not None:
                 pair = _remade_pair(known[0], known[1], mine, other)
-            a, b = pair or paired_samplers(timer, timer_named, mine, other)
+            if pair is None:
+                pair = paired_samplers(timer, timer_named, mine, other)
+                # Lockstep's sides batch alike; a reference's count stays its own (its ratio's
+                # history was taken so).
+                pair = alike(*pair, mine, other) if sides else pair
+            a, b = pair
             self._again[key] = (a.again, b.again)
             return a, b
         a = remade(known[0], mine) or timer.sampler(mine)

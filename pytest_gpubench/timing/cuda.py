@@ -478,11 +478,12 @@ def _replayed(timer: str, plan: GraphPlan, profile: Profile | None) -> Sampler:
     measure = plan.graph.kernel_ms if timer == "cupti-graph" else plan.graph.replay_ms
     calls = plan.calls
 
-    def again(workload: Workload) -> Sampler:
-        # Other inputs of the same shapes: a graph of as many calls, not validated again
-        # (the first was, on this function).
-        graph = TorchGraph(_capture(workload.prepare(), calls, 0 if workload.slow else 2))
-        return _replayed(timer, GraphPlan(graph, calls), profile)
+    def again(workload: Workload, count: int | None = None) -> Sampler:
+        # Other inputs of the same shapes: a graph of as many calls (or ``count``), not
+        # validated again (the first was, on this function).
+        n = count or calls
+        graph = TorchGraph(_capture(workload.prepare(), n, 0 if workload.slow else 2))
+        return _replayed(timer, GraphPlan(graph, n), profile)
 
     return Sampler(
         timer=timer,
