@@ -570,7 +570,7 @@ def test_a_slow_call_is_called_once_more_per_side_not_at_every_pair(
     repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A function whose every call is slow is called once more after its first, to tell
-    its timer so (BenchSession.untimed_calls), on each side of a lockstep pair once: not
+    its timer so (BenchSession.call_durations), on each side of a lockstep pair once: not
     again at each pair set up again (--gpubench-pairs=2), which would pay a slow call more
     on each side at every look."""
     from pytest_gpubench.run.session import BenchSession
@@ -587,8 +587,11 @@ def test_a_slow_call_is_called_once_more_per_side_not_at_every_pair(
     repo.makepyfile(kernels=ONCE_KERNELS)
     commit(repo.path, "a kernel whose every call is slow")
     args = ("--gpubench-against=HEAD", "--gpubench-pairs=2", "-k", "test_sum", *LOCKSTEP)
-    repo.runpytest(*args).assert_outcomes(passed=1, deselected=1)
+    repo.runpytest(*args, "--gpubench-json=ab.json").assert_outcomes(passed=1, deselected=1)
     assert called == ["work"] * 4  # each side's first call and one more
+    # Its costs count both untimed calls of each side (0.3 s each).
+    (result,) = json.loads((repo.path / "ab.json").read_text())["results"]
+    assert result["costs"]["first_call_s"] >= 0.6 and result["costs"]["other_first_call_s"] >= 0.6
 
 
 @pytest.mark.parametrize(("base", "head", "alike"), [(10, 40, True), (2, 40, False)])

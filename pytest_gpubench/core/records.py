@@ -456,7 +456,8 @@ STEP = spec(form=lambda seconds: round(float(seconds), 4), lenient=True)
 
 @dataclass(frozen=True)
 class Costs(Coded):
-    """Seconds a measurement took, by step: the untimed first call, waiting for the device
+    """Seconds a measurement took, by step: the untimed calls (the first, and one more where
+    the first was slow for the budget: run.call.Untimed), waiting for the device
     lock (other processes timing on the GPU), the timer's set-up (capture, validation, the
     CUPTI profile of eager calls), the sampling itself, and its share of the fresh processes
     that confirmed its verdict (their wall time over the measurements they confirmed). A

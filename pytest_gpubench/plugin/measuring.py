@@ -418,7 +418,7 @@ class Measuring:
             bench.lockstep = Lockstep(
                 Same(),
                 head=True,
-                remote_first=dict(zip(offer.keys, offer.first_calls, strict=False)),
+                remote_untimed=dict(zip(offer.keys, offer.untimed, strict=False)),
                 remote_inputs=dict(zip(offer.keys, offer.inputs, strict=False)),
                 remote=self.duo.sampler,
                 pairs=self.duo.pairs,
@@ -442,14 +442,14 @@ class Measuring:
             if not isinstance(self.duo, Follower):
                 self.duo.done(item.nodeid)
                 return
-            first_calls = tuple(h.call.untimed for h in held.values())
+            untimed = tuple(h.call.untimed for h in held.values())
             inputs = tuple(inputs_of(h.workload) for h in held.values())
             for one in held.values():
                 # A timer that cannot be made is said when the leader asks for its sampler.
                 with contextlib.suppress(Exception):
                     session.timer_ready(one.call)
             self.duo.serve(
-                Offer(item.nodeid, tuple(held), failed, first_calls, inputs),
+                Offer(item.nodeid, tuple(held), failed, untimed, inputs),
                 held_samplers(held, session.remote_sampler, lock.draw),
             )
         except DuoError as exc:

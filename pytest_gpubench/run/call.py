@@ -9,12 +9,18 @@ from ..core.settings import MarkerSpec
 
 
 class Untimed(NamedTuple):
-    """A function's untimed calls before it is sampled (BenchSession.untimed_calls): the
+    """A function's untimed calls before it is sampled (BenchSession.call_durations): the
     first's duration (s), and the one that tells its timer whether a call is slow: the
     first's, or where that was slow for its budget, one more call's."""
 
     first_s: float = 0.0
     call_s: float = 0.0
+    more: bool = False  # call_s is the one more call's
+
+    @property
+    def spent_s(self) -> float:
+        """The seconds the untimed calls took (the measurement's costs)."""
+        return self.first_s + self.call_s if self.more else self.first_s
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ class Offer:
     nodeid: str
     keys: tuple[str, ...]
     failed: str = ""
-    first_calls: tuple[Untimed, ...] = ()
+    untimed: tuple[Untimed, ...] = ()
     inputs: tuple[tuple[str, ...], ...] = ()
 
 
@@ -91,7 +91,7 @@ class Follower(_Peer):
         """Offer a test's held calls and sample them as the leader asks until it is done with
         the test (or skips it): the keys it timed. ``sampler_of(key, timer)``: a sampler of the
         held call ``key`` by the timer named (the leader's)."""
-        self.send("test", offer.nodeid, offer.keys, offer.failed, offer.first_calls, offer.inputs)
+        self.send("test", offer.nodeid, offer.keys, offer.failed, offer.untimed, offer.inputs)
         timed: set[str] = set()
         sampler: Sampler | None = None
         try:
@@ -185,9 +185,9 @@ class Leader(_Peer):
                     return None
                 if kind != "test":
                     raise DuoError(f"{self.who} sent {kind!r} where a test was due")
-                named, keys, failed, first_calls, inputs = args
+                named, keys, failed, untimed, inputs = args
                 self._next = Offer(
-                    named, tuple(keys), failed, tuple(first_calls), tuple(map(tuple, inputs))
+                    named, tuple(keys), failed, tuple(untimed), tuple(map(tuple, inputs))
                 )
             theirs = self.order.get(self._next.nodeid, -1)
             if self._next.nodeid == nodeid:

@@ -190,7 +190,7 @@ class GpuBench:
         _refuse_unstarted(result, self.context.name)
         result = kept_apart(result, workload)  # the timed calls may write into its arguments
         budget_s = self.context.spec.measure.budget_s
-        untimed = self.session.untimed_calls(workload, first_call_s, budget_s)
+        untimed = self.session.call_durations(workload, first_call_s, budget_s)
         suffix = f"#{name}" if name is not None else ""
         call = Call(
             key=self.context.nodeid + suffix,
@@ -209,7 +209,7 @@ class GpuBench:
         if lock is not None and not lock.head:  # the revision's body: held for its pair
             lock.held[call.key] = Held(workload, call)
             return result
-        if lock is not None and lock.remote is not None and call.key in lock.remote_first:
+        if lock is not None and lock.remote is not None and call.key in lock.remote_untimed:
             self._judged.append(self._in_duo(lock, workload, call))
             return result
         held = lock.held.pop(call.key, None) if lock is not None else None
@@ -228,7 +228,7 @@ class GpuBench:
             against = replace(workload, fn=reference)
             try:
                 _, first_s = self.session.first_call(against)
-                reference_untimed = self.session.untimed_calls(against, first_s, budget_s)
+                reference_untimed = self.session.call_durations(against, first_s, budget_s)
             except Exception as exc:  # say whose error it is: the test named one function
                 note = (
                     f"in the reference= function of gpubench in {self.context.name}, called "
@@ -251,17 +251,17 @@ class GpuBench:
         measurement of the first pair."""
         remote, session = lock.remote, self.session
         assert remote is not None and session is not None
-        first_s = lock.remote_first.pop(call.key)
+        untimed = lock.remote_untimed.pop(call.key)
         given = lock.remote_inputs.pop(call.key, None)
         changed = inputs_changed(given, inputs_of(workload)) if given is not None else ""
         if changed:
             lock.inputs[call.key] = changed
         theirs = functools.partial(remote, call.key)
-        pairs = [session.measure_sides(workload, theirs, call, first_s)]
+        pairs = [session.measure_sides(workload, theirs, call, untimed)]
         while len(pairs) < lock.pairs:
             try:
                 with placed_anew([workload], lock.draw) as ((mine,), _):
-                    pair = session.measure_sides(mine, theirs, call, first_s, again=True)
+                    pair = session.measure_sides(mine, theirs, call, untimed, again=True)
             except RemoteCallError as exc:  # its call, on its inputs placed anew
                 error: Exception = exc
             except DuoError:

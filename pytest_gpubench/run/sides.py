@@ -96,7 +96,7 @@ class Lockstep:
     # The revision's calls held by another process (run/duo.py): their untimed calls'
     # durations and what they were given by key, and the sampler of a key's call by a
     # timer's name.
-    remote_first: dict[str, Untimed] = field(default_factory=dict)
+    remote_untimed: dict[str, Untimed] = field(default_factory=dict)
     remote_inputs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     remote: Callable[[str, str], Sampler] | None = None
     # A duo's leader: how many pairs of each call it takes, those after the first (set up
