@@ -180,10 +180,11 @@ TIMER_SCALE = {
     "cuda-event": 1.5,
     "cuda-event-cold": 2.0,
 }
-_HOST_EXCURSIONS = dict(nu0=0.5, slow=(0.2, 10.0, 0.1), fast=(0.02, 10.0, 0.05))
 OWN_TABLES: dict[str, tuple[Prior, ...]] = {
     "wall": WALL_POINTS,
-    "synchronizing": (Prior(1.0, sigma=0.078, **_HOST_EXCURSIONS),),  # type: ignore[arg-type]
+    "synchronizing": (
+        Prior(1.0, sigma=0.078, nu0=0.5, slow=(0.2, 10.0, 0.1), fast=(0.02, 10.0, 0.05)),
+    ),
 }
 # Timers whose time includes the gaps between a call's launches: indexed per launch.
 PER_LAUNCH_TIMERS = frozenset({"cuda-graph", "cuda-event", "cuda-event-cold"})

@@ -19,7 +19,6 @@ SLOWDOWN_REASONS = {
     0x40: "hw-thermal",
     0x80: "hw-power-brake",
 }
-POWER_CAP = 0x4
 MIN_CLOCK_SHARE = 0.75
 
 
