@@ -54,10 +54,6 @@ class ClockMonitor:
         except Exception:  # no NVML library, no driver, or an unknown device: no readings
             self._nvml = None
 
-    @property
-    def available(self) -> bool:
-        return self._nvml is not None
-
     def read(self) -> ClockReading | None:
         if self._nvml is None:
             return None
