@@ -316,9 +316,7 @@ def base_name(kernel: str) -> str:
 def short(name: str, limit: int = 60) -> str:
     """A kernel's readable name: return type, namespaces, template and call arguments dropped
     (``void at::native::reduce_kernel<512, 1, ...>(...)`` -> ``reduce_kernel``)."""
-    text = name.replace("(anonymous namespace)::", "")
-    if text.startswith("void "):
-        text = text[5:]
+    text = name.replace("(anonymous namespace)::", "").removeprefix("void ")
     depth, out = 0, []
     for ch in text:
         if ch == "<":

@@ -288,21 +288,7 @@ class Judgement(Coded):
     def change(self) -> float | None:
         return None if self.ratio is None else self.ratio - 1
 
-    @property
-    def bar_of_change(self) -> float | None:
-        """``bar`` on the scale of the change (:func:`bar_of_change`)."""
-        if self.bar is None or self.ratio is None:
-            return self.bar
-        return bar_of_change(self.bar, self.ratio)
-
     WHAT = "a 'judgement'"
-
-
-def bar_of_change(bar: float, ratio: float) -> float:
-    """A bar (slowdown fraction) on the scale of a change of ``ratio``: for a speed-up, the
-    share of the time it must save, ``1 - 1 / (1 + bar)``, as "faster by 36%" is a share of
-    the time."""
-    return bar if ratio >= 1 else 1 - 1 / (1 + bar)
 
 
 def gate_text(gateable: float, threshold: float) -> str:

@@ -180,10 +180,11 @@ TIMER_SCALE = {
     "cuda-event": 1.5,
     "cuda-event-cold": 2.0,
 }
-_HOST_EXCURSIONS = dict(nu0=0.5, slow=(0.2, 10.0, 0.1), fast=(0.02, 10.0, 0.05))
 OWN_TABLES: dict[str, tuple[Prior, ...]] = {
     "wall": WALL_POINTS,
-    "synchronizing": (Prior(1.0, sigma=0.078, **_HOST_EXCURSIONS),),  # type: ignore[arg-type]
+    "synchronizing": (
+        Prior(1.0, sigma=0.078, nu0=0.5, slow=(0.2, 10.0, 0.1), fast=(0.02, 10.0, 0.05)),
+    ),
 }
 # Timers whose time includes the gaps between a call's launches: indexed per launch.
 PER_LAUNCH_TIMERS = frozenset({"cuda-graph", "cuda-event", "cuda-event-cold"})
@@ -594,7 +595,7 @@ BISECTION_STEPS = 48
 BISECTION_HIGH = 5.0  # e^5: far beyond any time a timer reports for the same work
 
 
-def _bound(f: Fit, n: np.ndarray, level: float, spread: np.ndarray, up: bool) -> np.ndarray:
+def _bound(f: Fit, n: np.ndarray, level: float, spread: np.ndarray) -> np.ndarray:
     """The lowest ``y`` whose ``n``-fold chance is under ``level``: where the significance
     bound of a look lies (bisection on the log scale, monotone)."""
     g = f.at(n)
@@ -602,8 +603,7 @@ def _bound(f: Fit, n: np.ndarray, level: float, spread: np.ndarray, up: bool) ->
     hi = np.full(f.m.shape, BISECTION_HIGH)
     for _ in range(BISECTION_STEPS):
         mid = (lo + hi) / 2
-        y = mid if up else -mid
-        p = (survival if up else below)(g, y[..., None], spread[..., :1])[..., 0] ** n
+        p = survival(g, mid[..., None], spread[..., :1])[..., 0] ** n
         inside = p < level
         hi = np.where(inside, mid, hi)
         lo = np.where(inside, lo, mid)
@@ -670,7 +670,7 @@ def decide(
     # significance bound with the target power, Phi(q)^n = power.
     n_cap = 1 + design.cap
     q = float(special.ndtri(special.ndtr(Z_POWER) ** (1 / n_cap)))
-    sig_cap = _bound(f, np.full(f.m.shape, n_cap), level, spread, up=True)
+    sig_cap = _bound(f, np.full(f.m.shape, n_cap), level, spread)
     with np.errstate(over="ignore"):  # inf: not gated
         gateable = np.expm1(sig_cap + q * spread[..., 0])
     gated = (f.k >= MIN_GATED_SESSIONS) & (f.prior_share <= MAX_PRIOR_SHARE)
@@ -681,9 +681,7 @@ def decide(
     # will be confirmed is shown the bar of the first confirmed look (as many sessions, all
     # at that change).
     n_bar = np.where((n == 1) & (design.cap > 0), min(1 + design.batch, n_cap), n)
-    bar = np.maximum(
-        _bound(f, n_bar, level, spread, up=True), effect - Z_POWER * _change_se(f, n_bar)
-    )
+    bar = np.maximum(_bound(f, n_bar, level, spread), effect - Z_POWER * _change_se(f, n_bar))
     # A first session may itself be in a fast (slow) excursion: the screen's effect bound
     # leaves room for one, three times the fitted mean size, so that a slowdown of the threshold
     # measured in a fast session is still confirmed.

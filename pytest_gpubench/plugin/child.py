@@ -158,12 +158,11 @@ class Child:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR):
             return  # cancelled: its parent gets nothing, and says so
-        try:
+        # Else the parent reports a process that measured nothing, with its output.
+        with contextlib.suppress(GpubenchError):
             storage.write_atomic(
                 self.out, child_document(self.collected.outcomes, foreign_imports()), "results"
             )
-        except GpubenchError:
-            pass  # the parent reports a process that measured nothing, with its output
         self.reported = True
 
     @pytest.hookimpl(wrapper=True, tryfirst=True, specname="pytest_sessionfinish")

@@ -47,9 +47,7 @@ class Collected:
             self._by_key[result.key] = (result, report.passed)
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_report_from_serializable(
-        self, config: pytest.Config, data: dict[str, object]
-    ) -> Generator[None, object, object]:
+    def pytest_report_from_serializable(self) -> Generator[None, object, object]:
         """A report from an xdist worker: its results back to records."""
         report = yield
         entries = getattr(report, REPORT_ATTRIBUTE, None)

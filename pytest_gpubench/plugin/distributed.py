@@ -14,6 +14,7 @@ whichever worker runs it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import tempfile
@@ -184,12 +185,11 @@ class WorkerVerdicts:
             except GpubenchError:
                 measure = self.session.settings.measure  # its test fails at its setup
             measures[self._timed_as(item)] = vars(measure)
-        try:
+        # Else the controller stops the run, naming this worker.
+        with contextlib.suppress(GpubenchError):
             storage.write_atomic(
                 self.folder / measures_file(self.worker), json.dumps(measures), "settings"
             )
-        except GpubenchError:
-            pass  # the controller stops the run, naming this worker
 
     def _timed_as(self, item: pytest.Item) -> str:
         """The node id a fresh process knows the test by: without the ``@group`` that

@@ -83,16 +83,12 @@ class Waiting:
         return ended(self.pending)
 
 
+@functools.lru_cache(maxsize=4)
 def accept_expression(text: str) -> Callable[[pytest.Item], bool]:
     """Whether a test is one that ``--gpubench-accept-only`` names: pytest's own -k matching
     (its parser and matcher, private to pytest but what -k means), so that the tests it
     accepts are those ``-k`` with the same expression would run. A usage error names an
     expression that pytest cannot parse."""
-    return _accept_expression(text)
-
-
-@functools.lru_cache(maxsize=4)
-def _accept_expression(text: str) -> Callable[[pytest.Item], bool]:
     from _pytest.mark import KeywordMatcher
     from _pytest.mark.expression import Expression
 

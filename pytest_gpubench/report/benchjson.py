@@ -24,7 +24,7 @@ from ..core.device import Fingerprint
 from ..core.jsondata import Json
 from ..core.records import Result, is_ratio
 from ..core.version import __version__
-from .summary import against_json, json_text, sort_results
+from .summary import against_json, sort_results
 
 
 def quartiles(data: Sequence[float]) -> tuple[float, float]:
@@ -211,13 +211,3 @@ def document(
         "datetime": datetime.datetime.now(datetime.timezone.utc).isoformat(),
         "version": f"pytest-gpubench {__version__}",
     }
-
-
-def dumps(
-    results: Sequence[Result],
-    fingerprint: Fingerprint,
-    commit: str | None,
-    project: str,
-    node: str = "",
-) -> str:
-    return json_text(document(results, fingerprint, commit, project, node))

@@ -56,8 +56,8 @@ def write_reports(
     writers: dict[str, Callable[[], str]] = {
         JSON_REPORT: lambda: json_report(outcomes, info),
         MARKDOWN_REPORT: lambda: summary.markdown(results, info.device),
-        BENCHMARK_REPORT: lambda: benchjson.dumps(
-            results, info.device, info.commit, info.project, info.node
+        BENCHMARK_REPORT: lambda: summary.json_text(
+            benchjson.document(results, info.device, info.commit, info.project, info.node)
         ),
     }
     errors = []

@@ -275,19 +275,13 @@ class BenchSession:
         measurement: Measurement,
         settings: MeasureSettings,
         reference: Workload | None = None,
-        *,
-        history: bool = True,
     ) -> Result:
         """The look's one judgement of ``measurement``, the test's verdict too: with a
         profiler trace of one call in the evidence directory where it flags or fails it (it
         may fail: the workload is gone by the final verdict, :meth:`kept_evidence`), or every
         measurement's is asked for. In a fresh process, whose parent judges, only where its
         parent asked for the evidence (``trace_into``: every measurement's). A ratio's
-        (``reference`` given) has one of the reference's call beside it. ``history``
-        False: a side of a pair in lockstep, not judged here: its verdict and so its
-        evidence are the revision's (:meth:`traced`, once that verdict is known)."""
-        if not history:  # (a history's verdict, 6 ms with 20 sessions, nobody would read)
-            return Result(measurement, Verdict(Status.NEW, reason="a side of a pair"))
+        (``reference`` given) has one of the reference's call beside it."""
         result = self.judge(measurement, settings)
         folder = self.settings.evidence
         if self.settings.child is not None:
@@ -636,7 +630,11 @@ class BenchSession:
             energy=energy,
             beside_ms=besides[0],
         )
-        judged = self._judged(workload, first.noted(besides[2]), settings, history=not beside)
+        first = first.noted(besides[2])
+        # A side of a pair in lockstep is not judged here (a history's verdict nobody would
+        # read): its verdict and so its evidence are the revision's (:meth:`traced`, later).
+        placeholder = Result(first, Verdict(Status.NEW, reason="a side of a pair"))
+        judged = placeholder if beside else self._judged(workload, first, settings)
         profiles = (a.profile, b.profile if b is not None else None)
         return _Sampled(pair, judged, settings, tuple(readings), profiles, other_peak, besides)
 

@@ -19,7 +19,6 @@ SLOWDOWN_REASONS = {
     0x40: "hw-thermal",
     0x80: "hw-power-brake",
 }
-POWER_CAP = 0x4
 MIN_CLOCK_SHARE = 0.75
 
 
@@ -54,10 +53,6 @@ class ClockMonitor:
             self._nvml = pynvml
         except Exception:  # no NVML library, no driver, or an unknown device: no readings
             self._nvml = None
-
-    @property
-    def available(self) -> bool:
-        return self._nvml is not None
 
     def read(self) -> ClockReading | None:
         if self._nvml is None:

@@ -18,6 +18,7 @@ module only makes the torch calls.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -234,10 +235,9 @@ def _repair_after_failed_capture() -> None:
     and every later ``torch.randn`` or dropout on the device raises "Offset increment outside
     graph capture". An empty capture that succeeds runs that epilogue (measured on an H200).
     """
-    try:
+    # The failed capture's error surfaces here once; it is not sticky.
+    with contextlib.suppress(Exception):
         torch.cuda.synchronize()
-    except Exception:  # the failed capture's error surfaces here once; it is not sticky
-        pass
     empty = torch.cuda.CUDAGraph()
     stream = torch.cuda.Stream()
     with warnings.catch_warnings(), torch.cuda.stream(stream):

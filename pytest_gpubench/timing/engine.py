@@ -176,7 +176,6 @@ class Sampling:
     calls_per_sample: int
     note: str = ""
     profile: Profile | None = None
-    cut_short: bool = False  # the budget ran out before min_samples were taken
     caveat: str = ""  # what made the samples unreliable (the host timer on a busy host)
     cpu_wait: float | None = None  # Sampler.cpu_wait
 
@@ -209,11 +208,11 @@ def collect(
     when_warm()
     while not _enough(samples, plan, clock() - started):
         samples.append(take())
-    return _sampling(sampler, samples, len(warm), plan)
+    return _sampling(sampler, samples, len(warm))
 
 
-def _sampling(sampler: Sampler, samples: list[float], warmup: int, plan: Plan) -> Sampling:
-    """What ``sampler`` took: ``samples`` after ``warmup`` (samples or pairs) under ``plan``."""
+def _sampling(sampler: Sampler, samples: list[float], warmup: int) -> Sampling:
+    """What ``sampler`` took: ``samples`` after ``warmup`` (samples or pairs)."""
     return Sampling(
         timer=sampler.timer,
         samples_ms=tuple(samples),
@@ -221,7 +220,6 @@ def _sampling(sampler: Sampler, samples: list[float], warmup: int, plan: Plan) -
         calls_per_sample=sampler.calls_per_sample,
         note=sampler.note,
         profile=sampler.profile,
-        cut_short=plan.rounds is None and len(samples) < plan.min_samples,
         caveat=_caveat(sampler),
         cpu_wait=_cpu_wait(sampler),
     )
@@ -313,8 +311,8 @@ def collect_pair(
         ratios.append(a / b)
     first_side, second_side = ([p[i] for p in pairs] for i in (0, 1))
     return PairSampling(
-        _sampling(first, first_side, len(warm), plan),
-        _sampling(second, second_side, len(warm), plan),
+        _sampling(first, first_side, len(warm)),
+        _sampling(second, second_side, len(warm)),
         tuple(ratios),
     )
 

@@ -13,6 +13,7 @@ device's index (Inductor's) serve all of them the binary one compiled; otherwise
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -31,10 +32,8 @@ def lock_path(identity: str, directory: Path | None = None) -> Path:
     """The lock file of a device: one per physical device, shared by all users of the host."""
     folder = directory or Path(tempfile.gettempdir()) / "pytest-gpubench-locks"
     folder.mkdir(parents=True, exist_ok=True)
-    try:
+    with contextlib.suppress(OSError):
         folder.chmod(0o1777)  # other users' sessions time on the same GPU
-    except OSError:
-        pass
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", identity).strip("-.") or "device"
     return folder / f"{name}.lock"
 
