@@ -226,7 +226,10 @@ def _plan(
 def held_out(machine: Machine, config: Config, seed: int = SEED) -> Outcome:
     """Every run of ``machine``'s whole suite: each session as the current one, each set of
     ``config.k`` other sessions as its history (without replacement), confirmations drawn
-    from the sessions outside both (with replacement where fewer than the cap)."""
+    from the sessions outside both (each once before any again, where fewer than the cap:
+    drawn with replacement from 4, a run of 7 held 2-3 distinct sessions and failed tests
+    whose sessions fall in two groups in up to 18% of its runs;
+    bench/results/two-groups-2026-12-05.md)."""
     sessions = machine.x.shape[1]
     plan = []
     for c in range(sessions):
@@ -274,7 +277,9 @@ def simulate(
                 # sessions hid every test whose sessions fall in two groups).
                 extra = list(m.confirms.get((i, c), []))[: config.cap]
                 need = config.cap - len(extra)
-                draws = rng.choice(spare, need, replace=len(spare) < need)
+                draws = rng.choice(spare, min(need, len(spare)), replace=False)
+                if len(draws) < need:  # each spare session once before any is drawn again
+                    draws = np.concatenate([draws, rng.choice(spare, need - len(draws))])
                 extra += [m.x[i, j] for j in draws]
                 hist_rows.append(np.pad(m.x[i, h], (0, config.k - len(h)), constant_values=np.nan))
                 cur_rows.append(m.x[i, c])
