@@ -165,6 +165,11 @@ class Config:
     slowdown: float = 0.0
     threshold: float = 0.05
     cap: int = 6
+    # Spare sessions for confirmations drawn each once before any again (False: with
+    # replacement from the start). Neither is a fresh process's draw: distinct spares cannot
+    # all fall in one group where they hold both, repeats fall there too often; their false
+    # failures bound the rate from below and above (docs/verdict.md, "Held out").
+    distinct: bool = True
 
 
 @dataclass
@@ -277,7 +282,8 @@ def simulate(
                 # sessions hid every test whose sessions fall in two groups).
                 extra = list(m.confirms.get((i, c), []))[: config.cap]
                 need = config.cap - len(extra)
-                draws = rng.choice(spare, min(need, len(spare)), replace=False)
+                first = min(need, len(spare)) if config.distinct else 0
+                draws = rng.choice(spare, first, replace=False)
                 if len(draws) < need:  # each spare session once before any is drawn again
                     draws = np.concatenate([draws, rng.choice(spare, need - len(draws))])
                 extra += [m.x[i, j] for j in draws]

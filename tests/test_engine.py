@@ -631,3 +631,40 @@ def test_a_graphs_kernel_time_is_told_apart_by_replay_in_one_trace(
     monkeypatch.setattr(cuda, "_profile_events", lambda run: (run(), trace(5))[1])
     with pytest.raises(GpubenchError, match="5 marks in the trace of 4 replays"):
         a.alternate(b, 2)
+
+
+def _graphs(calls: tuple[int, int], closed: list[str], fail: BaseException | None = None):
+    """Two graph-like samplers of 1 µs calls batching ``calls``, made again by their count;
+    closing one logs its name; ``fail``: making one again raises it."""
+
+    def made(name: str, count: int) -> engine.Sampler:
+        def again(workload: engine.Workload, n: int | None = None) -> engine.Sampler:
+            if fail is not None:
+                raise fail
+            return made(name + "'", n or count)
+
+        profile = engine.Profile(device_ms=0.001)
+        close = lambda: closed.append(name)  # noqa: E731
+        return engine.Sampler("g", lambda: 1.0, count, profile=profile, close=close, again=again)
+
+    return made("a", calls[0]), made("b", calls[1])
+
+
+@pytest.mark.parametrize("calls", [(10, 40), (40, 10)])
+def test_alike_makes_the_side_of_fewer_calls_again_with_the_others_count(calls) -> None:
+    closed: list[str] = []
+    work = engine.Workload(fn=sum, args=([1],))
+    a, b = engine.alike(*_graphs(calls, closed), work, work)
+    assert (a.calls_per_sample, b.calls_per_sample) == (40, 40)
+    assert closed == (["a"] if calls[0] == 10 else ["b"])  # the replaced one, closed
+
+
+def test_alike_leaves_the_sides_where_making_one_again_fails() -> None:
+    closed: list[str] = []
+    work = engine.Workload(fn=sum, args=([1],))
+    a, b = engine.alike(*_graphs((10, 40), closed, RuntimeError("capture")), work, work)
+    assert (a.calls_per_sample, b.calls_per_sample, closed) == (10, 40, [])
+    # A timeout or an interrupt meanwhile: neither side's graph is left open.
+    with pytest.raises(KeyboardInterrupt):
+        engine.alike(*_graphs((10, 40), closed, KeyboardInterrupt()), work, work)
+    assert sorted(closed) == ["a", "b"]

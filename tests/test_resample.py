@@ -81,12 +81,22 @@ def test_held_out_sessions_in_two_groups_do_not_fail_five_session_histories(
 ) -> None:
     """Held-out H100 sessions replayed whole (docs/verdict.md, "Held out"), a run's fresh
     sessions distinct while the spare ones last: no more than 0.1% of unchanged runs fail
-    (the bound of a 54-test run). Drawn with replacement from the 4-5 spare sessions, a run
-    of 7 held 2-3 distinct ones and 0.14-0.40% of runs failed: tests whose sessions fall in
-    two groups, the run's repeats all in the one its history never showed."""
+    (the bound of a 54-test run). That draw is the lower bound of a fresh process's: distinct
+    spares cannot all fall in the group a history never showed where they hold both."""
     for m in resample.load(held_out=True):
         outcome = resample.held_out(m, resample.Config(k=5, threshold=threshold))
         assert outcome.false_rate <= 0.001, (m.suite, outcome.failed_runs)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="issue 45: two groups, 0.22-0.40% with repeated sessions")
+@pytest.mark.parametrize("threshold", [0.05, 0.02])
+def test_held_out_runs_of_repeated_sessions_in_two_groups_pass_too(resample, threshold) -> None:
+    """The same replays with a run's fresh sessions drawn with replacement from the start:
+    the other bound of a fresh process's draw (docs/verdict.md, "Held out")."""
+    for m in resample.load(held_out=True):
+        config = resample.Config(k=5, threshold=threshold, distinct=False)
+        assert resample.held_out(m, config).false_rate <= 0.001, m.suite
 
 
 @pytest.mark.parametrize(

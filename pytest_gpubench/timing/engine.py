@@ -29,12 +29,12 @@ WARMUP_SHARE = 0.25
 SLOW_SHARE = 0.1
 # Check the stopping rule every this many samples (it sorts the samples).
 CHECK_EVERY = 5
-# The most two sides' calls per sample may differ by and be made alike (``alike``): beyond
-# it the longer replay would last that many times its target. On the recorded lockstep
-# pairs of unchanged tests, the side batching 3 times fewer calls or more read slower by
-# 0.42% (median; cupti-graph, 685 pairs) and their spread was 0.95% against 0.69% with
+# The longest replay ``alike`` makes, by the eager call's device time: ten times a graph's
+# target (timing.fallback.GRAPH_REPLAY_TARGET_MS). On the recorded lockstep pairs of unchanged
+# tests, the side batching 3 or more times fewer calls read slower by 0.42% (median;
+# cupti-graph, 685 pairs; why is not shown) and their spread was 0.95% against 0.69% with
 # counts alike (python bench/lockstep_runs.py over the committed archives).
-ALIKE_APART = 10
+ALIKE_REPLAY_MS = 10.0
 
 
 @dataclass(frozen=True)
@@ -319,21 +319,30 @@ def collect_pair(
 
 def alike(a: Sampler, b: Sampler, first: Workload, second: Workload) -> tuple[Sampler, Sampler]:
     """``a`` (of ``first``) and ``b`` (of ``second``) batching as many calls per sample: the
-    one of fewer made again with the other's count, where both can be made again and the
-    counts are at most ALIKE_APART apart; else, or where that fails, as they were. A lockstep
-    pair's sides are one function's: a replay's own cost spread over fewer calls reads
-    slower, so sides batched unlike differ where nothing changed."""
+    one of fewer made again with the other's count, where both are one timer's, can be made
+    again, the fewer is more than one call (a one-call graph was validated for no more) and
+    its remade replay would last at most ALIKE_REPLAY_MS by its eager call's device time;
+    else, or where remaking fails, as they were. A lockstep pair's sides are one function's,
+    and a side batched fewer calls read slower where nothing changed (ALIKE_REPLAY_MS)."""
     few, many = sorted((a, b), key=lambda s: s.calls_per_sample)
+    call_ms = few.profile.device_ms if few.profile is not None else None
     if (
-        few.again is None
+        a.timer != b.timer
+        or few.again is None
         or many.again is None
-        or not few.calls_per_sample < many.calls_per_sample <= ALIKE_APART * few.calls_per_sample
+        or not 1 < few.calls_per_sample < many.calls_per_sample
+        or not call_ms
+        or many.calls_per_sample * call_ms > ALIKE_REPLAY_MS
     ):
         return a, b
     try:
         made = few.again(first if few is a else second, many.calls_per_sample)
     except Exception:
         return a, b
+    except BaseException:  # (a timeout, an interrupt: neither graph outlives it)
+        a.close()
+        b.close()
+        raise
     few.close()
     return (made, b) if few is a else (a, made)
 
