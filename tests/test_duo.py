@@ -76,7 +76,7 @@ def duo() -> Iterator[Callable[..., tuple[Leader, Connection]]]:
 def test_a_call_is_timed_alternately_with_the_followers_call_of_its_key(
     duo: Callable[..., tuple[Leader, Connection]],
 ) -> None:
-    untimed = (Untimed(0.5, 0.01), Untimed(0.25, 0.25))
+    untimed = (Untimed(0.5, 0.01), Untimed(0.25))
     offered = Offer("t::a", ("k1", "k2"), untimed=untimed, inputs=(("(4,) float32",), ()))
     leader, report = duo([offered], {"k1": 2.0, "k2": 4.0}, ["t::a"])
     offer = leader.offer("t::a")

@@ -9,18 +9,21 @@ from ..core.settings import MarkerSpec
 
 
 class Untimed(NamedTuple):
-    """A function's untimed calls before it is sampled (BenchSession.call_durations): the
-    first's duration (s), and the one that tells its timer whether a call is slow: the
-    first's, or where that was slow for its budget, one more call's."""
+    """A function's untimed calls before it is sampled (BenchSession.call_durations), in
+    seconds: the first's, and one more call's where the first was slow for its budget."""
 
     first_s: float = 0.0
-    call_s: float = 0.0
-    more: bool = False  # call_s is the one more call's
+    more_s: float | None = None
+
+    @property
+    def call_s(self) -> float:
+        """The duration that tells its timer whether a call is slow."""
+        return self.first_s if self.more_s is None else self.more_s
 
     @property
     def spent_s(self) -> float:
         """The seconds the untimed calls took (the measurement's costs)."""
-        return self.first_s + self.call_s if self.more else self.first_s
+        return self.first_s + (self.more_s or 0.0)
 
 
 @dataclass(frozen=True)

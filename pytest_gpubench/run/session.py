@@ -258,8 +258,8 @@ class BenchSession:
         first call is: a duo's follower makes its calls while its leader holds the lock.
         Under Nsight Compute nothing is timed, so nothing is called more."""
         if first_call_s < SLOW_SHARE * budget_s or self.ncu_ranges:
-            return Untimed(first_call_s, first_call_s)
-        return Untimed(first_call_s, self.first_call(workload)[1], more=True)
+            return Untimed(first_call_s)
+        return Untimed(first_call_s, self.first_call(workload)[1])
 
     def measure(self, workload: Workload, call: Call) -> Result:
         """Time ``workload`` under the device lock; its measurement judged (:meth:`_judged`).
