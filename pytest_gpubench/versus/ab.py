@@ -146,14 +146,10 @@ NARROWING = frozenset({"--lf", "--ff", "--sw", "--stepwise", "--failed-first", "
 def _there(path: Path | None, revision: Revision) -> Path | None:
     """The same place in the checkout as ``path`` (a rootdir, an ini file) where it is in
     the repository; None where the revision lacks it (pytest then finds its own)."""
-    if path is None or not _inside(path, revision):
+    there = None if path is None else revision.moved(path)
+    if there is None:
         return path
-    there = revision.counterpart(path)
     return there if there.exists() else None
-
-
-def _inside(path: Path, revision: Revision) -> bool:
-    return path.is_absolute() and path.resolve().is_relative_to(revision.repo)
 
 
 def _moved(arg: str, revision: Revision, cwd: Path) -> str | None:
@@ -163,10 +159,10 @@ def _moved(arg: str, revision: Revision, cwd: Path) -> str | None:
     if arg.startswith("-"):
         return arg
     path, sep, rest = arg.partition("::")
-    candidate = Path(path) if Path(path).is_absolute() else cwd / path
-    if not candidate.exists() or not _inside(candidate, revision):
+    candidate = cwd / path  # as it is where absolute
+    there = revision.moved(candidate) if candidate.exists() else None
+    if there is None:
         return arg  # not a path of the repository (an option's value, a pattern)
-    there = revision.counterpart(candidate)
     if not there.exists():
         return None
     return str(there) + sep + rest if Path(path).is_absolute() else arg
