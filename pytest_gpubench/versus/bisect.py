@@ -58,7 +58,8 @@ WHO = "gpubench bisect"
 DEFAULT_PAIRS = 3
 DEFAULT_MAX_PAIRS = 12
 # How long a step's pytest gets to end its processes and remove its checkout of GOOD after
-# SIGTERM, before it is killed.
+# SIGTERM (at its end, or ours: Ctrl-C, or SIGTERM as processes.interrupts makes it), before
+# it is killed; killed outright, we leave it SIGTERM from the kernel (its lifeline).
 GRACE_S = 30.0
 # A step's JSON report holds every sample of the selection; far larger is no report.
 MAX_REPORT_BYTES = 256 << 20
@@ -666,7 +667,8 @@ class StepRunner:
             args.append(f"--gpubench-build={self.build}")
         output = self.folder / "step.log"
         limit = None if deadline is None else max(1.0, deadline - time.monotonic())
-        code = run_pytest(args, where, step_environment(rev, self.folder), output, limit)
+        env = step_environment(rev, self.folder)
+        code = revision.run_group(args, where, env, output, limit, GRACE_S)
         text = output.read_text(encoding="utf-8", errors="replace") if output.exists() else ""
         if code is None:
             raise BisectError(
@@ -721,18 +723,6 @@ def _moved(arg: str, rev: revision.Revision) -> str:
     path, sep, rest = arg.partition("::")
     there = None if arg.startswith("-") else rev.moved(Path(path))
     return arg if there is None else str(there) + sep + rest
-
-
-def run_pytest(
-    args: Sequence[str], cwd: Path, env: Mapping[str, str], output: Path, timeout_s: float | None
-) -> int | None:
-    """Run ``args`` in ``cwd`` in a process group of its own (revision.run_group), its
-    output to ``output``; its exit status, None when it ran over ``timeout_s``. Interrupted
-    (Ctrl-C, or SIGTERM as processes.interrupts makes it), the group gets SIGTERM, so that
-    the step's pytest ends its processes and removes its checkout, and SIGKILL after
-    GRACE_S; killed outright, the step's pytest gets SIGTERM from the kernel (its
-    lifeline)."""
-    return revision.run_group(args, cwd, env, output, timeout_s, GRACE_S)
 
 
 def _failure(code: int, output: str) -> str:

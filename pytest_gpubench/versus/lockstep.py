@@ -962,7 +962,7 @@ def _as_second_process_says(
     timer, other, beside = theirs.measurement.timer, theirs.verdict.judgement, theirs.verdict.beside
     # Its judged numbers by the timer whose number each is: its time per call's and the
     # kernel time taken beside it.
-    numbers = {**({KERNEL_TIME: beside} if beside else {}), timer: other}
+    numbers = {**({KERNEL_TIME: beside} if beside is not None else {}), timer: other}
     said = f"a second process's {other.current_sessions} pairs read {_change(other)} by {timer}"
     if KERNEL_TIME in failed and KERNEL_TIME in numbers and timer != KERNEL_TIME:
         said += f", kernel time {_change(numbers[KERNEL_TIME])}"
