@@ -14,13 +14,14 @@ timed alternately with the revision's call of the same key (BenchSession.measure
 pair of sessions from one process. Further pairs come from the same process, each side's
 inputs placed anew before each pair (MORE_VARIABLE; versus/ab.py judges them).
 
-Where one process cannot hold both, :meth:`TwoSides.refusal` says why and the test is
-timed in duos (:meth:`Pairing.duo_verdicts`, run/duo.py: a fresh process per side at once,
-each call alternated between them): a native extension of the
-project (two revisions' libraries would register one name; a torch extension built here
-stays, torch naming each build apart, unless it registers operators), a fixture value that carries
-code (the revision's test would run the working tree's), a test file that cannot be
-imported beside the working tree's, a test whose fixtures differ between the revisions.
+Where one process cannot hold both, plugin.lockstep says why (lockstep_refusal before the
+test, base_side as it runs) and the test is timed in duos (:meth:`Pairing.duo_verdicts`,
+run/duo.py: a fresh process per side at once, each call alternated between them): a native
+extension of the project (two revisions' libraries would register one name; a torch
+extension built here stays, torch naming each build apart, unless it registers operators),
+a fixture value that carries code (the revision's test would run the working tree's), a
+test file that cannot be imported beside the working tree's, a test whose fixtures differ
+between the revisions.
 """
 
 from __future__ import annotations
