@@ -146,14 +146,10 @@ NARROWING = frozenset({"--lf", "--ff", "--sw", "--stepwise", "--failed-first", "
 def _there(path: Path | None, revision: Revision) -> Path | None:
     """The same place in the checkout as ``path`` (a rootdir, an ini file) where it is in
     the repository; None where the revision lacks it (pytest then finds its own)."""
-    if path is None or not _inside(path, revision):
+    there = None if path is None else revision.moved(path)
+    if there is None:
         return path
-    there = revision.counterpart(path)
     return there if there.exists() else None
-
-
-def _inside(path: Path, revision: Revision) -> bool:
-    return path.is_absolute() and path.resolve().is_relative_to(revision.repo)
 
 
 def _moved(arg: str, revision: Revision, cwd: Path) -> str | None:
@@ -163,10 +159,10 @@ def _moved(arg: str, revision: Revision, cwd: Path) -> str | None:
     if arg.startswith("-"):
         return arg
     path, sep, rest = arg.partition("::")
-    candidate = Path(path) if Path(path).is_absolute() else cwd / path
-    if not candidate.exists() or not _inside(candidate, revision):
+    candidate = cwd / path  # as it is where absolute
+    there = revision.moved(candidate) if candidate.exists() else None
+    if there is None:
         return arg  # not a path of the repository (an option's value, a pattern)
-    there = revision.counterpart(candidate)
     if not there.exists():
         return None
     return str(there) + sep + rest if Path(path).is_absolute() else arg
@@ -245,12 +241,11 @@ def compare(
     lane_of = {n: i * len(devices) // max(1, len(nodeids)) for i, n in enumerate(nodeids)}
     results: dict[str, Result] = {}
 
-    side_of: dict[str, str] = {}  # a leg's side, by the leg's name
-
     def check(leg: Leg, run: ChildRun) -> None:
         # At its first process: the look's others would time the same.
         if run.foreign:
-            raise GpubenchError(_foreign(run.foreign, label[side_of[leg.name]], revision))
+            side = leg.name.partition("-")[0]  # "base-3"
+            raise GpubenchError(_foreign(run.foreign, label[side], revision))
 
     while wanted:
         done = len(runs[HEAD])
@@ -266,7 +261,6 @@ def compare(
             for i in range(done + 1, done + count + 1)
             for side in ((BASE, HEAD) if i % 2 else (HEAD, BASE))
         ]
-        side_of.update((f"{side}-{i}", side) for i, side in planned)
         lanes: list[tuple[list[Leg], int | None]] = []
         for k, device in enumerate(devices):
             if done == 0:  # the first look: each GPU its share of the tests, every pair
@@ -287,7 +281,7 @@ def compare(
                 Leg(
                     sides_.of(side),
                     request,
-                    f"{side}-{i}",  # side_of's key
+                    f"{side}-{i}",
                     says=f"{where}pair {i}/{design.cap}: {label[side]}, {tests}",
                 )
                 for i, side in share
@@ -344,14 +338,11 @@ def compare(
     }
     if failed_keys:
         results = _with_evidence(results, failed_keys, sides_, settings, devices, label, announce)
-    troubles: dict[str, dict[str, str]] = {BASE: {}, HEAD: {}}  # by side, node id: what
-    for side in (BASE, HEAD):
-        troubles[side].update(
-            (node_id(key), f"its test failed on {label[side]}'s side") for key in failed[side]
-        )
-        troubles[side].update(
-            (n, f"{label[side]}'s process {why}") for n, why in crashed[side].items()
-        )
+    troubles = {  # by side, node id: what happened there
+        side: {node_id(key): f"its test failed on {label[side]}'s side" for key in failed[side]}
+        | {n: f"{label[side]}'s process {why}" for n, why in crashed[side].items()}
+        for side in (BASE, HEAD)
+    }
     troubles[BASE].update(
         (n, uncollected_reason(name, uncollected[n.split("::")[0]]))
         for n in nodeids
@@ -477,10 +468,9 @@ def _with_ncu(
         kernels, error = profiled.get(side, ({}, problem))
         sides[side] = ncu.evidence(reports[side], kernels, key)
         if sides[side] is None:
+            why = error or "none of its kernels"
             measurement = measurement.noted(
-                f"no Nsight Compute metrics of the {side} side: {error or 'none of its kernels'}"[
-                    :300
-                ]
+                f"no Nsight Compute metrics of the {side} side: {why}"[:300]
             )
     return dataclasses.replace(measurement, ncu=sides[HEAD], reference_ncu=sides[BASE])
 
@@ -656,13 +646,11 @@ def paired_results(
         changes: tuple[str, ...] = ()
         if b_first.kernels and h_first.kernels and b_first.binary != h_first.binary:
             changes = tuple(binary_changes(b_first.kernels, h_first.kernels))
-        paired = Paired(
-            revision.ref,
-            revision.commit,
-            tuple(b.record for b, _ in pairs),
-            tuple(h.record for _, h in pairs),
+        paired = dataclasses.replace(
+            sides,
+            base_sessions=tuple(b.record for b, _ in pairs),
+            head_sessions=tuple(h.record for _, h in pairs),
             pairs=len(pairs),
-            lockstep=lockstep,
             duos=tuple(duos[i] for i, _, _ in found) if duos else (),
         )
         verdict = paired_verdict(

@@ -36,10 +36,10 @@ from __future__ import annotations
 import enum
 import math
 import os
-import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,7 +58,8 @@ WHO = "gpubench bisect"
 DEFAULT_PAIRS = 3
 DEFAULT_MAX_PAIRS = 12
 # How long a step's pytest gets to end its processes and remove its checkout of GOOD after
-# SIGTERM, before it is killed.
+# SIGTERM (at its end, or ours: Ctrl-C, or SIGTERM as processes.interrupts makes it), before
+# it is killed; killed outright, we leave it SIGTERM from the kernel (its lifeline).
 GRACE_S = 30.0
 # A step's JSON report holds every sample of the selection; far larger is no report.
 MAX_REPORT_BYTES = 256 << 20
@@ -506,9 +507,7 @@ def report_json(bisection: Bisection, pytest_args: Sequence[str]) -> dict[str, J
 
 
 def _tally(readings: Collection[Reading]) -> str:
-    counts: dict[str, int] = {}
-    for r in readings:
-        counts[r.status.value] = counts.get(r.status.value, 0) + 1
+    counts = Counter(r.status.value for r in readings)
     return ", ".join(f"{n} {status}" for status, n in counts.items()) or "nothing measured"
 
 
@@ -615,26 +614,22 @@ class StepRunner:
         started = time.monotonic()
         log = Path(tempfile.gettempdir()) / f"gpubench-bisect-build-{os.getpid()}.log"
         self.announce(f"testing {commit.short} {_quoted(commit.subject)}: {pairs} pairs")
+        failed_build = False  # its log stays, named in the error
         try:
             with revision.checkout(
-                commit.sha,
-                self.cwd,
-                build=self.build,
-                log=log,
-                timeout_s=self.timeout_s or 3600.0,
+                commit.sha, self.cwd, build=self.build, log=log, timeout_s=self.timeout_s or 3600.0
             ) as rev:
                 log.unlink(missing_ok=True)  # built: its output is not needed
                 left = None if self.timeout_s is None else started + self.timeout_s
                 readings, taken = self._measure(rev, commit, pairs, left)
         except revision.RevisionError as exc:
-            if "--gpubench-build" not in str(exc):
-                log.unlink(missing_ok=True)
+            failed_build = "--gpubench-build" in str(exc)
             # The checkout's messages name the plugin's options; here they are ours.
             text = str(exc).replace("--gpubench-build", "--build")
             raise BisectError(f"bisect at {commit.short}: {text}") from None
-        except BaseException:
-            log.unlink(missing_ok=True)
-            raise
+        finally:
+            if not failed_build:
+                log.unlink(missing_ok=True)
         return StepRun(readings, taken, time.monotonic() - started)
 
     def _measure(
@@ -672,7 +667,8 @@ class StepRunner:
             args.append(f"--gpubench-build={self.build}")
         output = self.folder / "step.log"
         limit = None if deadline is None else max(1.0, deadline - time.monotonic())
-        code = run_pytest(args, where, step_environment(rev, self.folder), output, limit)
+        env = step_environment(rev, self.folder)
+        code = revision.run_group(args, where, env, output, limit, GRACE_S)
         text = output.read_text(encoding="utf-8", errors="replace") if output.exists() else ""
         if code is None:
             raise BisectError(
@@ -725,31 +721,8 @@ def _moved(arg: str, rev: revision.Revision) -> str:
     """An absolute path into the user's repository (a test file, a node id, a path entry),
     moved to the same place in the checkout; anything else as it is."""
     path, sep, rest = arg.partition("::")
-    if arg.startswith("-") or not Path(path).is_absolute():
-        return arg
-    candidate = Path(path)
-    if not (candidate.is_relative_to(rev.repo) or candidate.resolve().is_relative_to(rev.repo)):
-        return arg
-    return str(rev.counterpart(candidate)) + sep + rest
-
-
-def run_pytest(
-    args: Sequence[str], cwd: Path, env: Mapping[str, str], output: Path, timeout_s: float | None
-) -> int | None:
-    """Run ``args`` in ``cwd`` in a process group of its own, its output to ``output``; its
-    exit status, None when it ran over ``timeout_s``. Interrupted (Ctrl-C, or SIGTERM as
-    processes.interrupts makes it), the group gets SIGTERM, so that the step's pytest ends its
-    processes and removes its checkout, and SIGKILL after GRACE_S; killed outright, the
-    step's pytest gets SIGTERM from the kernel (its lifeline)."""
-    proc = processes.start(args, cwd, env, output)
-    try:
-        return proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        processes.end(proc, GRACE_S)
-        return None
-    except BaseException:
-        processes.end(proc, GRACE_S)
-        raise
+    there = None if arg.startswith("-") else rev.moved(Path(path))
+    return arg if there is None else str(there) + sep + rest
 
 
 def _failure(code: int, output: str) -> str:
@@ -791,40 +764,25 @@ def bisect(
     with tempfile.TemporaryDirectory(prefix=FOLDER_PREFIX) as folder:
         revision.own(Path(folder))
         steps = StepRunner(
-            found.good,
-            cwd,
-            Path(folder),
-            tuple(pytest_args),
-            threshold,
-            build,
-            timeout_s,
-            progress,
+            found.good, cwd, Path(folder), tuple(pytest_args), threshold, build, timeout_s, progress
         )
+
+        def run(commit: Commit, pairs: int) -> StepRun:
+            done = steps(commit, pairs)
+            if commit == found.commits[-1] and not done.readings:  # BAD's, the first step
+                selection = " ".join(pytest_args) or "the default selection"
+                raise BisectError(
+                    f"bisect: no gpubench test selected at BAD {commit.short} ({selection}); "
+                    "name tests that use the gpubench fixture after --"
+                )
+            return done
+
         return search(
             found.good,
             good,
             found.commits,
-            _first_step_checked(steps, pytest_args),
+            run,
             pairs=pairs,
             max_pairs=max(pairs, max_pairs),
             announce=announce,
         )
-
-
-def _first_step_checked(steps: StepRunner, pytest_args: Sequence[str]) -> Runner:
-    """``steps``, refusing a first step (BAD's) that measured no gpubench test: the
-    selection names none."""
-    ran: list[bool] = []
-
-    def run(commit: Commit, pairs: int) -> StepRun:
-        done = steps(commit, pairs)
-        if not ran and not done.readings:
-            selection = " ".join(pytest_args) or "the default selection"
-            raise BisectError(
-                f"bisect: no gpubench test selected at BAD {commit.short} ({selection}); name "
-                "tests that use the gpubench fixture after --"
-            )
-        ran.append(True)
-        return done
-
-    return run

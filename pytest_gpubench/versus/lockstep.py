@@ -14,13 +14,14 @@ timed alternately with the revision's call of the same key (BenchSession.measure
 pair of sessions from one process. Further pairs come from the same process, each side's
 inputs placed anew before each pair (MORE_VARIABLE; versus/ab.py judges them).
 
-Where one process cannot hold both, :meth:`TwoSides.refusal` says why and the test is
-timed in duos (:meth:`Pairing.duo_verdicts`, run/duo.py: a fresh process per side at once,
-each call alternated between them): a native extension of the
-project (two revisions' libraries would register one name; a torch extension built here
-stays, torch naming each build apart, unless it registers operators), a fixture value that carries
-code (the revision's test would run the working tree's), a test file that cannot be
-imported beside the working tree's, a test whose fixtures differ between the revisions.
+Where one process cannot hold both, plugin.lockstep says why (lockstep_refusal before the
+test, base_side as it runs) and the test is timed in duos (:meth:`Pairing.duo_verdicts`,
+run/duo.py: a fresh process per side at once, each call alternated between them): a native
+extension of the project (two revisions' libraries would register one name; a torch
+extension built here stays, torch naming each build apart, unless it registers operators),
+a fixture value that carries code (the revision's test would run the working tree's), a
+test file that cannot be imported beside the working tree's, a test whose fixtures differ
+between the revisions.
 """
 
 from __future__ import annotations
@@ -170,12 +171,8 @@ class TwoSides:
         place in the checkout, the checkout's top level first."""
         moved = [str(self.root)]
         for entry in entries:
-            path = Path(entry or os.getcwd()).resolve()
-            moved.append(
-                str(self.root / path.relative_to(self.repo))
-                if path.is_relative_to(self.repo)
-                else entry
-            )
+            there = self.revision.moved(Path(entry or os.getcwd()).resolve())
+            moved.append(entry if there is None else str(there))
         return list(dict.fromkeys(moved))
 
     @contextlib.contextmanager
@@ -526,11 +523,9 @@ class Pairing:
         raises ends the more pairs. Why more pairs measured nothing is said in the results'
         notes."""
         runs: dict[str, list[dict[str, Measurement]]] = {
-            BASE: [dict(base)],
+            BASE: [{} if failed else dict(base)],
             HEAD: [{m.key: m for m in head}],
         }
-        if failed:
-            runs[BASE] = [{}]
         lost = {BASE: set(runs[HEAD][0]) if failed else set(), HEAD: set()}
         results = self._judged(runs, lost, lambda _: measure, failed)
         errors: list[str] = []
@@ -585,7 +580,7 @@ class Pairing:
         results = tuple(_with_cost(r, spent_s / max(1, len(results)), note) for r in results)
         pending = Pending(nodeid, results, measure, inputs or {})
         if not (replicate and here and not stopped) or not self.asks_second_process(pending):
-            return _ended(results, pending.inputs)
+            return ended(pending)
         if later is not None:
             later.append(pending)
             return results
@@ -665,13 +660,16 @@ class Pairing:
             return _with_cost(r, (costs.confirm_s if costs else 0.0) + share_s, "")
 
         return [
-            _ended(
-                tuple(says(r, measure, share_s / len(results)) for r in results)
-                if nodeid in asked
-                else results,
-                inputs,
+            ended(
+                test._replace(
+                    results=tuple(
+                        says(r, test.measure, share_s / len(test.results)) for r in test.results
+                    )
+                )
+                if test.nodeid in asked
+                else test
             )
-            for nodeid, results, measure, inputs in tests
+            for test in tests
         ]
 
     def _as_second_process_decides(
@@ -883,14 +881,9 @@ def _sides_of(run: ChildRun, swapped: bool = False) -> list[dict[str, dict[str, 
 
 
 def ended(test: Pending) -> tuple[Result, ...]:
-    """A pending test's results as they stand, with no second process."""
-    return _ended(test.results, test.inputs)
-
-
-def _ended(results: tuple[Result, ...], inputs: Mapping[str, str]) -> tuple[Result, ...]:
-    """A test's ``results``, each of a call whose inputs differ between the sides (``inputs``
-    by key) said to be of other work."""
-    return tuple(_other_inputs(r, inputs.get(r.key, "")) for r in results)
+    """A pending test's results as they stand, each of a call whose inputs differ between
+    the sides (``test.inputs`` by key) said to be of other work."""
+    return tuple(_other_inputs(r, test.inputs.get(r.key, "")) for r in test.results)
 
 
 def _other_inputs(result: Result, changed: str) -> Result:
@@ -967,8 +960,10 @@ def _as_second_process_says(
         failed[result.measurement.timer] = judgement
     if verdict.beside is not None and verdict.beside.status is verdict.status:
         failed[KERNEL_TIME] = verdict.beside
-    timer, other = theirs.measurement.timer, theirs.verdict.judgement
-    numbers = _numbers(timer, theirs.verdict)
+    timer, other, beside = theirs.measurement.timer, theirs.verdict.judgement, theirs.verdict.beside
+    # Its judged numbers by the timer whose number each is: its time per call's and the
+    # kernel time taken beside it.
+    numbers = {**({KERNEL_TIME: beside} if beside is not None else {}), timer: other}
     said = f"a second process's {other.current_sessions} pairs read {_change(other)} by {timer}"
     if KERNEL_TIME in failed and KERNEL_TIME in numbers and timer != KERNEL_TIME:
         said += f", kernel time {_change(numbers[KERNEL_TIME])}"
@@ -1020,15 +1015,6 @@ def _no_second_process(result: Result, error: str) -> Result:
     )
 
 
-def _numbers(timer: str, verdict: Verdict) -> dict[str, Judgement]:
-    """A lockstep verdict's judged numbers by the timer whose number each is: its time per
-    call's (``timer``'s) and the kernel time taken beside it (KERNEL_TIME's)."""
-    numbers = {} if verdict.beside is None else {KERNEL_TIME: verdict.beside}
-    if verdict.judgement is not None:
-        numbers[timer] = verdict.judgement
-    return numbers
-
-
 def _with_cost(result: Result, confirm_s: float, note: str) -> Result:
     """``result`` with its share of the more pairs' time, and why they stopped noted."""
     m = result.measurement.noted(note) if note else result.measurement
@@ -1052,14 +1038,12 @@ def child_results(
     changed = inputs or {}
 
     def side(m: Measurement, key: str, own: str) -> Result:
-        if own in changed:
-            return Result(
-                dataclasses.replace(m, key=key), Verdict(Status.CHANGED, reason=changed[own])
-            )
-        return Result(
-            dataclasses.replace(m, key=key),
-            Verdict(Status.NEW, reason="the revision's side of a pair"),
+        verdict = (
+            Verdict(Status.CHANGED, reason=changed[own])
+            if own in changed
+            else Verdict(Status.NEW, reason="the revision's side of a pair")
         )
+        return Result(dataclasses.replace(m, key=key), verdict)
 
     again = [
         result

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,11 +79,19 @@ class Revision:
     repo: Path
     root: Path
 
-    def counterpart(self, path: Path) -> Path:
-        """The same place in the checkout as ``path`` in the user's repository."""
-        for candidate in (path.absolute(), path.resolve()):  # the user's spelling, then real
+    def moved(self, path: Path) -> Path | None:
+        """The same place in the checkout as the absolute ``path`` where it lies in the
+        user's repository (as the user spelled it, or resolved); None elsewhere."""
+        for candidate in (path, path.resolve()) if path.is_absolute() else ():
             if candidate.is_relative_to(self.repo):
                 return self.root / candidate.relative_to(self.repo)
+        return None
+
+    def counterpart(self, path: Path) -> Path:
+        """The same place in the checkout as ``path`` in the user's repository."""
+        there = self.moved(path.absolute())
+        if there is not None:
+            return there
         raise RevisionError(
             f"--gpubench-against: {path} is outside the repository at {self.repo}; "
             "run pytest on paths inside the repository whose history to compare with"
@@ -109,16 +117,12 @@ def code_paths(rev: Revision, folder: Path, plugin: Path, roots: Iterable[Path])
     if (rev.root / "src").is_dir():
         paths.append(str(rev.root / "src"))
     for root in roots:
-        if root.is_absolute() and root.resolve().is_relative_to(rev.repo):
-            there = rev.counterpart(root)
-            if there.is_dir():
-                paths.append(str(there))
-    for entry_text in os.environ.get("PYTHONPATH", "").split(os.pathsep):
-        if entry_text:
-            inside = Path(entry_text).is_absolute() and Path(entry_text).resolve().is_relative_to(
-                rev.repo
-            )
-            paths.append(str(rev.counterpart(Path(entry_text))) if inside else entry_text)
+        there = rev.moved(root)
+        if there is not None and there.is_dir():
+            paths.append(str(there))
+    for text in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        if text:
+            paths.append(str(rev.moved(Path(text)) or text))
     return list(dict.fromkeys(paths))
 
 
@@ -271,23 +275,13 @@ def _build(
     killed outright leaves it there, and the next run's :func:`sweep` removes it), moved to
     ``kept`` (the caller's) once it ended."""
     try:
-        proc = processes.start(
-            [sys.executable, "-c", BUILD_RUNNER, command], revision.root, _environment(), log
-        )
+        args = [sys.executable, "-c", BUILD_RUNNER, command]
+        code = run_group(args, revision.root, _environment(), log, timeout_s)
     except OSError as exc:
         raise RevisionError(
             f"--gpubench-build {command!r}: cannot run it in {_where(revision)} "
             f"({exc.strerror or exc}); check the command, and TMPDIR ({log.parent.parent})"
         ) from None
-    code: int | None = None
-    try:
-        code = proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        pass
-    finally:
-        # Also once it succeeded: a background job or compile server it left would outlive
-        # us, writing into a checkout we remove.
-        processes.end(proc)
     if kept is not None:
         try:
             shutil.move(log, kept)
@@ -302,6 +296,28 @@ def _build(
         what = f"failed in {_where(revision)}: {processes.died(code)}"
     output = f"; its output: {log}" if kept is not None else ""  # ours goes with the folder
     raise RevisionError(f"--gpubench-build {command!r} {what}: {_tail(log)}{output}")
+
+
+def run_group(
+    args: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    output: Path,
+    timeout_s: float | None,
+    grace_s: float = 0.0,
+) -> int | None:
+    """Run ``args`` in ``cwd`` in a process group of its own (run.processes.start), its
+    output to ``output``: its exit status, None when it ran over ``timeout_s``. Whatever
+    ends the wait, the group is ended then (SIGTERM first, SIGKILL after ``grace_s``), also
+    once the process succeeded: a background job or compile server it left would outlive
+    us, writing into a checkout we remove."""
+    proc = processes.start(args, cwd, env, output)
+    try:
+        return proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return None
+    finally:
+        processes.end(proc, grace_s)
 
 
 def _remove(repo: Path, folder: Path, tree: Path) -> None:
