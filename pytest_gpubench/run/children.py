@@ -575,7 +575,10 @@ def finish_child(proc: Started, out: Path, signs: Signs | None = None) -> ChildR
         return proc  # it did not start
     _wait(proc, signs or Signs((beat_of(out),)))
     stuck = processes.running(proc)  # one that ended meanwhile is not stuck
-    processes.end(proc)  # also once it ended: what it left behind would outlive it
+    processes.kill_group(proc)  # also once it ended: what it left behind would outlive it
+    if stuck:
+        proc.kill()
+    proc.wait()
     if stuck:
         return ChildRun(
             error=f"a fresh process showed no progress for {CHILD_TIMEOUT_S:g} s "
