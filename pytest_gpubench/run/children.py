@@ -141,6 +141,19 @@ FILE_WRITING_PLUGINS = (
     "html",
     "pytest_cov",
 )
+# What a child gets instead, in order, by what writes ('': every child); {} stands for its
+# folder and name.
+OWN_TARGETS = (
+    ("cacheprovider", ("-o", "cache_dir={}-cache")),
+    ("junitxml", ("--junitxml={}-junit.xml",)),
+    ("", ("--maxfail=0",)),
+    ("rerunfailures", ("--reruns=0",)),
+    ("pytest_reportlog", ("--report-log={}-log.jsonl",)),
+    ("html", ("--html={}.html",)),
+    ("pytest_cov", ("--no-cov",)),
+    (LOG_FILE, ("--log-file={}-pytest.log",)),
+    (DEBUG_FILE, ("--debug={}-debug.log",)),
+)
 
 
 @dataclass(frozen=True)
@@ -316,23 +329,9 @@ class Launcher:
             args.append(f"--rootdir={self.rootdir}")
         if self.inifile is not None:
             args += ["-c", str(self.inifile)]
-        if "cacheprovider" in self.writes:
-            args += ["-o", f"cache_dir={folder / f'{name}-cache'}"]
-        if "junitxml" in self.writes:
-            args.append(f"--junitxml={folder / f'{name}-junit.xml'}")
-        args.append("--maxfail=0")
-        if "rerunfailures" in self.writes:
-            args.append("--reruns=0")
-        if "pytest_reportlog" in self.writes:
-            args.append(f"--report-log={folder / f'{name}-log.jsonl'}")
-        if "html" in self.writes:
-            args.append(f"--html={folder / f'{name}.html'}")
-        if "pytest_cov" in self.writes:
-            args.append("--no-cov")
-        if LOG_FILE in self.writes:
-            args.append(f"--log-file={folder / f'{name}-pytest.log'}")
-        if DEBUG_FILE in self.writes:
-            args.append(f"--debug={folder / f'{name}-debug.log'}")
+        for writer, options in OWN_TARGETS:
+            if writer in self.writes or not writer:
+                args += [option.replace("{}", str(folder / name)) for option in options]
         return args
 
 
