@@ -74,14 +74,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("gpubench", "GPU kernel benchmarks (pytest-gpubench)")
     for spec in OPTIONS:
         cli_help = spec.help.replace("%", "%%")  # argparse formats help text with %
-        if spec.is_flag:
-            group.addoption(
-                spec.flag, action="store_true", default=None, dest=spec.dest, help=cli_help
-            )
-        else:
-            group.addoption(
-                spec.flag, default=None, dest=spec.dest, metavar=spec.metavar, help=cli_help
-            )
+        how = {"action": "store_true"} if spec.is_flag else {"metavar": spec.metavar}
+        group.addoption(spec.flag, default=None, dest=spec.dest, help=cli_help, **how)
         # Every ini value is a string parsed by Settings, so an invalid one names its key.
         parser.addini(spec.ini, spec.help, default="")
 
@@ -102,10 +96,8 @@ def pytest_configure(config: pytest.Config) -> None:
     from . import benchmark
 
     # Taken out of the environment: processes the tests start are no children of ours.
-    out = os.environ.pop(CHILD_VARIABLE, None)
-    parent = os.environ.pop(PARENT_VARIABLE, "")
-    turn = os.environ.pop(TURN_VARIABLE, "")
-    gate = os.environ.pop(GATE_VARIABLE, "")
+    named = (CHILD_VARIABLE, PARENT_VARIABLE, TURN_VARIABLE, GATE_VARIABLE)
+    out, parent, turn, gate = (os.environ.pop(name, "") for name in named)
     settings = _settings(config, Path(out) if out else None)
     session = _session(config, settings) if settings.enabled else None
     worker = hasattr(config, "workerinput")  # an xdist worker: its controller collects

@@ -87,7 +87,7 @@ class Controller:
         ):
             return (yield)
         if not self._lockstep_possible():
-            self._compare(session)
+            self.compare(self._measures(session.items))
             return (yield)
         with contextlib.ExitStack() as stack:
             rev, folder = self._checkout(stack)
@@ -140,9 +140,6 @@ class Controller:
             nodeid: spec.measure if isinstance(spec, MarkerSpec) else self.settings.measure
             for nodeid, spec in specs.items()
         }
-
-    def _compare(self, session: pytest.Session) -> None:
-        self.compare(self._measures(session.items))
 
     def _pair(self, session: pytest.Session, rev: Revision, folder: Path) -> None:
         """Set up both sides in this process: the tests whose revision's file cannot be
@@ -256,6 +253,7 @@ class Controller:
         log = Path(tempfile.gettempdir()) / f"gpubench-build-{os.getpid()}.log"
         stack.enter_context(processes.interrupts())  # SIGTERM and SIGHUP: as Ctrl-C
         revision.sweep(Path(tempfile.gettempdir()).resolve(), AB_FOLDER)  # runs killed outright
+        keep_log = False  # a failed build's output, which its error names
         try:
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix=AB_FOLDER))
             revision.own(Path(folder))  # owned before the checkout: swept if we are killed
@@ -265,17 +263,13 @@ class Controller:
                 )
             )
         except GpubenchError as exc:
-            if "--gpubench-build" not in str(exc):
-                with contextlib.suppress(OSError):
-                    log.unlink()
+            keep_log = "--gpubench-build" in str(exc)
             stack.close()
             pytest.exit(f"gpubench: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                log.unlink()
-            raise
-        with contextlib.suppress(OSError):
-            log.unlink()  # built: its output is not needed
+        finally:
+            if not keep_log:
+                with contextlib.suppress(OSError):
+                    log.unlink()
         return rev, Path(folder)
 
     def compare(

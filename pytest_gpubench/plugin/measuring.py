@@ -20,7 +20,7 @@ import functools
 import os
 import random
 from collections.abc import Callable, Generator, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -521,11 +521,7 @@ class Measuring:
                     self._progress(name, "more pairs of {} from"),
                 )
         except KeyboardInterrupt:
-            only = waiting[0].item.nodeid if len(waiting) == 1 else name
-            why = f"interrupted while confirming {only}"
-            waiting[0].item.session.shouldstop = why
-            for w in waiting:
-                w.item.stash[NO_VERDICT_KEY] = f"no verdict: {why}"
+            _interrupted([w.item for w in waiting], name)
             return [tuple(gate.unconfirmed(r, "interrupted") for r in w.ended()) for w in waiting]
         confirmed = dict(zip(map(id, plain + paired), done, strict=True))
         return [confirmed[id(w)] for w in waiting]
@@ -600,15 +596,13 @@ class Measuring:
                         replicate=passed and not problem and (not child or pairing.in_process),
                         progress=self._progress(item.name, "more pairs of {} from"),
                         # A pair timed here runs the test's code: bounded as the test is.
-                        each_pair=functools.partial(timeout_armed, item),
+                        each_pair=functools.partial(timeout_paused, item, armed=True),
                         later=later,
                     )
                 except KeyboardInterrupt:
                     # Ctrl-C while more pairs are timed: the run stops after this test, its
                     # unsure verdicts unconfirmed (they fail nothing).
-                    why = f"interrupted while confirming {item.nodeid}"
-                    item.session.shouldstop = why
-                    item.stash[NO_VERDICT_KEY] = f"no verdict: {why}"
+                    _interrupted([item], item.name)
                     gate = self.session.gate
                     results = tuple(
                         gate.unconfirmed(r, "interrupted") for r in verdicts(replicate=False)
@@ -669,6 +663,15 @@ def _log(item: pytest.Item, reports: list[pytest.TestReport]) -> None:
     ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
 
 
+def _interrupted(items: list[pytest.Item], name: str) -> None:
+    """Ctrl-C while the tests ``items`` (``name``) were confirmed: the run stops after
+    them, and they have no verdict (:func:`_no_verdict`)."""
+    why = f"interrupted while confirming {items[0].nodeid if len(items) == 1 else name}"
+    items[0].session.shouldstop = why
+    for item in items:
+        item.stash[NO_VERDICT_KEY] = f"no verdict: {why}"
+
+
 def _no_verdict(item: pytest.Item, report: pytest.TestReport) -> None:
     """A passing call whose verdict was never given (:data:`NO_VERDICT_KEY`: Ctrl-C while it
     was confirmed) reports skipped with why, as pytest's own skip at the test's line: pytest
@@ -698,45 +701,24 @@ def skip_reason(report: pytest.TestReport) -> str:
 
 
 @contextlib.contextmanager
-def timeout_paused(item: pytest.Item) -> Iterator[None]:
+def timeout_paused(item: pytest.Item, armed: bool = False) -> Iterator[None]:
     """pytest-timeout's timer of the test stopped while its verdict is confirmed: that time
     is the plugin's, not the test's (fresh processes bound their own tests with the same
-    timeout; a pair timed here is bounded by :func:`timeout_armed`). Re-armed afterwards,
-    for the teardown, with the test's own settings; a timer of the call alone
-    (``timeout_func_only``) has already stopped here."""
-    timer = _timeout_of(item)
-    if timer is not None:
-        timer[0](item=item)
-    try:
-        yield
-    finally:
-        if timer is not None:
-            timer[1](item=item, settings=timer[2])
-
-
-@contextlib.contextmanager
-def timeout_armed(item: pytest.Item) -> Iterator[None]:
-    """pytest-timeout's timer of the test armed anew, with its own settings, for what runs
-    inside (a pair timed in this process, inside :func:`timeout_paused`), stopped after."""
-    timer = _timeout_of(item)
-    if timer is not None:
-        timer[1](item=item, settings=timer[2])
-    try:
-        yield
-    finally:
-        if timer is not None:
-            timer[0](item=item)
-
-
-def _timeout_of(item: pytest.Item) -> tuple[Any, Any, Any] | None:
-    """pytest-timeout's hooks to stop and set the test's timer, and the test's settings;
-    None where no timer bounds the test's whole run."""
+    timeout). Re-armed afterwards, for the teardown, with the test's own settings; a timer
+    of the call alone (``timeout_func_only``) has already stopped here. ``armed``: the
+    other way round, armed anew for what runs inside (a pair timed in this process, inside
+    a pause), stopped after."""
     manager = item.config.pluginmanager
-    timeout = manager.get_plugin("timeout")
     # Its hooks are public; what the test's settings are, it only tells through this.
-    settings_of = getattr(timeout, "_get_item_settings", None)
+    settings_of = getattr(manager.get_plugin("timeout"), "_get_item_settings", None)
     settings = settings_of(item) if settings_of is not None else None
     if not (settings is not None and settings.timeout and not settings.func_only):
-        return None
-    hook = manager.hook
-    return hook.pytest_timeout_cancel_timer, hook.pytest_timeout_set_timer, settings
+        yield  # no timer bounds the test's whole run
+        return
+    stop = functools.partial(manager.hook.pytest_timeout_cancel_timer, item=item)
+    arm = functools.partial(manager.hook.pytest_timeout_set_timer, item=item, settings=settings)
+    (arm if armed else stop)()
+    try:
+        yield
+    finally:
+        (stop if armed else arm)()

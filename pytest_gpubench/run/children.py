@@ -37,7 +37,7 @@ import sysconfig
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -78,11 +78,9 @@ CHILD_TIMEOUT_S = 1800.0
 # rest) before the rest is given up: code that ends its process in every test would
 # otherwise start a process per test.
 MAX_DEATHS = 3
-# How often a parent looks at a child while it waits for it: whether it ended, and its beat
-# (Popen.wait with a timeout looks as often).
-BEAT_POLL_S = 0.05
-# How often a relay's parent and its waiting child look for a turn's file.
-TURN_POLL_S = 0.02
+# How often a parent looks at its children while it waits for them: whether they ended,
+# their beats, a relay's turn's file, a duo's set-up.
+BEAT_POLL_S = 0.02
 # A folder whose parent is gone is swept once it is this old: a margin, as the parent's end is
 # read from a pid (run.owner), and its children end with it.
 STALE_AFTER_S = 4 * 3600.0
@@ -142,6 +140,19 @@ FILE_WRITING_PLUGINS = (
     "pytest_reportlog",
     "html",
     "pytest_cov",
+)
+# What a child gets instead, in order, by what writes ('': every child); {} stands for its
+# folder and name.
+OWN_TARGETS = (
+    ("cacheprovider", ("-o", "cache_dir={}-cache")),
+    ("junitxml", ("--junitxml={}-junit.xml",)),
+    ("", ("--maxfail=0",)),
+    ("rerunfailures", ("--reruns=0",)),
+    ("pytest_reportlog", ("--report-log={}-log.jsonl",)),
+    ("html", ("--html={}.html",)),
+    ("pytest_cov", ("--no-cov",)),
+    (LOG_FILE, ("--log-file={}-pytest.log",)),
+    (DEBUG_FILE, ("--debug={}-debug.log",)),
 )
 
 
@@ -263,7 +274,7 @@ class Launcher:
         its last), named from ``child-{first}`` on (a later batch of a sequential
         confirmation continues the numbering); ``pairs``: in lockstep, the pairs each takes
         in its own process (``--gpubench-pairs``)."""
-        args = self._args(save=False, confirm=0, single=self.xdist)
+        args = self._args()
         if pairs is not None:
             args.append(f"--gpubench-pairs={pairs}")
         names = [f"child-{first + i}" for i in range(count)]
@@ -274,8 +285,7 @@ class Launcher:
         device from its first test to its last (a side of a comparison, versus/ab.py)."""
         # A test the other side lacks, or a module it has not built, fails one file's
         # collection there, not the comparison.
-        args = [*self._args(save=False, confirm=0, single=self.xdist)]
-        args.append("--continue-on-collection-errors")
+        args = [*self._args(), "--continue-on-collection-errors"]
         # What native code writes to file descriptor 2 as it aborts (CUDA's error, a failed
         # assert in C) reaches the output its parent reads for why it died (reason_in): a
         # capture of the descriptors would lose it with the process. What Python writes is
@@ -287,26 +297,27 @@ class Launcher:
     def profiling(self, nodeids: Sequence[str], device_index: int | None) -> list[ChildRun]:
         """One fresh process (under ``wrapper``) that makes one call of each measurement of
         the tests ``nodeids`` in its NVTX range, timing nothing (run/ncu.py)."""
-        args = self._args(save=False, confirm=0, single=self.xdist)
+        args = self._args()
         request = Request(tuple(nodeids), ncu=True)
         return run_children(["ncu"], args, self, device_index, None, request)
 
     def recording(self, device_index: int | None, session: int) -> ChildRun:
         """One fresh process that times the user's selection as recorded session number
         ``session``."""
-        args = self._args(save=True, confirm=self.confirm, single=False)
+        args = self._args(save=True)
         [run] = run_children([f"session-{session}"], args, self, device_index, None, None)
         return run
 
-    def _args(self, *, save: bool, confirm: int, single: bool) -> list[str]:
-        env_addopts = os.environ.get("PYTEST_ADDOPTS", "")
+    def _args(self, save: bool = False) -> list[str]:
+        """The arguments of a child that times what its request names (``save``: that
+        records a session of the user's selection)."""
         return child_args(
             self.invocation,
             save=save,
-            confirm=confirm,
-            single=single,
+            confirm=self.confirm if save else 0,
+            single=self.xdist and not save,
             addopts=self.addopts,
-            env_addopts=env_addopts,
+            env_addopts=os.environ.get("PYTEST_ADDOPTS", ""),
         )
 
     def overrides(self, folder: Path, name: str) -> list[str]:
@@ -318,23 +329,9 @@ class Launcher:
             args.append(f"--rootdir={self.rootdir}")
         if self.inifile is not None:
             args += ["-c", str(self.inifile)]
-        if "cacheprovider" in self.writes:
-            args += ["-o", f"cache_dir={folder / f'{name}-cache'}"]
-        if "junitxml" in self.writes:
-            args.append(f"--junitxml={folder / f'{name}-junit.xml'}")
-        args.append("--maxfail=0")
-        if "rerunfailures" in self.writes:
-            args.append("--reruns=0")
-        if "pytest_reportlog" in self.writes:
-            args.append(f"--report-log={folder / f'{name}-log.jsonl'}")
-        if "html" in self.writes:
-            args.append(f"--html={folder / f'{name}.html'}")
-        if "pytest_cov" in self.writes:
-            args.append("--no-cov")
-        if LOG_FILE in self.writes:
-            args.append(f"--log-file={folder / f'{name}-pytest.log'}")
-        if DEBUG_FILE in self.writes:
-            args.append(f"--debug={folder / f'{name}-debug.log'}")
+        for writer, options in OWN_TARGETS:
+            if writer in self.writes or not writer:
+                args += [option.replace("{}", str(folder / name)) for option in options]
         return args
 
 
@@ -385,50 +382,82 @@ def read_request(out: Path) -> Request | None:
         return None
 
 
-def child_environment(
-    out: Path, device_index: int | None, extra: Sequence[tuple[str, str]] = ()
-) -> dict[str, str]:
-    """The environment of a child: the parent's, as no xdist worker, on the parent's device,
-    with the ``extra`` variables of its launcher."""
-    # PYTEST_ADDOPTS reaches a child filtered, among its arguments (child_args).
-    env = {
-        k: v for k, v in os.environ.items() if k not in WORKER_VARIABLES and k != "PYTEST_ADDOPTS"
-    }
-    env[CHILD_VARIABLE] = str(out)
-    env[PARENT_VARIABLE] = str(os.getpid())
-    if device_index is not None:
-        env[DEVICE_VARIABLE] = str(device_index)
-    # A child loads what its parent compiled from Inductor's caches; a pool of compile
-    # workers only delays its exit (by 4.5 s on an H200: bench/child_cost.py).
-    env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
-    env.update(extra)
-    return env
+Started = subprocess.Popen[bytes] | ChildRun  # a child, or why it did not start
 
 
-def start_child(
-    args: Sequence[str],
-    cwd: Path,
-    out: Path,
-    device_index: int | None = None,
-    extra: Sequence[tuple[str, str]] = (),
-    wrapper: Sequence[str] = (),
-) -> subprocess.Popen[bytes] | ChildRun:
-    """Start ``python -m pytest *args`` in ``cwd`` (under ``wrapper``, a command that runs
-    it), its output to a file beside ``out`` (a pipe nobody reads while another child runs
-    could fill up and stop it)."""
-    env = child_environment(
-        out, device_index, [*extra, *([(WRAPPED_VARIABLE, "1")] if wrapper else [])]
-    )
-    try:  # it watches its parent itself (watch_parent): no lifeline of the kernel's
-        return processes.start(
-            [*wrapper, sys.executable, "-m", "pytest", *args],
-            cwd,
-            env,
-            out.with_suffix(".log"),
-            lifeline=False,
-        )
-    except OSError as exc:
-        return ChildRun(error=f"cannot start a fresh process: {exc.strerror or exc}")
+class Batch:
+    """Fresh processes on one device, their files in one folder of this process's
+    (:func:`batch`)."""
+
+    def __init__(self, folder: Path, device_index: int | None) -> None:
+        self.folder = folder
+        self.device_index = device_index
+        self.started: list[Started] = []
+
+    def start(
+        self,
+        launcher: Launcher,
+        name: str,
+        request: Request | None,
+        args: Sequence[str] | None = None,
+        extra: Sequence[tuple[str, str]] = (),
+    ) -> tuple[Started, Path]:
+        """Start the child ``name``: ``python -m pytest`` in the launcher's folder (under its
+        wrapper), with ``args`` (by default ``measuring_args``) and the launcher's overrides,
+        in the parent's environment as no xdist worker, on this batch's device, with the
+        launcher's and the ``extra`` variables, asked to run ``request`` (None: its whole
+        selection). It writes to ``<name>.json`` (returned), its output to ``<name>.log``
+        (a pipe nobody reads while another child runs could fill up and stop it)."""
+        out = self.folder / f"{name}.json"
+        if request is not None:
+            write_request(out, request)
+        if args is None:
+            args = launcher.measuring_args()
+        args = [*args, *launcher.overrides(self.folder, name)]
+        # PYTEST_ADDOPTS reaches a child filtered, among its arguments (child_args).
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in WORKER_VARIABLES and k != "PYTEST_ADDOPTS"
+        }
+        env[CHILD_VARIABLE] = str(out)
+        env[PARENT_VARIABLE] = str(os.getpid())
+        if self.device_index is not None:
+            env[DEVICE_VARIABLE] = str(self.device_index)
+        # A child loads what its parent compiled from Inductor's caches; a pool of compile
+        # workers only delays its exit (by 4.5 s on an H200: bench/child_cost.py).
+        env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+        env.update([*launcher.env, *extra])
+        if launcher.wrapper:
+            env[WRAPPED_VARIABLE] = "1"
+        proc: Started
+        try:  # it watches its parent itself (watch_parent): no lifeline of the kernel's
+            proc = processes.start(
+                [*launcher.wrapper, sys.executable, "-m", "pytest", *args],
+                launcher.cwd,
+                env,
+                out.with_suffix(".log"),
+                lifeline=False,
+            )
+        except OSError as exc:
+            proc = ChildRun(error=f"cannot start a fresh process: {exc.strerror or exc}")
+        self.started.append(proc)
+        return proc, out
+
+
+@contextlib.contextmanager
+def batch(device_index: int | None) -> Iterator[Batch]:
+    """A batch of fresh processes (folders of gone parents swept first): on leaving it,
+    however (an error, Ctrl-C, a generator closed), the children still running are killed
+    with their groups (processes.kill_all), then the folder is removed: no child goes on
+    timing behind the user's back."""
+    sweep_folders()
+    with tempfile.TemporaryDirectory(prefix=folder_prefix()) as directory:
+        children = Batch(Path(directory), device_index)
+        try:
+            yield children
+        finally:
+            processes.kill_all([p for p in children.started if not isinstance(p, ChildRun)])
 
 
 def beat_of(out: Path) -> Path:
@@ -510,27 +539,41 @@ def _mtime_ns(path: Path) -> int | None:
         return None
 
 
-def _stuck(proc: subprocess.Popen[bytes], signs: Signs) -> bool:
-    """Wait for ``proc`` to end (False; it is left unreaped) or to show no sign for
-    CHILD_TIMEOUT_S (True)."""
-    while processes.running(proc):
-        left = CHILD_TIMEOUT_S - signs.quiet_s()
-        if left <= 0:
-            return processes.running(proc)  # one that ended meanwhile is not stuck
-        time.sleep(min(left, BEAT_POLL_S))
-    return False
+def _wait(
+    proc: Started,
+    signs: Signs,
+    stop: threading.Event | None = None,
+    meanwhile: Callable[[], None] = lambda: None,
+) -> bool:
+    """Wait until ``proc`` ended (it is left unreaped) or showed no ``signs`` for
+    CHILD_TIMEOUT_S, doing ``meanwhile`` as it runs; False once ``stop`` is set."""
+    while not isinstance(proc, ChildRun) and processes.running(proc):
+        if signs.quiet_s() > CHILD_TIMEOUT_S:
+            break
+        if stop is not None and stop.is_set():
+            return False
+        meanwhile()
+        time.sleep(BEAT_POLL_S)
+    return True
 
 
-def finish_child(
-    proc: subprocess.Popen[bytes] | ChildRun, out: Path, signs: Signs | None = None
-) -> ChildRun:
+def _log(out: Path) -> str:
+    """The output of the child writing to ``out``, '' where there is none."""
+    try:
+        return out.with_suffix(".log").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def finish_child(proc: Started, out: Path, signs: Signs | None = None) -> ChildRun:
     """Wait for a started child until it ends, or is stuck: no sign of progress for
     CHILD_TIMEOUT_S (``signs``: by default its own beat file's since now; a batch's, whose
     children take the device in turns, or a relay's leg's, since its predecessor ended).
     Then read what it measured from ``out``."""
     if isinstance(proc, ChildRun):
         return proc  # it did not start
-    stuck = _stuck(proc, signs or Signs((beat_of(out),)))
+    _wait(proc, signs or Signs((beat_of(out),)))
+    stuck = processes.running(proc)  # one that ended meanwhile is not stuck
     processes.kill_group(proc)  # also once it ended: what it left behind would outlive it
     if stuck:
         proc.kill()
@@ -547,14 +590,10 @@ def finish_child(
             for entry in document["results"]
         )
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        try:
-            output = out.with_suffix(".log").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            output = ""
         code = proc.returncode
         test = running_test(out)
         if test:  # it died in a test: pytest reports the failures it can catch
-            said = reason_in(output)
+            said = reason_in(_log(out))
             how = processes.died(code) + (f": {said}" if said else "")
             return ChildRun(
                 error=f"a fresh process died in {test}, {how}",
@@ -563,15 +602,9 @@ def finish_child(
             )
         how = f"{processes.died(code)}: {EXITS[code]}" if code in EXITS else processes.died(code)
         return ChildRun(
-            error=f"a fresh process measured nothing ({how}): {reason_in(output) or exc}"
+            error=f"a fresh process measured nothing ({how}): {reason_in(_log(out)) or exc}"
         )
-    uncollected: tuple[tuple[str, str], ...] = ()
-    if proc.returncode not in (0, 5):
-        try:
-            output = out.with_suffix(".log").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            output = ""
-        uncollected = collection_errors(output)
+    uncollected = collection_errors(_log(out)) if proc.returncode not in (0, 5) else ()
     foreign = tuple(str(m) for m in document.get("foreign", ()))
     return ChildRun(results, uncollected=uncollected, foreign=foreign)
 
@@ -680,33 +713,20 @@ def run_children(
     ``request``: they time only these tests (a confirmation: each holds the device lock from
     its first test to its exit, so their start-up overlaps and their GPU work does not);
     otherwise the user's selection (a recorded session)."""
-    sweep_folders()
-    with tempfile.TemporaryDirectory(prefix=folder_prefix()) as directory:
-        folder = Path(directory)
-        outs = [folder / f"{name}.json" for name in names]
-        started: list[subprocess.Popen[bytes] | ChildRun] = []
-        try:
-            for i, (name, out) in enumerate(zip(names, outs, strict=True)):
-                if request is not None:
-                    write_request(out, request)
-                if progress is not None:
-                    progress(i + 1, len(names))
-                child_args = [*args, *launcher.overrides(folder, name)]
-                started.append(
-                    start_child(
-                        child_args, launcher.cwd, out, device_index, launcher.env, launcher.wrapper
-                    )
-                )
-            # They take the device in turns, in any order: one that waits for it is not
-            # stuck while another makes progress.
-            signs = Signs([beat_of(out) for out in outs])
-            runs = []
-            for proc, out in zip(started, outs, strict=True):
-                signs.renew()  # the one before it ended: its turn may have come
-                runs.append(finish_child(proc, out, signs))
-            return runs
-        finally:  # interrupted: no child goes on timing behind the user's back
-            _kill(started)
+    with batch(device_index) as children:
+        started = []
+        for i, name in enumerate(names):
+            if progress is not None:
+                progress(i + 1, len(names))
+            started.append(children.start(launcher, name, request, args))
+        # They take the device in turns, in any order: one that waits for it is not stuck
+        # while another makes progress.
+        signs = Signs([beat_of(out) for _, out in started])
+        runs = []
+        for proc, out in started:
+            signs.renew()  # the one before it ended: its turn may have come
+            runs.append(finish_child(proc, out, signs))
+        return runs
 
 
 def follows_in_duo() -> bool:
@@ -729,45 +749,34 @@ def run_duos(
     Their set-up (start-up, collection, the profiler's start) overlaps; no leader touches
     the device before every process is set up (or ended: GATE_VARIABLE), then they take it
     in turn. Each duo's runs, the leader's (holding both sides) first."""
-    sweep_folders()
-    with tempfile.TemporaryDirectory(prefix=folder_prefix()) as directory:
-        folder = Path(directory)
-        go = folder / "go"
-        started: list[subprocess.Popen[bytes] | ChildRun] = []
-        outs: list[Path] = []
-        try:
-            for name, head_leads in duos:
-                key = os.urandom(16).hex()
-                sides = [("head", head), ("base", base)]
-                ordered = sides if head_leads else sides[::-1]
-                roles = zip(("leader", "follower"), ordered, strict=True)
-                for role, (side, launcher) in roles:
-                    out = folder / f"{name}-{role}.json"
-                    write_request(out, Request(tuple(nodeids)))
-                    args = [*launcher.measuring_args(), *launcher.overrides(folder, out.stem)]
-                    spec = " ".join([role, side, key, str(pairs), str(folder / f"{name}.sock")])
-                    env = [
-                        *launcher.env,
-                        (DUO_VARIABLE, spec),
-                        (GATE_VARIABLE, f"{out.with_suffix('.ready')}\n{go}"),
-                    ]
-                    started.append(
-                        start_child(args, launcher.cwd, out, device_index, env, launcher.wrapper)
-                    )
-                    outs.append(out)
-            signs = Signs([beat_of(out) for out in outs])
-            while signs.quiet_s() <= CHILD_TIMEOUT_S and not all(
-                out.with_suffix(".ready").exists()
-                or isinstance(proc, ChildRun)
-                or not processes.running(proc)
-                for proc, out in zip(started, outs, strict=True)
-            ):
-                time.sleep(TURN_POLL_S)
-            go.touch()
-            runs = [finish_child(proc, out, signs) for proc, out in zip(started, outs, strict=True)]
-            return [(runs[i], runs[i + 1]) for i in range(0, len(runs), 2)]
-        finally:  # interrupted: none goes on behind the user's back
-            _kill(started)
+    with batch(device_index) as children:
+        go = children.folder / "go"
+        started = []
+        for name, head_leads in duos:
+            key = os.urandom(16).hex()
+            sides = [("head", head), ("base", base)]
+            ordered = sides if head_leads else sides[::-1]
+            for role, (side, launcher) in zip(("leader", "follower"), ordered, strict=True):
+                sock = children.folder / f"{name}.sock"
+                ready = children.folder / f"{name}-{role}.ready"
+                env = [
+                    (DUO_VARIABLE, " ".join([role, side, key, str(pairs), str(sock)])),
+                    (GATE_VARIABLE, f"{ready}\n{go}"),
+                ]
+                started.append(
+                    children.start(launcher, f"{name}-{role}", Request(tuple(nodeids)), extra=env)
+                )
+        signs = Signs([beat_of(out) for _, out in started])
+        while signs.quiet_s() <= CHILD_TIMEOUT_S and not all(
+            out.with_suffix(".ready").exists()
+            or isinstance(proc, ChildRun)
+            or not processes.running(proc)
+            for proc, out in started
+        ):
+            time.sleep(BEAT_POLL_S)
+        go.touch()
+        runs = [finish_child(proc, out, signs) for proc, out in started]
+        return [(runs[i], runs[i + 1]) for i in range(0, len(runs), 2)]
 
 
 @dataclass(frozen=True)
@@ -806,54 +815,27 @@ def relay(
     as its own against CHILD_TIMEOUT_S. Once ``stop`` is set (from another thread: a relay
     of another GPU failed, or Ctrl-C), it kills its processes and ends, also while it times
     a leg's rest."""
-    sweep_folders()
-    with tempfile.TemporaryDirectory(prefix=folder_prefix()) as directory:
-        folder = Path(directory)
-        outs = [folder / f"{leg.name}.json" for leg in legs]
-        turns = [folder / f"{leg.name}.turn" for leg in legs]
-        started: list[subprocess.Popen[bytes] | ChildRun] = []
-        signs: list[Signs] = []  # each one's progress since it could start timing: its start
-        # or its predecessor's end
-        again: list[subprocess.Popen[bytes] | ChildRun] = []  # a leg's after a death
+    with batch(device_index) as children:
+        turns = [children.folder / f"{leg.name}.turn" for leg in legs]
+        # Each leg's first process, and its progress since it could start timing: its start
+        # or its predecessor's end.
+        started: list[tuple[Started, Path, Signs]] = []
         dead: dict[Launcher, list[str]] = {}  # the tests a side's processes died in
 
-        def request_of(leg: Leg) -> Request:
+        def start(
+            leg: Leg, name: str, extra: Sequence[tuple[str, str]] = ()
+        ) -> tuple[Started, Path]:
             skipped = [t for t in dead.get(leg.launcher, []) if t not in leg.request.excluded]
-            return replace(leg.request, excluded=(*leg.request.excluded, *skipped))
-
-        def start(i: int) -> None:
-            leg = legs[i]
-            write_request(outs[i], request_of(leg))
-            args = [*leg.launcher.measuring_args(), *leg.launcher.overrides(folder, leg.name)]
-            env = (*leg.launcher.env, (TURN_VARIABLE, str(turns[i])))
-            started.append(
-                start_child(
-                    args, leg.launcher.cwd, outs[i], device_index, env, leg.launcher.wrapper
-                )
-            )
-            signs.append(Signs((beat_of(outs[i]),)))
-
-        def waited(
-            proc: subprocess.Popen[bytes] | ChildRun,
-            sign: Signs,
-            meanwhile: Callable[[], None] = lambda: None,
-        ) -> bool:
-            """Wait until ``proc`` ended or showed no ``sign`` for CHILD_TIMEOUT_S (then
-            finish_child stops it), doing ``meanwhile`` as it runs; False once ``stop`` is
-            set."""
-            while not (isinstance(proc, ChildRun) or not processes.running(proc)):
-                if stop is not None and stop.is_set():
-                    return False
-                meanwhile()
-                time.sleep(TURN_POLL_S)
-                if sign.quiet_s() > CHILD_TIMEOUT_S:
-                    break
-            return True
+            request = replace(leg.request, excluded=(*leg.request.excluded, *skipped))
+            return children.start(leg.launcher, name, request, extra=extra)
 
         def queue_next(i: int) -> None:
             """Start the leg after ``i`` once ``i`` holds the device: it queues behind it."""
             if i + 1 < len(legs) and len(started) == i + 1 and turns[i].exists():
-                start(i + 1)
+                proc, out = start(
+                    legs[i + 1], legs[i + 1].name, [(TURN_VARIABLE, str(turns[i + 1]))]
+                )
+                started.append((proc, out, Signs((beat_of(out),))))
 
         def rest(i: int, run: ChildRun) -> ChildRun | None:
             """Leg ``i``'s run, whose process died in a test: the rest of its tests timed by
@@ -867,11 +849,11 @@ def relay(
                 skipped.add(test)
                 if test not in dead.setdefault(leg.launcher, []):
                     dead[leg.launcher].append(test)
-                if len(lost) >= MAX_DEATHS:
-                    if leg.says:
-                        announce(
-                            f"{leg.says}: its process died in {test}, {how}; the rest given up"
-                        )
+                gave_up = len(lost) >= MAX_DEATHS
+                if leg.says:
+                    then = "the rest given up" if gave_up else "the rest again"
+                    announce(f"{leg.says}: its process died in {test}, {how}; {then}")
+                if gave_up:
                     names = ", ".join(t for t, _ in lost)
                     return ChildRun(
                         error=f"its process died {len(lost)} times (in {names}): the rest of "
@@ -879,52 +861,37 @@ def relay(
                         crashed=tuple(lost),
                         planned=run.planned,
                     )
-                if leg.says:
-                    announce(f"{leg.says}: its process died in {test}, {how}; the rest again")
-                out = folder / f"{leg.name}-again-{len(lost)}.json"
-                write_request(out, request_of(leg))
-                name = out.stem
-                args = [*leg.launcher.measuring_args(), *leg.launcher.overrides(folder, name)]
-                proc = start_child(
-                    args,
-                    leg.launcher.cwd,
-                    out,
-                    device_index,
-                    leg.launcher.env,
-                    leg.launcher.wrapper,
-                )
-                again.append(proc)
+                proc, out = start(leg, f"{leg.name}-again-{len(lost)}")
                 # It may wait for the device behind the next leg, started as this one took
                 # it: that leg's progress is progress of the wait.
-                sign = Signs([beat_of(out), *(beat_of(o) for o in outs[i + 1 : len(started)])])
-                if not waited(proc, sign):
+                sign = Signs([beat_of(out), *(beat_of(o) for _, o, _ in started[i + 1 :])])
+                if not _wait(proc, sign, stop):
                     return None
                 run = finish_child(proc, out, sign)
                 lost += [c for c in run.crashed if c not in lost]
             return replace(run, crashed=tuple(lost))
 
-        try:
-            for i in range(len(legs)):
-                if stop is not None and stop.is_set():  # before starting or announcing another
+        for i, leg in enumerate(legs):
+            if stop is not None and stop.is_set():  # before starting or announcing another
+                return
+            if i == len(started):
+                proc, out = start(leg, leg.name, [(TURN_VARIABLE, str(turns[i]))])
+                started.append((proc, out, Signs((beat_of(out),))))
+            if leg.says:
+                announce(leg.says)
+            proc, out, signs = started[i]
+            # The next starts once this one holds the device (or has ended).
+            if not _wait(proc, signs, stop, functools.partial(queue_next, i)):
+                return
+            run = finish_child(proc, out, signs)
+            if run.crashed:
+                rerun = rest(i, run)
+                if rerun is None:
                     return
-                if i == len(started):
-                    start(i)
-                if legs[i].says:
-                    announce(legs[i].says)
-                # The next starts once this one holds the device (or has ended).
-                if not waited(started[i], signs[i], functools.partial(queue_next, i)):
-                    return
-                run = finish_child(started[i], outs[i], signs[i])
-                if run.crashed:
-                    rerun = rest(i, run)
-                    if rerun is None:
-                        return
-                    run = rerun
-                if i + 1 < len(signs):
-                    signs[i + 1].renew()
-                yield run
-        finally:  # closed early, interrupted: no child goes on timing behind the user's back
-            _kill([*started, *again])
+                run = rerun
+            if i + 1 < len(started):
+                started[i + 1][2].renew()
+            yield run
 
 
 def relays(
@@ -937,14 +904,6 @@ def relays(
     own, all stopped (their processes killed) when one fails or this thread is interrupted.
     ``check`` sees each process as it ends: what it raises stops every relay and is raised
     here (a run that cannot be judged stops at its first process, not after the look)."""
-    if len(lanes) == 1:
-        [(legs, device)] = lanes
-        got: list[ChildRun] = []
-        with contextlib.closing(relay(legs, device, announce)) as measured:
-            for leg, child in zip(legs, measured, strict=False):
-                check(leg, child)
-                got.append(child)
-        return [got]
     stop = threading.Event()
     found: list[list[ChildRun]] = [[] for _ in lanes]
     failed: list[BaseException] = []
@@ -960,29 +919,27 @@ def relays(
             failed.append(exc)
             stop.set()
 
-    threads = [
-        threading.Thread(target=run, args=(k,), name=f"gpubench-relay-{k}", daemon=True)
-        for k in range(len(lanes))
-    ]
-    for thread in threads:
-        thread.start()
-    try:
-        while any(thread.is_alive() for thread in threads):
-            time.sleep(TURN_POLL_S)
-    finally:  # interrupted: every relay kills its processes before this thread goes on
-        stop.set()
+    if len(lanes) == 1:
+        run(0)
+    else:
+        threads = [
+            threading.Thread(target=run, args=(k,), name=f"gpubench-relay-{k}", daemon=True)
+            for k in range(len(lanes))
+        ]
         for thread in threads:
-            thread.join()
+            thread.start()
+        try:
+            while any(thread.is_alive() for thread in threads):
+                time.sleep(BEAT_POLL_S)
+        finally:  # interrupted: every relay kills its processes before this thread goes on
+            stop.set()
+            for thread in threads:
+                thread.join()
     if failed:
         raise failed[0]
     if any(len(got) < len(legs) for got, (legs, _) in zip(found, lanes, strict=True)):
         raise GpubenchError("a relay of fresh processes stopped before its last process")
     return found
-
-
-def _kill(started: Sequence[subprocess.Popen[bytes] | ChildRun]) -> None:
-    """Kill the children that started, with their groups (processes.kill_all)."""
-    processes.kill_all([p for p in started if not isinstance(p, ChildRun)])
 
 
 def child_document(results: Sequence[tuple[Result, bool]], foreign: Sequence[str] = ()) -> str:

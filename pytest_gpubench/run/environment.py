@@ -7,6 +7,7 @@ against. Everything is lazy, so a run that times nothing pays for nothing.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import secrets
 import socket
@@ -19,6 +20,7 @@ from ..core.records import CopyRates, SessionInfo
 from ..core.settings import MeasureSettings
 from ..timing.clocks import ClockMonitor, ClockReading
 from ..timing.device import (
+    PEAK_COPY_BYTES,
     cached_copy_bytes,
     copy_workload,
     detect,
@@ -123,22 +125,19 @@ class Environment:
         return self._session_info
 
     def git_commit(self) -> str | None:
+        """The commit checked out in the rootdir (asked once), None outside a repository."""
         if not self._git_known:
             self._git_known = True
-            try:
-                self._git_commit = (
-                    subprocess.run(
-                        ["git", "rev-parse", "HEAD"],
-                        cwd=self.rootdir,
-                        capture_output=True,
-                        text=True,
-                        timeout=10,
-                        check=True,
-                    ).stdout.strip()
-                    or None
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                head = subprocess.run(
+                    ["git", "rev-parse", "HEAD"],
+                    cwd=self.rootdir,
+                    capture_output=True,
+                    text=True,
+                    timeout=10,
+                    check=True,
                 )
-            except (OSError, subprocess.SubprocessError):
-                self._git_commit = None
+                self._git_commit = head.stdout.strip() or None
         return self._git_commit
 
     def clock_monitor(self) -> ClockMonitor | None:
@@ -154,7 +153,7 @@ class Environment:
         """Measured copy bandwidth of this device (bytes read + written), once per session,
         with the session's default settings; None while its timings are loaded
         (:meth:`_yardstick`)."""
-        return self._yardstick("copy", lambda: self._copy_gbs(*copy_workload(self.device.kind)))
+        return self._yardstick("copy", self._copy_gbs)
 
     def copy_rates(self) -> CopyRates | None:
         """The copy bandwidths a call's declared bytes are held to: from memory (the yardstick
@@ -166,10 +165,7 @@ class Environment:
         peak = self.peak_gbs()
         if peak is None:
             return None
-        cached = self._yardstick(
-            "cached copy",
-            lambda: self._copy_gbs(*copy_workload(self.device.kind, cached_copy_bytes(cache))),
-        )
+        cached = self._yardstick("cached copy", lambda: self._copy_gbs(cached_copy_bytes(cache)))
         return CopyRates(peak, cached, cache)
 
     def matmul_tflops(self, dtype: str) -> float | None:
@@ -229,7 +225,8 @@ class Environment:
         self._rates[name] = rate
         return rate
 
-    def _copy_gbs(self, workload: Workload, moved: int) -> tuple[float, float | None]:
+    def _copy_gbs(self, nbytes: int = PEAK_COPY_BYTES) -> tuple[float, float | None]:
+        workload, moved = copy_workload(self.device.kind, nbytes)
         return self._rate(workload, moved / 1e9)
 
     def _rate(self, workload: Workload, work: float) -> tuple[float, float | None]:
