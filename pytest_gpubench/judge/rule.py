@@ -844,15 +844,12 @@ def judge_many(
     family: int,
     fail_on_improvement: bool = False,
     design: Design = Design(),
-    history_logs: Sequence[Sequence[float]] | None = None,
     ask_to_gate: bool = True,
 ) -> list[Judgement]:
     """:func:`judge` of each case, in order, with one :func:`decide` per shape (sessions of
     history, current sessions) instead of one per case: the rule's arrays are row-wise, so a
     row's verdict is the same either way, and ``gpubench show`` of 10^5 tests makes a few
-    passes, not 10^5.
-    ``history_logs``: the ``math.log`` of each case's history medians, where the caller
-    took them already. ``ask_to_gate=False``: a test not gated does not say how many
+    passes, not 10^5. ``ask_to_gate=False``: a test not gated does not say how many
     sessions would gate it (``gpubench show`` prints none of it)."""
     if not 0 < threshold < math.inf:
         raise ValueError(f"invalid threshold {threshold!r}: expected a fraction > 0 such as 0.05")
@@ -874,10 +871,7 @@ def judge_many(
         else:
             shapes.setdefault((len(case.history), len(case.current)), []).append(i)
     for indices in shapes.values():
-        if history_logs is None:
-            h = _log_medians([cases[i].history for i in indices])
-        else:
-            h = np.array([history_logs[i] for i in indices], dtype=float)
+        h = _log_medians([cases[i].history for i in indices])
         c = _log_medians([cases[i].current for i in indices])
         c_se = np.array([s.se_log for i in indices for s in cases[i].current], dtype=float).reshape(
             c.shape
