@@ -892,37 +892,25 @@ def judge_many(
         prior = PriorArrays.joined(parts)
         dec = decide(h, c, c_se, prior, threshold=threshold, alpha1=alpha1, design=design)
         rows = _rows(dec)
-        # A short history's gated rows say why they gate only SHORT_GATE: one by one.
-        short = len(cases[indices[0]].history) < MIN_GATED_SESSIONS
-        gated = [row for row, values in enumerate(rows) if values.gated and not short]
-        made = _gated_judgements(
-            [rows[row] for row in gated],
-            len(cases[indices[0]].history),
-            len(cases[indices[0]].current),
-            threshold=threshold,
-            z=z,
-        )
-        for row, judgement in zip(gated, made, strict=True):
-            judgements[indices[row]] = judgement
-        # The others say how many sessions would gate the threshold: asked all at once.
-        told = [row for row, values in enumerate(rows) if not values.gated or short]
-        to_gate: list[int | None] = [None] * len(told)
-        if ask_to_gate:
-            to_gate = sessions_to_gate_many(
+        k, n_c = len(cases[indices[0]].history), len(cases[indices[0]].current)
+        # Rows not gated, and a short history's (gated on the prior only), say how many
+        # sessions would gate the threshold: asked all at once.
+        told = [
+            row for row, values in enumerate(rows) if not values.gated or k < MIN_GATED_SESSIONS
+        ]
+        to_gate: dict[int, int | None] = {}
+        if ask_to_gate and told:
+            found = sessions_to_gate_many(
                 h[told],
                 prior.take(np.array(told, dtype=int)),
                 threshold=threshold,
                 alpha1=alpha1,
                 design=design,
             )
-        for row, sessions in zip(told, to_gate, strict=True):
-            judgements[indices[row]] = _judgement(
-                cases[indices[row]],
-                rows[row],
-                sessions,
-                threshold=threshold,
-                z=z,
-                asked=ask_to_gate,
+            to_gate = dict(zip(told, found, strict=True))
+        for row, values in enumerate(rows):
+            judgements[indices[row]] = _verdict(
+                k, n_c, values, to_gate.get(row), threshold=threshold, z=z, asked=ask_to_gate
             )
     return [j for j in judgements if j is not None]
 
@@ -957,13 +945,6 @@ def _rows(dec: Decision) -> list[_Row]:
 _DIRECTIONS = {1: Status.REGRESSED, -1: Status.IMPROVED, 0: Status.OK}
 
 
-def _gated_judgements(
-    rows: Sequence[_Row], k: int, n_c: int, *, threshold: float, z: float
-) -> list[Judgement]:
-    """:func:`_judgement` of gated rows of ``k`` history and ``n_c`` current sessions each."""
-    return [_verdict(k, n_c, row, None, threshold=threshold, z=z, asked=True) for row in rows]
-
-
 def _more(to_gate: int | None, asked: bool, threshold: float) -> str:
     """The reason's words on the sessions that would gate ``threshold`` ('' if not asked)."""
     if not asked:
@@ -971,14 +952,6 @@ def _more(to_gate: int | None, asked: bool, threshold: float) -> str:
     if to_gate is None:
         return f"; no history of up to 50 sessions like these would gate {threshold:.0%}"
     return f"; {to_gate} sessions like these would gate {threshold:.0%}"
-
-
-def _judgement(
-    case: Case, row: _Row, to_gate: int | None, *, threshold: float, z: float, asked: bool
-) -> Judgement:
-    """:func:`_verdict` of ``case``'s sessions."""
-    n = (len(case.history), len(case.current))
-    return _verdict(*n, row, to_gate, threshold=threshold, z=z, asked=asked)
 
 
 def _verdict(
