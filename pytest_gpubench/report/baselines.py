@@ -5,7 +5,7 @@ binary."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from ..core.baseline import BaselineEntry
@@ -15,7 +15,7 @@ from ..core.records import Judgement, SessionSummary
 from ..judge.rule import Case, judge_many
 from ..store.baseline import UNKNOWN_DATE, Baseline
 from . import changes as history_changes
-from .summary import aligned, format_share, format_value
+from .summary import aligned, format_share, format_value, plural
 
 
 @dataclass(frozen=True)
@@ -106,19 +106,16 @@ def show_rows(views: Sequence[EntryView]) -> list[list[str]]:
     return rows
 
 
-def file_header(baseline: Baseline) -> str:
-    """``NVIDIA H100 80GB HBM3: 12 sessions, 2026-01-02 to 2026-03-04, 8 tests``."""
+def file_header(baseline: Baseline, drawn: Collection[str] | None = None) -> str:
+    """``NVIDIA H100 80GB HBM3: 12 sessions, 2026-01-02 to 2026-03-04, 8 tests``; with
+    ``drawn`` (the sessions a plot's panels show, each test's latest binary), those only:
+    ``12 sessions drawn``."""
     name = printable(str(baseline.device.get("name") or "unknown device"))
-    dates = sorted(
-        info.date[:10] for info in baseline.sessions.values() if info.date != UNKNOWN_DATE
-    )
+    sessions = [i for k, i in baseline.sessions.items() if drawn is None or k in drawn]
+    dates = sorted(info.date[:10] for info in sessions if info.date != UNKNOWN_DATE)
     span = f", {dates[0]} to {dates[-1]}" if dates else ""
-    count = len(baseline.sessions)
-    tests = len(baseline.entries)
-    return (
-        f"{name}: {count} session{'s' if count != 1 else ''}{span}, "
-        f"{tests} test{'s' if tests != 1 else ''}"
-    )
+    count = plural(len(sessions), "session") + ("" if drawn is None else " drawn")
+    return f"{name}: {count}{span}, {plural(len(baseline.entries), 'test')}"
 
 
 def show_lines(title: str, baseline: Baseline, threshold: float, alpha: float) -> list[str]:
