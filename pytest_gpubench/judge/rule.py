@@ -407,13 +407,6 @@ class PriorArrays:
         rows = [(p.duration_ms, p.sigma, p.nu0, *p.slow, *p.fast) for p in priors]
         return cls._of_columns(list(np.array(rows, dtype=float).reshape(len(rows), 9).T))
 
-    @classmethod
-    def joined(cls, parts: Sequence[tuple[Sequence[int], PriorArrays]]) -> PriorArrays:
-        """The rows of ``parts`` (each: the rows it holds, their priors) in row order."""
-        order = np.argsort(np.concatenate([np.asarray(rows) for rows, _ in parts]))
-        columns = zip(*(p._columns() for _, p in parts), strict=True)
-        return cls._of_columns([np.concatenate(c)[order] for c in columns])
-
     def take(self, rows: np.ndarray) -> PriorArrays:
         """The priors of ``rows`` (indices or a mask)."""
         return self._of_columns([c[rows] for c in self._columns()])
@@ -877,19 +870,20 @@ def judge_many(
             c.shape
         )
         medians = [math.exp(m) for m in np.median(h, axis=-1).tolist()]  # each row's own
-        parts: list[tuple[Sequence[int], PriorArrays]] = []
+        columns = np.empty((9, len(indices)))  # PriorArrays' columns, filled row by row
         plain: dict[str, list[int]] = {}  # rows of one timer without a ratio: all at once
         for row, (i, median) in enumerate(zip(indices, medians, strict=True)):
             case = cases[i]
             if case.versus is not None and is_ratio(case.timer):
                 ratio = prior_for(median, case.timer, case.launches, case.versus)
-                parts.append(([row], PriorArrays.of([ratio])))
+                columns[:, [row]] = PriorArrays.of([ratio])._columns()
             else:
                 plain.setdefault(case.timer, []).append(row)
         for timer, rows_of in plain.items():
             launches = [cases[indices[r]].launches for r in rows_of]
-            parts.append((rows_of, priors_for([medians[r] for r in rows_of], timer, launches)))
-        prior = PriorArrays.joined(parts)
+            of_timer = priors_for([medians[r] for r in rows_of], timer, launches)
+            columns[:, rows_of] = of_timer._columns()
+        prior = PriorArrays._of_columns(list(columns))
         dec = decide(h, c, c_se, prior, threshold=threshold, alpha1=alpha1, design=design)
         rows = _rows(dec)
         k, n_c = len(cases[indices[0]].history), len(cases[indices[0]].current)
