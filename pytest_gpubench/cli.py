@@ -39,6 +39,7 @@ from .core.records import Result, Status, is_number, whole
 from .core.settings import (
     CHANGED_ACTIONS,
     MeasureSettings,
+    Settings,
     parse_alpha,
     parse_fraction_or_percent,
     parse_pairs,
@@ -238,14 +239,15 @@ def _is_result_file(path: Path) -> bool:
 
 @dataclass(frozen=True)
 class Comparison:
-    """HEAD's results judged against BASE's, and the keys in one file only."""
+    """HEAD's results judged against BASE's (or an A/B run's judged again on its pairs)."""
 
+    title: str  # the terminal report's first line
     results: list[Result]  # HEAD's, judged; keys only in HEAD are "new"
-    removed: list[Result]  # BASE's results whose keys HEAD lacks
     gate: Gate  # its family: the keys in both (the multiplicity correction)
     threshold: float  # the default threshold, for the footer
     alpha: float
-    notes: list[str]
+    notes: list[str]  # under the table: another device, the keys in one file only
+    removed: int = 0  # BASE's results whose keys HEAD lacks
     family_of: str = "in both files"  # what the family counts, for the footer
 
     @property
@@ -296,9 +298,18 @@ def compare(
             f"BASE was measured on {base.device_name}, HEAD on {head.device_name}: the "
             "changes include the difference between the devices"
         )
+    notes += [
+        f"{r.test}: new: {r.verdict.reason}"
+        if not r.verdict.reason.startswith("not in ")
+        else f"added (in HEAD only): {r.test}"
+        for r in report.sort_results(judged)
+        if r.status is Status.NEW
+    ]
     removed = [r for key, r in base.results.items() if key not in head.results]
+    notes += [f"removed (in BASE only): {r.test}" for r in removed]
+    title = f"gpubench compare: {base.path} -> {head.path} ({head.device_name})"
     default = threshold or _setting(head, "threshold", DEFAULT_THRESHOLD)
-    return Comparison(judged, removed, gate, default, alpha, notes)
+    return Comparison(title, judged, gate, default, alpha, notes, len(removed))
 
 
 def compare_pairs(
@@ -350,18 +361,21 @@ def compare_pairs(
                 raise GpubenchError(f"cannot judge {key}: {exc}") from None
         judged.append(Result(dataclasses.replace(m, threshold=measure.threshold), verdict))
     default = threshold or _setting(run, "threshold", DEFAULT_THRESHOLD)
-    return Comparison(judged, [], gate, default, alpha, [], "of either side")
+    revision = f"{run.against['revision']} ({run.against['commit'][:8]})" if run.against else ""
+    title = f"gpubench compare: {run.path}: the working tree against {revision} ({run.device_name})"
+    return Comparison(title, judged, gate, default, alpha, [], family_of="of either side")
 
 
 def _gate(args: argparse.Namespace) -> Gate:
     """The gate of ``gpubench compare``'s options: no confirmations (the files are all there
     is); its family is the comparison's to set."""
-    return Gate(
-        confirm=0,
-        fail_on_improvement=args.fail_on_improvement,
-        allow_incomparable=args.allow_incomparable,
-        changed_fails=args.changed == "fail" and not args.allow_incomparable,
-        work_fails=args.changed != "warn" and not args.allow_incomparable,
+    return Gate.of(
+        Settings(
+            confirm=0,
+            fail_on_improvement=args.fail_on_improvement,
+            allow_incomparable=args.allow_incomparable,
+            changed=args.changed,
+        )
     )
 
 
@@ -370,43 +384,28 @@ def _setting(results: ResultFile, name: str, default: float) -> float:
     return float(value) if is_number(value) and 0 < value < 1 else default
 
 
-def comparison_lines(comparison: Comparison, base: ResultFile, head: ResultFile) -> list[str]:
-    """The terminal report: the plugin's table and notes, the keys in one file, a footer."""
-    lines = [f"gpubench compare: {base.path} -> {head.path} ({head.device_name})"]
-    if comparison.results:
-        lines += report.table_lines(comparison.results) + report.notes(comparison.results)
-    lines += comparison.notes + _key_lines(comparison)
-    lines.append(_footer(comparison))
-    return lines
-
-
-def comparison_markdown(comparison: Comparison, head: ResultFile) -> str:
-    """The plugin's Markdown summary, its footer the comparison's (one count line), then the
-    keys found in one file only."""
-    text = report.markdown(comparison.results, head.device, footer=_footer(comparison))
-    extra = comparison.notes + _key_lines(comparison)
-    if extra:
-        text += "\n" + "\n".join(f"- {line}" for line in extra) + "\n"
-    return text
-
-
-def _key_lines(comparison: Comparison) -> list[str]:
-    lines = [
-        f"{r.test}: new: {r.verdict.reason}"
-        if not r.verdict.reason.startswith("not in ")
-        else f"added (in HEAD only): {r.test}"
-        for r in report.sort_results(comparison.results)
-        if r.status is Status.NEW
-    ]
-    lines += [f"removed (in BASE only): {r.test}" for r in comparison.removed]
-    return lines
+def _report(comparison: Comparison, device: Fingerprint, markdown: bool) -> int:
+    """Print the comparison: the plugin's table and notes, the comparison's own notes and
+    footer (in Markdown, the plugin's summary with that footer, the notes under it); return
+    the exit status."""
+    if markdown:
+        text = report.markdown(comparison.results, device, footer=_footer(comparison))
+        if comparison.notes:
+            text += "\n" + "\n".join(f"- {line}" for line in comparison.notes) + "\n"
+        sys.stdout.write(text)
+    else:
+        lines = [comparison.title]
+        if comparison.results:
+            lines += report.table_lines(comparison.results) + report.notes(comparison.results)
+        print("\n".join([*lines, *comparison.notes, _footer(comparison)]))
+    return 1 if comparison.failed else 0
 
 
 def _footer(comparison: Comparison) -> str:
     measure = MeasureSettings(threshold=comparison.threshold, alpha=comparison.alpha)
     text = report.footer(comparison.results, measure, comparison.gate.family, comparison.family_of)
     if comparison.removed:
-        text += f"; {len(comparison.removed)} removed"
+        text += f"; {comparison.removed} removed"
     return text
 
 
@@ -464,11 +463,7 @@ def run_compare(args: argparse.Namespace) -> int:
             "without --gpubench-against"
         )
     comparison = compare(base, head, _gate(args), args.threshold, args.alpha)
-    if args.markdown:
-        sys.stdout.write(comparison_markdown(comparison, head))
-    else:
-        print("\n".join(comparison_lines(comparison, base, head)))
-    return 1 if comparison.failed else 0
+    return _report(comparison, head.device, args.markdown)
 
 
 def _compare_pairs(args: argparse.Namespace) -> int:
@@ -480,20 +475,7 @@ def _compare_pairs(args: argparse.Namespace) -> int:
             "compare two runs, or alone a file of pytest --gpubench-against REF --gpubench-json"
         )
     comparison = compare_pairs(run, _gate(args), args.threshold, args.alpha)
-    if args.markdown:
-        sys.stdout.write(
-            report.markdown(comparison.results, run.device, footer=_footer(comparison))
-        )
-    else:
-        revision = f"{run.against['revision']} ({run.against['commit'][:8]})"
-        lines = [
-            f"gpubench compare: {run.path}: the working tree against {revision} ({run.device_name})"
-        ]
-        if comparison.results:
-            lines += report.table_lines(comparison.results) + report.notes(comparison.results)
-        lines.append(_footer(comparison))
-        print("\n".join(lines))
-    return 1 if comparison.failed else 0
+    return _report(comparison, run.device, args.markdown)
 
 
 @contextlib.contextmanager

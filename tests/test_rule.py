@@ -357,15 +357,14 @@ def test_judge_many_gives_each_case_its_verdict_alone_with_and_without_excursion
     assert {j.excursions > 0.1 for j in together} == {True, False}
 
 
-def test_gated_verdicts_made_in_one_pass_are_those_of_each_row(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """``judge_many`` makes the verdicts of gated rows in one pass (``_gated_judgements``):
-    the same as ``_judgement`` makes for each row (faster, slower, noisy or not, improved,
-    regressed, one current session or several; rows not gated beside them)."""
+def test_verdicts_judged_together_are_those_of_each_row_alone() -> None:
+    """``judge_many`` judges rows of one shape in one pass: each verdict is the one its case
+    gets alone (faster, slower, noisy or not, improved, regressed, one current session or
+    several; rows not gated beside them), every field and its type (== would take 1 for
+    1.0), and still frozen."""
     quiet = floor(12, 0.002, 0.03, seed=4)
     noisy = floor(12, 0.05, 2.0, seed=5)
-    short = floor(2, 0.002, 0.5, seed=6)  # gated on the prior: one by one (its why)
+    short = floor(2, 0.002, 0.5, seed=6)  # gated on the prior: says why
     wide = sessions(list(np.random.default_rng(6).uniform(0, math.log(100), 12)), 0.36)
     cases = [
         rule.Case(history, at(ratio, history[0].median_ms, n), "cuda-graph")
@@ -375,17 +374,8 @@ def test_gated_verdicts_made_in_one_pass_are_those_of_each_row(
     ]
     opts = dict(threshold=THRESHOLD, alpha=ALPHA, family=FAMILY)
     together = rule.judge_many(cases, **opts)
-
-    def each(rows, k, n_c, *, threshold, z):  # type: ignore[no-untyped-def]
-        case = rule.Case([SessionSummary(1.0, 1, 0.0)] * k, at(1.0, 1.0, n_c), "cuda-graph")
-        return [
-            rule._judgement(case, row, None, threshold=threshold, z=z, asked=True) for row in rows
-        ]
-
-    monkeypatch.setattr(rule, "_gated_judgements", each)
-    one_by_one = rule.judge_many(cases, **opts)
+    one_by_one = [rule.judge_many([case], **opts)[0] for case in cases]
     assert together == one_by_one
-    # Every field, its type too (== would take 1 for 1.0), and still frozen.
     assert [vars(j) for j in together] == [vars(j) for j in one_by_one]
     assert [list(map(type, vars(j).values())) for j in together] == [
         list(map(type, vars(j).values())) for j in one_by_one
@@ -410,7 +400,7 @@ def test_nanmedian_is_numpys_bit_for_bit(shape: tuple[int, ...]) -> None:
     with warnings.catch_warnings(), np.errstate(invalid="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)  # All-NaN slice encountered
         expected = np.nanmedian(x, axis=-1)
-    got = rule._nanmedian(x)
+    got = rule.nanmedian(x)
     assert got.shape == expected.shape
     assert np.array_equal(got.view(np.int64), np.asarray(expected).view(np.int64))
 

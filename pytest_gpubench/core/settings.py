@@ -102,9 +102,15 @@ def parse_positive_float(text: object) -> float:
     return value
 
 
-def _whole(low: int, high: int | None, unreadable: str, outside: str) -> Callable[[object], int]:
-    """A parser of a whole number from ``low`` to ``high`` (None: no bound), whose
-    ValueError says ``unreadable`` or ``outside``, the option's own words."""
+def _whole(
+    low: int, high: int | None, example: int, of: str = "", note: str = ""
+) -> Callable[[object], int]:
+    """A parser of a whole number from ``low`` to ``high`` (None: no bound), whose ValueError
+    says so in the option's words: a whole number ``of`` (" of runs"), ``example``, ``note``."""
+    unreadable = f"expected a whole number{of} such as {example}{note}"
+    outside = f"expected a whole number{of} from {low} to {high} such as {example}"
+    if high is None:
+        outside = f"expected a whole number{of} of at least {low}"
 
     def parse(text: object) -> int:
         try:
@@ -131,33 +137,11 @@ def _one_of(choices: tuple[str, ...], expected: str) -> Callable[[object], str]:
 
 
 parse_timer = _one_of(TIMERS, f"expected one of {', '.join(TIMERS)}")
-parse_count = _whole(
-    2, None, "expected a whole number such as 10", "expected a whole number of at least 2"
-)
-parse_confirmations = _whole(
-    0,
-    20,
-    "expected a whole number such as 2 (0 turns confirmation off)",
-    "expected a whole number from 0 to 20 such as 2",
-)
-parse_sessions = _whole(
-    1,
-    50,
-    "expected a whole number of sessions such as 5",
-    "expected a whole number of sessions from 1 to 50 such as 5",
-)
-parse_keep_runs = _whole(
-    0,
-    10000,
-    "expected a whole number of runs such as 20 (0: keep none)",
-    "expected a whole number of runs from 0 to 10000 such as 20",
-)
-parse_pairs = _whole(
-    1,
-    20,
-    "expected a whole number of pairs such as 3",
-    "expected a whole number of pairs from 1 to 20 such as 3",
-)
+parse_count = _whole(2, None, 10)
+parse_confirmations = _whole(0, 20, 2, note=" (0 turns confirmation off)")
+parse_sessions = _whole(1, 50, 5, " of sessions")
+parse_keep_runs = _whole(0, 10000, 20, " of runs", " (0: keep none)")
+parse_pairs = _whole(1, 20, 3, " of pairs")
 
 
 def parse_revision(text: object) -> str:

@@ -53,6 +53,7 @@ import numpy as np
 
 from ..core.baseline import HISTORY_SESSIONS
 from ..core.codec import Coded
+from .rule import nanmedian
 
 # --- constants (bench/simulate_changes.py; tables in docs/verdict.md) -----------------------
 
@@ -374,19 +375,10 @@ def _ramp_fits(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     dc = ramps[:, :, None] - ramps[:, None, :]
     dx = np.broadcast_to(np.subtract.outer(x, x), dc.shape)
     pairwise = np.where(dc > 0, dx / np.where(dc > 0, dc, 1.0), np.nan)
-    slopes = _row_medians(pairwise.reshape(len(onsets), -1))
+    slopes = nanmedian(pairwise.reshape(len(onsets), -1))
     residuals = x[None, :] - slopes[:, None] * ramps
     centered = residuals - np.median(residuals, axis=1, keepdims=True)
     return np.abs(centered).sum(axis=1), slopes
-
-
-def _row_medians(values: np.ndarray) -> np.ndarray:
-    """The median of each row's numbers, NaN left out (np.nanmedian, without its masked
-    arrays: ten times faster here)."""
-    ordered = np.sort(values, axis=1)  # NaN last
-    n = np.sum(~np.isnan(values), axis=1)
-    rows = np.arange(len(values))
-    return np.asarray((ordered[rows, (n - 1) // 2] + ordered[rows, n // 2]) / 2)
 
 
 def _step_loss(x: np.ndarray, t: int) -> float:

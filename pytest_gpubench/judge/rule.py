@@ -45,6 +45,7 @@ import itertools
 import math
 import operator
 import sys
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
@@ -406,13 +407,6 @@ class PriorArrays:
         rows = [(p.duration_ms, p.sigma, p.nu0, *p.slow, *p.fast) for p in priors]
         return cls._of_columns(list(np.array(rows, dtype=float).reshape(len(rows), 9).T))
 
-    @classmethod
-    def joined(cls, parts: Sequence[tuple[Sequence[int], PriorArrays]]) -> PriorArrays:
-        """The rows of ``parts`` (each: the rows it holds, their priors) in row order."""
-        order = np.argsort(np.concatenate([np.asarray(rows) for rows, _ in parts]))
-        columns = zip(*(p._columns() for _, p in parts), strict=True)
-        return cls._of_columns([np.concatenate(c)[order] for c in columns])
-
     def take(self, rows: np.ndarray) -> PriorArrays:
         """The priors of ``rows`` (indices or a mask)."""
         return self._of_columns([c[rows] for c in self._columns()])
@@ -430,29 +424,22 @@ class PriorArrays:
         return cls(c[0], c[1], c[2], slow=(c[3], c[4], c[5]), fast=(c[6], c[7], c[8]))
 
 
-def _nanmedian(x: np.ndarray) -> np.ndarray:
-    """``np.nanmedian(x, axis=-1)``, bit for bit (the two middle values' sum over 2; NaN
-    where all are), without its masked arrays: a tenth of the time on rows of a few sessions
-    (a fit of 10^5 histories takes four)."""
-    if not 0 < x.shape[-1] < 600:  # numpy's masked path is for fewer than 600
+def nanmedian(x: np.ndarray) -> np.ndarray:
+    """``np.nanmedian(x, axis=-1)``: NaN, unwarned, where a row holds no number."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # All-NaN slice encountered
         return np.asarray(np.nanmedian(x, axis=-1))
-    ordered = np.sort(x, axis=-1)  # NaN last
-    n = np.sum(~np.isnan(x), axis=-1, keepdims=True)
-    low = np.take_along_axis(ordered, (n - 1) // 2, axis=-1)  # n = 0: the last, a NaN
-    high = np.take_along_axis(ordered, n // 2, axis=-1)
-    # Summed from 0.0 as numpy's sum is: a median of -0.0 is 0.0.
-    return np.asarray((((0.0 + low) + high) / 2)[..., 0])
 
 
 def _floor(history: np.ndarray, present: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, ...]:
     """(median, lower-half sigma or 0, sessions below) of NaN-padded rows."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        m = _nanmedian(np.where(k[..., None] > 0, history, 0.0))
+        m = nanmedian(np.where(k[..., None] > 0, history, 0.0))
         below = np.where(present & (history < m[..., None]), m[..., None] - history, np.nan)
         n_below = np.sum(~np.isnan(below), axis=-1)
         own = np.where(
             n_below > 0,
-            _nanmedian(np.where(n_below[..., None] > 0, below, 0.0)) / HALF_NORMAL_MEDIAN,
+            nanmedian(np.where(n_below[..., None] > 0, below, 0.0)) / HALF_NORMAL_MEDIAN,
             0.0,
         )
     return m, own, n_below
@@ -657,7 +644,7 @@ def decide(
         s_down = below(g, np.broadcast_to(highest[..., None], y.shape), spread)
         p_up = np.prod(np.where(present, s_up, 1.0), axis=-1)
         p_down = np.prod(np.where(present, s_down, 1.0), axis=-1)
-        d = np.where(n >= 3, _nanmedian(np.where(present, y, np.nan)), 0.0)
+        d = np.where(n >= 3, nanmedian(np.where(present, y, np.nan)), 0.0)
         d = np.where(n < 3, np.nansum(np.where(present, y, 0.0), axis=-1) / n, d)
     se = _change_se(f, n)
     # A short history (under MIN_GATED_SESSIONS) promises only SHORT_GATE: its effect is that.
@@ -850,15 +837,12 @@ def judge_many(
     family: int,
     fail_on_improvement: bool = False,
     design: Design = Design(),
-    history_logs: Sequence[Sequence[float]] | None = None,
     ask_to_gate: bool = True,
 ) -> list[Judgement]:
     """:func:`judge` of each case, in order, with one :func:`decide` per shape (sessions of
     history, current sessions) instead of one per case: the rule's arrays are row-wise, so a
     row's verdict is the same either way, and ``gpubench show`` of 10^5 tests makes a few
-    passes, not 10^5.
-    ``history_logs``: the ``math.log`` of each case's history medians, where the caller
-    took them already. ``ask_to_gate=False``: a test not gated does not say how many
+    passes, not 10^5. ``ask_to_gate=False``: a test not gated does not say how many
     sessions would gate it (``gpubench show`` prints none of it)."""
     if not 0 < threshold < math.inf:
         raise ValueError(f"invalid threshold {threshold!r}: expected a fraction > 0 such as 0.05")
@@ -880,61 +864,47 @@ def judge_many(
         else:
             shapes.setdefault((len(case.history), len(case.current)), []).append(i)
     for indices in shapes.values():
-        if history_logs is None:
-            h = _log_medians([cases[i].history for i in indices])
-        else:
-            h = np.array([history_logs[i] for i in indices], dtype=float)
+        h = _log_medians([cases[i].history for i in indices])
         c = _log_medians([cases[i].current for i in indices])
         c_se = np.array([s.se_log for i in indices for s in cases[i].current], dtype=float).reshape(
             c.shape
         )
         medians = [math.exp(m) for m in np.median(h, axis=-1).tolist()]  # each row's own
-        parts: list[tuple[Sequence[int], PriorArrays]] = []
+        columns = np.empty((9, len(indices)))  # PriorArrays' columns, filled row by row
         plain: dict[str, list[int]] = {}  # rows of one timer without a ratio: all at once
         for row, (i, median) in enumerate(zip(indices, medians, strict=True)):
             case = cases[i]
             if case.versus is not None and is_ratio(case.timer):
                 ratio = prior_for(median, case.timer, case.launches, case.versus)
-                parts.append(([row], PriorArrays.of([ratio])))
+                columns[:, [row]] = PriorArrays.of([ratio])._columns()
             else:
                 plain.setdefault(case.timer, []).append(row)
         for timer, rows_of in plain.items():
             launches = [cases[indices[r]].launches for r in rows_of]
-            parts.append((rows_of, priors_for([medians[r] for r in rows_of], timer, launches)))
-        prior = PriorArrays.joined(parts)
+            of_timer = priors_for([medians[r] for r in rows_of], timer, launches)
+            columns[:, rows_of] = of_timer._columns()
+        prior = PriorArrays._of_columns(list(columns))
         dec = decide(h, c, c_se, prior, threshold=threshold, alpha1=alpha1, design=design)
         rows = _rows(dec)
-        # A short history's gated rows say why they gate only SHORT_GATE: one by one.
-        short = len(cases[indices[0]].history) < MIN_GATED_SESSIONS
-        gated = [row for row, values in enumerate(rows) if values.gated and not short]
-        made = _gated_judgements(
-            [rows[row] for row in gated],
-            len(cases[indices[0]].history),
-            len(cases[indices[0]].current),
-            threshold=threshold,
-            z=z,
-        )
-        for row, judgement in zip(gated, made, strict=True):
-            judgements[indices[row]] = judgement
-        # The others say how many sessions would gate the threshold: asked all at once.
-        told = [row for row, values in enumerate(rows) if not values.gated or short]
-        to_gate: list[int | None] = [None] * len(told)
-        if ask_to_gate:
-            to_gate = sessions_to_gate_many(
+        k, n_c = len(cases[indices[0]].history), len(cases[indices[0]].current)
+        # Rows not gated, and a short history's (gated on the prior only), say how many
+        # sessions would gate the threshold: asked all at once.
+        told = [
+            row for row, values in enumerate(rows) if not values.gated or k < MIN_GATED_SESSIONS
+        ]
+        to_gate: dict[int, int | None] = {}
+        if ask_to_gate and told:
+            found = sessions_to_gate_many(
                 h[told],
                 prior.take(np.array(told, dtype=int)),
                 threshold=threshold,
                 alpha1=alpha1,
                 design=design,
             )
-        for row, sessions in zip(told, to_gate, strict=True):
-            judgements[indices[row]] = _judgement(
-                cases[indices[row]],
-                rows[row],
-                sessions,
-                threshold=threshold,
-                z=z,
-                asked=ask_to_gate,
+            to_gate = dict(zip(told, found, strict=True))
+        for row, values in enumerate(rows):
+            judgements[indices[row]] = _verdict(
+                k, n_c, values, to_gate.get(row), threshold=threshold, z=z, asked=ask_to_gate
             )
     return [j for j in judgements if j is not None]
 
@@ -969,13 +939,6 @@ def _rows(dec: Decision) -> list[_Row]:
 _DIRECTIONS = {1: Status.REGRESSED, -1: Status.IMPROVED, 0: Status.OK}
 
 
-def _gated_judgements(
-    rows: Sequence[_Row], k: int, n_c: int, *, threshold: float, z: float
-) -> list[Judgement]:
-    """:func:`_judgement` of gated rows of ``k`` history and ``n_c`` current sessions each."""
-    return [_verdict(k, n_c, row, None, threshold=threshold, z=z, asked=True) for row in rows]
-
-
 def _more(to_gate: int | None, asked: bool, threshold: float) -> str:
     """The reason's words on the sessions that would gate ``threshold`` ('' if not asked)."""
     if not asked:
@@ -983,14 +946,6 @@ def _more(to_gate: int | None, asked: bool, threshold: float) -> str:
     if to_gate is None:
         return f"; no history of up to 50 sessions like these would gate {threshold:.0%}"
     return f"; {to_gate} sessions like these would gate {threshold:.0%}"
-
-
-def _judgement(
-    case: Case, row: _Row, to_gate: int | None, *, threshold: float, z: float, asked: bool
-) -> Judgement:
-    """:func:`_verdict` of ``case``'s sessions."""
-    n = (len(case.history), len(case.current))
-    return _verdict(*n, row, to_gate, threshold=threshold, z=z, asked=asked)
 
 
 def _verdict(

@@ -5,18 +5,17 @@ binary."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from ..core.baseline import BaselineEntry, reference_of_logs
+from ..core.baseline import BaselineEntry
 from ..core.jsondata import printable
 from ..core.kernels import describe, describe_configs, launch_count
 from ..core.records import Judgement, SessionSummary
 from ..judge.rule import Case, judge_many
 from ..store.baseline import UNKNOWN_DATE, Baseline
 from . import changes as history_changes
-from .summary import aligned, format_share, format_value
+from .summary import aligned, format_share, format_value, plural
 
 
 @dataclass(frozen=True)
@@ -27,8 +26,6 @@ class EntryView:
     entry: BaselineEntry
     judgement: Judgement  # of one new session at the reference median
     threshold: float
-    reference_ms: float  # the entry's ``median_ms``, from the log-medians the survey took
-    log_medians: Sequence[float]  # of its history: math.log of each session's median
 
     @property
     def gate(self) -> float:
@@ -41,7 +38,7 @@ class EntryView:
         """The bar of a change around the reference (ms), over and times 1 + bar: a next
         session beyond it, its first batch of confirmations at the same change, fails."""
         bar = self.judgement.bar or 0.0
-        reference = self.reference_ms
+        reference = self.entry.median_ms
         return reference / (1 + bar), reference * (1 + bar)
 
     @property
@@ -63,31 +60,26 @@ def survey(baseline: Baseline, threshold: float, alpha: float) -> list[EntryView
     entries are judged in one pass (``judge_many``): one at a time, 10^5 tests took hours."""
     keys = sorted(baseline.entries)
     entries = [baseline.entries[key] for key in keys]
-    history_logs = [[math.log(r.median_ms) for r in entry.history] for entry in entries]
-    references = list(map(reference_of_logs, history_logs))
     cases = [
         Case(
             entry.history,
-            [SessionSummary(reference, entry.history[-1].n, entry.history[-1].se_log_or_nan)],
+            [SessionSummary(entry.median_ms, entry.history[-1].n, entry.history[-1].se_log_or_nan)],
             entry.timer,
             launch_count(entry.kernels),
             entry.versus,
         )
-        for entry, reference in zip(entries, references, strict=True)
+        for entry in entries
     ]
     judgements = judge_many(
         cases,
         threshold=threshold,
         alpha=alpha,
         family=max(1, len(entries)),
-        history_logs=history_logs,
         ask_to_gate=False,  # not shown
     )
     return [
-        EntryView(key, entry, judgement, threshold, reference, logs)
-        for key, entry, judgement, reference, logs in zip(
-            keys, entries, judgements, references, history_logs, strict=True
-        )
+        EntryView(key, entry, judgement, threshold)
+        for key, entry, judgement in zip(keys, entries, judgements, strict=True)
     ]
 
 
@@ -105,7 +97,7 @@ def show_rows(views: Sequence[EntryView]) -> list[list[str]]:
                 printable(entry.timer),
                 str(len(entry.history)),
                 str(len(entry.anchor)),
-                format_value(view.reference_ms, entry.timer),
+                format_value(entry.median_ms, entry.timer),
                 format_share(view.judgement.tau),
                 format_share(view.gate if view.judgement.gated else None),
                 view.flags,
@@ -114,19 +106,16 @@ def show_rows(views: Sequence[EntryView]) -> list[list[str]]:
     return rows
 
 
-def file_header(baseline: Baseline) -> str:
-    """``NVIDIA H100 80GB HBM3: 12 sessions, 2026-01-02 to 2026-03-04, 8 tests``."""
+def file_header(baseline: Baseline, drawn: Collection[str] | None = None) -> str:
+    """``NVIDIA H100 80GB HBM3: 12 sessions, 2026-01-02 to 2026-03-04, 8 tests``; with
+    ``drawn`` (the sessions a plot's panels show, each test's latest binary), those only:
+    ``12 sessions drawn``."""
     name = printable(str(baseline.device.get("name") or "unknown device"))
-    dates = sorted(
-        info.date[:10] for info in baseline.sessions.values() if info.date != UNKNOWN_DATE
-    )
+    sessions = [i for k, i in baseline.sessions.items() if drawn is None or k in drawn]
+    dates = sorted(info.date[:10] for info in sessions if info.date != UNKNOWN_DATE)
     span = f", {dates[0]} to {dates[-1]}" if dates else ""
-    count = len(baseline.sessions)
-    tests = len(baseline.entries)
-    return (
-        f"{name}: {count} session{'s' if count != 1 else ''}{span}, "
-        f"{tests} test{'s' if tests != 1 else ''}"
-    )
+    count = plural(len(sessions), "session") + ("" if drawn is None else " drawn")
+    return f"{name}: {count}{span}, {plural(len(baseline.entries), 'test')}"
 
 
 def show_lines(title: str, baseline: Baseline, threshold: float, alpha: float) -> list[str]:
@@ -138,8 +127,7 @@ def show_lines(title: str, baseline: Baseline, threshold: float, alpha: float) -
     if binaries:
         lines.append("binaries (what one call launches), the latest saved first:")
         lines += binaries
-    logs = {view.key: view.log_medians for view in views}  # taken once, by the survey
-    return lines + history_changes.headed(history_changes.flagged_of(baseline, threshold, logs))
+    return lines + history_changes.headed(history_changes.flagged_of(baseline, threshold))
 
 
 def binary_lines(view: EntryView) -> list[str]:

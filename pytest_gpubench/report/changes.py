@@ -7,10 +7,8 @@ against its own threshold (a flag needs half of it, ``judge.changes.min_change_f
 
 from __future__ import annotations
 
-import itertools
 import math
-import operator
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -73,15 +71,11 @@ def saved_lines(results: Sequence[Result], baseline: Baseline) -> list[str]:
     return [SAVED_HEADING, *(f"  {line}" for line in lines)] if lines else []
 
 
-def flagged_of(
-    baseline: Baseline, threshold: float, logs: Mapping[str, Sequence[float]] | None = None
-) -> list[str]:
+def flagged_of(baseline: Baseline, threshold: float) -> list[str]:
     """``gpubench show``: a line for each entry whose latest binary's history is flagged,
-    sorted by key (:func:`headed` puts them under their heading). ``logs``: the log-medians
-    of each entry's history, by key, where the caller took them already
-    (``report.baselines.survey``)."""
+    sorted by key (:func:`headed` puts them under their heading)."""
     changes = {
-        k: of_sessions(baseline.entries[k].history, threshold) for k in _candidates(baseline, logs)
+        k: of_sessions(baseline.entries[k].history, threshold) for k in _candidates(baseline)
     }
     return flagged_lines(changes, {})
 
@@ -91,7 +85,7 @@ def headed(lines: Sequence[str]) -> list[str]:
     return [SHOW_HEADING, *(f"  {line}" for line in lines)] if lines else []
 
 
-def _candidates(baseline: Baseline, logs: Mapping[str, Sequence[float]] | None) -> list[str]:
+def _candidates(baseline: Baseline) -> list[str]:
     """The keys whose history may be flagged: the permutation p-values of every history of
     one length at once, and only those under ``ALPHA`` (steps or rise) go on to ``detect``,
     which flags nothing else. One history at a time, 10^5 tests took minutes."""
@@ -101,12 +95,7 @@ def _candidates(baseline: Baseline, logs: Mapping[str, Sequence[float]] | None) 
             by_length.setdefault(len(entry.history), []).append(key)
     found = []
     for keys in by_length.values():
-        values: Iterable[float]
-        if logs is None:
-            histories = itertools.chain.from_iterable(baseline.entries[k].history for k in keys)
-            values = map(math.log, map(operator.attrgetter("median_ms"), histories))
-        else:
-            values = itertools.chain.from_iterable(map(logs.__getitem__, keys))
-        p_step, p_rise = p_values(np.fromiter(values, float).reshape(len(keys), -1))
+        logs = [math.log(r.median_ms) for k in keys for r in baseline.entries[k].history]
+        p_step, p_rise = p_values(np.reshape(logs, (len(keys), -1)))
         found += [k for k, a, b in zip(keys, p_step, p_rise, strict=True) if min(a, b) <= ALPHA]
     return found

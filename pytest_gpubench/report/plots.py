@@ -31,7 +31,7 @@ from ..core.records import SessionRecord, is_ratio
 from ..core.samples import time_unit
 from ..store import files as storage
 from ..store.baseline import Baseline
-from .baselines import SHOW_NOTE, EntryView, show_rows
+from .baselines import SHOW_NOTE, EntryView, file_header, show_rows
 
 if TYPE_CHECKING:  # matplotlib.typing is 3.8's; the plots need 3.6
     from matplotlib.typing import RcKeyType
@@ -125,18 +125,9 @@ Y_MARGIN = 0.12
 
 
 def drawn_header(section: Section) -> str:
-    """``NVIDIA H100: 12 sessions drawn, 2026-01-02 to 2026-03-04, 8 tests``: the sessions
-    the panels show (each test's latest binary), not the file's others."""
-    baseline = section.baseline
+    """The file's header of the sessions the panels show (each test's latest binary)."""
     drawn = {r.session for v in section.views for r in v.entry.anchor + v.entry.history}
-    name = baseline.device.get("name") or "unknown device"
-    dates = sorted(i.date[:10] for k, i in baseline.sessions.items() if k in drawn)
-    span = f", {dates[0]} to {dates[-1]}" if dates else ""
-    tests = len(section.views)
-    return (
-        f"{name}: {len(drawn)} session{'s' if len(drawn) != 1 else ''} drawn{span}, "
-        f"{tests} test{'s' if tests != 1 else ''}"
-    )
+    return file_header(section.baseline, drawn)
 
 
 def _history_panel(ax: Axes, view: EntryView, baseline: Baseline) -> None:

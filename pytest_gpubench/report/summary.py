@@ -431,7 +431,7 @@ def grouped(results: Sequence[Result]) -> list[tuple[str | None, list[Result]]]:
 def group_heading(group: str | None, members: Sequence[Result]) -> str:
     """The line above a group's rows, as pytest-benchmark heads its groups."""
     name = f"group {group!r}" if group is not None else "no group"
-    return f"{name}: {_plural(len(members), 'test')}"
+    return f"{name}: {plural(len(members), 'test')}"
 
 
 def table_lines(results: Sequence[Result]) -> list[str]:
@@ -527,11 +527,11 @@ def written_line(written: Mapping[str, int], path: object) -> str:
     by_count = sorted(Counter(written.values()).items(), reverse=True)
     if len(by_count) == 1:
         [(sessions, n)] = by_count
-        what = f"{_plural(n, noun)}, {_plural(sessions, 'session')}" + (" each" if n > 1 else "")
+        what = f"{plural(n, noun)}, {plural(sessions, 'session')}" + (" each" if n > 1 else "")
     else:
         (most, n), *rest = by_count
-        parts = [f"{n} with {_plural(most, 'session')}"] + [f"{k} with {s}" for s, k in rest]
-        what = f"{_plural(len(written), noun)}: " + ", ".join(parts)
+        parts = [f"{n} with {plural(most, 'session')}"] + [f"{k} with {s}" for s, k in rest]
+        what = f"{plural(len(written), noun)}: " + ", ".join(parts)
     return f"baseline written: {what} ({path})"
 
 
@@ -540,8 +540,8 @@ def recorded(n: int, keys: Collection[str]) -> str:
     (why the others were not: the lines under the table)."""
     noun = _noun(keys)
     if n == len(keys):
-        return f"{_plural(n, noun)} recorded"
-    return f"{n} of {_plural(len(keys), noun)} recorded"
+        return f"{plural(n, noun)} recorded"
+    return f"{n} of {plural(len(keys), noun)} recorded"
 
 
 def skipped_line(reasons: Mapping[str, str], width: int = 60) -> str | None:
@@ -553,7 +553,7 @@ def skipped_line(reasons: Mapping[str, str], width: int = 60) -> str | None:
     shorten = lambda r: r if len(r) <= width else r[: width - 3] + "..."  # noqa: E731
     found = Counter(shorten(" ".join(r.split())) for r in reasons.values())
     parts = [f"{reason} ({n})" for reason, n in found.most_common()]
-    return f"gpubench: {_plural(len(reasons), 'test')} not timed (skipped): " + "; ".join(parts)
+    return f"gpubench: {plural(len(reasons), 'test')} not timed (skipped): " + "; ".join(parts)
 
 
 def _noun(keys: Iterable[str]) -> str:
@@ -562,7 +562,7 @@ def _noun(keys: Iterable[str]) -> str:
     return "measurement" if any("#" in key for key in keys) else "test"
 
 
-def _plural(n: int, noun: str) -> str:
+def plural(n: int, noun: str) -> str:
     return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
@@ -582,7 +582,7 @@ def footer(
     if not results:  # nothing judged: no family to tell (a run's is at least 1)
         return f"gpubench: no measurements ({levels})"
     family = max([family, *(r.verdict.family for r in results)])
-    levels += f" over {_plural(family, 'measurement')}"
+    levels += f" over {plural(family, 'measurement')}"
     if family != len(results):
         levels += f" {counted}"
     return f"gpubench: {counts(results)} ({levels})"

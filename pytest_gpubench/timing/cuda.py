@@ -126,12 +126,17 @@ def flush_check(flush: torch.Tensor) -> str:
     return f"the L2 flush was not shown to evict ({times}): its samples may be partly warm"
 
 
-def _host_ms(call: Callable[[], object]) -> float:
-    """Host time to enqueue one call (no sync): how long the blocking kernel must last."""
+def _host_ms(call: Callable[[], object], synced: bool = False) -> float:
+    """Median host time of one call over three: to enqueue it (how long the blocking kernel
+    must last), or with ``synced`` up to the end of its device work."""
     times = []
     for _ in range(3):
+        if synced:
+            torch.cuda.synchronize()
         start = time.perf_counter()
         call()
+        if synced:
+            torch.cuda.synchronize()
         times.append((time.perf_counter() - start) * 1e3)
     torch.cuda.synchronize()
     return sorted(times)[1]
@@ -373,7 +378,7 @@ class CuptiTimer:
 
         gaps = "kernel time only: host work and launch gaps are not in the number"
         if not slow:  # three more calls tell the host's share; a slow function can't afford it
-            wall_ms = _synced_ms(call)
+            wall_ms = _host_ms(call, synced=True)
             gaps = (
                 "kernel time only: host work and launch gaps, "
                 f"{max(0.0, 1 - profile.device_ms / wall_ms):.0%} of a call's "
@@ -508,18 +513,6 @@ def _replayed(timer: str, plan: GraphPlan, profile: Profile | None) -> Sampler:
             else None
         ),
     )
-
-
-def _synced_ms(call: Callable[[], object]) -> float:
-    """Median wall time of one call up to the end of its device work."""
-    times = []
-    for _ in range(3):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        call()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - start) * 1e3)
-    return sorted(times)[1]
 
 
 def _device_ms(events: list[dict[str, Any]]) -> float:
