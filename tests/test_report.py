@@ -96,7 +96,7 @@ def result(
     for name in ("throttled", "clocks_mhz"):
         if name in measured:
             measured[name] = tuple(measured[name])
-    m = Measurement(**measured)
+    m = Measurement.of(**measured)
     return Result(dataclasses.replace(m, confirmations=tuple(confirmations)), Verdict(**verdict))
 
 
