@@ -32,8 +32,7 @@ class Spec(NamedTuple):
     ``form`` how a value (not None) is written; ``omit`` which values are left out
     (``absent``, ``empty``); ``check`` what a value read must pass and what it should be;
     ``lenient`` a value of another type read as the default; ``missing`` what a required
-    field reads as where the file lacks it; ``flat`` a record whose keys are its parent's
-    (written into the parent's object, read from it)."""
+    field reads as where the file lacks it; ``flat`` a record held in its parent's object."""
 
     key: str | None = None
     form: Callable[[Any], Json] | None = None
@@ -90,12 +89,10 @@ def encode(record: Any) -> dict[str, Json]:
     data: dict[str, Json] = {}
     for f in _plan(cast(Any, type(record))).fields:
         value = getattr(record, f.name)
-        if f.spec.omit is not None and f.spec.omit(value):
-            continue
         if f.spec.flat:
             data.update(f.write(value))
-            continue
-        data[f.key] = None if value is None else f.write(value)
+        elif f.spec.omit is None or not f.spec.omit(value):
+            data[f.key] = None if value is None else f.write(value)
     extra = getattr(record, "extra", None)
     return {**extra, **data} if extra else data
 

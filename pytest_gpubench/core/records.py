@@ -462,13 +462,12 @@ class Costs(Coded):
 class Floors(Coded):
     """The work one call declares (bytes moved, flops done) and the yardsticks measured on
     its device in its session that bound its time: its copy bandwidths (GB/s of bytes read and
-    written) from memory and of a copy that stays in a cache of ``cache_bytes``, and the rate
-    (TFLOP/s) a matmul of the call's dtype (``matmul_dtype``) reached."""
+    written) from memory and of a copy that stays in a cache of ``cache_bytes`` (the fastest
+    declared bytes go), and the rate (TFLOP/s) a matmul of the call's dtype reached."""
 
     bytes: float | None = None
     flops: float | None = None
     peak_gbs: float | None = None
-    # A copy that stays in the device's cache (of cache_bytes): the fastest declared bytes go.
     cached_gbs: float | None = None
     cache_bytes: int | None = None
     matmul_tflops: float | None = None
@@ -518,10 +517,9 @@ class Context(Coded):
 
 @dataclass(frozen=True)
 class Evidence(Coded):
-    """What shows why a measurement failed, where it was kept: a profiler trace of one call
-    (Chrome/Perfetto JSON; a failure's, or every measurement's with --gpubench-profile) and
-    Nsight Compute's metrics of one (--gpubench-ncu); the ``reference_`` ones of the call
-    beside it (a ratio's reference function, the revision's call against a revision)."""
+    """Why a measurement failed, where kept: a profiler trace of one call (Chrome/Perfetto JSON;
+    every measurement's with --gpubench-profile) and Nsight Compute's metrics (--gpubench-ncu);
+    ``reference_``: of the call beside it (a ratio's reference function, a revision's call)."""
 
     trace: str | None = field(default=None, metadata=spec(lenient=True))
     reference_trace: str | None = field(default=None, metadata=spec(lenient=True))
@@ -574,8 +572,7 @@ class Measurement(Coded):
 
     @classmethod
     def of(cls, **values: Any) -> Measurement:
-        """The one builder: a measurement from its fields by name, its parts' (Context,
-        Floors, Evidence) among them."""
+        """The one builder: fields by name, its parts' (context, floors, evidence) among them."""
         for name, part in (("context", Context), ("floors", Floors), ("evidence", Evidence)):
             own = {f.name: values.pop(f.name) for f in dataclasses.fields(part) if f.name in values}
             values[name] = part(**own) if own else values.get(name) or part()

@@ -167,15 +167,13 @@ def failure_message(result: Result) -> str:
     table = kernel_table(result)
     if table:
         text += "\n  " + "\n  ".join(table)
-    if m.evidence.trace:
-        text += f"\n  evidence: a profiler trace of one call, {m.evidence.trace}"
-    if m.evidence.reference_trace:
+    e = m.evidence
+    if e.trace:
+        text += f"\n  evidence: a profiler trace of one call, {e.trace}"
+    if e.reference_trace:
         whose = "the revision's" if v.paired is not None else "the reference's"
-        text += f"\n  evidence: {whose}, {m.evidence.reference_trace}"
-    for lines in (
-        ncu_table(result, m.evidence.reference_ncu, True),
-        ncu_table(result, m.evidence.ncu, False),
-    ):
+        text += f"\n  evidence: {whose}, {e.reference_trace}"
+    for lines in (ncu_table(result, e.reference_ncu, True), ncu_table(result, e.ncu, False)):
         if lines:
             text += "\n  " + "\n  ".join(lines)
     if m.timer != "cuda-graph":

@@ -697,17 +697,12 @@ class BenchSession:
         dtype; and why a loaded host left a floor out ('': none left out)."""
         bytes, flops, measured = call.work_bytes, call.work_flops, self.measures_floors
         rates = (self.env.copy_rates() if bytes and measured else None) or Floors()
-        dtype = (
-            call_dtype([*workload.args, *workload.kwargs.values()]) if flops and measured else None
-        )
+        args = [*workload.args, *workload.kwargs.values()]
+        dtype = call_dtype(args) if flops and measured else None
         tflops = self.env.matmul_tflops(dtype) if dtype else None
-        floors = dataclasses.replace(
-            rates,
-            bytes=bytes,
-            flops=flops,
-            matmul_tflops=tflops,
-            matmul_dtype=dtype if tflops else None,
-        )
+        floors = dataclasses.replace(rates, bytes=bytes, flops=flops, matmul_tflops=tflops)
+        if tflops:  # (the dtype of a rate measured)
+            floors = dataclasses.replace(floors, matmul_dtype=dtype)
         return floors, self.env.unchecked(bool(bytes) and measured, dtype)
 
     def _measurement(
