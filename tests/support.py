@@ -9,6 +9,7 @@ session measures, different in every fresh process the plugin starts.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -23,6 +24,7 @@ import pytest
 import pytest_gpubench.timing.device
 import pytest_gpubench.timing.gpus
 from pytest_gpubench.core.kernels import Launch, fingerprint
+from pytest_gpubench.core.records import Context, Evidence, Floors, Measurement
 
 USAGE_ERROR = pytest.ExitCode.USAGE_ERROR
 MARKDOWN_HEADER = (
@@ -389,3 +391,12 @@ def running(pid: int) -> bool:
     except OSError:
         return True
     return state != "Z"
+
+
+def measurement(**values: Any) -> Measurement:
+    """A Measurement from its fields by name, its parts' (context, floors, evidence) among
+    them: a test sets the few it is about."""
+    for name, part in (("context", Context), ("floors", Floors), ("evidence", Evidence)):
+        own = {f.name: values.pop(f.name) for f in dataclasses.fields(part) if f.name in values}
+        values[name] = part(**own) if own else values.get(name) or part()
+    return Measurement(**values)

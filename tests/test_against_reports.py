@@ -24,6 +24,7 @@ from support import FAKE_NAME, NO_CONFIRM, commit, git, output
 from pytest_gpubench import cli
 from pytest_gpubench.core.records import (
     Costs,
+    Floors,
     Measurement,
     Paired,
     Result,
@@ -397,7 +398,8 @@ def test_a_working_trees_call_faster_than_its_declared_bytes_allow_is_impossible
     gate = Gate(confirm=0, family=2)
 
     def declared(result: Result, bytes: float) -> Result:
-        m = dataclasses.replace(result.measurement, bytes=bytes, peak_gbs=3000.0, cached_gbs=9000.0)
+        floors = Floors(bytes, peak_gbs=3000.0, cached_gbs=9000.0)
+        m = dataclasses.replace(result.measurement, floors=floors)
         return Result(m, ab.held_to_floors(result.verdict, m, gate))
 
     # 1e12 bytes in 1 ms: 1e6 GB/s, against copies of 9000 GB/s at most.

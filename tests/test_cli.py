@@ -22,6 +22,8 @@ from pytest_gpubench import cli
 from pytest_gpubench.core.baseline import BaselineEntry, Update
 from pytest_gpubench.core.kernels import Launch, fingerprint, launch_count
 from pytest_gpubench.core.records import (
+    Context,
+    Floors,
     Measurement,
     Result,
     SessionInfo,
@@ -119,7 +121,7 @@ def test_compare_judges_nothing_timed_on_a_loaded_host(
     nothing, however slow it reads."""
 
     def loaded(result: Result) -> Result:  # as its run wrote it
-        m = dataclasses.replace(result.measurement, cpu_wait=0.6)
+        m = dataclasses.replace(result.measurement, context=Context(cpu_wait=0.6))
         return Result(m, Verdict(Status.UNMEASURABLE))
 
     calm, slow = make_result("a", 1.0, sessions=3), make_result("a", 3.0, sessions=3)
@@ -171,7 +173,8 @@ def test_compare_judges_the_physical_floor_and_never_against_an_impossible_base(
     to the memory's rate alone."""
 
     def declared(result: Result, bytes: float, cached: float | None = 9000.0) -> Result:
-        m = dataclasses.replace(result.measurement, bytes=bytes, peak_gbs=3000.0, cached_gbs=cached)
+        floors = Floors(bytes, peak_gbs=3000.0, cached_gbs=cached)
+        m = dataclasses.replace(result.measurement, floors=floors)
         return dataclasses.replace(result, measurement=m)
 
     skipped = declared(make_result("a", 0.001, sessions=3), 1e9)  # 1e6 GB/s

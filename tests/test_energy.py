@@ -93,8 +93,8 @@ def test_the_record_round_trips_and_refuses_what_is_no_energy() -> None:
         with pytest.raises(ValueError, match="energy"):
             Energy.from_json(bad)
     measurement = Measurement("k", "t", "fake", (1.0,), 0, 1, 0.05, "s", energy=record)
-    assert Measurement.from_dict(measurement.to_dict()).energy == record
-    assert Measurement.from_dict({**measurement.to_dict(), "energy": None}).energy is None
+    assert Measurement.from_json(measurement.to_json()).energy == record
+    assert Measurement.from_json({**measurement.to_json(), "energy": None}).energy is None
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,8 @@ import pytest
 from pytest_gpubench.core.baseline import BaselineEntry, Binary
 from pytest_gpubench.core.kernels import Launch, fingerprint
 from pytest_gpubench.core.records import (
+    Context,
+    Floors,
     Judgement,
     Measurement,
     Result,
@@ -95,7 +97,7 @@ def test_a_baseline_of_another_timer_is_incomparable_whatever_the_times() -> Non
 def test_a_host_caveat_is_said_where_the_history_cannot_gate_and_nowhere_else() -> None:
     gate = Gate(family=2)
     caveat = "the process ran on a CPU 40% of the time it timed (a loaded machine, or ...)"
-    steady = dataclasses.replace(measurement(current(1.0)), caveat=caveat)
+    steady = dataclasses.replace(measurement(current(1.0)), context=Context(caveat=caveat))
     gated = gate.verdict(steady, baseline(*[1.0, 1.001, 0.999] * 7), SETTINGS)
     assert gated.status is Status.OK and gated.judgement is not None and gated.judgement.gated
     assert caveat not in gated.reason  # a test that gates needs no excuse
@@ -628,32 +630,27 @@ def test_a_flagged_verdict_whose_confirmation_did_not_run_stays_unconfirmed() ->
 def floored(median_ms: float, bytes: float, cache_bytes: int | None = 50 << 20) -> Measurement:
     """A call of ``bytes`` at ``median_ms`` on a device whose copies ran 3000 GB/s from
     memory and 9000 GB/s from a cache of ``cache_bytes``."""
-    return dataclasses.replace(
-        measurement(current(median_ms)),
-        bytes=bytes,
-        peak_gbs=3000.0,
-        cached_gbs=9000.0,
-        cache_bytes=cache_bytes,
-    )
+    floors = Floors(bytes, peak_gbs=3000.0, cached_gbs=9000.0, cache_bytes=cache_bytes)
+    return dataclasses.replace(measurement(current(median_ms)), floors=floors)
 
 
 def test_the_floor_is_the_cache_rate_where_the_bytes_fit_and_memory_for_the_rest() -> None:
     # 9 MB fit the cache: 9e6 bytes at 9000 GB/s take 1 µs
-    assert floored(1.0, 9e6).floor_ms == pytest.approx(1e-3)
+    assert floored(1.0, 9e6).floors.floor_ms == pytest.approx(1e-3)
     # 300 MB do not: what the 50 MiB cache cannot hold comes from memory at 3000 GB/s
-    assert floored(1.0, 3e8).floor_ms == pytest.approx((3e8 - (50 << 20)) / 3e9)
+    assert floored(1.0, 3e8).floors.floor_ms == pytest.approx((3e8 - (50 << 20)) / 3e9)
     # no cache size known (a CPU): the faster rate for all of it
-    assert floored(1.0, 3e8, cache_bytes=None).floor_ms == pytest.approx(3e8 / 9e9)
-    assert dataclasses.replace(floored(1.0, 9e6), peak_gbs=None).floor_ms is None
+    assert floored(1.0, 3e8, cache_bytes=None).floors.floor_ms == pytest.approx(3e8 / 9e9)
+    assert dataclasses.replace(floored(1.0, 9e6).floors, peak_gbs=None).floor_ms is None
     # a file written before the cache's rate was measured: no floor (its L2 data would read
     # as impossible against the memory's rate alone)
-    assert dataclasses.replace(floored(1.0, 9e6), cached_gbs=None).floor_ms is None
-    assert dataclasses.replace(floored(1.0, 9e6), bytes=None).floor_ms is None
+    assert dataclasses.replace(floored(1.0, 9e6).floors, cached_gbs=None).floor_ms is None
+    assert dataclasses.replace(floored(1.0, 9e6).floors, bytes=None).floor_ms is None
 
 
 def test_a_call_faster_than_its_bytes_allow_is_impossible_fails_and_is_never_saved() -> None:
     gate = Gate(accepting=True)
-    floor_ms = floored(1.0, 3e8).floor_ms
+    floor_ms = floored(1.0, 3e8).floors.floor_ms
     assert floor_ms is not None
     # within the margin (a kernel may beat a plain copy): judged as any other
     assert gate.verdict(floored(floor_ms / 2.9, 3e8), None, MeasureSettings()).status is Status.NEW
@@ -678,14 +675,10 @@ def test_a_call_faster_than_its_flops_allow_is_impossible_and_its_share_is_of_th
 
     def computed(median_ms: float) -> Measurement:
         # 1e12 flops on a device whose bfloat16 matmul reached 500 TFLOP/s: 2 ms at best
-        return dataclasses.replace(
-            measurement(current(median_ms)),
-            flops=1e12,
-            matmul_tflops=500.0,
-            matmul_dtype="bfloat16",
-        )
+        floors = Floors(flops=1e12, matmul_tflops=500.0, matmul_dtype="bfloat16")
+        return dataclasses.replace(measurement(current(median_ms)), floors=floors)
 
-    assert computed(1.0).flops_floor_ms == pytest.approx(2.0)
+    assert computed(1.0).floors.flops_floor_ms == pytest.approx(2.0)
     assert computed(4.0).tflops_share == pytest.approx(0.5)
     assert computed(1.0).tflops_share is None  # beyond the yardstick: no share of it
     assert gate.verdict(computed(0.7), None, MeasureSettings()).status is Status.NEW
@@ -694,7 +687,7 @@ def test_a_call_faster_than_its_flops_allow_is_impossible_and_its_share_is_of_th
     assert "over 3x what a bfloat16 matmul reached on this device" in verdict.reason
     assert "500 TFLOP/s measured" in verdict.reason and "flops= says more" in verdict.reason
     # no rate measured (a dtype without a matmul, an older file): no floor
-    assert dataclasses.replace(computed(0.01), matmul_tflops=None).flops_floor_ms is None
+    assert dataclasses.replace(computed(0.01).floors, matmul_tflops=None).flops_floor_ms is None
 
 
 # --- peak memory (issue 18) -------------------------------------------------------------------

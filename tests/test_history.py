@@ -37,6 +37,7 @@ from support import (
     baseline_file,
     device_key,
     entry,
+    measurement,
     medians,
     read_baseline,
     record_history,
@@ -931,7 +932,7 @@ def gemm(**extra: Any) -> Result:
         gpu="cuda:0 GPU-1234",
         bytes=2e9,
     )
-    return Result(Measurement(**(values | extra)), Verdict(Status.NEW))
+    return Result(measurement(**(values | extra)), Verdict(Status.NEW))
 
 
 def test_a_benchmark_entry_names_the_test_its_parameters_and_our_verdict() -> None:

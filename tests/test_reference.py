@@ -553,10 +553,10 @@ def test_a_ratio_measurement_round_trips_through_json() -> None:
         session="s",
         versus=versus,
     )
-    assert Measurement.from_dict(json.loads(json.dumps(m.to_dict()))) == m
+    assert Measurement.from_json(json.loads(json.dumps(m.to_json()))) == m
     with pytest.raises(ValueError, match="'versus' 'reference_launches' of 0, not a count"):
-        Measurement.from_dict(
-            m.to_dict() | {"versus": versus.to_json() | {"reference_launches": 0}}
+        Measurement.from_json(
+            m.to_json() | {"versus": versus.to_json() | {"reference_launches": 0}}
         )
 
 

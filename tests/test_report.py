@@ -9,11 +9,11 @@ import math
 from typing import Any
 
 import pytest
+from support import measurement
 
 from pytest_gpubench.core.kernels import Launch
 from pytest_gpubench.core.records import (
     Judgement,
-    Measurement,
     Result,
     SessionInfo,
     SessionRecord,
@@ -96,7 +96,7 @@ def result(
     for name in ("throttled", "clocks_mhz"):
         if name in measured:
             measured[name] = tuple(measured[name])
-    m = Measurement(**measured)
+    m = measurement(**measured)
     return Result(dataclasses.replace(m, confirmations=tuple(confirmations)), Verdict(**verdict))
 
 

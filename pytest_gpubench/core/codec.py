@@ -32,7 +32,7 @@ class Spec(NamedTuple):
     ``form`` how a value (not None) is written; ``omit`` which values are left out
     (``absent``, ``empty``); ``check`` what a value read must pass and what it should be;
     ``lenient`` a value of another type read as the default; ``missing`` what a required
-    field reads as where the file lacks it."""
+    field reads as where the file lacks it; ``flat`` a record held in its parent's object."""
 
     key: str | None = None
     form: Callable[[Any], Json] | None = None
@@ -40,6 +40,7 @@ class Spec(NamedTuple):
     check: tuple[Callable[[Any], bool], str] | None = None
     lenient: bool = False
     missing: Any = _ABSENT
+    flat: bool = False
 
 
 def spec(**how: Any) -> dict[str, Spec]:
@@ -88,9 +89,10 @@ def encode(record: Any) -> dict[str, Json]:
     data: dict[str, Json] = {}
     for f in _plan(cast(Any, type(record))).fields:
         value = getattr(record, f.name)
-        if f.spec.omit is not None and f.spec.omit(value):
-            continue
-        data[f.key] = None if value is None else f.write(value)
+        if f.spec.flat:
+            data.update(f.write(value))
+        elif f.spec.omit is None or not f.spec.omit(value):
+            data[f.key] = None if value is None else f.write(value)
     extra = getattr(record, "extra", None)
     return {**extra, **data} if extra else data
 
@@ -101,7 +103,7 @@ def decode(cls: type[T], data: Json) -> T:
     if not isinstance(data, dict):
         raise ValueError(f"has {what} that is not an object" if what else "is not an object")
     for f in plan.fields:
-        raw = data.get(f.key)
+        raw = data if f.spec.flat else data.get(f.key)
         if raw is None:
             if f.spec.missing is not _ABSENT:
                 values[f.name] = f.spec.missing
@@ -149,7 +151,8 @@ def _plan(cls: Any) -> _Plan:
         expected = s.check[1] if s.check else expected
         plan.append(_Field(f.name, s.key or f.name, s.form or write, read, expected, s, required))
     coded = tuple(f for f in plan if f.name != "extra")
-    return _Plan(coded, frozenset(f.key for f in coded), len(coded) < len(plan))
+    keys = [_plan(hints[f.name]).keys if f.spec.flat else {f.key} for f in coded]
+    return _Plan(coded, frozenset[str]().union(*keys), len(coded) < len(plan))
 
 
 def _same(value: Any) -> Any:

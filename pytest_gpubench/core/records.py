@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TypeGuard
 
-from .codec import Coded, absent, decode, empty, encode, spec
+from .codec import Coded, absent, empty, spec
 from .jsondata import Json
 from .kernels import Launch, fingerprint
 from .samples import sample_problem, session_summary
@@ -459,22 +459,81 @@ class Costs(Coded):
 
 
 @dataclass(frozen=True)
-class CopyRates:
-    """A device's copy bandwidths (GB/s of bytes read and written) as measured in a session:
-    from memory, and of a copy that stays in a cache of ``cache_bytes`` (None: not known)."""
+class Floors(Coded):
+    """The work one call declares (bytes moved, flops done) and the yardsticks measured on
+    its device in its session that bound its time: its copy bandwidths (GB/s of bytes read and
+    written) from memory and of a copy that stays in a cache of ``cache_bytes`` (the fastest
+    declared bytes go), and the rate (TFLOP/s) a matmul of the call's dtype reached."""
 
-    peak_gbs: float
+    bytes: float | None = None
+    flops: float | None = None
+    peak_gbs: float | None = None
     cached_gbs: float | None = None
     cache_bytes: int | None = None
+    matmul_tflops: float | None = None
+    matmul_dtype: str | None = None
+
+    @property
+    def floor_ms(self) -> float | None:
+        """The least time a call can move its declared bytes in at the copy rates measured on
+        its device: all of them at the faster of the memory's and the cache's, and what the
+        cache cannot hold at the memory's. None where the bytes or either rate is unknown
+        (a file written before the cache's rate was measured: data that stayed in the cache
+        would read as impossible against the memory's rate alone)."""
+        if self.bytes is None or not self.peak_gbs or not self.cached_gbs:
+            return None
+        fastest = max(self.peak_gbs, self.cached_gbs or 0.0)
+        floor = self.bytes / (fastest * 1e6)
+        if self.cache_bytes:
+            floor = max(floor, (self.bytes - self.cache_bytes) / (self.peak_gbs * 1e6))
+        return floor
+
+    @property
+    def flops_floor_ms(self) -> float | None:
+        """The least time a call can do its declared flops in at the rate a matmul of its
+        dtype reached on its device; None where either is unknown."""
+        if self.flops is None or not self.matmul_tflops:
+            return None
+        return self.flops / (self.matmul_tflops * 1e9)
 
 
 @dataclass(frozen=True)
-class Measurement:
+class Context(Coded):
+    """What the session that took a measurement's samples ran under: when, at which commit,
+    on which device, its clocks, and what made its samples unreliable."""
+
+    date: str = ""
+    git_commit: str | None = None
+    gpu: str | None = None  # which device: "cuda:0 GPU-<uuid>"
+    throttled: tuple[str, ...] = ()
+    clocks_mhz: tuple[int, ...] = ()  # SM clock after warmup and at the end
+    # What made the samples unreliable ('' when nothing did): torch's threads, a busy host.
+    caveat: str = ""
+    # The share of the time it timed that its process was ready to run and had no CPU
+    # (timing.wall: Linux's run delay; None: not known). Over MAX_CPU_WAIT (judge.gate): a
+    # loaded host, and no verdict.
+    cpu_wait: float | None = field(default=None, metadata=spec(lenient=True))
+
+
+@dataclass(frozen=True)
+class Evidence(Coded):
+    """Why a measurement failed, where kept: a profiler trace of one call (Chrome/Perfetto JSON;
+    every measurement's with --gpubench-profile) and Nsight Compute's metrics (--gpubench-ncu);
+    ``reference_``: of the call beside it (a ratio's reference function, a revision's call)."""
+
+    trace: str | None = field(default=None, metadata=spec(lenient=True))
+    reference_trace: str | None = field(default=None, metadata=spec(lenient=True))
+    ncu: NcuEvidence | None = None
+    reference_ncu: NcuEvidence | None = None
+
+
+@dataclass(frozen=True)
+class Measurement(Coded):
     """One measurement of one run: what was timed, how, and in which sessions.
 
-    Made where it was timed (``run.session``); confirming it in fresh processes makes a new
-    one with their sessions added (:meth:`with_confirmations`). ``sessions`` are this run's:
-    the one that took ``samples_ms`` (its record derived from them), then the confirmations.
+    Made where it was timed (``run.session``, by :meth:`of`); confirming it in fresh processes
+    makes a new one with their sessions added (:meth:`with_confirmations`). ``sessions`` are
+    this run's: the one that took ``samples_ms`` (its record derived), then the confirmations.
     """
 
     key: str  # baseline key: the node id, plus "#name" for named measurements
@@ -488,51 +547,24 @@ class Measurement:
     confirmations: tuple[SessionRecord, ...] = ()  # sessions of fresh processes
     group: str | None = None
     note: str = ""
-    throttled: tuple[str, ...] = ()
-    clocks_mhz: tuple[int, ...] = ()  # SM clock after warmup and at the end
-    bytes: float | None = None
-    flops: float | None = None
-    peak_gbs: float | None = None
-    # A copy that stays in the device's cache (of cache_bytes): the fastest declared bytes go.
-    cached_gbs: float | None = None
-    cache_bytes: int | None = None
-    # The rate (TFLOP/s) a matmul of the call's dtype (matmul_dtype) reached on its device in
-    # this session: what declared flops are held to.
-    matmul_tflops: float | None = None
-    matmul_dtype: str | None = None
+    context: Context = field(default=Context(), metadata=spec(flat=True))
+    floors: Floors = field(default=Floors(), metadata=spec(flat=True))
     # Bytes one call held at its peak above what was held before it: the device allocator's
     # exact count (timing.device.peak_bytes); None where not known (a CPU).
     peak_bytes: int | None = None
     extra_info: Mapping[str, Json] = field(default_factory=dict)
-    date: str = ""
-    git_commit: str | None = None
-    gpu: str | None = None  # which device: "cuda:0 GPU-<uuid>"
     kernels: tuple[Launch, ...] = ()  # what one call launches
     device_ms: float | None = None  # CUPTI device time of one eager call
     # A graph replay's time per call, where the timer's number is its kernel time (cupti-graph).
     graph_ms: float | None = None
-    # What made the samples unreliable ('' when nothing did): torch's threads, a busy host.
-    caveat: str = ""
-    # The share of the time it timed that its process was ready to run and had no CPU
-    # (timing.wall: Linux's run delay; None: not known). Over MAX_CPU_WAIT (judge.gate): a
-    # loaded host, and no verdict.
-    cpu_wait: float | None = field(default=None, metadata=spec(lenient=True))
     # What each session of the measurement shares, by session id.
     session_infos: Mapping[str, SessionInfo] = field(default_factory=dict)
     costs: Costs | None = None  # where the measurement's time went (JSON report only)
-    # A profiler trace of one call (Chrome/Perfetto JSON), where one was kept: the evidence
-    # of a failure, or every measurement's with --gpubench-profile.
-    trace: str | None = field(default=None, metadata=spec(lenient=True))
-    # A ratio's: the reference function's trace of one call beside it (``trace``: the function's).
-    reference_trace: str | None = field(default=None, metadata=spec(lenient=True))
+    evidence: Evidence = field(default=Evidence(), metadata=spec(flat=True))
     # A ratio to a reference function (timer ending in RATIO_SUFFIX): what it compares.
     versus: Versus | None = None
     # Energy per call (--gpubench-energy, where the GPU reports it): informational.
     energy: Energy | None = None
-    # Nsight Compute's metrics of one call, where a failure's evidence has them
-    # (--gpubench-ncu); ``reference_ncu``: the revision's call (against a revision).
-    ncu: NcuEvidence | None = None
-    reference_ncu: NcuEvidence | None = None
     # A lockstep pair's side: a graph-timed call's kernel time per call (timing.engine.Beside),
     # the median of the samples taken beside the timer's (None: not taken), of this
     # measurement's own session; each judged pair keeps its own (Paired's sessions).
@@ -569,58 +601,35 @@ class Measurement:
 
     @property
     def gbs(self) -> float | None:
-        return None if self.bytes is None else self.bytes / (self.median_ms * 1e6)
+        return None if self.floors.bytes is None else self.floors.bytes / (self.median_ms * 1e6)
 
     @property
     def tflops(self) -> float | None:
-        return None if self.flops is None else self.flops / (self.median_ms * 1e9)
+        return None if self.floors.flops is None else self.floors.flops / (self.median_ms * 1e9)
 
     @property
     def above_peak(self) -> bool:
         """Faster than the device's measured DRAM copy bandwidth allows: served from L2."""
-        gbs = self.gbs
-        return gbs is not None and bool(self.peak_gbs) and gbs > (self.peak_gbs or 0)
-
-    @property
-    def floor_ms(self) -> float | None:
-        """The least time a call can move its declared bytes in at the copy rates measured on
-        its device: all of them at the faster of the memory's and the cache's, and what the
-        cache cannot hold at the memory's. None where the bytes or either rate is unknown
-        (a file written before the cache's rate was measured: data that stayed in the cache
-        would read as impossible against the memory's rate alone)."""
-        if self.bytes is None or not self.peak_gbs or not self.cached_gbs:
-            return None
-        fastest = max(self.peak_gbs, self.cached_gbs or 0.0)
-        floor = self.bytes / (fastest * 1e6)
-        if self.cache_bytes:
-            floor = max(floor, (self.bytes - self.cache_bytes) / (self.peak_gbs * 1e6))
-        return floor
-
-    @property
-    def flops_floor_ms(self) -> float | None:
-        """The least time a call can do its declared flops in at the rate a matmul of its
-        dtype reached on its device; None where either is unknown."""
-        if self.flops is None or not self.matmul_tflops:
-            return None
-        return self.flops / (self.matmul_tflops * 1e9)
+        gbs, peak = self.gbs, self.floors.peak_gbs
+        return gbs is not None and bool(peak) and gbs > (peak or 0)
 
     @property
     def tflops_share(self) -> float | None:
         """TFLOP/s as a share of the measured matmul rate of the call's dtype; absent above
         it (a rate beyond the yardstick is no share of it)."""
-        tflops = self.tflops
-        if tflops is None or not self.matmul_tflops or tflops > self.matmul_tflops:
+        tflops, matmul = self.tflops, self.floors.matmul_tflops
+        if tflops is None or not matmul or tflops > matmul:
             return None
-        return tflops / self.matmul_tflops
+        return tflops / matmul
 
     @property
     def peak_share(self) -> float | None:
         """GB/s as a share of the device's measured copy bandwidth; absent above it (data that
         stays in L2 between calls is not bound by DRAM: no share of that peak)."""
-        gbs = self.gbs
-        if gbs is None or not self.peak_gbs or self.above_peak:
+        gbs, peak = self.gbs, self.floors.peak_gbs
+        if gbs is None or not peak or self.above_peak:
             return None
-        return gbs / self.peak_gbs
+        return gbs / peak
 
     @property
     def launch_gap_share(self) -> float | None:
@@ -651,15 +660,6 @@ class Measurement:
             confirmations=self.confirmations + tuple(o.record for o in others),
             session_infos=infos,
         )
-
-    def to_dict(self) -> dict[str, Json]:
-        """Plain JSON-able form (the result file's fields of a measurement)."""
-        return encode(self)
-
-    @classmethod
-    def from_dict(cls, data: Json) -> Measurement:
-        """Inverse of :meth:`to_dict`; ValueError saying what is wrong."""
-        return decode(cls, data)
 
 
 # --- what a measurement means ---------------------------------------------------------------
@@ -716,7 +716,7 @@ def _median_of(records: Iterable[SessionRecord]) -> float | None:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Verdict(Coded):
     """The verdict on one measurement, and what it was judged against."""
 
     status: Status = field(metadata=spec(missing=Status.NEW))
@@ -762,13 +762,6 @@ class Verdict:
             and self.judgement.status is not self.status
         )
 
-    def to_dict(self) -> dict[str, Json]:
-        return encode(self)
-
-    @classmethod
-    def from_dict(cls, data: Json) -> Verdict:
-        return decode(cls, data)
-
 
 @dataclass(frozen=True)
 class Result:
@@ -792,8 +785,8 @@ class Result:
     def to_dict(self, passed: bool = True) -> dict[str, Json]:
         """The result file's entry: the measurement's and the verdict's fields, flat, and
         whether the test itself passed."""
-        return {**self.measurement.to_dict(), **self.verdict.to_dict(), "passed": passed}
+        return {**self.measurement.to_json(), **self.verdict.to_json(), "passed": passed}
 
     @classmethod
     def from_dict(cls, data: Json) -> Result:
-        return cls(Measurement.from_dict(data), Verdict.from_dict(data))
+        return cls(Measurement.from_json(data), Verdict.from_json(data))

@@ -95,19 +95,20 @@ def _beaten(floor: float, median: float) -> bool:
 def _bytes_impossible(measurement: Measurement, median: float) -> str:
     """Why a call of ``median`` is below what the measurement's declared bytes allow ('' where
     it is not)."""
-    floor = measurement.floor_ms
-    if floor is None or measurement.bytes is None or not _beaten(floor, median):
+    floors = measurement.floors
+    floor = floors.floor_ms
+    if floor is None or floors.bytes is None or not _beaten(floor, median):
         return ""
-    fastest = max(measurement.peak_gbs or 0.0, measurement.cached_gbs or 0.0)
+    fastest = max(floors.peak_gbs or 0.0, floors.cached_gbs or 0.0)
     rates = f"{fastest:.0f} GB/s measured"
-    if measurement.cache_bytes and measurement.bytes > measurement.cache_bytes:
+    if floors.cache_bytes and floors.bytes > floors.cache_bytes:
         rates += (
-            f", what exceeds its {measurement.cache_bytes / 2**20:.0f} MiB cache at "
-            f"{measurement.peak_gbs or 0:.0f} GB/s"
+            f", what exceeds its {floors.cache_bytes / 2**20:.0f} MiB cache at "
+            f"{floors.peak_gbs or 0:.0f} GB/s"
         )
     return (
-        f"{time_text(median)} per call for its declared {measurement.bytes:.4g} bytes is "
-        f"{measurement.bytes / (median * 1e6):.4g} GB/s, over {FLOOR_MARGIN:g}x the fastest this "
+        f"{time_text(median)} per call for its declared {floors.bytes:.4g} bytes is "
+        f"{floors.bytes / (median * 1e6):.4g} GB/s, over {FLOOR_MARGIN:g}x the fastest this "
         f"device's copies allow (they take {time_text(floor)}: {rates}){WHY_IMPOSSIBLE}bytes= "
         "says more than it moves"
     )
@@ -116,14 +117,15 @@ def _bytes_impossible(measurement: Measurement, median: float) -> str:
 def _flops_impossible(measurement: Measurement, median: float) -> str:
     """Why a call of ``median`` is below what the measurement's declared flops allow ('' where
     it is not)."""
-    floor = measurement.flops_floor_ms
-    if floor is None or measurement.flops is None or not _beaten(floor, median):
+    floors = measurement.floors
+    floor = floors.flops_floor_ms
+    if floor is None or floors.flops is None or not _beaten(floor, median):
         return ""
     return (
-        f"{time_text(median)} per call for its declared {measurement.flops:.4g} flops is "
-        f"{measurement.flops / (median * 1e9):.4g} TFLOP/s, over {FLOOR_MARGIN:g}x what a "
-        f"{measurement.matmul_dtype} matmul reached on this device ({time_text(floor)}: "
-        f"{measurement.matmul_tflops or 0:.4g} TFLOP/s measured){WHY_IMPOSSIBLE}flops= says "
+        f"{time_text(median)} per call for its declared {floors.flops:.4g} flops is "
+        f"{floors.flops / (median * 1e9):.4g} TFLOP/s, over {FLOOR_MARGIN:g}x what a "
+        f"{floors.matmul_dtype} matmul reached on this device ({time_text(floor)}: "
+        f"{floors.matmul_tflops or 0:.4g} TFLOP/s measured){WHY_IMPOSSIBLE}flops= says "
         "more than it computes"
     )
 
@@ -373,9 +375,9 @@ class Gate:
         reason = judgement.reason
         if base.kernel_changes and spread is None:
             reason += "; other kernels than the baseline's: " + "; ".join(base.kernel_changes)
-        if measurement.caveat and (judgement.noisy or not judgement.gated):
+        if measurement.context.caveat and (judgement.noisy or not judgement.gated):
             # What the history cannot gate, the host may be the cause of: say what it saw.
-            reason = f"{reason}; on this host {measurement.caveat}"
+            reason = f"{reason}; on this host {measurement.context.caveat}"
         return replace(base, status=judgement.status, judgement=judgement, reason=reason)
 
     @property
@@ -557,7 +559,7 @@ class Gate:
 def _waited(measurement: Measurement) -> bool:
     """Whether the measurement's process was ready to run and had no CPU for more than
     MAX_CPU_WAIT of the time it timed (timing.wall's run delay)."""
-    return measurement.cpu_wait is not None and measurement.cpu_wait > MAX_CPU_WAIT
+    return measurement.context.cpu_wait is not None and measurement.context.cpu_wait > MAX_CPU_WAIT
 
 
 def _loaded(measurement: Measurement, base: Verdict) -> Verdict | None:
@@ -565,7 +567,7 @@ def _loaded(measurement: Measurement, base: Verdict) -> Verdict | None:
     None otherwise."""
     if not _waited(measurement):
         return None
-    wait = measurement.cpu_wait or 0.0
+    wait = measurement.context.cpu_wait or 0.0
     return replace(
         base,
         status=Status.UNMEASURABLE,

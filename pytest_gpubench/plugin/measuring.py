@@ -537,7 +537,7 @@ class Measuring:
         if (
             not compared
             and self.session.settings.ncu
-            and any(gate.fails(r.verdict) and r.measurement.trace for r in results)
+            and any(gate.fails(r.verdict) and r.measurement.evidence.trace for r in results)
         ):
             self.announce(f"evidence: Nsight Compute's metrics of {item.name} in a fresh process")
             with timeout_paused(item):

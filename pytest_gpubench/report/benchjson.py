@@ -91,7 +91,7 @@ def entry(result: Result) -> dict[str, Json]:
         "median_s": m.median_ms / 1e3,
         "sessions": len(m.sessions),
         "baseline_sessions": v.history_sessions,
-        "gpu": m.gpu,
+        "gpu": m.context.gpu,
         "kernels": [k.to_dict() for k in m.kernels],
         "kernel_changes": list(v.kernel_changes),
         "binary": m.binary,

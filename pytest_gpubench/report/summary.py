@@ -120,7 +120,7 @@ def verdict_label(result: Result) -> str:
         label += " (kernel time)"
     if result.verdict.noisy:  # its spread between sessions, not its noise column
         label += f" (gate > {result.measurement.threshold * 100:g}%)"
-    if result.measurement.throttled:
+    if result.measurement.context.throttled:
         label += " (throttled)"
     return label
 
@@ -167,12 +167,13 @@ def failure_message(result: Result) -> str:
     table = kernel_table(result)
     if table:
         text += "\n  " + "\n  ".join(table)
-    if m.trace:
-        text += f"\n  evidence: a profiler trace of one call, {m.trace}"
-    if m.reference_trace:
+    e = m.evidence
+    if e.trace:
+        text += f"\n  evidence: a profiler trace of one call, {e.trace}"
+    if e.reference_trace:
         whose = "the revision's" if v.paired is not None else "the reference's"
-        text += f"\n  evidence: {whose}, {m.reference_trace}"
-    for lines in (ncu_table(result, m.reference_ncu, True), ncu_table(result, m.ncu, False)):
+        text += f"\n  evidence: {whose}, {e.reference_trace}"
+    for lines in (ncu_table(result, e.reference_ncu, True), ncu_table(result, e.ncu, False)):
         if lines:
             text += "\n  " + "\n  ".join(lines)
     if m.timer != "cuda-graph":
@@ -473,8 +474,8 @@ def notes(results: Sequence[Result]) -> list[str]:
     lines = []
     for r in sort_results(results):
         m, v = r.measurement, r.verdict
-        if m.throttled:
-            lines.append(f"{m.test}: measured while throttled ({', '.join(m.throttled)})")
+        if m.context.throttled:
+            lines.append(f"{m.test}: measured while throttled ({', '.join(m.context.throttled)})")
         if m.note:
             lines.append(f"{m.test}: timed by {m.timer}: {m.note}")
         gaps = m.launch_gap_share
@@ -491,7 +492,7 @@ def notes(results: Sequence[Result]) -> list[str]:
                 f"{describe(m.kernels)})"
             )
         if m.above_peak and v.status is not Status.IMPOSSIBLE:
-            gbs, peak = distinct_rates(m.gbs or 0, m.peak_gbs or 0)
+            gbs, peak = distinct_rates(m.gbs or 0, m.floors.peak_gbs or 0)
             lines.append(
                 f"{m.test}: {gbs} GB/s is above the measured copy bandwidth ({peak} GB/s): "
                 "its data stays in L2 between calls, so no % of peak"

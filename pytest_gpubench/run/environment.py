@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..core.device import VERSION_FIELDS, Device, Fingerprint
-from ..core.records import CopyRates, SessionInfo
+from ..core.records import Floors, SessionInfo
 from ..core.settings import MeasureSettings
 from ..timing.clocks import ClockMonitor, ClockReading
 from ..timing.device import (
@@ -155,18 +155,18 @@ class Environment:
         (:meth:`_yardstick`)."""
         return self._yardstick("copy", self._copy_gbs)
 
-    def copy_rates(self) -> CopyRates | None:
-        """The copy bandwidths a call's declared bytes are held to: from memory (the yardstick
-        of % of peak) and from the cache (a copy that fits the GPU's L2: the fastest data
-        that stays there between calls can move), each measured once per session; None
-        while the copy from memory has no rate (:meth:`_yardstick`)."""
+    def copy_rates(self) -> Floors | None:
+        """The copy bandwidths a call's declared bytes are held to (Floors of no work): from
+        memory (the yardstick of % of peak) and from the cache (a copy that fits the GPU's L2:
+        the fastest data that stays there between calls can move), each measured once per
+        session; None while the copy from memory has no rate (:meth:`_yardstick`)."""
         cache_bytes = self.device.fingerprint.get("l2_cache_bytes")
         cache = int(cache_bytes) if isinstance(cache_bytes, int | float) and cache_bytes else None
         peak = self.peak_gbs()
         if peak is None:
             return None
         cached = self._yardstick("cached copy", lambda: self._copy_gbs(cached_copy_bytes(cache)))
-        return CopyRates(peak, cached, cache)
+        return Floors(peak_gbs=peak, cached_gbs=cached, cache_bytes=cache)
 
     def matmul_tflops(self, dtype: str) -> float | None:
         """The rate (TFLOP/s) a square matmul of ``dtype`` reaches on this device, once per

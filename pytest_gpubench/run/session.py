@@ -23,9 +23,11 @@ from ..core.kernels import launch_count
 from ..core.records import (
     RATIO_KEY,
     RATIO_SUFFIX,
-    CopyRates,
+    Context,
     Costs,
     Energy,
+    Evidence,
+    Floors,
     Measurement,
     NcuKernel,
     Result,
@@ -326,10 +328,8 @@ class BenchSession:
                 path.unlink(missing_ok=True)
             note = f"no trace of one call: {type(exc).__name__}: {exc}"[:300]
             return Result(measurement.noted(note), result.verdict)
-        traced = dataclasses.replace(
-            measurement, trace=str(path), reference_trace=None if other is None else str(other)
-        )
-        return Result(traced, result.verdict)
+        found = Evidence(str(path), None if other is None else str(other))
+        return Result(dataclasses.replace(measurement, evidence=found), result.verdict)
 
     def kept_evidence(self, results: Sequence[Result]) -> tuple[Result, ...]:
         """``results`` with the traces of those that do not fail removed (their files too),
@@ -339,11 +339,12 @@ class BenchSession:
             return tuple(results)
         kept = []
         for r in results:
-            paths = [p for p in (r.measurement.trace, r.measurement.reference_trace) if p]
+            evidence = r.measurement.evidence
+            paths = [p for p in (evidence.trace, evidence.reference_trace) if p]
             if paths and not self.gate.fails(r.verdict):
                 for path in paths:
                     Path(path).unlink(missing_ok=True)
-                measurement = dataclasses.replace(r.measurement, trace=None, reference_trace=None)
+                measurement = dataclasses.replace(r.measurement, evidence=Evidence())  # (no ncu's)
                 r = dataclasses.replace(r, measurement=measurement)
             kept.append(r)
         return tuple(kept)
@@ -358,7 +359,9 @@ class BenchSession:
         """``results`` with Nsight Compute's metrics of one call of each failing one with
         evidence (--gpubench-ncu), from a fresh process of the test ``nodeid`` under ncu,
         its report beside the traces; where there are none, its note says why."""
-        failing = {r.key for r in results if self.gate.fails(r.verdict) and r.measurement.trace}
+        failing = {
+            r.key for r in results if self.gate.fails(r.verdict) and r.measurement.evidence.trace
+        }
         path = ncu.found()
         if not (self.settings.ncu and failing) or self.settings.child or self.comparison:
             return tuple(results)
@@ -375,7 +378,8 @@ class BenchSession:
                 found = ncu.evidence(report, kernels, r.key)
                 m = r.measurement
                 why = f"no Nsight Compute metrics: {error or 'none of its kernels'}"
-                m = dataclasses.replace(m, ncu=found) if found else m.noted(why[:300])
+                evidence = dataclasses.replace(m.evidence, ncu=found)
+                m = dataclasses.replace(m, evidence=evidence) if found else m.noted(why[:300])
                 r = dataclasses.replace(r, measurement=m)
             out.append(r)
         return tuple(out)
@@ -573,7 +577,6 @@ class BenchSession:
         def when_warm() -> None:
             readings.append(self.env.read_clocks())
 
-        bytes = call.work_bytes
         waited = time.perf_counter()
         with self.device_lock():
             started = time.perf_counter()
@@ -607,8 +610,7 @@ class BenchSession:
                 other_peak = self._peak_bytes(b, other)
             energy = self._energy(a, workload, sampling.samples_ms)
             sampled = time.perf_counter()
-            rates = self.env.copy_rates() if bytes and self.measures_floors else None
-            matmul = self._matmul(call, workload)
+            floors, unchecked = self._floors(call, workload)
         first = self._measurement(
             sampling,
             call,
@@ -622,15 +624,17 @@ class BenchSession:
                 sampling_s=sampled - prepared,
                 other_first_call_s=other_untimed.spent_s,
             ),
-            bytes=bytes,
-            flops=call.work_flops,
-            rates=rates,
-            matmul=matmul,
+            floors=floors,
             peak_bytes=peak,
             energy=energy,
             beside_ms=besides[0],
         )
-        first = first.noted(besides[2])
+        from ..judge.gate import MAX_CPU_WAIT
+
+        # A floor a loaded host left out: said under the table (Environment.unchecked),
+        # unless the test's own session is as loaded (then it is unmeasurable: one line).
+        loaded = (sampling.cpu_wait or 0.0) > MAX_CPU_WAIT
+        first = first.noted("" if loaded else unchecked).noted(besides[2])
         # A side of a pair in lockstep is not judged here (a history's verdict nobody would
         # read): its verdict and so its evidence are the revision's (:meth:`traced`, later).
         placeholder = Result(first, Verdict(Status.NEW, reason="a side of a pair"))
@@ -688,13 +692,19 @@ class BenchSession:
             settings = dataclasses.replace(settings, timer=timer_name)
         return settings
 
-    def _matmul(self, call: Call, workload: Workload) -> tuple[float | None, str] | None:
-        """The matmul rate of the call's dtype that its declared flops are held to, and the
-        dtype; None without flops, or where no floor is measured (:attr:`measures_floors`)."""
-        if not call.work_flops or not self.measures_floors:
-            return None
-        dtype = call_dtype([*workload.args, *workload.kwargs.values()])
-        return self.env.matmul_tflops(dtype), dtype
+    def _floors(self, call: Call, workload: Workload) -> tuple[Floors, str]:
+        """The call's declared work and what it is held to where floors are measured
+        (:attr:`measures_floors`): its bytes the copy rates, its flops the matmul rate of its
+        dtype; and why a loaded host left a floor out ('': none left out)."""
+        bytes, flops, measured = call.work_bytes, call.work_flops, self.measures_floors
+        rates = (self.env.copy_rates() if bytes and measured else None) or Floors()
+        args = [*workload.args, *workload.kwargs.values()]
+        dtype = call_dtype(args) if flops and measured else None
+        tflops = self.env.matmul_tflops(dtype) if dtype else None
+        floors = dataclasses.replace(rates, bytes=bytes, flops=flops, matmul_tflops=tflops)
+        if tflops:  # (the dtype of a rate measured)
+            floors = dataclasses.replace(floors, matmul_dtype=dtype)
+        return floors, self.env.unchecked(bool(bytes) and measured, dtype)
 
     def _measurement(
         self,
@@ -705,17 +715,14 @@ class BenchSession:
         costs: Costs,
         *,
         suffix: str = "",
-        bytes: float | None = None,
-        flops: float | None = None,
-        rates: CopyRates | None = None,
-        matmul: tuple[float | None, str] | None = None,
+        floors: Floors | None = None,
         peak_bytes: int | None = None,
         energy: Energy | None = None,
         beside_ms: float | None = None,
     ) -> Measurement:
         clocks = [r for r in readings if r is not None]
         profile = sampling.profile
-        measurement = Measurement(
+        return Measurement(
             key=call.key + suffix,
             test=call.test + suffix,
             timer=sampling.timer,
@@ -726,40 +733,26 @@ class BenchSession:
             session=self.env.session_id,
             group=call.spec.group,
             note=sampling.note,
-            throttled=tuple(sorted({reason for r in clocks for reason in r.slowdowns})),
-            clocks_mhz=tuple(r.sm_mhz for r in clocks),
-            bytes=bytes,
-            flops=flops,
-            peak_gbs=rates.peak_gbs if rates else None,
-            cached_gbs=rates.cached_gbs if rates else None,
-            cache_bytes=rates.cache_bytes if rates else None,
-            matmul_tflops=matmul[0] if matmul else None,
-            matmul_dtype=matmul[1] if matmul and matmul[0] else None,
+            context=Context(
+                date=self.env.date,
+                git_commit=self.env.git_commit(),
+                gpu=self.env.gpu,
+                throttled=tuple(sorted({reason for r in clocks for reason in r.slowdowns})),
+                clocks_mhz=tuple(r.sm_mhz for r in clocks),
+                caveat=sampling.caveat,
+                cpu_wait=sampling.cpu_wait,
+            ),
+            floors=floors or Floors(),
             peak_bytes=peak_bytes,
             energy=energy,
-            date=self.env.date,
-            git_commit=self.env.git_commit(),
-            gpu=self.env.gpu,
             kernels=profile.launches if profile is not None else (),
             device_ms=profile.device_ms if profile is not None else None,
             graph_ms=profile.graph_ms if profile is not None else None,
-            caveat=sampling.caveat,
-            cpu_wait=sampling.cpu_wait,
             session_infos={self.env.session_id: self.env.session_info()},
             # Where a test's time went: what makes a run slow shows in the JSON report.
             costs=costs,
             beside_ms=beside_ms,
         )
-        # A floor a loaded host left out: said under the table (Environment.unchecked),
-        # unless the test's own session is as loaded (then it is unmeasurable: one line).
-        dtype = matmul[1] if matmul else None
-        unchecked = self.env.unchecked(bool(bytes) and self.measures_floors, dtype)
-        if not unchecked:
-            return measurement
-        from ..judge.gate import MAX_CPU_WAIT
-
-        loaded = (sampling.cpu_wait or 0.0) > MAX_CPU_WAIT
-        return measurement if loaded else measurement.noted(unchecked)
 
     def untimed(self, nodeid: str) -> bool:
         """Whether the test ``nodeid`` runs untimed here: judged against a revision by

@@ -38,6 +38,7 @@ from pathlib import Path
 from ..core.errors import GpubenchError
 from ..core.kernels import Launch, binary_changes, launch_count, same_work
 from ..core.records import (
+    Evidence,
     Judgement,
     Measurement,
     NcuKernel,
@@ -431,7 +432,7 @@ def _with_evidence(
     else:
         problem = "; ".join(r.error for r in ran[:2] if r.error)
     traces = {
-        side: {key: m.trace for key, m in _measured(run).items() if m.trace}
+        side: {key: m.evidence.trace for key, m in _measured(run).items() if m.evidence.trace}
         for side, run in zip((BASE, HEAD), ran, strict=False)
     }
     profiled = {
@@ -444,7 +445,7 @@ def _with_evidence(
         if key not in failed_keys:
             continue
         head, base = traces.get(HEAD, {}).get(key), traces.get(BASE, {}).get(key)
-        measurement = dataclasses.replace(result.measurement, trace=head, reference_trace=base)
+        measurement = dataclasses.replace(result.measurement, evidence=Evidence(head, base))
         if head is None or base is None:
             why = problem or "a side measured it in no trace"
             measurement = measurement.noted(f"no trace of each side's call: {why}"[:300])
@@ -472,7 +473,8 @@ def _with_ncu(
             measurement = measurement.noted(
                 f"no Nsight Compute metrics of the {side} side: {why}"[:300]
             )
-    return dataclasses.replace(measurement, ncu=sides[HEAD], reference_ncu=sides[BASE])
+    evidence = dataclasses.replace(measurement.evidence, ncu=sides[HEAD], reference_ncu=sides[BASE])
+    return dataclasses.replace(measurement, evidence=evidence)
 
 
 def pair_blocks(pairs: Sequence[int], lanes: int) -> list[range]:
