@@ -169,6 +169,53 @@ def _moved(arg: str, revision: Revision, cwd: Path) -> str | None:
     return str(there) + sep + rest if Path(path).is_absolute() else arg
 
 
+class Pairs:
+    """Both sides' measurements so far, pair by pair (``duos``: by pair, the duo that timed
+    it), and what kept a side from measuring a test, by node id: ``failed``, its test failed
+    there (with why, or ''); ``crashed``, its process died in it there, with what it did
+    (``died in test_sum, killed by SIGABRT: ...``); ``uncollected``, by file, why the
+    revision's side could not collect it."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, list[dict[str, Measurement]]] = {BASE: [], HEAD: []}
+        self.failed: dict[str, dict[str, str]] = {BASE: {}, HEAD: {}}
+        self.crashed: dict[str, dict[str, str]] = {BASE: {}, HEAD: {}}
+        self.uncollected: dict[str, str] = {}
+        self.duos: list[int] = []
+
+    @property
+    def count(self) -> int:
+        return len(self.runs[HEAD])
+
+    def add(self, sides: Mapping[str, Mapping[str, Measurement]], duo: int = 0) -> None:
+        """One more pair: each side's measurements by key (``duo``: the duo that timed it)."""
+        for side in (BASE, HEAD):
+            self.runs[side].append(dict(sides[side]))
+        if duo:
+            self.duos.append(duo)
+
+    def heard(self, side: str, run: ChildRun) -> None:
+        """What ``side``'s process ``run`` could not measure: its failed tests, those it
+        died in, the files it could not collect (the revision's side)."""
+        self.failed[side].update((node_id(r.key), "") for r, passed in run.results if not passed)
+        for test, how in run.crashed:
+            self.crashed[side].setdefault(test, f"died in {test.split('::')[-1]}, {how}")
+        if side == BASE:
+            self.uncollected.update(run.uncollected)
+
+    def trouble(self, side: str, nodeid: str, who: str) -> str:
+        """Why ``side`` (``who`` names it) measured the test ``nodeid`` not at all: its file
+        not collected there, its process dead in it, its test failed there; '' for none."""
+        path = nodeid.split("::")[0]
+        if side == BASE and path in self.uncollected:
+            return uncollected_reason(who, self.uncollected[path])
+        if nodeid in self.crashed[side]:
+            return f"{who}'s process {self.crashed[side][nodeid]}"
+        if nodeid in self.failed[side]:
+            return self.failed[side][nodeid] or f"its test failed on {who}'s side"
+        return ""
+
+
 @dataclass(frozen=True)
 class Comparison:
     """What the comparison found: a result per measurement key (those of the head with
@@ -224,11 +271,7 @@ def compare(
     design = design_of(settings.pairs, settings.confirm > 0)
     name = f"{revision.ref} ({revision.commit[:8]})"
     label = {BASE: f"the revision {name}", HEAD: "the working tree"}
-    runs: dict[str, list[dict[str, Measurement]]] = {BASE: [], HEAD: []}
-    failed: dict[str, set[str]] = {BASE: set(), HEAD: set()}  # keys whose test failed there
-    # The tests a side's process died in, with how it ended (the others were timed again):
-    # by side, what its process did ("died in test_sum, killed by SIGABRT: ...").
-    crashed: dict[str, dict[str, str]] = {BASE: {}, HEAD: {}}
+    pairs = Pairs()
     # By side, what its processes did where a leg's died ``children.MAX_DEATHS`` times: the
     # tests that side never timed are lost to it (crashed, or unmeasurable), not new.
     gave_up: dict[str, str] = {}
@@ -236,7 +279,6 @@ def compare(
     # none of them, and stays new.
     rest: dict[str, set[str]] = {BASE: set(), HEAD: set()}
     base_runs: list[ChildRun] = []
-    uncollected: dict[str, str] = {}  # files the revision's side could not collect: why
     errors: list[str] = []
     wanted = list(nodeids)
     lane_of = {n: i * len(devices) // max(1, len(nodeids)) for i, n in enumerate(nodeids)}
@@ -249,7 +291,7 @@ def compare(
             raise GpubenchError(_foreign(run.foreign, label[side], revision))
 
     while wanted:
-        done = len(runs[HEAD])
+        done = pairs.count
         count = design.first if done == 0 else design.next_batch(done)
         if count == 0:
             break
@@ -300,12 +342,9 @@ def compare(
                 if run.error or run.trouble:
                     errors.append(f"{label[side]}, pair {i}: {run.error or run.trouble}")
                 merged.update(_measured(run))
+                pairs.heard(side, run)
                 if side == BASE:
                     base_runs.append(run)
-                    uncollected.update(run.uncollected)
-                failed[side].update(r.key for r, passed in run.results if not passed)
-                for test, how in run.crashed:
-                    crashed[side].setdefault(test, f"died in {test.split('::')[-1]}, {how}")
                 if run.gave_up:
                     names = ", ".join(test.split("::")[-1] for test, _ in run.crashed)
                     gave_up.setdefault(
@@ -313,10 +352,12 @@ def compare(
                         f"died {len(run.crashed)} times (in {names}) and was not started again",
                     )
                     rest[side].update(nodeids if run.planned is None else run.planned)
-            runs[side].append(merged)
+            pairs.runs[side].append(merged)
         for side, why in gave_up.items():  # the tests its processes never timed: the rest
-            known = {node_id(key) for run in runs[side] for key in run} | set(crashed[side])
-            crashed[side].update((n, why) for n in nodeids if n not in known and n in rest[side])
+            crashed = pairs.crashed[side]
+            known = {node_id(key) for run in pairs.runs[side] for key in run} | set(crashed)
+            crashed.update((n, why) for n in nodeids if n not in known and n in rest[side])
+        runs = pairs.runs
         if not any(runs[BASE]) and not any(runs[HEAD]):
             raise GpubenchError(
                 f"--gpubench-against {revision.ref}: no process of either side measured "
@@ -328,9 +369,7 @@ def compare(
                 f"({errors[-1] if errors else 'no gpubench test ran there'}): nothing is judged"
             )
         gate = Gate.of(settings, family=max(1, len(_keys(runs))))
-        results = paired_results(
-            runs, failed, uncollected, gate, measure_of, design, revision, crashed=crashed
-        )
+        results = paired_results(pairs, gate, measure_of, design, revision)
         wanted = unsure_tests(nodeids, results)
     fails = Gate.of(settings).fails  # whether a verdict fails: not the family's to say
     # A call that ends its process leaves no trace of itself: a crash has its line instead.
@@ -339,40 +378,29 @@ def compare(
     }
     if failed_keys:
         results = _with_evidence(results, failed_keys, sides_, settings, devices, label, announce)
-    troubles = {  # by side, node id: what happened there
-        side: {node_id(key): f"its test failed on {label[side]}'s side" for key in failed[side]}
-        | {n: f"{label[side]}'s process {why}" for n, why in crashed[side].items()}
-        for side in (BASE, HEAD)
-    }
-    troubles[BASE].update(
-        (n, uncollected_reason(name, uncollected[n.split("::")[0]]))
-        for n in nodeids
-        if n.split("::")[0] in uncollected
-    )
-    lost = unjudged(nodeids, results, troubles, label)
+    lost = unjudged(nodeids, results, pairs, label)
     lines = tuple(dict.fromkeys([*errors, *lost.values()]))
     spent_s = time.perf_counter() - started
-    return Comparison(results, len(runs[HEAD]), lines, spent_s, lost, frozenset(crashed[HEAD]))
+    return Comparison(results, pairs.count, lines, spent_s, lost, frozenset(pairs.crashed[HEAD]))
 
 
 def unjudged(
-    nodeids: Iterable[str],
-    results: Mapping[str, Result],
-    troubles: Mapping[str, Mapping[str, str]],
-    label: Mapping[str, str],
+    nodeids: Iterable[str], results: Mapping[str, Result], pairs: Pairs, label: Mapping[str, str]
 ) -> dict[str, str]:
     """The tests of ``nodeids`` that no side measured though a side had trouble with them
-    (``troubles``: by side, the node ids and what happened there: a process dead in it, its
-    test failed, its file not collected), each with its line; they fail, for a gate that
+    (``pairs``: a process dead in it, its test failed, its file not collected; ``label``
+    names each side), each with its line; they fail, for a gate that
     judged a test of yours not at all must not pass it. A test both sides ran and neither
     timed (its benchmark only runs on a GPU) is none of them: it has nothing to judge."""
     measured = {node_id(key) for key in results}
     found = {}
     for nodeid in nodeids:
-        if nodeid in measured or not any(nodeid in troubles[side] for side in (HEAD, BASE)):
+        troubles = [pairs.trouble(side, nodeid, label[side]) for side in (HEAD, BASE)]
+        if nodeid in measured or not any(troubles):
             continue
         why = "; ".join(
-            troubles[side].get(nodeid, f"{label[side]} did not time it") for side in (HEAD, BASE)
+            t or f"{label[side]} did not time it"
+            for t, side in zip(troubles, (HEAD, BASE), strict=True)
         )
         found[nodeid] = f"{nodeid.split('::')[-1]}: not judged, measured on neither side: {why}"
     return found
@@ -562,28 +590,23 @@ def held_to_floors(verdict: Verdict, measurement: Measurement, gate: Gate) -> Ve
 
 
 def paired_results(
-    runs: Mapping[str, list[dict[str, Measurement]]],
-    failed: Mapping[str, set[str]],
-    uncollected: Mapping[str, str],
+    so_far: Pairs,
     gate: Gate,
     measure_of: Callable[[str], MeasureSettings],
     design: PairDesign,
     revision: Revision,
     *,
     lockstep: bool = False,
-    duos: Sequence[int] = (),
-    crashed: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, Result]:
-    """Each measurement key's verdict on its complete pairs (a pair whose two sides measured
-    it by one timer, each with enough samples); ``lockstep``: each pair's sides shared one
-    process (versus/lockstep.py); ``duos``: by pair (runs' index), the duo that timed it;
-    ``crashed``: by side, the node ids whose process died in them there, with what it did
-    (``died in test_sum, killed by SIGABRT: ...``). A test the working tree's process died
+    """Each measurement key's verdict on its complete pairs in ``so_far`` (a pair whose two
+    sides measured it by one timer, each with enough samples); ``lockstep``: each pair's
+    sides shared one process (versus/lockstep.py). A test the working tree's process died
     in is ``crashed``: its code's fault, whatever the revision did. A test one side could
     not measure (its file not collected, the revision's process dead in it, its test failed
     on the revision's side) is ``unmeasurable``, its reason saying why. ``measure_of``: a
     node id's settings. The working tree's measurement is held to its declared bytes and
     flops (:func:`held_to_floors`)."""
+    runs, duos = so_far.runs, so_far.duos
 
     def paired_result(key: str) -> Result:
         measure = measure_of(node_id(key))
@@ -611,27 +634,19 @@ def paired_results(
         unpaired = functools.partial(Verdict, family=gate.family, paired=sides)
         name = sides.label
         nodeid = node_id(key)
-        dead = {side: (crashed or {}).get(side, {}) for side in (BASE, HEAD)}
-        if nodeid in dead[HEAD]:  # whatever its pairs say: the working tree's own process died
-            why = f"the working tree's process {dead[HEAD][nodeid]}"
+        if nodeid in so_far.crashed[HEAD]:  # whatever its pairs say: its own process died
+            why = so_far.trouble(HEAD, nodeid, "the working tree")
             return Result(heads[0] if heads else bases[0], unpaired(Status.CRASHED, reason=why))
         # One side only: its first session shows (more would read as confirmations).
         if not heads:
-            why = "its test failed in the working tree" if key in failed[HEAD] else "only there"
+            failed = nodeid in so_far.failed[HEAD]
+            why = "its test failed in the working tree" if failed else "only there"
             return Result(
                 bases[0], unpaired(Status.REMOVED, reason=f"measured on {name}'s side: {why}")
             )
         if not bases:
-            path = key.split("::")[0]
-            if key in failed[BASE] or path in uncollected or nodeid in dead[BASE]:
-                # Not new: not measurable there, and nothing is judged.
-                why = (
-                    uncollected_reason(name, uncollected[path])
-                    if path in uncollected
-                    else f"{name}'s process {dead[BASE][nodeid]}"
-                    if nodeid in dead[BASE]
-                    else f"its test failed on {name}'s side: nothing to compare with"
-                )
+            why = so_far.trouble(BASE, nodeid, name)
+            if why:  # not new: not measurable there, and nothing is judged
                 return Result(heads[0], unpaired(Status.UNMEASURABLE, reason=why))
             return Result(heads[0], unpaired(Status.NEW, reason=f"not measured on {name}'s side"))
         if not pairs:

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..core.errors import GpubenchError
 from ..core.kernels import launch_count
-from ..core.records import Costs, Judgement, Measurement, Result, Status, Verdict
+from ..core.records import Costs, Judgement, Measurement, Result, Status, Verdict, node_id
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import Gate
 from ..judge.pairs import DUO_PAIRS, lockstep_process_sigma, second_process_agrees
@@ -59,6 +59,7 @@ from .ab import (
     HEAD,
     KERNEL_TIME,
     MOVED,
+    Pairs,
     design_of,
     paired_results,
     paired_verdict,
@@ -522,19 +523,18 @@ class Pairing:
         pair timed here runs inside ``each_pair()`` (the test's timeout); the first that
         raises ends the more pairs. Why more pairs measured nothing is said in the results'
         notes."""
-        runs: dict[str, list[dict[str, Measurement]]] = {
-            BASE: [{} if failed else dict(base)],
-            HEAD: [{m.key: m for m in head}],
-        }
-        lost = {BASE: set(runs[HEAD][0]) if failed else set(), HEAD: set()}
-        results = self._judged(runs, lost, lambda _: measure, failed)
+        pairs = Pairs()
+        pairs.add({BASE: {} if failed else base, HEAD: {m.key: m for m in head}})
+        if failed:
+            pairs.failed[BASE].update((node_id(m.key), failed) for m in head)
+        results = self._judged(pairs, lambda _: measure)
         errors: list[str] = []
         spent_s = 0.0  # on more pairs
         here = self.in_process and bool(paired)
         placed: list[int] = []  # per pair added here, the calls whose inputs moved
         stopped = False  # a pair timed here raised: no more
         while replicate and not stopped and (here or self.launcher is not None):
-            done = len(runs[HEAD])
+            done = pairs.count
             if not any(
                 r.verdict.judgement and r.verdict.judgement.needs_confirmation for r in results
             ):
@@ -560,12 +560,11 @@ class Pairing:
                 batch = self._fresh_pairs(nodeid, count, done, progress, errors)
             spent_s += time.perf_counter() - started
             for sides in batch:
-                runs[BASE].append(sides[BASE])
-                runs[HEAD].append(sides[HEAD])
-            if len(runs[HEAD]) == done:
+                pairs.add(sides)
+            if pairs.count == done:
                 break  # the batch measured nothing: another would not either
-            results = self._judged(runs, lost, lambda _: measure, failed)
-        more = len(runs[HEAD]) - self.design.first  # beyond the first look's
+            results = self._judged(pairs, lambda _: measure)
+        more = pairs.count - self.design.first  # beyond the first look's
         if more > 0:
             tally = self.added["this process" if here else "fresh processes"]
             tally[0], tally[1] = tally[0] + 1, tally[1] + more
@@ -752,11 +751,8 @@ class Pairing:
         results by key, what went wrong, and how many duos ran."""
         from ..run.children import run_duos
 
-        runs: dict[str, list[dict[str, Measurement]]] = {BASE: [], HEAD: []}
-        groups: list[int] = []  # by pair, the duo that timed it
-        lost: dict[str, set[str]] = {BASE: set(), HEAD: set()}
+        pairs = Pairs()
         errors: list[str] = []
-        uncollected: dict[str, str] = {}  # files the revision's side could not collect: why
         inputs: dict[str, str] = {}  # how a call's inputs differ between the sides, by key
         results: dict[str, Result] = {}
         wanted = list(nodeids)
@@ -782,18 +778,16 @@ class Pairing:
             for n, (leader, follower) in zip(numbers, ran, strict=True):
                 head_leads = n % 2 == 1
                 errors += [r.error for r in (leader, follower) if r.error]
-                uncollected.update((follower if head_leads else leader).uncollected)
+                pairs.uncollected.update((follower if head_leads else leader).uncollected)
                 if head_leads:  # its leader says how the revision's inputs differ
                     inputs.update(_changed_inputs(leader))
                 new = _sides_of(leader, swapped=not head_leads)
                 for sides in new:
-                    runs[BASE].append(sides[BASE])
-                    runs[HEAD].append(sides[HEAD])
-                    groups.append(n)
+                    pairs.add(sides, duo=n)
                 measured = measured or any(sides[HEAD] or sides[BASE] for sides in new)
             if not measured:
                 break  # this look's duos measured nothing: another would not either
-            judged = self._judged(runs, lost, measure_of, uncollected=uncollected, groups=groups)
+            judged = self._judged(pairs, measure_of)
             results = {r.key: _other_inputs(r, inputs.get(r.key, "")) for r in judged}
             # A call whose inputs differ between the sides is never judged.
             wanted = unsure_tests(nodeids, {k: r for k, r in results.items() if k not in inputs})
@@ -807,7 +801,7 @@ class Pairing:
             return costs.lock_wait_s + costs.timer_setup_s + costs.sampling_s if costs else 0.0
 
         for key, result in results.items():  # each with its other pairs' time (costs)
-            spent = sum(paid(run[key].costs) for run in runs[HEAD] if key in run)
+            spent = sum(paid(run[key].costs) for run in pairs.runs[HEAD] if key in run)
             results[key] = _with_cost(result, spent - paid(result.measurement.costs), "")
         return results, list(dict.fromkeys(errors)), duos
 
@@ -832,33 +826,16 @@ class Pairing:
         return sides, moved
 
     def _judged(
-        self,
-        runs: Mapping[str, list[dict[str, Measurement]]],
-        lost: Mapping[str, set[str]],
-        measure_of: Callable[[str], MeasureSettings],
-        failed: str = "",
-        uncollected: Mapping[str, str] | None = None,
-        groups: Sequence[int] = (),
+        self, pairs: Pairs, measure_of: Callable[[str], MeasureSettings]
     ) -> tuple[Result, ...]:
-        """Each key's verdict on its pairs so far (``measure_of`` a key's node id: its
-        settings; ``uncollected``: the revision's files that could not be collected, why;
-        ``groups``: by pair, the duo that timed it, judged by the duo design)."""
-        found = paired_results(
-            runs,
-            lost,
-            uncollected or {},
-            Gate.of(self.settings, family=self.session.family),
-            measure_of,
-            self.duo_design if groups else self.design,
-            self.two.revision,
-            lockstep=True,
-            duos=groups,
-        )
+        """Each key's verdict on its ``pairs`` so far (``measure_of`` a key's node id: its
+        settings), those of duos by the duo design."""
+        gate = Gate.of(self.settings, family=self.session.family)
+        design = self.duo_design if pairs.duos else self.design
         return tuple(
-            dataclasses.replace(r, verdict=dataclasses.replace(r.verdict, reason=failed))
-            if failed and key in lost[BASE]
-            else r
-            for key, r in found.items()
+            paired_results(
+                pairs, gate, measure_of, design, self.two.revision, lockstep=True
+            ).values()
         )
 
 
