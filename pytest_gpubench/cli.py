@@ -35,7 +35,7 @@ from .core.device import Fingerprint
 from .core.errors import BaselineError, GpubenchError
 from .core.jsondata import Json
 from .core.kernels import launch_count
-from .core.records import Result, Status, is_number, whole
+from .core.records import Paired, Result, Status, is_number, whole
 from .core.settings import (
     CHANGED_ACTIONS,
     MeasureSettings,
@@ -80,7 +80,7 @@ class ResultFile:
     settings: Mapping[str, Json]
     results: dict[str, Result]  # by key
     # An A/B run's (pytest --gpubench-against): the revision as typed and its commit.
-    against: Mapping[str, str] | None = None
+    against: Paired | None = None
 
     @property
     def device_name(self) -> str:
@@ -108,15 +108,13 @@ def read_results(path: Path) -> ResultFile:
     for part in ("device", "settings"):
         if not isinstance(data.get(part, {}), dict):
             raise GpubenchError(f"{RESULT_FILE} {path} has a {part!r} that is not an object")
-    against = data.get("against")
-    if against is not None and not (
-        isinstance(against, dict)
-        and all(isinstance(against.get(k), str) and against[k] for k in ("revision", "commit"))
-    ):
+    try:  # the revision and commit of an A/B run: a Paired of no sessions
+        against = None if data.get("against") is None else Paired.from_json(data["against"])
+    except ValueError:
         raise GpubenchError(
             f"{RESULT_FILE} {path} has an 'against' that is not an object with 'revision' and "
             "'commit' strings; write it again with pytest --gpubench-against REF --gpubench-json"
-        )
+        ) from None
     results: dict[str, Result] = {}
     for index, item in enumerate(data["results"]):
         problem = _result_problem(item)
@@ -361,7 +359,7 @@ def compare_pairs(
                 raise GpubenchError(f"cannot judge {key}: {exc}") from None
         judged.append(Result(dataclasses.replace(m, threshold=measure.threshold), verdict))
     default = threshold or _setting(run, "threshold", DEFAULT_THRESHOLD)
-    revision = f"{run.against['revision']} ({run.against['commit'][:8]})" if run.against else ""
+    revision = run.against.label if run.against else ""
     title = f"gpubench compare: {run.path}: the working tree against {revision} ({run.device_name})"
     return Comparison(title, judged, gate, default, alpha, [], family_of="of either side")
 

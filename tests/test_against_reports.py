@@ -474,9 +474,11 @@ def test_compare_refuses_a_damaged_ab_file_in_one_line(
     document["results"][0]["against"]["base_sessions"] = [{"session": "b1"}]
     path.write_text(json.dumps(document), encoding="utf-8")
     assert "has a results[0] that cannot be read" in one_line_error(capsys, "compare", str(path))
-    document["against"] = "main"
-    path.write_text(json.dumps(document), encoding="utf-8")
-    assert "has an 'against' that is not an object" in one_line_error(capsys, "compare", str(path))
+    for against in ("main", {"revision": "main", "commit": ""}, {"revision": "main"}):
+        document["against"] = against
+        path.write_text(json.dumps(document), encoding="utf-8")
+        err = one_line_error(capsys, "compare", str(path))
+        assert "has an 'against' that is not an object with 'revision' and 'commit'" in err
 
 
 # --- as users run it ------------------------------------------------------------------------

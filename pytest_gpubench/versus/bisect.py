@@ -693,14 +693,11 @@ def read_report(path: Path, commit: Commit) -> dict[str, Reading]:
     entries = data.get("results") if isinstance(data, dict) else None
     if not isinstance(entries, list):
         raise BisectError(f"bisect: {what} has no 'results' list")
-    readings: dict[str, Reading] = {}
-    for entry in entries:
-        try:
-            result = Result.from_dict(entry)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise BisectError(f"bisect: {what} has a result that cannot be read ({exc})") from None
-        readings[result.key] = Reading.of(result)
-    return readings
+    try:
+        results = [Result.from_dict(entry) for entry in entries]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise BisectError(f"bisect: {what} has a result that cannot be read ({exc})") from None
+    return {r.key: Reading.of(r) for r in results}
 
 
 def step_environment(rev: revision.Revision, folder: Path) -> dict[str, str]:
