@@ -1,10 +1,10 @@
 """The role of a fresh process the plugin started (run.children): to confirm a verdict, or to
 record a session.
 
-It runs the tests its parent asked for, hands what it measured to its parent in a file of
-the parent's folder, and writes nothing else of the user's: its parent judges, saves and
-reports. It dies with its parent (``run.processes.watch_parent``), and writes nothing when
-interrupted.
+It runs the tests its parent asked for, tells its parent how it stands and what it measured
+in its status file, in the parent's folder (run.children.tell), and writes nothing else of
+the user's: its parent judges, saves and reports. It dies with its parent
+(``run.processes.watch_parent``), and writes nothing when interrupted.
 Once pytest is done it ends at once (``pytest_unconfigure``): its parent waits for it.
 """
 
@@ -21,9 +21,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..core.errors import GpubenchError
-from ..run.children import beat, child_document, foreign_imports, plan, read_request
+from ..run.children import beat, child_document, foreign_imports, read_request, tell
 from ..run.processes import WRAPPED_VARIABLE, watch_parent
-from ..store import files as storage
 from .collect import Collected
 
 if TYPE_CHECKING:
@@ -34,11 +33,11 @@ GATE_POLL_S = 0.02
 
 
 class Child:
-    """``out``: the file its parent reads its results from; ``parent``: the pid it dies with;
-    ``hold_device``: it confirms a verdict, beside siblings that started with it, or times a
-    side of a comparison; ``turn``: in a relay of processes, the file to make once it holds
-    the device (run.children.TURN_VARIABLE); ``gate``: in duos started together, the file
-    to make once set up and the one to wait for before taking the device
+    """``out``: its status file, holding its parent's request; ``parent``: the pid it dies
+    with; ``hold_device``: it confirms a verdict, beside siblings that started with it, or
+    times a side of a comparison; ``turn``: in a relay of processes, it says once it holds
+    the device (run.children.TURN_VARIABLE); ``gate``: in duos started together, it says
+    once set up, and waits for this file before taking the device
     (run.children.GATE_VARIABLE)."""
 
     def __init__(
@@ -53,6 +52,7 @@ class Child:
         gate: str = "",
     ) -> None:
         self.out = out
+        self.request = read_request(out)
         self.gate = gate
         self.session = session
         self.collected = collected
@@ -72,7 +72,7 @@ class Child:
     ) -> None:
         """A process started to confirm, or to time a side of a comparison, runs only the
         tests its parent asked for."""
-        request = read_request(self.out)
+        request = self.request
         if request is None:
             return
         if request.evidence is not None and self.session is not None:
@@ -91,7 +91,7 @@ class Child:
             config.hook.pytest_deselected(items=deselected)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        plan(self.out, [item.nodeid for item in session.items])
+        tell(self.out, plan=[item.nodeid for item in session.items])
 
     # Signs of progress for its parent (run.children.CHILD_TIMEOUT_S bounds a quiet child),
     # naming the test running: a process that dies in it (an abort, a segfault) is replaced.
@@ -137,9 +137,8 @@ class Child:
         the wait (it kills what outlives it)."""
         if not self.gate:
             return
-        ready, go = (Path(p) for p in self.gate.split("\n", 1))
-        ready.touch()
-        while self.hold_device and not go.exists():
+        tell(self.out, ready=True)
+        while self.hold_device and not Path(self.gate).exists():
             time.sleep(GATE_POLL_S)
 
     def _hold(self) -> None:
@@ -153,16 +152,13 @@ class Child:
         except GpubenchError:
             return  # each measurement still waits for the device itself
         if self.turn:
-            Path(self.turn).touch()
+            tell(self.out, held=True)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR):
             return  # cancelled: its parent gets nothing, and says so
         # Else the parent reports a process that measured nothing, with its output.
-        with contextlib.suppress(GpubenchError):
-            storage.write_atomic(
-                self.out, child_document(self.collected.outcomes, foreign_imports()), "results"
-            )
+        tell(self.out, **child_document(self.collected.outcomes, foreign_imports()))
         self.reported = True
 
     @pytest.hookimpl(wrapper=True, tryfirst=True, specname="pytest_sessionfinish")
