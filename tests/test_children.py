@@ -13,6 +13,7 @@ import sysconfig
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -199,7 +200,9 @@ class FakePopen:
     child would, prints ``output`` to the child's log, and ends with ``returncode`` (or
     never, with ``hangs``)."""
 
-    def __init__(self, document: str | None, returncode: int, output: str, hangs: bool = False):
+    def __init__(
+        self, document: dict[str, object] | None, returncode: int, output: str, hangs: bool = False
+    ):
         self.document, self.returncode, self.output = document, returncode, output
         self.hangs = hangs
         self.calls: list[dict[str, Any]] = []
@@ -208,7 +211,7 @@ class FakePopen:
     def __call__(self, command: list[str], **kwargs: Any) -> FakePopen:
         self.calls.append({"command": command, **kwargs})
         if self.document is not None:
-            Path(kwargs["env"]["PYTEST_GPUBENCH_CHILD"]).write_text(self.document)
+            Path(kwargs["env"]["PYTEST_GPUBENCH_CHILD"]).write_text(json.dumps(self.document))
         kwargs["stdout"].write(self.output.encode())
         return self
 
@@ -604,7 +607,7 @@ def test_a_dead_childs_telling_line_is_its_last_words_not_its_header_nor_its_sta
 
 
 def test_the_document_is_json_of_the_results_files_fields() -> None:
-    data = json.loads(child_document([(measured(), False)]))
+    data = json.loads(json.dumps(child_document([(measured(), False)])))
     [entry] = data["results"]
     assert (entry["key"], entry["passed"], entry["status"]) == ("t.py::test_a", False, "ok")
 
@@ -765,13 +768,29 @@ def test_a_child_names_a_test_whose_id_holds_a_lone_surrogate(tmp_path: Path) ->
     assert children.running_test(out) == "t.py::test_a[\udc80]"
 
 
-def test_a_child_says_the_tests_it_is_to_run_whatever_their_ids_hold(tmp_path: Path) -> None:
+@pytest.mark.parametrize("said", [False, True])
+def test_a_child_says_the_tests_it_is_to_run_whatever_their_ids_hold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, said: bool
+) -> None:
     # Its parent reads them if it dies (a side given up: which tests it never timed).
-    out = tmp_path / "child.json"
-    assert children.planned(out) is None  # not known: it never said
     ids = ["t.py::test_a", "t.py::test_b[\udc80]", "t.py::test_c[a\nb]"]
-    children.plan(out, ids)
-    assert children.planned(out) == tuple(ids)
+    session: Any = SimpleNamespace(items=[SimpleNamespace(nodeid=i) for i in ids])
+
+    class Dies(FakePopen):
+        """The child role, until it dies in a test: having said its plan, or not."""
+
+        def __call__(self, command: list[str], **kwargs: Any) -> FakePopen:
+            out = Path(kwargs["env"]["PYTEST_GPUBENCH_CHILD"])
+            role = Child(out, None, Collected(), parent=None, hold_device=False)
+            if said:
+                role.pytest_collection_finish(session)
+            role.pytest_runtest_logstart(ids[1], None)
+            return super().__call__(command, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", Dies(None, -9, ""))
+    [run] = launcher(tmp_path).confirming(ids, 1, 1, lambda i, n: None)
+    assert run.crashed == ((ids[1], "killed by SIGKILL"),)
+    assert run.planned == (tuple(ids) if said else None)  # None: not known, never said
 
 
 def test_foreign_imports_names_modules_of_the_other_sides_tree_not_what_is_installed(

@@ -1,10 +1,10 @@
 """The role of a fresh process the plugin started (run.children): to confirm a verdict, or to
 record a session.
 
-It runs the tests its parent asked for, hands what it measured to its parent in a file of
-the parent's folder, and writes nothing else of the user's: its parent judges, saves and
-reports. It dies with its parent (``run.processes.watch_parent``), and writes nothing when
-interrupted.
+It runs the tests its parent asked for, tells its parent how it stands and what it measured
+in its status file, in the parent's folder (run.children.tell), and writes nothing else of
+the user's: its parent judges, saves and reports. It dies with its parent
+(``run.processes.watch_parent``), and writes nothing when interrupted.
 Once pytest is done it ends at once (``pytest_unconfigure``): its parent waits for it.
 """
 
@@ -14,19 +14,20 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from ..core.errors import GpubenchError
-from ..run.children import beat, child_document, foreign_imports, plan, read_request
+from ..run.children import DUO_VARIABLE, beat, child_document, foreign_imports, read_request, tell
 from ..run.processes import WRAPPED_VARIABLE, watch_parent
-from ..store import files as storage
 from .collect import Collected
+from .measuring import BENCH_KEY, OUTCOMES, uses_fixture
 
 if TYPE_CHECKING:
+    from ..run.duo import Follower, Leader
     from ..run.session import BenchSession
 
 # How often a duo's leader looks whether every process of its look is set up.
@@ -34,11 +35,11 @@ GATE_POLL_S = 0.02
 
 
 class Child:
-    """``out``: the file its parent reads its results from; ``parent``: the pid it dies with;
-    ``hold_device``: it confirms a verdict, beside siblings that started with it, or times a
-    side of a comparison; ``turn``: in a relay of processes, the file to make once it holds
-    the device (run.children.TURN_VARIABLE); ``gate``: in duos started together, the file
-    to make once set up and the one to wait for before taking the device
+    """``out``: its status file, holding its parent's request; ``parent``: the pid it dies
+    with; ``hold_device``: it confirms a verdict, beside siblings that started with it, or
+    times a side of a comparison; ``turn``: in a relay of processes, it says once it holds
+    the device (run.children.TURN_VARIABLE); ``gate``: in duos started together, it says
+    once set up, and waits for this file before taking the device
     (run.children.GATE_VARIABLE)."""
 
     def __init__(
@@ -53,6 +54,7 @@ class Child:
         gate: str = "",
     ) -> None:
         self.out = out
+        self.request = read_request(out)
         self.gate = gate
         self.session = session
         self.collected = collected
@@ -64,6 +66,10 @@ class Child:
         self.reported = False  # its session ended uncancelled, its results written (or tried)
         # Its session, once every plugin's sessionfinish ran without raising.
         self.finished: pytest.Session | None = None
+        # Its end of a duo (run/duo.py), the other side's process holding the other; once
+        # that process is gone, why (every later test then fails: no verdict).
+        self.duo: Leader | Follower | None = None
+        self.duo_ended = ""
         if parent is not None:
             watch_parent(parent, out.parent)
 
@@ -72,7 +78,7 @@ class Child:
     ) -> None:
         """A process started to confirm, or to time a side of a comparison, runs only the
         tests its parent asked for."""
-        request = read_request(self.out)
+        request = self.request
         if request is None:
             return
         if request.evidence is not None and self.session is not None:
@@ -90,8 +96,20 @@ class Child:
             items[:] = [item for item in items if kept(item)]
             config.hook.pytest_deselected(items=deselected)
 
+    @pytest.hookimpl(trylast=True)  # after the measuring role's: the baseline read
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        plan(self.out, [item.nodeid for item in session.items])
+        tell(self.out, plan=[item.nodeid for item in session.items])
+        spec = os.environ.get(DUO_VARIABLE)
+        if spec and self.session is not None:
+            from ..run.duo import joined
+
+            benchmarks = [item.nodeid for item in session.items if uses_fixture(item)]
+            self.duo = joined(spec, benchmarks)
+            if benchmarks:
+                # Both start the profiler now, at once, by the same settings (4.4 s on an
+                # H200), not the leader once the follower's first offer came.
+                with contextlib.suppress(Exception, pytest.skip.Exception, pytest.fail.Exception):
+                    self.session.timer_ready()  # (what fails is said when a test times)
 
     # Signs of progress for its parent (run.children.CHILD_TIMEOUT_S bounds a quiet child),
     # naming the test running: a process that dies in it (an abort, a segfault) is replaced.
@@ -118,10 +136,15 @@ class Child:
         device from its first test to its last (a relay's, from its session's start). Such
         processes start together (run.children.run_children) or each while the one before
         it times (run.children.relay, which also keeps their order): their start-up
-        overlaps, their GPU work (first calls, compiles, samples) does not."""
+        overlaps, their GPU work (first calls, compiles, samples) does not. Then a duo's
+        leader tells its follower to run its tests; the follower waits for that before any
+        test's fixtures run."""
         self._wait_gate()
         if not self.held:
             self._hold()
+        if self.duo is not None:
+            with self._unless_duo_ended():
+                self.duo.begin()
         try:
             return (yield)
         finally:
@@ -130,6 +153,43 @@ class Child:
                 self.session.device_lock().release()
                 self.held = False
 
+    @pytest.hookimpl(wrapper=True)  # inside the measuring role's: it judges what this pairs
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
+        """In a duo: the follower holds the test's calls, then offers them and samples them
+        as the leader asks; the leader pairs its calls with them, then says it is done. Once
+        the other process is gone, the test fails, saying why."""
+        bench = item.stash.get(BENCH_KEY, None)
+        if self.duo is not None and bench is not None and not self.duo_ended:
+            with self._unless_duo_ended():
+                bench.lockstep = self.duo.lockstep(item.nodeid) or bench.lockstep
+        if self.duo_ended:
+            pytest.fail(f"the duo ended: {self.duo_ended}", pytrace=False)
+        if self.duo is None or bench is None:
+            return (yield)
+        failed = None  # stays None on Ctrl-C: the duo goes no further
+        try:
+            outcome = yield
+            failed = ""
+            return outcome
+        except OUTCOMES as exc:
+            why = f"its test did not pass there ({type(exc).__name__})"
+            failed = str(exc) if isinstance(exc, GpubenchError) else why
+            raise
+        finally:
+            if failed is not None and bench.lockstep is not None and self.session is not None:
+                with self._unless_duo_ended():
+                    self.duo.after(item.nodeid, bench.lockstep, failed, self.session)
+
+    @contextlib.contextmanager
+    def _unless_duo_ended(self) -> Iterator[None]:
+        """A step of the duo; once the other process is gone, why: ``duo_ended``."""
+        from ..run.sides import DuoError
+
+        try:
+            yield
+        except DuoError as exc:
+            self.duo_ended = str(exc)
+
     def _wait_gate(self) -> None:
         """In duos started together (run.children.run_duos): say this process is set up
         (collected, its profiler started), then, leading, wait until its parent says every
@@ -137,9 +197,8 @@ class Child:
         the wait (it kills what outlives it)."""
         if not self.gate:
             return
-        ready, go = (Path(p) for p in self.gate.split("\n", 1))
-        ready.touch()
-        while self.hold_device and not go.exists():
+        tell(self.out, ready=True)
+        while self.hold_device and not Path(self.gate).exists():
             time.sleep(GATE_POLL_S)
 
     def _hold(self) -> None:
@@ -153,17 +212,16 @@ class Child:
         except GpubenchError:
             return  # each measurement still waits for the device itself
         if self.turn:
-            Path(self.turn).touch()
+            tell(self.out, held=True)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR):
-            return  # cancelled: its parent gets nothing, and says so
-        # Else the parent reports a process that measured nothing, with its output.
-        with contextlib.suppress(GpubenchError):
-            storage.write_atomic(
-                self.out, child_document(self.collected.outcomes, foreign_imports()), "results"
-            )
-        self.reported = True
+        # Cancelled, its parent gets nothing, and says so; else it reports a process that
+        # measured nothing, with its output.
+        if exitstatus not in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR):
+            tell(self.out, **child_document(self.collected.outcomes, foreign_imports()))
+            self.reported = True
+        if self.duo is not None:  # a follower's last word: no more tests on its side
+            self.duo.end()
 
     @pytest.hookimpl(wrapper=True, tryfirst=True, specname="pytest_sessionfinish")
     def pytest_sessionfinish_around(

@@ -18,7 +18,6 @@ import contextlib
 import dataclasses
 import functools
 import os
-import random
 from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING
 
@@ -32,7 +31,6 @@ from .collect import REPORT_ATTRIBUTE, SKIPPED_ATTRIBUTE
 if TYPE_CHECKING:
     from ..core.records import Measurement
     from ..core.settings import MeasureSettings
-    from ..run.duo import Follower, Leader
     from ..run.fixture import GpuBench
     from ..run.session import BenchSession
     from ..run.sides import Lockstep
@@ -151,10 +149,6 @@ class Measuring:
         # Against a revision in this process: its two sides (set by the controller, or
         # from the parent's checkout in a fresh process).
         self.pairing: Pairing | None = None
-        # This fresh process's end of a duo (run/duo.py): the revision's side in another;
-        # once the other process is gone, why (every later test then fails: no verdict).
-        self.duo: Leader | Follower | None = None
-        self.duo_ended = ""
         # Tests whose flagged verdicts wait for the run's end (DEFER_KEY), by node id.
         self.waiting: dict[str, Waiting] = {}
 
@@ -200,41 +194,11 @@ class Measuring:
                 own = sum(1 for k in keys if k == nodeid or k.startswith(nodeid + "#"))
                 family += max(1, own)
             self.session.family = max(1, family)
-        if self.session is not None and self.settings.child is not None:
-            from ..run.children import DUO_VARIABLE
-            from ..run.duo import joined
 
-            spec = os.environ.get(DUO_VARIABLE)
-            if spec:
-                self.duo = joined(spec, [i.nodeid for i in benchmarks])
-                if benchmarks:
-                    # Both start the profiler now, at once, by the same settings (4.4 s on
-                    # an H200), not the leader once the follower's first offer came.
-                    with contextlib.suppress(
-                        Exception, pytest.skip.Exception, pytest.fail.Exception
-                    ):
-                        self.session.timer_ready()  # (what fails is said when a test times)
-
-    # Innermost of the loop's wrappers: a fresh process's (plugin.child) holds the device by
-    # the time a duo's leader says go.
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
-        """Before the tests, a duo's leader, which holds the device by now (plugin.child),
-        tells its follower to run its tests; the follower waits for that before any test's
-        fixtures run. After the last test (or a stop), the tests whose flagged verdicts
-        waited are confirmed together, and their reports, held until then, say their
-        outcome."""
-        from ..run.duo import Follower
-        from ..run.sides import DuoError
-
-        if self.duo is not None:
-            try:
-                if isinstance(self.duo, Follower):
-                    self.duo.wait_go()
-                else:
-                    self.duo.go()
-            except DuoError as exc:
-                self.duo_ended = str(exc)
+        """After the last test (or a stop), the tests whose flagged verdicts waited are
+        confirmed together, and their reports, held until then, say their outcome."""
         stopped = "the run stopped before its confirmation"
         try:
             result = yield
@@ -275,7 +239,6 @@ class Measuring:
             and self.session.gate.confirm > 0
             and self.session.gate.enforcing
             and (self.pairing is None or self.pairing.in_process)
-            and self.duo is None
             and not config.getoption("maxfail", 0)
             and not hasattr(config, "workerinput")
             and not getattr(config.option, "reruns", None)
@@ -312,12 +275,6 @@ class Measuring:
                 _no_verdict(w.item, report)
             _log(w.item, w.reports)
 
-    def pytest_sessionfinish(self) -> None:
-        from ..run.duo import Follower
-
-        if isinstance(self.duo, Follower):
-            self.duo.end()
-
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         problem = item.stash.get(SPEC_KEY, None)
@@ -342,29 +299,22 @@ class Measuring:
         if self.session is not None:  # its evidence trace: not the test's time
             self.session.outside_test = functools.partial(timeout_paused, item)
         try:
-            return (yield from self._call(item))
+            self._base_side(item)
+            try:
+                outcome = yield
+            except GpubenchError as exc:
+                self._settle(item, confirm=False)
+                raise pytest.fail.Exception(str(exc), pytrace=False) from None
+            except OUTCOMES:
+                self._settle(item, confirm=False)  # the test failed or skipped: its numbers show
+                raise
+            failures = self._settle(item, confirm=True)
+            if failures:
+                pytest.fail("\n".join(failures), pytrace=False)
+            return outcome
         finally:
             if self.session is not None:
                 self.session.outside_test = contextlib.nullcontext
-
-    def _call(self, item: pytest.Item) -> Generator[None, object, object]:
-        self._base_side(item)
-        self._duo_before(item)
-        try:
-            outcome = yield
-        except GpubenchError as exc:
-            self._duo_after(item, str(exc))
-            self._settle(item, confirm=False)
-            raise pytest.fail.Exception(str(exc), pytrace=False) from None
-        except OUTCOMES as exc:
-            self._duo_after(item, f"its test did not pass there ({type(exc).__name__})")
-            self._settle(item, confirm=False)  # the test failed or skipped: its numbers show
-            raise
-        self._duo_after(item, "")
-        failures = self._settle(item, confirm=True)
-        if failures:
-            pytest.fail("\n".join(failures), pytrace=False)
-        return outcome
 
     def _base_side(self, item: pytest.Item) -> None:
         """Against a revision in this process: run the revision's body of the test first,
@@ -389,67 +339,6 @@ class Measuring:
         lock = found.lock or Lockstep(pairing.two, head=True)
         bench.lockstep = lock
         item.stash[LOCK_KEY] = (lock, found.failed or found.apart)
-
-    def _duo_before(self, item: pytest.Item) -> None:
-        """In a duo (run/duo.py): the follower holds the test's calls for the leader; the
-        leader finds the follower's run of the test and pairs its calls with it."""
-        from ..run.duo import Follower, Same
-        from ..run.sides import DuoError, Lockstep
-
-        bench = item.stash.get(BENCH_KEY, None)
-        if self.duo_ended:
-            pytest.fail(f"the duo ended: {self.duo_ended}", pytrace=False)
-        if self.duo is None or bench is None:
-            return
-        if isinstance(self.duo, Follower):
-            # Its pads drawn apart from the leader's, as one process draws both sides'.
-            bench.lockstep = Lockstep(Same(), draw=random.Random(1))
-            return
-        try:
-            offer = self.duo.offer(item.nodeid)
-        except DuoError as exc:
-            self.duo_ended = str(exc)
-            pytest.fail(f"the duo ended: {exc}", pytrace=False)
-        if offer is not None:  # else the revision has no such test: its calls are new
-            bench.lockstep = Lockstep(
-                Same(),
-                head=True,
-                remote_untimed=dict(zip(offer.keys, offer.untimed, strict=False)),
-                remote_inputs=dict(zip(offer.keys, offer.inputs, strict=False)),
-                remote=self.duo.sampler,
-                pairs=self.duo.pairs,
-            )
-
-    def _duo_after(self, item: pytest.Item, failed: str) -> None:
-        """In a duo: the follower offers the calls its test held and samples them as the
-        leader asks; the leader tells it the test is done. The other process gone: why."""
-        from ..run.duo import Follower, Offer, held_samplers
-        from ..run.sides import DuoError
-        from ..timing.device import inputs_of
-
-        bench = item.stash.get(BENCH_KEY, None)
-        lock = bench.lockstep if bench is not None else None
-        session = self.session
-        if self.duo is None or lock is None or session is None:
-            return
-        held = dict(lock.held)
-        lock.held.clear()
-        try:
-            if not isinstance(self.duo, Follower):
-                self.duo.done(item.nodeid)
-                return
-            untimed = tuple(h.call.untimed for h in held.values())
-            inputs = tuple(inputs_of(h.workload) for h in held.values())
-            for one in held.values():
-                # A timer that cannot be made is said when the leader asks for its sampler.
-                with contextlib.suppress(Exception):
-                    session.timer_ready(one.call)
-            self.duo.serve(
-                Offer(item.nodeid, tuple(held), failed, untimed, inputs),
-                held_samplers(held, session.remote_sampler, lock.draw),
-            )
-        except DuoError as exc:
-            self.duo_ended = str(exc)
 
     def _settle(self, item: pytest.Item, *, confirm: bool) -> list[str]:
         """Confirm the test's flagged results (judged as measured) when ``confirm``, keep them
@@ -476,7 +365,7 @@ class Measuring:
                 item.stash[RESULTS_KEY] = results
                 return []
             compared = True  # confirmed as pairs, not against a history
-        elif self.duo is not None and bench.lockstep is not None and bench.lockstep.base:
+        elif bench.lockstep is not None and bench.lockstep.remote and bench.lockstep.base:
             from ..versus.lockstep import child_results
 
             lock = bench.lockstep  # a duo's leader: both sides, for its parent to pair

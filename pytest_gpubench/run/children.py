@@ -40,10 +40,12 @@ import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from ..core.codec import decode, encode
 from ..core.errors import GpubenchError
 from ..core.records import Result
+from ..store.files import write_atomic
 from ..timing.gpus import DEVICE_VARIABLE
 from . import processes
 from .owner import alive, identity
@@ -57,15 +59,15 @@ PARENT_VARIABLE = "PYTEST_GPUBENCH_PARENT"
 # Trees a side of a comparison must not import code from, os.pathsep-separated: the other
 # side's (versus/ab.py). Measurements of the other side's code would make the two sides same.
 FOREIGN_VARIABLE = "PYTEST_GPUBENCH_NOT_FROM"
-# In a child of a relay (``relay``): the file it makes once it holds the device (the next
-# child starts then, and queues behind it).
+# Set in a child of a relay (``relay``): it says in its status once it holds the device (the
+# next child starts then, and queues behind it).
 TURN_VARIABLE = "PYTEST_GPUBENCH_TURN"
 # What a process of a duo (run/duo.py) is told: "leader" or "follower", its side ("head" or
 # "base"), the authkey in hex, the pairs of each call, and the socket's path, separated by
 # spaces.
 DUO_VARIABLE = "GPUBENCH_DUO"
-# A process of duos started together (``run_duos``): the file it makes once set up, and the
-# file whose making lets a leader take the device, one per line.
+# A process of duos started together (``run_duos``) says in its status once set up; a leader
+# takes the device once this file exists.
 GATE_VARIABLE = "PYTEST_GPUBENCH_GATE"
 # A child runs one test, or the whole selection when recording a session or timing a side of
 # a comparison, for as long as it makes progress: it touches its beat file (beat_of) as each
@@ -368,18 +370,41 @@ class Request:
 EVERY_BENCHMARK = Request(fixture="gpubench")
 
 
+# A child's status file (``<name>.json``): one JSON object, replaced whole as it grows. Its
+# parent's ``request``, then the child's ``held`` (a relay's next child starts), ``plan``
+# (read if it dies: which tests it never timed), ``ready`` (a duo's process is set up), and
+# its ``results``. The heartbeat (``beat``) is a file apart: touched at each file collected
+# and each test's start and end, it must cost nothing, where the status grows with the tests.
+
+
 def write_request(out: Path, request: Request) -> None:
-    """Ask a child to run only part of its collection (it reads the request from its output
-    file before overwriting it with its results)."""
-    out.write_text(json.dumps(encode(request)), encoding="utf-8")
+    """Ask a child to run only part of its collection."""
+    tell(out, request=encode(request))
 
 
 def read_request(out: Path) -> Request | None:
     """What a parent asked this child to run, or None for all of its selection."""
     try:
-        return decode(Request, json.loads(out.read_text(encoding="utf-8")))
-    except (OSError, ValueError):
+        return decode(Request, status_of(out)["request"])
+    except (KeyError, ValueError):
         return None
+
+
+def tell(out: Path, **news: object) -> None:
+    """Add ``news`` to the status file ``out`` (its readers see the old or the new file:
+    store.files.write_atomic). Never raises: a child's folder goes with its parent."""
+    status = {**status_of(out), **news}
+    with contextlib.suppress(GpubenchError):
+        write_atomic(out, json.dumps(status, allow_nan=True) + "\n", "a fresh process's status")
+
+
+def status_of(out: Path) -> dict[str, Any]:
+    """What the child writing to ``out`` last said ({}: nothing readable yet)."""
+    try:
+        status = json.loads(out.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return status if isinstance(status, dict) else {}
 
 
 Started = subprocess.Popen[bytes] | ChildRun  # a child, or why it did not start
@@ -477,25 +502,6 @@ def beat(out: Path, running: str | None = None) -> None:
             beat_of(out).write_text(running, encoding="utf-8", errors="surrogatepass")
 
 
-def plan(out: Path, nodeids: Sequence[str]) -> None:
-    """In a child writing to ``out``: the tests it is to run, once selected, which its
-    parent reads if it dies (a side given up knows which tests it never timed: not those
-    its code lacks). Never raises."""
-    with contextlib.suppress(OSError):  # JSON: an id may hold a newline, a lone surrogate
-        out.with_suffix(".plan").write_text(json.dumps(list(nodeids)), encoding="ascii")
-
-
-def planned(out: Path) -> tuple[str, ...] | None:
-    """The tests a child writing to ``out`` was to run (``plan``), None where not known."""
-    try:
-        nodeids = json.loads(out.with_suffix(".plan").read_text(encoding="ascii"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(nodeids, list):
-        return None
-    return tuple(str(n) for n in nodeids)
-
-
 def running_test(out: Path) -> str:
     """The node id of the test a child writing to ``out`` was running, '' between tests."""
     try:
@@ -583,29 +589,30 @@ def finish_child(proc: Started, out: Path, signs: Signs | None = None) -> ChildR
             error=f"a fresh process showed no progress for {CHILD_TIMEOUT_S:g} s "
             "(no file collected, no test started or ended) and was stopped"
         )
+    status = status_of(out)
     try:
-        document = json.loads(out.read_text(encoding="utf-8"))
         results = tuple(
             (Result.from_dict(entry), bool(entry.get("passed", True)))
-            for entry in document["results"]
+            for entry in status["results"]
         )
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         code = proc.returncode
         test = running_test(out)
         if test:  # it died in a test: pytest reports the failures it can catch
             said = reason_in(_log(out))
             how = processes.died(code) + (f": {said}" if said else "")
+            plan = status.get("plan")
             return ChildRun(
                 error=f"a fresh process died in {test}, {how}",
                 crashed=((test, how),),
-                planned=planned(out),
+                planned=tuple(map(str, plan)) if isinstance(plan, list) else None,
             )
         how = f"{processes.died(code)}: {EXITS[code]}" if code in EXITS else processes.died(code)
         return ChildRun(
             error=f"a fresh process measured nothing ({how}): {reason_in(_log(out)) or exc}"
         )
     uncollected = collection_errors(_log(out)) if proc.returncode not in (0, 5) else ()
-    foreign = tuple(str(m) for m in document.get("foreign", ()))
+    foreign = tuple(str(m) for m in status.get("foreign", ()))
     return ChildRun(results, uncollected=uncollected, foreign=foreign)
 
 
@@ -758,19 +765,16 @@ def run_duos(
             ordered = sides if head_leads else sides[::-1]
             for role, (side, launcher) in zip(("leader", "follower"), ordered, strict=True):
                 sock = children.folder / f"{name}.sock"
-                ready = children.folder / f"{name}-{role}.ready"
                 env = [
                     (DUO_VARIABLE, " ".join([role, side, key, str(pairs), str(sock)])),
-                    (GATE_VARIABLE, f"{ready}\n{go}"),
+                    (GATE_VARIABLE, str(go)),
                 ]
                 started.append(
                     children.start(launcher, f"{name}-{role}", Request(tuple(nodeids)), extra=env)
                 )
         signs = Signs([beat_of(out) for _, out in started])
         while signs.quiet_s() <= CHILD_TIMEOUT_S and not all(
-            out.with_suffix(".ready").exists()
-            or isinstance(proc, ChildRun)
-            or not processes.running(proc)
+            isinstance(proc, ChildRun) or status_of(out).get("ready") or not processes.running(proc)
             for proc, out in started
         ):
             time.sleep(BEAT_POLL_S)
@@ -803,9 +807,9 @@ def relay(
     its turn on the device comes (the one before it ended). Closing the generator early
     (an error, Ctrl-C) kills the processes it started.
 
-    A child makes a file once it holds the device lock (TURN_VARIABLE); the next starts
+    A child says so once it holds the device lock (TURN_VARIABLE); the next starts
     then, so it can only queue behind it: the order is kept, and at most one child waits
-    for the device. A child that ends without making its file (it crashed, had nothing to
+    for the device. A child that ends without saying so (it crashed, had nothing to
     time) is followed once it ended. A child that dies in a test (an abort, a segfault,
     SIGKILL) leaves the others standing: a fresh process of its leg times the rest of its
     tests without that one, at once, and the later legs of its launcher (its side) skip it
@@ -816,7 +820,6 @@ def relay(
     of another GPU failed, or Ctrl-C), it kills its processes and ends, also while it times
     a leg's rest."""
     with batch(device_index) as children:
-        turns = [children.folder / f"{leg.name}.turn" for leg in legs]
         # Each leg's first process, and its progress since it could start timing: its start
         # or its predecessor's end.
         started: list[tuple[Started, Path, Signs]] = []
@@ -831,10 +834,8 @@ def relay(
 
         def queue_next(i: int) -> None:
             """Start the leg after ``i`` once ``i`` holds the device: it queues behind it."""
-            if i + 1 < len(legs) and len(started) == i + 1 and turns[i].exists():
-                proc, out = start(
-                    legs[i + 1], legs[i + 1].name, [(TURN_VARIABLE, str(turns[i + 1]))]
-                )
+            if i + 1 < len(legs) and len(started) == i + 1 and status_of(started[i][1]).get("held"):
+                proc, out = start(legs[i + 1], legs[i + 1].name, [(TURN_VARIABLE, "1")])
                 started.append((proc, out, Signs((beat_of(out),))))
 
         def rest(i: int, run: ChildRun) -> ChildRun | None:
@@ -875,7 +876,7 @@ def relay(
             if stop is not None and stop.is_set():  # before starting or announcing another
                 return
             if i == len(started):
-                proc, out = start(leg, leg.name, [(TURN_VARIABLE, str(turns[i]))])
+                proc, out = start(leg, leg.name, [(TURN_VARIABLE, "1")])
                 started.append((proc, out, Signs((beat_of(out),))))
             if leg.says:
                 announce(leg.says)
@@ -942,11 +943,12 @@ def relays(
     return found
 
 
-def child_document(results: Sequence[tuple[Result, bool]], foreign: Sequence[str] = ()) -> str:
-    """What a child writes for its parent: its results, each with whether its test passed,
-    and the modules it imported from a tree it must not (:func:`foreign_imports`)."""
-    entries = [result.to_dict(passed) for result, passed in results]
-    return json.dumps({"results": entries, "foreign": list(foreign)}, allow_nan=True) + "\n"
+def child_document(
+    results: Sequence[tuple[Result, bool]], foreign: Sequence[str] = ()
+) -> dict[str, object]:
+    """A child's last status: its results, each with whether its test passed, and the
+    modules it imported from a tree it must not (:func:`foreign_imports`)."""
+    return {"results": [r.to_dict(passed) for r, passed in results], "foreign": list(foreign)}
 
 
 def foreign_imports() -> tuple[str, ...]:

@@ -11,7 +11,7 @@ calls it holds. The leader runs its body; each of its calls is paired with the f
 call of the same key by :func:`timing.engine.collect_pair`, the follower's side a
 :class:`Sampler` whose every sample is asked of the follower (:meth:`Leader.sampler`). Only
 one process touches the GPU at a time: the follower runs its tests once the leader holds
-the device (:meth:`Leader.go`) and samples only when asked, and the leader waits for each
+the device (:meth:`Leader.begin`) and samples only when asked, and the leader waits for each
 answer. What the leader measures of both sides goes to its parent as a lockstep child's
 results do (versus.lockstep.child_results: its own side under the test's key, the
 follower's as the revision's; the parent swaps them back where the revision led).
@@ -30,12 +30,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Client, Connection, Listener
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..timing.device import placed_anew
+from ..timing.device import inputs_of, placed_anew
 from ..timing.engine import Again, Sampler, Workload
 from .call import Call, Untimed
-from .sides import DuoError, Held, RemoteCallError
+from .sides import DuoError, Held, Lockstep, RemoteCallError
+
+if TYPE_CHECKING:
+    from .session import BenchSession
 
 # How long a process waits for its peer's next message by default: a test body's first calls
 # (compiles, autotuning) run between two messages.
@@ -140,13 +143,33 @@ class Follower(_Peer):
         """No more tests on this side."""
         self.send("end")
 
-    def wait_go(self) -> None:
-        """Wait until the leader holds the device (:meth:`Leader.go`): before it, this
+    def begin(self) -> None:
+        """Wait until the leader holds the device (:meth:`Leader.begin`): before it, this
         process's tests (their fixtures, first calls) would run beside another duo's
         measurements."""
         kind, *_ = self.receive()
         if kind != "go":
             raise DuoError(f"{self.who} sent {kind!r} where 'go' was due")
+
+    def lockstep(self, nodeid: str) -> Lockstep:
+        """The test's calls held for the leader, its pads drawn apart from the leader's."""
+        return Lockstep(Same(), draw=random.Random(1))
+
+    def after(self, nodeid: str, lock: Lockstep, failed: str, session: BenchSession) -> None:
+        """Offer the test's held calls (``failed``: why its body did not pass) and sample
+        them as the leader asks."""
+        held = dict(lock.held)
+        lock.held.clear()
+        for one in held.values():
+            # A timer that cannot be made is said when the leader asks for its sampler.
+            with contextlib.suppress(Exception):
+                session.timer_ready(one.call)
+        untimed = tuple(h.call.untimed for h in held.values())
+        inputs = tuple(inputs_of(h.workload) for h in held.values())
+        self.serve(
+            Offer(nodeid, tuple(held), failed, untimed, inputs),
+            held_samplers(held, session.remote_sampler, lock.draw),
+        )
 
 
 class Leader(_Peer):
@@ -218,9 +241,31 @@ class Leader(_Peer):
             energy=lambda per_call_s: None,
         )
 
-    def go(self) -> None:
+    def begin(self) -> None:
         """This process holds the device: the follower may run its tests."""
         self.send("go")
+
+    def end(self) -> None:
+        """No more tests: the follower says so, not the leader."""
+
+    def lockstep(self, nodeid: str) -> Lockstep | None:
+        """The test's calls paired with the follower's; None where it has no such test."""
+        offer = self.offer(nodeid)
+        if offer is None:
+            return None
+        return Lockstep(
+            Same(),
+            head=True,
+            remote_untimed=dict(zip(offer.keys, offer.untimed, strict=False)),
+            remote_inputs=dict(zip(offer.keys, offer.inputs, strict=False)),
+            remote=self.sampler,
+            pairs=self.pairs,
+        )
+
+    def after(self, nodeid: str, lock: Lockstep, failed: str, session: BenchSession) -> None:
+        """Done with the test ``nodeid``: the follower drops its held calls."""
+        lock.held.clear()
+        self.done(nodeid)
 
     def done(self, nodeid: str) -> None:
         """The leader is done with the test ``nodeid``: the follower drops its held calls."""
