@@ -633,6 +633,32 @@ def test_a_graphs_kernel_time_is_told_apart_by_replay_in_one_trace(
         a.alternate(b, 2)
 
 
+def test_a_replays_launches_leave_out_only_the_timers_own_blocking_kernel(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """timing.cuda.TorchGraph.profiled_replay on a synthetic trace: the blocking kernel the
+    timer queued before the replay (the first spin on the stream) is left out; the
+    function's own ``torch.cuda._sleep`` in the replay is its work, counted (all spins were
+    left out, so a function that spins read as a graph missing a launch and fell to cupti:
+    bench/results/h200-2026-12-05b)."""
+    from pytest_gpubench.timing import cuda
+
+    monkeypatch.setattr(cuda, "_sleep_cycles_per_ms", lambda: 1.0)
+    monkeypatch.setattr(cuda, "_replay_ms", lambda graph: 1.0)
+
+    def kernel(name: str, ts: float) -> dict[str, Any]:
+        return {"cat": "kernel", "name": name, "ts": ts, "dur": 1.0}
+
+    spin = "void spin_kernel(long)"
+    queued = [kernel(spin, 0.0), kernel("work", 60.0), kernel(spin, 70.0)]
+    queued += [kernel("work", 80.0), kernel(spin, 90.0)]
+    trace = queued[::-1]  # the trace's order is not the queue's
+    monkeypatch.setattr(cuda, "_profile_events", lambda run: (run(), trace)[1])
+    launches, replay_ms = cuda.TorchGraph(None).profiled_replay()  # type: ignore[arg-type]
+    assert replay_ms == 1.0
+    assert {launch.name: launch.count for launch in launches} == {spin: 2, "work": 2}
+
+
 def _graphs(calls: tuple[int, int], closed: list[str], fail: BaseException | None = None):
     """Two graph-like samplers of 1 µs calls batching ``calls``, made again by their count;
     closing one logs its name; ``fail``: making one again raises it."""

@@ -235,6 +235,25 @@ def test_a_graphs_kernel_time_is_taken_beside_its_time_per_call_side_by_side() -
             sampler.close()
 
 
+def test_a_function_that_spins_with_torchs_sleep_is_timed_from_its_graph() -> None:
+    """``torch.cuda._sleep`` inside the function is its work: the replay check drops only
+    the blocking kernel the timer queued before the replay, so the function's own spin is
+    counted as replayed and the function keeps its graph (it fell to cupti, its graph read
+    as missing a launch: h200-2026-12-05b)."""
+    from pytest_gpubench.timing import cuda
+    from pytest_gpubench.timing.engine import Workload
+
+    def spun(t: torch.Tensor) -> None:
+        t.add_(1)
+        torch.cuda._sleep(20_000)
+
+    sampler = cuda.make("auto").sampler(Workload(spun, (torch.zeros(1 << 20, device="cuda"),)))
+    try:
+        assert sampler.timer in ("cuda-graph", "cupti-graph"), sampler.timer
+    finally:
+        sampler.close()
+
+
 def results(pytester: pytest.Pytester) -> dict[str, dict[str, object]]:
     report = json.loads((pytester.path / "out.json").read_text())
     return {r["test"]: r for r in report["results"]}
