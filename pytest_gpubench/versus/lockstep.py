@@ -120,7 +120,13 @@ class TwoSides:
         )
         # Compilers' caches, keyed by what they compile: a library loaded from one (Triton's
         # launcher of a kernel) is that code's, whichever side compiled it.
-        self._known = (*self._installed, *(Path(p).resolve() for p in compile_caches()))
+        triton = os.environ.get("TRITON_CACHE_DIR") or os.path.join(
+            os.environ.get("TRITON_HOME") or os.path.expanduser("~"), ".triton", "cache"
+        )
+        inductor = os.environ.get("TORCHINDUCTOR_CACHE_DIR") or os.path.join(
+            tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}"
+        )
+        self._known = (*self._installed, *(Path(p).resolve() for p in (triton, inductor)))
         self.foreign: list[str] = []  # the working tree's modules the revision's side imported
         self.natives: list[str] = []  # why its side's native code cannot load here
 
@@ -335,18 +341,6 @@ class TwoSides:
                 del ops.load_library  # the class's own again
 
 
-def compile_caches() -> list[str]:
-    """Where Triton and Inductor keep what they compile (their defaults, or the variables
-    that move them)."""
-    triton = os.environ.get("TRITON_CACHE_DIR") or os.path.join(
-        os.environ.get("TRITON_HOME") or os.path.expanduser("~"), ".triton", "cache"
-    )
-    inductor = os.environ.get("TORCHINDUCTOR_CACHE_DIR") or os.path.join(
-        tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}"
-    )
-    return [triton, inductor]
-
-
 def holding_code(
     values: Mapping[str, object], project: Callable[[object], bool], natives: bool = True
 ) -> str:
@@ -543,9 +537,9 @@ class Pairing:
             if count == 0:
                 break
             started = time.perf_counter()
+            batch = []
             if here:
                 assert paired is not None
-                batch = []
                 for _ in range(count):
                     try:
                         with each_pair():
@@ -556,8 +550,12 @@ class Pairing:
                         break
                     batch.append(sides)
                     placed.append(moved)
-            else:
-                batch = self._fresh_pairs(nodeid, count, done, progress, errors)
+            else:  # fresh processes in lockstep: those that measured the working tree's side
+                assert self.launcher is not None
+                device = self.session.device_index
+                for run in self.launcher.confirming([nodeid], count, device, progress, first=done):
+                    errors += [run.error] if run.error else []
+                    batch += [sides for sides in _sides_of(run) if sides[HEAD]]
             spent_s += time.perf_counter() - started
             for sides in batch:
                 pairs.add(sides)
@@ -647,16 +645,19 @@ class Pairing:
             for r, _ in run.results
             if not r.measurement.key.endswith(BASE_SUFFIX)
         }
-        error = next((run.error for run in runs if run.error), "")
+        error = next((run.error for run in runs if run.error), "it measured nothing")
+        missing = f"no second process: {error}"[:300]  # a result's note, where it has no verdict
 
         def says(r: Result, measure: MeasureSettings, share_s: float) -> Result:
             why = _asked(r, measure, gate)
+            said: Result | None = r
             if why == "flagged":
-                r = _as_second_process_says(r, theirs.get(r.key), error, measure)
+                said = _as_second_process_says(r, theirs.get(r.key), measure)
             elif why == "beyond":
-                r = self._as_second_process_decides(r, theirs.get(r.key), error, measure, gate)
+                said = self._as_second_process_decides(r, theirs.get(r.key), measure, gate)
             costs = r.measurement.costs
-            return _with_cost(r, (costs.confirm_s if costs else 0.0) + share_s, "")
+            spent_s = (costs.confirm_s if costs else 0.0) + share_s
+            return _with_cost(said or r, spent_s, "" if said else missing)
 
         return [
             ended(
@@ -675,16 +676,15 @@ class Pairing:
         self,
         result: Result,
         theirs: Result | None,
-        error: str,
         measure: MeasureSettings,
         gate: Gate,
-    ) -> Result:
+    ) -> Result | None:
         """An unsure ``result`` whose change reads beyond the threshold (_unsure_beyond),
         given a second process's result: that process's pairs judged at this run's level
         (its own run judged one test), failing the test where they fail it on their own the
-        same way, else ``result`` with what they read."""
+        same way, else ``result`` with what they read; None where it has no pairs."""
         if theirs is None or theirs.verdict.paired is None or not theirs.verdict.paired.pairs:
-            return _no_second_process(result, error)
+            return None
         m, ours = theirs.measurement, result.verdict
         verdict = paired_verdict(  # the binary facts the run's pairs found stay its own
             theirs.verdict.paired,
@@ -712,27 +712,6 @@ class Pairing:
         pairs = verdict.history_sessions
         said = f"a second process's {pairs} pairs read {read}: {verdict.status.value}"
         return _restated(result, f"{result.verdict.reason}; {said}")
-
-    def _fresh_pairs(
-        self,
-        nodeid: str,
-        count: int,
-        done: int,
-        progress: Callable[[int, int], None],
-        errors: list[str],
-    ) -> list[dict[str, dict[str, Measurement]]]:
-        """Each side's measurements of ``count`` fresh processes running the test in
-        lockstep (those that measured the working tree's side); their errors to ``errors``."""
-        assert self.launcher is not None
-        batch = []
-        ran = self.launcher.confirming(
-            [nodeid], count, self.session.device_index, progress, first=done
-        )
-        for run in ran:
-            if run.error:
-                errors.append(run.error)
-            batch += [sides for sides in _sides_of(run) if sides[HEAD]]
-        return batch
 
     def duo_verdicts(
         self,
@@ -920,15 +899,15 @@ def _change(judgement: Judgement) -> str:
 
 
 def _as_second_process_says(
-    result: Result, theirs: Result | None, error: str, measure: MeasureSettings
-) -> Result:
+    result: Result, theirs: Result | None, measure: MeasureSettings
+) -> Result | None:
     """A failing ``result`` of pairs from one process, given a second process's result on
-    its own pairs (None: it has none, ``error`` saying why): kept where that bears it out
-    (judge.pairs.second_process_agrees), else ``unsure``."""
+    its own pairs: kept where that bears it out (judge.pairs.second_process_agrees), else
+    ``unsure``; None where either has no judgement."""
     verdict = result.verdict
     judgement = verdict.judgement
     if theirs is None or theirs.verdict.judgement is None or judgement is None:
-        return _no_second_process(result, error)
+        return None
     # Each number that failed the test is asked of the second process's same number, by the
     # timer whose number it is: a call near the short-call edge may be timed by cupti-graph
     # (its kernel time) there and by cuda-graph (kernel time beside) here.
@@ -982,14 +961,6 @@ def _restated(
         )
     verdict = dataclasses.replace(v, status=status or v.status, reason=reason, judgement=j)
     return dataclasses.replace(result, verdict=verdict)
-
-
-def _no_second_process(result: Result, error: str) -> Result:
-    """``result`` as it stands, its note saying why no second process's verdict came."""
-    why = error or "it measured nothing"
-    return dataclasses.replace(
-        result, measurement=result.measurement.noted(f"no second process: {why}"[:300])
-    )
 
 
 def _with_cost(result: Result, confirm_s: float, note: str) -> Result:
