@@ -53,6 +53,7 @@ from ..core.records import (
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import MIN_JUDGED_SAMPLES, Gate, with_memory
 from ..judge.pairs import DUO_DESIGN, LOCKSTEP_DESIGN, PairDesign, judge_pairs
+from ..report.summary import plural
 from ..run import ncu
 from ..run.children import (
     EVERY_BENCHMARK,
@@ -318,7 +319,7 @@ def compare(
             else:  # later looks: each GPU its block of the pairs, every test still unsure
                 mine, request = tuple(wanted), Request(tuple(wanted), floors=True)
                 share = [(i, side) for i, side in planned if i in blocks[k]]
-            tests = f"{len(mine)} test{'s' if len(mine) != 1 else ''}"
+            tests = plural(len(mine), "test")
             where = f"GPU {device}, " if len(devices) > 1 else ""
             legs = [
                 Leg(
@@ -426,7 +427,7 @@ def _with_evidence(
         with contextlib.suppress(OSError):  # the traces' own error says what is wrong
             settings.evidence.mkdir(parents=True)
             ignore_all(settings.evidence)
-    tests = f"{len(failing)} failing test{'s' if len(failing) != 1 else ''}"
+    tests = plural(len(failing), "failing test")
     legs = [
         Leg(
             sides_.of(side),
@@ -725,10 +726,9 @@ def nothing_judged(results: Iterable[Result], ref: str) -> str:
     lost = [r for r in against if r.status in (Status.UNMEASURABLE, Status.CRASHED)]
     if not lost or any(r.verdict.paired is not None and r.verdict.paired.pairs for r in against):
         return ""
-    count = f"{len(lost)} test{'s' if len(lost) != 1 else ''}"
     statuses = " or ".join(sorted({r.status.value for r in lost}))
     return (
-        f"--gpubench-against {ref}: nothing is judged, {count} {statuses} "
+        f"--gpubench-against {ref}: nothing is judged, {plural(len(lost), 'test')} {statuses} "
         f"({lost[0].test}: {lost[0].verdict.reason})"
     )[:600]
 

@@ -48,6 +48,7 @@ from ..core.codec import Coded, spec
 from ..core.errors import GpubenchError
 from ..core.jsondata import Json
 from ..core.records import Judgement, Result, Status
+from ..report.summary import plural
 from ..run import processes
 from ..run.children import FOREIGN_VARIABLE, reason_in
 from ..store import files as storage
@@ -428,8 +429,7 @@ def step_line(step: Step, good: str) -> str:
             evidence.append(f"{len(verdict.decisive) - 1} more")
     elif verdict.why:
         evidence.append(verdict.why)
-    pairs = step.run.pairs
-    evidence.append(f"{pairs} pair{'s' if pairs != 1 else ''}")
+    evidence.append(plural(step.run.pairs, "pair"))
     evidence.append(f"{step.run.seconds:.0f} s")
     line = (
         f"step {step.number}/{step.total}: {step.commit.short} {_quoted(step.commit.subject)}: "
@@ -475,7 +475,7 @@ def report_lines(bisection: Bisection) -> list[str]:
     count = bisection.timing_processes
     how = "in lockstep" if count is None else f"({count} timing processes)"
     lines.append(
-        f"cost: {tested} step{'s' if tested != 1 else ''}{reruns}, {bisection.pairs} pairs "
+        f"cost: {plural(tested, 'step')}{reruns}, {bisection.pairs} pairs "
         f"{how}, {bisection.seconds:.0f} s"
     )
     return lines
@@ -706,7 +706,7 @@ def step_environment(rev: revision.Revision, folder: Path) -> dict[str, str]:
     not a copy in the checkout. Its processes refuse to measure code imported from the
     user's tree (``FOREIGN_VARIABLE``)."""
     plugin = Path(__file__).resolve().parents[1]
-    env = {k: v for k, v in os.environ.items() if k not in revision.LOCATION_VARIABLES}
+    env = revision.environment()
     env["PYTHONPATH"] = os.pathsep.join(
         revision.code_paths(rev, folder, plugin, revision.import_roots())
     )

@@ -51,6 +51,7 @@ from ..core.records import Costs, Judgement, Measurement, Result, Status, Verdic
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import Gate
 from ..judge.pairs import DUO_PAIRS, lockstep_process_sigma, second_process_agrees
+from ..report.summary import plural
 from ..run.children import ChildRun, Launcher
 from ..run.sides import Lockstep, Pair
 from ..timing.engine import Workload
@@ -567,11 +568,9 @@ class Pairing:
             tally = self.added["this process" if here else "fresh processes"]
             tally[0], tally[1] = tally[0] + 1, tally[1] + more
         if placed:
-            calls = len(paired or {})
             errors.append(
-                f"{len(placed)} pair{'s' if len(placed) != 1 else ''} set up again in this "
-                f"process, inputs placed anew for {min(placed)} of {calls} "
-                f"call{'s' if calls != 1 else ''}"
+                f"{plural(len(placed), 'pair')} set up again in this process, inputs placed "
+                f"anew for {min(placed)} of {plural(len(paired or {}), 'call')}"
             )
         note = "; ".join(dict.fromkeys(errors))[:300]
         results = tuple(_with_cost(r, spent_s / max(1, len(results)), note) for r in results)
@@ -738,7 +737,7 @@ class Pairing:
         duos = 0  # a test still wanted was in every duo so far
         while wanted and (count := self.duo_design.next_batch(duos)):
             numbers = range(duos + 1, duos + count + 1)
-            tests = f"{len(wanted)} test{'s' if len(wanted) != 1 else ''}"
+            tests = plural(len(wanted), "test")
             which = f"duo {duos + 1}" if count == 1 else f"duos {duos + 1}-{duos + count}"
             announce(
                 f"{which}: both sides at once, {tests}, {DUO_PAIRS} pairs each, each side "
