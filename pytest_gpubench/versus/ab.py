@@ -209,7 +209,13 @@ class Pairs:
         not collected there, its process dead in it, its test failed there; '' for none."""
         path = nodeid.split("::")[0]
         if side == BASE and path in self.uncollected:
-            return uncollected_reason(who, self.uncollected[path])
+            error = self.uncollected[path]  # pytest's: an import error may be a build forgotten
+            hint = (
+                "build that revision with --gpubench-build"
+                if error.startswith(("ModuleNotFoundError", "ImportError"))
+                else "name a revision whose tests can be collected"
+            )
+            return f"its file could not be collected on {who}'s side ({error}): {hint}"
         if nodeid in self.crashed[side]:
             return f"{who}'s process {self.crashed[side][nodeid]}"
         if nodeid in self.failed[side]:
@@ -287,9 +293,18 @@ def compare(
 
     def check(leg: Leg, run: ChildRun) -> None:
         # At its first process: the look's others would time the same.
+        # Its measurements are not of its code: it imported the other side's.
         if run.foreign:
             side = leg.name.partition("-")[0]  # "base-3"
-            raise GpubenchError(_foreign(run.foreign, label[side], revision))
+            more = len(run.foreign) - 3
+            named = ", ".join(run.foreign[:3]) + (f" and {more} more" if more > 0 else "")
+            raise GpubenchError(
+                f"--gpubench-against {revision.ref}: {label[side]} imported {named}, code of "
+                "the other side, so both sides would time the same code and nothing is judged; "
+                "put the folder holding that package on pytest's pythonpath ini option or on "
+                "PYTHONPATH (each side then finds its own), or install it with `pip install -e "
+                ". --config-settings editable_mode=compat`"
+            )
 
     while wanted:
         done = pairs.count
@@ -525,18 +540,6 @@ def pair_blocks(pairs: Sequence[int], lanes: int) -> list[range]:
     return blocks
 
 
-def _foreign(modules: Sequence[str], label: str, revision: Revision) -> str:
-    """Why a side's measurements are not of its code: it imported the other side's."""
-    named = ", ".join(modules[:3]) + (f" and {len(modules) - 3} more" if len(modules) > 3 else "")
-    return (
-        f"--gpubench-against {revision.ref}: {label} imported {named}, code of the other "
-        "side, so both sides would time the same code and nothing is judged; put the folder "
-        "holding that package on pytest's pythonpath ini option or on PYTHONPATH (each side "
-        "then finds its own), or install it with `pip install -e . --config-settings "
-        "editable_mode=compat`"
-    )
-
-
 def _measured(run: ChildRun) -> dict[str, Measurement]:
     """The measurements of a side's process whose tests passed there."""
     return {r.key: r.measurement for r, passed in run.results if passed}
@@ -700,17 +703,6 @@ def paired_results(
             r = dataclasses.replace(r, verdict=held_to_floors(r.verdict, r.measurement, gate))
         found[key] = r
     return found
-
-
-def uncollected_reason(name: str, error: str) -> str:
-    """Why a test is unmeasurable whose file the side of the revision ``name`` could not
-    collect (``error``, pytest's line): an import error may be a build forgotten."""
-    hint = (
-        "build that revision with --gpubench-build"
-        if error.startswith(("ModuleNotFoundError", "ImportError"))
-        else "name a revision whose tests can be collected"
-    )
-    return f"its file could not be collected on {name}'s side ({error}): {hint}"
 
 
 def nothing_judged(results: Iterable[Result], ref: str) -> str:
