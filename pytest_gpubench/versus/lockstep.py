@@ -530,11 +530,10 @@ class Pairing:
         stopped = False  # a pair timed here raised: no more
         while replicate and not stopped and (here or self.launcher is not None):
             done = pairs.count
-            if not any(
+            unsure = any(
                 r.verdict.judgement and r.verdict.judgement.needs_confirmation for r in results
-            ):
-                break
-            count = self.design.next_batch(done)
+            )
+            count = self.design.next_batch(done) if unsure else 0
             if count == 0:
                 break
             started = time.perf_counter()
@@ -556,7 +555,7 @@ class Pairing:
                 device = self.session.device_index
                 for run in self.launcher.confirming([nodeid], count, device, progress, first=done):
                     errors += [run.error] if run.error else []
-                    batch += [sides for sides in _sides_of(run) if sides[HEAD]]
+                    batch += [sides for sides in _sides_of(run)[0] if sides[HEAD]]
             spent_s += time.perf_counter() - started
             for sides in batch:
                 pairs.add(sides)
@@ -757,9 +756,9 @@ class Pairing:
                 head_leads = n % 2 == 1
                 errors += [r.error for r in (leader, follower) if r.error]
                 pairs.uncollected.update((follower if head_leads else leader).uncollected)
+                new, changed = _sides_of(leader, swapped=not head_leads)
                 if head_leads:  # its leader says how the revision's inputs differ
-                    inputs.update(_changed_inputs(leader))
-                new = _sides_of(leader, swapped=not head_leads)
+                    inputs.update(changed)
                 for sides in new:
                     pairs.add(sides, duo=n)
                 measured = measured or any(sides[HEAD] or sides[BASE] for sides in new)
@@ -817,12 +816,16 @@ class Pairing:
         )
 
 
-def _sides_of(run: ChildRun, swapped: bool = False) -> list[dict[str, dict[str, Measurement]]]:
+def _sides_of(
+    run: ChildRun, swapped: bool = False
+) -> tuple[list[dict[str, dict[str, Measurement]]], dict[str, str]]:
     """Each pair's sides in a fresh process's results of tests timed in lockstep (the other
     side's under BASE_SUFFIX; a duo's pairs after the first under AGAIN_SUFFIX and their
     number): its own of the tests that passed there. ``swapped``: its own side is the
-    revision's (a duo the revision's process led)."""
+    revision's (a duo the revision's process led). And how each call's inputs differ
+    between the sides, by key (child_results: the first pair's other side's reason)."""
     pairs: list[dict[str, dict[str, Measurement]]] = []
+    inputs: dict[str, str] = {}
     for result, passed in run.results:
         key = result.measurement.key
         other = key.endswith(BASE_SUFFIX)
@@ -832,7 +835,9 @@ def _sides_of(run: ChildRun, swapped: bool = False) -> list[dict[str, dict[str, 
             pairs.append({BASE: {}, HEAD: {}})
         if passed or other:
             pairs[i][side][own] = dataclasses.replace(result.measurement, key=own)
-    return pairs or [{BASE: {}, HEAD: {}}]
+        if other and i == 0 and result.verdict.status is Status.CHANGED:
+            inputs[own] = result.verdict.reason
+    return pairs or [{BASE: {}, HEAD: {}}], inputs
 
 
 def ended(test: Pending) -> tuple[Result, ...]:
@@ -1009,19 +1014,6 @@ def child_results(
         *(side(m, key + BASE_SUFFIX, key) for key, m in base.items()),
         *again,
     )
-
-
-def _changed_inputs(run: ChildRun) -> dict[str, str]:
-    """How each call's inputs differ between the sides, by key, in a duo leader's results
-    (child_results: its revision's side's reason)."""
-    found = {}
-    for result, _ in run.results:
-        key = result.measurement.key
-        if key.endswith(BASE_SUFFIX) and result.verdict.status is Status.CHANGED:
-            own, i = _pair_of(key.removesuffix(BASE_SUFFIX))
-            if i == 0:
-                found[own] = result.verdict.reason
-    return found
 
 
 def _pair_of(key: str) -> tuple[str, int]:
