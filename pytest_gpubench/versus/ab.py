@@ -41,7 +41,6 @@ from ..core.records import (
     Evidence,
     Judgement,
     Measurement,
-    NcuKernel,
     Paired,
     Result,
     SessionSummary,
@@ -433,7 +432,8 @@ def _with_evidence(
 ) -> dict[str, Result]:
     """``results`` with a profiler trace of one call of each side of the measurements
     ``failed_keys`` (the working tree's as ``trace``, the revision's as
-    ``reference_trace``): one more fresh process of each side, on the first GPU, into the
+    ``reference_trace``; with --gpubench-ncu, Nsight Compute's metrics as ``ncu`` and
+    ``reference_ncu``): one more fresh process of each side, on the first GPU, into the
     evidence directory (a folder per side). Evidence never fails a test: where it cannot be
     taken, the measurement's note says why."""
     failing = sorted({node_id(key) for key in failed_keys})
@@ -489,36 +489,23 @@ def _with_evidence(
         if key not in failed_keys:
             continue
         head, base = traces.get(HEAD, {}).get(key), traces.get(BASE, {}).get(key)
-        measurement = dataclasses.replace(result.measurement, evidence=Evidence(head, base))
+        measurement = result.measurement
         if head is None or base is None:
             why = problem or "a side measured it in no trace"
             measurement = measurement.noted(f"no trace of each side's call: {why}"[:300])
-        if settings.ncu:
-            measurement = _with_ncu(measurement, key, profiled, reports, problem or "ncu not found")
+        metrics = {}  # each side's Nsight Compute metrics of one call, or a note of why none
+        for side in (BASE, HEAD) if settings.ncu else ():
+            kernels, error = profiled.get(side, ({}, problem or "ncu not found"))
+            metrics[side] = ncu.evidence(reports[side], kernels, key)
+            if metrics[side] is None:
+                why = error or "none of its kernels"
+                measurement = measurement.noted(
+                    f"no Nsight Compute metrics of the {side} side: {why}"[:300]
+                )
+        evidence = Evidence(head, base, ncu=metrics.get(HEAD), reference_ncu=metrics.get(BASE))
+        measurement = dataclasses.replace(measurement, evidence=evidence)
         found[key] = dataclasses.replace(result, measurement=measurement)
     return found
-
-
-def _with_ncu(
-    measurement: Measurement,
-    key: str,
-    profiled: Mapping[str, tuple[Mapping[str, tuple[NcuKernel, ...]], str]],
-    reports: Mapping[str, Path],
-    problem: str,
-) -> Measurement:
-    """``measurement`` with each side's Nsight Compute metrics of one call (the working
-    tree's as ``ncu``, the revision's as ``reference_ncu``), or a note of why a side has none."""
-    sides = {}
-    for side in (BASE, HEAD):
-        kernels, error = profiled.get(side, ({}, problem))
-        sides[side] = ncu.evidence(reports[side], kernels, key)
-        if sides[side] is None:
-            why = error or "none of its kernels"
-            measurement = measurement.noted(
-                f"no Nsight Compute metrics of the {side} side: {why}"[:300]
-            )
-    evidence = dataclasses.replace(measurement.evidence, ncu=sides[HEAD], reference_ncu=sides[BASE])
-    return dataclasses.replace(measurement, evidence=evidence)
 
 
 def pair_blocks(pairs: Sequence[int], lanes: int) -> list[range]:
