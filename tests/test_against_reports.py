@@ -726,12 +726,12 @@ def test_a_failure_its_kernel_time_decided_is_asked_of_a_second_process_kernel_t
     def second(v: Verdict, timer: str = "cuda-graph") -> Result:
         return Result(dataclasses.replace(measurement, timer=timer), v)
 
-    kept = lockstep._as_second_process_says(failed, second(verdict(0.84)), "", measure)
+    kept = lockstep._as_second_process_says(failed, second(verdict(0.84)), measure)
     assert kept.status is Status.REGRESSED, kept.verdict.reason
     assert "a second process's 5 pairs read +0.3% by cuda-graph, kernel time +5.0%" in (
         kept.verdict.reason
     )
-    dropped = lockstep._as_second_process_says(failed, second(verdict(0.8)), "", measure)
+    dropped = lockstep._as_second_process_says(failed, second(verdict(0.8)), measure)
     assert dropped.status is Status.UNSURE
     assert dropped.verdict.reason.startswith(
         "a second process's 5 pairs read +0.3% by cuda-graph, kernel time +0.0%, which does "
@@ -745,7 +745,7 @@ def test_a_failure_its_kernel_time_decided_is_asked_of_a_second_process_kernel_t
         return second(dataclasses.replace(v, beside=None), "cupti-graph")
 
     for kernel, status, read in ((0.84, Status.REGRESSED, "+5.0%"), (0.8, Status.UNSURE, "+0.0%")):
-        said = lockstep._as_second_process_says(failed, kernel_timed(kernel), "", measure)
+        said = lockstep._as_second_process_says(failed, kernel_timed(kernel), measure)
         assert said.status is status, said.verdict.reason
         assert f"a second process's 5 pairs read {read} by cupti-graph" in said.verdict.reason
         assert f"{read} by cupti-graph, kernel time" not in said.verdict.reason
@@ -757,7 +757,7 @@ def test_a_failure_its_kernel_time_decided_is_asked_of_a_second_process_kernel_t
     much_faster = verdict(0.8, [0.9, 0.901, 0.899, 0.9, 0.9005])
     assert much_faster.judgement.status is Status.IMPROVED  # type: ignore[union-attr]
     said = lockstep._as_second_process_says(
-        Result(measurement, slowed), second(much_faster), "", measure
+        Result(measurement, slowed), second(much_faster), measure
     )
     assert said.status is Status.UNSURE, said.verdict.reason
     # The failure line and the table say that the kernel time decided.

@@ -25,7 +25,7 @@ from pytest_gpubench.run.duo import Follower, Leader, Offer, held_samplers
 from pytest_gpubench.run.sides import DuoError, Held
 from pytest_gpubench.timing.engine import Again, Plan, Sampler, Workload, collect_pair
 from pytest_gpubench.versus.ab import BASE, HEAD
-from pytest_gpubench.versus.lockstep import _changed_inputs, _sides_of, child_results
+from pytest_gpubench.versus.lockstep import _sides_of, child_results
 
 FORK = multiprocessing.get_context("fork")
 
@@ -257,11 +257,11 @@ def test_a_duos_pairs_reach_its_parent_under_their_numbers_whatever_the_names() 
     head = tuple(Result(measured, Verdict(Status.NEW)) for measured in first.values())
     results = child_results(head, base, more, inputs={"t::b": "argument 1: 1 -> 2"})
     run = ChildRun(tuple((r, True) for r in results))
-    pairs = _sides_of(run)
+    pairs, changed = _sides_of(run)
     assert [sorted(p[HEAD]) for p in pairs] == [sorted(first), ["t::b"], ["t::b"]]
     assert [p[BASE]["t::b"].summary.median_ms for p in pairs] == [1.0, 1.1, 1.2]
     assert pairs[0][HEAD]["t::a#x@again"].summary.median_ms == 2.0
-    assert _changed_inputs(run) == {"t::b": "argument 1: 1 -> 2"}
+    assert changed == {"t::b": "argument 1: 1 -> 2"}
 
 
 def test_the_followers_later_sampler_is_made_as_its_first_was(tmp_path: Path) -> None:

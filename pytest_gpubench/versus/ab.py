@@ -41,7 +41,6 @@ from ..core.records import (
     Evidence,
     Judgement,
     Measurement,
-    NcuKernel,
     Paired,
     Result,
     SessionSummary,
@@ -53,6 +52,7 @@ from ..core.records import (
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import MIN_JUDGED_SAMPLES, Gate, with_memory
 from ..judge.pairs import DUO_DESIGN, LOCKSTEP_DESIGN, PairDesign, judge_pairs
+from ..report.summary import plural
 from ..run import ncu
 from ..run.children import (
     EVERY_BENCHMARK,
@@ -208,7 +208,13 @@ class Pairs:
         not collected there, its process dead in it, its test failed there; '' for none."""
         path = nodeid.split("::")[0]
         if side == BASE and path in self.uncollected:
-            return uncollected_reason(who, self.uncollected[path])
+            error = self.uncollected[path]  # pytest's: an import error may be a build forgotten
+            hint = (
+                "build that revision with --gpubench-build"
+                if error.startswith(("ModuleNotFoundError", "ImportError"))
+                else "name a revision whose tests can be collected"
+            )
+            return f"its file could not be collected on {who}'s side ({error}): {hint}"
         if nodeid in self.crashed[side]:
             return f"{who}'s process {self.crashed[side][nodeid]}"
         if nodeid in self.failed[side]:
@@ -286,9 +292,18 @@ def compare(
 
     def check(leg: Leg, run: ChildRun) -> None:
         # At its first process: the look's others would time the same.
+        # Its measurements are not of its code: it imported the other side's.
         if run.foreign:
             side = leg.name.partition("-")[0]  # "base-3"
-            raise GpubenchError(_foreign(run.foreign, label[side], revision))
+            more = len(run.foreign) - 3
+            named = ", ".join(run.foreign[:3]) + (f" and {more} more" if more > 0 else "")
+            raise GpubenchError(
+                f"--gpubench-against {revision.ref}: {label[side]} imported {named}, code of "
+                "the other side, so both sides would time the same code and nothing is judged; "
+                "put the folder holding that package on pytest's pythonpath ini option or on "
+                "PYTHONPATH (each side then finds its own), or install it with `pip install -e "
+                ". --config-settings editable_mode=compat`"
+            )
 
     while wanted:
         done = pairs.count
@@ -318,7 +333,7 @@ def compare(
             else:  # later looks: each GPU its block of the pairs, every test still unsure
                 mine, request = tuple(wanted), Request(tuple(wanted), floors=True)
                 share = [(i, side) for i, side in planned if i in blocks[k]]
-            tests = f"{len(mine)} test{'s' if len(mine) != 1 else ''}"
+            tests = plural(len(mine), "test")
             where = f"GPU {device}, " if len(devices) > 1 else ""
             legs = [
                 Leg(
@@ -417,7 +432,8 @@ def _with_evidence(
 ) -> dict[str, Result]:
     """``results`` with a profiler trace of one call of each side of the measurements
     ``failed_keys`` (the working tree's as ``trace``, the revision's as
-    ``reference_trace``): one more fresh process of each side, on the first GPU, into the
+    ``reference_trace``; with --gpubench-ncu, Nsight Compute's metrics as ``ncu`` and
+    ``reference_ncu``): one more fresh process of each side, on the first GPU, into the
     evidence directory (a folder per side). Evidence never fails a test: where it cannot be
     taken, the measurement's note says why."""
     failing = sorted({node_id(key) for key in failed_keys})
@@ -426,7 +442,7 @@ def _with_evidence(
         with contextlib.suppress(OSError):  # the traces' own error says what is wrong
             settings.evidence.mkdir(parents=True)
             ignore_all(settings.evidence)
-    tests = f"{len(failing)} failing test{'s' if len(failing) != 1 else ''}"
+    tests = plural(len(failing), "failing test")
     legs = [
         Leg(
             sides_.of(side),
@@ -473,36 +489,23 @@ def _with_evidence(
         if key not in failed_keys:
             continue
         head, base = traces.get(HEAD, {}).get(key), traces.get(BASE, {}).get(key)
-        measurement = dataclasses.replace(result.measurement, evidence=Evidence(head, base))
+        measurement = result.measurement
         if head is None or base is None:
             why = problem or "a side measured it in no trace"
             measurement = measurement.noted(f"no trace of each side's call: {why}"[:300])
-        if settings.ncu:
-            measurement = _with_ncu(measurement, key, profiled, reports, problem or "ncu not found")
+        metrics = {}  # each side's Nsight Compute metrics of one call, or a note of why none
+        for side in (BASE, HEAD) if settings.ncu else ():
+            kernels, error = profiled.get(side, ({}, problem or "ncu not found"))
+            metrics[side] = ncu.evidence(reports[side], kernels, key)
+            if metrics[side] is None:
+                why = error or "none of its kernels"
+                measurement = measurement.noted(
+                    f"no Nsight Compute metrics of the {side} side: {why}"[:300]
+                )
+        evidence = Evidence(head, base, ncu=metrics.get(HEAD), reference_ncu=metrics.get(BASE))
+        measurement = dataclasses.replace(measurement, evidence=evidence)
         found[key] = dataclasses.replace(result, measurement=measurement)
     return found
-
-
-def _with_ncu(
-    measurement: Measurement,
-    key: str,
-    profiled: Mapping[str, tuple[Mapping[str, tuple[NcuKernel, ...]], str]],
-    reports: Mapping[str, Path],
-    problem: str,
-) -> Measurement:
-    """``measurement`` with each side's Nsight Compute metrics of one call (the working
-    tree's as ``ncu``, the revision's as ``reference_ncu``), or a note of why a side has none."""
-    sides = {}
-    for side in (BASE, HEAD):
-        kernels, error = profiled.get(side, ({}, problem))
-        sides[side] = ncu.evidence(reports[side], kernels, key)
-        if sides[side] is None:
-            why = error or "none of its kernels"
-            measurement = measurement.noted(
-                f"no Nsight Compute metrics of the {side} side: {why}"[:300]
-            )
-    evidence = dataclasses.replace(measurement.evidence, ncu=sides[HEAD], reference_ncu=sides[BASE])
-    return dataclasses.replace(measurement, evidence=evidence)
 
 
 def pair_blocks(pairs: Sequence[int], lanes: int) -> list[range]:
@@ -522,18 +525,6 @@ def pair_blocks(pairs: Sequence[int], lanes: int) -> list[range]:
         blocks.append(range(start, start + n))
         start += n
     return blocks
-
-
-def _foreign(modules: Sequence[str], label: str, revision: Revision) -> str:
-    """Why a side's measurements are not of its code: it imported the other side's."""
-    named = ", ".join(modules[:3]) + (f" and {len(modules) - 3} more" if len(modules) > 3 else "")
-    return (
-        f"--gpubench-against {revision.ref}: {label} imported {named}, code of the other "
-        "side, so both sides would time the same code and nothing is judged; put the folder "
-        "holding that package on pytest's pythonpath ini option or on PYTHONPATH (each side "
-        "then finds its own), or install it with `pip install -e . --config-settings "
-        "editable_mode=compat`"
-    )
 
 
 def _measured(run: ChildRun) -> dict[str, Measurement]:
@@ -701,17 +692,6 @@ def paired_results(
     return found
 
 
-def uncollected_reason(name: str, error: str) -> str:
-    """Why a test is unmeasurable whose file the side of the revision ``name`` could not
-    collect (``error``, pytest's line): an import error may be a build forgotten."""
-    hint = (
-        "build that revision with --gpubench-build"
-        if error.startswith(("ModuleNotFoundError", "ImportError"))
-        else "name a revision whose tests can be collected"
-    )
-    return f"its file could not be collected on {name}'s side ({error}): {hint}"
-
-
 def nothing_judged(results: Iterable[Result], ref: str) -> str:
     """One line saying why a run against the revision ``ref`` judged none of its tests
     because a side could not measure them (``unmeasurable``: a file not collected, a process
@@ -725,10 +705,9 @@ def nothing_judged(results: Iterable[Result], ref: str) -> str:
     lost = [r for r in against if r.status in (Status.UNMEASURABLE, Status.CRASHED)]
     if not lost or any(r.verdict.paired is not None and r.verdict.paired.pairs for r in against):
         return ""
-    count = f"{len(lost)} test{'s' if len(lost) != 1 else ''}"
     statuses = " or ".join(sorted({r.status.value for r in lost}))
     return (
-        f"--gpubench-against {ref}: nothing is judged, {count} {statuses} "
+        f"--gpubench-against {ref}: nothing is judged, {plural(len(lost), 'test')} {statuses} "
         f"({lost[0].test}: {lost[0].verdict.reason})"
     )[:600]
 

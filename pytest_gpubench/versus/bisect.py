@@ -40,7 +40,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +48,7 @@ from ..core.codec import Coded, spec
 from ..core.errors import GpubenchError
 from ..core.jsondata import Json
 from ..core.records import Judgement, Result, Status
+from ..report.summary import plural
 from ..run import processes
 from ..run.children import FOREIGN_VARIABLE, reason_in
 from ..store import files as storage
@@ -155,11 +156,6 @@ class Reading(Coded):
             return Outcome.GOOD
         return Outcome.UNSURE
 
-    def leans_good(self, bad_ratio: float) -> bool:
-        """Its ratio is below halfway to BAD's (what an unsure reading may say beside a good
-        one of the same step)."""
-        return self.ratio is not None and self.ratio < math.sqrt(bad_ratio)
-
     def change(self, good: str) -> str:
         """``slower by 5.2% than GOOD`` (or why there is no change to tell)."""
         if self.ratio is None:
@@ -202,7 +198,12 @@ def classify(readings: Mapping[str, Reading], followed: Mapping[str, float] | No
         return StepVerdict(Outcome.BAD, tuple(sorted(bad, key=_slowest)))
     unsure = [r for r in considered if outcome[r.key] is Outcome.UNSURE]
     good = [r for r in considered if outcome[r.key] is Outcome.GOOD]
-    if followed is not None and good and all(r.leans_good(followed[r.key]) for r in unsure):
+    # Good beside the unsure readings whose ratios lie below halfway to BAD's.
+    if (
+        followed is not None
+        and good
+        and all(r.ratio is not None and r.ratio < math.sqrt(followed[r.key]) for r in unsure)
+    ):
         return StepVerdict(Outcome.GOOD, tuple(sorted(good, key=_slowest)))
     if unsure:
         # Unsure on its pairs' statistics, not for want of a measurement on both sides.
@@ -428,8 +429,7 @@ def step_line(step: Step, good: str) -> str:
             evidence.append(f"{len(verdict.decisive) - 1} more")
     elif verdict.why:
         evidence.append(verdict.why)
-    pairs = step.run.pairs
-    evidence.append(f"{pairs} pair{'s' if pairs != 1 else ''}")
+    evidence.append(plural(step.run.pairs, "pair"))
     evidence.append(f"{step.run.seconds:.0f} s")
     line = (
         f"step {step.number}/{step.total}: {step.commit.short} {_quoted(step.commit.subject)}: "
@@ -446,7 +446,9 @@ def report_lines(bisection: Bisection) -> list[str]:
     lines: list[str] = []
     if bisection.state is State.NOT_BAD:
         last = bisection.steps[-1]
-        why = last.verdict.why or _tally(last.run.readings.values())
+        counts = Counter(r.status.value for r in last.run.readings.values())
+        tally = ", ".join(f"{n} {status}" for status, n in counts.items()) or "nothing measured"
+        why = last.verdict.why or tally
         lines.append(
             f"nothing to bisect: BAD {bisection.bad.short} is not slower than {good} "
             f"{bisection.good.short} ({why})"
@@ -475,7 +477,7 @@ def report_lines(bisection: Bisection) -> list[str]:
     count = bisection.timing_processes
     how = "in lockstep" if count is None else f"({count} timing processes)"
     lines.append(
-        f"cost: {tested} step{'s' if tested != 1 else ''}{reruns}, {bisection.pairs} pairs "
+        f"cost: {plural(tested, 'step')}{reruns}, {bisection.pairs} pairs "
         f"{how}, {bisection.seconds:.0f} s"
     )
     return lines
@@ -504,11 +506,6 @@ def report_json(bisection: Bisection, pytest_args: Sequence[str]) -> dict[str, J
             "seconds": round(bisection.seconds, 3),
         },
     }
-
-
-def _tally(readings: Collection[Reading]) -> str:
-    counts = Counter(r.status.value for r in readings)
-    return ", ".join(f"{n} {status}" for status, n in counts.items()) or "nothing measured"
 
 
 def _quoted(subject: str) -> str:
@@ -667,7 +664,13 @@ class StepRunner:
             args.append(f"--gpubench-build={self.build}")
         output = self.folder / "step.log"
         limit = None if deadline is None else max(1.0, deadline - time.monotonic())
-        env = step_environment(rev, self.folder)
+        # The checkout's code first on the path, as the revision's side of an A/B run has it
+        # (revision.code_paths), the installed plugin, not a copy in the checkout; its
+        # processes refuse to measure code imported from the user's tree (FOREIGN_VARIABLE).
+        env = revision.environment()
+        plugin = Path(__file__).resolve().parents[1]
+        paths = revision.code_paths(rev, self.folder, plugin, revision.import_roots())
+        env.update({"PYTHONPATH": os.pathsep.join(paths), FOREIGN_VARIABLE: str(rev.repo)})
         code = revision.run_group(args, where, env, output, limit, GRACE_S)
         text = output.read_text(encoding="utf-8", errors="replace") if output.exists() else ""
         if code is None:
@@ -698,20 +701,6 @@ def read_report(path: Path, commit: Commit) -> dict[str, Reading]:
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise BisectError(f"bisect: {what} has a result that cannot be read ({exc})") from None
     return {r.key: Reading.of(r) for r in results}
-
-
-def step_environment(rev: revision.Revision, folder: Path) -> dict[str, str]:
-    """The environment of a step's pytest: the checkout's code first on the path, as the
-    revision's side of an A/B run has it (``revision.code_paths``); the installed plugin,
-    not a copy in the checkout. Its processes refuse to measure code imported from the
-    user's tree (``FOREIGN_VARIABLE``)."""
-    plugin = Path(__file__).resolve().parents[1]
-    env = {k: v for k, v in os.environ.items() if k not in revision.LOCATION_VARIABLES}
-    env["PYTHONPATH"] = os.pathsep.join(
-        revision.code_paths(rev, folder, plugin, revision.import_roots())
-    )
-    env[FOREIGN_VARIABLE] = str(rev.repo)
-    return env
 
 
 def _moved(arg: str, rev: revision.Revision) -> str:

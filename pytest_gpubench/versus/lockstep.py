@@ -51,6 +51,7 @@ from ..core.records import Costs, Judgement, Measurement, Result, Status, Verdic
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import Gate
 from ..judge.pairs import DUO_PAIRS, lockstep_process_sigma, second_process_agrees
+from ..report.summary import plural
 from ..run.children import ChildRun, Launcher
 from ..run.sides import Lockstep, Pair
 from ..timing.engine import Workload
@@ -120,7 +121,13 @@ class TwoSides:
         )
         # Compilers' caches, keyed by what they compile: a library loaded from one (Triton's
         # launcher of a kernel) is that code's, whichever side compiled it.
-        self._known = (*self._installed, *(Path(p).resolve() for p in compile_caches()))
+        triton = os.environ.get("TRITON_CACHE_DIR") or os.path.join(
+            os.environ.get("TRITON_HOME") or os.path.expanduser("~"), ".triton", "cache"
+        )
+        inductor = os.environ.get("TORCHINDUCTOR_CACHE_DIR") or os.path.join(
+            tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}"
+        )
+        self._known = (*self._installed, *(Path(p).resolve() for p in (triton, inductor)))
         self.foreign: list[str] = []  # the working tree's modules the revision's side imported
         self.natives: list[str] = []  # why its side's native code cannot load here
 
@@ -335,18 +342,6 @@ class TwoSides:
                 del ops.load_library  # the class's own again
 
 
-def compile_caches() -> list[str]:
-    """Where Triton and Inductor keep what they compile (their defaults, or the variables
-    that move them)."""
-    triton = os.environ.get("TRITON_CACHE_DIR") or os.path.join(
-        os.environ.get("TRITON_HOME") or os.path.expanduser("~"), ".triton", "cache"
-    )
-    inductor = os.environ.get("TORCHINDUCTOR_CACHE_DIR") or os.path.join(
-        tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}"
-    )
-    return [triton, inductor]
-
-
 def holding_code(
     values: Mapping[str, object], project: Callable[[object], bool], natives: bool = True
 ) -> str:
@@ -535,17 +530,16 @@ class Pairing:
         stopped = False  # a pair timed here raised: no more
         while replicate and not stopped and (here or self.launcher is not None):
             done = pairs.count
-            if not any(
+            unsure = any(
                 r.verdict.judgement and r.verdict.judgement.needs_confirmation for r in results
-            ):
-                break
-            count = self.design.next_batch(done)
+            )
+            count = self.design.next_batch(done) if unsure else 0
             if count == 0:
                 break
             started = time.perf_counter()
+            batch = []
             if here:
                 assert paired is not None
-                batch = []
                 for _ in range(count):
                     try:
                         with each_pair():
@@ -556,8 +550,12 @@ class Pairing:
                         break
                     batch.append(sides)
                     placed.append(moved)
-            else:
-                batch = self._fresh_pairs(nodeid, count, done, progress, errors)
+            else:  # fresh processes in lockstep: those that measured the working tree's side
+                assert self.launcher is not None
+                device = self.session.device_index
+                for run in self.launcher.confirming([nodeid], count, device, progress, first=done):
+                    errors += [run.error] if run.error else []
+                    batch += [sides for sides in _sides_of(run)[0] if sides[HEAD]]
             spent_s += time.perf_counter() - started
             for sides in batch:
                 pairs.add(sides)
@@ -569,11 +567,9 @@ class Pairing:
             tally = self.added["this process" if here else "fresh processes"]
             tally[0], tally[1] = tally[0] + 1, tally[1] + more
         if placed:
-            calls = len(paired or {})
             errors.append(
-                f"{len(placed)} pair{'s' if len(placed) != 1 else ''} set up again in this "
-                f"process, inputs placed anew for {min(placed)} of {calls} "
-                f"call{'s' if calls != 1 else ''}"
+                f"{plural(len(placed), 'pair')} set up again in this process, inputs placed "
+                f"anew for {min(placed)} of {plural(len(paired or {}), 'call')}"
             )
         note = "; ".join(dict.fromkeys(errors))[:300]
         results = tuple(_with_cost(r, spent_s / max(1, len(results)), note) for r in results)
@@ -647,16 +643,19 @@ class Pairing:
             for r, _ in run.results
             if not r.measurement.key.endswith(BASE_SUFFIX)
         }
-        error = next((run.error for run in runs if run.error), "")
+        error = next((run.error for run in runs if run.error), "it measured nothing")
+        missing = f"no second process: {error}"[:300]  # a result's note, where it has no verdict
 
         def says(r: Result, measure: MeasureSettings, share_s: float) -> Result:
             why = _asked(r, measure, gate)
+            said: Result | None = r
             if why == "flagged":
-                r = _as_second_process_says(r, theirs.get(r.key), error, measure)
+                said = _as_second_process_says(r, theirs.get(r.key), measure)
             elif why == "beyond":
-                r = self._as_second_process_decides(r, theirs.get(r.key), error, measure, gate)
+                said = self._as_second_process_decides(r, theirs.get(r.key), measure, gate)
             costs = r.measurement.costs
-            return _with_cost(r, (costs.confirm_s if costs else 0.0) + share_s, "")
+            spent_s = (costs.confirm_s if costs else 0.0) + share_s
+            return _with_cost(said or r, spent_s, "" if said else missing)
 
         return [
             ended(
@@ -675,16 +674,15 @@ class Pairing:
         self,
         result: Result,
         theirs: Result | None,
-        error: str,
         measure: MeasureSettings,
         gate: Gate,
-    ) -> Result:
+    ) -> Result | None:
         """An unsure ``result`` whose change reads beyond the threshold (_unsure_beyond),
         given a second process's result: that process's pairs judged at this run's level
         (its own run judged one test), failing the test where they fail it on their own the
-        same way, else ``result`` with what they read."""
+        same way, else ``result`` with what they read; None where it has no pairs."""
         if theirs is None or theirs.verdict.paired is None or not theirs.verdict.paired.pairs:
-            return _no_second_process(result, error)
+            return None
         m, ours = theirs.measurement, result.verdict
         verdict = paired_verdict(  # the binary facts the run's pairs found stay its own
             theirs.verdict.paired,
@@ -713,27 +711,6 @@ class Pairing:
         said = f"a second process's {pairs} pairs read {read}: {verdict.status.value}"
         return _restated(result, f"{result.verdict.reason}; {said}")
 
-    def _fresh_pairs(
-        self,
-        nodeid: str,
-        count: int,
-        done: int,
-        progress: Callable[[int, int], None],
-        errors: list[str],
-    ) -> list[dict[str, dict[str, Measurement]]]:
-        """Each side's measurements of ``count`` fresh processes running the test in
-        lockstep (those that measured the working tree's side); their errors to ``errors``."""
-        assert self.launcher is not None
-        batch = []
-        ran = self.launcher.confirming(
-            [nodeid], count, self.session.device_index, progress, first=done
-        )
-        for run in ran:
-            if run.error:
-                errors.append(run.error)
-            batch += [sides for sides in _sides_of(run) if sides[HEAD]]
-        return batch
-
     def duo_verdicts(
         self,
         nodeids: Sequence[str],
@@ -759,7 +736,7 @@ class Pairing:
         duos = 0  # a test still wanted was in every duo so far
         while wanted and (count := self.duo_design.next_batch(duos)):
             numbers = range(duos + 1, duos + count + 1)
-            tests = f"{len(wanted)} test{'s' if len(wanted) != 1 else ''}"
+            tests = plural(len(wanted), "test")
             which = f"duo {duos + 1}" if count == 1 else f"duos {duos + 1}-{duos + count}"
             announce(
                 f"{which}: both sides at once, {tests}, {DUO_PAIRS} pairs each, each side "
@@ -779,9 +756,9 @@ class Pairing:
                 head_leads = n % 2 == 1
                 errors += [r.error for r in (leader, follower) if r.error]
                 pairs.uncollected.update((follower if head_leads else leader).uncollected)
+                new, changed = _sides_of(leader, swapped=not head_leads)
                 if head_leads:  # its leader says how the revision's inputs differ
-                    inputs.update(_changed_inputs(leader))
-                new = _sides_of(leader, swapped=not head_leads)
+                    inputs.update(changed)
                 for sides in new:
                     pairs.add(sides, duo=n)
                 measured = measured or any(sides[HEAD] or sides[BASE] for sides in new)
@@ -839,12 +816,16 @@ class Pairing:
         )
 
 
-def _sides_of(run: ChildRun, swapped: bool = False) -> list[dict[str, dict[str, Measurement]]]:
+def _sides_of(
+    run: ChildRun, swapped: bool = False
+) -> tuple[list[dict[str, dict[str, Measurement]]], dict[str, str]]:
     """Each pair's sides in a fresh process's results of tests timed in lockstep (the other
     side's under BASE_SUFFIX; a duo's pairs after the first under AGAIN_SUFFIX and their
     number): its own of the tests that passed there. ``swapped``: its own side is the
-    revision's (a duo the revision's process led)."""
+    revision's (a duo the revision's process led). And how each call's inputs differ
+    between the sides, by key (child_results: the first pair's other side's reason)."""
     pairs: list[dict[str, dict[str, Measurement]]] = []
+    inputs: dict[str, str] = {}
     for result, passed in run.results:
         key = result.measurement.key
         other = key.endswith(BASE_SUFFIX)
@@ -854,7 +835,9 @@ def _sides_of(run: ChildRun, swapped: bool = False) -> list[dict[str, dict[str, 
             pairs.append({BASE: {}, HEAD: {}})
         if passed or other:
             pairs[i][side][own] = dataclasses.replace(result.measurement, key=own)
-    return pairs or [{BASE: {}, HEAD: {}}]
+        if other and i == 0 and result.verdict.status is Status.CHANGED:
+            inputs[own] = result.verdict.reason
+    return pairs or [{BASE: {}, HEAD: {}}], inputs
 
 
 def ended(test: Pending) -> tuple[Result, ...]:
@@ -920,15 +903,15 @@ def _change(judgement: Judgement) -> str:
 
 
 def _as_second_process_says(
-    result: Result, theirs: Result | None, error: str, measure: MeasureSettings
-) -> Result:
+    result: Result, theirs: Result | None, measure: MeasureSettings
+) -> Result | None:
     """A failing ``result`` of pairs from one process, given a second process's result on
-    its own pairs (None: it has none, ``error`` saying why): kept where that bears it out
-    (judge.pairs.second_process_agrees), else ``unsure``."""
+    its own pairs: kept where that bears it out (judge.pairs.second_process_agrees), else
+    ``unsure``; None where either has no judgement."""
     verdict = result.verdict
     judgement = verdict.judgement
     if theirs is None or theirs.verdict.judgement is None or judgement is None:
-        return _no_second_process(result, error)
+        return None
     # Each number that failed the test is asked of the second process's same number, by the
     # timer whose number it is: a call near the short-call edge may be timed by cupti-graph
     # (its kernel time) there and by cuda-graph (kernel time beside) here.
@@ -984,14 +967,6 @@ def _restated(
     return dataclasses.replace(result, verdict=verdict)
 
 
-def _no_second_process(result: Result, error: str) -> Result:
-    """``result`` as it stands, its note saying why no second process's verdict came."""
-    why = error or "it measured nothing"
-    return dataclasses.replace(
-        result, measurement=result.measurement.noted(f"no second process: {why}"[:300])
-    )
-
-
 def _with_cost(result: Result, confirm_s: float, note: str) -> Result:
     """``result`` with its share of the more pairs' time, and why they stopped noted."""
     m = result.measurement.noted(note) if note else result.measurement
@@ -1039,19 +1014,6 @@ def child_results(
         *(side(m, key + BASE_SUFFIX, key) for key, m in base.items()),
         *again,
     )
-
-
-def _changed_inputs(run: ChildRun) -> dict[str, str]:
-    """How each call's inputs differ between the sides, by key, in a duo leader's results
-    (child_results: its revision's side's reason)."""
-    found = {}
-    for result, _ in run.results:
-        key = result.measurement.key
-        if key.endswith(BASE_SUFFIX) and result.verdict.status is Status.CHANGED:
-            own, i = _pair_of(key.removesuffix(BASE_SUFFIX))
-            if i == 0:
-                found[own] = result.verdict.reason
-    return found
 
 
 def _pair_of(key: str) -> tuple[str, int]:

@@ -276,7 +276,7 @@ def _build(
     ``kept`` (the caller's) once it ended."""
     try:
         args = [sys.executable, "-c", BUILD_RUNNER, command]
-        code = run_group(args, revision.root, _environment(), log, timeout_s)
+        code = run_group(args, revision.root, environment(), log, timeout_s)
     except OSError as exc:
         raise RevisionError(
             f"--gpubench-build {command!r}: cannot run it in {_where(revision)} "
@@ -352,7 +352,7 @@ def git(
     try:
         return subprocess.run(
             ["git", "-C", str(cwd), *options, *args],
-            env=_environment(),
+            env=environment(),
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
@@ -369,7 +369,8 @@ def git(
         ) from None
 
 
-def _environment() -> dict[str, str]:
+def environment() -> dict[str, str]:
+    """This process's environment without git's location variables (git's, a build's)."""
     env = {k: v for k, v in os.environ.items() if k not in LOCATION_VARIABLES}
     env["GIT_TERMINAL_PROMPT"] = "0"  # no one answers a password prompt
     return env
