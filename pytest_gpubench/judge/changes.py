@@ -53,7 +53,7 @@ import numpy as np
 
 from ..core.baseline import HISTORY_SESSIONS
 from ..core.codec import Coded
-from .rule import nanmedian
+from .rule import nanmedian, plural
 
 # --- constants (bench/simulate_changes.py; tables in docs/verdict.md) -----------------------
 
@@ -145,7 +145,7 @@ def detect(
             k,
             min_change=min_change,
             alpha=alpha,
-            reason=f"{k} session{'s' if k != 1 else ''}: {MIN_SESSIONS} needed to tell a change",
+            reason=f"{plural(k, 'session')}: {MIN_SESSIONS} needed to tell a change",
         )
     p_step, p_trend = (float(p[0]) for p in p_values(x))
     steps = tuple(_steps(x, 0, alpha, p_step))

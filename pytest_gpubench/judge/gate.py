@@ -48,7 +48,7 @@ from ..core.records import Judgement, Measurement, Result, SessionRecord, Status
 from ..core.samples import bytes_text, time_text
 from ..core.settings import MeasureSettings, Settings
 from .picks import pick_spread, picked
-from .rule import NOT_GATED_BEYOND, SCREEN_P, Design, corrected_alpha, judge
+from .rule import NOT_GATED_BEYOND, SCREEN_P, Design, corrected_alpha, judge, plural
 
 # Fewer samples than this in the first session: its median's own error cannot be told.
 MIN_JUDGED_SAMPLES = 3
@@ -429,7 +429,7 @@ class Gate:
             return confirmed
         left = len(timed) - len(kept)
         return confirmed.noted(
-            f"{left} confirming session{'s' if left != 1 else ''} left out: its process had no "
+            f"{plural(left, 'confirming session')} left out: its process had no "
             f"CPU for more than {MAX_CPU_WAIT:.0%} of the time it timed (a loaded host)"
         )
 
@@ -658,7 +658,4 @@ def memory_growth(current: int | None, reference: int | None, settings: MeasureS
 
 
 def too_few(n: int) -> str:
-    return (
-        f"{n} sample{'s' if n != 1 else ''} in the budget: too few to judge, "
-        "raise --gpubench-budget-s"
-    )
+    return f"{plural(n, 'sample')} in the budget: too few to judge, raise --gpubench-budget-s"
