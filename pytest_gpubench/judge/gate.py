@@ -227,22 +227,7 @@ class Gate:
         if min(medians) <= record.median_ms <= max(medians):
             return ""
         launches = launch_count(binary.kernels or measurement.kernels)
-
-        def judged(history: Sequence[SessionRecord]) -> Judgement:
-            return judge(
-                [r.summary for r in history],
-                [record.summary],
-                threshold=settings.threshold,
-                alpha=settings.alpha,
-                family=self.family,
-                timer=measurement.timer,
-                launches=launches,
-                fail_on_improvement=self.fail_on_improvement,
-                design=self.design,
-                versus=measurement.versus,
-            )
-
-        before = judged(binary.history)
+        before = self._judge(binary.history, [record], measurement, settings, launches)
         p = before.p_value
         if not before.gated or before.gateable is None or p is None or p >= SCREEN_P:
             return ""
@@ -250,7 +235,7 @@ class Gate:
         after = Update.of(own, new_epoch=False).apply(entry).binary_for(measurement.kernels)
         if after is None:
             return ""
-        now = judged(after.history)
+        now = self._judge(after.history, [record], measurement, settings, launches)
         gate, threshold = before.gateable, settings.threshold
         if not now.gated or now.gateable is None:
             return f"leave its history not gated, where it gates {gate:.1%}"
@@ -340,19 +325,12 @@ class Gate:
                 reason=f"{too_few(first.n)} (judging needs {MIN_JUDGED_SAMPLES})",
             )
 
+        calls = launch_count(binary.kernels or launches)
+
         def judged(shift: float = 0.0, family: int = self.family) -> Judgement:
-            scale = math.exp(shift)
-            return judge(
-                [r.summary for r in binary.history],
-                [replace(r.summary, median_ms=r.median_ms * scale) for r in measurement.sessions],
-                threshold=settings.threshold,
-                alpha=settings.alpha,
-                family=family,
-                timer=measurement.timer,
-                launches=launch_count(binary.kernels or launches),
-                fail_on_improvement=self.fail_on_improvement,
-                design=self.design,
-                versus=measurement.versus,
+            sessions = measurement.sessions
+            return self._judge(
+                binary.history, sessions, measurement, settings, calls, shift, family
             )
 
         judgement = judged()
@@ -379,6 +357,32 @@ class Gate:
             # What the history cannot gate, the host may be the cause of: say what it saw.
             reason = f"{reason}; on this host {measurement.context.caveat}"
         return replace(base, status=judgement.status, judgement=judgement, reason=reason)
+
+    def _judge(
+        self,
+        history: Sequence[SessionRecord],
+        current: Sequence[SessionRecord],
+        measurement: Measurement,
+        settings: MeasureSettings,
+        launches: int,
+        shift: float = 0.0,
+        family: int | None = None,
+    ) -> Judgement:
+        """The rule on ``current`` sessions of ``measurement`` (their medians moved by
+        ``shift``, log scale) against ``history``."""
+        scale = math.exp(shift)
+        return judge(
+            [r.summary for r in history],
+            [replace(r.summary, median_ms=r.median_ms * scale) for r in current],
+            threshold=settings.threshold,
+            alpha=settings.alpha,
+            family=family or self.family,
+            timer=measurement.timer,
+            launches=launches,
+            fail_on_improvement=self.fail_on_improvement,
+            design=self.design,
+            versus=measurement.versus,
+        )
 
     @property
     def design(self) -> Design:
