@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 from ..core.baseline import BaselineEntry, Update
 from ..core.kernels import binary_changes, diff, launch_count, same_work
@@ -326,12 +327,9 @@ class Gate:
             )
 
         calls = launch_count(binary.kernels or launches)
-
-        def judged(shift: float = 0.0, family: int = self.family) -> Judgement:
-            sessions = measurement.sessions
-            return self._judge(
-                binary.history, sessions, measurement, settings, calls, shift, family
-            )
+        judged = partial(
+            self._judge, binary.history, measurement.sessions, measurement, settings, calls
+        )
 
         judgement = judged()
         if spread is not None:
