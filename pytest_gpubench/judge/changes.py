@@ -181,19 +181,13 @@ def _pct(fraction: float) -> str:
 # --- the statistics on ranks ----------------------------------------------------------------
 
 
-def _unit_columns(columns: list[np.ndarray]) -> np.ndarray:
-    """Contrasts as columns, each centered and of unit length."""
-    m = np.stack(columns, axis=1).astype(float)
-    m -= m.mean(axis=0)
-    return np.asarray(m / np.linalg.norm(m, axis=0))
-
-
 @functools.cache
 def _contrasts(k: int) -> np.ndarray:
     """The step contrasts of ``k`` sessions: column j, the level from session MIN_SEGMENT + j
-    on."""
-    i = np.arange(k)
-    return _unit_columns([(i >= t).astype(float) for t in range(MIN_SEGMENT, k - MIN_SEGMENT + 1)])
+    on, centered and of unit length."""
+    m = np.stack([np.arange(k) >= t for t in range(MIN_SEGMENT, k - MIN_SEGMENT + 1)], axis=1)
+    m = m - m.mean(axis=0)
+    return np.asarray(m / np.linalg.norm(m, axis=0))
 
 
 def _statistics(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -317,17 +317,13 @@ def normal_quantile(level: float) -> float:
     return z if math.isfinite(z) else float(-special.ndtri(level))
 
 
-def bounded_exp(x: float) -> float | None:
-    """``exp(x)``, None where a float cannot hold it (an interval's unbounded end)."""
-    return math.exp(x) if x <= LOG_MAX else None
-
-
 def ratio_interval(d: float, half: float) -> tuple[float | None, float | None]:
     """The ratios at ``d`` (log) plus or minus ``half``; none where ``half`` is negative (a
-    one-sided level above one half, alpha 0.75: an interval that would end before it began)."""
+    one-sided level above one half, alpha 0.75: an interval that would end before it began);
+    its upper end none where a float cannot hold it (unbounded)."""
     if not half >= 0:
         return None, None
-    return math.exp(d - half), bounded_exp(d + half)
+    return math.exp(d - half), math.exp(d + half) if d + half <= LOG_MAX else None
 
 
 def check_levels(threshold: float, alpha: float) -> None:

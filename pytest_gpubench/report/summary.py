@@ -391,7 +391,9 @@ def layout(results: Sequence[Result]) -> tuple[list[str], Callable[[Result], lis
     if any(r.measurement.tflops is not None for r in results):
         extra.append(("TFLOP/s", lambda m: "-" if m.tflops is None else f"{m.tflops:.3g}"))
     if any(r.measurement.peak_bytes is not None for r in results):
-        extra.append(("peak mem", lambda m: _memory_cell(m.peak_bytes)))
+        extra.append(
+            ("peak mem", lambda m: "-" if m.peak_bytes is None else bytes_text(m.peak_bytes))
+        )
     if any(r.measurement.energy is not None for r in results):
         extra.append(("energy/call", _energy_cell))
     if not extra:
@@ -401,10 +403,6 @@ def layout(results: Sequence[Result]) -> tuple[list[str], Callable[[Result], lis
         return [*cells(result), *(cell(result.measurement) for _, cell in extra)]
 
     return [*columns, *(name for name, _ in extra)], with_extra
-
-
-def _memory_cell(peak_bytes: int | None) -> str:
-    return "-" if peak_bytes is None else bytes_text(peak_bytes)
 
 
 def _energy_cell(m: Measurement) -> str:
