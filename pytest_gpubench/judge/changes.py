@@ -53,7 +53,7 @@ import numpy as np
 
 from ..core.baseline import HISTORY_SESSIONS
 from ..core.codec import Coded
-from .rule import nanmedian
+from .rule import nanmedian, plural
 
 # --- constants (bench/simulate_changes.py; tables in docs/verdict.md) -----------------------
 
@@ -145,7 +145,7 @@ def detect(
             k,
             min_change=min_change,
             alpha=alpha,
-            reason=f"{k} session{'s' if k != 1 else ''}: {MIN_SESSIONS} needed to tell a change",
+            reason=f"{plural(k, 'session')}: {MIN_SESSIONS} needed to tell a change",
         )
     p_step, p_trend = (float(p[0]) for p in p_values(x))
     steps = tuple(_steps(x, 0, alpha, p_step))
@@ -181,19 +181,13 @@ def _pct(fraction: float) -> str:
 # --- the statistics on ranks ----------------------------------------------------------------
 
 
-def _unit_columns(columns: list[np.ndarray]) -> np.ndarray:
-    """Contrasts as columns, each centered and of unit length."""
-    m = np.stack(columns, axis=1).astype(float)
-    m -= m.mean(axis=0)
-    return np.asarray(m / np.linalg.norm(m, axis=0))
-
-
 @functools.cache
 def _contrasts(k: int) -> np.ndarray:
     """The step contrasts of ``k`` sessions: column j, the level from session MIN_SEGMENT + j
-    on."""
-    i = np.arange(k)
-    return _unit_columns([(i >= t).astype(float) for t in range(MIN_SEGMENT, k - MIN_SEGMENT + 1)])
+    on, centered and of unit length."""
+    m = np.stack([np.arange(k) >= t for t in range(MIN_SEGMENT, k - MIN_SEGMENT + 1)], axis=1)
+    m = m - m.mean(axis=0)
+    return np.asarray(m / np.linalg.norm(m, axis=0))
 
 
 def _statistics(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -243,34 +237,13 @@ def rank(x: np.ndarray) -> np.ndarray:
     return ranks
 
 
-@dataclass(frozen=True)
-class _Levels:
-    """The null of one statistic: its distinct values, ascending, and how many of the null
-    lie below each, then all of them. A statistic of ranks takes a few dozen values: the
-    share of a history is searched among them, not among the null's 10^5 (10^5 histories in
-    a fifth of the time)."""
-
-    values: np.ndarray
-    below: np.ndarray
-
-    @classmethod
-    def of(cls, distinct: np.ndarray, counts: np.ndarray) -> _Levels:
-        """The levels of ``np.unique(null, return_counts=True)``."""
-        return cls(distinct, np.concatenate([[0], np.cumsum(counts)]))
-
-    def count_below(self, queries: np.ndarray) -> np.ndarray:
-        """How many of the null lie below each of ``queries``: ``np.searchsorted`` of the
-        sorted null."""
-        return np.asarray(self.below[np.searchsorted(self.values, queries, side="left")])
-
-
-Null = tuple[_Levels, ...]  # one family's statistics
+Null = tuple[np.ndarray, ...]  # one family's statistics, each its null sorted
 
 
 @functools.cache
 def _null(k: int) -> tuple[Null, Null, np.ndarray]:
     """Over PERMUTATIONS random orders of ``k`` sessions (seeded: the same every run; ranks
-    only, so one null per length): the levels of each step and each rise statistic, and the
+    only, so one null per length): each step and each rise statistic's null, sorted, and the
     smallest share of each order over all of them (:func:`_smallest_p`), sorted."""
     rng = np.random.default_rng([SEED, k])
     parts = []
@@ -290,7 +263,7 @@ def _null(k: int) -> tuple[Null, Null, np.ndarray]:
             )
             at_least = np.cumsum(counts[::-1])[::-1]
             shares[:, j] = (1 + at_least[where]) / (1 + len(values))
-            levels.append(_Levels.of(distinct, counts))
+            levels.append(np.repeat(distinct, counts))
         out.append(tuple(levels))
         smallest.append(shares.min(axis=1))
     return out[0], out[1], np.sort(np.minimum(*smallest))
@@ -301,11 +274,11 @@ def _smallest_p(null: Null, values: np.ndarray) -> np.ndarray:
     statistic's) at least as large: the family's most significant statistic, each judged
     against its own null (min-p: a short segment's few extreme orders count as much as a
     long one's)."""
-    n = int(null[0].below[-1])
+    n = len(null[0])
     shares = np.empty(values.shape)
     for j, levels in enumerate(null):
-        queries = np.ascontiguousarray(values[..., j]) - 1e-9
-        shares[..., j] = (1 + n - levels.count_below(queries)) / (1 + n)
+        below = np.searchsorted(levels, values[..., j] - 1e-9, side="left")
+        shares[..., j] = (1 + n - below) / (1 + n)
     return np.asarray(shares.min(axis=-1))
 
 
@@ -345,7 +318,7 @@ def _steps(x: np.ndarray, offset: int, alpha: float, p: float | None = None) -> 
         return []
     null = _null(k)[0]
     step = _statistics(x[None, :])[0][0]
-    shares = [levels.count_below(step[j] - 1e-9) for j, levels in enumerate(null)]
+    shares = [np.searchsorted(levels, step[j] - 1e-9) for j, levels in enumerate(null)]
     t = MIN_SEGMENT + int(np.argmax(shares))  # the split most significant on its own
     size = math.expm1(float(np.median(np.subtract.outer(x[t:], x[:t]))))
     return [

@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 from ..core.baseline import BaselineEntry, Update
 from ..core.kernels import binary_changes, diff, launch_count, same_work
@@ -48,7 +49,7 @@ from ..core.records import Judgement, Measurement, Result, SessionRecord, Status
 from ..core.samples import bytes_text, time_text
 from ..core.settings import MeasureSettings, Settings
 from .picks import pick_spread, picked
-from .rule import NOT_GATED_BEYOND, SCREEN_P, Design, corrected_alpha, judge
+from .rule import NOT_GATED_BEYOND, SCREEN_P, Design, corrected_alpha, judge, plural
 
 # Fewer samples than this in the first session: its median's own error cannot be told.
 MIN_JUDGED_SAMPLES = 3
@@ -227,22 +228,7 @@ class Gate:
         if min(medians) <= record.median_ms <= max(medians):
             return ""
         launches = launch_count(binary.kernels or measurement.kernels)
-
-        def judged(history: Sequence[SessionRecord]) -> Judgement:
-            return judge(
-                [r.summary for r in history],
-                [record.summary],
-                threshold=settings.threshold,
-                alpha=settings.alpha,
-                family=self.family,
-                timer=measurement.timer,
-                launches=launches,
-                fail_on_improvement=self.fail_on_improvement,
-                design=self.design,
-                versus=measurement.versus,
-            )
-
-        before = judged(binary.history)
+        before = self._judge(binary.history, [record], measurement, settings, launches)
         p = before.p_value
         if not before.gated or before.gateable is None or p is None or p >= SCREEN_P:
             return ""
@@ -250,7 +236,7 @@ class Gate:
         after = Update.of(own, new_epoch=False).apply(entry).binary_for(measurement.kernels)
         if after is None:
             return ""
-        now = judged(after.history)
+        now = self._judge(after.history, [record], measurement, settings, launches)
         gate, threshold = before.gateable, settings.threshold
         if not now.gated or now.gateable is None:
             return f"leave its history not gated, where it gates {gate:.1%}"
@@ -340,20 +326,10 @@ class Gate:
                 reason=f"{too_few(first.n)} (judging needs {MIN_JUDGED_SAMPLES})",
             )
 
-        def judged(shift: float = 0.0, family: int = self.family) -> Judgement:
-            scale = math.exp(shift)
-            return judge(
-                [r.summary for r in binary.history],
-                [replace(r.summary, median_ms=r.median_ms * scale) for r in measurement.sessions],
-                threshold=settings.threshold,
-                alpha=settings.alpha,
-                family=family,
-                timer=measurement.timer,
-                launches=launch_count(binary.kernels or launches),
-                fail_on_improvement=self.fail_on_improvement,
-                design=self.design,
-                versus=measurement.versus,
-            )
+        calls = launch_count(binary.kernels or launches)
+        judged = partial(
+            self._judge, binary.history, measurement.sessions, measurement, settings, calls
+        )
 
         judgement = judged()
         if spread is not None:
@@ -379,6 +355,32 @@ class Gate:
             # What the history cannot gate, the host may be the cause of: say what it saw.
             reason = f"{reason}; on this host {measurement.context.caveat}"
         return replace(base, status=judgement.status, judgement=judgement, reason=reason)
+
+    def _judge(
+        self,
+        history: Sequence[SessionRecord],
+        current: Sequence[SessionRecord],
+        measurement: Measurement,
+        settings: MeasureSettings,
+        launches: int,
+        shift: float = 0.0,
+        family: int | None = None,
+    ) -> Judgement:
+        """The rule on ``current`` sessions of ``measurement`` (their medians moved by
+        ``shift``, log scale) against ``history``."""
+        scale = math.exp(shift)
+        return judge(
+            [r.summary for r in history],
+            [replace(r.summary, median_ms=r.median_ms * scale) for r in current],
+            threshold=settings.threshold,
+            alpha=settings.alpha,
+            family=family or self.family,
+            timer=measurement.timer,
+            launches=launches,
+            fail_on_improvement=self.fail_on_improvement,
+            design=self.design,
+            versus=measurement.versus,
+        )
 
     @property
     def design(self) -> Design:
@@ -429,7 +431,7 @@ class Gate:
             return confirmed
         left = len(timed) - len(kept)
         return confirmed.noted(
-            f"{left} confirming session{'s' if left != 1 else ''} left out: its process had no "
+            f"{plural(left, 'confirming session')} left out: its process had no "
             f"CPU for more than {MAX_CPU_WAIT:.0%} of the time it timed (a loaded host)"
         )
 
@@ -658,7 +660,4 @@ def memory_growth(current: int | None, reference: int | None, settings: MeasureS
 
 
 def too_few(n: int) -> str:
-    return (
-        f"{n} sample{'s' if n != 1 else ''} in the budget: too few to judge, "
-        "raise --gpubench-budget-s"
-    )
+    return f"{plural(n, 'sample')} in the budget: too few to judge, raise --gpubench-budget-s"

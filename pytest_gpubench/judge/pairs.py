@@ -39,11 +39,14 @@ from ..core.records import (
 )
 from ..core.samples import MAX_SAMPLE_MS, MIN_SAMPLE_MS, sample_problem
 from .rule import (
+    DIRECTIONS,
     NOT_GATED_BEYOND,
     Z_POWER,
     Prior,
+    check_levels,
     corrected_alpha,
     known_versus,
+    plural,
     prior_for,
     ratio_interval,
 )
@@ -342,10 +345,6 @@ def lockstep_sigma0(duration_ms: float, timer: str, launches: int = 1) -> float:
     return table[sum(duration_ms >= edge for edge in LOCKSTEP_BINS_MS)]
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'s' if count != 1 else ''}"
-
-
 def judge_pairs(
     base: Sequence[SessionSummary],
     head: Sequence[SessionSummary],
@@ -373,12 +372,9 @@ def judge_pairs(
     Every set of sessions gets a verdict: no pair, a median no timer reports, or a bound
     beyond a float is ``unsure``, its reason saying what would judge it (its numbers finite
     or None). Only a threshold or alpha out of range raises ValueError."""
-    if not 0 < threshold < math.inf:
-        raise ValueError(f"invalid threshold {threshold!r}: expected a fraction > 0 such as 0.05")
-    if not 0 < alpha < 1:
-        raise ValueError(f"invalid alpha {alpha!r}: expected a level in (0, 1) such as 0.01")
+    check_levels(threshold, alpha)
     n = min(len(base), len(head))
-    pairs = _plural(n, "pair")
+    pairs = plural(n, "pair")
     unit = "pair"  # what the design counts
 
     def unsure(
@@ -403,7 +399,7 @@ def judge_pairs(
         )
 
     if n < 1:
-        more = _plural(design.next_batch(0), "more pair")
+        more = plural(design.next_batch(0), "more pair")
         return unsure(f"unsure: no pair measured both sides; {more}", True)
     for side, sessions in ((against, base), ("the working tree", head)):
         for i, s in enumerate(sessions[:n]):
@@ -423,7 +419,7 @@ def judge_pairs(
             raise ValueError(f"{len(duos)} duos named for {n} pairs")
         groups = list(dict.fromkeys(duos[:n]))
         diffs = np.array([diffs[np.asarray(duos[:n]) == g].mean() for g in groups])
-        pairs += f" in {_plural(len(groups), 'duo')}"
+        pairs += f" in {plural(len(groups), 'duo')}"
         unit = "duo"
     if lockstep and not duos:
         sigma0, weight = lockstep_sigma0(base_ms, timer, launches), LOCKSTEP_PRIOR_WEIGHT
@@ -439,20 +435,17 @@ def judge_pairs(
         design=design,
         weight=weight,
     )
-    d, se = float(dec.d[0]), float(dec.se[0])
-    direction = int(dec.direction[0])
-    if direction:
-        status = Status.REGRESSED if direction > 0 else Status.IMPROVED
-    elif bool(dec.same[0]):
-        status = Status.SAME
-    else:
-        status = Status.UNSURE
+    d, se, tau, share = (float(x[0]) for x in (dec.d, dec.se, dec.s, dec.prior_share))
+    p_value = float(dec.p_up[0] if d >= 0 else dec.p_down[0])
+    status = DIRECTIONS[int(dec.direction[0])]
+    if status is Status.OK:
+        status = Status.SAME if dec.same[0] else Status.UNSURE
     level = alpha1 / design.looks
     ratio = math.exp(d)
     verb = "slower" if d >= 0 else "faster"
     where = " in lockstep" if lockstep and not duos else ""
     reason = f"{verb} by {abs(math.expm1(d)):.1%} than {against} over {pairs}{where}"
-    cap = _plural(design.cap, unit)
+    cap = plural(design.cap, unit)
     bar_log = float(dec.bar[0])
     if float(dec.df[0]) < 1 or not bar_log <= RATIO_LOG_MAX:
         # Too few pairs for the level: under one degree of freedom (one pair of processes has
@@ -460,28 +453,21 @@ def judge_pairs(
         # 1.6e4, an interval of [-100.0%, +1.8e7%]; over 8, e^1000); and no two times a timer
         # reports are further apart than RATIO_LOG_MAX. What would judge it: the pairs that
         # would gate the threshold.
-        needed = pairs_to_gate(float(dec.s[0]), level, threshold, weight)
-        tests = _plural(max(1, family), "test")
+        needed = pairs_to_gate(tau, level, threshold, weight)
+        tests = plural(max(1, family), "test")
         why = f"{pairs} cannot bound the change at alpha {alpha:g} over {tests}"
         if needed is None:
             reason += (
                 f"; unsure: {why}, nor could {PAIRS_TO_GATE_LIMIT} pairs: needs a larger alpha"
             )
         else:
-            to_gate = f"needs {_plural(needed, unit)} like these to gate {threshold * 100:g}%"
+            to_gate = f"needs {plural(needed, unit)} like these to gate {threshold * 100:g}%"
             if units < design.cap:
-                more = _plural(design.next_batch(units), f"more {unit}")
+                more = plural(design.next_batch(units), f"more {unit}")
                 reason += f"; unsure: {why}: {to_gate}; {more}"
             else:
                 reason += f"; unsure at the cap of {cap}: {why}: {to_gate} (--gpubench-pairs)"
-        return unsure(
-            reason,
-            needed is not None and units < design.cap,
-            ratio,
-            float(dec.s[0]),
-            float(dec.prior_share[0]),
-            float(dec.p_up[0] if d >= 0 else dec.p_down[0]),
-        )
+        return unsure(reason, needed is not None and units < design.cap, ratio, tau, share, p_value)
     bar = math.expm1(bar_log)
     gateable = float(dec.gateable[0])
     z = float(t_quantile(float(dec.df[0]), level))
@@ -494,7 +480,7 @@ def judge_pairs(
             f"{NOT_GATED_BEYOND:.0%}: run more pairs (--gpubench-pairs) to gate it"
         )
     elif status is Status.UNSURE:
-        reason += f"; unsure: {_plural(design.next_batch(units), 'more ' + unit)}"
+        reason += f"; unsure: {plural(design.next_batch(units), 'more ' + unit)}"
     elif gates:
         reason += f"; {gate_text(gateable, threshold)}"
     else:  # a gate of hundreds of percent says nothing: what would judge it does
@@ -513,12 +499,12 @@ def judge_pairs(
         bar=bar if gates else None,
         gateable=gateable if gates else None,
         noisy=gates and gateable > threshold,
-        tau=float(dec.s[0]),
-        prior_share=float(dec.prior_share[0]),
+        tau=tau,
+        prior_share=share,
         needs_confirmation=bool(dec.more[0]),
         against="revision",
         history_sessions=n,
         current_sessions=n,
         reason=reason,
-        p_value=float(dec.p_up[0] if d >= 0 else dec.p_down[0]),
+        p_value=p_value,
     )

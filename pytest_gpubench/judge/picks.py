@@ -35,7 +35,7 @@ from scipy import special
 from ..core.baseline import Binary
 from ..core.kernels import Launch, same_work
 from ..core.records import Judgement, Status, gate_text
-from .rule import NOT_GATED_BEYOND
+from .rule import NOT_GATED_BEYOND, plural
 
 # (nu0, s0) of a pick by who picks: bench/binary_spread.py's Student t fitted to the picks,
 # the machine's offset taken out (its table "sigma_b for the rule", H200; the H100's the same
@@ -127,10 +127,8 @@ def picked(
     elif gated and down is not None and down.status is Status.IMPROVED:
         status = Status.IMPROVED
     k = plain.history_sessions
-    head = (
-        f"{'slower' if ratio >= 1 else 'faster'} by {abs(ratio - 1):.1%} vs history of {k} "
-        f"session{'s' if k != 1 else ''}"
-    )
+    verb = "slower" if ratio >= 1 else "faster"
+    head = f"{verb} by {abs(ratio - 1):.1%} vs history of {plural(k, 'session')}"
     if not gated:
         reason = (
             f"{head}; {pick}: it could not catch a slowdown under {NOT_GATED_BEYOND:.0%}; "

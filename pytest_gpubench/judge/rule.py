@@ -48,7 +48,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -317,17 +317,26 @@ def normal_quantile(level: float) -> float:
     return z if math.isfinite(z) else float(-special.ndtri(level))
 
 
-def bounded_exp(x: float) -> float | None:
-    """``exp(x)``, None where a float cannot hold it (an interval's unbounded end)."""
-    return math.exp(x) if x <= LOG_MAX else None
-
-
 def ratio_interval(d: float, half: float) -> tuple[float | None, float | None]:
     """The ratios at ``d`` (log) plus or minus ``half``; none where ``half`` is negative (a
-    one-sided level above one half, alpha 0.75: an interval that would end before it began)."""
+    one-sided level above one half, alpha 0.75: an interval that would end before it began);
+    its upper end none where a float cannot hold it (unbounded)."""
     if not half >= 0:
         return None, None
-    return math.exp(d - half), bounded_exp(d + half)
+    return math.exp(d - half), math.exp(d + half) if d + half <= LOG_MAX else None
+
+
+def check_levels(threshold: float, alpha: float) -> None:
+    """Raise ValueError, naming it, for a threshold or alpha no verdict can be judged at."""
+    if not 0 < threshold < math.inf:
+        raise ValueError(f"invalid threshold {threshold!r}: expected a fraction > 0 such as 0.05")
+    if not 0 < alpha < 1:
+        raise ValueError(f"invalid alpha {alpha!r}: expected a level in (0, 1) such as 0.01")
+
+
+def plural(n: int, noun: str) -> str:
+    """``1 session``, ``2 sessions``."""
+    return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
 def corrected_alpha(alpha: float, family: int, fail_on_improvement: bool) -> float:
@@ -844,10 +853,7 @@ def judge_many(
     row's verdict is the same either way, and ``gpubench show`` of 10^5 tests makes a few
     passes, not 10^5. ``ask_to_gate=False``: a test not gated does not say how many
     sessions would gate it (``gpubench show`` prints none of it)."""
-    if not 0 < threshold < math.inf:
-        raise ValueError(f"invalid threshold {threshold!r}: expected a fraction > 0 such as 0.05")
-    if not 0 < alpha < 1:
-        raise ValueError(f"invalid alpha {alpha!r}: expected a level in (0, 1) such as 0.01")
+    check_levels(threshold, alpha)
     if family < 1:
         raise ValueError(f"invalid family {family!r}: expected the number of measurements >= 1")
     if any(not case.current for case in cases):
@@ -870,28 +876,17 @@ def judge_many(
             c.shape
         )
         medians = [math.exp(m) for m in np.median(h, axis=-1).tolist()]  # each row's own
-        columns = np.empty((9, len(indices)))  # PriorArrays' columns, filled row by row
-        plain: dict[str, list[int]] = {}  # rows of one timer without a ratio: all at once
-        for row, (i, median) in enumerate(zip(indices, medians, strict=True)):
-            case = cases[i]
-            if case.versus is not None and is_ratio(case.timer):
-                ratio = prior_for(median, case.timer, case.launches, case.versus)
-                columns[:, [row]] = PriorArrays.of([ratio])._columns()
-            else:
-                plain.setdefault(case.timer, []).append(row)
-        for timer, rows_of in plain.items():
-            launches = [cases[indices[r]].launches for r in rows_of]
-            of_timer = priors_for([medians[r] for r in rows_of], timer, launches)
-            columns[:, rows_of] = of_timer._columns()
-        prior = PriorArrays._of_columns(list(columns))
+        prior = PriorArrays.of(
+            [
+                prior_for(median, cases[i].timer, cases[i].launches, cases[i].versus)
+                for i, median in zip(indices, medians, strict=True)
+            ]
+        )
         dec = decide(h, c, c_se, prior, threshold=threshold, alpha1=alpha1, design=design)
-        rows = _rows(dec)
         k, n_c = len(cases[indices[0]].history), len(cases[indices[0]].current)
         # Rows not gated, and a short history's (gated on the prior only), say how many
         # sessions would gate the threshold: asked all at once.
-        told = [
-            row for row, values in enumerate(rows) if not values.gated or k < MIN_GATED_SESSIONS
-        ]
+        told = [row for row in range(len(indices)) if not dec.gated[row] or k < MIN_GATED_SESSIONS]
         to_gate: dict[int, int | None] = {}
         if ask_to_gate and told:
             found = sessions_to_gate_many(
@@ -902,41 +897,15 @@ def judge_many(
                 design=design,
             )
             to_gate = dict(zip(told, found, strict=True))
-        for row, values in enumerate(rows):
-            judgements[indices[row]] = _verdict(
-                k, n_c, values, to_gate.get(row), threshold=threshold, z=z, asked=ask_to_gate
+        for row, i in enumerate(indices):
+            judgements[i] = _verdict(
+                k, n_c, dec, row, to_gate.get(row), threshold=threshold, z=z, asked=ask_to_gate
             )
     return [j for j in judgements if j is not None]
 
 
-class _Row(NamedTuple):
-    """One row of a :class:`Decision`, as Python values."""
-
-    d: float
-    se: float
-    gateable: float
-    gated: bool
-    direction: int
-    bar: float
-    prior_share: float
-    tau: float
-    more: bool
-    p_up: float
-    p_down: float
-    excursions: float
-
-
-def _rows(dec: Decision) -> list[_Row]:
-    """The rows of ``dec``, column by column: read element by element, numpy's values cost
-    more than the verdicts they make (``gpubench show`` of 10^5 tests)."""
-    f = dec.fit
-    columns = [dec.d, dec.se, dec.gateable, dec.gated, dec.direction, dec.bar, f.prior_share]
-    columns += [f.sigma, dec.more, dec.p_up, dec.p_down, f.slow_rate]
-    return list(map(_Row._make, zip(*(c.tolist() for c in columns), strict=True)))
-
-
 # A decision's direction as a status.
-_DIRECTIONS = {1: Status.REGRESSED, -1: Status.IMPROVED, 0: Status.OK}
+DIRECTIONS = {1: Status.REGRESSED, -1: Status.IMPROVED, 0: Status.OK}
 
 
 def _more(to_gate: int | None, asked: bool, threshold: float) -> str:
@@ -951,22 +920,24 @@ def _more(to_gate: int | None, asked: bool, threshold: float) -> str:
 def _verdict(
     k: int,
     n_c: int,
-    row: _Row,
+    dec: Decision,
+    row: int,
     to_gate: int | None,
     *,
     threshold: float,
     z: float,
     asked: bool,
 ) -> Judgement:
-    """The verdict of one row of ``k`` history and ``n_c`` current sessions (``to_gate``:
-    the sessions like its history's that would gate the threshold, where ``asked``; ``z``:
-    the quantile of its interval)."""
-    d, se, gateable, gated = row.d, row.se, row.gateable, row.gated
-    status = _DIRECTIONS[row.direction]
-    bar = math.expm1(row.bar)
+    """The verdict of ``row`` of ``dec``, of ``k`` history and ``n_c`` current sessions
+    (``to_gate``: the sessions like its history's that would gate the threshold, where
+    ``asked``; ``z``: the quantile of its interval)."""
+    d, se, gateable = float(dec.d[row]), float(dec.se[row]), float(dec.gateable[row])
+    gated = bool(dec.gated[row])
+    status = DIRECTIONS[int(dec.direction[row])]
+    bar = math.expm1(float(dec.bar[row]))
     verb = "slower" if d >= 0 else "faster"
-    ref = f"history of {k} session{'s' if k != 1 else ''}"
-    share = row.prior_share
+    ref = f"history of {plural(k, 'session')}"
+    share = float(dec.fit.prior_share[row])
     reason = f"{verb} by {abs(math.expm1(d)):.1%} vs {ref}"
     low, high = ratio_interval(d, z * se)
     told = f"{k} session{' tells' if k == 1 else 's tell'} no spread between sessions"
@@ -992,15 +963,15 @@ def _verdict(
         bar=bar if gated else None,
         gateable=gateable if gated else None,
         noisy=gated and gateable > threshold,
-        tau=row.tau,
+        tau=float(dec.fit.sigma[row]),
         prior_share=share,
-        needs_confirmation=row.more,
+        needs_confirmation=bool(dec.more[row]),
         against="history",
         history_sessions=k,
         current_sessions=n_c,
         reason=reason,
         gated=gated,
-        p_value=row.p_up if d >= 0 else row.p_down,
-        excursions=row.excursions,
+        p_value=float(dec.p_up[row] if d >= 0 else dec.p_down[row]),
+        excursions=float(dec.fit.slow_rate[row]),
         sessions_to_gate=to_gate,
     )

@@ -146,7 +146,7 @@ def binary_lines(view: EntryView) -> list[str]:
         median = format_value(binary.median_ms, view.entry.timer)
         lines.append(
             f"  {key if i == 0 else ' ' * len(key)}  {binary.fingerprint or '-'}, "
-            f"{n} session{'s' if n != 1 else ''}, {median}: "
+            f"{plural(n, 'session')}, {median}: "
             f"{launches(binary.kernels) if binary.kernels else 'launches not recorded'}"
         )
     return lines

@@ -75,10 +75,9 @@ def history_figures(section: Section) -> list[Figure]:
     figures = []
     # Every figure COLUMNS panels wide, however few it holds: one of a single panel cut its
     # title to the panel's width ("0 sessions drawn, ..., 13 tests: session" on the page).
-    columns = COLUMNS
     for number, chunk in enumerate(chunks, start=1):
-        rows = math.ceil(len(chunk) / columns)
-        width, height = PANEL_WIDTH * columns, PANEL_HEIGHT * rows + TITLE_HEIGHT
+        rows = math.ceil(len(chunk) / COLUMNS)
+        width, height = PANEL_WIDTH * COLUMNS, PANEL_HEIGHT * rows + TITLE_HEIGHT
         figure = _figure((width, height))
         # Fixed margins, in inches: a layout engine measured every label of every panel
         # again per image format (most of the 20 s a 54-test file took).
@@ -90,8 +89,8 @@ def history_figures(section: Section) -> list[Figure]:
             wspace=0.62 / (PANEL_WIDTH - 0.62),
             hspace=0.95 / (PANEL_HEIGHT - 0.95),
         )
-        grid = figure.add_gridspec(rows, columns)
-        axes = [figure.add_subplot(grid[i // columns, i % columns]) for i in range(len(chunk))]
+        grid = figure.add_gridspec(rows, COLUMNS)
+        axes = [figure.add_subplot(grid[i // COLUMNS, i % COLUMNS]) for i in range(len(chunk))]
         for ax, view in zip(axes, chunk, strict=True):
             _history_panel(ax, view, section.baseline)
         part = f" ({number}/{len(chunks)})" if len(chunks) > 1 else ""
@@ -248,20 +247,20 @@ def peak_figure(section: Section) -> tuple[Figure | None, str]:
     )
     if not views:
         return None, f"no % of peak chart for {baseline.path}: no test declares bytes="
-    groups = list(dict.fromkeys(v.entry.group or "(no group)" for v in views))
+    named = [v.entry.group or "(no group)" for v in views]
+    groups = list(dict.fromkeys(named))
     figure = _figure((8.0, 1.4 + 0.28 * len(views) + 0.2 * len(groups)), "constrained")
     ax = figure.subplots()
     colors = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
     y, position, previous = [], 0.0, None
-    for view in views:
-        group = view.entry.group or "(no group)"
+    for group in named:
         if previous is not None and group != previous:
             position += 0.6  # a gap between families
         y.append(position)
         position, previous = position + 1, group
     shares = [100 * _share(v, float(peak)) for v in views]
     for group_index, group in enumerate(groups):
-        members = [i for i, v in enumerate(views) if (v.entry.group or "(no group)") == group]
+        members = [i for i, name in enumerate(named) if name == group]
         ax.barh(
             [y[i] for i in members],
             [shares[i] for i in members],
@@ -290,8 +289,7 @@ def peak_figure(section: Section) -> tuple[Figure | None, str]:
     ax.set_xlabel(f"% of peak copy bandwidth ({float(peak):g} GB/s), at the reference median")
     if len(groups) > 1:  # one entry, "(no group)", told nothing
         ax.legend(title="group", fontsize=7, loc="lower right")
-    name = baseline.device.get("name") or "unknown device"
-    name = printable(str(name))
+    name = printable(str(baseline.device.get("name") or "unknown device"))
     figure.suptitle(f"{name}: share of peak copy bandwidth, {len(views)} tests that declare bytes")
     _freeze_layout(figure)
     return figure, ""

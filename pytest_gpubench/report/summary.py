@@ -134,6 +134,7 @@ def failure_message(result: Result) -> str:
     j = v.judgement
     head = f"{m.test} {v.status.value}"
     threshold = f"threshold {m.threshold * 100:g}%"
+    moved = f"{format_value(v.reference_ms, m.timer)} -> {format_median(m)}"
     if v.status in (Status.INCOMPARABLE, Status.CHANGED, Status.MORE_MEMORY) or j is None:
         text = f"{head}: {v.reason}"
     elif v.by_kernel_time and v.beside is not None:
@@ -145,19 +146,14 @@ def failure_message(result: Result) -> str:
         )
         text = (
             f"{head}: kernel time {change}{_sessions(result)}, {threshold}); time per call "
-            f"{format_value(v.reference_ms, m.timer)} -> {format_median(m)} "
-            f"({format_change(j.ratio)}, {j.status.value})"
+            f"{moved} ({format_change(j.ratio)}, {j.status.value})"
         )
     elif j.against == "revision":
-        text = (
-            f"{head}: {format_value(v.reference_ms, m.timer)} -> {format_median(m)} "
-            f"({paired_change(result)}, {_sessions(result)}, {threshold})"
-        )
+        text = f"{head}: {moved} ({paired_change(result)}, {_sessions(result)}, {threshold})"
     else:
         text = (
-            f"{head}: {format_value(v.reference_ms, m.timer)} -> {format_median(m)} "
-            f"({format_change(j.ratio)}; {_gate(j.gateable, m.threshold)}{_sessions(result)}, "
-            f"{threshold})"
+            f"{head}: {moved} ({format_change(j.ratio)}; {_gate(j.gateable, m.threshold)}"
+            f"{_sessions(result)}, {threshold})"
         )
         if v.status is Status.IMPROVED:
             text += "; refresh the baseline with --gpubench-save --gpubench-accept"
@@ -264,9 +260,8 @@ def _sessions(result: Result) -> str:
     if j is not None and j.against == "revision":
         paired = result.verdict.paired
         how = "in lockstep" if paired is not None and paired.lockstep else "of fresh processes"
-        return f"{j.current_sessions} pair{'s' if j.current_sessions != 1 else ''} {how}"
-    current = len(result.measurement.sessions)
-    ran = f"{current} session{'s' if current != 1 else ''}"
+        return f"{plural(j.current_sessions, 'pair')} {how}"
+    ran = plural(len(result.measurement.sessions), "session")
     if j is None:
         return ran
     reference = f"{j.against} of {j.history_sessions if j.against == 'history' else 'its epoch'}"
@@ -396,7 +391,9 @@ def layout(results: Sequence[Result]) -> tuple[list[str], Callable[[Result], lis
     if any(r.measurement.tflops is not None for r in results):
         extra.append(("TFLOP/s", lambda m: "-" if m.tflops is None else f"{m.tflops:.3g}"))
     if any(r.measurement.peak_bytes is not None for r in results):
-        extra.append(("peak mem", lambda m: _memory_cell(m.peak_bytes)))
+        extra.append(
+            ("peak mem", lambda m: "-" if m.peak_bytes is None else bytes_text(m.peak_bytes))
+        )
     if any(r.measurement.energy is not None for r in results):
         extra.append(("energy/call", _energy_cell))
     if not extra:
@@ -406,10 +403,6 @@ def layout(results: Sequence[Result]) -> tuple[list[str], Callable[[Result], lis
         return [*cells(result), *(cell(result.measurement) for _, cell in extra)]
 
     return [*columns, *(name for name, _ in extra)], with_extra
-
-
-def _memory_cell(peak_bytes: int | None) -> str:
-    return "-" if peak_bytes is None else bytes_text(peak_bytes)
 
 
 def _energy_cell(m: Measurement) -> str:
