@@ -425,7 +425,7 @@ if os.environ.get("FAKE_NCU_FAIL") == "1":
 flags, i = {"--nvtx", "--force-overwrite"}, 0
 while args[i].startswith("--"):
     i += 1 if args[i] in flags else 2
-request = json.loads(Path(os.environ["PYTEST_GPUBENCH_CHILD"]).read_text())["request"]  # before the run
+request = json.loads(Path(os.environ["PYTEST_GPUBENCH_CHILD"]).read_text())["request"]  # before
 code = subprocess.call(args[i:])
 if os.environ.get("FAKE_NCU_FAIL") == "run":
     Path(args[args.index("--log-file") + 1]).write_text("==PROF== profiling\n" + said + "\n")
