@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from scipy import stats
 
 from pytest_gpubench.core.baseline import Binary
 from pytest_gpubench.core.kernels import Launch
@@ -60,7 +61,7 @@ def binary(grid: int, median: float, sessions: int = 5) -> Binary:
 def test_a_history_of_one_binary_knows_only_the_prior() -> None:
     got = picks.pick_spread([binary(65536, 1.0)], (AXPY,))
     assert got is not None
-    assert (got.df, got.scale, got.binaries, got.picker) == (1.0, 0.0083, 1, "autotuner")
+    assert (got.df, got.scale, got.binaries, got.picker) == (*picks.AUTOTUNER, 1, "autotuner")
     # A Cauchy at a suite's level: no gate
     assert got.allowance(1e-4) > math.log1p(0.5)
 
@@ -70,9 +71,13 @@ def test_the_tests_own_picks_tell_its_spread_and_the_longest_history_is_the_refe
     got = picks.pick_spread(binaries, (AXPY,))
     assert got is not None and got.reference is binaries[1]
     offsets = [math.log(1.002), math.log(0.997)]
-    assert got.df == 3.0
-    assert got.scale == pytest.approx(math.sqrt((0.0083**2 + sum(o * o for o in offsets)) / 3))
-    assert got.allowance(0.01) == pytest.approx(got.scale * 4.5407, rel=1e-3)  # t_3, 99%
+    assert got.df == pytest.approx(picks.AUTOTUNER[0] + 2)  # nu0 + k - 1
+    nu0, s0 = picks.AUTOTUNER
+    assert got.scale == pytest.approx(
+        math.sqrt((nu0 * s0**2 + sum(o * o for o in offsets)) / (nu0 + 2))
+    )
+    quantile = stats.t.ppf(0.99, nu0 + 2)  # 4.54 for t_3
+    assert got.allowance(0.01) == pytest.approx(got.scale * quantile, rel=1e-3)
 
 
 def test_only_binaries_of_the_same_work_with_a_history_count() -> None:
