@@ -62,6 +62,10 @@ if os.environ.get("PYTEST_GPUBENCH_CHILD"):  # imported by a fresh process the p
         with open(pids, "a") as log:
             log.write(f"{os.getpid()}\\n")
     time.sleep(float(os.environ.get("FAKE_CHILD_IMPORT_S", "0")))
+if os.environ.get("FAKE_PLACED"):  # where inputs sit moves time here too, as on a GPU
+    import pytest_gpubench.versus.lockstep as lockstep
+
+    lockstep.PLACED_KINDS = frozenset({"cuda", "cpu"})
 if os.environ.get("FAKE_TRACE_S"):  # an evidence trace takes this long (a profiler's start)
     import pytest_gpubench.run.session as measuring_session
 

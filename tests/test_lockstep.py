@@ -23,7 +23,7 @@ from support import KERNELS, TESTS, commit, failing_on, git, kernels, output, sl
 from pytest_gpubench import cli
 from pytest_gpubench.judge.pairs import LOCKSTEP_DESIGN, PairDesign
 from pytest_gpubench.run.sides import MORE_PAIR_SAMPLES
-from pytest_gpubench.timing.device import placed_anew
+from pytest_gpubench.timing.device import placeable, placed_anew
 from pytest_gpubench.timing.engine import Workload
 from pytest_gpubench.versus.ab import design_of
 
@@ -911,6 +911,44 @@ def test_more_pairs_in_this_process(repo: pytest.Pytester, monkeypatch: pytest.M
     first, *more = summed["against"]["head_sessions"]
     assert first["n"] >= 20 and {s["n"] for s in more} == {MORE_PAIR_SAMPLES}
     assert summed["costs"]["confirm_s"] > 0
+
+
+@pytest.mark.slow
+def test_inputs_held_in_place_take_their_more_pairs_from_fresh_processes(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where inputs' place moves time (a GPU; FAKE_PLACED says the fake's CPU too), a call
+    whose inputs this process cannot place anew (test_sum's take no tensor) takes its more
+    pairs from fresh processes, one pair each: each process's shift (5%, as a buffer's place
+    in L2) falls on both sides, and no second process is asked."""
+    slower(repo, 1.06)
+    commit(repo.path, "a kernel 6% slower")
+    monkeypatch.setenv("FAKE_PLACED", "1")
+    monkeypatch.setenv("FAKE_SHIFT", "0.05")
+    monkeypatch.setenv("FAKE_SHIFT_SEED", "3")
+    result, text, summed = against_previous(repo)
+    result.assert_outcomes(passed=1, failed=1)
+    assert "more pairs of test_sum from 4 fresh processes" in text
+    assert "1 unsure got 4 more from fresh processes" in text
+    assert "from a fresh process" not in text  # no second process
+    assert "slower by 6.0% than HEAD~1" in text and summed["against"]["pairs"] == 5
+    assert "cannot place them anew (a closure or setup=): more pairs from fresh" in summed["note"]
+
+
+def test_inputs_can_be_placed_anew_where_a_device_tensor_is_given() -> None:
+    """placeable: a device tensor among the arguments, or one level into a list, tuple or
+    dict, and no setup=; a CPU tensor, a deeper one, or a closure's, no."""
+    torch = pytest.importorskip("torch")
+    on = torch.empty(4, device="meta")
+
+    def fn(*args: object, **kwargs: object) -> None:
+        pass
+
+    assert placeable(Workload(fn, (on,)))
+    assert placeable(Workload(fn, ([1, on],))) and placeable(Workload(fn, kwargs={"x": {"a": on}}))
+    assert not placeable(Workload(fn, (torch.empty(4),)))
+    assert not placeable(Workload(fn, ([[on]],))) and not placeable(Workload(lambda: on))
+    assert not placeable(Workload(fn, (on,), setup=lambda: ((on,), {})))
 
 
 @pytest.mark.slow

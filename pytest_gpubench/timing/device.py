@@ -302,6 +302,22 @@ def placed_anew(
         copies.clear()
 
 
+def placeable(workload: Workload) -> bool:
+    """Whether :func:`placed_anew` can move any of ``workload``'s inputs: it is given a
+    device tensor (one level into a list, tuple or dict) and no ``setup``. Inputs a closure
+    holds stay where the test put them."""
+    torch = sys.modules.get("torch")
+    if torch is None or workload.setup is not None:
+        return False
+    given = [*workload.args, *workload.kwargs.values()]
+    for value in list(given):
+        if type(value) in (list, tuple):
+            given += list(value)  # type: ignore[call-overload]
+        elif type(value) is dict:
+            given += list(value.values())  # type: ignore[union-attr]
+    return any(isinstance(v, torch.Tensor) and v.device.type != "cpu" for v in given)
+
+
 def matmul_workload(kind: str, dtype: str) -> tuple[Workload, float] | None:
     """A square matmul of ``dtype`` and its flops (None: no matmul of that dtype is measured).
     On a GPU float32 runs on the tensor cores (TF32, torch.backends' switch on while it is

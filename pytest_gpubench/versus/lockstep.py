@@ -12,7 +12,8 @@ the working tree's fixture values; each of its gpubench calls makes its untimed 
 and is held (:class:`Held`). The working tree's body then runs, and each of its calls is
 timed alternately with the revision's call of the same key (BenchSession.measure_sides): a
 pair of sessions from one process. Further pairs come from the same process, each side's
-inputs placed anew before each pair (MORE_VARIABLE; versus/ab.py judges them).
+inputs placed anew before each pair (MORE_VARIABLE; versus/ab.py judges them), or on a GPU,
+for a call whose inputs cannot be moved (a closure holds them), from fresh processes.
 
 Where one process cannot hold both, plugin.lockstep says why (lockstep_refusal before the
 test, base_side as it runs) and the test is timed in duos (:meth:`Pairing.duo_verdicts`,
@@ -85,6 +86,12 @@ AGAIN_SUFFIX = "@again"
 # the spread belonged to the process (bench/results/h200-2026-11-29e); "fresh" is kept to
 # compare them. The notes and the summary say which ran.
 MORE_VARIABLE = "GPUBENCH_LOCKSTEP_MORE"
+# The devices where a call's time depends on where its inputs sit: a test whose call holds
+# its inputs where this process cannot move them (a closure, setup=) takes its more pairs
+# from fresh processes there. On an H100 an L2-resident 7 µs copy's sides, their buffers
+# held by a closure, kept 2.5-3.5% apart through every pair of a process, either way from
+# one process to the next (bench/results/h100-2026-12-05b).
+PLACED_KINDS = frozenset({"cuda"})
 NATIVE_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 ONCE = "which one process holds once"
 
@@ -526,9 +533,17 @@ class Pairing:
         errors: list[str] = []
         spent_s = 0.0  # on more pairs
         here = self.in_process and bool(paired)
+        launcher = self.launcher
+        if here and launcher is not None and self._held_in_place(paired or {}):
+            here = False  # fresh processes, each one pair (not more of its own)
+            launcher = dataclasses.replace(launcher, env=(*launcher.env, (MORE_VARIABLE, "fresh")))
+            errors.append(
+                "its inputs are held where this process cannot place them anew (a closure "
+                "or setup=): more pairs from fresh processes"
+            )
         placed: list[int] = []  # per pair added here, the calls whose inputs moved
         stopped = False  # a pair timed here raised: no more
-        while replicate and not stopped and (here or self.launcher is not None):
+        while replicate and not stopped and (here or launcher is not None):
             done = pairs.count
             unsure = any(
                 r.verdict.judgement and r.verdict.judgement.needs_confirmation for r in results
@@ -551,9 +566,9 @@ class Pairing:
                     batch.append(sides)
                     placed.append(moved)
             else:  # fresh processes in lockstep: those that measured the working tree's side
-                assert self.launcher is not None
+                assert launcher is not None
                 device = self.session.device_index
-                for run in self.launcher.confirming([nodeid], count, device, progress, first=done):
+                for run in launcher.confirming([nodeid], count, device, progress, first=done):
                     errors += [run.error] if run.error else []
                     batch += [sides for sides in _sides_of(run)[0] if sides[HEAD]]
             spent_s += time.perf_counter() - started
@@ -781,6 +796,15 @@ class Pairing:
             spent = sum(paid(run[key].costs) for run in pairs.runs[HEAD] if key in run)
             results[key] = _with_cost(result, spent - paid(result.measurement.costs), "")
         return results, list(dict.fromkeys(errors)), duos
+
+    def _held_in_place(self, paired: Mapping[str, Pair]) -> bool:
+        """Whether a call of the test keeps inputs where this process put them, on a device
+        where that moves its time (PLACED_KINDS): more pairs from here would repeat it."""
+        from ..timing.device import placeable
+
+        return self.session.device.kind in PLACED_KINDS and not all(
+            placeable(p.head) and placeable(p.base) for p in paired.values()
+        )
 
     def _pair_again(
         self, paired: Mapping[str, Pair]
