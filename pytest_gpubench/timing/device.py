@@ -312,9 +312,9 @@ def placeable(workload: Workload) -> bool:
     given = [*workload.args, *workload.kwargs.values()]
     for value in list(given):
         if type(value) in (list, tuple):
-            given += list(value)  # type: ignore[call-overload]
+            given += list(value)
         elif type(value) is dict:
-            given += list(value.values())  # type: ignore[union-attr]
+            given += list(value.values())
     return any(isinstance(v, torch.Tensor) and v.device.type != "cpu" for v in given)
 
 
