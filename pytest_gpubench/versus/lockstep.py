@@ -534,7 +534,8 @@ class Pairing:
         spent_s = 0.0  # on more pairs
         here = self.in_process and bool(paired)
         launcher = self.launcher
-        if here and launcher is not None and self._held_in_place(paired or {}):
+        child = self.settings.child is not None  # its pairs stay in it: no grandchildren
+        if here and launcher is not None and not child and self._held_in_place(paired or {}):
             here = False  # fresh processes, each one pair (not more of its own)
             launcher = dataclasses.replace(launcher, env=(*launcher.env, (MORE_VARIABLE, "fresh")))
             errors.append(
