@@ -46,10 +46,10 @@ from functools import partial
 from ..core.baseline import BaselineEntry, Update
 from ..core.kernels import binary_changes, diff, launch_count, same_work
 from ..core.records import Judgement, Measurement, Result, SessionRecord, Status, Verdict
-from ..core.samples import bytes_text, time_text
+from ..core.samples import bytes_text, plural, time_text
 from ..core.settings import MeasureSettings, Settings
 from .picks import pick_spread, picked
-from .rule import NOT_GATED_BEYOND, SCREEN_P, Design, corrected_alpha, judge, plural
+from .rule import NOT_GATED_BEYOND, SCREEN_P, Design, corrected_alpha, judge
 
 # Fewer samples than this in the first session: its median's own error cannot be told.
 MIN_JUDGED_SAMPLES = 3

@@ -49,10 +49,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..core.errors import GpubenchError
 from ..core.kernels import launch_count
 from ..core.records import Costs, Judgement, Measurement, Result, Status, Verdict, node_id
+from ..core.samples import plural
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import Gate
 from ..judge.pairs import DUO_PAIRS, lockstep_process_sigma, second_process_agrees
-from ..report.summary import plural
 from ..run.children import ChildRun, Launcher
 from ..run.sides import Lockstep, Pair
 from ..timing.engine import Workload
