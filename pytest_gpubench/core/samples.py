@@ -173,6 +173,11 @@ def time_text(ms: float) -> str:
     return f"{f'{value:#.3g}'.rstrip('.')} {unit}"  # 106 µs, not "106. µs"
 
 
+def plural(n: int, noun: str) -> str:
+    """``1 session``, ``2 sessions``."""
+    return f"{n} {noun}{'s' if n != 1 else ''}"
+
+
 def bytes_text(n: float) -> str:
     """A size for a line of text: bytes, or KiB, MiB, GiB to three significant figures."""
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):

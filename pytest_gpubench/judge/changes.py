@@ -53,7 +53,8 @@ import numpy as np
 
 from ..core.baseline import HISTORY_SESSIONS
 from ..core.codec import Coded
-from .rule import nanmedian, plural
+from ..core.samples import plural
+from .rule import nanmedian
 
 # --- constants (bench/simulate_changes.py; tables in docs/verdict.md) -----------------------
 

@@ -46,10 +46,10 @@ from functools import partial
 from ..core.baseline import BaselineEntry, Update
 from ..core.kernels import binary_changes, diff, launch_count, same_work
 from ..core.records import Judgement, Measurement, Result, SessionRecord, Status, Verdict
-from ..core.samples import bytes_text, time_text
+from ..core.samples import bytes_text, plural, time_text
 from ..core.settings import MeasureSettings, Settings
 from .picks import pick_spread, picked
-from .rule import NOT_GATED_BEYOND, SCREEN_P, Design, corrected_alpha, judge, plural
+from .rule import NOT_GATED_BEYOND, SCREEN_P, Design, corrected_alpha, judge
 
 # Fewer samples than this in the first session: its median's own error cannot be told.
 MIN_JUDGED_SAMPLES = 3
@@ -93,32 +93,25 @@ def _beaten(floor: float, median: float) -> bool:
     return median * FLOOR_MARGIN < floor
 
 
-def _bytes_impossible(measurement: Measurement, median: float) -> str:
-    """Why a call of ``median`` is below what the measurement's declared bytes allow ('' where
-    it is not)."""
+def _impossible(measurement: Measurement, median: float) -> str:
+    """Why a call of ``median`` is below what the measurement's declared bytes or flops
+    allow ('' where it is not)."""
     floors = measurement.floors
     floor = floors.floor_ms
-    if floor is None or floors.bytes is None or not _beaten(floor, median):
-        return ""
-    fastest = max(floors.peak_gbs or 0.0, floors.cached_gbs or 0.0)
-    rates = f"{fastest:.0f} GB/s measured"
-    if floors.cache_bytes and floors.bytes > floors.cache_bytes:
-        rates += (
-            f", what exceeds its {floors.cache_bytes / 2**20:.0f} MiB cache at "
-            f"{floors.peak_gbs or 0:.0f} GB/s"
+    if floor is not None and floors.bytes is not None and _beaten(floor, median):
+        fastest = max(floors.peak_gbs or 0.0, floors.cached_gbs or 0.0)
+        rates = f"{fastest:.0f} GB/s measured"
+        if floors.cache_bytes and floors.bytes > floors.cache_bytes:
+            rates += (
+                f", what exceeds its {floors.cache_bytes / 2**20:.0f} MiB cache at "
+                f"{floors.peak_gbs or 0:.0f} GB/s"
+            )
+        return (
+            f"{time_text(median)} per call for its declared {floors.bytes:.4g} bytes is "
+            f"{floors.bytes / (median * 1e6):.4g} GB/s, over {FLOOR_MARGIN:g}x the fastest this "
+            f"device's copies allow (they take {time_text(floor)}: {rates}){WHY_IMPOSSIBLE}"
+            "bytes= says more than it moves"
         )
-    return (
-        f"{time_text(median)} per call for its declared {floors.bytes:.4g} bytes is "
-        f"{floors.bytes / (median * 1e6):.4g} GB/s, over {FLOOR_MARGIN:g}x the fastest this "
-        f"device's copies allow (they take {time_text(floor)}: {rates}){WHY_IMPOSSIBLE}bytes= "
-        "says more than it moves"
-    )
-
-
-def _flops_impossible(measurement: Measurement, median: float) -> str:
-    """Why a call of ``median`` is below what the measurement's declared flops allow ('' where
-    it is not)."""
-    floors = measurement.floors
     floor = floors.flops_floor_ms
     if floor is None or floors.flops is None or not _beaten(floor, median):
         return ""
@@ -255,7 +248,7 @@ class Gate:
         time of that work. ``median_ms``: another time of the same work held to the
         measurement's floors (a revision's, against the working tree's rates)."""
         median = measurement.median_ms if median_ms is None else median_ms
-        reason = _bytes_impossible(measurement, median) or _flops_impossible(measurement, median)
+        reason = _impossible(measurement, median)
         if not reason:
             return None
         return Verdict(Status.IMPOSSIBLE, reason=reason, family=self.family)

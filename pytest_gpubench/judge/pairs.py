@@ -37,7 +37,7 @@ from ..core.records import (
     Versus,
     gate_text,
 )
-from ..core.samples import MAX_SAMPLE_MS, MIN_SAMPLE_MS, sample_problem
+from ..core.samples import MAX_SAMPLE_MS, MIN_SAMPLE_MS, plural, sample_problem
 from .rule import (
     DIRECTIONS,
     NOT_GATED_BEYOND,
@@ -46,7 +46,6 @@ from .rule import (
     check_levels,
     corrected_alpha,
     known_versus,
-    plural,
     prior_for,
     ratio_interval,
 )

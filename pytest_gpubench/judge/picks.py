@@ -35,7 +35,8 @@ from scipy import special
 from ..core.baseline import Binary
 from ..core.kernels import Launch, same_work
 from ..core.records import Judgement, Status, gate_text
-from .rule import NOT_GATED_BEYOND, plural
+from ..core.samples import plural
+from .rule import NOT_GATED_BEYOND
 
 # (nu0, s0) of a pick by who picks: bench/binary_spread.py's Student t fitted to the picks,
 # the machine's offset taken out (its table "sigma_b for the rule", H200; the H100's the same

@@ -65,7 +65,7 @@ from ..core.records import (
     gate_text,
     is_ratio,
 )
-from ..core.samples import MAX_SAMPLE_MS, MIN_SAMPLE_MS, sample_problem
+from ..core.samples import MAX_SAMPLE_MS, MIN_SAMPLE_MS, plural, sample_problem
 
 # --- constants ------------------------------------------------------------------------------
 
@@ -332,11 +332,6 @@ def check_levels(threshold: float, alpha: float) -> None:
         raise ValueError(f"invalid threshold {threshold!r}: expected a fraction > 0 such as 0.05")
     if not 0 < alpha < 1:
         raise ValueError(f"invalid alpha {alpha!r}: expected a level in (0, 1) such as 0.01")
-
-
-def plural(n: int, noun: str) -> str:
-    """``1 session``, ``2 sessions``."""
-    return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
 def corrected_alpha(alpha: float, family: int, fail_on_improvement: bool) -> float:

@@ -22,16 +22,13 @@ import pytest
 
 from ..core.errors import GpubenchError
 from ..run.children import DUO_VARIABLE, beat, child_document, foreign_imports, read_request, tell
-from ..run.processes import WRAPPED_VARIABLE, watch_parent
+from ..run.processes import BEAT_POLL_S, WRAPPED_VARIABLE, watch_parent
 from .collect import Collected
 from .measuring import BENCH_KEY, OUTCOMES, uses_fixture
 
 if TYPE_CHECKING:
     from ..run.duo import Follower, Leader
     from ..run.session import BenchSession
-
-# How often a duo's leader looks whether every process of its look is set up.
-GATE_POLL_S = 0.02
 
 
 class Child:
@@ -199,7 +196,7 @@ class Child:
             return
         tell(self.out, ready=True)
         while self.hold_device and not Path(self.gate).exists():
-            time.sleep(GATE_POLL_S)
+            time.sleep(BEAT_POLL_S)
 
     def _hold(self) -> None:
         """Take the device lock, waiting as long as it takes (its parent bounds the wait);

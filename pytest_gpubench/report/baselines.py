@@ -12,10 +12,11 @@ from ..core.baseline import BaselineEntry
 from ..core.jsondata import printable
 from ..core.kernels import describe, describe_configs, launch_count
 from ..core.records import Judgement, SessionSummary
+from ..core.samples import plural
 from ..judge.rule import Case, judge_many
 from ..store.baseline import UNKNOWN_DATE, Baseline
 from . import changes as history_changes
-from .summary import aligned, format_share, format_value, plural
+from .summary import aligned, format_share, format_value
 
 
 @dataclass(frozen=True)

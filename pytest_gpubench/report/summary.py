@@ -20,7 +20,7 @@ from ..core.records import (
     Status,
     is_ratio,
 )
-from ..core.samples import bytes_text, energy_text, time_text
+from ..core.samples import bytes_text, energy_text, plural, time_text
 from ..core.settings import MeasureSettings
 
 COLUMNS = (
@@ -554,10 +554,6 @@ def _noun(keys: Iterable[str]) -> str:
     """The name of what a save counts: tests, or measurements when a test records several
     named ones (keys ``node id#name``)."""
     return "measurement" if any("#" in key for key in keys) else "test"
-
-
-def plural(n: int, noun: str) -> str:
-    return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
 def footer(

@@ -49,7 +49,7 @@ from ..store.files import write_atomic
 from ..timing.gpus import DEVICE_VARIABLE
 from . import processes
 from .owner import alive, identity
-from .processes import FOLDER_PREFIX, ORPHANED, WRAPPED_VARIABLE
+from .processes import BEAT_POLL_S, FOLDER_PREFIX, ORPHANED, WRAPPED_VARIABLE
 
 # Where a fresh process the plugin starts writes what it measured: an environment variable,
 # not an option, since a path among the arguments would move pytest's rootdir and ini file.
@@ -80,9 +80,6 @@ CHILD_TIMEOUT_S = 1800.0
 # rest) before the rest is given up: code that ends its process in every test would
 # otherwise start a process per test.
 MAX_DEATHS = 3
-# How often a parent looks at its children while it waits for them: whether they ended,
-# their beats, a relay's turn's file, a duo's set-up.
-BEAT_POLL_S = 0.02
 # A folder whose parent is gone is swept once it is this old: a margin, as the parent's end is
 # read from a pid (run.owner), and its children end with it.
 STALE_AFTER_S = 4 * 3600.0

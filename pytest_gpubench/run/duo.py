@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from ..timing.device import inputs_of, placed_anew
 from ..timing.engine import Again, Sampler, Workload
 from .call import Call, Untimed
-from .sides import DuoError, Held, Lockstep, RemoteCallError
+from .sides import DuoError, Held, Lockstep, RemoteCallError, error_line
 
 if TYPE_CHECKING:
     from .session import BenchSession
@@ -110,7 +110,7 @@ class Follower(_Peer):
                     try:
                         sampler = sampler_of(key, timer)
                     except Exception as exc:
-                        self.send("error", _line(exc))
+                        self.send("error", error_line(exc))
                         continue
                     timed.add(key)
                     self.send(
@@ -127,7 +127,7 @@ class Follower(_Peer):
                     except DuoError:
                         raise
                     except Exception as exc:
-                        self.send("error", _line(exc))
+                        self.send("error", error_line(exc))
                 elif kind == "caveat" and sampler is not None:
                     self.send("caveat", sampler.caveat())
                 elif kind == "close" and sampler is not None:
@@ -348,8 +348,3 @@ class Same:
 
     def on_side(self, base: bool, workload: Any) -> Any:
         return workload
-
-
-def _line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}"[:200] if text else type(exc).__name__

@@ -35,6 +35,9 @@ PR_SET_PDEATHSIG = 1
 KILLED_WAIT_S = 5.0
 # How often a process looks for its parent (watch_parent).
 LIFELINE_INTERVAL_S = 0.2
+# How often a parent looks at its children while it waits for them (whether they ended,
+# their beats, a relay's turn's file, a duo's set-up) and a duo's leader at its parent's gate.
+BEAT_POLL_S = 0.02
 # The exit status of a process whose parent is gone (watch_parent).
 ORPHANED = 70
 # Set in a process started under a wrapper command (Nsight Compute): its parent process is

@@ -45,6 +45,13 @@ class RemoteCallError(DuoError):
     """The other process of a duo could not time its call, and goes on."""
 
 
+def error_line(exc: BaseException) -> str:
+    """An error as a side reports it: its type and its message's first line, at most 200
+    characters."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}"[:200] if text else type(exc).__name__
+
+
 class Sides(Protocol):
     """The two sides' modules in one process (versus.lockstep.TwoSides)."""
 

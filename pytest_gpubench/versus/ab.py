@@ -49,10 +49,10 @@ from ..core.records import (
     Versus,
     node_id,
 )
+from ..core.samples import plural
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import MIN_JUDGED_SAMPLES, Gate, with_memory
 from ..judge.pairs import DUO_DESIGN, LOCKSTEP_DESIGN, PairDesign, judge_pairs
-from ..report.summary import plural
 from ..run import ncu
 from ..run.children import (
     EVERY_BENCHMARK,

@@ -48,7 +48,7 @@ from ..core.codec import Coded, spec
 from ..core.errors import GpubenchError
 from ..core.jsondata import Json
 from ..core.records import Judgement, Result, Status
-from ..report.summary import plural
+from ..core.samples import plural
 from ..run import processes
 from ..run.children import FOREIGN_VARIABLE, reason_in
 from ..store import files as storage

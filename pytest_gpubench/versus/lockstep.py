@@ -49,12 +49,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..core.errors import GpubenchError
 from ..core.kernels import launch_count
 from ..core.records import Costs, Judgement, Measurement, Result, Status, Verdict, node_id
+from ..core.samples import plural
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import Gate
 from ..judge.pairs import DUO_PAIRS, lockstep_process_sigma, second_process_agrees
-from ..report.summary import plural
 from ..run.children import ChildRun, Launcher
-from ..run.sides import Lockstep, Pair
+from ..run.sides import Lockstep, Pair, error_line
 from ..timing.engine import Workload
 from .ab import (
     BASE,
@@ -271,7 +271,7 @@ class TwoSides:
             except Exception as exc:  # the revision's code: its error, said in one line
                 sys.modules.pop(module, None)
                 return self.native() or (
-                    f"its file cannot be imported beside the working tree's ({_line(exc)})"
+                    f"its file cannot be imported beside the working tree's ({error_line(exc)})"
                 )
         return self.native() or loaded
 
@@ -393,11 +393,6 @@ def _native(module: ModuleType) -> bool:
     return isinstance(file, str) and file.endswith(NATIVE_SUFFIXES)
 
 
-def _line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}"[:200] if text else type(exc).__name__
-
-
 class Pairing:
     """The tests of this process judged on pairs made in lockstep: the first, and more while
     a verdict is unsure, from this process with the inputs placed anew (or from fresh
@@ -486,11 +481,11 @@ class Pairing:
             try:
                 return call(), ""
             except Exception as exc:  # the revision's code: its failure is a fact, not ours
-                return None, f"{what} failed on the revision's side ({_line(exc)})"
+                return None, f"{what} failed on the revision's side ({error_line(exc)})"
             except BaseException as exc:  # pytest.skip and the like
                 if isinstance(exc, KeyboardInterrupt | SystemExit):
                     raise
-                return None, f"{what} did not pass on the revision's side ({_line(exc)})"
+                return None, f"{what} did not pass on the revision's side ({error_line(exc)})"
 
     def finish_base(self, lock: Lockstep) -> None:
         """The revision's calls the working tree's body did not pair: timed alone."""
@@ -561,7 +556,7 @@ class Pairing:
                         with each_pair():
                             sides, moved = self._pair_again(paired)
                     except Exception as exc:  # the test's code, on its inputs placed anew
-                        errors.append(f"no more pairs in this process: {_line(exc)}")
+                        errors.append(f"no more pairs in this process: {error_line(exc)}")
                         stopped = True
                         break
                     batch.append(sides)
