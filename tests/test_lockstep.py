@@ -933,6 +933,10 @@ def test_inputs_held_in_place_take_their_more_pairs_from_fresh_processes(
     assert "from a fresh process" not in text  # no second process
     assert "slower by 6.0% than HEAD~1" in text and summed["against"]["pairs"] == 5
     assert "cannot place them anew (a closure or setup=): more pairs from fresh" in summed["note"]
+    # test_join, sure on its first pair, took none and says nothing of where they would be.
+    report = json.loads((repo.path / "ab.json").read_text())
+    [joined] = [r for r in report["results"] if r["test"] == "test_join"]
+    assert joined["against"]["pairs"] == 1 and "place them anew" not in joined.get("note", "")
 
 
 def test_inputs_can_be_placed_anew_where_a_device_tensor_is_given() -> None:

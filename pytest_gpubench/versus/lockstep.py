@@ -88,8 +88,8 @@ AGAIN_SUFFIX = "@again"
 MORE_VARIABLE = "GPUBENCH_LOCKSTEP_MORE"
 # The devices where a call's time depends on where its inputs sit: a test whose call holds
 # its inputs where this process cannot move them (a closure, setup=) takes its more pairs
-# from fresh processes there. On an H100 an L2-resident 7 µs copy's sides, their buffers
-# held by a closure, kept 2.5-3.5% apart through every pair of a process, either way from
+# from fresh processes there. On two H100s an L2-resident 7 µs copy's sides, their buffers
+# held by a closure, kept 2.5-3.9% apart through every pair of a process, either way from
 # one process to the next (bench/results/h100-2026-12-05b).
 PLACED_KINDS = frozenset({"cuda"})
 NATIVE_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
@@ -530,13 +530,11 @@ class Pairing:
         here = self.in_process and bool(paired)
         launcher = self.launcher
         child = self.settings.child is not None  # its pairs stay in it: no grandchildren
-        if here and launcher is not None and not child and self._held_in_place(paired or {}):
+        held = here and launcher is not None and not child and self._held_in_place(paired or {})
+        if held:
+            assert launcher is not None
             here = False  # fresh processes, each one pair (not more of its own)
             launcher = dataclasses.replace(launcher, env=(*launcher.env, (MORE_VARIABLE, "fresh")))
-            errors.append(
-                "its inputs are held where this process cannot place them anew (a closure "
-                "or setup=): more pairs from fresh processes"
-            )
         placed: list[int] = []  # per pair added here, the calls whose inputs moved
         stopped = False  # a pair timed here raised: no more
         while replicate and not stopped and (here or launcher is not None):
@@ -574,6 +572,12 @@ class Pairing:
                 break  # the batch measured nothing: another would not either
             results = self._judged(pairs, lambda _: measure)
         more = pairs.count - self.design.first  # beyond the first look's
+        if held and pairs.count > 1:
+            errors.insert(
+                0,
+                "its inputs are held where this process cannot place them anew (a closure "
+                "or setup=): more pairs from fresh processes",
+            )
         if more > 0:
             tally = self.added["this process" if here else "fresh processes"]
             tally[0], tally[1] = tally[0] + 1, tally[1] + more
