@@ -941,7 +941,8 @@ def test_inputs_held_in_place_take_their_more_pairs_from_fresh_processes(
 
 def test_inputs_can_be_placed_anew_where_a_device_tensor_is_given() -> None:
     """placeable: a device tensor among the arguments, or one level into a list, tuple or
-    dict, and no setup=; a CPU tensor, a deeper one, or a closure's, no."""
+    dict, and no setup=; a CPU tensor, a deeper one, a closure's, or one placed_anew leaves
+    where it is, no."""
     torch = pytest.importorskip("torch")
     on = torch.empty(4, device="meta")
 
@@ -953,6 +954,10 @@ def test_inputs_can_be_placed_anew_where_a_device_tensor_is_given() -> None:
     assert not placeable(Workload(fn, (torch.empty(4),)))
     assert not placeable(Workload(fn, ([[on]],))) and not placeable(Workload(lambda: on))
     assert not placeable(Workload(fn, (on,), setup=lambda: ((on,), {})))
+    # What placed_anew leaves as it is: a list too long to look into, overlapping elements.
+    assert not placeable(Workload(fn, ([0] * 16 + [on],)))
+    assert placeable(Workload(fn, ([0] * 15 + [on],)))
+    assert not placeable(Workload(fn, (torch.empty(1, device="meta").expand(4),)))
 
 
 @pytest.mark.slow

@@ -253,8 +253,6 @@ def placed_anew(
         if id(value) in copies:
             return copies[id(value)]
         base = value._base if value._base is not None else value
-        if 0 in value.stride() and value.numel() > 1 or base.device != value.device:
-            return value  # overlapping elements: no copy says the same
         size = draw.randrange(PAD_MAX_BYTES)
         try:
             pad = torch.empty(size, dtype=torch.uint8, device=value.device)
@@ -274,15 +272,13 @@ def placed_anew(
         return copy
 
     def anew(value: object, depth: int = 0) -> object:
-        if isinstance(value, torch.Tensor):
-            return copied(value) if value.device.type != "cpu" else value
-        # One level into plain containers (a namedtuple's fields are its own: left as is).
-        if depth == 0 and type(value) in (list, tuple) and len(value) <= 16:  # type: ignore[arg-type]
+        if _copyable(torch, value):
+            return copied(value)
+        if depth == 0 and _opened(value):
+            if isinstance(value, dict):
+                return {k: anew(v, 1) for k, v in value.items()}
             assert isinstance(value, list | tuple)
             return type(value)(anew(v, 1) for v in value)
-        if depth == 0 and type(value) is dict and len(value) <= 16:
-            assert isinstance(value, dict)
-            return {k: anew(v, 1) for k, v in value.items()}
         return value
 
     placed = [
@@ -304,18 +300,31 @@ def placed_anew(
 
 def placeable(workload: Workload) -> bool:
     """Whether :func:`placed_anew` can move any of ``workload``'s inputs: it is given a
-    device tensor (one level into a list, tuple or dict) and no ``setup``. Inputs a closure
-    holds stay where the test put them."""
+    tensor that placed_anew copies, where placed_anew looks, and no ``setup``. Inputs a
+    closure holds stay where the test put them."""
     torch = sys.modules.get("torch")
     if torch is None or workload.setup is not None:
         return False
     given = [*workload.args, *workload.kwargs.values()]
     for value in list(given):
-        if type(value) in (list, tuple):
-            given += list(value)
-        elif type(value) is dict:
-            given += list(value.values())
-    return any(isinstance(v, torch.Tensor) and v.device.type != "cpu" for v in given)
+        if _opened(value):
+            given += list(value.values() if isinstance(value, dict) else value)
+    return any(_copyable(torch, v) for v in given)
+
+
+def _opened(value: object) -> bool:
+    """Whether placed_anew looks into ``value`` (one level only): a plain list, tuple or dict
+    of at most 16 items; a namedtuple's fields are its own, left as they are."""
+    return type(value) in (list, tuple, dict) and len(value) <= 16  # type: ignore[arg-type]
+
+
+def _copyable(torch: Any, value: object) -> bool:
+    """Whether placed_anew copies ``value``: a device tensor whose elements do not overlap
+    (an ``expand``: no copy says the same) and whose base is on its device."""
+    if not isinstance(value, torch.Tensor) or value.device.type == "cpu":
+        return False
+    base = value._base if value._base is not None else value
+    return not (0 in value.stride() and value.numel() > 1) and base.device == value.device
 
 
 def matmul_workload(kind: str, dtype: str) -> tuple[Workload, float] | None:
