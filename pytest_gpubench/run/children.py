@@ -132,14 +132,6 @@ SKIPPED_OPTIONS = (
 # What a parent may write that a child writes into its own folder instead (Launcher.overrides):
 # plugins, by the names pytest registers them under, and pytest's own log files.
 LOG_FILE, DEBUG_FILE = "log_file", "debug"
-FILE_WRITING_PLUGINS = (
-    "cacheprovider",
-    "junitxml",
-    "rerunfailures",
-    "pytest_reportlog",
-    "html",
-    "pytest_cov",
-)
 # What a child gets instead, in order, by what writes ('': every child); {} stands for its
 # folder and name.
 OWN_TARGETS = (
@@ -153,6 +145,8 @@ OWN_TARGETS = (
     (LOG_FILE, ("--log-file={}-pytest.log",)),
     (DEBUG_FILE, ("--debug={}-debug.log",)),
 )
+# The plugins among them: a child gets its own targets for those loaded.
+FILE_WRITING_PLUGINS = tuple(w for w, _ in OWN_TARGETS if w not in ("", LOG_FILE, DEBUG_FILE))
 
 
 @dataclass(frozen=True)
