@@ -516,17 +516,14 @@ class Signs:
     def renew(self) -> None:
         self.last = max(self.last, time.monotonic())
 
-    def latest(self) -> float:
-        """The monotonic time of the last sign (a changed beat counts from when seen)."""
+    def quiet_s(self) -> float:
+        """How long since the last sign (a changed beat counts from when seen)."""
         for path in self.beats:
             mtime = _mtime_ns(path)
             if mtime != self._seen[path]:
                 self._seen[path] = mtime
                 self.renew()
-        return self.last
-
-    def quiet_s(self) -> float:
-        return time.monotonic() - self.latest()
+        return time.monotonic() - self.last
 
 
 def _mtime_ns(path: Path) -> int | None:
