@@ -132,14 +132,6 @@ SKIPPED_OPTIONS = (
 # What a parent may write that a child writes into its own folder instead (Launcher.overrides):
 # plugins, by the names pytest registers them under, and pytest's own log files.
 LOG_FILE, DEBUG_FILE = "log_file", "debug"
-FILE_WRITING_PLUGINS = (
-    "cacheprovider",
-    "junitxml",
-    "rerunfailures",
-    "pytest_reportlog",
-    "html",
-    "pytest_cov",
-)
 # What a child gets instead, in order, by what writes ('': every child); {} stands for its
 # folder and name.
 OWN_TARGETS = (
@@ -153,6 +145,8 @@ OWN_TARGETS = (
     (LOG_FILE, ("--log-file={}-pytest.log",)),
     (DEBUG_FILE, ("--debug={}-debug.log",)),
 )
+# The plugins among them: a child gets its own targets for those loaded.
+FILE_WRITING_PLUGINS = tuple(w for w, _ in OWN_TARGETS if w not in ("", LOG_FILE, DEBUG_FILE))
 
 
 @dataclass(frozen=True)
@@ -522,17 +516,14 @@ class Signs:
     def renew(self) -> None:
         self.last = max(self.last, time.monotonic())
 
-    def latest(self) -> float:
-        """The monotonic time of the last sign (a changed beat counts from when seen)."""
+    def quiet_s(self) -> float:
+        """How long since the last sign (a changed beat counts from when seen)."""
         for path in self.beats:
             mtime = _mtime_ns(path)
             if mtime != self._seen[path]:
                 self._seen[path] = mtime
                 self.renew()
-        return self.last
-
-    def quiet_s(self) -> float:
-        return time.monotonic() - self.latest()
+        return time.monotonic() - self.last
 
 
 def _mtime_ns(path: Path) -> int | None:
