@@ -47,12 +47,7 @@ MEMORY_SESSIONS = 5
 
 def reference_ms(history: Sequence[SessionRecord]) -> float:
     """The reference time of a history: the geometric mean of its session medians."""
-    medians = map(operator.attrgetter("median_ms"), history)
-    return reference_of_logs(list(map(math.log, medians)))
-
-
-def reference_of_logs(logs: Sequence[float]) -> float:
-    """:func:`reference_ms` of a history whose medians' logs were taken already."""
+    logs = list(map(math.log, map(operator.attrgetter("median_ms"), history)))
     return math.exp(math.fsum(logs) / len(logs))
 
 
