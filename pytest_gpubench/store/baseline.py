@@ -66,7 +66,7 @@ from ..core.records import (
     unknown_keys,
 )
 from . import files as storage
-from .runs import RUNS
+from .runs import RUNS, ignore_all
 
 SCHEMA = "pytest-gpubench/2"
 SCHEMA_V1 = "pytest-gpubench/1"
@@ -393,11 +393,8 @@ def _check_directory(directory: Path) -> None:
 
 
 def _ignore_temporaries(directory: Path) -> None:
-    """Give a directory of baselines only (no other files) a .gitignore for our temporary
-    and lock files, unless it has one. A convenience: failing to write it fails nothing."""
-    ignore = directory / ".gitignore"
-    with contextlib.suppress(OSError, StorageError):
-        names = os.listdir(directory)
-        ours = (".json", ".lock")
-        if not os.path.lexists(ignore) and all(n.endswith(ours) or n == RUNS for n in names):
-            storage.write_atomic(ignore, GITIGNORE, "ignore file")
+    """Give a directory of baselines only (no other files, a .gitignore neither) a
+    .gitignore for our temporary and lock files (runs.ignore_all)."""
+    with contextlib.suppress(OSError):
+        if all(n.endswith((".json", ".lock")) or n == RUNS for n in os.listdir(directory)):
+            ignore_all(directory, GITIGNORE)
