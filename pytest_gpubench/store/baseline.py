@@ -53,6 +53,7 @@ from ..core.baseline import (
     HISTORY_SESSIONS,
     BaselineEntry,
     Update,
+    applied,
     samples_problem,
 )
 from ..core.device import VERSION_FIELDS
@@ -301,9 +302,7 @@ def save(
     )
     with storage.lock(path, WHAT, lock_timeout_s):
         current = load(path)  # other processes may have saved since this session read it
-        entries = dict(current.entries)
-        for update in updates:
-            entries[update.key] = update.apply(entries.get(update.key))
+        entries = applied(current.entries, updates)
         # A session the file has already is the file's (with any keys of a newer version).
         table = used_sessions({**sessions, **current.sessions}, entries)
         for key, info in table.items():  # what a read refuses is never written
