@@ -234,7 +234,7 @@ TOP_LEVEL = frozenset(("schema", "device", "sessions", "benchmarks"))
 
 def _from_schema_1(path: Path, device: dict[str, Json], raw: dict[str, Json]) -> Baseline:
     """A schema 1 file as schema 2: each entry's samples become one session of its history."""
-    versions = {key: _text(device.get(key)) for key in VERSION_FIELDS}
+    versions = {k: None if device.get(k) is None else str(device[k]) for k in VERSION_FIELDS}
     sessions: dict[str, SessionInfo] = {}
     entries: dict[str, BaselineEntry] = {}
     for key, entry in raw.items():
@@ -377,10 +377,6 @@ def _dump(value: Json, indent: str) -> str:
 
 def _has_containers(items: list[Json]) -> bool:
     return not storage.CONTAINERS.isdisjoint(map(type, items))  # C speed
-
-
-def _text(value: Json) -> str | None:
-    return None if value is None else str(value)
 
 
 def _check_directory(directory: Path) -> None:
