@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import math
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .codec import absent, empty, encode, spec
@@ -47,12 +47,7 @@ MEMORY_SESSIONS = 5
 
 def reference_ms(history: Sequence[SessionRecord]) -> float:
     """The reference time of a history: the geometric mean of its session medians."""
-    medians = map(operator.attrgetter("median_ms"), history)
-    return reference_of_logs(list(map(math.log, medians)))
-
-
-def reference_of_logs(logs: Sequence[float]) -> float:
-    """:func:`reference_ms` of a history whose medians' logs were taken already."""
+    logs = list(map(math.log, map(operator.attrgetter("median_ms"), history)))
     return math.exp(math.fsum(logs) / len(logs))
 
 
@@ -343,6 +338,16 @@ class Update:
         else:  # its latest launches, unless this timer could not record them
             saved = dataclasses.replace(ran.extended(self.records), kernels=launches or ran.kernels)
         return latest.with_binaries([saved, *others])
+
+
+def applied(
+    entries: Mapping[str, BaselineEntry], updates: Iterable[Update]
+) -> dict[str, BaselineEntry]:
+    """``entries`` with ``updates`` applied in turn, as a save writes them."""
+    result = dict(entries)
+    for update in updates:
+        result[update.key] = update.apply(result.get(update.key))
+    return result
 
 
 # Optional fields of an entry: how to tell a valid value, and what one looks like.

@@ -64,8 +64,9 @@ def median_factor(n: int | np.ndarray) -> np.ndarray:
     return np.where(counts > len(table), math.sqrt(math.pi / 2), table[inside])
 
 
-def summarize_samples(samples_ms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Median and standard error of the log-median along the last axis.
+def session_summary(samples_ms: Sequence[float]) -> tuple[float, int, float]:
+    """(median in ms, count, standard error of the log-median; nan for one sample) of one
+    session's samples (milliseconds, all positive).
 
     The spread of log-samples is the normal-consistent MAD from 10 samples on (robust to the
     long right tails of timings) and the sample sd below (a MAD of 3 values is biased low);
@@ -73,30 +74,21 @@ def summarize_samples(samples_ms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     import numpy as np
 
-    x = np.log(samples_ms)
-    n = x.shape[-1]
-    if n < 1:
-        raise ValueError("a session summary needs at least one sample")
-    median = np.median(x, axis=-1)
-    if n == 1:
-        return np.exp(median), np.full(np.shape(median), np.nan)
-    if n >= 10:
-        spread = 1.4826 * np.median(np.abs(x - median[..., None]), axis=-1)
-    else:
-        spread = np.std(x, axis=-1, ddof=1)
-    return np.median(samples_ms, axis=-1), median_factor(n) * spread / math.sqrt(n)
-
-
-def session_summary(samples_ms: Sequence[float]) -> tuple[float, int, float]:
-    """(median in ms, count, standard error of the log-median; nan for one sample) of one
-    session's samples (milliseconds, all positive)."""
-    import numpy as np
-
     data = np.asarray(samples_ms, dtype=float)
     if data.ndim != 1 or not np.all(data > 0):
         raise ValueError("a session summary needs a sequence of positive samples (ms)")
-    median_ms, se_log = summarize_samples(data)
-    return float(median_ms), len(data), float(se_log)
+    n = len(data)
+    if n < 1:
+        raise ValueError("a session summary needs at least one sample")
+    x = np.log(data)
+    median = np.median(x)
+    if n == 1:
+        return float(np.exp(median)), n, math.nan
+    if n >= 10:
+        spread = 1.4826 * np.median(np.abs(x - median))
+    else:
+        spread = np.std(x, ddof=1)
+    return float(np.median(data)), n, float(median_factor(n) * spread / math.sqrt(n))
 
 
 # Confidence level of the interval of the median that decides when sampling may stop.

@@ -194,15 +194,22 @@ def parse_path(text: object) -> Path:
 
 @dataclass(frozen=True)
 class OptionSpec:
-    """One setting: its CLI flag, ini key, parser, default, and whether a marker may set it."""
+    """One setting: its CLI flag, ini key and parser. Its default is its field's in
+    ``Settings`` or ``MeasureSettings``; a marker may set the latter's."""
 
     field: str
     help: str
     parse: Callable[[object], Any]
-    default: Any
-    is_flag: bool = False
-    in_marker: bool = False
     metavar: str | None = None
+
+    @property
+    def is_flag(self) -> bool:
+        """A switch given without a value (``--gpubench-save``)."""
+        return self.parse is parse_bool
+
+    @property
+    def in_marker(self) -> bool:
+        return self.field in MEASURE_FIELDS
 
     @property
     def flag(self) -> str:
@@ -226,16 +233,12 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "enabled",
         "Time gpubench tests and judge them against the stored baselines",
         parse_bool,
-        False,
-        is_flag=True,
     ),
     OptionSpec(
         "save",
         "Measure and add this session to the baselines of this GPU for the tests that ran "
         "(implies --gpubench)",
         parse_bool,
-        False,
-        is_flag=True,
     ),
     OptionSpec(
         "accept",
@@ -244,9 +247,6 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "session, one that would widen its test's gate beyond its threshold; without it these "
         "are left out of the save, and a change or a widened gate fails its test",
         parse_bool,
-        False,
-        is_flag=True,
-        in_marker=True,
     ),
     OptionSpec(
         "accept_only",
@@ -254,14 +254,12 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "expression matches, as -k matches them, such as 'softmax and not fp16'; the other "
         "tests are saved as without --gpubench-accept",
         parse_expression,
-        None,
         metavar="EXPR",
     ),
     OptionSpec(
         "dir",
         "Directory of the baseline files (default: .gpubench under the rootdir)",
         parse_path,
-        None,
         metavar="DIR",
     ),
     OptionSpec(
@@ -269,15 +267,12 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "Keep the result files of this many latest runs in the runs folder of the baseline "
         "directory, for gpubench compare last~1 last (default 20; 0: keep none)",
         parse_keep_runs,
-        20,
         metavar="N",
     ),
     OptionSpec(
         "threshold",
         "Smallest slowdown that fails a test, such as 5% (default 5%)",
         parse_fraction_or_percent,
-        0.05,
-        in_marker=True,
         metavar="PERCENT",
     ),
     OptionSpec(
@@ -285,8 +280,6 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "Smallest growth of a call's peak GPU memory that fails its test, such as 10% "
         "(default 5%; it must also exceed --gpubench-memory-slack); off: never",
         parse_memory_threshold,
-        0.05,
-        in_marker=True,
         metavar="PERCENT",
     ),
     OptionSpec(
@@ -294,8 +287,6 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "Growth of a call's peak GPU memory that never fails, however large a share, such as "
         "64MiB, or 4096 for bytes (default 1MiB)",
         parse_bytes,
-        1 << 20,
-        in_marker=True,
         metavar="SIZE",
     ),
     OptionSpec(
@@ -303,8 +294,6 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "Significance level of the whole run: the chance it may take of failing a test whose "
         "code did not change, divided among the measurements judged (default 0.01)",
         parse_alpha,
-        0.01,
-        in_marker=True,
         metavar="LEVEL",
     ),
     OptionSpec(
@@ -313,32 +302,24 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "time where launch gaps are a large share of it, else the kernel time from CUPTI; "
         "wall on a machine without a GPU)",
         parse_timer,
-        "auto",
-        in_marker=True,
         metavar="NAME",
     ),
     OptionSpec(
         "budget_s",
         "Time budget of one measurement in seconds, calibration and warmup included (default 1.0)",
         parse_positive_float,
-        1.0,
-        in_marker=True,
         metavar="SECONDS",
     ),
     OptionSpec(
         "min_samples",
         "Fewest samples per measurement, unless the budget runs out first (default 20)",
         parse_count,
-        20,
-        in_marker=True,
         metavar="N",
     ),
     OptionSpec(
         "max_samples",
         "Most samples per measurement (default 200)",
         parse_count,
-        200,
-        in_marker=True,
         metavar="N",
     ),
     OptionSpec(
@@ -346,16 +327,12 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "Stop sampling once the 95% confidence interval of the median is "
         "within this of it, such as 0.5% (default 0.5%)",
         parse_fraction_or_percent,
-        0.005,
-        in_marker=True,
         metavar="PERCENT",
     ),
     OptionSpec(
         "fail_on_improvement",
         "Fail tests that got significantly faster, so stale baselines get refreshed",
         parse_bool,
-        False,
-        is_flag=True,
     ),
     OptionSpec(
         "confirm",
@@ -363,14 +340,12 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "a time, judging all its sessions after each pair (default 6; 0: the first "
         "session's verdict is final)",
         parse_confirmations,
-        6,
         metavar="N",
     ),
     OptionSpec(
         "sessions",
         "With --gpubench-save: record this many sessions, each in a fresh process (default 1)",
         parse_sessions,
-        1,
         metavar="N",
     ),
     OptionSpec(
@@ -378,8 +353,6 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "Pass tests whose baseline was taken by another timer (reported as incomparable; they "
         "fail by default); implies --gpubench-changed=warn",
         parse_bool,
-        False,
-        is_flag=True,
     ),
     OptionSpec(
         "changed",
@@ -388,7 +361,6 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "configuration does (grid, block, registers, shared memory: an autotuner's choice), "
         "fail fails on both, warn on neither",
         parse_changed,
-        "work",
         metavar="work|fail|warn",
     ),
     OptionSpec(
@@ -397,7 +369,6 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "the merge-base with the target branch), measured in the same job: both sides in "
         "alternating fresh processes on this GPU, no stored baseline needed",
         parse_revision,
-        None,
         metavar="REF",
     ),
     OptionSpec(
@@ -405,7 +376,6 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "With --gpubench-against: a shell command run in the revision's checkout before it "
         "is measured (build CUDA extensions and anything else that must be compiled)",
         parse_command,
-        None,
         metavar="CMD",
     ),
     OptionSpec(
@@ -414,7 +384,6 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "process, alternately, where one process can hold both (else in duos: a fresh "
         "process per side at once); processes gives each side its own fresh processes",
         parse_pairing,
-        "lockstep",
         metavar="lockstep|processes",
     ),
     OptionSpec(
@@ -424,21 +393,18 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "side); the tests still unsure get more (in lockstep 4 from this process, 6 duos; "
         "with processes 7), none with --gpubench-confirm 0",
         parse_pairs,
-        None,
         metavar="N",
     ),
     OptionSpec(
         "json",
         "Write every result, samples included, to this JSON file",
         parse_path,
-        None,
         metavar="PATH",
     ),
     OptionSpec(
         "markdown",
         "Write the summary table to this Markdown file",
         parse_path,
-        None,
         metavar="PATH",
     ),
     OptionSpec(
@@ -446,7 +412,6 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "Directory of the evidence of failed tests (a profiler trace of one call, Chrome/"
         "Perfetto JSON), for a CI artifact (default: gpubench-evidence under the rootdir)",
         parse_path,
-        Path("gpubench-evidence"),
         metavar="DIR",
     ),
     OptionSpec(
@@ -454,8 +419,6 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "Keep a profiler trace of one call of every measurement in the evidence directory, "
         "not only of those that fail",
         parse_bool,
-        False,
-        is_flag=True,
     ),
     OptionSpec(
         "ncu",
@@ -463,63 +426,48 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "one call of a failing test's kernels to its evidence (each side's against a "
         "revision): a fresh process under ncu, which must be on PATH, once per failing test",
         parse_bool,
-        False,
-        is_flag=True,
     ),
     OptionSpec(
         "energy",
         "Measure the energy of a call (NVML's energy counter over about 1 s of calls, "
         "where the GPU reports it): shown, never judged",
         parse_bool,
-        False,
-        is_flag=True,
     ),
     OptionSpec(
         "only",
         "Run only the tests that use the gpubench fixture (or the benchmark fixture of "
         "--gpubench-benchmark-fixture); skip the rest",
         parse_bool,
-        False,
-        is_flag=True,
     ),
     OptionSpec(
         "skip",
         "Skip the tests that use the gpubench fixture (or the benchmark fixture of "
         "--gpubench-benchmark-fixture)",
         parse_bool,
-        False,
-        is_flag=True,
     ),
     OptionSpec(
         "disable",
         "Run each benchmarked function once, untimed, as without --gpubench, even where "
         "--gpubench is given (pytest-benchmark's --benchmark-disable)",
         parse_bool,
-        False,
-        is_flag=True,
     ),
     OptionSpec(
         "benchmark_fixture",
         "Provide pytest-benchmark's benchmark fixture, timed by gpubench, for suites written "
         "for pytest-benchmark (with pytest-benchmark itself not active: -p no:benchmark)",
         parse_bool,
-        False,
-        is_flag=True,
     ),
     OptionSpec(
         "record_host",
         "Record this host's name in each session saved to the baselines and as machine_info.node "
         "of pytest-benchmark's JSON (by default neither holds it: baselines are committed)",
         parse_bool,
-        False,
-        is_flag=True,
     ),
     OptionSpec(
         "benchmark_json",
         "Write the results in pytest-benchmark's JSON format to this file (for "
         "github-action-benchmark, Bencher and pytest-benchmark compare)",
         parse_path,
-        None,
         metavar="PATH",
     ),
 )

@@ -53,6 +53,7 @@ from ..core.baseline import (
     HISTORY_SESSIONS,
     BaselineEntry,
     Update,
+    applied,
     samples_problem,
 )
 from ..core.device import VERSION_FIELDS
@@ -66,7 +67,7 @@ from ..core.records import (
     unknown_keys,
 )
 from . import files as storage
-from .runs import RUNS
+from .runs import RUNS, ignore_all
 
 SCHEMA = "pytest-gpubench/2"
 SCHEMA_V1 = "pytest-gpubench/1"
@@ -233,7 +234,7 @@ TOP_LEVEL = frozenset(("schema", "device", "sessions", "benchmarks"))
 
 def _from_schema_1(path: Path, device: dict[str, Json], raw: dict[str, Json]) -> Baseline:
     """A schema 1 file as schema 2: each entry's samples become one session of its history."""
-    versions = {key: _text(device.get(key)) for key in VERSION_FIELDS}
+    versions = {k: None if device.get(k) is None else str(device[k]) for k in VERSION_FIELDS}
     sessions: dict[str, SessionInfo] = {}
     entries: dict[str, BaselineEntry] = {}
     for key, entry in raw.items():
@@ -301,9 +302,7 @@ def save(
     )
     with storage.lock(path, WHAT, lock_timeout_s):
         current = load(path)  # other processes may have saved since this session read it
-        entries = dict(current.entries)
-        for update in updates:
-            entries[update.key] = update.apply(entries.get(update.key))
+        entries = applied(current.entries, updates)
         # A session the file has already is the file's (with any keys of a newer version).
         table = used_sessions({**sessions, **current.sessions}, entries)
         for key, info in table.items():  # what a read refuses is never written
@@ -380,10 +379,6 @@ def _has_containers(items: list[Json]) -> bool:
     return not storage.CONTAINERS.isdisjoint(map(type, items))  # C speed
 
 
-def _text(value: Json) -> str | None:
-    return None if value is None else str(value)
-
-
 def _check_directory(directory: Path) -> None:
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise BaselineError(
@@ -393,11 +388,8 @@ def _check_directory(directory: Path) -> None:
 
 
 def _ignore_temporaries(directory: Path) -> None:
-    """Give a directory of baselines only (no other files) a .gitignore for our temporary
-    and lock files, unless it has one. A convenience: failing to write it fails nothing."""
-    ignore = directory / ".gitignore"
-    with contextlib.suppress(OSError, StorageError):
-        names = os.listdir(directory)
-        ours = (".json", ".lock")
-        if not os.path.lexists(ignore) and all(n.endswith(ours) or n == RUNS for n in names):
-            storage.write_atomic(ignore, GITIGNORE, "ignore file")
+    """Give a directory of baselines only (no other files, a .gitignore neither) a
+    .gitignore for our temporary and lock files (runs.ignore_all)."""
+    with contextlib.suppress(OSError):
+        if all(n.endswith((".json", ".lock")) or n == RUNS for n in os.listdir(directory)):
+            ignore_all(directory, GITIGNORE)

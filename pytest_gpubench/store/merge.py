@@ -12,10 +12,10 @@ with the reason, and git leaves the conflict to a person: a merge never guesses.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
-from ..core.baseline import BaselineEntry, Update
+from ..core.baseline import BaselineEntry, Update, applied
 from ..core.errors import BaselineError
 from ..core.records import SessionInfo, SessionRecord
 from . import files as storage
@@ -41,7 +41,7 @@ def updates_between(
                 "a new session; merge it by hand"
             )
         updates.append(Update(key, records, entry.epoch in new, entry))
-    replayed = _applied(ancestor.entries, updates)
+    replayed = applied(ancestor.entries, updates)
     if _as_json(replayed) != _as_json(saved.entries):
         raise BaselineError(
             f"{WHAT} {saved.path} is not its ancestor plus saved sessions (an entry removed "
@@ -56,7 +56,7 @@ def merge(ancestor: Baseline, current: Baseline, other: Baseline) -> str:
     save). Raises BaselineError when ``other`` is not ``ancestor`` plus saves."""
     updates, new = updates_between(ancestor, other)
     sessions = {**current.sessions, **new}
-    entries = _applied(current.entries, updates)
+    entries = applied(current.entries, updates)
     device = other.device if updates else current.device
     extra = {**other.extra, **current.extra}  # a newer version's top-level keys: kept
     return dumps(document(device, sessions, entries, extra))
@@ -83,15 +83,6 @@ def _new_records(entry: BaselineEntry, new: Mapping[str, SessionInfo]) -> tuple[
         if record.session in new:
             seen.setdefault(record.session, record)
     return tuple(seen.values())
-
-
-def _applied(
-    entries: Mapping[str, BaselineEntry], updates: Sequence[Update]
-) -> dict[str, BaselineEntry]:
-    result = dict(entries)
-    for update in updates:
-        result[update.key] = update.apply(result.get(update.key))
-    return result
 
 
 def _as_json(entries: Mapping[str, BaselineEntry]) -> dict[str, object]:

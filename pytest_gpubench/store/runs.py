@@ -40,13 +40,13 @@ def file_name(session_id: str, commit: str | None) -> str:
     return name
 
 
-def ignore_all(directory: Path) -> None:
-    """Give a folder of ours a ``.gitignore`` of ``*`` unless it has one: ``git add .``
-    then never takes it. A convenience: failing to write it fails nothing."""
+def ignore_all(directory: Path, text: str = IGNORE_ALL) -> None:
+    """Give a folder of ours a ``.gitignore`` (of ``*``: ``git add .`` then never takes
+    it) unless it has one. A convenience: failing to write it fails nothing."""
     ignore = directory / ".gitignore"
     with contextlib.suppress(OSError, StorageError):
         if not os.path.lexists(ignore):
-            storage.write_atomic(ignore, IGNORE_ALL, "ignore file")
+            storage.write_atomic(ignore, text, "ignore file")
 
 
 def save(directory: Path, name: str, text: str, keep: int) -> Path:
