@@ -322,9 +322,7 @@ def same_bounds(result: Result) -> tuple[float, float] | None:
     threshold both ways); None for any other verdict, or a file written before they were
     kept."""
     j = result.verdict.judgement
-    if result.status is not Status.SAME or j is None:
-        return None
-    if j.same_low is None or j.same_high is None:
+    if result.status is not Status.SAME or j is None or j.same_low is None or j.same_high is None:
         return None
     return j.same_low, j.same_high
 
@@ -355,25 +353,21 @@ def paired_run(results: Iterable[Result]) -> Paired | None:
     return next((r.verdict.paired for r in results if r.verdict.paired is not None), None)
 
 
-def revision_line(paired: Paired, same: bool = False) -> str:
-    """The line under a paired table: which side is which, what the change and its interval
-    are; ``same``: some row shows a same's bounds (:func:`same_bounds`)."""
+def legend(results: Iterable[Result]) -> str | None:
+    """The line under the table of a run against a revision (None: a history's run): which
+    side is which, what the change and its interval are, and a same's bounds where a row
+    shows them (:func:`same_bounds`)."""
+    results = list(results)
+    paired = paired_run(results)
+    if paired is None:
+        return None
     interval = "its interval, corrected for the tests and looks"
-    if same:
+    if any(same_bounds(r) is not None for r in results):
         interval += "; for same: its 90% interval, within the threshold"
     return (
         f"base: {paired.revision} ({paired.commit[:8]}); head: the working tree; "
         f"change: head / base [{interval}]"
     )
-
-
-def legend(results: Iterable[Result]) -> str | None:
-    """The line under the table of a run against a revision (None: a history's run)."""
-    results = list(results)
-    paired = paired_run(results)
-    if paired is None:
-        return None
-    return revision_line(paired, any(same_bounds(r) is not None for r in results))
 
 
 def _previous_change(result: Result) -> str:
