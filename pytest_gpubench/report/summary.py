@@ -157,24 +157,21 @@ def failure_message(result: Result) -> str:
         )
         if v.status is Status.IMPROVED:
             text += "; refresh the baseline with --gpubench-save --gpubench-accept"
+    lines = [text]  # the others indented under it
     if v.kernel_changes and v.status not in (Status.INCOMPARABLE, Status.CHANGED):
         what = "another pick of the same work" if _binary_change(result) == "another pick" else ""
-        text += f"\n  {what or 'kernels'}: " + "; ".join(v.kernel_changes)
-    table = kernel_table(result)
-    if table:
-        text += "\n  " + "\n  ".join(table)
+        lines.append(f"{what or 'kernels'}: " + "; ".join(v.kernel_changes))
+    lines += kernel_table(result)
     e = m.evidence
     if e.trace:
-        text += f"\n  evidence: a profiler trace of one call, {e.trace}"
+        lines.append(f"evidence: a profiler trace of one call, {e.trace}")
     if e.reference_trace:
         whose = "the revision's" if v.paired is not None else "the reference's"
-        text += f"\n  evidence: {whose}, {e.reference_trace}"
-    for lines in (ncu_table(result, e.reference_ncu, True), ncu_table(result, e.ncu, False)):
-        if lines:
-            text += "\n  " + "\n  ".join(lines)
+        lines.append(f"evidence: {whose}, {e.reference_trace}")
+    lines += ncu_table(result, e.reference_ncu, True) + ncu_table(result, e.ncu, False)
     if m.timer != "cuda-graph":
-        text += f"\n  timed by {m.timer}" + (f": {m.note}" if m.note else "")
-    return text
+        lines.append(f"timed by {m.timer}" + (f": {m.note}" if m.note else ""))
+    return "\n  ".join(lines)
 
 
 def _gate(gateable: float | None, threshold: float) -> str:
