@@ -696,13 +696,11 @@ def _add_dir(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_levels(parser: argparse.ArgumentParser, defaults: bool) -> None:
-    threshold_default = DEFAULT_THRESHOLD if defaults else None
-    alpha_default = DEFAULT_ALPHA if defaults else None
     parser.add_argument(
         "--threshold",
         type=_percent,
         metavar="PCT",
-        default=threshold_default,
+        default=DEFAULT_THRESHOLD if defaults else None,
         help="Slowdown to gate, such as 5%%"
         + (" (default: 5%%)" if defaults else " (default: each test's own, as HEAD ran it)"),
     )
@@ -710,7 +708,7 @@ def _add_levels(parser: argparse.ArgumentParser, defaults: bool) -> None:
         "--alpha",
         type=_alpha,
         metavar="LEVEL",
-        default=alpha_default,
+        default=DEFAULT_ALPHA if defaults else None,
         help="Significance level over all tests, such as 0.01"
         + (" (default: 0.01)" if defaults else " (default: HEAD's run's)"),
     )
