@@ -242,8 +242,7 @@ class Comparison:
     title: str  # the terminal report's first line
     results: list[Result]  # HEAD's, judged; keys only in HEAD are "new"
     gate: Gate  # its family: the keys in both (the multiplicity correction)
-    threshold: float  # the default threshold, for the footer
-    alpha: float
+    levels: MeasureSettings  # the default threshold and the alpha, for the footer
     notes: list[str]  # under the table: another device, the keys in one file only
     removed: int = 0  # BASE's results whose keys HEAD lacks
     family_of: str = "in both files"  # what the family counts, for the footer
@@ -265,7 +264,7 @@ def compare(
     the history, HEAD's the current sessions; launches other than BASE's are another binary
     (``gate``, :func:`_gate`: fails or warns). ``threshold`` None: each test's own, as its
     run recorded it; ``alpha`` None: HEAD's run's."""
-    alpha = alpha if alpha is not None else _setting(head, "alpha", DEFAULT_ALPHA)
+    levels = _levels(head, threshold, alpha)
     common = [key for key in head.results if key in base.results]
     # The family is this comparison's, not its run's: the footer reports it.
     gate = dataclasses.replace(gate, family=max(1, len(common)))
@@ -276,7 +275,7 @@ def compare(
         entry = None  # else BASE's as the baseline entry a save of it would start (a new epoch)
         if before is not None and before.status not in UNUSABLE_BASE:
             entry = Update.of(before.measurement, new_epoch=True).apply(None)
-        measure = MeasureSettings(threshold=threshold or measurement.threshold, alpha=alpha)
+        measure = dataclasses.replace(levels, threshold=threshold or measurement.threshold)
         try:
             verdict = gate.verdict(measurement, entry, measure)
         except ValueError as exc:  # a value the rule refuses (the files were checked)
@@ -306,8 +305,7 @@ def compare(
     removed = [r for key, r in base.results.items() if key not in head.results]
     notes += [f"removed (in BASE only): {r.test}" for r in removed]
     title = f"gpubench compare: {base.path} -> {head.path} ({head.device_name})"
-    default = threshold or _setting(head, "threshold", DEFAULT_THRESHOLD)
-    return Comparison(title, judged, gate, default, alpha, notes, len(removed))
+    return Comparison(title, judged, gate, levels, notes, len(removed))
 
 
 def compare_pairs(
@@ -318,7 +316,7 @@ def compare_pairs(
     its declared bytes and flops (ab.held_to_floors), as the run judged it. ``threshold`` None: each
     test's own; ``alpha`` None: the run's. A result without a pair (new, removed, timed by
     another timer on each side) keeps its verdict."""
-    alpha = alpha if alpha is not None else _setting(run, "alpha", DEFAULT_ALPHA)
+    levels = _levels(run, threshold, alpha)
     # The run's family (every measurement of both sides), recorded with each verdict.
     family = max([1, *(r.verdict.family for r in run.results.values())])
     gate = dataclasses.replace(gate, family=family)
@@ -329,16 +327,11 @@ def compare_pairs(
             f"{confirm!r:.40}, not counts; write it again with pytest --gpubench-against REF "
             "--gpubench-json"
         )
-    first = None if pairs is None else int(pairs)
-    designs = {
-        (lock, duos): ab.design_of(first, int(confirm) > 0, lock, duos)
-        for lock in (False, True)
-        for duos in (False, True)
-    }
+    first, more = None if pairs is None else int(pairs), int(confirm) > 0
     judged = []
     for key, result in run.results.items():
         m, verdict = result.measurement, result.verdict
-        measure = MeasureSettings(threshold=threshold or m.threshold, alpha=alpha)
+        measure = dataclasses.replace(levels, threshold=threshold or m.threshold)
         if verdict.paired is not None and verdict.paired.pairs:
             try:
                 paired = ab.paired_verdict(
@@ -347,7 +340,9 @@ def compare_pairs(
                     launches=launch_count(m.kernels),
                     measure=measure,
                     gate=gate,
-                    design=designs[verdict.paired.lockstep, bool(verdict.paired.duos)],
+                    design=ab.design_of(
+                        first, more, verdict.paired.lockstep, bool(verdict.paired.duos)
+                    ),
                     kernel_changes=verdict.kernel_changes,
                     same_kernels=verdict.same_kernels,
                     baseline_binary=verdict.baseline_binary,
@@ -358,10 +353,9 @@ def compare_pairs(
             except ValueError as exc:  # a value the rule refuses
                 raise GpubenchError(f"cannot judge {key}: {exc}") from None
         judged.append(Result(dataclasses.replace(m, threshold=measure.threshold), verdict))
-    default = threshold or _setting(run, "threshold", DEFAULT_THRESHOLD)
     revision = run.against.label if run.against else ""
     title = f"gpubench compare: {run.path}: the working tree against {revision} ({run.device_name})"
-    return Comparison(title, judged, gate, default, alpha, [], family_of="of either side")
+    return Comparison(title, judged, gate, levels, [], family_of="of either side")
 
 
 def _gate(args: argparse.Namespace) -> Gate:
@@ -377,9 +371,18 @@ def _gate(args: argparse.Namespace) -> Gate:
     )
 
 
-def _setting(results: ResultFile, name: str, default: float) -> float:
-    value = results.settings.get(name)
-    return float(value) if is_number(value) and 0 < value < 1 else default
+def _levels(run: ResultFile, threshold: float | None, alpha: float | None) -> MeasureSettings:
+    """The levels given, else those ``run`` recorded in its settings: the threshold is the
+    footer's default (each test is judged at its own where none is given)."""
+
+    def recorded(name: str, default: float) -> float:
+        value = run.settings.get(name)
+        return float(value) if is_number(value) and 0 < value < 1 else default
+
+    return MeasureSettings(
+        threshold=threshold or recorded("threshold", DEFAULT_THRESHOLD),
+        alpha=alpha if alpha is not None else recorded("alpha", DEFAULT_ALPHA),
+    )
 
 
 def _report(comparison: Comparison, device: Fingerprint, markdown: bool) -> int:
@@ -400,8 +403,9 @@ def _report(comparison: Comparison, device: Fingerprint, markdown: bool) -> int:
 
 
 def _footer(comparison: Comparison) -> str:
-    measure = MeasureSettings(threshold=comparison.threshold, alpha=comparison.alpha)
-    text = report.footer(comparison.results, measure, comparison.gate.family, comparison.family_of)
+    text = report.footer(
+        comparison.results, comparison.levels, comparison.gate.family, comparison.family_of
+    )
     if comparison.removed:
         text += f"; {comparison.removed} removed"
     return text
@@ -421,11 +425,10 @@ def result_path(name: str, directory: Path) -> Path:
 
 def run_runs(args: argparse.Namespace) -> int:
     """``gpubench runs``: the stored runs, newest first, with the names compare takes."""
-    directory = Path(args.dir)
-    found = stored_runs.stored(directory)
+    found = stored_runs.stored(args.dir)
     if not found:
         raise GpubenchError(
-            f"no stored runs in {stored_runs.folder(directory)}: each pytest --gpubench run "
+            f"no stored runs in {stored_runs.folder(args.dir)}: each pytest --gpubench run "
             "stores its results there (--gpubench-keep-runs); point --dir at the baseline "
             "directory"
         )
@@ -442,12 +445,19 @@ def run_runs(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    directory = Path(args.dir)
-    args.base = str(result_path(args.base, directory))
-    if args.head is None:
-        return _compare_pairs(args)
-    args.head = str(result_path(args.head, directory))
-    base, head = read_results(Path(args.base)), read_results(Path(args.head))
+    base_path = result_path(args.base, args.dir)
+    if args.head is None:  # an A/B run's file, judged again on its pairs
+        run = read_results(base_path)
+        if run.against is None:
+            raise GpubenchError(
+                f"{run.path} is the file of one run, not of an A/B run: pass BASE.json HEAD.json "
+                "to compare two runs, or alone a file of pytest --gpubench-against REF "
+                "--gpubench-json"
+            )
+        comparison = compare_pairs(run, _gate(args), args.threshold, args.alpha)
+        return _report(comparison, run.device, args.markdown)
+    head_path = result_path(args.head, args.dir)
+    base, head = read_results(base_path), read_results(head_path)
     both = [f for f in (base, head) if f.against is not None]
     if len(both) == 2:
         raise GpubenchError(
@@ -462,18 +472,6 @@ def run_compare(args: argparse.Namespace) -> int:
         )
     comparison = compare(base, head, _gate(args), args.threshold, args.alpha)
     return _report(comparison, head.device, args.markdown)
-
-
-def _compare_pairs(args: argparse.Namespace) -> int:
-    """``gpubench compare AB.json``: an A/B run's file judged again on its pairs."""
-    run = read_results(Path(args.base))
-    if run.against is None:
-        raise GpubenchError(
-            f"{run.path} is the file of one run, not of an A/B run: pass BASE.json HEAD.json to "
-            "compare two runs, or alone a file of pytest --gpubench-against REF --gpubench-json"
-        )
-    comparison = compare_pairs(run, _gate(args), args.threshold, args.alpha)
-    return _report(comparison, run.device, args.markdown)
 
 
 @contextlib.contextmanager
@@ -520,12 +518,7 @@ def run_plot(args: argparse.Namespace) -> int:
         plots.Section(b, baselines.survey(b, args.threshold, args.alpha), baselines.file_header(b))
         for b in files
     ]
-    written, notes = plots.write(
-        sections,
-        out=None if args.out is None else Path(args.out),
-        image_format=args.format,
-        html=None if args.html is None else Path(args.html),
-    )
+    written, notes = plots.write(sections, out=args.out, image_format=args.format, html=args.html)
     for note in notes:
         print(note)
     for path in written:
@@ -534,9 +527,8 @@ def run_plot(args: argparse.Namespace) -> int:
 
 
 def run_bisect(args: argparse.Namespace) -> int:
-    target = None if args.json is None else Path(args.json)
-    if target is not None:
-        storage.check_target(target, "bisect JSON file")  # before hours of steps, not after
+    if args.json is not None:
+        storage.check_target(args.json, "bisect JSON file")  # before hours of steps, not after
 
     def progress(line: str) -> None:
         print(f"gpubench bisect: {line}", file=sys.stderr, flush=True)
@@ -567,9 +559,9 @@ def run_bisect(args: argparse.Namespace) -> int:
         print(f"nothing to bisect: GOOD {args.good!r} and BAD {args.bad!r} are one commit")
         return 1
     print("\n".join(bisection.report_lines(found)))
-    if target is not None:
+    if args.json is not None:
         document = bisection.report_json(found, args.pytest_args)
-        storage.write_atomic(target, json.dumps(document, indent=1) + "\n", "bisect JSON file")
+        storage.write_atomic(args.json, json.dumps(document, indent=1) + "\n", "bisect JSON file")
     return 0 if found.state is bisection.State.FOUND else 1
 
 
@@ -696,20 +688,19 @@ def _add_paths(parser: argparse.ArgumentParser) -> None:
 def _add_dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dir",
+        type=Path,
         metavar="DIR",
-        default=str(DEFAULT_DIR),
+        default=DEFAULT_DIR,
         help=f"Baseline directory whose runs folder holds the stored runs (default: {DEFAULT_DIR})",
     )
 
 
 def _add_levels(parser: argparse.ArgumentParser, defaults: bool) -> None:
-    threshold_default = DEFAULT_THRESHOLD if defaults else None
-    alpha_default = DEFAULT_ALPHA if defaults else None
     parser.add_argument(
         "--threshold",
         type=_percent,
         metavar="PCT",
-        default=threshold_default,
+        default=DEFAULT_THRESHOLD if defaults else None,
         help="Slowdown to gate, such as 5%%"
         + (" (default: 5%%)" if defaults else " (default: each test's own, as HEAD ran it)"),
     )
@@ -717,7 +708,7 @@ def _add_levels(parser: argparse.ArgumentParser, defaults: bool) -> None:
         "--alpha",
         type=_alpha,
         metavar="LEVEL",
-        default=alpha_default,
+        default=DEFAULT_ALPHA if defaults else None,
         help="Significance level over all tests, such as 0.01"
         + (" (default: 0.01)" if defaults else " (default: HEAD's run's)"),
     )
@@ -791,12 +782,15 @@ def parser() -> argparse.ArgumentParser:
         description=PLOT_DESCRIPTION,
     )
     _add_paths(plot_parser)
-    plot_parser.add_argument("--out", metavar="DIR", help="Directory to write the images to")
+    plot_parser.add_argument(
+        "--out", type=Path, metavar="DIR", help="Directory to write the images to"
+    )
     plot_parser.add_argument(
         "--format", choices=("png", "svg"), default="png", help="Image format (default: png)"
     )
     plot_parser.add_argument(
         "--html",
+        type=Path,
         metavar="PAGE.html",
         help="Write one self-contained page: the table and the figures as inline SVG",
     )
@@ -845,7 +839,7 @@ def parser() -> argparse.ArgumentParser:
         "a build alone stops after 3600 s)",
     )
     bisect_parser.add_argument(
-        "--json", metavar="FILE", help="Write the steps and the answer to this JSON file"
+        "--json", type=Path, metavar="FILE", help="Write the steps and the answer to this JSON file"
     )
     bisect_parser.set_defaults(run=run_bisect, pytest_args=[])
 

@@ -151,22 +151,16 @@ def cpu_info(proc_cpuinfo: str = "/proc/cpuinfo") -> dict[str, Json]:
                     fields[name.strip()] = value.strip()
     except OSError:
         pass  # not Linux: platform.processor() is what there is
-    info: dict[str, Json] = {}
-    brand = fields.get("model name") or platform.processor()
-    if brand:
-        info["brand_raw"] = brand
-    if fields.get("vendor_id"):
-        info["vendor_id_raw"] = fields["vendor_id"]
     machine = platform.machine()
-    if machine:
-        info["arch_string_raw"] = machine
-        if machine.lower() in CPU_ARCHES:
-            info["arch"] = CPU_ARCHES[machine.lower()]
-    info["bits"] = struct.calcsize("P") * 8
-    count = os.cpu_count()
-    if count:
-        info["count"] = count
-    return info
+    info: dict[str, Json] = {
+        "brand_raw": fields.get("model name") or platform.processor(),
+        "vendor_id_raw": fields.get("vendor_id"),
+        "arch_string_raw": machine,
+        "arch": CPU_ARCHES.get(machine.lower()),
+        "bits": struct.calcsize("P") * 8,
+        "count": os.cpu_count(),
+    }
+    return {key: value for key, value in info.items() if value}
 
 
 def document(

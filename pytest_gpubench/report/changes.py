@@ -68,7 +68,7 @@ def saved_lines(results: Sequence[Result], baseline: Baseline) -> list[str]:
     """After a save: the tests of this run whose saved history is flagged, under a heading;
     none when none is."""
     lines = flagged_lines(of_run(results, baseline, saved=True), {r.key: r.test for r in results})
-    return [SAVED_HEADING, *(f"  {line}" for line in lines)] if lines else []
+    return headed(lines, SAVED_HEADING)
 
 
 def flagged_of(baseline: Baseline, threshold: float) -> list[str]:
@@ -80,9 +80,9 @@ def flagged_of(baseline: Baseline, threshold: float) -> list[str]:
     return flagged_lines(changes, {})
 
 
-def headed(lines: Sequence[str]) -> list[str]:
-    """``show``'s flagged lines under their heading; none when none is flagged."""
-    return [SHOW_HEADING, *(f"  {line}" for line in lines)] if lines else []
+def headed(lines: Sequence[str], heading: str = SHOW_HEADING) -> list[str]:
+    """Flagged lines under their heading (``show``'s by default); none when none is flagged."""
+    return [heading, *(f"  {line}" for line in lines)] if lines else []
 
 
 def _candidates(baseline: Baseline) -> list[str]:

@@ -27,7 +27,7 @@ from matplotlib.ticker import MaxNLocator
 
 from ..core.errors import GpubenchError
 from ..core.jsondata import printable
-from ..core.records import SessionRecord, is_ratio
+from ..core.records import SessionRecord, is_number, is_ratio
 from ..core.samples import time_unit
 from ..store import files as storage
 from ..store.baseline import Baseline
@@ -71,7 +71,9 @@ def history_figures(section: Section) -> list[Figure]:
     a figure."""
     views = section.views
     chunks = [views[i : i + PANELS] for i in range(0, len(views), PANELS)]
-    header = drawn_header(section)
+    # The file's header of the sessions the panels show (each test's latest binary).
+    drawn = {r.session for v in views for r in v.entry.anchor + v.entry.history}
+    header = file_header(section.baseline, drawn)
     figures = []
     # Every figure COLUMNS panels wide, however few it holds: one of a single panel cut its
     # title to the panel's width ("0 sessions drawn, ..., 13 tests: session" on the page).
@@ -121,12 +123,6 @@ TITLE_HEIGHT = 0.75  # the title, and the legend under it
 X_LABELS = 4
 # Room above and below what a panel draws (band edges, sessions), as a share of its span.
 Y_MARGIN = 0.12
-
-
-def drawn_header(section: Section) -> str:
-    """The file's header of the sessions the panels show (each test's latest binary)."""
-    drawn = {r.session for v in section.views for r in v.entry.anchor + v.entry.history}
-    return file_header(section.baseline, drawn)
 
 
 def _history_panel(ax: Axes, view: EntryView, baseline: Baseline) -> None:
@@ -236,7 +232,7 @@ def peak_figure(section: Section) -> tuple[Figure | None, str]:
     kernel family; without one, None and why."""
     baseline = section.baseline
     peak = baseline.device.get("peak_copy_gbs")
-    if not isinstance(peak, int | float) or isinstance(peak, bool) or not peak > 0:
+    if not (is_number(peak) and peak > 0):
         return None, (
             f"no % of peak chart for {baseline.path}: its device's peak copy bandwidth was "
             "not measured (it is when a test declares bytes=)"
@@ -258,7 +254,8 @@ def peak_figure(section: Section) -> tuple[Figure | None, str]:
             position += 0.6  # a gap between families
         y.append(position)
         position, previous = position + 1, group
-    shares = [100 * _share(v, float(peak)) for v in views]
+    # At the reference median: the bytes of a call over its time, a share of the peak.
+    shares = [100 * (float(v.entry.bytes or 0) / (v.entry.median_ms * 1e6) / peak) for v in views]
     for group_index, group in enumerate(groups):
         members = [i for i, name in enumerate(named) if name == group]
         ax.barh(
@@ -305,11 +302,6 @@ def _freeze_layout(figure: Figure) -> None:
     if engine is not None:
         engine.execute(figure)
         figure.set_layout_engine("none")
-
-
-def _share(view: EntryView, peak_gbs: float) -> float:
-    entry = view.entry
-    return float(entry.bytes or 0) / (entry.median_ms * 1e6) / peak_gbs
 
 
 def _figure(size: tuple[float, float], layout: Literal["constrained"] | None = None) -> Figure:

@@ -157,24 +157,21 @@ def failure_message(result: Result) -> str:
         )
         if v.status is Status.IMPROVED:
             text += "; refresh the baseline with --gpubench-save --gpubench-accept"
+    lines = [text]  # the others indented under it
     if v.kernel_changes and v.status not in (Status.INCOMPARABLE, Status.CHANGED):
         what = "another pick of the same work" if _binary_change(result) == "another pick" else ""
-        text += f"\n  {what or 'kernels'}: " + "; ".join(v.kernel_changes)
-    table = kernel_table(result)
-    if table:
-        text += "\n  " + "\n  ".join(table)
+        lines.append(f"{what or 'kernels'}: " + "; ".join(v.kernel_changes))
+    lines += kernel_table(result)
     e = m.evidence
     if e.trace:
-        text += f"\n  evidence: a profiler trace of one call, {e.trace}"
+        lines.append(f"evidence: a profiler trace of one call, {e.trace}")
     if e.reference_trace:
         whose = "the revision's" if v.paired is not None else "the reference's"
-        text += f"\n  evidence: {whose}, {e.reference_trace}"
-    for lines in (ncu_table(result, e.reference_ncu, True), ncu_table(result, e.ncu, False)):
-        if lines:
-            text += "\n  " + "\n  ".join(lines)
+        lines.append(f"evidence: {whose}, {e.reference_trace}")
+    lines += ncu_table(result, e.reference_ncu, True) + ncu_table(result, e.ncu, False)
     if m.timer != "cuda-graph":
-        text += f"\n  timed by {m.timer}" + (f": {m.note}" if m.note else "")
-    return text
+        lines.append(f"timed by {m.timer}" + (f": {m.note}" if m.note else ""))
+    return "\n  ".join(lines)
 
 
 def _gate(gateable: float | None, threshold: float) -> str:
@@ -322,9 +319,7 @@ def same_bounds(result: Result) -> tuple[float, float] | None:
     threshold both ways); None for any other verdict, or a file written before they were
     kept."""
     j = result.verdict.judgement
-    if result.status is not Status.SAME or j is None:
-        return None
-    if j.same_low is None or j.same_high is None:
+    if result.status is not Status.SAME or j is None or j.same_low is None or j.same_high is None:
         return None
     return j.same_low, j.same_high
 
@@ -355,25 +350,21 @@ def paired_run(results: Iterable[Result]) -> Paired | None:
     return next((r.verdict.paired for r in results if r.verdict.paired is not None), None)
 
 
-def revision_line(paired: Paired, same: bool = False) -> str:
-    """The line under a paired table: which side is which, what the change and its interval
-    are; ``same``: some row shows a same's bounds (:func:`same_bounds`)."""
+def legend(results: Iterable[Result]) -> str | None:
+    """The line under the table of a run against a revision (None: a history's run): which
+    side is which, what the change and its interval are, and a same's bounds where a row
+    shows them (:func:`same_bounds`)."""
+    results = list(results)
+    paired = paired_run(results)
+    if paired is None:
+        return None
     interval = "its interval, corrected for the tests and looks"
-    if same:
+    if any(same_bounds(r) is not None for r in results):
         interval += "; for same: its 90% interval, within the threshold"
     return (
         f"base: {paired.revision} ({paired.commit[:8]}); head: the working tree; "
         f"change: head / base [{interval}]"
     )
-
-
-def legend(results: Iterable[Result]) -> str | None:
-    """The line under the table of a run against a revision (None: a history's run)."""
-    results = list(results)
-    paired = paired_run(results)
-    if paired is None:
-        return None
-    return revision_line(paired, any(same_bounds(r) is not None for r in results))
 
 
 def _previous_change(result: Result) -> str:
