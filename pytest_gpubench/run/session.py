@@ -39,7 +39,7 @@ from ..core.records import (
 from ..core.samples import sample_problem, time_text
 from ..core.settings import MeasureSettings, Settings
 from ..store import baseline as store
-from ..store.runs import ignore_all
+from ..store import files as storage
 from ..timing.clocks import ClockReading
 from ..timing.device import call_dtype, in_range, peak_bytes, synchronizer, trace
 from ..timing.energy import measure_energy
@@ -320,9 +320,8 @@ class BenchSession:
                 if reference is not None and other is not None:
                     trace(self.device.kind, reference.prepare(), other)
             if created and folder == self.settings.evidence:
-                ignore_all(
-                    folder
-                )  # ours: never committed by accident (a folder the user had is theirs)
+                # Ours: never committed by accident (a folder the user had is theirs).
+                storage.gitignore(folder)
         except Exception as exc:  # evidence never fails a test by itself: say why there is none
             with contextlib.suppress(OSError):  # half the evidence is none
                 path.unlink(missing_ok=True)

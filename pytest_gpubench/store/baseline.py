@@ -67,7 +67,7 @@ from ..core.records import (
     unknown_keys,
 )
 from . import files as storage
-from .runs import RUNS, ignore_all
+from .runs import RUNS
 
 SCHEMA = "pytest-gpubench/2"
 SCHEMA_V1 = "pytest-gpubench/1"
@@ -389,7 +389,7 @@ def _check_directory(directory: Path) -> None:
 
 def _ignore_temporaries(directory: Path) -> None:
     """Give a directory of baselines only (no other files, a .gitignore neither) a
-    .gitignore for our temporary and lock files (runs.ignore_all)."""
+    .gitignore for our temporary and lock files."""
     with contextlib.suppress(OSError):
         if all(n.endswith((".json", ".lock")) or n == RUNS for n in os.listdir(directory)):
-            ignore_all(directory, GITIGNORE)
+            storage.gitignore(directory, GITIGNORE)

@@ -27,6 +27,9 @@ TEMPORARY_SUFFIX = ".tmp"
 LOCK_SUFFIX = ".lock"
 # Deeper JSON than this is no file of ours; json would raise RecursionError far deeper.
 MAX_JSON_DEPTH = 64
+# A folder of ours that git never takes (``git add .``), as pytest's cacheprovider writes
+# into .pytest_cache.
+IGNORE_ALL = "# Created by pytest-gpubench automatically.\n*\n"
 # The JSON types that nest.
 CONTAINERS = frozenset((dict, list))
 # Plain data (extra_info) nested deeper than this is no annotation of a measurement.
@@ -184,6 +187,15 @@ def check_target(path: Path, what: str) -> None:
     if stat.S_ISDIR(info.st_mode):
         raise StorageError(f"cannot write {what} {path}: it is a directory; name a file in it")
     _check_regular(path, what, info)
+
+
+def gitignore(directory: Path, text: str = IGNORE_ALL) -> None:
+    """Give a folder of ours a ``.gitignore`` of ``text`` (everything by default) unless it
+    has one. A convenience: failing to write it fails nothing."""
+    ignore = directory / ".gitignore"
+    with contextlib.suppress(OSError, StorageError):
+        if not os.path.lexists(ignore):
+            write_atomic(ignore, text, "ignore file")
 
 
 def write_atomic(path: Path, text: str, what: str) -> None:

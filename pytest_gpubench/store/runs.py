@@ -15,12 +15,10 @@ import os
 import re
 from pathlib import Path
 
-from ..core.errors import GpubenchError, StorageError
+from ..core.errors import GpubenchError
 from . import files as storage
 
 RUNS = "runs"
-# As pytest's cacheprovider writes into .pytest_cache.
-IGNORE_ALL = "# Created by pytest-gpubench automatically.\n*\n"
 NAME = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}(-[0-9a-f]{1,12})?\.json")
 # The newest run, and the one N before it.
 LAST = re.compile(r"last(?:~(\d{1,4}))?")
@@ -40,15 +38,6 @@ def file_name(session_id: str, commit: str | None) -> str:
     return name
 
 
-def ignore_all(directory: Path, text: str = IGNORE_ALL) -> None:
-    """Give a folder of ours a ``.gitignore`` (of ``*``: ``git add .`` then never takes
-    it) unless it has one. A convenience: failing to write it fails nothing."""
-    ignore = directory / ".gitignore"
-    with contextlib.suppress(OSError, StorageError):
-        if not os.path.lexists(ignore):
-            storage.write_atomic(ignore, text, "ignore file")
-
-
 def save(directory: Path, name: str, text: str, keep: int) -> Path:
     """Write a run's result file ``name`` into the runs of ``directory`` and keep the
     newest ``keep``; return its path. StorageError (one line) when it cannot be written."""
@@ -56,7 +45,7 @@ def save(directory: Path, name: str, text: str, keep: int) -> Path:
     storage.make_directory(
         runs, "folder of stored runs", "choose another --gpubench-dir, or --gpubench-keep-runs 0"
     )
-    ignore_all(runs)
+    storage.gitignore(runs)
     path = runs / name
     storage.write_atomic(path, text, "stored run")
     for old in stored(directory)[:-keep]:

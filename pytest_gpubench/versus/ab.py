@@ -63,7 +63,7 @@ from ..run.children import (
     Request,
     relays,
 )
-from ..store.runs import ignore_all
+from ..store import files as storage
 from .revision import Revision, code_paths
 
 BASE, HEAD = "base", "head"
@@ -441,7 +441,7 @@ def _with_evidence(
     if not settings.evidence.exists():  # ours, not the user's: never committed by accident
         with contextlib.suppress(OSError):  # the traces' own error says what is wrong
             settings.evidence.mkdir(parents=True)
-            ignore_all(settings.evidence)
+            storage.gitignore(settings.evidence)
     tests = plural(len(failing), "failing test")
     legs = [
         Leg(
