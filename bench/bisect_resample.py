@@ -4,7 +4,8 @@
 
 Each trial is a bisection of 16 commits after GOOD, run by the plugin's own search
 (``pytest_gpubench.versus.bisect.search``: BAD first, then halving, an unsure step again with
-twice the pairs up to 12, the tests that regressed at BAD followed) with a step runner made
+twice the pairs up to 12, the tests that regressed at BAD followed, timed alone in BAD's
+family) with a step runner made
 of recorded sessions instead of GPU processes. A step of ``n`` pairs at a commit is a block of
 ``2 n`` consecutive sessions of one recorded history (bench/pair_resample.py: any start, either
 direction, circularly, labelled base/head or the mirror), the same block for the whole
@@ -38,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_gpubench.core.records import SessionSummary
+from pytest_gpubench.core.records import SessionSummary, node_id
 from pytest_gpubench.judge import pairs
 from pytest_gpubench.versus import bisect
 
@@ -83,7 +84,7 @@ def trial(
     shift = math.log1p(slowdown)
     k = history.x.shape[1]
 
-    def run(commit: bisect.Commit, n: int) -> bisect.StepRun:
+    def run(commit: bisect.Commit, n: int, focus: bisect.Focus) -> bisect.StepRun:
         position = int(commit.subject.split()[-1])
         start, step = int(rng.integers(k)), int(rng.choice([1, -1]))
         x = history.x[np.ix_(tests, (start + step * np.arange(2 * n)) % k)]
@@ -96,13 +97,17 @@ def trial(
         if slow_at and position >= slow_at:
             head = head + shift
         readings = {}
-        for i, key in enumerate(keys):
+        # A later step times the tests BAD regressed alone, in BAD's family.
+        timed = [i for i, key in enumerate(keys) if node_id(key) not in focus.left_out]
+        family = max(len(timed), focus.family)
+        for i in timed:
+            key = keys[i]
             judgement = pairs.judge_pairs(
                 [SessionSummary(math.exp(v), 20, math.nan) for v in base[i]],
                 [SessionSummary(math.exp(v), 20, math.nan) for v in head[i]],
                 threshold=threshold,
                 alpha=ALPHA,
-                family=len(tests),
+                family=family,
                 timer=history.timers[t := int(tests[i])],
                 launches=history.launches[t],
                 design=pairs.PairDesign(first=n, batch=1, cap=n),  # a step: exactly n
@@ -116,7 +121,7 @@ def trial(
                 pairs=n,
                 ratio_low=judgement.ratio_low,
             )
-        return bisect.StepRun(readings, n, 0.0)
+        return bisect.StepRun(readings, n, 0.0, family)
 
     found = bisect.search(
         bisect.Commit("0" * 40, "good"),

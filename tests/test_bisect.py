@@ -26,6 +26,7 @@ from pytest_gpubench.core.records import Status
 from pytest_gpubench.versus.bisect import (
     Bisection,
     Commit,
+    Focus,
     Outcome,
     Range,
     Reading,
@@ -39,6 +40,7 @@ from pytest_gpubench.versus.bisect import (
     report_lines,
     search,
     step_line,
+    unfollowed,
 )
 
 pytest_plugins = ["pytester"]
@@ -93,11 +95,14 @@ class FakeSteps:
         self.position = {c: i for i, c in enumerate(history)}
         self.behaviour = behaviour
         self.asked: list[tuple[int, int]] = []
+        self.focus: list[Focus] = []  # by step, what it was asked to time
 
-    def __call__(self, commit_: Commit, pairs: int) -> StepRun:
+    def __call__(self, commit_: Commit, pairs: int, focus: Focus) -> StepRun:
         position = self.position[commit_]
         self.asked.append((position, pairs))
-        return StepRun(self.behaviour(position, pairs), pairs, 10.0)
+        self.focus.append(focus)
+        readings = self.behaviour(position, pairs)
+        return StepRun(readings, pairs, 10.0, family=len(readings))
 
 
 def slow_from(first_bad: int) -> Behaviour:
@@ -239,8 +244,21 @@ def test_the_tests_followed_are_those_bad_regressed() -> None:
         join = reading(key=JOIN, status=Status.REGRESSED, ratio=1.3)
         return {SUM: reading(), JOIN: join if position >= 2 else reading(key=JOIN)}
 
-    found, _ = bisected(16, behaviour)
+    found, steps = bisected(16, behaviour)
     assert found.first_bad == commits(16)[9]
+    # BAD's step times the whole selection; the later ones leave out what BAD did not
+    # regress, and judge what they time in BAD's family.
+    later = Focus(("test_bench.py::test_join",), family=2)
+    assert steps.focus == [Focus(), *[later] * (len(steps.focus) - 1)]
+
+
+def test_a_test_left_out_is_never_one_a_followed_test_belongs_to() -> None:
+    """pytest's --deselect takes prefixes: ``test_x`` would deselect ``test_x_y`` too, and
+    named measurements of a followed test (``node id#name``) keep their test."""
+    keys = ("a.py::test_x", "a.py::test_x_y", "a.py::test_z#one", "a.py::test_z#two", "b.py::t")
+    readings = {k: reading(key=k) for k in keys}
+    followed = {"a.py::test_x_y": 1.2, "a.py::test_z#two": 1.2}
+    assert unfollowed(readings, followed) == ("b.py::t",)
 
 
 def test_report_names_the_first_bad_commit_its_tests_and_the_cost() -> None:
@@ -532,19 +550,23 @@ def test_bisect_finds_the_slow_commit_among_16(
 @needs_git
 def test_bisect_in_lockstep_finds_the_slow_commit(repo: pytest.Pytester, temp: Path) -> None:
     """Each step's pytest pairs in lockstep: a test's first pair from the step's process
-    (both commits side by side), the second set up again there."""
+    (both commits side by side), the second set up again there. The whole file is selected:
+    BAD's step times both tests, the later ones only test_sum, which BAD regressed."""
     shas = changes(repo, 4, slow_at=3)
     good = git(repo.path, "rev-parse", "HEAD~4")
-    lockstep = (*AFTER, "--gpubench-pairing=lockstep")
+    lockstep = ("--", "--gpubench-pairing=lockstep")
     done = gpubench(repo, temp, "bisect", good[:10], "HEAD", *FAST, "--json", "b.json", *lockstep)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert f"first bad commit: {shas[2]} change 3" in lines
     assert f"  {SUM}: x1.500 (slower by 50.0% than {good[:10]}, 2 pairs)" in lines
+    assert ": 2 pairs, 1 test that BAD did not regress left out" in done.stderr, done.stderr
     document = json.loads((repo.path / "b.json").read_text())
     for step in document["steps"]:
         assert step["outcome"] == ("bad" if step["position"] >= 2 else "good"), step
         assert all(r["lockstep"] and r["pairs"] == 2 for r in step["tests"]), step
+    timed = [sorted(r["key"] for r in step["tests"]) for step in document["steps"]]
+    assert timed == [[JOIN, SUM], *[[SUM]] * (len(timed) - 1)], timed
     assert document["cost"]["processes"] is None
     assert re.match(r"cost: \d steps, \d+ pairs in lockstep, \d+ s$", lines[-1]), lines[-1]
     assert left_in(temp) == [] and len(worktrees(repo)) == 1

@@ -24,6 +24,7 @@ starts (``--gpubench``), and the session's own modules only then.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import shlex
@@ -88,6 +89,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     from ..run.children import (
         CHILD_VARIABLE,
+        FAMILY_VARIABLE,
         GATE_VARIABLE,
         PARENT_VARIABLE,
         TURN_VARIABLE,
@@ -96,9 +98,11 @@ def pytest_configure(config: pytest.Config) -> None:
     from . import benchmark
 
     # Taken out of the environment: processes the tests start are no children of ours.
-    named = (CHILD_VARIABLE, PARENT_VARIABLE, TURN_VARIABLE, GATE_VARIABLE)
-    out, parent, turn, gate = (os.environ.pop(name, "") for name in named)
+    named = (CHILD_VARIABLE, PARENT_VARIABLE, TURN_VARIABLE, GATE_VARIABLE, FAMILY_VARIABLE)
+    out, parent, turn, gate, family = (os.environ.pop(name, "") for name in named)
     settings = _settings(config, Path(out) if out else None)
+    if family.isdigit():
+        settings = dataclasses.replace(settings, family=int(family))
     session = _session(config, settings) if settings.enabled else None
     worker = hasattr(config, "workerinput")  # an xdist worker: its controller collects
     owner = not worker and settings.child is None

@@ -59,6 +59,9 @@ PARENT_VARIABLE = "PYTEST_GPUBENCH_PARENT"
 # Trees a side of a comparison must not import code from, os.pathsep-separated: the other
 # side's (versus/ab.py). Measurements of the other side's code would make the two sides same.
 FOREIGN_VARIABLE = "PYTEST_GPUBENCH_NOT_FROM"
+# The least family a run judges its measurements in (the multiple-comparison correction): a
+# bisect step timing the tests BAD regressed judges them as one of BAD's selection.
+FAMILY_VARIABLE = "PYTEST_GPUBENCH_FAMILY"
 # Set in a child of a relay (``relay``): it says in its status once it holds the device (the
 # next child starts then, and queues behind it).
 TURN_VARIABLE = "PYTEST_GPUBENCH_TURN"

@@ -11,8 +11,9 @@ others than the first set up again there (versus/lockstep.py).
 
 BAD itself is the first step: the tests it regressed are the ones followed (a test that
 regressed and recovered in between, but is fine at BAD, is no regression to hunt), each with
-its ratio to GOOD there. Every step compares with GOOD, never with the last good candidate:
-one reference for all. A later step is
+its ratio to GOOD there, and later steps time them alone: the tests BAD measured but did not
+regress are left out (pytest's ``--deselect``). Every step compares with GOOD, never with
+the last good candidate: one reference for all. A later step is
 
 - bad: a followed test regressed here too, or its ratio's interval lies above halfway (the
   geometric mean) between GOOD and BAD's ratio;
@@ -47,10 +48,10 @@ from pathlib import Path
 from ..core.codec import Coded, spec
 from ..core.errors import GpubenchError
 from ..core.jsondata import Json
-from ..core.records import Judgement, Result, Status
+from ..core.records import Judgement, Result, Status, node_id
 from ..core.samples import plural
 from ..run import processes
-from ..run.children import FOREIGN_VARIABLE, reason_in
+from ..run.children import FAMILY_VARIABLE, FOREIGN_VARIABLE, reason_in
 from ..store import files as storage
 from . import revision
 
@@ -252,11 +253,25 @@ class Range:
 
 @dataclass(frozen=True)
 class StepRun:
-    """One A/B run at a commit: its readings by key, the pairs it took, its wall time."""
+    """One A/B run at a commit: its readings by key, the pairs it took, its wall time, the
+    family its verdicts were judged in (the multiple-comparison correction)."""
 
     readings: Mapping[str, Reading]
     pairs: int
     seconds: float
+    family: int = 1
+
+
+@dataclass(frozen=True)
+class Focus:
+    """What a step times: BAD's step, the whole selection; a later one, the tests BAD
+    regressed alone (the node ids ``left_out`` deselected), judged in BAD's ``family``, as
+    one of its selection: timed alone in a family of one, a test that BAD flagged by chance
+    reads bad or good where in the selection it read unsure, and the search names a commit
+    without a slowdown (bench/bisect_resample.py)."""
+
+    left_out: tuple[str, ...] = ()
+    family: int = 1
 
 
 @dataclass(frozen=True)
@@ -332,7 +347,7 @@ class Bisection:
         return len({s.position for s in self.steps})
 
 
-Runner = Callable[[Commit, int], StepRun]
+Runner = Callable[[Commit, int, Focus], StepRun]
 Announce = Callable[[str], None]
 
 
@@ -356,6 +371,7 @@ def search(
     steps: list[Step] = []
     known = Range(-1, len(commits) - 1)
     followed: dict[str, float] | None = None  # the keys that regressed at BAD: their ratios
+    focus = Focus()
     state = State.FOUND
     position = len(commits) - 1
     while True:
@@ -363,7 +379,7 @@ def search(
         asked: int | None = pairs
         while asked is not None:
             commit = commits[position]
-            done = run(commit, asked)
+            done = run(commit, asked, focus)
             verdict = classify(done.readings, followed)
             again = more_pairs(asked, max_pairs) if verdict.more_pairs else None
             total = number + _steps_after(known, position, verdict.outcome, again, followed)
@@ -376,6 +392,7 @@ def search(
                 state = State.NOT_BAD
                 break
             followed = {r.key: r.ratio or 1.0 for r in verdict.decisive}
+            focus = Focus(unfollowed(done.readings, followed), done.family)
         elif verdict.outcome is Outcome.UNSURE:
             state = State.UNSURE
             break
@@ -393,6 +410,20 @@ def search(
         state,
         known,
         clock() - started,
+    )
+
+
+def unfollowed(readings: Mapping[str, Reading], followed: Mapping[str, float]) -> tuple[str, ...]:
+    """The node ids of the tests measured in ``readings`` that no followed key belongs to:
+    later steps leave them out. pytest's ``--deselect`` takes prefixes, so a node id that
+    begins a followed one's (``test_x`` of ``test_x_y``) is kept."""
+    kept = {node_id(key) for key in followed}
+    return tuple(
+        sorted(
+            n
+            for n in {node_id(key) for key in readings} - kept
+            if not any(k.startswith(n) for k in kept)
+        )
     )
 
 
@@ -607,10 +638,13 @@ class StepRunner:
     timeout_s: float | None = None
     announce: Announce = lambda line: None
 
-    def __call__(self, commit: Commit, pairs: int) -> StepRun:
+    def __call__(self, commit: Commit, pairs: int, focus: Focus = Focus()) -> StepRun:
         started = time.monotonic()
         log = Path(tempfile.gettempdir()) / f"gpubench-bisect-build-{os.getpid()}.log"
-        self.announce(f"testing {commit.short} {_quoted(commit.subject)}: {pairs} pairs")
+        said = f"testing {commit.short} {_quoted(commit.subject)}: {pairs} pairs"
+        if focus.left_out:
+            said += f", {plural(len(focus.left_out), 'test')} that BAD did not regress left out"
+        self.announce(said)
         failed_build = False  # its log stays, named in the error
         try:
             with revision.checkout(
@@ -618,7 +652,7 @@ class StepRunner:
             ) as rev:
                 log.unlink(missing_ok=True)  # built: its output is not needed
                 left = None if self.timeout_s is None else started + self.timeout_s
-                readings, taken = self._measure(rev, commit, pairs, left)
+                readings, taken, family = self._measure(rev, commit, pairs, left, focus)
         except revision.RevisionError as exc:
             failed_build = "--gpubench-build" in str(exc)
             # The checkout's messages name the plugin's options; here they are ours.
@@ -627,13 +661,19 @@ class StepRunner:
         finally:
             if not failed_build:
                 log.unlink(missing_ok=True)
-        return StepRun(readings, taken, time.monotonic() - started)
+        return StepRun(readings, taken, time.monotonic() - started, family)
 
     def _measure(
-        self, rev: revision.Revision, commit: Commit, pairs: int, deadline: float | None
-    ) -> tuple[dict[str, Reading], int]:
+        self,
+        rev: revision.Revision,
+        commit: Commit,
+        pairs: int,
+        deadline: float | None,
+        focus: Focus,
+    ) -> tuple[dict[str, Reading], int, int]:
         """The step's pytest run in the checkout ``rev``, within what the step's limit left
-        after its checkout and build (``deadline``, a time.monotonic value; None: no limit)."""
+        after its checkout and build (``deadline``, a time.monotonic value; None: no limit),
+        on ``focus``: its readings, the pairs taken, the family they were judged in."""
         where = rev.counterpart(self.cwd)
         if not where.is_dir():
             raise BisectError(
@@ -657,6 +697,7 @@ class StepRunner:
             "--gpubench-keep-runs=0",  # a step's run is the search's, read from its report
             "-p",
             "no:cacheprovider",
+            *(f"--deselect={n}" for n in focus.left_out),
         ]
         if self.threshold is not None:
             args.append(f"--gpubench-threshold={self.threshold * 100:g}%")
@@ -671,6 +712,8 @@ class StepRunner:
         plugin = Path(__file__).resolve().parents[1]
         paths = revision.code_paths(rev, self.folder, plugin, revision.import_roots())
         env.update({"PYTHONPATH": os.pathsep.join(paths), FOREIGN_VARIABLE: str(rev.repo)})
+        if focus.family > 1:
+            env[FAMILY_VARIABLE] = str(focus.family)
         code = revision.run_group(args, where, env, output, limit, GRACE_S)
         text = output.read_text(encoding="utf-8", errors="replace") if output.exists() else ""
         if code is None:
@@ -679,15 +722,17 @@ class StepRunner:
                 "stopped; raise --timeout"
             )
         if code == 5:  # no test collected there
-            return {}, 0
+            return {}, 0, 1
         if code not in (0, 1):
             raise BisectError(f"bisect at {commit.short}: pytest {_failure(code, text)}")
-        readings = read_report(report, commit)
-        return readings, max((r.pairs for r in readings.values()), default=0)
+        results = read_report(report, commit)
+        readings = {r.key: Reading.of(r) for r in results}
+        family = max((r.verdict.family for r in results), default=1)
+        return readings, max((r.pairs for r in readings.values()), default=0), family
 
 
-def read_report(path: Path, commit: Commit) -> dict[str, Reading]:
-    """The readings of a step's JSON report, by key."""
+def read_report(path: Path, commit: Commit) -> list[Result]:
+    """The results of a step's JSON report."""
     what = f"the JSON report of the step at {commit.short}"
     text = storage.read_text(path, what, MAX_REPORT_BYTES)
     if text is None:
@@ -697,10 +742,9 @@ def read_report(path: Path, commit: Commit) -> dict[str, Reading]:
     if not isinstance(entries, list):
         raise BisectError(f"bisect: {what} has no 'results' list")
     try:
-        results = [Result.from_dict(entry) for entry in entries]
+        return [Result.from_dict(entry) for entry in entries]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise BisectError(f"bisect: {what} has a result that cannot be read ({exc})") from None
-    return {r.key: Reading.of(r) for r in results}
 
 
 def _moved(arg: str, rev: revision.Revision) -> str:
@@ -753,8 +797,8 @@ def bisect(
             found.good, cwd, Path(folder), tuple(pytest_args), threshold, build, timeout_s, progress
         )
 
-        def run(commit: Commit, pairs: int) -> StepRun:
-            done = steps(commit, pairs)
+        def run(commit: Commit, pairs: int, focus: Focus) -> StepRun:
+            done = steps(commit, pairs, focus)
             if commit == found.commits[-1] and not done.readings:  # BAD's, the first step
                 selection = " ".join(pytest_args) or "the default selection"
                 raise BisectError(
