@@ -35,6 +35,7 @@ from pytest_gpubench.versus.bisect import (
     StepRun,
     StepVerdict,
     classify,
+    held,
     more_pairs,
     report_json,
     report_lines,
@@ -200,6 +201,8 @@ def test_a_test_not_measured_at_a_commit_stops_without_more_pairs() -> None:
     assert found.state is State.UNSURE
     assert found.steps[-1].verdict.why == "test_sum was not measured at this commit"
     assert found.remaining == tuple(commits(16))
+    stopped = f"stopped: {commits(16)[7].short} is unsure: test_sum was not measured at this"
+    assert report_lines(found)[0].startswith(stopped)
 
 
 def test_the_range_left_by_an_unsure_step_is_what_the_good_and_bad_steps_left() -> None:
@@ -248,8 +251,19 @@ def test_the_tests_followed_are_those_bad_regressed() -> None:
     assert found.first_bad == commits(16)[9]
     # BAD's step times the whole selection; the later ones leave out what BAD did not
     # regress, and judge what they time in BAD's family.
-    later = Focus(("test_bench.py::test_join",), family=2)
+    later = Focus(("test_bench.py::test_join",), family=2, later=True)
     assert steps.focus == [Focus(), *[later] * (len(steps.focus) - 1)]
+
+
+def test_left_out_tests_too_many_for_a_command_line_are_timed_with_the_rest() -> None:
+    """Each left-out node id is an argument of the step's pytest: beyond what a command line
+    holds (about 2 MB on Linux) the process would not start."""
+    few = Focus(("t.py::a", "t.py::b"), family=3, later=True)
+    assert held(few) == (few, ", 2 tests that BAD did not regress left out")
+    many = Focus(tuple(f"t.py::test[{i}-{'x' * 9000}]" for i in range(60)), family=61, later=True)
+    whole, said = held(many)
+    assert whole == Focus((), family=61, later=True)  # still judged in BAD's family
+    assert said == ", the whole selection (60 tests that BAD did not regress: too many to name)"
 
 
 def test_a_test_left_out_is_never_one_a_followed_test_belongs_to() -> None:
@@ -569,6 +583,36 @@ def test_bisect_in_lockstep_finds_the_slow_commit(repo: pytest.Pytester, temp: P
     assert timed == [[JOIN, SUM], *[[SUM]] * (len(timed) - 1)], timed
     assert document["cost"]["processes"] is None
     assert re.match(r"cost: \d steps, \d+ pairs in lockstep, \d+ s$", lines[-1]), lines[-1]
+    assert left_in(temp) == [] and len(worktrees(repo)) == 1
+
+
+@pytest.mark.slow
+@needs_git
+def test_a_followed_test_named_after_the_dashes_and_gone_at_a_commit_stops_unsure(
+    repo: pytest.Pytester, temp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """test_sum is renamed by the first change and back by the third; the fourth slows it.
+    Named after --, pytest refuses its node id where it is not: that step measured nothing,
+    and the search stops there, as where a selection finds no such test. A family in the
+    user's environment is not BAD's step's (it would leave BAD's +50% unsure)."""
+    tests = repo.path / "test_bench.py"
+    original = tests.read_text()
+    shas = []
+    for i, text in enumerate([original.replace("test_sum", "test_total"), None, original], 1):
+        if text is not None:
+            tests.write_text(text)
+        repo.path.joinpath(f"note{i}.txt").write_text(f"{i}\n")
+        shas.append(commit(repo.path, f"change {i}"))
+    shas += changes(repo, 1, slow_at=1)
+    good = git(repo.path, "rev-parse", "HEAD~4")
+    monkeypatch.setenv("PYTEST_GPUBENCH_FAMILY", "1000000")
+    done = gpubench(repo, temp, "bisect", good[:10], "HEAD", *FAST, "--", SUM, JOIN)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("step 1/3: ") and ": bad (test_sum slower by 50.0% " in lines[0]
+    assert "unsure (test_sum was not measured at this commit, 0 pairs, " in lines[1], lines
+    stopped = f"stopped: {shas[1][:7]} is unsure: test_sum was not measured at this commit;"
+    assert lines[2].startswith(stopped), lines
     assert left_in(temp) == [] and len(worktrees(repo)) == 1
 
 

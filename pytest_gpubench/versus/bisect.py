@@ -34,6 +34,7 @@ The search (:class:`Range`, :func:`classify`, :func:`search`) and the report
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 import os
@@ -55,6 +56,10 @@ from ..run.children import FAMILY_VARIABLE, FOREIGN_VARIABLE, reason_in
 from ..store import files as storage
 from . import revision
 
+# The node ids a later step leaves out travel as --deselect arguments; beyond this many
+# characters in all (a command line holds about 2 MB on Linux, the environment included),
+# it times the whole selection instead.
+DESELECT_CHARS = 500_000
 # Who runs git, in the error of a missing or hung git.
 WHO = "gpubench bisect"
 DEFAULT_PAIRS = 3
@@ -264,14 +269,15 @@ class StepRun:
 
 @dataclass(frozen=True)
 class Focus:
-    """What a step times: BAD's step, the whole selection; a later one, the tests BAD
-    regressed alone (the node ids ``left_out`` deselected), judged in BAD's ``family``, as
-    one of its selection: timed alone in a family of one, a test that BAD flagged by chance
-    reads bad or good where in the selection it read unsure, and the search names a commit
-    without a slowdown (bench/bisect_resample.py)."""
+    """What a step times: BAD's step (``later`` False), the whole selection; a later one,
+    the tests BAD regressed alone (the node ids ``left_out`` deselected), judged in BAD's
+    ``family``, as one of its selection: timed alone in a family of one, a test that BAD
+    flagged by chance reads bad or good where in the selection it read unsure, and the
+    search names a commit without a slowdown (bench/bisect_resample.py)."""
 
     left_out: tuple[str, ...] = ()
     family: int = 1
+    later: bool = False
 
 
 @dataclass(frozen=True)
@@ -392,7 +398,7 @@ def search(
                 state = State.NOT_BAD
                 break
             followed = {r.key: r.ratio or 1.0 for r in verdict.decisive}
-            focus = Focus(unfollowed(done.readings, followed), done.family)
+            focus = Focus(unfollowed(done.readings, followed), done.family, later=True)
         elif verdict.outcome is Outcome.UNSURE:
             state = State.UNSURE
             break
@@ -425,6 +431,16 @@ def unfollowed(readings: Mapping[str, Reading], followed: Mapping[str, float]) -
             if not any(k.startswith(n) for k in kept)
         )
     )
+
+
+def held(focus: Focus) -> tuple[Focus, str]:
+    """The focus a step's command line can hold (its node ids left out within
+    DESELECT_CHARS, else none: the whole selection), and what the step's line adds."""
+    others = plural(len(focus.left_out), "test")
+    if sum(len(n) for n in focus.left_out) > DESELECT_CHARS:
+        whole = dataclasses.replace(focus, left_out=())
+        return whole, f", the whole selection ({others} that BAD did not regress: too many to name)"
+    return focus, f", {others} that BAD did not regress left out" if focus.left_out else ""
 
 
 def _steps_after(
@@ -488,8 +504,10 @@ def report_lines(bisection: Bisection) -> list[str]:
         last = bisection.steps[-1]
         remaining = bisection.remaining
         after = bisection.commits[bisection.range.lo] if bisection.range.lo >= 0 else None
+        why = last.verdict.why  # a followed test not measured there: more pairs cannot help
+        state = f"is unsure: {why}" if why else f"stayed unsure at {last.asked_pairs} pairs"
         lines.append(
-            f"stopped: {last.commit.short} stayed unsure at {last.asked_pairs} pairs; the first "
+            f"stopped: {last.commit.short} {state}; the first "
             f"bad commit is one of these {len(remaining)}, after "
             f"{after.short if after else good + ' ' + bisection.good.short}:"
         )
@@ -641,10 +659,8 @@ class StepRunner:
     def __call__(self, commit: Commit, pairs: int, focus: Focus = Focus()) -> StepRun:
         started = time.monotonic()
         log = Path(tempfile.gettempdir()) / f"gpubench-bisect-build-{os.getpid()}.log"
-        said = f"testing {commit.short} {_quoted(commit.subject)}: {pairs} pairs"
-        if focus.left_out:
-            said += f", {plural(len(focus.left_out), 'test')} that BAD did not regress left out"
-        self.announce(said)
+        focus, what = held(focus)
+        self.announce(f"testing {commit.short} {_quoted(commit.subject)}: {pairs} pairs{what}")
         failed_build = False  # its log stays, named in the error
         try:
             with revision.checkout(
@@ -712,8 +728,7 @@ class StepRunner:
         plugin = Path(__file__).resolve().parents[1]
         paths = revision.code_paths(rev, self.folder, plugin, revision.import_roots())
         env.update({"PYTHONPATH": os.pathsep.join(paths), FOREIGN_VARIABLE: str(rev.repo)})
-        if focus.family > 1:
-            env[FAMILY_VARIABLE] = str(focus.family)
+        env[FAMILY_VARIABLE] = str(focus.family)  # one of the user's own is not the step's
         code = revision.run_group(args, where, env, output, limit, GRACE_S)
         text = output.read_text(encoding="utf-8", errors="replace") if output.exists() else ""
         if code is None:
@@ -721,7 +736,9 @@ class StepRunner:
                 f"bisect at {commit.short}: its pytest ran over {self.timeout_s:g} s and was "
                 "stopped; raise --timeout"
             )
-        if code == 5:  # no test collected there
+        if code == 5 or (focus.later and code == 4 and "ERROR: not found: " in text):
+            # No test collected there, or a test named after -- is not there: a followed
+            # one is not measured at this commit (at BAD, a name not found is an error).
             return {}, 0, 1
         if code not in (0, 1):
             raise BisectError(f"bisect at {commit.short}: pytest {_failure(code, text)}")
