@@ -198,6 +198,13 @@ def test_under_xdist_against_its_own_revision_nothing_fails(repo: pytest.Pyteste
     result.assert_outcomes(passed=2)
     text = output(result)
     assert "regressed" not in text and text.count(" same") >= 2
+    assert "lockstep runs without" not in text  # processes were asked (processes_pairing)
+    # Lockstep asked, explicitly or by default: the run says why it pairs processes instead.
+    lockstep = ("-n", "2", "--gpubench-against=HEAD", "--gpubench-pairing=lockstep", *FAST)
+    asked = repo.runpytest_subprocess(*lockstep)
+    asked.assert_outcomes(passed=2)
+    said = "timed in pairs of fresh processes, one of each side (lockstep runs without pytest-x"
+    assert said in output(asked)
 
 
 # What each fresh process timed, on which GPU and side, to the file $LANE_LOG (read at import:

@@ -307,9 +307,15 @@ class Controller:
 
         ref = self.settings.against
         tests = f"{len(items)} test{'s' if len(items) != 1 else ''}"
+        # Lockstep asked (the default) but not possible: under xdist, the workers run the tests.
+        why = (
+            " (lockstep runs without pytest-xdist's -n)"
+            if self.settings.pairing == "lockstep"
+            else ""
+        )
         self.announce(
             f"against {ref} ({rev.commit[:8]}): {tests}, timed in pairs of fresh "
-            "processes, one of each side"
+            f"processes, one of each side{why}"
         )
         try:
             found = ab.compare(
