@@ -1,18 +1,17 @@
 """What gpubench bisect answers on real GPU sessions: its search over recorded A/A pairs.
 
-    python bench/bisect_resample.py [--trials N] [--json OUT.json]   # seconds
+    python bench/bisect_resample.py [--trials N] [--json OUT.json] [--alone]   # seconds
 
 Each trial is a bisection of 16 commits after GOOD, run by the plugin's own search
 (``pytest_gpubench.versus.bisect.search``: BAD first, then halving, an unsure step again with
 twice the pairs up to 12, the tests that regressed at BAD followed, timed alone in BAD's
-family) with a step runner made
-of recorded sessions instead of GPU processes. A step of ``n`` pairs at a commit is a block of
-``2 n`` consecutive sessions of one recorded history (bench/pair_resample.py: any start, either
-direction, circularly, labelled base/head or the mirror), the same block for the whole
-selection, judged as the step's A/B run judges it (exactly ``n``
-pairs, alpha 0.01 over the selection: ``judge.pairs.judge_pairs``, each test's prior by its
-timer and duration); at and after the slow commit every head session of the selection is
-slower by the slowdown. Each step draws a block of its own.
+family) with a step runner made of recorded sessions instead of GPU processes. A step of ``n``
+pairs at a commit is a block of ``2 n`` consecutive sessions of one recorded history
+(bench/pair_resample.py: any start, either direction, circularly, labelled base/head or the
+mirror), the same block for the whole selection, judged as the step's A/B run judges it
+(exactly ``n`` pairs, alpha 0.01 over the selection: ``judge.pairs.judge_pairs``, each test's
+prior by its timer and duration); at and after the slow commit every head session of the
+selection is slower by the slowdown. Each step draws a block of its own.
 
 The selection is ``--tests`` tests (default 3, as ``-k test_copy_blocks`` selects three
 copies) drawn from one of the eight recorded histories (H100 and H200, example and user
@@ -77,6 +76,7 @@ def trial(
     slow_at: int,
     rng: np.random.Generator,
     threshold: float = THRESHOLD,
+    alone: bool = False,
 ) -> Trial:
     """One bisection over COMMITS commits of the tests ``tests`` of ``history``."""
     commits = [bisect.Commit(f"{i:040x}", f"change {i}") for i in range(1, COMMITS + 1)]
@@ -99,7 +99,7 @@ def trial(
         readings = {}
         # A later step times the tests BAD regressed alone, in BAD's family.
         timed = [i for i, key in enumerate(keys) if node_id(key) not in focus.left_out]
-        family = max(len(timed), focus.family)
+        family = len(timed) if alone else max(len(timed), focus.family)
         for i in timed:
             key = keys[i]
             judgement = pairs.judge_pairs(
@@ -142,7 +142,9 @@ def trial(
     return Trial(history.name, slow_at, answer, found.state.value, found.tested, found.pairs)
 
 
-def table(histories: list[Any], trials: int, tests: int, seed: int = SEED) -> list[dict[str, Any]]:
+def table(
+    histories: list[Any], trials: int, tests: int, seed: int = SEED, alone: bool = False
+) -> list[dict[str, Any]]:
     rows = []
     for slowdown in SLOWDOWNS:
         rng = np.random.default_rng([seed, round(slowdown * 1e4), tests])
@@ -151,7 +153,7 @@ def table(histories: list[Any], trials: int, tests: int, seed: int = SEED) -> li
             h = histories[int(rng.integers(len(histories)))]
             chosen = rng.choice(len(h.keys), size=min(tests, len(h.keys)), replace=False)
             slow_at = int(rng.integers(1, COMMITS + 1)) if slowdown else 0
-            done.append(trial(h, np.sort(chosen), slowdown, slow_at, rng))
+            done.append(trial(h, np.sort(chosen), slowdown, slow_at, rng, alone=alone))
         answers = Counter(t.answer for t in done)
         rows.append(
             {
@@ -191,9 +193,14 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=1000)
     parser.add_argument("--tests", type=int, default=3)
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--alone",
+        action="store_true",
+        help="later steps judged in the family of what they time, not BAD's (not the rule)",
+    )
     args = parser.parse_args()
     histories = _pair_resample().load()
-    rows = table(histories, args.trials, args.tests)
+    rows = table(histories, args.trials, args.tests, alone=args.alone)
     print("\n".join(lines(rows)))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")

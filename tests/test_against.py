@@ -9,6 +9,7 @@ tree's)."""
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import shutil
 import time
@@ -30,14 +31,20 @@ FAST = ("--gpubench-pairs=2", "--gpubench-confirm=0")
 
 
 @pytest.mark.slow
-def test_against_its_own_revision_nothing_fails(repo: pytest.Pytester) -> None:
-    result = repo.runpytest("--gpubench-against=HEAD", *FAST)
+def test_against_its_own_revision_nothing_fails(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As a bisect step after BAD's: judged in BAD's family (versus/bisect.py's Focus).
+    monkeypatch.setenv("PYTEST_GPUBENCH_FAMILY", "7")
+    result = repo.runpytest("--gpubench-against=HEAD", *FAST, "--gpubench-json=out.json")
     result.assert_outcomes(passed=2)
     text = output(result)
     assert "against HEAD (" in text and "2 pairs of fresh processes" in text
     assert text.count(" same ") >= 2 or "2 same" in text
     assert "regressed" not in text
     assert "evidence" not in text  # nothing failed: no process more for evidence
+    results = json.loads((repo.path / "out.json").read_text())["results"]
+    assert {r["family"] for r in results} == {7}
 
 
 @pytest.mark.slow

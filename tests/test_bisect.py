@@ -35,7 +35,7 @@ from pytest_gpubench.versus.bisect import (
     StepRun,
     StepVerdict,
     classify,
-    held,
+    fitted,
     more_pairs,
     report_json,
     report_lines,
@@ -259,9 +259,9 @@ def test_left_out_tests_too_many_for_a_command_line_are_timed_with_the_rest() ->
     """Each left-out node id is an argument of the step's pytest: beyond what a command line
     holds (about 2 MB on Linux) the process would not start."""
     few = Focus(("t.py::a", "t.py::b"), family=3, later=True)
-    assert held(few) == (few, ", 2 tests that BAD did not regress left out")
+    assert fitted(few) == (few, ", 2 tests that BAD did not regress left out")
     many = Focus(tuple(f"t.py::test[{i}-{'x' * 9000}]" for i in range(60)), family=61, later=True)
-    whole, said = held(many)
+    whole, said = fitted(many)
     assert whole == Focus((), family=61, later=True)  # still judged in BAD's family
     assert said == ", the whole selection (60 tests that BAD did not regress: too many to name)"
 
@@ -588,19 +588,26 @@ def test_bisect_in_lockstep_finds_the_slow_commit(repo: pytest.Pytester, temp: P
 
 @pytest.mark.slow
 @needs_git
-def test_a_followed_test_named_after_the_dashes_and_gone_at_a_commit_stops_unsure(
-    repo: pytest.Pytester, temp: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("gone", ["test_join", "test_sum", "test_bench.py"])
+def test_a_test_named_after_the_dashes_and_gone_at_a_commit_stops_the_search_there(
+    repo: pytest.Pytester, temp: Path, monkeypatch: pytest.MonkeyPatch, gone: str
 ) -> None:
-    """test_sum is renamed by the first change and back by the third; the fourth slows it.
-    Named after --, pytest refuses its node id where it is not: that step measured nothing,
-    and the search stops there, as where a selection finds no such test. A family in the
-    user's environment is not BAD's step's (it would leave BAD's +50% unsure)."""
+    """``gone`` (a test, or the tests' file) is renamed by the first change and back by the
+    third; the fourth slows test_sum. Named after --, pytest refuses a node id where it is
+    not: that step measured nothing, and the search stops there, saying what pytest did not
+    find (not a followed test that is there). A family in the user's environment is not BAD's
+    step's (it would leave BAD's +50% unsure)."""
     tests = repo.path / "test_bench.py"
     original = tests.read_text()
     shas = []
-    for i, text in enumerate([original.replace("test_sum", "test_total"), None, original], 1):
-        if text is not None:
-            tests.write_text(text)
+    for i in range(1, 4):
+        if i == 1 and gone.endswith(".py"):
+            tests.rename(repo.path / "test_moved.py")
+        elif i == 1:
+            tests.write_text(original.replace(gone, "test_renamed"))
+        elif i == 3:
+            (repo.path / "test_moved.py").unlink(missing_ok=True)
+            tests.write_text(original)
         repo.path.joinpath(f"note{i}.txt").write_text(f"{i}\n")
         shas.append(commit(repo.path, f"change {i}"))
     shas += changes(repo, 1, slow_at=1)
@@ -610,10 +617,42 @@ def test_a_followed_test_named_after_the_dashes_and_gone_at_a_commit_stops_unsur
     assert done.returncode == 1, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("step 1/3: ") and ": bad (test_sum slower by 50.0% " in lines[0]
-    assert "unsure (test_sum was not measured at this commit, 0 pairs, " in lines[1], lines
-    stopped = f"stopped: {shas[1][:7]} is unsure: test_sum was not measured at this commit;"
+    missing = SUM if gone.endswith(".py") else f"test_bench.py::{gone}"  # the first it misses
+    assert f"unsure (pytest found no {missing} here, 0 pairs, " in lines[1], lines
+    stopped = f"stopped: {shas[1][:7]} is unsure: pytest found no {missing} here;"
     assert lines[2].startswith(stopped), lines
     assert left_in(temp) == [] and len(worktrees(repo)) == 1
+
+
+@pytest.mark.slow
+@needs_git
+def test_a_later_step_is_judged_in_bads_family(
+    repo: pytest.Pytester, temp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BAD's step judges both tests (a family of 2); the next times test_sum alone and is
+    told BAD's family through the environment of its pytest."""
+    import tempfile
+
+    from pytest_gpubench.versus import bisect as bisecting
+    from pytest_gpubench.versus import revision
+
+    told: list[str | None] = []
+    run_group = revision.run_group
+
+    def recording(args: list[str], where: Path, env: dict[str, str], *rest: object) -> object:
+        told.append(env.get("PYTEST_GPUBENCH_FAMILY"))
+        return run_group(args, where, env, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(revision, "run_group", recording)
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    changes(repo, 2, slow_at=2)
+    found = bisecting.bisect(
+        "HEAD~2", "HEAD", repo.path, pytest_args=["--gpubench-pairing=lockstep"], pairs=2
+    )
+    assert found is not None and found.first_bad is not None
+    assert found.first_bad.subject == "change 2"
+    assert told == ["1", "2"]
+    assert [s.run.family for s in found.steps] == [2, 2]
 
 
 @pytest.mark.slow

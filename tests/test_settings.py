@@ -216,7 +216,7 @@ def test_settings_are_frozen() -> None:
 
 
 def test_measure_and_session_settings_are_disjoint_and_cover_every_option() -> None:
-    session = {f.name for f in dataclasses.fields(Settings)} - {"measure", "child", "family"}
+    session = {f.name for f in dataclasses.fields(Settings)} - {"measure", "child", "least_family"}
     assert MEASURE_FIELDS == {f.name for f in dataclasses.fields(MeasureSettings)}
     assert not session & MEASURE_FIELDS
     assert {spec.field for spec in OPTIONS} == session | MEASURE_FIELDS

@@ -565,8 +565,9 @@ class Settings:
     benchmark_fixture: bool = False  # provide pytest-benchmark's benchmark fixture
     record_host: bool = False  # the host's name in saved sessions and pytest-benchmark's JSON
     child: Path | None = None
-    # The least family the run judges in: a bisect step's, BAD's (run.children.FAMILY_VARIABLE).
-    family: int = 1
+    # The least family a run against a revision judges in: a bisect step's, BAD's
+    # (run.children.FAMILY_VARIABLE).
+    least_family: int = 1
     measure: MeasureSettings = MeasureSettings()
 
     @classmethod

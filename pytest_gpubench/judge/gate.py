@@ -160,7 +160,7 @@ class Gate:
             enforcing=not child,
             fail_on_improvement=settings.fail_on_improvement,
             allow_incomparable=settings.allow_incomparable,
-            family=max(1, settings.family, family),
+            family=max(1, settings.least_family, family),
             changed_fails=settings.changed == "fail" and not settings.allow_incomparable,
             work_fails=settings.changed != "warn" and not settings.allow_incomparable,
         )

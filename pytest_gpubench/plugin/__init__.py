@@ -101,8 +101,8 @@ def pytest_configure(config: pytest.Config) -> None:
     named = (CHILD_VARIABLE, PARENT_VARIABLE, TURN_VARIABLE, GATE_VARIABLE, FAMILY_VARIABLE)
     out, parent, turn, gate, family = (os.environ.pop(name, "") for name in named)
     settings = _settings(config, Path(out) if out else None)
-    if family.isdigit():
-        settings = dataclasses.replace(settings, family=int(family))
+    if family.isdigit() and settings.against is not None:  # a bisect step's (versus/bisect.py)
+        settings = dataclasses.replace(settings, least_family=int(family))
     session = _session(config, settings) if settings.enabled else None
     worker = hasattr(config, "workerinput")  # an xdist worker: its controller collects
     owner = not worker and settings.child is None

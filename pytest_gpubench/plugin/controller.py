@@ -572,11 +572,8 @@ class Controller:
             write(f"gpubench: {line}", yellow=True)
         for line in self.errors:
             write(f"ERROR: {line}", red=True)
-        # The family of a run against a revision: every measurement of either side; of a
-        # bisect step after BAD's, BAD's (versus/bisect.py's Focus).
+        # The family of a run against a revision: every measurement of either side.
         counted = "known at collection" if self.settings.against is None else "of either side"
-        if self.settings.family > 1:
-            counted = "of the selection the bisection started from"
         write(summary.footer(results, self.settings.measure, self.session.family, counted))
 
 

@@ -38,6 +38,7 @@ import dataclasses
 import enum
 import math
 import os
+import re
 import sys
 import tempfile
 import time
@@ -60,6 +61,7 @@ from . import revision
 # characters in all (a command line holds about 2 MB on Linux, the environment included),
 # it times the whole selection instead.
 DESELECT_CHARS = 500_000
+ARGUMENT_COST = 20  # "--deselect=", its NUL and its pointer in argv
 # Who runs git, in the error of a missing or hung git.
 WHO = "gpubench bisect"
 DEFAULT_PAIRS = 3
@@ -265,15 +267,17 @@ class StepRun:
     pairs: int
     seconds: float
     family: int = 1
+    why: str = ""  # what made it measure nothing, where that is no error: unsure
 
 
 @dataclass(frozen=True)
 class Focus:
     """What a step times: BAD's step (``later`` False), the whole selection; a later one,
     the tests BAD regressed alone (the node ids ``left_out`` deselected), judged in BAD's
-    ``family``, as one of its selection: timed alone in a family of one, a test that BAD
-    flagged by chance reads bad or good where in the selection it read unsure, and the
-    search names a commit without a slowdown (bench/bisect_resample.py)."""
+    ``family``, as one of its selection: in the smaller family of the followed tests' own
+    measurements, a test that BAD flagged by chance reads bad or good where in the selection
+    it read unsure, and the search names a commit without a slowdown (docs/verdict.md,
+    bench/bisect_resample.py --alone)."""
 
     left_out: tuple[str, ...] = ()
     family: int = 1
@@ -387,6 +391,8 @@ def search(
             commit = commits[position]
             done = run(commit, asked, focus)
             verdict = classify(done.readings, followed)
+            if done.why:
+                verdict = StepVerdict(Outcome.UNSURE, why=done.why)
             again = more_pairs(asked, max_pairs) if verdict.more_pairs else None
             total = number + _steps_after(known, position, verdict.outcome, again, followed)
             step = Step(number, total, position, commit, asked, done, verdict, again)
@@ -433,11 +439,11 @@ def unfollowed(readings: Mapping[str, Reading], followed: Mapping[str, float]) -
     )
 
 
-def held(focus: Focus) -> tuple[Focus, str]:
-    """The focus a step's command line can hold (its node ids left out within
+def fitted(focus: Focus) -> tuple[Focus, str]:
+    """The focus a step's command line can hold (its --deselect arguments within
     DESELECT_CHARS, else none: the whole selection), and what the step's line adds."""
     others = plural(len(focus.left_out), "test")
-    if sum(len(n) for n in focus.left_out) > DESELECT_CHARS:
+    if sum(len(n) + ARGUMENT_COST for n in focus.left_out) > DESELECT_CHARS:
         whole = dataclasses.replace(focus, left_out=())
         return whole, f", the whole selection ({others} that BAD did not regress: too many to name)"
     return focus, f", {others} that BAD did not regress left out" if focus.left_out else ""
@@ -656,10 +662,10 @@ class StepRunner:
     timeout_s: float | None = None
     announce: Announce = lambda line: None
 
-    def __call__(self, commit: Commit, pairs: int, focus: Focus = Focus()) -> StepRun:
+    def __call__(self, commit: Commit, pairs: int, focus: Focus) -> StepRun:
         started = time.monotonic()
         log = Path(tempfile.gettempdir()) / f"gpubench-bisect-build-{os.getpid()}.log"
-        focus, what = held(focus)
+        focus, what = fitted(focus)
         self.announce(f"testing {commit.short} {_quoted(commit.subject)}: {pairs} pairs{what}")
         failed_build = False  # its log stays, named in the error
         try:
@@ -668,7 +674,7 @@ class StepRunner:
             ) as rev:
                 log.unlink(missing_ok=True)  # built: its output is not needed
                 left = None if self.timeout_s is None else started + self.timeout_s
-                readings, taken, family = self._measure(rev, commit, pairs, left, focus)
+                done = self._measure(rev, commit, pairs, left, focus)
         except revision.RevisionError as exc:
             failed_build = "--gpubench-build" in str(exc)
             # The checkout's messages name the plugin's options; here they are ours.
@@ -677,7 +683,7 @@ class StepRunner:
         finally:
             if not failed_build:
                 log.unlink(missing_ok=True)
-        return StepRun(readings, taken, time.monotonic() - started, family)
+        return dataclasses.replace(done, seconds=time.monotonic() - started)
 
     def _measure(
         self,
@@ -686,10 +692,10 @@ class StepRunner:
         pairs: int,
         deadline: float | None,
         focus: Focus,
-    ) -> tuple[dict[str, Reading], int, int]:
+    ) -> StepRun:
         """The step's pytest run in the checkout ``rev``, within what the step's limit left
         after its checkout and build (``deadline``, a time.monotonic value; None: no limit),
-        on ``focus``: its readings, the pairs taken, the family they were judged in."""
+        on ``focus`` (its seconds are the caller's to set)."""
         where = rev.counterpart(self.cwd)
         if not where.is_dir():
             raise BisectError(
@@ -736,16 +742,19 @@ class StepRunner:
                 f"bisect at {commit.short}: its pytest ran over {self.timeout_s:g} s and was "
                 "stopped; raise --timeout"
             )
-        if code == 5 or (focus.later and code == 4 and "ERROR: not found: " in text):
-            # No test collected there, or a test named after -- is not there: a followed
-            # one is not measured at this commit (at BAD, a name not found is an error).
-            return {}, 0, 1
+        if code == 5:  # no test collected there: a followed one is not measured
+            return StepRun({}, 0, 0.0)
+        # A test or file named after -- that is not there (at BAD, an error in the arguments).
+        missing = re.search(r"ERROR: (?:file or directory )?not found: (.+)", text)
+        if focus.later and code == 4 and missing:
+            path, sep, rest = missing.group(1).strip().partition("::")
+            return StepRun({}, 0, 0.0, why=f"pytest found no {Path(path).name}{sep}{rest} here")
         if code not in (0, 1):
             raise BisectError(f"bisect at {commit.short}: pytest {_failure(code, text)}")
         results = read_report(report, commit)
         readings = {r.key: Reading.of(r) for r in results}
-        family = max((r.verdict.family for r in results), default=1)
-        return readings, max((r.pairs for r in readings.values()), default=0), family
+        taken = max((r.pairs for r in readings.values()), default=0)
+        return StepRun(readings, taken, 0.0, max((r.verdict.family for r in results), default=1))
 
 
 def read_report(path: Path, commit: Commit) -> list[Result]:
