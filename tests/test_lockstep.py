@@ -932,7 +932,7 @@ def test_inputs_held_in_place_take_their_more_pairs_from_fresh_processes(
     assert "1 unsure got 4 more from fresh processes" in text
     assert "from a fresh process" not in text  # no second process
     assert "slower by 6.0% than HEAD~1" in text and summed["against"]["pairs"] == 5
-    assert "cannot place them anew (a closure or setup=): more pairs from fresh" in summed["note"]
+    assert "cannot place them anew (setup= or a global): more pairs from fresh" in summed["note"]
     # test_join, sure on its first pair, took none and says nothing of where they would be.
     report = json.loads((repo.path / "ab.json").read_text())
     [joined] = [r for r in report["results"] if r["test"] == "test_join"]
@@ -941,8 +941,8 @@ def test_inputs_held_in_place_take_their_more_pairs_from_fresh_processes(
 
 def test_inputs_can_be_placed_anew_where_a_device_tensor_is_given() -> None:
     """placeable: a device tensor among the arguments, or one level into a list, tuple or
-    dict, and no setup=; a CPU tensor, a deeper one, a closure's, or one placed_anew leaves
-    where it is, no."""
+    dict, and no setup=; a CPU tensor, a deeper one, or one placed_anew leaves where it is,
+    no."""
     torch = pytest.importorskip("torch")
     on = torch.empty(4, device="meta")
 
@@ -952,7 +952,7 @@ def test_inputs_can_be_placed_anew_where_a_device_tensor_is_given() -> None:
     assert placeable(Workload(fn, (on,)))
     assert placeable(Workload(fn, ([1, on],))) and placeable(Workload(fn, kwargs={"x": {"a": on}}))
     assert not placeable(Workload(fn, (torch.empty(4),)))
-    assert not placeable(Workload(fn, ([[on]],))) and not placeable(Workload(lambda: on))
+    assert not placeable(Workload(fn, ([[on]],)))
     assert not placeable(Workload(fn, (on,), setup=lambda: ((on,), {})))
     # What placed_anew leaves as it is: a list too long to look into, overlapping elements.
     assert not placeable(Workload(fn, ([0] * 16 + [on],)))
@@ -1055,6 +1055,30 @@ def test_inputs_placed_anew_are_copies_behind_pads_and_the_rest_as_it_was() -> N
         assert v2 is not view and v2.requires_grad
         assert e2 is expanded and p2 is pair and h2 is host and three == 3
         assert y2 is y3 is kwargs["z"]["a"] and y2 is not y and kwargs["n"] == 5
+
+
+def test_inputs_a_closure_holds_are_placed_anew_and_put_back() -> None:
+    """A closure's device tensors (a buffer alone and in a list) point at copies while the
+    inputs are placed anew, one copy for a tensor also given, and at the test's own
+    tensors after; a host tensor, a function and an empty cell stay as they are."""
+    torch = pytest.importorskip("torch")
+    out, x, host = torch.empty(8, device="meta"), torch.empty(8, device="meta"), torch.zeros(2)
+    buffers = [out, 3]
+
+    def step(given: object) -> object:
+        return (out, buffers, host, print, given, later)
+
+    later = None
+    seen, held = step(x), out  # out is step's cell: it reads the copy meanwhile
+    assert placeable(Workload(step)) and not placeable(Workload(lambda: host))
+    with placed_anew([Workload(step, (x,)), Workload(step)], random.Random(1)) as (
+        (again, _),
+        copied,
+    ):
+        out2, buffers2, host2, fn, given, _ = step(again.args[0])
+        assert copied == 2 and out2 is not held and buffers2[0] is out2 and buffers2[1] == 3
+        assert host2 is host and fn is print and given is again.args[0] is not x
+    assert step(x) == seen
 
 
 def test_the_pairs_asked_set_the_first_look_of_either_pairing() -> None:

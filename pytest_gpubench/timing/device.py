@@ -233,14 +233,14 @@ PAD_MAX_BYTES = 4 << 20
 def placed_anew(
     workloads: Sequence[Workload], draw: random.Random
 ) -> Iterator[tuple[list[Workload], int]]:
-    """``workloads`` with each device tensor they are given (one level into a list, tuple or
-    dict) copied to new memory behind a pad of a random size, held meanwhile: the inputs
-    where another set-up of the test might have put them. A copy keeps the tensor's
-    strides and storage offset (a view stays a view of a buffer as large as its base's),
-    ``requires_grad``, and its aliases (one tensor given twice is one copy); a tensor whose
-    elements overlap (``expand``) stays as it is, as does a call with ``setup``, and a tensor
-    the device has no memory left to copy. Also how many tensors were copied (0: the calls
-    take none, or by ``setup`` or a closure, or memory ran out)."""
+    """``workloads`` with each device tensor they are given or their functions' closures
+    hold (one level into a list, tuple or dict) copied to new memory behind a pad of a
+    random size, held meanwhile: the inputs where another set-up of the test might have put
+    them. A copy keeps the tensor's strides and storage offset (a view stays a view of a
+    buffer as large as its base's), ``requires_grad``, and its aliases (one tensor given
+    twice is one copy); a tensor whose elements overlap (``expand``) stays as it is, as does
+    a call with ``setup``, and a tensor the device has no memory left to copy. Also how many
+    tensors were copied (0: the calls take none, or by ``setup``, or memory ran out)."""
     torch = sys.modules.get("torch")
     if torch is None:
         yield list(workloads), 0
@@ -291,21 +291,59 @@ def placed_anew(
         )
         for w in workloads
     ]
+    # What a closure holds (def step(): return kernel(x, out)) moves too, its cells pointed
+    # at the copies meanwhile and back after: such a call's time depends on where its
+    # buffers lie as much as a call given them.
+    held: dict[int, tuple[Any, object]] = {}  # by the cell's id: its value before
     try:
+        for cell in (c for w in workloads for c in _cells(w) if id(c) not in held):
+            was = cell.cell_contents
+            now = anew(was)
+            if now is not was and not _same_items(was, now):
+                held[id(cell)] = (cell, was)
+                cell.cell_contents = now
         yield placed, sum(id(copy) != key for key, copy in copies.items())
     finally:
+        for cell, was in held.values():
+            cell.cell_contents = was
         pads.clear()
         copies.clear()
 
 
+def _same_items(was: object, now: object) -> bool:
+    """Whether ``now``, a container placed_anew made anew of ``was``, holds the same items."""
+    if isinstance(was, dict) and isinstance(now, dict):
+        return all(now[k] is v for k, v in was.items())
+    if isinstance(was, list | tuple) and isinstance(now, list | tuple):
+        return all(a is b for a, b in zip(was, now, strict=True))
+    return False
+
+
+def _cells(workload: Workload) -> list[Any]:
+    """The closure cells of ``workload``'s function that hold a value (none for a call with
+    ``setup``, which makes its inputs itself)."""
+    if workload.setup is not None:
+        return []
+    return [c for c in getattr(workload.fn, "__closure__", None) or () if _filled(c)]
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 (an empty cell raises)
+    except ValueError:
+        return False
+    return True
+
+
 def placeable(workload: Workload) -> bool:
     """Whether :func:`placed_anew` can move any of ``workload``'s inputs: it is given a
-    tensor that placed_anew copies, where placed_anew looks, and no ``setup``. Inputs a
-    closure holds stay where the test put them."""
+    tensor that placed_anew copies, where placed_anew looks (its closure's cells too), and
+    no ``setup``."""
     torch = sys.modules.get("torch")
     if torch is None or workload.setup is not None:
         return False
     given = [*workload.args, *workload.kwargs.values()]
+    given += [cell.cell_contents for cell in _cells(workload)]
     for value in list(given):
         if _opened(value):
             given += list(value.values() if isinstance(value, dict) else value)

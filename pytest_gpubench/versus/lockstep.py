@@ -13,7 +13,8 @@ and is held (:class:`Held`). The working tree's body then runs, and each of its 
 timed alternately with the revision's call of the same key (BenchSession.measure_sides): a
 pair of sessions from one process. Further pairs come from the same process, each side's
 inputs placed anew before each pair (MORE_VARIABLE; versus/ab.py judges them), or on a GPU,
-for a call whose inputs cannot be moved (a closure holds them), from fresh processes.
+for a call whose inputs cannot be moved (``setup=`` makes them, or a global holds them),
+from fresh processes.
 
 Where one process cannot hold both, plugin.lockstep says why (lockstep_refusal before the
 test, base_side as it runs) and the test is timed in duos (:meth:`Pairing.duo_verdicts`,
@@ -87,10 +88,10 @@ AGAIN_SUFFIX = "@again"
 # compare them. The notes and the summary say which ran.
 MORE_VARIABLE = "GPUBENCH_LOCKSTEP_MORE"
 # The devices where a call's time depends on where its inputs sit: a test whose call holds
-# its inputs where this process cannot move them (a closure, setup=) takes its more pairs
+# its inputs where this process cannot move them (setup=, a global) takes its more pairs
 # from fresh processes there. On two H100s an L2-resident 7 µs copy's sides, their buffers
-# held by a closure, kept 2.5-3.9% apart through every pair of a process, either way from
-# one process to the next (bench/results/h100-2026-12-05b).
+# held by a closure not yet placed anew, kept 2.5-3.9% apart through every pair of a
+# process, either way from one process to the next (bench/results/h100-2026-12-05b).
 PLACED_KINDS = frozenset({"cuda"})
 NATIVE_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 ONCE = "which one process holds once"
@@ -575,8 +576,8 @@ class Pairing:
         if held and pairs.count > 1:
             errors.insert(
                 0,
-                "its inputs are held where this process cannot place them anew (a closure "
-                "or setup=): more pairs from fresh processes",
+                "its inputs are held where this process cannot place them anew (setup= or "
+                "a global): more pairs from fresh processes",
             )
         if more > 0:
             tally = self.added["this process" if here else "fresh processes"]
@@ -811,7 +812,7 @@ class Pairing:
     ) -> tuple[dict[str, dict[str, Measurement]], int]:
         """One more pair of each call of the test, timed in lockstep in this process, each
         side's inputs placed anew (timing.device.placed_anew); and of how many calls both
-        sides' inputs moved (a call given none, or given them by ``setup=`` or a closure, is
+        sides' inputs moved (a call given none, or given them by ``setup=`` or a global, is
         timed again as it was)."""
         from ..timing.device import placed_anew
 
