@@ -1081,6 +1081,38 @@ def test_inputs_a_closure_holds_are_placed_anew_and_put_back() -> None:
     assert step(x) == seen
 
 
+def test_a_closure_behind_a_wrapper_is_placed_anew(tmp_path: Path) -> None:
+    """A closure reached through functools.wraps (lockstep's side wrapper, TwoSides.on_side,
+    or a user's decorator) is placed anew as the function's own: on an H100 the side
+    wrapper hid a copy's closure, and its more pairs went to fresh processes
+    (bench/results/h100-2026-12-06)."""
+    import functools
+
+    from pytest_gpubench.versus.lockstep import TwoSides
+    from pytest_gpubench.versus.revision import Revision
+
+    torch = pytest.importorskip("torch")
+    src, dst = torch.empty(8, device="meta"), torch.empty(8, device="meta")
+    given = (src, dst)  # the test's own: step's cells are this frame's src and dst
+
+    def step() -> object:
+        return src, dst
+
+    @functools.wraps(step)
+    def decorated() -> object:
+        return step()
+
+    two = TwoSides(
+        Revision("HEAD", "0" * 40, tmp_path / "repo", tmp_path / "checkout"), tmp_path / "plugin"
+    )
+    for fn in (two.on_side(True, Workload(step)).fn, decorated):
+        assert placeable(Workload(fn))
+        with placed_anew([Workload(fn)], random.Random(1)) as (_, copied):
+            moved = fn()
+            assert copied == 2 and moved[0] is not given[0] and moved[1] is not given[1]
+        assert fn()[0] is given[0] and fn()[1] is given[1]
+
+
 def test_the_pairs_asked_set_the_first_look_of_either_pairing() -> None:
     """None is the pairing's own: 3 pairs of processes then 7 more, or 1 in lockstep then
     4 more; pairs asked replace the first look, confirm 0 the more."""

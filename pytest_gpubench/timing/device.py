@@ -320,11 +320,16 @@ def _same_items(was: object, now: object) -> bool:
 
 
 def _cells(workload: Workload) -> list[Any]:
-    """The closure cells of ``workload``'s function that hold a value (none for a call with
-    ``setup``, which makes its inputs itself)."""
+    """The closure cells that hold a value of ``workload``'s function and of the functions
+    it wraps (``functools.wraps``' ``__wrapped__``: a decorator's, or lockstep's side
+    wrapper, versus/lockstep.py); none for a call with ``setup``, which makes its inputs
+    itself."""
     if workload.setup is not None:
         return []
-    return [c for c in getattr(workload.fn, "__closure__", None) or () if _filled(c)]
+    fns = [workload.fn]
+    while hasattr(fns[-1], "__wrapped__") and len(fns) < 16:  # a cycle stops at 16
+        fns.append(fns[-1].__wrapped__)
+    return [c for fn in fns for c in getattr(fn, "__closure__", None) or () if _filled(c)]
 
 
 def _filled(cell: Any) -> bool:
