@@ -15,9 +15,10 @@ share of second processes that agree. A process left unsure at the cap while rea
 the threshold by either number is decided by each such second process: a failure where that
 one's own pairs fail it the way the first read (versus.lockstep._unsure_beyond).
 
-A process whose call held its inputs where they were (a closure's; "inputs placed anew for
-0 of 1 call") is left out: on a GPU such a call takes its more pairs from fresh processes
-since 14f4564, and on two H100s one process's placement kept its sides 2.5-3.9% apart.
+A process whose call held its inputs where they were ("inputs placed anew for 0 of 1 call":
+a closure's before 442e9cf, ``setup=``'s or a global's since) is left out: on a GPU such a
+call takes its more pairs from fresh processes since 14f4564, and on two H100s one
+process's placement kept its sides 2.5-3.9% apart.
 
 Then the same with every pair's difference shifted by +s, as if a change of s were planted
 in every process. A process of one recorded pair that the shift leaves unsure is left out

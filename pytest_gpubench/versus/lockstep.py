@@ -91,7 +91,8 @@ MORE_VARIABLE = "GPUBENCH_LOCKSTEP_MORE"
 # its inputs where this process cannot move them (setup=, a global) takes its more pairs
 # from fresh processes there. On two H100s an L2-resident 7 µs copy's sides, their buffers
 # held by a closure not yet placed anew, kept 2.5-3.9% apart through every pair of a
-# process, either way from one process to the next (bench/results/h100-2026-12-05b).
+# process, either way from one process to the next (bench/results/h100-2026-12-05b);
+# placed anew, none false in 6 A/A runs on a third (bench/results/h100-2026-12-06).
 PLACED_KINDS = frozenset({"cuda"})
 NATIVE_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 ONCE = "which one process holds once"
