@@ -24,6 +24,7 @@ from support import KERNELS, commit, git, running
 from pytest_gpubench import cli
 from pytest_gpubench.core.records import Status
 from pytest_gpubench.versus.bisect import (
+    BisectError,
     Bisection,
     Commit,
     Focus,
@@ -762,3 +763,105 @@ def _children_of(pid: int) -> list[int]:
         if int(fields[1]) == pid:
             found.append(int(stat.parent.name))
     return found
+
+
+# --- commits that do not build ---------------------------------------------------------------
+
+
+def unbuilt_at(positions: set[int], behaviour: Behaviour) -> FakeSteps:
+    """A runner whose commits at ``positions`` do not build."""
+
+    class Unbuilt(FakeSteps):
+        def __call__(self, commit_: Commit, pairs: int, focus: Focus) -> StepRun:
+            if self.position[commit_] in positions:
+                self.asked.append((self.position[commit_], pairs))
+                return StepRun({}, 0, 1.0, unbuilt="--build 'make' failed: exit code 2: no")
+            return super().__call__(commit_, pairs, focus)
+
+    return Unbuilt(commits(16), behaviour)
+
+
+def test_a_commit_that_does_not_build_is_skipped_for_the_nearest() -> None:
+    """As git bisect skip: a commit that does not build is tested no further, the nearest
+    to the midpoint that may is tested instead (the earlier of two as near), and the first
+    bad commit is still found beside it."""
+    steps = unbuilt_at({7, 8}, slow_from(10))
+    found = search(GOOD, "v1", commits(16), steps, pairs=3, max_pairs=12)
+    assert steps.asked == [(15, 3), (7, 3), (6, 3), (10, 3), (8, 3), (9, 3)]
+    assert found.state is State.FOUND and found.first_bad == commits(16)[10]
+    skipped = found.steps[1]
+    assert skipped.verdict.outcome is Outcome.SKIPPED and skipped.again is None
+    assert step_line(skipped, "v1") == (
+        f'step 2/6: {commits(16)[7].short} "change 8": skipped '
+        "(--build 'make' failed: exit code 2: no, 0 pairs, 1 s)"
+    )
+    assert report_lines(found)[0] == f"first bad commit: {commits(16)[10].sha} change 11"
+
+
+def test_where_every_commit_left_does_not_build_the_search_names_them() -> None:
+    """The commits left to test all fail to build: the search stops, its range the commits
+    the first bad one is among, those that do not build marked; BAD that does not build is
+    an error (nothing to bisect against)."""
+    steps = unbuilt_at({9, 10}, slow_from(10))
+    found = search(GOOD, "v1", commits(16), steps, pairs=3, max_pairs=12)
+    assert [p for p, _ in steps.asked] == [15, 7, 11, 9, 8, 10]
+    assert found.state is State.SKIPPED and found.first_bad is None
+    assert found.remaining == tuple(commits(16)[9:12]) and found.steps[-1].total == 6
+    report = report_lines(found)
+    assert report[0] == (
+        "stopped: the commits left to test do not build; the first bad commit is one of "
+        f"these 3, after {commits(16)[8].short}:"
+    )
+    assert report[1:4] == [
+        f"  {commits(16)[9].sha} change 10  (does not build)",
+        f"  {commits(16)[10].sha} change 11  (does not build)",
+        f"  {commits(16)[11].sha} change 12",
+    ]
+    document = report_json(found, [])
+    assert document["state"] == "skipped" and len(document["remaining"]) == 3
+    assert [s["outcome"] for s in document["steps"]].count("skipped") == 2
+    with pytest.raises(BisectError, match=r"^bisect at 000000f: --build 'make' failed"):
+        search(GOOD, "v1", commits(16), unbuilt_at({15}, slow_from(3)), pairs=3, max_pairs=12)
+
+
+@pytest.mark.slow
+@needs_git
+def test_bisect_skips_a_commit_that_does_not_build(repo: pytest.Pytester, temp: Path) -> None:
+    """The second of five commits does not build (``--build`` fails there), the fourth makes
+    test_sum slower: the search tests the first instead of the second, finds the fourth,
+    and the second's build output stays, named in its step's line."""
+    good = git(repo.path, "rev-parse", "HEAD")
+    shas = []
+    for i in range(1, 6):
+        broken = repo.path / "broken"
+        if i == 2:
+            broken.write_text("a syntax error\n")
+        elif broken.exists():
+            broken.unlink()
+        if i == 4:
+            repo.makepyfile(kernels=KERNELS.format(factor=1.5))
+        repo.path.joinpath(f"note{i}.txt").write_text(f"{i}\n")
+        git(repo.path, "add", "-A")
+        shas.append(commit(repo.path, f"change {i}"))
+    build = ("--build", "if test -e broken; then echo broken; exit 1; fi")
+    done = gpubench(
+        repo, temp, "bisect", good[:10], "HEAD", *FAST, *build, "--json", "b.json", *AFTER
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert f"first bad commit: {shas[3]} change 4" in lines
+    [skipped] = [line for line in lines if ": skipped (" in line]
+    assert skipped.startswith(f'step 2/5: {shas[1][:7]} "change 2": skipped (--build ')
+    assert ": exit code 1: broken; its output: " in skipped
+    document = json.loads((repo.path / "b.json").read_text())
+    outcomes = [(s["commit"], s["outcome"]) for s in document["steps"]]
+    assert outcomes == [
+        (shas[4], "bad"),
+        (shas[1], "skipped"),
+        (shas[0], "good"),
+        (shas[2], "good"),
+        (shas[3], "bad"),
+    ]
+    [log] = left_in(temp)
+    assert log == f"gpubench-bisect-build-{log.split('-')[3]}-{shas[1][:7]}.log"
+    assert (temp / log).read_text() == "broken\n" and len(worktrees(repo)) == 1

@@ -20,7 +20,9 @@ the last good candidate: one reference for all. A later step is
 - good: none is bad, and one's interval lies below that halfway point, the others' ratios
   below it too (a noisy test's interval need not clear it where a steady one's does);
 - unsure: otherwise. It is run again with twice the pairs, up to a cap; still unsure, the
-  search stops and names the commits the first bad one is among, instead of guessing.
+  search stops and names the commits the first bad one is among, instead of guessing;
+- skipped: its commit does not build. The nearest to the midpoint that may is tested
+  instead (git bisect skip); where none is left, the search stops naming them.
 
 Halfway, not the threshold: a commit is asked whether it is like GOOD or like BAD. Against
 the threshold, a slowdown found at BAD a little under it (the gate fails a change of the
@@ -43,7 +45,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,6 +86,7 @@ class Outcome(str, enum.Enum):
     GOOD = "good"
     BAD = "bad"
     UNSURE = "unsure"
+    SKIPPED = "skipped"  # its commit does not build: the search tests another
 
 
 @dataclass(frozen=True)
@@ -245,6 +248,13 @@ class Range:
     def midpoint(self) -> int:
         return (self.lo + self.hi) // 2
 
+    def next_to_test(self, skipped: Collection[int]) -> int | None:
+        """The midpoint, or where its commit does not build (``skipped``), the nearest
+        commit in question that may (the earlier of two as near, as git bisect skip does);
+        None where every commit left to test does not build."""
+        left = [p for p in range(self.lo + 1, self.hi) if p not in skipped]
+        return min(left, key=lambda p: (abs(p - self.midpoint), p), default=None)
+
     @property
     def steps_left(self) -> int:
         """Steps until ``done``, at most (each halves the commits in question)."""
@@ -268,6 +278,7 @@ class StepRun:
     seconds: float
     family: int = 1
     why: str = ""  # what made it measure nothing, where that is no error: unsure
+    unbuilt: str = ""  # why its commit did not build (--build): the search skips it
 
 
 @dataclass(frozen=True)
@@ -319,6 +330,7 @@ class State(str, enum.Enum):
     FOUND = "found"  # the first bad commit
     NOT_BAD = "not bad"  # BAD is not slower than GOOD
     UNSURE = "unsure"  # a step stayed unsure: the first bad commit is within ``range``
+    SKIPPED = "skipped"  # the commits left to test do not build: it is within ``range``
 
 
 @dataclass(frozen=True)
@@ -374,7 +386,8 @@ def search(
 ) -> Bisection:
     """Bisect ``commits`` (after GOOD up to BAD, oldest first, at least one) with ``run``,
     which times a commit against GOOD with a number of pairs. Each step's line goes to
-    ``announce`` as it ends."""
+    ``announce`` as it ends. A commit after BAD's step that does not build is skipped: the
+    nearest in question is tested instead (BisectError where BAD does not build)."""
     if not commits:
         raise ValueError("search needs at least one commit after GOOD")
     started = clock()
@@ -384,17 +397,27 @@ def search(
     focus = Focus()
     state = State.FOUND
     position = len(commits) - 1
+    skipped: set[int] = set()  # positions whose commits do not build
     while True:
         number = len({s.position for s in steps}) + 1
         asked: int | None = pairs
         while asked is not None:
             commit = commits[position]
             done = run(commit, asked, focus)
+            if done.unbuilt and followed is None:  # nothing to bisect against
+                raise BisectError(f"bisect at {commit.short}: {done.unbuilt}")
             verdict = classify(done.readings, followed)
-            if done.why:
-                verdict = StepVerdict(Outcome.UNSURE, why=done.why)
+            if done.why or done.unbuilt:
+                outcome = Outcome.SKIPPED if done.unbuilt else Outcome.UNSURE
+                verdict = StepVerdict(outcome, why=done.unbuilt or done.why)
             again = more_pairs(asked, max_pairs) if verdict.more_pairs else None
-            total = number + _steps_after(known, position, verdict.outcome, again, followed)
+            after = _steps_after(known, position, verdict.outcome, again, followed)
+            if (
+                verdict.outcome is Outcome.SKIPPED
+                and known.next_to_test({*skipped, position}) is None
+            ):
+                after = 0  # no commit left that may build: the search ends here
+            total = number + after
             step = Step(number, total, position, commit, asked, done, verdict, again)
             steps.append(step)
             announce(step_line(step, good_ref))
@@ -408,11 +431,17 @@ def search(
         elif verdict.outcome is Outcome.UNSURE:
             state = State.UNSURE
             break
+        elif verdict.outcome is Outcome.SKIPPED:
+            skipped.add(position)
         else:
             known = known.narrowed(position, verdict.outcome)
         if known.done:
             break
-        position = known.midpoint
+        untested = known.next_to_test(skipped)
+        if untested is None:
+            state = State.SKIPPED
+            break
+        position = untested
     return Bisection(
         good,
         commits[-1],
@@ -506,18 +535,25 @@ def report_lines(bisection: Bisection) -> list[str]:
             f"nothing to bisect: BAD {bisection.bad.short} is not slower than {good} "
             f"{bisection.good.short} ({why})"
         )
-    elif bisection.state is State.UNSURE:
+    elif bisection.state in (State.UNSURE, State.SKIPPED):
         last = bisection.steps[-1]
         remaining = bisection.remaining
         after = bisection.commits[bisection.range.lo] if bisection.range.lo >= 0 else None
         why = last.verdict.why  # a followed test not measured there: more pairs cannot help
         state = f"is unsure: {why}" if why else f"stayed unsure at {last.asked_pairs} pairs"
+        if bisection.state is State.SKIPPED:
+            stopped = "the commits left to test do not build"
+        else:
+            stopped = f"{last.commit.short} {state}"
         lines.append(
-            f"stopped: {last.commit.short} {state}; the first "
-            f"bad commit is one of these {len(remaining)}, after "
-            f"{after.short if after else good + ' ' + bisection.good.short}:"
+            f"stopped: {stopped}; the first bad commit is one of these {len(remaining)}, "
+            f"after {after.short if after else good + ' ' + bisection.good.short}:"
         )
-        lines += [f"  {c.sha} {c.subject}" for c in remaining]
+        unbuilt = {s.commit for s in bisection.steps if s.verdict.outcome is Outcome.SKIPPED}
+        lines += [
+            f"  {c.sha} {c.subject}" + ("  (does not build)" if c in unbuilt else "")
+            for c in remaining
+        ]
     else:
         first = bisection.first_bad
         assert first is not None
@@ -550,7 +586,7 @@ def report_json(bisection: Bisection, pytest_args: Sequence[str]) -> dict[str, J
         "state": bisection.state.value,
         "first_bad": None if first is None else first.to_json(),
         "remaining": [c.to_json() for c in bisection.remaining]
-        if bisection.state is State.UNSURE
+        if bisection.state in (State.UNSURE, State.SKIPPED)
         else [],
         "steps": [s.to_json() for s in bisection.steps],
         "cost": {
@@ -664,10 +700,11 @@ class StepRunner:
 
     def __call__(self, commit: Commit, pairs: int, focus: Focus) -> StepRun:
         started = time.monotonic()
-        log = Path(tempfile.gettempdir()) / f"gpubench-bisect-build-{os.getpid()}.log"
+        name = f"gpubench-bisect-build-{os.getpid()}-{commit.short}.log"
+        log = Path(tempfile.gettempdir()) / name
         focus, what = fitted(focus)
         self.announce(f"testing {commit.short} {_quoted(commit.subject)}: {pairs} pairs{what}")
-        failed_build = False  # its log stays, named in the error
+        failed_build = False  # its log stays, named in the error or the step's line
         try:
             with revision.checkout(
                 commit.sha, self.cwd, build=self.build, log=log, timeout_s=self.timeout_s or 3600.0
@@ -679,7 +716,9 @@ class StepRunner:
             failed_build = "--gpubench-build" in str(exc)
             # The checkout's messages name the plugin's options; here they are ours.
             text = str(exc).replace("--gpubench-build", "--build")
-            raise BisectError(f"bisect at {commit.short}: {text}") from None
+            if not failed_build:
+                raise BisectError(f"bisect at {commit.short}: {text}") from None
+            done = StepRun({}, 0, 0.0, unbuilt=text)  # the search skips it (BAD: an error)
         finally:
             if not failed_build:
                 log.unlink(missing_ok=True)
@@ -825,7 +864,8 @@ def bisect(
 
         def run(commit: Commit, pairs: int, focus: Focus) -> StepRun:
             done = steps(commit, pairs, focus)
-            if commit == found.commits[-1] and not done.readings:  # BAD's, the first step
+            # BAD's, the first step (one that did not build: search says so)
+            if commit == found.commits[-1] and not done.readings and not done.unbuilt:
                 selection = " ".join(pytest_args) or "the default selection"
                 raise BisectError(
                     f"bisect: no gpubench test selected at BAD {commit.short} ({selection}); "
