@@ -292,6 +292,7 @@ def test_report_names_the_first_bad_commit_its_tests_and_the_cost() -> None:
     assert document["cost"] == {
         "steps": 5,
         "runs": 5,
+        "skipped": 0,
         "pairs": 15,
         "processes": 30,
         "seconds": 42.0,
@@ -768,8 +769,8 @@ def _children_of(pid: int) -> list[int]:
 # --- commits that do not build ---------------------------------------------------------------
 
 
-def unbuilt_at(positions: set[int], behaviour: Behaviour) -> FakeSteps:
-    """A runner whose commits at ``positions`` do not build."""
+def unbuilt_at(positions: set[int], behaviour: Behaviour, count: int = 16) -> FakeSteps:
+    """A runner over ``count`` commits whose commits at ``positions`` do not build."""
 
     class Unbuilt(FakeSteps):
         def __call__(self, commit_: Commit, pairs: int, focus: Focus) -> StepRun:
@@ -778,7 +779,7 @@ def unbuilt_at(positions: set[int], behaviour: Behaviour) -> FakeSteps:
                 return StepRun({}, 0, 1.0, unbuilt="--build 'make' failed: exit code 2: no")
             return super().__call__(commit_, pairs, focus)
 
-    return Unbuilt(commits(16), behaviour)
+    return Unbuilt(commits(count), behaviour)
 
 
 def test_a_commit_that_does_not_build_is_skipped_for_the_nearest() -> None:
@@ -817,10 +818,17 @@ def test_where_every_commit_left_does_not_build_the_search_names_them() -> None:
         f"  {commits(16)[10].sha} change 11  (does not build)",
         f"  {commits(16)[11].sha} change 12",
     ]
+    assert report[-1].startswith("cost: 6 steps, 2 commits that did not build, 12 pairs ")
     document = report_json(found, [])
     assert document["state"] == "skipped" and len(document["remaining"]) == 3
+    assert document["cost"]["skipped"] == 2
     assert [s["outcome"] for s in document["steps"]].count("skipped") == 2
-    with pytest.raises(BisectError, match=r"^bisect at 000000f: --build 'make' failed"):
+    # A good or bad step that leaves only commits that do not build expects no more.
+    found = search(GOOD, "v1", commits(16), unbuilt_at({9}, slow_from(10)), pairs=3, max_pairs=12)
+    assert [s.position for s in found.steps] == [15, 7, 11, 9, 8, 10]
+    assert found.state is State.SKIPPED and found.remaining == tuple(commits(16)[9:11])
+    assert [(s.number, s.total) for s in found.steps[-2:]] == [(5, 6), (6, 6)]
+    with pytest.raises(BisectError, match=r"^bisect at 000000f: --build 'make' failed.*BAD must"):
         search(GOOD, "v1", commits(16), unbuilt_at({15}, slow_from(3)), pairs=3, max_pairs=12)
 
 
@@ -865,3 +873,26 @@ def test_bisect_skips_a_commit_that_does_not_build(repo: pytest.Pytester, temp: 
     [log] = left_in(temp)
     assert log == f"gpubench-bisect-build-{log.split('-')[3]}-{shas[1][:7]}.log"
     assert (temp / log).read_text() == "broken\n" and len(worktrees(repo)) == 1
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 6, 8])
+def test_with_any_commits_that_do_not_build_the_answer_holds_the_first_bad(count: int) -> None:
+    """Every first bad position and every set of commits that do not build (BAD builds):
+    the search names the first bad commit or a range holding it, never tests a commit
+    twice, stops only when no commit in question may build, and its step counts stay
+    within the commits, the last step's the total."""
+    history = commits(count)
+    for first_bad in range(count):
+        for mask in range(2 ** (count - 1)):
+            broken = {p for p in range(count - 1) if mask >> p & 1}
+            steps = unbuilt_at(broken, slow_from(first_bad), count)
+            found = search(GOOD, "v1", history, steps, pairs=3, max_pairs=3)
+            positions = [s.position for s in found.steps]
+            assert len(positions) == len(set(positions)), (first_bad, broken)
+            assert history[first_bad] in found.remaining or found.first_bad == history[first_bad]
+            if found.state is State.SKIPPED:
+                assert set(found.range.untested(set())) <= broken
+            else:
+                assert found.state is State.FOUND and found.first_bad == history[first_bad]
+            assert all(s.number <= s.total <= count for s in found.steps)
+            assert found.steps[-1].total == found.steps[-1].number, (first_bad, broken)

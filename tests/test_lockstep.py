@@ -14,6 +14,7 @@ import math
 import random
 import shutil
 import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -1060,25 +1061,67 @@ def test_inputs_placed_anew_are_copies_behind_pads_and_the_rest_as_it_was() -> N
 def test_inputs_a_closure_holds_are_placed_anew_and_put_back() -> None:
     """A closure's device tensors (a buffer alone and in a list) point at copies while the
     inputs are placed anew, one copy for a tensor also given, and at the test's own
-    tensors after; a host tensor, a function and an empty cell stay as they are."""
+    tensors after; a host tensor, a function, a list of no tensor (the same list) and a
+    cell still empty stay as they are."""
     torch = pytest.importorskip("torch")
     out, x, host = torch.empty(8, device="meta"), torch.empty(8, device="meta"), torch.zeros(2)
-    buffers = [out, 3]
+    buffers, names = [out, 3], ["a", 1]
 
-    def step(given: object) -> object:
-        return (out, buffers, host, print, given, later)
+    def helper() -> None:
+        pass
 
-    later = None
+    def step(given: object, end: bool = False) -> object:
+        return later if end else (out, buffers, host, helper, names, given)
+
     seen, held = step(x), out  # out is step's cell: it reads the copy meanwhile
     assert placeable(Workload(step)) and not placeable(Workload(lambda: host))
     with placed_anew([Workload(step, (x,)), Workload(step)], random.Random(1)) as (
         (again, _),
         copied,
     ):
-        out2, buffers2, host2, fn, given, _ = step(again.args[0])
+        out2, buffers2, host2, fn, names2, given = step(again.args[0])
         assert copied == 2 and out2 is not held and buffers2[0] is out2 and buffers2[1] == 3
-        assert host2 is host and fn is print and given is again.args[0] is not x
-    assert step(x) == seen
+        assert host2 is host and fn is helper and names2 is names
+        assert given is again.args[0] is not x
+    later = "filled after"
+    assert step(x) == seen and step(x, end=True) == later
+
+
+def test_a_closure_holding_what_cannot_be_moved_is_not_placeable() -> None:
+    """A closure that holds a module's weights or an object's tensor fields keeps them where
+    they are: its more pairs come from elsewhere (placeable is false). A sparse tensor has
+    no strides to keep: never copied, and asking does not raise. A cycle of __wrapped__
+    ends."""
+    torch = pytest.importorskip("torch")
+    x = torch.empty(8, device="meta")
+    model = torch.nn.Linear(2, 2, device="meta")
+    holder = types.SimpleNamespace(weight=torch.empty(4, device="meta"))
+    plain = types.SimpleNamespace(size=4)
+    sparse = torch.sparse_coo_tensor(
+        torch.zeros(2, 0, dtype=torch.long),
+        torch.zeros(0),
+        (4, 4),
+        device="meta",
+        check_invariants=False,
+    )
+    assert not placeable(Workload(lambda: model(x))) and not placeable(
+        Workload(lambda: [holder, x])
+    )
+    assert placeable(Workload(lambda: (plain, x))) and placeable(Workload(lambda: (types, x)))
+    assert not placeable(Workload(lambda: sparse)) and placeable(Workload(lambda: (sparse, x)))
+
+    def f() -> object:
+        return x
+
+    def g() -> object:
+        return x
+
+    f.__wrapped__, g.__wrapped__ = g, f  # type: ignore[attr-defined]
+    own = [x]  # x is f's and g's cell: this frame reads the copy meanwhile
+    assert placeable(Workload(f))
+    with placed_anew([Workload(f)], random.Random(1)) as (_, copied):
+        assert copied == 1 and f() is not own[0] and g() is f()
+    assert f() is own[0]
 
 
 def test_a_closure_behind_a_wrapper_is_placed_anew(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ import pytest
 from support import git
 
 from pytest_gpubench.run.owner import identity
-from pytest_gpubench.versus.revision import RevisionError, checkout, resolve
+from pytest_gpubench.versus.revision import BuildFailed, RevisionError, checkout, resolve
 
 if shutil.which("git") is None:
     pytest.skip("git is not on PATH", allow_module_level=True)
@@ -238,7 +238,7 @@ def test_a_build_runs_in_the_checkout(repo: Repo, tmp_path: Path) -> None:
 def test_a_failed_build_is_named_with_its_last_words(repo: Repo, tmp_path: Path) -> None:
     log = tmp_path / "build.log"
     build = "echo compiling; echo 'error: the last words' >&2; echo; exit 3"
-    with pytest.raises(RevisionError) as info:
+    with pytest.raises(BuildFailed) as info:  # bisect skips such a commit
         with checkout("HEAD~1", repo.path, build=build, log=log):
             pytest.fail("the body runs only once the build succeeded")
     assert str(info.value) == (
@@ -247,6 +247,18 @@ def test_a_failed_build_is_named_with_its_last_words(repo: Repo, tmp_path: Path)
     )
     assert "compiling" in log.read_text()  # the caller's log stays
     assert nothing_left(repo)
+
+
+def test_a_failed_builds_colours_and_control_characters_stay_in_its_log(
+    repo: Repo, tmp_path: Path
+) -> None:
+    log = tmp_path / "build.log"
+    build = "printf '\\033[1;31merror:\\033[0m no\\033[2J\\r\\007 such file\\n'; exit 1"
+    with pytest.raises(BuildFailed) as info:
+        with checkout("v1", repo.path, build=build, log=log):
+            pass
+    assert ": exit code 1: error: no such file; its output: " in str(info.value)
+    assert "\x1b" in log.read_text()  # the log keeps what the build wrote
 
 
 def test_a_failed_build_without_a_log_of_the_callers(repo: Repo) -> None:
@@ -261,9 +273,12 @@ def test_a_build_over_time_is_killed_with_its_children(repo: Repo, tmp_path: Pat
     pid_file = tmp_path / "background.pid"
     build = f"sh -c 'echo $$ > {pid_file}; exec sleep 30' & sleep 30"
     start = time.monotonic()
-    with pytest.raises(RevisionError, match=r"ran over 1 s in v1 \(\w{7}\) and was stopped"):
+    with pytest.raises(
+        RevisionError, match=r"ran over 1 s in v1 \(\w{7}\) and was stopped"
+    ) as info:
         with checkout("v1", repo.path, build=build, timeout_s=1):
             pass
+    assert not isinstance(info.value, BuildFailed)  # not a commit that does not build
     assert time.monotonic() - start < 10
     assert _gone(int(pid_file.read_text()))
     assert nothing_left(repo)

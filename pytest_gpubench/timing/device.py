@@ -10,6 +10,7 @@ import importlib.metadata
 import platform
 import random
 import sys
+import types
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -343,16 +344,35 @@ def _filled(cell: Any) -> bool:
 def placeable(workload: Workload) -> bool:
     """Whether :func:`placed_anew` can move any of ``workload``'s inputs: it is given a
     tensor that placed_anew copies, where placed_anew looks (its closure's cells too), and
-    no ``setup``."""
+    no ``setup``; nor does its closure hold device tensors placed_anew leaves where they
+    are (an ``nn.Module``'s weights, an object's fields): its sides would keep them."""
     torch = sys.modules.get("torch")
     if torch is None or workload.setup is not None:
         return False
-    given = [*workload.args, *workload.kwargs.values()]
-    given += [cell.cell_contents for cell in _cells(workload)]
-    for value in list(given):
-        if _opened(value):
-            given += list(value.values() if isinstance(value, dict) else value)
+    held = _items([cell.cell_contents for cell in _cells(workload)])
+    if any(_holds_device_tensors(torch, v) for v in held):
+        return False
+    given = _items([*workload.args, *workload.kwargs.values()]) + held
     return any(_copyable(torch, v) for v in given)
+
+
+def _items(values: list[object]) -> list[object]:
+    """``values`` and the items of those placed_anew looks into (one level)."""
+    opened: list[Any] = [v for v in values if _opened(v)]
+    return values + [i for v in opened for i in (v.values() if isinstance(v, dict) else v)]
+
+
+def _holds_device_tensors(torch: Any, value: object) -> bool:
+    """Whether ``value``, which placed_anew does not copy or open, holds device tensors: an
+    ``nn.Module``'s parameters and buffers, or an object's own fields (not a function's,
+    a class's or a module's, whose globals placed_anew never moves either way)."""
+    if isinstance(value, torch.nn.Module):
+        held = [*value.parameters(), *value.buffers()]
+        return any(t.device.type != "cpu" for t in held)
+    if isinstance(value, types.FunctionType | types.ModuleType | type) or _opened(value):
+        return False
+    fields = getattr(value, "__dict__", None)
+    return isinstance(fields, dict) and any(_copyable(torch, v) for v in fields.values())
 
 
 def _opened(value: object) -> bool:
@@ -365,6 +385,8 @@ def _copyable(torch: Any, value: object) -> bool:
     """Whether placed_anew copies ``value``: a device tensor whose elements do not overlap
     (an ``expand``: no copy says the same) and whose base is on its device."""
     if not isinstance(value, torch.Tensor) or value.device.type == "cpu":
+        return False
+    if value.layout is not torch.strided or value.is_nested:  # sparse, nested: no strides
         return False
     base = value._base if value._base is not None else value
     return not (0 in value.stride() and value.numel() > 1) and base.device == value.device

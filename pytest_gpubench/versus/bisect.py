@@ -21,8 +21,8 @@ the last good candidate: one reference for all. A later step is
   below it too (a noisy test's interval need not clear it where a steady one's does);
 - unsure: otherwise. It is run again with twice the pairs, up to a cap; still unsure, the
   search stops and names the commits the first bad one is among, instead of guessing;
-- skipped: its commit does not build. The nearest to the midpoint that may is tested
-  instead (git bisect skip); where none is left, the search stops naming them.
+- skipped: its commit does not build (its ``--build`` exited with an error). The nearest to
+  the midpoint that may is tested instead; where none is left, the search stops naming them.
 
 Halfway, not the threshold: a commit is asked whether it is like GOOD or like BAD. Against
 the threshold, a slowdown found at BAD a little under it (the gate fails a change of the
@@ -250,10 +250,15 @@ class Range:
 
     def next_to_test(self, skipped: Collection[int]) -> int | None:
         """The midpoint, or where its commit does not build (``skipped``), the nearest
-        commit in question that may (the earlier of two as near, as git bisect skip does);
-        None where every commit left to test does not build."""
-        left = [p for p in range(self.lo + 1, self.hi) if p not in skipped]
+        commit in question that may (the earlier of two as near: a block of N commits that
+        do not build costs up to N builds); None where every commit left to test does not
+        build."""
+        left = self.untested(skipped)
         return min(left, key=lambda p: (abs(p - self.midpoint), p), default=None)
+
+    def untested(self, skipped: Collection[int]) -> list[int]:
+        """The positions in question whose commits may build."""
+        return [p for p in range(self.lo + 1, self.hi) if p not in skipped]
 
     @property
     def steps_left(self) -> int:
@@ -368,6 +373,11 @@ class Bisection:
     def tested(self) -> int:
         return len({s.position for s in self.steps})
 
+    @property
+    def skipped(self) -> int:
+        """The steps whose commits did not build."""
+        return sum(s.verdict.outcome is Outcome.SKIPPED for s in self.steps)
+
 
 Runner = Callable[[Commit, int, Focus], StepRun]
 Announce = Callable[[str], None]
@@ -405,18 +415,20 @@ def search(
             commit = commits[position]
             done = run(commit, asked, focus)
             if done.unbuilt and followed is None:  # nothing to bisect against
-                raise BisectError(f"bisect at {commit.short}: {done.unbuilt}")
+                raise BisectError(
+                    f"bisect at {commit.short}: {done.unbuilt}; BAD must build: name a BAD "
+                    "that does, or mend --build"
+                )
             verdict = classify(done.readings, followed)
             if done.why or done.unbuilt:
                 outcome = Outcome.SKIPPED if done.unbuilt else Outcome.UNSURE
                 verdict = StepVerdict(outcome, why=done.unbuilt or done.why)
             again = more_pairs(asked, max_pairs) if verdict.more_pairs else None
             after = _steps_after(known, position, verdict.outcome, again, followed)
-            if (
-                verdict.outcome is Outcome.SKIPPED
-                and known.next_to_test({*skipped, position}) is None
-            ):
-                after = 0  # no commit left that may build: the search ends here
+            if again is None and verdict.outcome is not Outcome.UNSURE:
+                # No more steps than commits left that may build (none: the search ends).
+                then = known.narrowed(position, verdict.outcome)
+                after = min(after, len(then.untested({*skipped, position})))
             total = number + after
             step = Step(number, total, position, commit, asked, done, verdict, again)
             steps.append(step)
@@ -549,9 +561,9 @@ def report_lines(bisection: Bisection) -> list[str]:
             f"stopped: {stopped}; the first bad commit is one of these {len(remaining)}, "
             f"after {after.short if after else good + ' ' + bisection.good.short}:"
         )
-        unbuilt = {s.commit for s in bisection.steps if s.verdict.outcome is Outcome.SKIPPED}
+        broken = {s.commit for s in bisection.steps if s.verdict.outcome is Outcome.SKIPPED}
         lines += [
-            f"  {c.sha} {c.subject}" + ("  (does not build)" if c in unbuilt else "")
+            f"  {c.sha} {c.subject}" + ("  (does not build)" if c in broken else "")
             for c in remaining
         ]
     else:
@@ -567,8 +579,10 @@ def report_lines(bisection: Bisection) -> list[str]:
     reruns = f" ({runs} runs)" if runs != tested else ""
     count = bisection.timing_processes
     how = "in lockstep" if count is None else f"({count} timing processes)"
+    skipped = bisection.skipped
+    skips = f", {plural(skipped, 'commit')} that did not build" if skipped else ""
     lines.append(
-        f"cost: {plural(tested, 'step')}{reruns}, {bisection.pairs} pairs "
+        f"cost: {plural(tested, 'step')}{reruns}{skips}, {bisection.pairs} pairs "
         f"{how}, {bisection.seconds:.0f} s"
     )
     return lines
@@ -592,6 +606,7 @@ def report_json(bisection: Bisection, pytest_args: Sequence[str]) -> dict[str, J
         "cost": {
             "steps": bisection.tested,
             "runs": len(bisection.steps),
+            "skipped": bisection.skipped,
             "pairs": bisection.pairs,
             "processes": bisection.timing_processes,
             "seconds": round(bisection.seconds, 3),
@@ -716,7 +731,7 @@ class StepRunner:
             failed_build = "--gpubench-build" in str(exc)
             # The checkout's messages name the plugin's options; here they are ours.
             text = str(exc).replace("--gpubench-build", "--build")
-            if not failed_build:
+            if not isinstance(exc, revision.BuildFailed):  # a timeout, a command that cannot run
                 raise BisectError(f"bisect at {commit.short}: {text}") from None
             done = StepRun({}, 0, 0.0, unbuilt=text)  # the search skips it (BAD: an error)
         finally:

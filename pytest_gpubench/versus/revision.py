@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -67,6 +68,11 @@ NO_HOOKS = f"core.hooksPath={os.devnull}"
 
 class RevisionError(GpubenchError):
     """A revision that cannot be resolved, checked out or built."""
+
+
+class BuildFailed(RevisionError):
+    """The build command ran and exited with an error: the revision does not build (one
+    that ran over its time or could not start is a RevisionError)."""
 
 
 @dataclass(frozen=True)
@@ -295,7 +301,8 @@ def _build(
     else:
         what = f"failed in {_where(revision)}: {processes.died(code)}"
     output = f"; its output: {log}" if kept is not None else ""  # ours goes with the folder
-    raise RevisionError(f"--gpubench-build {command!r} {what}: {_tail(log)}{output}")
+    failed = RevisionError if code is None else BuildFailed
+    raise failed(f"--gpubench-build {command!r} {what}: {_tail(log)}{output}")
 
 
 def run_group(
@@ -380,8 +387,14 @@ def _where(revision: Revision) -> str:
     return f"{revision.ref} ({revision.commit[:7]})"
 
 
+# A terminal's escape sequences (a compiler's colours) and other control characters: a
+# message quoting them would act on the user's terminal.
+CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|[\x00-\x08\x0b-\x1f\x7f]")
+
+
 def last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    """The last line of ``text`` with words, without control characters, in 300 at most."""
+    lines = [line.strip() for line in CONTROL.sub("", text).splitlines() if line.strip()]
     return lines[-1][:300] if lines else "no output"
 
 
