@@ -374,9 +374,9 @@ class Bisection:
         return len({s.position for s in self.steps})
 
     @property
-    def skipped(self) -> int:
-        """The steps whose commits did not build."""
-        return sum(s.verdict.outcome is Outcome.SKIPPED for s in self.steps)
+    def unbuilt(self) -> set[Commit]:
+        """The commits that did not build (each tested once: the search moves on)."""
+        return {s.commit for s in self.steps if s.verdict.outcome is Outcome.SKIPPED}
 
 
 Runner = Callable[[Commit, int, Focus], StepRun]
@@ -561,9 +561,8 @@ def report_lines(bisection: Bisection) -> list[str]:
             f"stopped: {stopped}; the first bad commit is one of these {len(remaining)}, "
             f"after {after.short if after else good + ' ' + bisection.good.short}:"
         )
-        broken = {s.commit for s in bisection.steps if s.verdict.outcome is Outcome.SKIPPED}
         lines += [
-            f"  {c.sha} {c.subject}" + ("  (does not build)" if c in broken else "")
+            f"  {c.sha} {c.subject}" + ("  (does not build)" if c in bisection.unbuilt else "")
             for c in remaining
         ]
     else:
@@ -579,7 +578,7 @@ def report_lines(bisection: Bisection) -> list[str]:
     reruns = f" ({runs} runs)" if runs != tested else ""
     count = bisection.timing_processes
     how = "in lockstep" if count is None else f"({count} timing processes)"
-    skipped = bisection.skipped
+    skipped = len(bisection.unbuilt)
     skips = f", {plural(skipped, 'commit')} that did not build" if skipped else ""
     lines.append(
         f"cost: {plural(tested, 'step')}{reruns}{skips}, {bisection.pairs} pairs "
@@ -606,7 +605,7 @@ def report_json(bisection: Bisection, pytest_args: Sequence[str]) -> dict[str, J
         "cost": {
             "steps": bisection.tested,
             "runs": len(bisection.steps),
-            "skipped": bisection.skipped,
+            "skipped": len(bisection.unbuilt),
             "pairs": bisection.pairs,
             "processes": bisection.timing_processes,
             "seconds": round(bisection.seconds, 3),
@@ -719,7 +718,6 @@ class StepRunner:
         log = Path(tempfile.gettempdir()) / name
         focus, what = fitted(focus)
         self.announce(f"testing {commit.short} {_quoted(commit.subject)}: {pairs} pairs{what}")
-        failed_build = False  # its log stays, named in the error or the step's line
         try:
             with revision.checkout(
                 commit.sha, self.cwd, build=self.build, log=log, timeout_s=self.timeout_s or 3600.0
@@ -728,15 +726,12 @@ class StepRunner:
                 left = None if self.timeout_s is None else started + self.timeout_s
                 done = self._measure(rev, commit, pairs, left, focus)
         except revision.RevisionError as exc:
-            failed_build = "--gpubench-build" in str(exc)
-            # The checkout's messages name the plugin's options; here they are ours.
+            # A build that failed or ran over leaves its log, named in the error or the step's
+            # line. The checkout's messages name the plugin's options; here they are ours.
             text = str(exc).replace("--gpubench-build", "--build")
             if not isinstance(exc, revision.BuildFailed):  # a timeout, a command that cannot run
                 raise BisectError(f"bisect at {commit.short}: {text}") from None
             done = StepRun({}, 0, 0.0, unbuilt=text)  # the search skips it (BAD: an error)
-        finally:
-            if not failed_build:
-                log.unlink(missing_ok=True)
         return dataclasses.replace(done, seconds=time.monotonic() - started)
 
     def _measure(
