@@ -23,6 +23,7 @@ import pytest
 from ..core.errors import GpubenchError
 from ..core.jsondata import Json, printable
 from ..core.records import Result, node_id
+from ..core.samples import plural
 from ..core.settings import MarkerSpec, MeasureSettings, Settings
 from .collect import Collected
 from .lockstep import EVERY, lockstep_refusal
@@ -111,7 +112,7 @@ class Controller:
         ]
         if not paired:
             return
-        tests = f"{len(paired)} measurement{'s' if len(paired) != 1 else ''}"
+        tests = plural(len(paired), "measurement")
         pairing = self.measuring.pairing
         added = {} if pairing is None else pairing.added
         extra = "".join(
@@ -201,7 +202,7 @@ class Controller:
         if not wanted:
             return
         self.session.apart.update(wanted)
-        tests = f"{len(wanted)} test{'s' if len(wanted) != 1 else ''}"
+        tests = plural(len(wanted), "test")
         self.announce(f"{tests} in duos, a fresh process per side at once: {why}")
         measures = self._measures(i for i in self._items if i.nodeid in wanted)
         found = self._duo_in(measures, why)
@@ -234,7 +235,7 @@ class Controller:
                 )
         self.lines.extend(errors)
         self.lines.append(
-            f"against {rev.ref} ({rev.commit[:8]}): {duos} duo{'s' if duos != 1 else ''} "
+            f"against {rev.ref} ({rev.commit[:8]}): {plural(duos, 'duo')} "
             f"(a fresh process per side, at once) in {time.perf_counter() - started:.0f} s "
             f"({why}); each duo is judged as one pair of processes (its pairs share them), "
             "each side leading half of them"
@@ -253,7 +254,6 @@ class Controller:
         log = Path(tempfile.gettempdir()) / f"gpubench-build-{os.getpid()}.log"
         stack.enter_context(processes.interrupts())  # SIGTERM and SIGHUP: as Ctrl-C
         revision.sweep(Path(tempfile.gettempdir()).resolve(), AB_FOLDER)  # runs killed outright
-        keep_log = False  # a failed build's output, which its error names
         try:
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix=AB_FOLDER))
             revision.own(Path(folder))  # owned before the checkout: swept if we are killed
@@ -262,14 +262,11 @@ class Controller:
                     ref, self.config.invocation_params.dir, build=self.settings.build, log=log
                 )
             )
-        except GpubenchError as exc:
-            keep_log = "--gpubench-build" in str(exc)
+        except GpubenchError as exc:  # a build that failed or ran over leaves its log, named
             stack.close()
             pytest.exit(f"gpubench: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
-        finally:
-            if not keep_log:
-                with contextlib.suppress(OSError):
-                    log.unlink()
+        with contextlib.suppress(OSError):
+            log.unlink()  # built: its output is not needed
         return rev, Path(folder)
 
     def compare(
@@ -284,7 +281,7 @@ class Controller:
             return {}
         with contextlib.ExitStack() as stack:
             rev, folder = self._checkout(stack)
-            found = self._compare_in(measures, devices, rev, folder)
+            found = self._compare_in(measures, devices or [self.session.device_index], rev, folder)
         self.session.comparison = found.results
         self.session.unjudged = found.unjudged
         self.session.crashed = found.crashed
@@ -294,7 +291,7 @@ class Controller:
     def _compare_in(
         self,
         measures: Mapping[str, MeasureSettings],
-        devices: Sequence[int],
+        devices: Sequence[int | None],
         rev: Revision,
         folder: Path,
     ) -> ab.Comparison:
@@ -306,7 +303,7 @@ class Controller:
             return measures.get(nodeid, self.settings.measure)
 
         ref = self.settings.against
-        tests = f"{len(items)} test{'s' if len(items) != 1 else ''}"
+        tests = plural(len(items), "test")
         # Lockstep asked (the default) but not possible: under xdist, the workers run the tests.
         why = (
             " (lockstep runs without pytest-xdist's -n)"
@@ -324,7 +321,7 @@ class Controller:
                 rev,
                 self.settings,
                 measure_of,
-                list(devices) or [self._device_index()],
+                devices,
                 self.announce,
             )
         except GpubenchError as exc:
@@ -335,7 +332,7 @@ class Controller:
             elif node_id(key) in found.crashed:  # its test fails at its setup: no call report
                 self.collected.add(result, passed=False)
         self.lines.extend(found.lines)
-        pairs = f"{found.pairs} pair{'s' if found.pairs != 1 else ''}"
+        pairs = plural(found.pairs, "pair")
         self.lines.append(
             f"against {ref} ({rev.commit[:8]}): {pairs} of fresh processes in {found.cost_s:.0f} s"
         )
@@ -355,10 +352,6 @@ class Controller:
             self.settings.dir,
             revision.import_roots(),
         )
-
-    def _device_index(self) -> int | None:
-        assert self.session is not None
-        return self.session.device.index if self.session.device.kind == "cuda" else None
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         # A damaged baseline, found once the tests were collected, was said in one line (a

@@ -28,6 +28,7 @@ import pytest
 from ..core.codec import decode, encode
 from ..core.errors import GpubenchError
 from ..core.records import Result
+from ..core.samples import plural
 from ..core.settings import MeasureSettings
 from ..store import files as storage
 from ..versus import revision
@@ -99,10 +100,8 @@ class DistributedComparison:
         if session is not None and session.testsfailed:
             if not session.config.option.continue_on_collection_errors:
                 # As pytest stops without xdist; xdist would run the rest, none compared.
-                errors = session.testsfailed
-                raise session.Interrupted(
-                    f"{errors} error{'s' if errors != 1 else ''} during collection"
-                )
+                errors = plural(session.testsfailed, "error")
+                raise session.Interrupted(f"{errors} during collection")
         apart = differing(self.collected)
         if apart is not None and session is not None and session.config.option.dist != "each":
             # xdist then runs nothing (but under --dist each), in an error of its own.
