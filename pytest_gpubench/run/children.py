@@ -184,22 +184,15 @@ class ChildRun:
 def child_addopts(args: Sequence[str]) -> list[str]:
     """``args`` without those that would make a child skip tests, stop early, wait for a
     debugger or write the user's files, and without our own that a child gets values of."""
-    drop_flags = set(OWN_FLAGS + SKIPPED_FLAGS)
     drop_options = OWN_OPTIONS + SKIPPED_OPTIONS
+    joined = tuple(f"{option}=" for option in drop_options)
     out: list[str] = []
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-            continue
-        if arg in drop_flags:
-            continue
+    rest = iter(args)
+    for arg in rest:
         if arg in drop_options:
-            skip = True  # its value follows
-            continue
-        if arg.startswith(tuple(f"{option}=" for option in drop_options)):
-            continue
-        out.append(arg)
+            next(rest, None)  # its value follows
+        elif arg not in OWN_FLAGS + SKIPPED_FLAGS and not arg.startswith(joined):
+            out.append(arg)
     return out
 
 
