@@ -995,7 +995,7 @@ def _restated(
 
 def _with_cost(result: Result, confirm_s: float, note: str) -> Result:
     """``result`` with its share of the more pairs' time, and why they stopped noted."""
-    m = result.measurement.noted(note) if note else result.measurement
+    m = result.measurement.noted(note)
     if m.costs is not None and confirm_s:
         m = dataclasses.replace(m, costs=dataclasses.replace(m.costs, confirm_s=confirm_s))
     return dataclasses.replace(result, measurement=m)
@@ -1033,10 +1033,7 @@ def child_results(
         )
     ]
     return (
-        *(
-            dataclasses.replace(r, measurement=r.measurement.noted(stopped)) if stopped else r
-            for r in head
-        ),
+        *(_with_cost(r, 0.0, stopped) for r in head),
         *(side(m, key + BASE_SUFFIX, key) for key, m in base.items()),
         *again,
     )
