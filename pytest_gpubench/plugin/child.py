@@ -78,12 +78,10 @@ class Child:
         request = self.request
         if request is None:
             return
-        if request.evidence is not None and self.session is not None:
-            self.session.trace_into = Path(request.evidence)
-        if request.ncu and self.session is not None:
-            self.session.ncu_ranges = True
-        if request.floors and self.session is not None:
-            self.session.floors = True
+        if self.session is not None:
+            self.session.trace_into = None if request.evidence is None else Path(request.evidence)
+            self.session.ncu_ranges = request.ncu
+            self.session.floors = request.floors
 
         def kept(item: pytest.Item) -> bool:
             return request.keeps(item.nodeid, getattr(item, "fixturenames", ()))

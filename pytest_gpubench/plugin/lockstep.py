@@ -65,10 +65,8 @@ def _revision_values(
     def remade(name: str) -> object:
         held = f"its fixture {name!r} holds code of the working tree"
         found = defs.get(name)
-        if not found or "request" in found[-1].argnames:
-            raise Apart(held)
-        fixture = found[-1]
-        if any(a not in values for a in fixture.argnames):
+        fixture = found[-1] if found else None
+        if fixture is None or any(a == "request" or a not in values for a in fixture.argnames):
             raise Apart(held)
         anchor = {"session": "", "package": str(item.path.parent), "module": str(item.path)}
         where = f"{inspect.getfile(fixture.func)}:{fixture.func.__qualname__}"
