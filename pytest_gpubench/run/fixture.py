@@ -131,16 +131,14 @@ class GpuBench:
                     f"{warmup_rounds!r}, two names of one count: give one of the two"
                 )
             warmup = warmup_rounds
-        for label, value in (("warmup", warmup), ("rounds", rounds), ("iterations", iterations)):
-            least = {"warmup": 0, "rounds": 2, "iterations": 1}[label]
+        warmup_name = "warmup" if warmup_rounds is None else "warmup_rounds"  # as it was given
+        counts = ((warmup_name, warmup, 0), ("rounds", rounds, 2), ("iterations", iterations, 1))
+        for label, value, least in counts:
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < least
             ):
-                shown = (
-                    "warmup_rounds" if label == "warmup" and warmup_rounds is not None else label
-                )
                 raise GpubenchError(
-                    f"invalid gpubench.pedantic {shown}={value!r}: expected a whole number "
+                    f"invalid gpubench.pedantic {label}={value!r}: expected a whole number "
                     f"of at least {least}"
                 )
         if setup is not None and not callable(setup):
