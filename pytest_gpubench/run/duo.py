@@ -225,8 +225,7 @@ class Leader(_Peer):
         """The follower's held call ``key`` as a sampler of this process, by the timer named:
         each sample asked of the follower, which alone touches the GPU meanwhile."""
         self.send("sampler", key, timer)
-        meta = self._answer("meta")
-        name, calls, note, profile, taken = meta
+        name, calls, note, profile, taken = self._answer("meta")
         return Sampler(
             timer=name,
             sample=lambda: float(self._ask("take", "sample")[0]),

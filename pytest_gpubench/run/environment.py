@@ -213,9 +213,7 @@ class Environment:
 
         if name in self._rates:
             return self._rates[name]
-        measured = measure()
-        rate = None if measured is None else measured[0]
-        wait = None if measured is None else measured[1]
+        rate, wait = measure() or (None, None)
         if wait is not None and wait > MAX_CPU_WAIT:
             self._spoiled[name] = wait
             self._tries[name] = self._tries.get(name, 0) + 1

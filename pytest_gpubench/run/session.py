@@ -680,16 +680,10 @@ class BenchSession:
     def _settings(self, settings: MeasureSettings, *keys: str) -> MeasureSettings:
         """The measurement settings with the timer to ask for: ``auto`` keeps the graph timer
         the baseline of the first of ``keys`` it holds was taken by (a ratio's, its timer's)."""
-        stored = None
-        for key in keys:
-            entry = self.baseline.entries.get(key)
-            if entry is not None:
-                stored = entry.timer.removesuffix(RATIO_SUFFIX)
-                break
-        timer_name = requested(settings.timer, stored)
-        if timer_name != settings.timer:
-            settings = dataclasses.replace(settings, timer=timer_name)
-        return settings
+        entries = self.baseline.entries
+        entry = next((entries[key] for key in keys if key in entries), None)
+        stored = None if entry is None else entry.timer.removesuffix(RATIO_SUFFIX)
+        return dataclasses.replace(settings, timer=requested(settings.timer, stored))
 
     def _floors(self, call: Call, workload: Workload) -> tuple[Floors, str]:
         """The call's declared work and what it is held to where floors are measured
@@ -756,9 +750,7 @@ class BenchSession:
     def untimed(self, nodeid: str) -> bool:
         """Whether the test ``nodeid`` runs untimed here: judged against a revision by
         fresh processes before it ran (versus/ab.py), not in lockstep in this process."""
-        if self.comparison is None:
-            return False
-        return not self.lockstep or nodeid in self.apart
+        return self.comparison is not None and (not self.lockstep or nodeid in self.apart)
 
     def compared(self, nodeid: str) -> tuple[Result, ...]:
         """The results of the test ``nodeid`` against the revision (its measurements' keys)."""
