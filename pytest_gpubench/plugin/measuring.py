@@ -190,8 +190,7 @@ class Measuring:
             family = 0
             for item in benchmarks:
                 # Its key and those of its named measurements and ratios to references.
-                nodeid = item.nodeid
-                own = sum(1 for k in keys if k == nodeid or k.startswith(nodeid + "#"))
+                own = sum(k == item.nodeid or k.startswith(item.nodeid + "#") for k in keys)
                 family += max(1, own)
             self.session.family = max(1, family)
 
@@ -395,13 +394,9 @@ class Measuring:
         plain = [w for w in waiting if w.pending is None]
         paired = [w for w in waiting if w.pending is not None]
         try:
-            done = (
-                self.session.confirm(
-                    [(w.item.nodeid, w.results, w.settings) for w in plain],
-                    progress=self._progress(name),
-                )
-                if plain
-                else []
+            done = self.session.confirm(
+                [(w.item.nodeid, w.results, w.settings) for w in plain],
+                progress=self._progress(name),
             )
             if paired:
                 assert self.pairing is not None
