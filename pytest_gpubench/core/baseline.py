@@ -248,12 +248,9 @@ class BaselineEntry:
             raise ValueError("has no timer name")
         epoch, anchor, history, kernels = _binary_parts(data, sessions)
         samples = data.get("samples_ms", [])
-        problem = samples_problem(samples, minimum=0)
+        problem = samples_problem(samples, minimum=0) or fields_problem(data)
         if problem:
             raise ValueError(problem)
-        for name, (valid, expected) in FIELDS.items():
-            if name in data and not valid(data[name]):
-                raise ValueError(f"has a {name!r} of {data[name]!r:.60}, not {expected}")
         raw_others = data.get("others", [])
         if not isinstance(raw_others, list) or len(raw_others) >= MAX_BINARIES:
             raise ValueError(f"has 'others' that are not a list of at most {MAX_BINARIES - 1}")
@@ -368,6 +365,14 @@ FIELDS: dict[str, tuple[Callable[[Json], bool], str]] = {
     "git_commit": (lambda value: value is None or isinstance(value, str), "a string or null"),
     "extra_info": (lambda value: isinstance(value, dict), "an object"),
 }
+
+
+def fields_problem(entry: Mapping[str, Json]) -> str:
+    """What is wrong with the optional fields (FIELDS) of an entry, or '' if nothing."""
+    for name, (valid, expected) in FIELDS.items():
+        if name in entry and not valid(entry[name]):
+            return f"has a {name!r} of {entry[name]!r:.60}, not {expected}"
+    return ""
 
 
 def samples_problem(samples: Json, minimum: int = 2) -> str:

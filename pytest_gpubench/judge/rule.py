@@ -565,19 +565,11 @@ def below(f: Fit, y: np.ndarray, spread: np.ndarray) -> np.ndarray:
 
 
 def _mirrored(f: Fit) -> Fit:
-    """``f`` with its slow and fast excursions swapped."""
+    """``f`` with its slow and fast excursions swapped: each ``slow_`` field and its ``fast_``."""
+    sides = (("slow", "fast"), ("fast", "slow"))
+    fields = ("rate", "size", "total", "excursions", "size0")
     return dataclasses.replace(
-        f,
-        slow_rate=f.fast_rate,
-        slow_size=f.fast_size,
-        slow_total=f.fast_total,
-        fast_rate=f.slow_rate,
-        fast_size=f.slow_size,
-        fast_total=f.slow_total,
-        slow_excursions=f.fast_excursions,
-        fast_excursions=f.slow_excursions,
-        slow_size0=f.fast_size0,
-        fast_size0=f.slow_size0,
+        f, **{f"{to}_{name}": getattr(f, f"{of}_{name}") for to, of in sides for name in fields}
     )
 
 

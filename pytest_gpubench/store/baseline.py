@@ -49,11 +49,11 @@ from pathlib import Path
 
 from ..core.baseline import (
     ANCHOR_SESSIONS,
-    FIELDS,
     HISTORY_SESSIONS,
     BaselineEntry,
     Update,
     applied,
+    fields_problem,
     samples_problem,
 )
 from ..core.device import VERSION_FIELDS
@@ -270,13 +270,7 @@ def v1_entry_problem(entry: Json) -> str:
         return "has no timer name"
     if entry.get("samples_ms") is None:
         return "has no 'samples_ms'"
-    problem = samples_problem(entry["samples_ms"])
-    if problem:
-        return problem
-    for name, (valid, expected) in FIELDS.items():
-        if name in entry and not valid(entry[name]):
-            return f"has a {name!r} of {entry[name]!r:.60}, not {expected}"
-    return ""
+    return samples_problem(entry["samples_ms"]) or fields_problem(entry)
 
 
 def save(

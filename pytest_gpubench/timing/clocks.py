@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any  # pynvml is untyped
+from typing import Any, TypeVar  # pynvml is untyped
+
+T = TypeVar("T")
 
 # nvmlClocksEventReason bits that mean the GPU slowed down for heat or a hardware signal.
 SLOWDOWN_REASONS = {
@@ -54,11 +56,18 @@ class ClockMonitor:
         except Exception:  # no NVML library, no driver, or an unknown device: no readings
             self._nvml = None
 
-    def read(self) -> ClockReading | None:
+    def _ask(self, read: Callable[[Any], T]) -> T | None:
+        """``read(pynvml)``; None without NVML, or where the call raises (an older driver, a
+        device that does not report it)."""
         if self._nvml is None:
             return None
-        nvml = self._nvml
         try:
+            return read(self._nvml)
+        except Exception:
+            return None
+
+    def read(self) -> ClockReading | None:
+        def reading(nvml: Any) -> ClockReading:
             reasons_fn = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or (
                 nvml.nvmlDeviceGetCurrentClocksThrottleReasons
             )
@@ -67,59 +76,44 @@ class ClockMonitor:
                 max_sm_mhz=int(nvml.nvmlDeviceGetMaxClockInfo(self._handle, nvml.NVML_CLOCK_SM)),
                 reasons=int(reasons_fn(self._handle)),
             )
-        except Exception:
-            return None
+
+        return self._ask(reading)
 
     def energy_joules(self) -> float | None:
         """The GPU's total energy since the driver loaded (Volta and newer), in joules."""
-        if self._nvml is None:
-            return None
-        try:
-            return float(self._nvml.nvmlDeviceGetTotalEnergyConsumption(self._handle)) / 1e3
-        except Exception:
-            return None
+        return self._ask(
+            lambda nvml: float(nvml.nvmlDeviceGetTotalEnergyConsumption(self._handle)) / 1e3
+        )
 
     def power_watts(self) -> tuple[float, str] | None:
         """The board's power draw and how it was read: "instant" where the driver gives it,
         else "average" (on Ampere and newer NVML's power usage is a mean over 1 s)."""
-        if self._nvml is None:
-            return None
-        nvml = self._nvml
-        field = getattr(nvml, "NVML_FI_DEV_POWER_INSTANT", None)
-        if field is not None:
-            try:
-                (value,) = nvml.nvmlDeviceGetFieldValues(self._handle, [field])
-                if getattr(value, "nvmlReturn", 1) == 0:
-                    return float(value.value.uiVal) / 1e3, "instant"
-            except Exception:
-                pass
-        try:
-            return float(nvml.nvmlDeviceGetPowerUsage(self._handle)) / 1e3, "average"
-        except Exception:
-            return None
+
+        def instant(nvml: Any) -> tuple[float, str] | None:
+            field = nvml.NVML_FI_DEV_POWER_INSTANT
+            (value,) = nvml.nvmlDeviceGetFieldValues(self._handle, [field])
+            return (float(value.value.uiVal) / 1e3, "instant") if value.nvmlReturn == 0 else None
+
+        return self._ask(instant) or self._ask(
+            lambda nvml: (float(nvml.nvmlDeviceGetPowerUsage(self._handle)) / 1e3, "average")
+        )
 
     def static_info(self) -> dict[str, str | int]:
         """Driver version and peak clocks for the device fingerprint."""
-        if self._nvml is None:
-            return {}
-        nvml = self._nvml
         info: dict[str, str | int] = {}
-        reads: tuple[tuple[str, Callable[[], object]], ...] = (
-            ("driver", lambda: nvml.nvmlSystemGetDriverVersion()),
+        reads: tuple[tuple[str, Callable[[Any], object]], ...] = (
+            ("driver", lambda nvml: nvml.nvmlSystemGetDriverVersion()),
             (
                 "max_sm_clock_mhz",
-                lambda: nvml.nvmlDeviceGetMaxClockInfo(self._handle, nvml.NVML_CLOCK_SM),
+                lambda nvml: nvml.nvmlDeviceGetMaxClockInfo(self._handle, nvml.NVML_CLOCK_SM),
             ),
             (
                 "max_mem_clock_mhz",
-                lambda: nvml.nvmlDeviceGetMaxClockInfo(self._handle, nvml.NVML_CLOCK_MEM),
+                lambda nvml: nvml.nvmlDeviceGetMaxClockInfo(self._handle, nvml.NVML_CLOCK_MEM),
             ),
         )
         for key, read in reads:
-            try:
-                value = read()
-            except Exception:
-                continue
+            value = self._ask(read)
             if isinstance(value, bytes):
                 value = value.decode()
             if isinstance(value, str | int):
