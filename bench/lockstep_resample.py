@@ -13,8 +13,7 @@ first), and stands where judge.pairs.second_process_agrees says that process bea
 by a number that failed it; the expected failures of a process are its flag times the
 share of second processes that agree. A process left unsure at the cap while reading beyond
 the threshold by either number is decided by each such second process: a failure where that
-one's own pairs fail it the way the first read, or the two processes' pairs judged together
-do (versus.lockstep._as_second_process_decides; before 2026-12-06 on its own pairs only).
+one's own pairs fail it the way the first read (versus.lockstep._unsure_beyond).
 
 A process whose call held its inputs where they were ("inputs placed anew for 0 of 1 call":
 a closure's before 442e9cf, ``setup=``'s or a global's since) is left out: on a GPU such a
@@ -191,32 +190,15 @@ def failure_share(
     seconds = [o for o in others if len(o.base) >= LOCKSTEP_DESIGN.cap]
     if not seconds:
         return None
-    if beyond:  # a second process decides: its pairs, or both processes', fail it
+    if beyond:  # a second process decides: its own pairs fail it, the way this one read
         slower = all(j.ratio > 1 for j in (first.time, first.kernel) if j and j.ratio)
-        decided = [decides(p, o, shift, threshold) for o in seconds]
-        return slower * sum(decided) / len(decided), False, True
+        decided = [judged(o, LOCKSTEP_DESIGN.cap, shift, threshold).status for o in seconds]
+        return slower * decided.count(Status.REGRESSED) / len(decided), False, True
     agree = [
         bears_out(first, judged(o, LOCKSTEP_DESIGN.cap, shift, threshold), p, threshold)
         for o in seconds
     ]
     return sum(agree) / len(agree), True, False
-
-
-def decides(p: Process, second: Process, shift: float, threshold: float) -> bool:
-    """Whether ``second`` fails ``p``, unsure beyond the threshold: its own pairs regressed,
-    or the two processes' pairs together (those of the cap each, as a run holds them)."""
-    cap = LOCKSTEP_DESIGN.cap
-    if judged(second, cap, shift, threshold).status is Status.REGRESSED:
-        return True
-    mine, theirs = p.kernel, second.kernel
-    kernel = (
-        (mine[0][:cap] + theirs[0][:cap], mine[1][:cap] + theirs[1][:cap])
-        if mine and theirs
-        else ()
-    )
-    base, head = p.base[:cap] + second.base[:cap], p.head[:cap] + second.head[:cap]
-    both = Process(p.key, p.run, base, head, p.family, kernel)
-    return judged(both, 2 * cap, shift, threshold).status is Status.REGRESSED
 
 
 def unsure_beyond(first: Judged, threshold: float) -> bool:

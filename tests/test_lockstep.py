@@ -19,28 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import (
-    KERNELS,
-    TESTS,
-    commit,
-    failing_on,
-    git,
-    kernels,
-    measurement,
-    output,
-    slower,
-)
+from support import KERNELS, TESTS, commit, failing_on, git, kernels, output, slower
 
 from pytest_gpubench import cli
-from pytest_gpubench.core.records import Paired, Result, SessionRecord, Status
-from pytest_gpubench.core.settings import MeasureSettings
-from pytest_gpubench.judge.gate import Gate
 from pytest_gpubench.judge.pairs import LOCKSTEP_DESIGN, PairDesign
 from pytest_gpubench.run.sides import MORE_PAIR_SAMPLES
 from pytest_gpubench.timing.device import placeable, placed_anew
 from pytest_gpubench.timing.engine import Workload
-from pytest_gpubench.versus.ab import design_of, paired_verdict
-from pytest_gpubench.versus.lockstep import Pairing
+from pytest_gpubench.versus.ab import design_of
 
 if shutil.which("git") is None:
     pytest.skip("git is not on PATH", allow_module_level=True)
@@ -689,9 +675,9 @@ def test_an_unsure_test_reading_beyond_the_threshold_asks_a_second_process(
     repo: pytest.Pytester,
 ) -> None:
     """A test left unsure at the cap of pairs whose change reads beyond the threshold is
-    timed in a second process too: it fails where that process's pairs fail it at the
-    run's level, here on their own (on an H200 a +5% copy's pairs were once scattered so in
-    one process)."""
+    timed in a second process too: it fails where that process's pairs fail it on their
+    own at the run's level (on an H200 a +5% copy's pairs were once scattered so in one
+    process)."""
     repo.makepyfile(kernels=ONE_PROCESS_SCATTERED)
     result = repo.runpytest_subprocess(
         "--gpubench-against=HEAD", "--gpubench-pairing=lockstep", "--gpubench-json=ab.json"
@@ -1408,69 +1394,3 @@ def test_a_calls_inputs_are_described_by_the_work_they_set() -> None:
     assert inputs_changed(described(x, n=3), described(torch.ones(4, 3), n=3)) == ""
     # fresh inputs from setup: not described
     assert inputs_of(Workload(print, (), {}, setup=lambda: None)) == ()
-
-
-def _lockstep_result(head: list[float], tag: str, threshold: float = 0.02) -> Result:
-    """A result of five lockstep pairs against a revision timed at 1 ms, its working tree's
-    medians ``head``, judged as a run judges them (a family of 2)."""
-
-    def records(side: str, medians: list[float]) -> tuple[SessionRecord, ...]:
-        return tuple(SessionRecord(f"{side}{i}", ms, 30, 0.001) for i, ms in enumerate(medians))
-
-    m = measurement(
-        key="test_k.py::test_k",
-        test="test_k",
-        timer="cuda-graph",
-        samples_ms=tuple(head),
-        warmup=3,
-        calls_per_sample=1,
-        threshold=threshold,
-        session=f"{tag}h0",
-    )
-    paired = Paired(
-        "HEAD", "a" * 40, records(f"{tag}b", [1.0] * 5), records(f"{tag}h", head), 5, True
-    )
-    verdict = paired_verdict(
-        paired,
-        timer="cuda-graph",
-        launches=1,
-        measure=MeasureSettings(threshold=threshold, alpha=0.01),
-        gate=Gate(confirm=0, family=2),
-        design=LOCKSTEP_DESIGN,
-    )
-    return Result(m, verdict)
-
-
-@pytest.mark.parametrize(
-    ("second", "verdict", "says"),
-    [
-        # Each process unsure on its own at the cap, both reading about +5%: together, ten
-        # pairs fail it.
-        ([1.083, 1.0115, 1.0885, 1.017, 1.05], "regressed", "a second process's together"),
-        # The second's own pairs fail it: as before, on those alone.
-        ([1.05, 1.06, 1.04, 1.06, 1.05], "regressed", "(a second process's pairs, as this"),
-        # The second reads no change: the first's stays unsure, saying what the second read.
-        ([0.99, 1.0, 1.0, 0.995, 1.0], "unsure", "; a second process's 5 pairs read -0.3%"),
-    ],
-    ids=["together", "on-its-own", "not-borne-out"],
-)
-def test_a_second_process_decides_an_unsure_test_reading_beyond_the_threshold(
-    second: list[float], verdict: str, says: str
-) -> None:
-    """A process left unsure at the cap reading +5% at a 2% threshold (its pairs scattered):
-    a second process fails it where its own pairs fail it, or both processes' pairs judged
-    together do (bench/lockstep_resample.py: together they failed no more unchanged tests
-    and caught far more of the moved ones)."""
-    first = _lockstep_result([1.08, 1.01, 1.09, 1.02, 1.07], "f")
-    theirs = _lockstep_result(second, "s")
-    assert first.verdict.status is Status.UNSURE
-    measure, gate = MeasureSettings(threshold=0.02, alpha=0.01), Gate(confirm=0, family=2)
-    pairing = types.SimpleNamespace(design=LOCKSTEP_DESIGN)
-    decided = Pairing._as_second_process_decides(pairing, first, theirs, measure, gate)  # type: ignore[arg-type]
-    assert decided is not None
-    assert decided.verdict.status.value == verdict
-    assert says in decided.verdict.reason
-    if "together" in says:
-        assert theirs.verdict.status is Status.UNSURE  # not on its own
-        assert decided.verdict.paired is not None and decided.verdict.paired.pairs == 10
-        assert "over 10 pairs in lockstep" in decided.verdict.reason

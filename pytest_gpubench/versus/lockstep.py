@@ -49,16 +49,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..core.errors import GpubenchError
 from ..core.kernels import launch_count
-from ..core.records import (
-    Costs,
-    Judgement,
-    Measurement,
-    Paired,
-    Result,
-    Status,
-    Verdict,
-    node_id,
-)
+from ..core.records import Costs, Judgement, Measurement, Result, Status, Verdict, node_id
 from ..core.samples import plural
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import Gate
@@ -704,56 +695,37 @@ class Pairing:
         gate: Gate,
     ) -> Result | None:
         """An unsure ``result`` whose change reads beyond the threshold (_unsure_beyond),
-        given a second process's result: failing the test where that process's pairs fail
-        it the way this process read, judged at this run's level on their own or together
-        with this process's; else ``result`` with what the second read. None where it has no
-        pairs. On recorded processes the pairs together failed no more unchanged tests and
-        caught many more of those a change moved (docs/verdict.md,
-        bench/lockstep_resample.py)."""
+        given a second process's result: that process's pairs judged at this run's level
+        (its own run judged one test), failing the test where they fail it on their own the
+        same way, else ``result`` with what they read; None where it has no pairs."""
         if theirs is None or theirs.verdict.paired is None or not theirs.verdict.paired.pairs:
             return None
         m, ours = theirs.measurement, result.verdict
-
-        def judged(paired: Paired) -> Verdict:
-            return paired_verdict(  # the binary facts the run's pairs found stay its own
-                paired,
-                timer=m.timer,
-                launches=launch_count(m.kernels),
-                measure=measure,
-                gate=gate,
-                design=self.design,
-                kernel_changes=ours.kernel_changes,
-                same_kernels=ours.same_kernels,
-                baseline_binary=ours.baseline_binary,
-                versus=m.versus,
-                reference_kernels=ours.reference_kernels,
-            )
-
-        def reads(v: Verdict) -> set[bool]:
-            """Which way its numbers read: {True} all slower, {False} all faster."""
-            ratios = [j.ratio for j in (v.judgement, v.beside) if j and j.ratio is not None]
-            return {r > 1 for r in ratios if r != 1}
-
-        def fails(v: Verdict) -> bool:
-            way = {v.status is Status.REGRESSED}
-            return gate.fails(v) and v.status in MOVED and reads(ours) == way
-
-        mine, second = ours.paired, theirs.verdict.paired
-        own, whose = judged(second), "a second process's pairs"
-        verdict = own if fails(own) else None
-        if verdict is None and mine is not None and not (mine.duos or second.duos):
-            both = judged(_together(mine, second))
-            if fails(both):
-                verdict, whose = both, "this process's pairs and a second process's together"
-        if verdict is not None:
+        verdict = paired_verdict(  # the binary facts the run's pairs found stay its own
+            theirs.verdict.paired,
+            timer=m.timer,
+            launches=launch_count(m.kernels),
+            measure=measure,
+            gate=gate,
+            design=self.design,
+            kernel_changes=ours.kernel_changes,
+            same_kernels=ours.same_kernels,
+            baseline_binary=ours.baseline_binary,
+            versus=m.versus,
+            reference_kernels=ours.reference_kernels,
+        )
+        ratios = [j.ratio for j in (result.verdict.judgement, result.verdict.beside) if j]
+        way = {r > 1 for r in ratios if r is not None and r != 1}
+        slower = verdict.status is Status.REGRESSED
+        if gate.fails(verdict) and verdict.status in MOVED and way == {slower}:
             reason = (
-                f"{verdict.reason} ({whose}, as this process's left it unsure reading beyond "
-                f"the threshold: {ours.reason})"
+                f"{verdict.reason} (a second process's pairs, as this process's left it "
+                f"unsure reading beyond the threshold: {ours.reason})"
             )
             return _restated(result, reason, verdict=verdict)
-        read = own.judgement and _change(own.judgement)
-        pairs = own.history_sessions
-        said = f"a second process's {pairs} pairs read {read}: {own.status.value}"
+        read = verdict.judgement and _change(verdict.judgement)
+        pairs = verdict.history_sessions
+        said = f"a second process's {pairs} pairs read {read}: {verdict.status.value}"
         return _restated(result, f"{result.verdict.reason}; {said}")
 
     def duo_verdicts(
@@ -1004,17 +976,6 @@ def _as_second_process_says(
         f"this process's: {verdict.reason}"
     )
     return _restated(result, reason, Status.UNSURE)
-
-
-def _together(first: Paired, second: Paired) -> Paired:
-    """``first``'s judged pairs followed by ``second``'s, as one set of pairs."""
-    base, head = (
-        getattr(first, k)[: first.pairs] + getattr(second, k)[: second.pairs]
-        for k in ("base_sessions", "head_sessions")
-    )
-    return dataclasses.replace(
-        first, base_sessions=base, head_sessions=head, pairs=first.pairs + second.pairs
-    )
 
 
 def _restated(
