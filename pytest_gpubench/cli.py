@@ -35,7 +35,7 @@ from .core.device import Fingerprint
 from .core.errors import BaselineError, GpubenchError
 from .core.jsondata import Json
 from .core.kernels import launch_count
-from .core.records import Paired, Result, Status, is_number, whole
+from .core.records import Paired, Result, SessionInfo, Status, is_number, whole
 from .core.settings import (
     CHANGED_ACTIONS,
     MeasureSettings,
@@ -273,11 +273,13 @@ def compare(
         measurement = result.measurement
         before = base.results.get(key)
         entry = None  # else BASE's as the baseline entry a save of it would start (a new epoch)
+        infos: Mapping[str, SessionInfo] = {}  # BASE's sessions: their GPUs
         if before is not None and before.status not in UNUSABLE_BASE:
             entry = Update.of(before.measurement, new_epoch=True).apply(None)
+            infos = before.measurement.session_infos
         measure = dataclasses.replace(levels, threshold=threshold or measurement.threshold)
         try:
-            verdict = gate.verdict(measurement, entry, measure)
+            verdict = gate.verdict(measurement, entry, measure, infos)
         except ValueError as exc:  # a value the rule refuses (the files were checked)
             raise GpubenchError(f"cannot judge {key}: {exc}") from None
         if entry is None and verdict.status is Status.NEW:

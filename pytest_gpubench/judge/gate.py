@@ -39,17 +39,29 @@ their time for information: other kernels by default, any other binary with ``fa
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
+from scipy import special
+
 from ..core.baseline import BaselineEntry, Update
 from ..core.kernels import binary_changes, diff, launch_count, same_work
-from ..core.records import Judgement, Measurement, Result, SessionRecord, Status, Verdict
+from ..core.records import (
+    Judgement,
+    Measurement,
+    Result,
+    SessionInfo,
+    SessionRecord,
+    Status,
+    Verdict,
+)
 from ..core.samples import bytes_text, plural, time_text
 from ..core.settings import MeasureSettings, Settings
-from .picks import pick_spread, picked
-from .rule import NOT_GATED_BEYOND, SCREEN_P, Design, corrected_alpha, judge
+from .machines import machine_spread, own_sessions
+from .offsets import widened
+from .picks import pick_spread
+from .rule import NOT_GATED_BEYOND, SCREEN_P, Z_POWER, Design, corrected_alpha, judge
 
 # Fewer samples than this in the first session: its median's own error cannot be told.
 MIN_JUDGED_SAMPLES = 3
@@ -81,6 +93,21 @@ HOW_TO_ACCEPT = (
     "accept it with --gpubench-save --gpubench-accept (or @pytest.mark.gpubench(accept=True) "
     "on the test)"
 )
+
+
+# The chance a gate leaves a slowdown of it uncaught (the target power's complement): the
+# offsets' share of it widens a gate (judge/offsets.widened).
+MISSED = float(special.ndtr(-Z_POWER))
+# The least threshold a verdict moved by an offset's allowance is held to (the rule needs one).
+MIN_THRESHOLD = 1e-6
+# A measurement judged with no table of sessions: no session's GPU is known.
+NO_SESSIONS: Mapping[str, SessionInfo] = {}
+
+
+def _machine_of(measurement: Measurement) -> str | None:
+    """The GPU (or host) of the measurement's first session, where its table says."""
+    info = measurement.session_infos.get(measurement.record.session)
+    return None if info is None else info.machine
 
 
 WHY_IMPOSSIBLE = (
@@ -166,18 +193,23 @@ class Gate:
         )
 
     def judge(
-        self, measurement: Measurement, entry: BaselineEntry | None, settings: MeasureSettings
+        self,
+        measurement: Measurement,
+        entry: BaselineEntry | None,
+        settings: MeasureSettings,
+        sessions: Mapping[str, SessionInfo] = NO_SESSIONS,
     ) -> Result:
-        """The verdict on all sessions of ``measurement`` against its baseline ``entry``;
-        in a save, a final verdict says what appending its session would spoil
-        (:meth:`spoils`), and whether this save accepts it (:meth:`accepts`)."""
-        result = Result(measurement, self.verdict(measurement, entry, settings))
+        """The verdict on all sessions of ``measurement`` against its baseline ``entry``
+        (``sessions``: the file's table of sessions, which says each one's GPU); in a save, a
+        final verdict says what appending its session would spoil (:meth:`spoils`), and
+        whether this save accepts it (:meth:`accepts`)."""
+        result = Result(measurement, self.verdict(measurement, entry, settings, sessions))
         if not self.accepting or self.needs_confirmation(result):
             return result
         verdict = result.verdict
         spoils = ""
         if verdict.status in APPENDED:
-            spoils = self.spoils(measurement, entry, settings)
+            spoils = self.spoils(measurement, entry, settings, sessions)
         accepted = self.accepts(result, settings)
         if not (spoils or accepted):
             return result
@@ -197,7 +229,11 @@ class Gate:
         )
 
     def spoils(
-        self, measurement: Measurement, entry: BaselineEntry | None, settings: MeasureSettings
+        self,
+        measurement: Measurement,
+        entry: BaselineEntry | None,
+        settings: MeasureSettings,
+        sessions: Mapping[str, SessionInfo] = NO_SESSIONS,
     ) -> str:
         """What appending the measurement's session to the history it was judged against
         would do to that history's gate, where it would widen a gate within the threshold
@@ -210,18 +246,25 @@ class Gate:
         session within the range of those the history holds (it shows the history nothing
         new), nor a history not gated (a short one, or one that its verdict says more
         sessions like its own would bring to gate: it grows by saves), nor a first session,
-        or one of another binary (a history of its own)."""
+        or one of another binary (a history of its own), nor one of a GPU that has too few
+        sessions in the history to be judged against its own (``sessions``, the file's
+        table, says each one's GPU): it is how a history learns that GPU's offset, and a
+        history of several GPUs judges each against its own sessions once it has them."""
         if entry is None or entry.timer != measurement.timer:
             return ""
         binary = entry.binary_for(measurement.kernels)
         record = measurement.record
         if binary is None or not binary.history or record.n < MIN_JUDGED_SAMPLES:
             return ""
-        medians = [r.median_ms for r in binary.history]
+        here = _machine_of(measurement)
+        if machine_spread(binary.history, sessions, here, measurement.timer) is not None:
+            return ""
+        history = own_sessions(binary.history, sessions, here)  # as a run here judges
+        medians = [r.median_ms for r in history]
         if min(medians) <= record.median_ms <= max(medians):
             return ""
         launches = launch_count(binary.kernels or measurement.kernels)
-        before = self._judge(binary.history, [record], measurement, settings, launches)
+        before = self._judge(history, [record], measurement, settings, launches)
         p = before.p_value
         if not before.gated or before.gateable is None or p is None or p >= SCREEN_P:
             return ""
@@ -229,7 +272,9 @@ class Gate:
         after = Update.of(own, new_epoch=False).apply(entry).binary_for(measurement.kernels)
         if after is None:
             return ""
-        now = self._judge(after.history, [record], measurement, settings, launches)
+        known = {**sessions, **measurement.session_infos}
+        later = own_sessions(after.history, known, here)
+        now = self._judge(later, [record], measurement, settings, launches)
         gate, threshold = before.gateable, settings.threshold
         if not now.gated or now.gateable is None:
             return f"leave its history not gated, where it gates {gate:.1%}"
@@ -254,19 +299,27 @@ class Gate:
         return Verdict(Status.IMPOSSIBLE, reason=reason, family=self.family)
 
     def verdict(
-        self, measurement: Measurement, entry: BaselineEntry | None, settings: MeasureSettings
+        self,
+        measurement: Measurement,
+        entry: BaselineEntry | None,
+        settings: MeasureSettings,
+        sessions: Mapping[str, SessionInfo] = NO_SESSIONS,
     ) -> Verdict:
         impossible = self.impossible(measurement)
         if impossible is not None:
             return impossible
-        verdict = self._time_verdict(measurement, entry, settings)
+        verdict = self._time_verdict(measurement, entry, settings, sessions)
         if entry is None or verdict.status is Status.INCOMPARABLE:
             return verdict
         binary = entry.binary_for(measurement.kernels) or entry.binary
         return with_memory(verdict, measurement.peak_bytes, binary.peak_bytes, settings)
 
     def _time_verdict(
-        self, measurement: Measurement, entry: BaselineEntry | None, settings: MeasureSettings
+        self,
+        measurement: Measurement,
+        entry: BaselineEntry | None,
+        settings: MeasureSettings,
+        sessions: Mapping[str, SessionInfo],
     ) -> Verdict:
         base = Verdict(
             Status.NEW,
@@ -301,10 +354,12 @@ class Gate:
             binary = entry.binary if spread is None else spread.reference
             changes = tuple(binary_changes(binary.kernels, launches))
             base = replace(base, kernel_changes=changes, same_kernels=spread is not None)
+        here = _machine_of(measurement)
+        history = own_sessions(binary.history, sessions, here)
         base = replace(
             base,
             reference_ms=binary.median_ms,
-            history_sessions=len(binary.history),
+            history_sessions=len(history),
             baseline_binary=binary.fingerprint,
             reference_kernels=binary.kernels,
         )
@@ -320,25 +375,35 @@ class Gate:
             )
 
         calls = launch_count(binary.kernels or launches)
-        judged = partial(
-            self._judge, binary.history, measurement.sessions, measurement, settings, calls
-        )
+        judged = partial(self._judge, history, measurement.sessions, measurement, settings, calls)
 
         judgement = judged()
-        if spread is not None:
-            # The pick takes half of each look's level, the sessions' noise the other half.
+        gpu = None
+        if measurement.versus is None:  # a ratio to a function timed beside it has no GPU's own
+            gpu = machine_spread(history, sessions, here, measurement.timer)
+        offsets = [o for o in (spread, gpu) if o is not None]
+        if offsets:
+            # The offsets share half of each look's level, the sessions' noise the other half.
             level = corrected_alpha(settings.alpha, 2 * self.family, self.fail_on_improvement)
-            allowance = spread.allowance(level / self.design.looks)
-            # An allowance beyond what any gate holds (a pick this history cannot tell) is not
-            # applied: no median made thousands of times faster is a time.
+            share = level / self.design.looks / len(offsets)
+            parts = [o.allowance(share) for o in offsets]
+            allowance = sum(parts)
+            # An allowance beyond what any gate holds (an offset this history cannot tell) is
+            # not applied: no median made thousands of times faster is a time.
             within = allowance < math.log1p(NOT_GATED_BEYOND)
-            judgement = picked(
+            family = 2 * self.family
+            whys = [
+                spread.says(parts[0], base.kernel_changes) if spread is not None else "",
+                gpu.says(parts[-1]) if gpu is not None else "",
+            ]
+            judgement = widened(
                 judgement,
-                judged(-allowance, 2 * self.family) if within else None,
-                judged(allowance, 2 * self.family) if within else None,
-                spread,
+                judged(-allowance, family) if within else None,
+                judged(allowance, family) if within else None,
                 allowance,
-                base.kernel_changes,
+                sum(o.allowance(MISSED) for o in offsets),
+                [w for w in whys if w],
+                [o.remedy for o in offsets],
                 threshold=settings.threshold,
             )
         reason = judgement.reason
@@ -360,12 +425,15 @@ class Gate:
         family: int | None = None,
     ) -> Judgement:
         """The rule on ``current`` sessions of ``measurement`` (their medians moved by
-        ``shift``, log scale) against ``history``."""
+        ``shift``, log scale) against ``history``. Moved, they are held to the threshold less
+        the shift: what must reach the threshold is the change the sessions read, not that
+        change less an offset's allowance (which only the significance bears)."""
         scale = math.exp(shift)
+        threshold = max(MIN_THRESHOLD, math.expm1(math.log1p(settings.threshold) - abs(shift)))
         return judge(
             [r.summary for r in history],
             [replace(r.summary, median_ms=r.median_ms * scale) for r in current],
-            threshold=settings.threshold,
+            threshold=threshold,
             alpha=settings.alpha,
             family=family or self.family,
             timer=measurement.timer,

@@ -24,7 +24,6 @@ run that picks a binary its history holds is judged against that binary's own se
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 from collections.abc import Sequence
@@ -34,8 +33,6 @@ from scipy import special
 
 from ..core.baseline import Binary
 from ..core.kernels import Launch, same_work
-from ..core.records import Judgement, Status, gate_text
-from ..core.samples import plural
 from .rule import NOT_GATED_BEYOND
 
 # (nu0, s0) of a pick by who picks: bench/binary_spread.py's Student t fitted to the picks,
@@ -61,6 +58,24 @@ class PickSpread:
         """The log offset a pick exceeds with chance ``level``."""
         return self.scale * float(special.stdtrit(self.df, 1 - level))
 
+    def says(self, allowance: float, changes: Sequence[str]) -> str:
+        """The verdict's words on this pick (``changes``), given the ``allowance`` (log)."""
+        seen = f"{self.binaries} binar{'y' if self.binaries == 1 else 'ies'} of this work seen"
+        reach = (
+            f"up to {math.expm1(allowance):.1%}"
+            if allowance < math.log1p(NOT_GATED_BEYOND)
+            else f"more than {NOT_GATED_BEYOND:.0%}"
+        )
+        return (
+            f"another pick of the same work: {'; '.join(changes)} (a pick by the {self.picker} "
+            f"alone may move it by {reach} here: {seen})"
+        )
+
+    remedy = (
+        "saved, this pick joins the history, and a run that picks it again is judged against "
+        "its own sessions"
+    )
+
 
 def picker(launches: Sequence[Launch]) -> str:
     """Who picks the configuration of ``launches``: Inductor when it generated any of them."""
@@ -85,69 +100,3 @@ def spread(offsets: Sequence[float], who: str) -> tuple[float, float]:
     nu0, s0 = INDUCTOR if who == "inductor" else AUTOTUNER
     df = nu0 + len(offsets)
     return df, math.sqrt((nu0 * s0**2 + sum(o * o for o in offsets)) / df)
-
-
-def picked(
-    plain: Judgement,
-    up: Judgement | None,
-    down: Judgement | None,
-    spread: PickSpread,
-    allowance: float,
-    changes: Sequence[str],
-    *,
-    threshold: float,
-) -> Judgement:
-    """The verdict on another pick: ``plain``, its sessions against the reference binary's
-    history; ``up`` and ``down``, the same sessions made faster and slower by ``allowance``
-    (the log offset a pick alone reaches), each at half the level. It regressed when ``up``
-    did (slower than the pick and the noise together explain), improved when ``down`` did;
-    its gate is the history's widened by the allowance. Without ``up`` and ``down`` (an
-    allowance no gate holds), it is not gated."""
-    seen = f"{spread.binaries} binar{'y' if spread.binaries == 1 else 'ies'} of this work seen"
-    reach = (
-        f"up to {math.expm1(allowance):.1%}"
-        if allowance < math.log1p(NOT_GATED_BEYOND)
-        else f"more than {NOT_GATED_BEYOND:.0%}"
-    )
-    pick = (
-        f"another pick of the same work: {'; '.join(changes)} (a pick by the {spread.picker} "
-        f"alone may move it by {reach} here: {seen})"
-    )
-    if not plain.gated:  # the history gates nothing, a pick or not
-        return dataclasses.replace(plain, reason=f"{plain.reason}; {pick}")
-    gateable = math.inf
-    if up is not None and down is not None and up.gateable is not None:
-        gateable = math.expm1(math.log1p(up.gateable) + allowance)
-    ratio = plain.ratio or 1.0
-    side = (up if ratio >= 1 else down) or plain
-    bar = None if side.bar is None else math.expm1(math.log1p(side.bar) + allowance)
-    gated = gateable <= NOT_GATED_BEYOND
-    status = Status.OK if gated else Status.NOT_GATED
-    if gated and up is not None and up.status is Status.REGRESSED:
-        status = Status.REGRESSED
-    elif gated and down is not None and down.status is Status.IMPROVED:
-        status = Status.IMPROVED
-    k = plain.history_sessions
-    verb = "slower" if ratio >= 1 else "faster"
-    head = f"{verb} by {abs(ratio - 1):.1%} vs history of {plural(k, 'session')}"
-    if not gated:
-        reason = (
-            f"{head}; {pick}: it could not catch a slowdown under {NOT_GATED_BEYOND:.0%}; "
-            "saved, this pick joins the history, and a run that picks it again is judged "
-            "against its own sessions"
-        )
-    else:
-        reason = f"{head}; {gate_text(gateable, threshold)}; {pick}"
-    return dataclasses.replace(
-        plain,
-        status=status,
-        ratio_low=up.ratio_low if up is not None else None,
-        ratio_high=down.ratio_high if down is not None else None,
-        bar=bar if gated else None,
-        gateable=gateable if gated else None,
-        noisy=gated and gateable > threshold,
-        needs_confirmation=gated and side.needs_confirmation,
-        reason=reason,
-        gated=gated,
-        p_value=side.p_value,
-    )

@@ -615,16 +615,18 @@ def decide(
     current_se: np.ndarray,
     prior: PriorArrays,
     *,
-    threshold: float,
+    threshold: float | np.ndarray,
     alpha1: float,
     design: Design,
 ) -> Decision:
     """The rule on NaN-padded 2-D arrays of log-medians (rows: tests; columns: sessions).
 
-    ``alpha1``: the one-sided level of each direction after the multiplicity correction;
-    each look gets ``alpha1 / design.looks``. Rows need one history and one current session.
-    The look is the number of current sessions: one is screened (``more`` asks for the first
-    batch) unless ``design.cap`` is 0.
+    ``threshold``: one for all rows, or each row's (a row moved by an offset's allowance is
+    held to the threshold less it: the change itself must reach the threshold). ``alpha1``:
+    the one-sided level of each direction after the multiplicity correction; each look gets
+    ``alpha1 / design.looks``. Rows need one history and one current session. The look is
+    the number of current sessions: one is screened (``more`` asks for the first batch)
+    unless ``design.cap`` is 0.
     """
     f = fit(history, prior)
     present = ~np.isnan(current)
@@ -645,7 +647,7 @@ def decide(
     se = _change_se(f, n)
     # A short history (under MIN_GATED_SESSIONS) promises only SHORT_GATE: its effect is that.
     short = (f.k >= 1) & (f.k < MIN_GATED_SESSIONS)
-    effect = np.where(short, math.log1p(max(threshold, SHORT_GATE)), math.log1p(threshold))
+    effect = np.where(short, np.log1p(np.maximum(threshold, SHORT_GATE)), np.log1p(threshold))
     final = (design.cap == 0) | (n > 1)
     up = final & (p_up < level) & (d > effect - Z_POWER * se)
     down = final & (p_down < level) & (-d > effect - Z_POWER * se)

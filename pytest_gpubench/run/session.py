@@ -760,7 +760,7 @@ class BenchSession:
     def judge(self, measurement: Measurement, settings: MeasureSettings) -> Result:
         """The verdict on all sessions of ``measurement`` against this device's baseline."""
         entry = self.baseline.entries.get(measurement.key)
-        return self.gate.judge(measurement, entry, settings)
+        return self.gate.judge(measurement, entry, settings, self.baseline.sessions)
 
     def confirm(
         self,
@@ -913,7 +913,8 @@ class BenchSession:
 
         m = result.measurement
         settings = dataclasses.replace(self.settings.measure, threshold=m.threshold)
-        spoils = self.gate.spoils(m, self.baseline.entries.get(m.key), settings)
+        entry = self.baseline.entries.get(m.key)
+        spoils = self.gate.spoils(m, entry, settings, self.baseline.sessions)
         if not spoils:
             return None
         return (

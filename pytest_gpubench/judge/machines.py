@@ -1,0 +1,132 @@
+"""How far another GPU of the same model may move a test's time (issue 45).
+
+Two GPUs of one model run the same binary of most tests within half a percent of each other,
+and a few tests far apart: on H100s and H200s a compiled 4096x4096 softmax falls into two
+groups of machines 9% apart, with the same kernels and launches. A history recorded on one GPU
+says nothing of which tests those are, and judged as if it did, it fails unchanged runs on
+other GPUs (10% of recorded cross-machine runs at 5%: bench/machine_spread.py).
+
+Model, fitted by ``bench/machine_spread.py`` to every recorded test timed with one binary on
+several GPUs of a model (3 sessions or more on each): a GPU's offset, on the log scale, is
+normal with a spread of the test's own, and the tests' variances follow a scaled inverse
+chi-square (degrees of freedom ``nu0``, scale ``s0``), so that over tests the offsets are a
+Student t. A test's own GPUs tell its spread: after ``k`` of them (their means' sum of
+squares ``SS`` about their mean), a new GPU's offset from the history is a t of
+``nu0 + k - 1`` degrees of freedom and scale ``sqrt((nu0 s0^2 + SS) / (nu0 + k - 1))``,
+widened by the history's own weighting of its GPUs (``sqrt(1 + sum of squared weights)``).
+
+A history holding enough sessions of the run's GPU (``OWN_SESSIONS``) judges it against those
+alone, with no allowance; one holding none or a few judges it against all its sessions, less
+what another GPU alone explains. Only GPU timers: ``wall`` histories of other hosts were
+never measured, and a ratio to a reference function timed in the same process
+(``#vs-...``) moves with no machine of its own.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from scipy import special
+
+from ..core.records import SessionInfo, SessionRecord
+from ..core.samples import plural
+from .rule import NOT_GATED_BEYOND
+
+# (nu0, s0): bench/machine_spread.py's fit to H100s and H200s together (the two models'
+# fits overlap within their few tests); tests/test_machines.py checks them against it.
+MACHINE = (2.48, 0.00414)
+# Sessions of the run's GPU a history needs to judge it on its own.
+OWN_SESSIONS = 3
+# Sessions of a GPU whose mean counts as that GPU's offset (fewer: weighed, not measured).
+MEASURED_GPU = 2
+# Timers whose histories move between hosts for reasons never measured.
+UNFITTED_TIMERS = frozenset({"wall"})
+
+
+def short(machine: str) -> str:
+    """A GPU's UUID as people read it: ``GPU-618df060``."""
+    return machine[:12]
+
+
+@dataclass(frozen=True)
+class MachineSpread:
+    """What a test's history says of the offset of a GPU it has not seen."""
+
+    here: str  # the run's GPU
+    own: int  # its sessions in the history (fewer than OWN_SESSIONS)
+    gpus: int  # the history's GPUs
+    sessions: int  # the history's sessions
+    df: float
+    scale: float  # log scale
+
+    def allowance(self, level: float) -> float:
+        """The log offset another GPU exceeds with chance ``level``."""
+        return self.scale * float(special.stdtrit(self.df, 1 - level))
+
+    def says(self, allowance: float) -> str:
+        """The verdict's words on this GPU, given the ``allowance`` applied (log)."""
+        reach = (
+            f"up to {math.expm1(allowance):.1%}"
+            if allowance < math.log1p(NOT_GATED_BEYOND)
+            else f"more than {NOT_GATED_BEYOND:.0%}"
+        )
+        seen = f"{plural(self.sessions, 'session')} on {plural(self.gpus, 'GPU')}"
+        where = (
+            f"has {self.own} of its history's {seen}"
+            if self.own
+            else f"is not in its history ({seen})"
+        )
+        return f"{short(self.here)} {where}: another GPU of this model alone may move it by {reach}"
+
+    remedy = (
+        f"save {OWN_SESSIONS} sessions on this GPU (--gpubench-save "
+        f"--gpubench-sessions={OWN_SESSIONS}) to judge it against them, or compare revisions "
+        "on it (--gpubench-against)"
+    )
+
+
+def own_sessions(
+    history: Sequence[SessionRecord], infos: Mapping[str, SessionInfo], here: str | None
+) -> tuple[SessionRecord, ...]:
+    """The sessions of ``history`` on the GPU ``here``, where they are enough to judge a run
+    of it alone and others are not of it; else ``history``."""
+    if here is None:
+        return tuple(history)
+    mine = tuple(r for r in history if _machine(r, infos) == here)
+    return mine if OWN_SESSIONS <= len(mine) < len(history) else tuple(history)
+
+
+def machine_spread(
+    history: Sequence[SessionRecord],
+    infos: Mapping[str, SessionInfo],
+    here: str | None,
+    timer: str,
+) -> MachineSpread | None:
+    """The spread of the offset of the GPU ``here`` from ``history`` (the sessions judged, in
+    the file's table of sessions ``infos``); None where ``here`` has as many sessions in it as
+    it has, where a session's GPU is not known, or for a timer never measured across hosts."""
+    if here is None or timer in UNFITTED_TIMERS or not history:
+        return None
+    machines = [_machine(r, infos) for r in history]
+    if None in machines or all(m == here for m in machines):
+        return None
+    counts = Counter(machines)
+    logs: dict[str | None, list[float]] = defaultdict(list)
+    for record, machine in zip(history, machines, strict=True):
+        logs[machine].append(math.log(record.median_ms))
+    means = [statistics.fmean(v) for v in logs.values() if len(v) >= MEASURED_GPU]
+    ss = sum((x - statistics.fmean(means)) ** 2 for x in means) if len(means) > 1 else 0.0
+    nu0, s0 = MACHINE
+    df = nu0 + max(0, len(means) - 1)
+    weights = sum((n / len(history)) ** 2 for n in counts.values())
+    scale = math.sqrt((nu0 * s0**2 + ss) / df * (1 + weights))
+    return MachineSpread(here, counts[here], len(counts), len(history), df, scale)
+
+
+def _machine(record: SessionRecord, infos: Mapping[str, SessionInfo]) -> str | None:
+    info = infos.get(record.session)
+    return None if info is None else info.machine
