@@ -68,7 +68,8 @@ from scipy import special, stats
 
 from pytest_gpubench.core.baseline import MAX_BINARIES
 from pytest_gpubench.core.kernels import Launch, binary_changes, fingerprint, same_work
-from pytest_gpubench.judge import picks, rule
+from pytest_gpubench.core.records import SessionInfo, SessionRecord
+from pytest_gpubench.judge import machines, picks, rule
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -557,14 +558,17 @@ def held_out(now: dict[tuple[str, str, str], Unit], kernels: dict[str, Any]) -> 
     """Each binary of a test with three or more of the same work taken as a pick its history
     has not seen, its other binaries (up to MAX_BINARIES, the most sessions first) as the
     history's: its offset from the reference binary (the most sessions) against the
-    allowance the gate gives it (judge/picks.py) in a suite of 8 tests (the fla library's)
-    and of 54 (the example suite's), at the default alpha and confirmations."""
+    allowance the gate gives it (judge/picks.py; where the pick ran on a GPU the reference
+    binary's sessions did not, judge/machines.py's too, each at half the level, as
+    judge/gate.py gives them) in a suite of 8 tests (the fla library's) and of 54 (the
+    example suite's), at the default alpha and confirmations."""
     print("\n## Picks held out: the allowance of judge/picks.py against what a pick did\n")
     print("Each binary of a test with three or more binaries of the same work, taken as a pick")
     print("the history has not seen, the others as the history's binaries. Beyond: the pick's")
-    print("offset over the allowance (the gate would fail the unchanged code).\n")
-    print("| GPU | test | pick | history's binaries | offset | allowance, 8 tests | 54 tests |")
-    print("|---|---|---|---|---|---|---|")
+    print("offset over the allowance (the gate would fail the unchanged code). GPU: whether")
+    print("the pick ran on a GPU the reference binary's sessions did not (its allowance added).\n")
+    print("| GPU | test | pick | history's binaries | GPU | offset | allowance, 8 tests | 54 |")
+    print("|---|---|---|---|---|---|---|---|")
     design = rule.Design()
     total = beyond = 0
     for (model, key, _), unit in sorted(now.items()):
@@ -579,18 +583,38 @@ def held_out(now: dict[tuple[str, str, str], Unit], kernels: dict[str, Any]) -> 
             df, scale = picks.spread(
                 [means[o] - means[ref] for o in others[1:]], picks.picker(kernels[b])
             )
+            gpu = _gpu_spread(unit, ref, b)
             allow = []
             for family in (8, 54):
                 level = rule.corrected_alpha(0.01, 2 * family, False) / design.looks
-                allow.append(scale * float(special.stdtrit(df, 1 - level)))
+                share = level / (2 if gpu is not None else 1)
+                a = scale * float(special.stdtrit(df, 1 - share))
+                allow.append(a + (gpu.allowance(share) if gpu is not None else 0.0))
             d = means[b] - means[ref]
             total += 1
             beyond += d > min(allow)
             shown = [pct(math.expm1(a)) if a < math.log1p(0.5) else "> 50%" for a in allow]
+            where = "other" if gpu is not None else "same"
             print(
-                f"| {model} | {key} | {b} | {len(others)} | {signed(d)} | {shown[0]} | {shown[1]} |"
+                f"| {model} | {key} | {b} | {len(others)} | {where} | {signed(d)} | {shown[0]} "
+                f"| {shown[1]} |"
             )
     print(f"\nheld out: {total} picks, {beyond} beyond their allowance")
+
+
+def _gpu_spread(unit: Unit, ref: str, pick: str) -> machines.MachineSpread | None:
+    """What judge/machines.py allows a GPU of ``pick`` that the reference binary's sessions
+    lack (None: every GPU of the pick is one of them)."""
+    gpus = {g for (b, g) in unit if b == ref}
+    new = sorted(g for (b, g) in unit if b == pick and g not in gpus)
+    if not new:
+        return None
+    records, infos = [], {}
+    for g in sorted(gpus):
+        for i, v in enumerate(unit[(ref, g)]):
+            records.append(SessionRecord(f"{g}-{i}", math.exp(v), 50, None))
+            infos[f"{g}-{i}"] = SessionInfo("", None, g)
+    return machines.machine_spread(records, infos, new[0], "cuda-graph")
 
 
 def _range(ds: list[float]) -> str:

@@ -155,12 +155,12 @@ def judged(
         moved = cur + shift - allowance[:, None]
         first = rule.decide(
             hist, moved[:, :1], np.zeros((n, 1)), prior, threshold=threshold, alpha1=alpha1,
-            design=design,
+            design=design, side=1,
         )  # fmt: skip
         flagged = first.more | (first.direction != 0)
         last = rule.decide(
             hist, moved, np.zeros(moved.shape), prior, threshold=threshold, alpha1=alpha1,
-            design=design,
+            design=design, side=1,
         )  # fmt: skip
         regressed = np.where(flagged, last.direction == 1, first.direction == 1)
         widened = np.expm1(np.log1p(first.gateable) + allowance + unlucky)

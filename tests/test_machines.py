@@ -81,6 +81,19 @@ def test_a_history_of_one_gpu_cannot_tell_another_gpus_offset_and_says_so() -> N
     assert "not in its history" not in here.reason
 
 
+def test_an_unchanged_run_on_another_gpu_asks_no_confirmation() -> None:
+    """Sessions moved by the allowance are judged only for the direction they were moved
+    against: an unchanged run on a GPU the history lacks is not sent to fresh processes (the
+    H100 of 2026-12-06c confirmed every gated test of the example suite before), a slowdown
+    beyond the widened gate is."""
+    entry, infos = history((A, 1.0, 20))
+    for ms in (1.0, 1.03, 0.97):
+        same = run(entry, infos, NEW, ms)
+        assert same.judgement is not None and not same.judgement.needs_confirmation, ms
+    far = run(entry, infos, NEW, 1.8)
+    assert far.judgement is not None and far.judgement.needs_confirmation
+
+
 def test_a_history_of_gpus_that_agree_gates_a_new_one_and_catches_a_slowdown() -> None:
     """Six GPUs within 0.3% of each other: another GPU's run is gated near the threshold,
     its unchanged run passes, and 15% slower fails."""

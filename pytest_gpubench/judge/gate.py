@@ -398,8 +398,8 @@ class Gate:
             ]
             judgement = widened(
                 judgement,
-                judged(-allowance, family) if within else None,
-                judged(allowance, family) if within else None,
+                judged(-allowance, family, 1) if within else None,
+                judged(allowance, family, -1) if within else None,
                 allowance,
                 sum(o.allowance(MISSED) for o in offsets),
                 [w for w in whys if w],
@@ -423,11 +423,13 @@ class Gate:
         launches: int,
         shift: float = 0.0,
         family: int | None = None,
+        side: int = 0,
     ) -> Judgement:
         """The rule on ``current`` sessions of ``measurement`` (their medians moved by
         ``shift``, log scale) against ``history``. Moved, they are held to the threshold less
         the shift: what must reach the threshold is the change the sessions read, not that
-        change less an offset's allowance (which only the significance bears)."""
+        change less an offset's allowance (which only the significance bears); and judged
+        for the one direction (``side``, rule.decide's) they were moved against."""
         scale = math.exp(shift)
         threshold = max(MIN_THRESHOLD, math.expm1(math.log1p(settings.threshold) - abs(shift)))
         return judge(
@@ -441,6 +443,7 @@ class Gate:
             fail_on_improvement=self.fail_on_improvement,
             design=self.design,
             versus=measurement.versus,
+            side=side,
         )
 
     @property

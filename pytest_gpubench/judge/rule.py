@@ -618,6 +618,7 @@ def decide(
     threshold: float | np.ndarray,
     alpha1: float,
     design: Design,
+    side: int = 0,
 ) -> Decision:
     """The rule on NaN-padded 2-D arrays of log-medians (rows: tests; columns: sessions).
 
@@ -626,7 +627,9 @@ def decide(
     the one-sided level of each direction after the multiplicity correction; each look gets
     ``alpha1 / design.looks``. Rows need one history and one current session. The look is
     the number of current sessions: one is screened (``more`` asks for the first batch)
-    unless ``design.cap`` is 0.
+    unless ``design.cap`` is 0. ``side``: 1 decides and screens slowdowns only, -1 speed-ups
+    only (sessions moved by an offset's allowance, judged for the one direction they were
+    moved against), 0 both.
     """
     f = fit(history, prior)
     present = ~np.isnan(current)
@@ -649,8 +652,9 @@ def decide(
     short = (f.k >= 1) & (f.k < MIN_GATED_SESSIONS)
     effect = np.where(short, np.log1p(np.maximum(threshold, SHORT_GATE)), np.log1p(threshold))
     final = (design.cap == 0) | (n > 1)
-    up = final & (p_up < level) & (d > effect - Z_POWER * se)
-    down = final & (p_down < level) & (-d > effect - Z_POWER * se)
+    slower, faster = side >= 0, side <= 0
+    up = slower & final & (p_up < level) & (d > effect - Z_POWER * se)
+    down = faster & final & (p_down < level) & (-d > effect - Z_POWER * se)
     # Gateable: at the cap, every session slowed by g, the lowest of them still clearing the
     # significance bound with the target power, Phi(q)^n = power.
     n_cap = 1 + design.cap
@@ -684,10 +688,21 @@ def decide(
         (n == 1)
         & (design.cap > 0)
         & (
-            ((p_up < SCREEN_P) & (d > effect - SCREEN_Z * se - 3 * f.fast_size))
-            | ((p_down < SCREEN_P) & (-d > effect - SCREEN_Z * se - 3 * f.slow_size))
-            | (reaches & (np.abs(d) > effect - SCREEN_Z * se))
-            | beyond_gate
+            (
+                slower
+                & (
+                    ((p_up < SCREEN_P) & (d > effect - SCREEN_Z * se - 3 * f.fast_size))
+                    | (reaches & (d > effect - SCREEN_Z * se))
+                    | beyond_gate
+                )
+            )
+            | (
+                faster
+                & (
+                    ((p_down < SCREEN_P) & (-d > effect - SCREEN_Z * se - 3 * f.slow_size))
+                    | (reaches & (-d > effect - SCREEN_Z * se))
+                )
+            )
         )
     )
     borderline = (
@@ -695,8 +710,8 @@ def decide(
         & ~up
         & ~down
         & (
-            ((p_up < CONTINUE_FACTOR * level) & (d > effect - SCREEN_Z * se))
-            | ((p_down < CONTINUE_FACTOR * level) & (-d > effect - SCREEN_Z * se))
+            (slower & (p_up < CONTINUE_FACTOR * level) & (d > effect - SCREEN_Z * se))
+            | (faster & (p_down < CONTINUE_FACTOR * level) & (-d > effect - SCREEN_Z * se))
         )
     )
     more = gated & (screen | borderline) & (n < n_cap)
@@ -807,13 +822,14 @@ def judge(
     fail_on_improvement: bool = False,
     design: Design = Design(),
     versus: Versus | None = None,
+    side: int = 0,
 ) -> Judgement:
     """Judge the current sessions of one measurement against its history.
 
     ``history``: the rolling history (at most ``core.baseline.HISTORY_SESSIONS``);
     ``current``: this run's first session, then its confirmations. ``family``: the number of
     measurements judged in the run. ``timer`` and ``launches`` (per call) pick the prior; of a
-    ratio to a reference, ``versus``.
+    ratio to a reference, ``versus``; ``side``, as :func:`decide`'s.
     ``needs_confirmation`` asks the gate for ``design.next_batch`` more sessions.
     """
     [judgement] = judge_many(
@@ -823,6 +839,7 @@ def judge(
         family=family,
         fail_on_improvement=fail_on_improvement,
         design=design,
+        side=side,
     )
     return judgement
 
@@ -836,6 +853,7 @@ def judge_many(
     fail_on_improvement: bool = False,
     design: Design = Design(),
     ask_to_gate: bool = True,
+    side: int = 0,
 ) -> list[Judgement]:
     """:func:`judge` of each case, in order, with one :func:`decide` per shape (sessions of
     history, current sessions) instead of one per case: the rule's arrays are row-wise, so a
@@ -871,7 +889,9 @@ def judge_many(
                 for i, median in zip(indices, medians, strict=True)
             ]
         )
-        dec = decide(h, c, c_se, prior, threshold=threshold, alpha1=alpha1, design=design)
+        dec = decide(
+            h, c, c_se, prior, threshold=threshold, alpha1=alpha1, design=design, side=side
+        )
         k, n_c = len(cases[indices[0]].history), len(cases[indices[0]].current)
         # Rows not gated, and a short history's (gated on the prior only), say how many
         # sessions would gate the threshold: asked all at once.
