@@ -404,3 +404,17 @@ def measurement(**values: Any) -> Measurement:
         own = {f.name: values.pop(f.name) for f in dataclasses.fields(part) if f.name in values}
         values[name] = part(**own) if own else values.get(name) or part()
     return Measurement(**values)
+
+
+def bench_output(script: str) -> str:
+    """What ``bench/<script>`` prints, run from the project root (it reads the committed
+    results)."""
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, str(root / "bench" / script)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=root,
+    )
+    return done.stdout

@@ -8,11 +8,9 @@ import dataclasses
 import math
 import random
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from support import bench_output
 
 from pytest_gpubench.core.baseline import BaselineEntry
 from pytest_gpubench.core.records import Measurement, SessionInfo, SessionRecord, Status, Verdict
@@ -20,7 +18,6 @@ from pytest_gpubench.core.settings import MeasureSettings
 from pytest_gpubench.judge import machines
 from pytest_gpubench.judge.gate import Gate
 
-ROOT = Path(__file__).resolve().parents[1]
 A, B, NEW = "GPU-618df060-aaaa", "GPU-4c145059-bbbb", "GPU-fa683de1-cccc"
 
 
@@ -86,11 +83,12 @@ def test_an_unchanged_run_on_another_gpu_asks_no_confirmation() -> None:
     against: an unchanged run on a GPU the history lacks is not sent to fresh processes (the
     H100 of 2026-12-06c confirmed every gated test of the example suite before), a slowdown
     beyond the widened gate is."""
-    entry, infos = history((A, 1.0, 20))
+    entry, infos = history((A, 1.0, 10), (B, 1.001, 10))
     for ms in (1.0, 1.03, 0.97):
         same = run(entry, infos, NEW, ms)
-        assert same.judgement is not None and not same.judgement.needs_confirmation, ms
-    far = run(entry, infos, NEW, 1.8)
+        assert same.judgement is not None and same.judgement.gated, ms
+        assert not same.judgement.needs_confirmation, ms
+    far = run(entry, infos, NEW, 1.5)
     assert far.judgement is not None and far.judgement.needs_confirmation
 
 
@@ -160,11 +158,7 @@ def test_no_allowance_where_it_was_never_fitted_or_a_gpu_is_unknown(
 @pytest.fixture(scope="module")
 def spread_report() -> str:
     """What bench/machine_spread.py prints from every committed session (about 20 s)."""
-    script = ROOT / "bench" / "machine_spread.py"
-    done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, check=True, cwd=ROOT
-    )
-    return done.stdout
+    return bench_output("machine_spread.py")
 
 
 @pytest.mark.slow
@@ -176,16 +170,21 @@ def test_the_prior_is_the_fit_to_the_recorded_gpus(spread_report: str) -> None:
 @pytest.mark.slow
 def test_recorded_runs_on_other_gpus_do_not_fail_and_gates_hold(spread_report: str) -> None:
     """The replay of recorded sessions: a history of some GPUs' sessions, a run of another
-    GPU's (its confirmations from that GPU's other sessions, never the history's). Without the
-    allowance unchanged runs on another GPU fail (the rule before it); with it, at most 1% of
-    them at 5%, and a slowdown of 5% is caught in at least 90% of the tests whose gate is
-    within 5%."""
+    GPU's (its confirmations from that GPU's other sessions, never the history's). Against
+    one or two GPUs' histories at most 1% of unchanged runs fail at 5% (the rule before
+    failed some); against more, no more than the rule before on the same runs (a test whose
+    GPUs fall in two groups 9-11% apart, every history GPU in one, still fails on a GPU of
+    the other: docs/verdict.md, "Another GPU"). A slowdown of 5% is caught in at least 90% of
+    the tests whose gate is within 5%."""
     table = r"^\| (\d) \| (\d+) \| (\d+) \| ([\d.]+)% \| (\d+) \| (\d+) \|$"
     rows = re.findall(table, spread_report, re.M)
-    assert [r[0] for r in rows] == ["1", "2", "3", "5"]
-    assert int(rows[0][1]) >= 30
-    for gpus, runs, failed, _, gated, caught in rows:
-        assert int(failed) <= math.ceil(0.01 * int(runs)), (gpus, failed, runs)
-        assert int(caught) >= 0.9 * int(gated), (gpus, caught, gated)
     before = re.findall(r"^\| (\d) \| (\d+) \| (\d+) \|$", spread_report, re.M)
-    assert int(before[0][2]) > 0  # one GPU's history failed other GPUs' unchanged runs
+    assert [r[0] for r in rows] == [r[0] for r in before] == ["1", "2", "3", "5"]
+    assert int(rows[0][1]) >= 30 and int(before[0][2]) > 0
+    for (gpus, runs, failed, _, gated, caught), (_, _, failed_before) in zip(
+        rows, before, strict=True
+    ):
+        if int(gpus) <= 2:
+            assert int(failed) <= math.ceil(0.01 * int(runs)), (gpus, failed, runs)
+        assert int(failed) <= int(failed_before), gpus
+        assert int(caught) >= 0.9 * int(gated), (gpus, caught, gated)

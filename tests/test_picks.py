@@ -5,29 +5,21 @@ from __future__ import annotations
 
 import math
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from scipy import stats
+from support import bench_output
 
 from pytest_gpubench.core.baseline import Binary
 from pytest_gpubench.core.kernels import Launch
 from pytest_gpubench.core.records import SessionRecord
 from pytest_gpubench.judge import picks
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 @pytest.fixture(scope="module")
 def spread_report() -> str:
     """What bench/binary_spread.py prints from every committed session (about 4 s)."""
-    script = ROOT / "bench" / "binary_spread.py"
-    done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, check=True, cwd=ROOT
-    )
-    return done.stdout
+    return bench_output("binary_spread.py")
 
 
 @pytest.mark.slow
