@@ -20,10 +20,10 @@ run's GPU is not in it). Each test judged as judge/gate.py judges it (judge/rule
 arrays, the allowance of judge/machines.py applied as judge/offsets.py applies it, at the
 default alpha, the family the run's tests) at a 5% threshold; every confirmation available
 taken at once (the most looks a run could take). Prints per ``h``: the runs, those that
-failed (an unchanged run), the median gate, and, each test slowed by 5%, how many of those
-whose gate is within 5% were caught (where the run's GPU has sessions enough for every
-confirmation: a gate is what the most confirmations catch). Then the same runs judged
-without the allowance (the rule before it).
+failed (an unchanged run), the median gate (``not gated`` beyond 50%), and, each test slowed
+by 5%, how many of those whose gate is within 5% were caught (where the run's GPU has
+sessions enough for every confirmation: a gate is what the most confirmations catch). Then
+the same runs judged without the allowance (the rule before it).
 
     PYTHONPATH=. python bench/machine_spread.py
 """
@@ -164,7 +164,10 @@ def judged(
         )  # fmt: skip
         regressed = np.where(flagged, last.direction == 1, first.direction == 1)
         widened = np.expm1(np.log1p(first.gateable) + allowance + unlucky)
-        outcomes.append((regressed & first.gated, widened))
+        # Gated as judge/offsets.widened gates: an allowance and a widened gate within 50%.
+        gated = first.gated & (allowance < math.log1p(rule.NOT_GATED_BEYOND))
+        gated &= widened <= rule.NOT_GATED_BEYOND
+        outcomes.append((regressed & gated, np.where(gated, widened, np.inf)))
     (unchanged, gates), (slowed, _) = outcomes
     # A gate is what the cap's sessions catch: counted where the run's GPU has as many.
     within = (gates <= THRESHOLD) & ~np.isnan(cur).any(axis=1)
@@ -195,8 +198,9 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     for gpus in (1, 2, 3, 5):
         runs, failed, gates, gated, caught = replay(tests, gpus, allow=True)
-        median = statistics.median(gates) * 100 if gates else math.nan
-        print(f"| {gpus} | {runs} | {failed} | {median:.1f}% | {gated} | {caught} |")
+        median = statistics.median(gates) if gates else math.nan
+        shown = f"{median:.1%}" if median <= rule.NOT_GATED_BEYOND else "not gated"
+        print(f"| {gpus} | {runs} | {failed} | {shown} | {gated} | {caught} |")
     print("\nThe same runs without the allowance (the rule before judge/machines.py):\n")
     print("| history GPUs | runs | failed unchanged |")
     print("|---|---|---|")

@@ -42,13 +42,14 @@ def main() -> None:
             # confirmations while it wants more; a batch it wants that was never recorded
             # (the rule of the run asked for fewer) is counted apart, not judged.
             taken = 0
+            infos = {**base.sessions, **r.measurement.session_infos}  # each session's GPU
             result = gate.judge(
-                dataclasses.replace(r.measurement, confirmations=()), entry, settings
+                dataclasses.replace(r.measurement, confirmations=()), entry, settings, infos
             )
             while gate.needs_confirmation(result) and taken < len(recorded):
                 taken = min(len(recorded), taken + gate.design.batch)
                 measured = dataclasses.replace(r.measurement, confirmations=recorded[:taken])
-                result = gate.judge(measured, entry, settings)
+                result = gate.judge(measured, entry, settings, infos)
             status = result.verdict.status.value
             if gate.needs_confirmation(result):
                 status = f"{status}, wants sessions not recorded"

@@ -257,9 +257,11 @@ class Gate:
         if binary is None or not binary.history or record.n < MIN_JUDGED_SAMPLES:
             return ""
         here = _machine_of(measurement)
-        if machine_spread(binary.history, sessions, here, measurement.timer) is not None:
-            return ""
         history = own_sessions(binary.history, sessions, here)  # as a run here judges
+        if measurement.versus is None and machine_spread(
+            history, sessions, here, measurement.timer
+        ):
+            return ""
         medians = [r.median_ms for r in history]
         if min(medians) <= record.median_ms <= max(medians):
             return ""

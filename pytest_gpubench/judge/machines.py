@@ -58,8 +58,9 @@ class MachineSpread:
 
     here: str  # the run's GPU
     own: int  # its sessions in the history (fewer than OWN_SESSIONS)
-    gpus: int  # the history's GPUs
+    gpus: int  # the history's GPUs (those its table does not name counted as one)
     sessions: int  # the history's sessions
+    unknown: int  # of them, those whose GPU its table does not name
     df: float
     scale: float  # log scale
 
@@ -75,6 +76,8 @@ class MachineSpread:
             else f"more than {NOT_GATED_BEYOND:.0%}"
         )
         seen = f"{plural(self.sessions, 'session')} on {plural(self.gpus, 'GPU')}"
+        if self.unknown:
+            seen += f", {self.unknown} of them on a GPU not recorded"
         where = (
             f"has {self.own} of its history's {seen}"
             if self.own
@@ -108,23 +111,29 @@ def machine_spread(
 ) -> MachineSpread | None:
     """The spread of the offset of the GPU ``here`` from ``history`` (the sessions judged, in
     the file's table of sessions ``infos``); None where ``here`` has as many sessions in it as
-    it has, where a session's GPU is not known, or for a timer never measured across hosts."""
+    it has, where the run's GPU is not known, or for a timer never measured across hosts.
+    Sessions whose GPU the table does not say (a file of schema 1, a table missing some)
+    tell nothing: a history whose other sessions are all of ``here``, or that names no GPU,
+    is judged as it always was; beside sessions of other GPUs, they count as of one more,
+    its offset unmeasured."""
     if here is None or timer in UNFITTED_TIMERS or not history:
         return None
     machines = [_machine(r, infos) for r in history]
-    if None in machines or all(m == here for m in machines):
+    if all(m in (here, None) for m in machines):
         return None
     counts = Counter(machines)
     logs: dict[str | None, list[float]] = defaultdict(list)
     for record, machine in zip(history, machines, strict=True):
         logs[machine].append(math.log(record.median_ms))
-    means = [statistics.fmean(v) for v in logs.values() if len(v) >= MEASURED_GPU]
+    means = [
+        statistics.fmean(v) for m, v in logs.items() if m is not None and len(v) >= MEASURED_GPU
+    ]
     ss = sum((x - statistics.fmean(means)) ** 2 for x in means) if len(means) > 1 else 0.0
     nu0, s0 = MACHINE
     df = nu0 + max(0, len(means) - 1)
     weights = sum((n / len(history)) ** 2 for n in counts.values())
     scale = math.sqrt((nu0 * s0**2 + ss) / df * (1 + weights))
-    return MachineSpread(here, counts[here], len(counts), len(history), df, scale)
+    return MachineSpread(here, counts[here], len(counts), len(history), counts[None], df, scale)
 
 
 def _machine(record: SessionRecord, infos: Mapping[str, SessionInfo]) -> str | None:
