@@ -394,17 +394,18 @@ class Gate:
             # not applied: no median made thousands of times faster is a time.
             within = allowance < math.log1p(NOT_GATED_BEYOND)
             family = 2 * self.family
-            whys = [
-                spread.says(parts[0], base.kernel_changes) if spread is not None else "",
-                gpu.says(parts[-1]) if gpu is not None else "",
-            ]
+            whys = []
+            if spread is not None:
+                whys.append(spread.says(parts[0], base.kernel_changes))
+            if gpu is not None:
+                whys.append(gpu.says(parts[-1]))
             judgement = widened(
                 judgement,
                 judged(-allowance, family, 1) if within else None,
                 judged(allowance, family, -1) if within else None,
                 allowance,
                 sum(o.allowance(MISSED) for o in offsets),
-                [w for w in whys if w],
+                whys,
                 [o.remedy for o in offsets],
                 threshold=settings.threshold,
             )

@@ -34,7 +34,7 @@ from scipy import special
 
 from ..core.records import SessionInfo, SessionRecord
 from ..core.samples import plural
-from .rule import NOT_GATED_BEYOND
+from .offsets import reach
 
 # (nu0, s0): bench/machine_spread.py's fit to H100s and H200s together (the two models'
 # fits overlap within their few tests); tests/test_machines.py checks them against it.
@@ -70,11 +70,6 @@ class MachineSpread:
 
     def says(self, allowance: float) -> str:
         """The verdict's words on this GPU, given the ``allowance`` applied (log)."""
-        reach = (
-            f"up to {math.expm1(allowance):.1%}"
-            if allowance < math.log1p(NOT_GATED_BEYOND)
-            else f"more than {NOT_GATED_BEYOND:.0%}"
-        )
         seen = f"{plural(self.sessions, 'session')} on {plural(self.gpus, 'GPU')}"
         if self.unknown:
             seen += f", {self.unknown} of them on a GPU not recorded"
@@ -83,7 +78,8 @@ class MachineSpread:
             if self.own
             else f"is not in its history ({seen})"
         )
-        return f"{short(self.here)} {where}: another GPU of this model alone may move it by {reach}"
+        moved = f"another GPU of this model alone may move it by {reach(allowance)}"
+        return f"{short(self.here)} {where}: {moved}"
 
     remedy = (
         f"save {OWN_SESSIONS} sessions on this GPU (--gpubench-save "

@@ -19,6 +19,13 @@ from ..core.samples import plural
 from .rule import NOT_GATED_BEYOND
 
 
+def reach(allowance: float) -> str:
+    """How far an offset's ``allowance`` (log) may move a time, in a verdict's words."""
+    if allowance < math.log1p(NOT_GATED_BEYOND):
+        return f"up to {math.expm1(allowance):.1%}"
+    return f"more than {NOT_GATED_BEYOND:.0%}"
+
+
 def widened(
     plain: Judgement,
     up: Judgement | None,

@@ -33,7 +33,7 @@ from scipy import special
 
 from ..core.baseline import Binary
 from ..core.kernels import Launch, same_work
-from .rule import NOT_GATED_BEYOND
+from .offsets import reach
 
 # (nu0, s0) of a pick by who picks: bench/binary_spread.py's Student t fitted to the picks,
 # the machine's offset taken out (its table "sigma_b for the rule", H200; the H100's the same
@@ -61,14 +61,9 @@ class PickSpread:
     def says(self, allowance: float, changes: Sequence[str]) -> str:
         """The verdict's words on this pick (``changes``), given the ``allowance`` (log)."""
         seen = f"{self.binaries} binar{'y' if self.binaries == 1 else 'ies'} of this work seen"
-        reach = (
-            f"up to {math.expm1(allowance):.1%}"
-            if allowance < math.log1p(NOT_GATED_BEYOND)
-            else f"more than {NOT_GATED_BEYOND:.0%}"
-        )
         return (
             f"another pick of the same work: {'; '.join(changes)} (a pick by the {self.picker} "
-            f"alone may move it by {reach} here: {seen})"
+            f"alone may move it by {reach(allowance)} here: {seen})"
         )
 
     remedy = (
