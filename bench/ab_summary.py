@@ -127,16 +127,17 @@ def planted_text(run: Run) -> str:
     with the ratio it measured."""
     if run.calibration is None:
         return ""
+    picked = run.calibration["picked"]
     if run.suite == "fla":
+        # The line's ratio at the spin planted (since 2026-12-06), else the spin's own.
         spun = run.calibration["second"]
+        line = run.calibration.get("line") or {t: spun[t][str(c)] for t, c in picked.items()}
         return ", ".join(
-            f"{test}: {c} cycles ({100 * (spun[test][str(c)] - 1):+.1f}%)"
-            for test, c in run.calibration["picked"].items()
+            f"{t}: {c} cycles ({100 * (line[t] - 1):+.1f}%)" for t, c in picked.items()
         )
     ratios = run.calibration["ratios"]
     return ", ".join(
-        f"{n}: +{f:.2%} blocks ({100 * (ratios[n][str(f)] - 1):+.1f}%)"
-        for n, f in run.calibration["picked"].items()
+        f"{n}: +{f:.2%} blocks ({100 * (ratios[n][str(f)] - 1):+.1f}%)" for n, f in picked.items()
     )
 
 

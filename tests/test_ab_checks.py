@@ -67,7 +67,7 @@ def test_the_slowtime_step_plants_into_the_line_the_suite_reads(
     assert reads in source
 
 
-def test_the_fla_plant_reads_its_cases_and_finds_where_the_line_reaches_the_target(
+def test_the_fla_plant_reads_its_cases_and_plants_where_the_line_reaches_the_target(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.syspath_prepend(str(ROOT / "bench"))
@@ -90,14 +90,14 @@ def test_the_fla_plant_reads_its_cases_and_finds_where_the_line_reaches_the_targ
     # Below the line at no spin (+1%, the spin's launch): an eighth of the least spun.
     assert plant.reaching(got["test_rms_norm[4096]"], 0.005) == 250
     assert plant.reaching({2000: 1.03, 16000: 1.02}, 0.02) is None  # no growth: no line
-    # A test none of whose spins reached +1% (on an H200, rms_norm's backward at 2285 cycles
-    # read +0.77%) is spun further in a third process: 0.01 / 0.0077 = 1.3 times the largest.
-    asked = [0.9, 1.0, 1.1, 1.25]
-    assert plant.further(asked, {2000: 1.005, 2285: 1.0077}, 0.01) == pytest.approx(
-        [1.25 * 1.2987 * m for m in plant.AROUND], rel=1e-3
-    )
-    assert plant.further(asked, {2000: 1.0, 2285: 0.999}, 0.01) == [2.5 * m for m in plant.AROUND]
-    assert plant.further(asked, {2000: 1.005, 2285: 1.011}, 0.01) == []
+    # The spin planted: where the line through every process's ratios reaches the target
+    # (+0.5% a thousand cycles from none: +2% at 4000), not the least spin that read it.
+    line = {2000: 1.0101, 16000: 1.08, 1000: 1.0049, 3000: 1.015}
+    cycles, reads = plant.fitted(line, 0.02)
+    assert abs(cycles - 4000) <= 5 and reads == pytest.approx(1.02, abs=1e-4)
+    # The launch's gap alone beyond the target: a cycle, and the line says how far beyond.
+    assert plant.fitted({2000: 1.03, 16000: 1.10}, 0.01) == (1, pytest.approx(1.020005))
+    assert plant.fitted({2000: 1.03, 16000: 1.02}, 0.01)[0] == 16000  # no growth: the most
 
 
 def _result(key: str, status: str, ratio: float, ms: float) -> dict:
