@@ -9,6 +9,7 @@ import json
 import math
 import subprocess
 import sys
+import types
 from fnmatch import fnmatch
 from html.parser import HTMLParser
 from pathlib import Path
@@ -412,9 +413,19 @@ def test_show_lists_history_spread_and_gate(
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0] == (
-        "== .gpubench/sm90-nvidia-h100-80gb-hbm3.json: NVIDIA H100 80GB HBM3: 8 sessions, "
-        "2026-01-01 to 2026-01-08, 2 tests"
+        "== .gpubench/sm90-nvidia-h100-80gb-hbm3.json: NVIDIA H100 80GB HBM3: 8 sessions on "
+        "GPU-1, 2026-01-01 to 2026-01-08, 2 tests"
     )
+    # The GPUs its sessions name: the gate holds on them (the note says what elsewhere).
+    infos = {"a": SessionInfo("2026-01-01", "", "GPU-1"), "b": SessionInfo("2026-01-02", "", "")}
+    two = types.SimpleNamespace(device={}, entries={}, sessions=infos)
+    assert (
+        baselines.file_header(two)
+        == "unknown device: 2 sessions on GPU-1, 2026-01-01 to 2026-01-02, 0 tests"
+    )
+    infos["b"] = SessionInfo("2026-01-02", "", "GPU-2")
+    assert " 2 sessions on 2 GPUs, " in baselines.file_header(two)
+    assert "another GPU of the model" in out
     assert lines[1].split() == list(baselines.SHOW_COLUMNS)
     copy = row(out, "tests/test_k.py::test_copy").split()
     assert copy[1:5] == ["cuda-graph", "8", "5", "1.00"]
@@ -790,7 +801,7 @@ def test_plot_panels_show_the_band_edges_dates_and_commits_and_count_what_they_d
     # Fixed margins: a layout engine measured every label again per image format (slow).
     assert figure.get_layout_engine() is None
     title = figure.get_suptitle()
-    assert "NVIDIA H100 80GB HBM3: 8 sessions drawn, 2026-01-01 to 2026-01-08, 2 tests" in title
+    assert "HBM3: 8 sessions drawn on GPU-1, 2026-01-01 to 2026-01-08, 2 tests" in title
     copy, host = figure.axes[:2]
     for ax, view in ((copy, views[0]), (host, views[1])):
         _, size = time_unit(view.entry.median_ms)

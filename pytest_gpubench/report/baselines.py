@@ -13,6 +13,7 @@ from ..core.jsondata import printable
 from ..core.kernels import describe, describe_configs, launch_count
 from ..core.records import Judgement, SessionSummary
 from ..core.samples import plural
+from ..judge.machines import OWN_SESSIONS, short
 from ..judge.rule import Case, judge_many
 from ..store.baseline import UNKNOWN_DATE, Baseline
 from . import changes as history_changes
@@ -108,7 +109,8 @@ def show_rows(views: Sequence[EntryView]) -> list[list[str]]:
 
 
 def file_header(baseline: Baseline, drawn: Collection[str] | None = None) -> str:
-    """``NVIDIA H100 80GB HBM3: 12 sessions, 2026-01-02 to 2026-03-04, 8 tests``; with
+    """``NVIDIA H100 80GB HBM3: 12 sessions on GPU-618df060, 2026-01-02 to 2026-03-04, 8
+    tests`` (``on 3 GPUs`` where its sessions name several, nothing where none); with
     ``drawn`` (the sessions a plot's panels show, each test's latest binary), those only:
     ``12 sessions drawn``."""
     name = printable(str(baseline.device.get("name") or "unknown device"))
@@ -116,6 +118,10 @@ def file_header(baseline: Baseline, drawn: Collection[str] | None = None) -> str
     dates = sorted(info.date[:10] for info in sessions if info.date != UNKNOWN_DATE)
     span = f", {dates[0]} to {dates[-1]}" if dates else ""
     count = plural(len(sessions), "session") + ("" if drawn is None else " drawn")
+    # Its GPUs: the gate holds on them; another GPU of the model is judged with an allowance.
+    gpus = sorted({info.machine for info in sessions if info.machine})
+    if gpus:
+        count += f" on {short(gpus[0])}" if len(gpus) == 1 else f" on {len(gpus)} GPUs"
     return f"{name}: {count}{span}, {plural(len(baseline.entries), 'test')}"
 
 
@@ -156,5 +162,6 @@ def binary_lines(view: EntryView) -> list[str]:
 SHOW_NOTE = (
     "gate: the smallest slowdown this history catches once confirmed, at least the threshold "
     "(spread: the between-session spread the rule uses); gate > threshold: it cannot gate "
-    "the threshold"
+    f"the threshold; on a GPU with fewer than {OWN_SESSIONS} sessions in the history, wider: "
+    "it allows for what another GPU of the model may move (docs/verdict.md, Another GPU)"
 )
