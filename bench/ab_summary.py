@@ -122,6 +122,14 @@ def kernel_of(result: dict[str, Any]) -> str:
     return next((k for t, k in PLANTED.items() if t in result["key"]), FLA)
 
 
+def sized_ratio(calibration: dict[str, Any], test: str) -> float:
+    """The ratio bench/fla_plant.py sized ``test``'s spin for: its line's at the spin planted
+    (since 2026-12-06), else the ratio the spin itself read."""
+    if "line" in calibration:
+        return float(calibration["line"][test])
+    return float(calibration["second"][test][str(calibration["picked"][test])])
+
+
 def planted_text(run: Run) -> str:
     """A slowtime run's fraction of blocks per copy (an fla run's cycles spun per test),
     with the ratio it measured."""
@@ -129,11 +137,9 @@ def planted_text(run: Run) -> str:
         return ""
     picked = run.calibration["picked"]
     if run.suite == "fla":
-        # The line's ratio at the spin planted (since 2026-12-06), else the spin's own.
-        spun = run.calibration["second"]
-        line = run.calibration.get("line") or {t: spun[t][str(c)] for t, c in picked.items()}
         return ", ".join(
-            f"{t}: {c} cycles ({100 * (line[t] - 1):+.1f}%)" for t, c in picked.items()
+            f"{t}: {c} cycles ({100 * (sized_ratio(run.calibration, t) - 1):+.1f}%)"
+            for t, c in picked.items()
         )
     ratios = run.calibration["ratios"]
     return ", ".join(
@@ -257,11 +263,9 @@ def per_test(runs: list[Run]) -> str:
     for run in runs:
         if (run.kind, run.suite) != ("slowtime", "fla") or run.document is None:
             continue
-        spun = (run.calibration or {}).get("second", {})
-        picked = (run.calibration or {}).get("picked", {})
         for result in run.document["results"]:
             test, against = result["test"], result["against"]
-            ratio = spun.get(test, {}).get(str(picked.get(test)))
+            ratio = sized_ratio(run.calibration, test) if run.calibration else None
             rows.setdefault((float(run.frac), test), []).append(
                 (
                     against["base_median_ms"] * 1e3,
