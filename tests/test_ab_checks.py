@@ -97,7 +97,8 @@ def test_the_fla_plant_reads_its_cases_and_plants_where_the_line_reaches_the_tar
     assert abs(cycles - 4000) <= 5 and reads == pytest.approx(1.02, abs=1e-4)
     # The launch's gap alone beyond the target: a cycle, and the line says how far beyond.
     assert plant.fitted({2000: 1.03, 16000: 1.10}, 0.01) == (1, pytest.approx(1.020005))
-    assert plant.fitted({2000: 1.03, 16000: 1.02}, 0.01)[0] == 16000  # no growth: the most
+    with pytest.raises(ValueError, match="does not grow"):  # no spin reaches it: none planted
+        plant.fitted({2000: 1.03, 16000: 1.02}, 0.01)
 
 
 def _result(key: str, status: str, ratio: float, ms: float) -> dict:

@@ -120,8 +120,9 @@ def file_header(baseline: Baseline, drawn: Collection[str] | None = None) -> str
     count = plural(len(sessions), "session") + ("" if drawn is None else " drawn")
     # Its GPUs: the gate holds on them; another GPU of the model is judged with an allowance.
     gpus = sorted({info.machine for info in sessions if info.machine})
-    if gpus:
-        count += f" on {short(gpus[0])}" if len(gpus) == 1 else f" on {len(gpus)} GPUs"
+    if gpus:  # (a host's digest, for the wall timer's files)
+        many = "GPUs" if all(g.startswith("GPU-") for g in gpus) else "machines"
+        count += f" on {short(gpus[0])}" if len(gpus) == 1 else f" on {len(gpus)} {many}"
     return f"{name}: {count}{span}, {plural(len(baseline.entries), 'test')}"
 
 
@@ -162,6 +163,7 @@ def binary_lines(view: EntryView) -> list[str]:
 SHOW_NOTE = (
     "gate: the smallest slowdown this history catches once confirmed, at least the threshold "
     "(spread: the between-session spread the rule uses); gate > threshold: it cannot gate "
-    f"the threshold; on a GPU with fewer than {OWN_SESSIONS} sessions in the history, wider: "
-    "it allows for what another GPU of the model may move (docs/verdict.md, Another GPU)"
+    f"the threshold; on a GPU with fewer than {OWN_SESSIONS} of a history's sessions, others "
+    "on other GPUs, wider: it allows for what another GPU of the model may move (not for the "
+    "wall timer nor a ratio to a reference; docs/verdict.md, Another GPU)"
 )
