@@ -193,7 +193,7 @@ class FakeBeside:
     function's time, times the function's own ``fake_kernel_factor`` (a commit that moves its
     kernels' time), not its ``fake_factor`` (which moves its time per call); FAKE_SCALES and
     FAKE_SCALE move the time per call only. FAKE_BESIDE=fail: taking it raises, as a trace
-    that does not split by replay does (timing.cuda._kernel_ms_each)."""
+    whose graph launches are not the replays' does (timing.cuda._kernel_ms_each)."""
 
     timer = "cupti-graph"
 
@@ -204,8 +204,9 @@ class FakeBeside:
         return self.ms * math.exp(self.rng.gauss(0.0, self.noise))
 
     def alternate(self, other, rounds):
-        if self.ms is None:  # as a trace a user's own blocking kernel splits wrongly
-            raise RuntimeError(f"{2 * rounds + 1} marks in the trace of {2 * rounds} replays")
+        if self.ms is None:  # as a trace with a launch the replays did not make
+            launches = f"{2 * rounds + 1} graph launches"
+            raise RuntimeError(f"{launches} in the trace of {2 * rounds} replays")
         return [self.one() for _ in range(rounds)], [other.one() for _ in range(rounds)]
 
 

@@ -594,42 +594,45 @@ def test_paired_samplers_close_the_first_when_the_second_fails() -> None:
 def test_a_graphs_kernel_time_is_told_apart_by_replay_in_one_trace(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """timing.cuda.GraphBeside on a synthetic trace: each replay's kernels counted from its
-    mark to the next (ABBA order: attributed to the right side), work before the first mark
-    and host events left out, and a trace whose marks do not match the replays refused."""
+    """timing.cuda.GraphBeside on a synthetic trace: each replay's kernels found by its graph
+    launch's correlation id (ABBA order: attributed to the right side), a spin kernel of the
+    function's own counted as its work, other work and host events left out, and a trace
+    whose graph launches do not match the replays refused."""
     from pytest_gpubench.timing import cuda
 
     replays: list[str] = []
-    monkeypatch.setattr(cuda, "_sleep_cycles_per_ms", lambda: 1.0)
-    monkeypatch.setattr(cuda, "_sleep", lambda ms: None)
 
     def graph(name: str) -> Any:
         return types.SimpleNamespace(
             graph=types.SimpleNamespace(replay=lambda: replays.append(name))
         )
 
-    def kernel(name: str, ts: float, dur: float, cat: str = "kernel") -> dict[str, Any]:
-        return {"cat": cat, "name": name, "ts": ts, "dur": dur}
+    def event(name: str, ts: float, dur: float, corr: int, cat: str = "kernel") -> dict[str, Any]:
+        return {"cat": cat, "name": name, "ts": ts, "dur": dur, "args": {"correlation": corr}}
 
-    def trace(marks: int) -> list[dict[str, Any]]:
-        events = [kernel("warm", 0.0, 50.0), kernel("cudaGraphLaunch", 1.0, 9.0, "cuda_runtime")]
+    def trace(launches: int) -> list[dict[str, Any]]:
+        events = [
+            event("warm", 0.0, 50.0, 1),
+            event("cudaLaunchKernel", 0.5, 2.0, 1, "cuda_runtime"),
+        ]
         for i, side in enumerate(replays):
-            t = 100.0 * (i + 1)
-            events.append(kernel("void spin_kernel(long)", t, 50.0))
-            work = [(4.0, "gpu_memset"), (6.0, "kernel")] if side == "a" else [(20.0, "kernel")]
-            events += [kernel(side, t + 60 + j, d, c) for j, (d, c) in enumerate(work)]
-        if marks > len(replays):  # the function's own blocking kernel among the replays'
-            events.append(kernel("void spin_kernel(long)", 950.0, 1.0))
+            t, corr = 100.0 * (i + 1), 10 + i
+            events.append(event("cudaGraphLaunch_v10000", t, 9.0, corr, "cuda_runtime"))
+            work = [(4.0, "gpu_memset"), (6.0, "kernel")] if side == "a" else [(19.0, "kernel")]
+            work.append((1.0, "kernel"))  # void spin_kernel(long): the function's own
+            events += [event(side, t + 60 + j, d, corr, c) for j, (d, c) in enumerate(work)]
+        if launches > len(replays):  # a graph launch of the function's own among the replays'
+            events.append(event("cudaGraphLaunch", 950.0, 1.0, 99, "cuda_runtime"))
         return events[::-1]  # the trace's order is not the queue's
 
     a, b = cuda.GraphBeside(graph("a"), 2), cuda.GraphBeside(graph("b"), 2)
     monkeypatch.setattr(cuda, "_profile_events", lambda run: (run(), trace(len(replays)))[1])
     mine, other = a.alternate(b, 2)
     assert replays == ["a", "b", "b", "a"]
-    assert mine == [pytest.approx(0.005)] * 2 and other == [pytest.approx(0.010)] * 2
+    assert mine == [pytest.approx(0.0055)] * 2 and other == [pytest.approx(0.010)] * 2
     replays.clear()
     monkeypatch.setattr(cuda, "_profile_events", lambda run: (run(), trace(5))[1])
-    with pytest.raises(GpubenchError, match="5 marks in the trace of 4 replays"):
+    with pytest.raises(GpubenchError, match="5 graph launches in the trace of 4 replays"):
         a.alternate(b, 2)
 
 

@@ -135,7 +135,7 @@ def test_kernel_time_is_judged_beside_time_per_call_and_says_which_moved(
         if r["test"] == "test_sum"
     ]
     assert summed["beside"] is None and "kernel time" not in summed["reason"], summed
-    assert "kernel time not taken: 9 marks in the trace of 8 replays" in summed["note"]
+    assert "kernel time not taken: 9 graph launches in the trace of 8 replays" in summed["note"]
 
     # Taken on the first pair, not on the later ones: judged on the one, and the note says
     # why the others have none.
@@ -152,7 +152,7 @@ def test_kernel_time_is_judged_beside_time_per_call_and_says_which_moved(
     sides = summed["against"]["head_sessions"]
     assert len(sides) > 1 and sides[0]["beside_ms"] > 0, summed
     assert all("beside_ms" not in s for s in sides[1:]), sides
-    assert "kernel time not taken: 9 marks in the trace of 8 replays" in summed["note"]
+    assert "kernel time not taken: 9 graph launches in the trace of 8 replays" in summed["note"]
     assert summed["beside"]["current_sessions"] == 1
 
 

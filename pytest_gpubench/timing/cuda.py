@@ -51,6 +51,8 @@ MAX_PROFILED_CALLS = 100
 PROFILED_EAGER_CALLS = 5
 # What a trace's device time sums (CUPTI's activity kinds as torch's trace names them).
 DEVICE_WORK = ("kernel", "gpu_memcpy", "gpu_memset")
+# The runtime call that queues a graph's replay (cudaGraphLaunch, or a versioned name).
+GRAPH_LAUNCH = "cudaGraphLaunch"
 
 
 @functools.cache
@@ -454,29 +456,37 @@ class GraphBeside:
 
 def _kernel_ms_each(order: list[GraphBeside]) -> list[float]:
     """Each replay's summed kernel time, the replays of ``order`` queued in one profiler
-    session (one session, not one each: a session's trace costs more than the replays), each
-    after a blocking kernel that marks where its kernels begin: a graph's work ends before
-    the next work on its stream starts, so the marks split the trace by replay."""
-    _sleep_cycles_per_ms()  # calibrated before the profile: its kernels are no replay's
+    session (one session, not one each: a session's trace costs more than the replays). CUPTI
+    gives a replay's kernels the correlation id of the graph launch that queued them, so they
+    are told apart by it, whatever they are named: a function's own spin kernel split the
+    trace when blocking kernels marked where each replay began (bench/fla_suite's planted
+    spins: no kernel time taken, bench/results/h100-2026-12-06b)."""
 
     def run() -> None:
         for side in order:
-            _sleep(SLEEP_MIN_MS)
             side.graph.graph.replay()
 
-    events = sorted(
-        (e for e in _profile_events(run) if e.get("cat") in DEVICE_WORK),
+    events = _profile_events(run)
+    launches = sorted(
+        (
+            e
+            for e in events
+            if e.get("cat") == "cuda_runtime" and GRAPH_LAUNCH in str(e.get("name"))
+        ),
         key=lambda e: float(e.get("ts") or 0.0),
     )
-    each: list[float] = []
+    each = {_correlation(e): 0.0 for e in launches}
+    if len(each) != len(order) or None in each:
+        raise GpubenchError(f"{len(each)} graph launches in the trace of {len(order)} replays")
     for e in events:
-        if short(str(e.get("name", ""))) == SLEEP_KERNEL:
-            each.append(0.0)
-        elif each:
-            each[-1] += float(e.get("dur") or 0.0) / 1e3
-    if len(each) != len(order):  # (the function's own blocking kernels: no split to trust)
-        raise GpubenchError(f"{len(each)} marks in the trace of {len(order)} replays")
-    return each
+        if e.get("cat") in DEVICE_WORK and _correlation(e) in each:
+            each[_correlation(e)] += float(e.get("dur") or 0.0) / 1e3
+    return list(each.values())
+
+
+def _correlation(event: dict[str, Any]) -> int | None:
+    found = (event.get("args") or {}).get("correlation")
+    return None if found is None else int(found)
 
 
 def _replayed(timer: str, plan: GraphPlan, profile: Profile | None) -> Sampler:
