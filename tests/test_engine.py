@@ -625,6 +625,11 @@ def test_a_graphs_kernel_time_is_told_apart_by_replay_in_one_trace(
             events.append(event("cudaGraphLaunch", 950.0, 1.0, 99, "cuda_runtime"))
         return events[::-1]  # the trace's order is not the queue's
 
+    def moved(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        first = next(e for e in events if e["args"]["correlation"] == 10 and e["name"] == "a")
+        first["args"]["correlation"] = 11
+        return events
+
     a, b = cuda.GraphBeside(graph("a"), 2), cuda.GraphBeside(graph("b"), 2)
     monkeypatch.setattr(cuda, "_profile_events", lambda run: (run(), trace(len(replays)))[1])
     mine, other = a.alternate(b, 2)
@@ -633,6 +638,10 @@ def test_a_graphs_kernel_time_is_told_apart_by_replay_in_one_trace(
     replays.clear()
     monkeypatch.setattr(cuda, "_profile_events", lambda run: (run(), trace(5))[1])
     with pytest.raises(GpubenchError, match="5 graph launches in the trace of 4 replays"):
+        a.alternate(b, 2)
+    replays.clear()  # a kernel of the first replay given the second's id: not split
+    monkeypatch.setattr(cuda, "_profile_events", lambda run: (run(), moved(trace(4)))[1])
+    with pytest.raises(GpubenchError, match="replays of one graph own unequal counts"):
         a.alternate(b, 2)
 
 
