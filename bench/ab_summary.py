@@ -123,8 +123,11 @@ def kernel_of(result: dict[str, Any]) -> str:
 
 
 def sized_ratio(calibration: dict[str, Any], test: str) -> float:
-    """The ratio bench/fla_plant.py sized ``test``'s spin for: its line's at the spin planted
-    (since 2026-12-06), else the ratio the spin itself read."""
+    """The ratio bench/fla_plant.py's calibration gives ``test``'s planted spin: its check
+    (a process timing that spin, since session 44), its line's (earlier on 2026-12-06), else
+    the ratio the spin itself read."""
+    if "checked" in calibration:
+        return float(calibration["checked"][test])
     if "line" in calibration:
         return float(calibration["line"][test])
     return float(calibration["second"][test][str(calibration["picked"][test])])

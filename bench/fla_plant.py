@@ -3,20 +3,22 @@
     python bench/fla_plant.py TARGET [--json PATH]
 
 The kernels are a library's, not ours to slow: each test's timed call is followed by a spin
-kernel (``torch.cuda._sleep``) on the working tree's side (test_fla.py's PLANTED). A spin
-adds its cycles and a launch's gap, so it is sized by measurement, as
-bench/calibrate_slowdown.py sizes the user suite's copies: bench/fla_suite/calibrate_fla.py
-times each test's call with a spin against the call without (``reference=``, alternately in
-one process). A first run spins 1 and 8 µs; a second 0.9, 1, 1.1 and 1.25 times where the
-first's line reaches TARGET. The spin planted is where the least-squares line through all six
-ratios reaches 1 + TARGET (``fitted``; past the spins measured, said on stderr). Not the
-smallest spin whose ratio reached it, as before 2026-12-06: one process's ratio of these
-calls moves by 0.3-0.5% (their inputs placed anew), more than the second run's spins change
-it (rms_norm's backward read 1.003 to 1.011 over 221-483 cycles on an H100,
-bench/results/h100-2026-12-06b), so that pick was whichever spin read high by chance, and
-where none did, the largest, short of the target (+0.77% for +1% on an H200,
-bench/results/h200-2026-12-05; a third process spun further since).
-Prints {test: cycles} for bench/ab_checks.sh's slowtime step; --json writes every ratio.
+kernel (``torch.cuda._sleep``) on the working tree's side (test_fla.py's PLANTED). The spin
+is sized by the clock (``sized``): TARGET times the call's time, in the spin's cycles at
+this GPU's clock, so the call's kernel time grows by TARGET or more (by TARGET where kernel
+time and time per call are one, as for these calls from 100 µs) and its time per call by
+that and a launch's gap. bench/fla_suite/calibrate_fla.py times each test's call with a spin
+against the call without (``reference=``, alternately in one process): a first process
+with a 1 µs spin for the call's time and the clock, a second with the spin planted, whose
+ratio is the check a run's reads are compared with (``checked``; said on stderr where it
+reads under the target).
+
+Until 2026-12-06 the spin was where a least-squares line through six such ratios (two
+processes) reached the target. Each ratio moves by 0.3-0.5% with the call's inputs, placed
+anew per case, so for calls of 190-560 µs the line was noise: on an H100 the +1% plants read
++0.7% and +0.9% in time per call and in kernel time alike, the spin adding 3.4 µs to a
+554 µs call (bench/results/h100-2026-12-06e).
+Prints {test: cycles} for bench/ab_checks.sh's slowtime step; --json writes what it measured.
 """
 
 from __future__ import annotations
@@ -33,8 +35,7 @@ from pathlib import Path
 import numpy as np
 
 SUITE = Path(__file__).resolve().parent / "fla_suite"
-FIRST_US = (1.0, 8.0)
-AROUND = (0.9, 1.0, 1.1, 1.25)
+FIRST_US = 1.0
 TESTS = (
     "test_rms_norm[4096]",
     "test_rms_norm[16384]",
@@ -60,31 +61,32 @@ def ratios_of(report: dict, spins: dict[str, list[float]]) -> dict[str, dict[int
     return found
 
 
-def reaching(measured: dict[int, float], target: float) -> float | None:
-    """Cycles where the line through the least and the most spun ratios reaches 1 + target
-    (None if the ratio does not grow with the spin)."""
-    (c0, r0), (c1, r1) = min(measured.items()), max(measured.items())
-    if c1 <= c0 or r1 <= r0:
-        return None
-    return max(c0 / 8, c0 + (1 + target - r0) * (c1 - c0) / (r1 - r0))
+def times_of(report: dict, spins: dict[str, list[float]]) -> tuple[dict[str, float], float]:
+    """Each test's call time (µs: its reference's median over its cases) and the spin's
+    cycles per µs (the cycles a case spun for the µs asked) from the report ``ratios_of``
+    reads."""
+    cases = [(test, us) for test, spins_us in spins.items() for us in spins_us]
+    calls: dict[str, list[float]] = {}
+    clock: list[float] = []
+    for r in report["results"]:
+        case = _CASE.match(r.get("test", ""))
+        if case and r.get("versus"):
+            test, us = cases[int(case[1])]
+            calls.setdefault(test, []).append(1e3 * float(r["versus"]["reference_ms"]))
+            clock.append(int(case[2]) / us)
+    return {t: float(np.median(v)) for t, v in calls.items()}, float(np.median(clock))
 
 
-def fitted(points: dict[int, float], target: float) -> tuple[int, float]:
-    """The spin (cycles, at least 1) where the least-squares line through ``points``
-    ({cycles: ratio}, every process's) reaches 1 + ``target``, and the line's ratio there
-    (above the target where the launch's gap alone exceeds it). Raises ValueError where the
-    line does not grow with the spin (no spin reaches the target)."""
-    x = np.array(list(points), dtype=float)
-    slope, at_zero = np.polyfit(x, np.array(list(points.values())), 1)
-    if slope <= 0:
-        raise ValueError(f"the ratio does not grow with the spin over {sorted(points)} cycles")
-    cycles = max(1, round((1 + target - at_zero) / slope))
-    return cycles, float(at_zero + slope * cycles)
+def sized(call_us: float, cycles_per_us: float, target: float) -> int:
+    """The spin (cycles, at least 1) whose own time is ``target`` of the call's."""
+    return max(1, round(target * call_us * cycles_per_us))
 
 
-def measure(spins: dict[str, list[float]], tmp: str) -> tuple[dict[str, dict[int, float]], str]:
-    """One fresh process of calibrate_fla.py over ``spins``: the ratios, and its output when
-    it failed or measured less than asked ('' when all is there)."""
+def measure(
+    spins: dict[str, list[float]], tmp: str
+) -> tuple[dict, dict[str, dict[int, float]], str]:
+    """One fresh process of calibrate_fla.py over ``spins``: its report, the ratios, and its
+    output when it failed or measured less than asked ('' when all is there)."""
     out = Path(tmp) / "calibration.json"
     out.unlink(missing_ok=True)
     proc = subprocess.run(
@@ -95,11 +97,13 @@ def measure(spins: dict[str, list[float]], tmp: str) -> tuple[dict[str, dict[int
         capture_output=True,
         text=True,
     )
-    ratios = ratios_of(json.loads(out.read_text()), spins) if out.exists() else {}
+    report = json.loads(out.read_text()) if out.exists() else {"results": []}
+    ratios = ratios_of(report, spins)
     short = [t for t, us in spins.items() if len(ratios.get(t, {})) != len(us)]
     if proc.returncode or short:
-        return ratios, f"exit {proc.returncode}, not measured: {short}\n{proc.stdout[-3000:]}"
-    return ratios, ""
+        failed = f"exit {proc.returncode}, not measured: {short}\n{proc.stdout[-3000:]}"
+        return report, ratios, failed
+    return report, ratios, ""
 
 
 def main() -> int:
@@ -108,37 +112,24 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="write every ratio measured here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        first, failed = measure({t: list(FIRST_US) for t in TESTS}, tmp)
+        spins = {t: [FIRST_US] for t in TESTS}
+        report, first, failed = measure(spins, tmp)
         if not failed:
-            lines = {t: reaching(first[t], args.target) for t in TESTS}
-            flat = [t for t, c in lines.items() if c is None]
-            failed = f"the ratio did not grow with the spin: {flat}" if flat else ""
-        if not failed:
-            # Back to microseconds: the second process's clock makes its own cycles.
-            per_us = {t: max(first[t]) / FIRST_US[-1] for t in TESTS}
-            asked = {t: [round(m * lines[t] / per_us[t], 3) for m in AROUND] for t in TESTS}
-            second, failed = measure(asked, tmp)
+            call_us, per_us = times_of(report, spins)
+            picked = {t: sized(call_us[t], per_us, args.target) for t in TESTS}
+            # In microseconds: the second process's clock makes its own cycles.
+            _, second, failed = measure({t: [picked[t] / per_us] for t in TESTS}, tmp)
     if failed:
         # Nothing is planted rather than a part: a run would count misses of nothing.
         print(f"calibration failed: {failed}", file=sys.stderr)
         return 1
-    picked, line = {}, {}
+    checked = {t: next(iter(second[t].values())) for t in TESTS}
     for test in TESTS:
-        points = {**first[test], **second[test]}
-        try:
-            picked[test], line[test] = fitted(points, args.target)
-        except ValueError as exc:  # nothing planted rather than a guess
-            print(f"calibration failed: {test}: {exc}", file=sys.stderr)
-            return 1
-        if picked[test] == 1:
-            print(f"{test}: the launch alone reads +{line[test] - 1:.2%}", file=sys.stderr)
-        elif picked[test] > 1.25 * max(points):  # the line, past what was measured
-            print(
-                f"{test}: {picked[test]} cycles, beyond the {max(points)} measured", file=sys.stderr
-            )
+        if checked[test] < 1 + args.target:
+            print(f"{test}: {picked[test]} cycles read +{checked[test] - 1:.2%}", file=sys.stderr)
     if args.json:
-        table = {"target": args.target, "picked": picked, "line": line, "first": first}
-        table["second"] = second
+        table = {"target": args.target, "picked": picked, "checked": checked}
+        table |= {"call_us": call_us, "cycles_per_us": per_us, "first": first, "second": second}
         args.json.write_text(json.dumps(table, indent=1) + "\n")
     print(repr(picked))
     return 0

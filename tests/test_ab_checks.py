@@ -67,38 +67,40 @@ def test_the_slowtime_step_plants_into_the_line_the_suite_reads(
     assert reads in source
 
 
-def test_the_fla_plant_reads_its_cases_and_plants_where_the_line_reaches_the_target(
+def test_the_fla_plant_reads_its_cases_and_sizes_the_spin_by_the_clock(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.syspath_prepend(str(ROOT / "bench"))
     plant = bench_module("fla_plant")
     spins = {"test_rms_norm[4096]": [1.0, 8.0], "test_l2norm": [1.0, 8.0]}
+
+    def case(i: int, cycles: int, ratio: float | None, call_ms: float) -> dict:
+        versus = {"fn_ms": call_ms * (ratio or 1), "reference_ms": call_ms}
+        name = f"test_spin[k{i}]#{cycles}cycles#vs-reference"
+        return {"test": name, "median_ms": ratio, "versus": versus}
+
     report = {
         "results": [
             {"test": "test_spin[k0]#2000cycles", "median_ms": 0.05},
-            {"test": "test_spin[k0]#2000cycles#vs-reference", "median_ms": 1.03},
-            {"test": "test_spin[k1]#16000cycles#vs-reference", "median_ms": 1.17},
-            {"test": "test_spin[k3]#15990cycles#vs-reference", "median_ms": 1.01},
-            {"test": "test_spin[k2]#1990cycles#vs-reference", "median_ms": None},
+            case(0, 2000, 1.03, 0.100),
+            case(1, 16000, 1.17, 0.102),
+            case(3, 15990, 1.01, 0.5),
+            case(2, 1990, None, 0.5) | {"versus": None},
         ]
     }
     got = plant.ratios_of(report, spins)
     assert got == {"test_rms_norm[4096]": {2000: 1.03, 16000: 1.17}, "test_l2norm": {15990: 1.01}}
-    # +3% at 2000 cycles, +17% at 16000: +5% at 4000.
-    assert plant.reaching(got["test_rms_norm[4096]"], 0.05) == pytest.approx(4000)
-    assert plant.reaching(got["test_rms_norm[4096]"], 0.02) == pytest.approx(1000)
-    # Below the line at no spin (+1%, the spin's launch): an eighth of the least spun.
-    assert plant.reaching(got["test_rms_norm[4096]"], 0.005) == 250
-    assert plant.reaching({2000: 1.03, 16000: 1.02}, 0.02) is None  # no growth: no line
-    # The spin planted: where the line through every process's ratios reaches the target
-    # (+0.5% a thousand cycles from none: +2% at 4000), not the least spin that read it.
-    line = {2000: 1.0101, 16000: 1.08, 1000: 1.0049, 3000: 1.015}
-    cycles, reads = plant.fitted(line, 0.02)
-    assert abs(cycles - 4000) <= 5 and reads == pytest.approx(1.02, abs=1e-4)
-    # The launch's gap alone beyond the target: a cycle, and the line says how far beyond.
-    assert plant.fitted({2000: 1.03, 16000: 1.10}, 0.01) == (1, pytest.approx(1.020005))
-    with pytest.raises(ValueError, match="does not grow"):  # no spin reaches it: none planted
-        plant.fitted({2000: 1.03, 16000: 1.02}, 0.01)
+    calls, clock = plant.times_of(report, spins)
+    assert calls == {"test_rms_norm[4096]": pytest.approx(101.0), "test_l2norm": 500.0}
+    assert clock == 2000  # cycles per µs: the median of 2000, 2000 and 1998.75
+    # +1% of a 500 µs call: 5 µs of spin, 10,000 cycles at 2 GHz; none is at least a cycle.
+    assert plant.sized(500.0, 2000.0, 0.01) == 10_000
+    assert plant.sized(8.0, 2000.0, 0.00001) == 1
+    # The tally compares a run's reads with the check, the process that timed the spin.
+    summary = bench_module("ab_summary")
+    sized = {"picked": {"t": 9}, "checked": {"t": 1.011}, "line": {"t": 1.01}}
+    assert summary.sized_ratio(sized, "t") == 1.011
+    assert summary.sized_ratio({"picked": {"t": 9}, "second": {"t": {"9": 1.02}}}, "t") == 1.02
 
 
 def _result(key: str, status: str, ratio: float, ms: float) -> dict:

@@ -60,7 +60,7 @@ def test_spin(gpubench, cycles_per_us, test, sleep_us):
     body(keep, **params)
     body(keep, **params)
     (plain, args, kwargs), (grown, grown_args, grown_kwargs) = calls
-    cycles = round(sleep_us * cycles_per_us)
+    cycles = max(1, round(sleep_us * cycles_per_us))
 
     def slower():
         out = grown(*grown_args, **grown_kwargs)
