@@ -34,7 +34,6 @@ from .core.baseline import Update
 from .core.device import Fingerprint
 from .core.errors import BaselineError, GpubenchError
 from .core.jsondata import Json
-from .core.kernels import launch_count
 from .core.records import Paired, Result, SessionInfo, Status, is_number, whole
 from .core.settings import (
     CHANGED_ACTIONS,
@@ -336,21 +335,10 @@ def compare_pairs(
         measure = dataclasses.replace(levels, threshold=threshold or m.threshold)
         if verdict.paired is not None and verdict.paired.pairs:
             try:
-                paired = ab.paired_verdict(
-                    verdict.paired,
-                    timer=m.timer,
-                    launches=launch_count(m.kernels),
-                    measure=measure,
-                    gate=gate,
-                    design=ab.design_of(
-                        first, more, verdict.paired.lockstep, bool(verdict.paired.duos)
-                    ),
-                    kernel_changes=verdict.kernel_changes,
-                    same_kernels=verdict.same_kernels,
-                    baseline_binary=verdict.baseline_binary,
-                    versus=m.versus,
-                    reference_kernels=verdict.reference_kernels,
+                design = ab.design_of(
+                    first, more, verdict.paired.lockstep, bool(verdict.paired.duos)
                 )
+                paired = ab.rejudged(verdict.paired, m, verdict, measure, gate, design)
                 verdict = ab.held_to_floors(paired, m, gate)
             except ValueError as exc:  # a value the rule refuses
                 raise GpubenchError(f"cannot judge {key}: {exc}") from None

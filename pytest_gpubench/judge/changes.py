@@ -1,44 +1,10 @@
 """Change points over a test's history of sessions: a creep or a step toward slower.
 
-The verdict (rule.py) compares the current run with the history's level; a slowdown that
-arrives a little per session is absorbed into that level and never fails (issue 16: +1% per
-session read +10.5% after 10 sessions without a failure). This module looks at the history
-itself, in time order, and says whether its level has risen.
-
-Input: a test's session medians, oldest first (log scale: the log of each ``median_ms``),
-optionally the current run's first session last. Output: a frozen :class:`Changes` with the
-steps found, the steepest recent trend, and a flag (``creep``, ``step`` or none) with a
-one-line reason. Slower only: a speed-up is the verdict's (``improved``).
-
-Method (docs/verdict.md, "Change points and creep"). Real shifts between sessions are a tight
-floor plus one-sided slow excursions, and sessions are few, so the statistics are of ranks:
-
-- **steps**, one per split with at least ``MIN_SEGMENT`` sessions on either side: the rank
-  sum of the sessions after it (one-sided Mann-Whitney: the later part slower). The sessions
-  after a split run to the last one, so a step is a level the history still holds, not a
-  slow episode that ended. A significant split is searched again on both sides (binary
-  segmentation), each part against the null of its own length. Size: the Hodges-Lehmann
-  shift (median of the pairwise differences across the split).
-- **rises**, one per onset leaving at least ``MIN_SEGMENT`` rising sessions: Kendall's S over
-  the pairs whose later session is at the onset or after (the flat part's own pairs left
-  out). Onset 1 is the whole window's Kendall trend test; a late onset asks whether the last
-  sessions are above those before them and in order. Onset, slope and change come from the
-  values: the broken stick (flat, then a line) fitted by Theil-Sen with the smallest
-  absolute residuals; the change is the slope times the sessions it rose over.
-
-All statistics form one family, judged by min-p: each statistic's share of its permutation
-null, the smallest over the family, and that smallest share's own share of the null (ranks
-of ``PERMUTATIONS`` random orders, seeded, one null per length). Exact whatever the
-distribution of the shifts, excursions included, as long as the sessions are exchangeable;
-a short segment's few extreme orders count as much as a long one's. A flag needs both
-significance (``p <= ALPHA``) and size (at least ``min_change``): ranks cap what an
-excursion weighs, and the robust sizes keep a few excursions from making a change. When
-both a creep and a step qualify, the shape that fits the values better names the flag.
-Fewer than ``MIN_SESSIONS`` sessions: nothing is claimed. More than ``MAX_SESSIONS``: the
-latest of them are judged (the null and the broken-stick fit grow with the square and the
-cube of the length; a save keeps no more, and a read cuts a longer history to that).
-
-Pure module: numpy and scipy only.
+The verdict (rule.py) compares a run with its history's level, which absorbs a slowdown that
+arrives a little per session (issue 16). This module reads the history itself, oldest first
+on the log scale, and flags a ``creep`` or a ``step`` toward slower, with a one-line reason;
+a speed-up is the verdict's (``improved``). The method, its rank statistics and what is
+reported: docs/verdict.md, "Change points and creep". Pure module: numpy and scipy only.
 """
 
 from __future__ import annotations

@@ -1,39 +1,11 @@
 """The gate: the one place that decides what a measurement's verdict does.
 
 "Judge, flag, confirm, re-judge, fail or accept" is one policy, asked by everyone else: the
-process timing a test asks whether to confirm it in fresh processes and whether it fails, a
-save asks what it writes and whether a verdict starts a new epoch of the baseline,
-``gpubench compare`` asks the same questions of two result files. Pure: built from the
-settings, it takes records and returns records or answers.
-
-Saves never accept silently, and never spoil a history silently. A save appends the run's
-own session of each measurement whose final verdict is ``ok``, ``new`` or ``not gated``,
-unless appending it would leave its history less able to gate its threshold than it was
-(:meth:`Gate.spoils`: a gate within the threshold widened beyond it, or a history that
-sessions like its own would bring to gate its threshold made one that none would): that
-fails its test, saying so. An ``unstable`` session is left out with a line. A confirmed
-change (``CHANGES``) enters the history, as a new epoch, only when the save is told to
-accept it (``--gpubench-accept``, ``--gpubench-accept-only``, or the test's marker
-``accept=True``); otherwise it fails its test as it would in a run that saves nothing, or,
-where it would not fail (an improvement without ``--gpubench-fail-on-improvement``, an
-allowed incomparable baseline), is left out with a line; either way its history stays as it
-was. Told to accept, a save appends the test's session whatever it judged (a change: as a
-new epoch), and names what it accepted. Sessions of fresh processes that confirmed a
-verdict decide it and are not written: a save of N sessions writes N. A session recorded by
-``--gpubench-sessions`` is appended to what the run's first session saved whatever it judged
-against it, unless it is ``unstable`` or would spoil the history (which fails the run); all
-are appended where the first session was accepted.
-
-Before the statistics (rule.py), what makes a comparison meaningless: host timings whose
-process was kept waiting for a CPU are ``unmeasurable``; a baseline timed by
-another timer is ``incomparable``; a session with too few samples to tell its own median is
-``unstable``. Otherwise a measurement is judged against the history of the binary it ran.
-Launches that match no binary of the baseline are judged on time too (issue 45): another
-pick of the same kernels (grid, block, registers or shared memory: an autotuner's or a
-compiler's choice) against the test's binary of that work with the longest history, less
-what a pick alone explains (judge/picks.py); other kernels or counts against the latest
-binary. ``--gpubench-changed`` makes them ``changed`` instead, failing by themselves with
-their time for information: other kernels by default, any other binary with ``fail``.
+process timing a test (confirm it in fresh processes? does it fail?), a save (what does it
+write, does a verdict start a new epoch?) and ``gpubench compare``. Pure: built from the
+settings, it takes records and returns records or answers. What a save writes and accepts:
+docs/guide.md, "Saving and accepting"; what makes a comparison meaningless and how another
+binary is judged: docs/guide.md, "Verdicts".
 """
 
 from __future__ import annotations
@@ -235,21 +207,12 @@ class Gate:
         settings: MeasureSettings,
         sessions: Mapping[str, SessionInfo] = NO_SESSIONS,
     ) -> str:
-        """What appending the measurement's session to the history it was judged against
-        would do to that history's gate, where it would widen a gate within the threshold
-        beyond it, or leave a gated history not gated; '' where it would not. Both histories
-        are judged as the next run would judge them (:func:`gate_of`, a next session as
-        precise as this one). Only a session unlike the history's own is refused: one that
-        an unchanged test would place as far from the history's floor less often than the
-        screen's level (``SCREEN_P``): the sampling noise of a test's gate, which the sessions
-        of a test at its threshold move across it and back, never fails a save. Nor does a
-        session within the range of those the history holds (it shows the history nothing
-        new), nor a history not gated (a short one, or one that its verdict says more
-        sessions like its own would bring to gate: it grows by saves), nor a first session,
-        or one of another binary (a history of its own), nor one of a GPU that has too few
-        sessions in the history to be judged against its own (``sessions``, the file's
-        table, says each one's GPU): it is how a history learns that GPU's offset, and a
-        history of several GPUs judges each against its own sessions once it has them."""
+        """Why appending the measurement's session to the history it was judged against would
+        widen a gate within the threshold beyond it, or leave a gated history not gated; ''
+        where it would not. Only a session an unchanged test would place that far from the
+        floor less often than ``SCREEN_P`` is refused, so a gate's sampling noise never fails
+        a save; the other exemptions (``sessions`` names each session's GPU): docs/guide.md,
+        "Saving and accepting"."""
         if entry is None or entry.timer != measurement.timer:
             return ""
         binary = entry.binary_for(measurement.kernels)

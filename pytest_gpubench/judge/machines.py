@@ -1,25 +1,11 @@
 """How far another GPU of the same model may move a test's time (issue 45).
 
-Two GPUs of one model run the same binary of most tests within half a percent of each other,
-and a few tests far apart: on H100s and H200s a compiled 4096x4096 softmax falls into two
-groups of machines 9% apart, with the same kernels and launches. A history recorded on one GPU
-says nothing of which tests those are, and judged as if it did, it fails unchanged runs on
-other GPUs (10% of recorded cross-machine runs at 5%: bench/machine_spread.py).
-
-Model, fitted by ``bench/machine_spread.py`` to every recorded test timed with one binary on
-several GPUs of a model (3 sessions or more on each): a GPU's offset, on the log scale, is
-normal with a spread of the test's own, and the tests' variances follow a scaled inverse
-chi-square (degrees of freedom ``nu0``, scale ``s0``), so that over tests the offsets are a
-Student t. A test's own GPUs tell its spread: after ``k`` of them (their means' sum of
-squares ``SS`` about their mean), a new GPU's offset from the history is a t of
-``nu0 + k - 1`` degrees of freedom and scale ``sqrt((nu0 s0^2 + SS) / (nu0 + k - 1))``,
-widened by the history's own weighting of its GPUs (``sqrt(1 + sum of squared weights)``).
-
-A history holding enough sessions of the run's GPU (``OWN_SESSIONS``) judges it against those
-alone, with no allowance; one holding none or a few judges it against all its sessions, less
-what another GPU alone explains. Only GPU timers: ``wall`` histories of other hosts were
-never measured, and a ratio to a reference function timed in the same process
-(``#vs-...``) moves with no machine of its own.
+Two GPUs of one model run most tests within half a percent, a few far apart, and a history of
+one GPU cannot tell which: a history with ``OWN_SESSIONS`` of the run's GPU judges it against
+those alone, others judge it against all their sessions less what another GPU alone explains
+(a Student t fitted by ``bench/machine_spread.py``). Model and numbers: docs/verdict.md,
+"Another GPU". Only GPU timers: ``wall`` histories of other hosts were never measured, and a
+``#vs-...`` ratio moves with no machine of its own.
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
 """The paired verdict: the head's sessions against a revision's, measured in the same job.
 
-``--gpubench-against REF`` times the selected tests in alternating fresh processes, one of
-the revision (base), one of the working tree (head), base first in odd pairs and head first
-in even ones (BAAB...: a drift of the machine over the run falls on both sides alike). Pair
-``i``'s difference of log-medians ``d_i = log(head_i) - log(base_i)`` carries what the two
-processes' own shifts differ by, never what differs between machines, days or drivers: the
-spread comes from the pairs themselves, shrunk toward a prior of a pair's spread.
-
-The rule is a paired t-test: the location is the mean of the differences, its error their
-standard deviation (pooled with the prior) over sqrt(n). A process in a slow excursion moves
-one pair: it widens the spread more than it moves the mean, so it makes the test unsure,
-never regressed. A test is ``regressed`` when the slowdown is significant at the level spent
-on this look and not clearly under the threshold (the history rule's form: a change of
-exactly the threshold fails with the target power), ``improved`` likewise, ``same`` when a
-change of the threshold is ruled out both ways, else ``unsure``: it gets more pairs up to the
-cap, then stays ``unsure``, which fails nothing. The constants are fitted to, and the rule
-checked on, recorded GPU sessions by bench/pair_resample.py (docs/verdict.md, "The verdict
-against a revision"; tests/test_pair_resample.py). Pure: arrays in, arrays out;
+A paired t-test on the differences of log-medians of alternating pairs, its spread shrunk
+toward a prior of a pair's spread: a process in a slow excursion moves one pair, widening the
+spread more than the mean, so it makes a test unsure, never regressed. The rule and its
+constants (fitted and checked by bench/pair_resample.py; tests/test_pair_resample.py):
+docs/verdict.md, "The verdict against a revision". Pure: arrays in, arrays out;
 :func:`judge_pairs` on one test.
 """
 
@@ -50,25 +38,13 @@ from .rule import (
     ratio_interval,
 )
 
-# A pair's spread expected before its own pairs say: the spread of the difference of two
-# sessions under the history prior of the test's duration and timer (rule.prior_for), its
-# excursions included (:func:`prior_pair_spread`), times the timer's scale, worth
-# PAIR_PRIOR_WEIGHT pairs. Fitted by bench/pair_resample.py to the pairs of consecutive
-# sessions of 266 recorded tests (four H200s, four H100s): a scale is the median over a
-# timer's tests of their pairs' spread over the prior's (graph time 0.93 and cupti 0.88: the
-# prior's own model; cupti-graph 0.095: its prior is the graph's by the call's kernel time,
-# which moves about ten times less between sessions); the weight 1 / (2 v), v the variance of
-# log(spread / prior) between tests beyond their sampling noise (tests differ by a factor of
-# about e). A timer not recorded in pairs gets the prior's own model (scale 1). A ratio to a
-# reference gets its timer's scale: its prior (rule.ratio_prior) bounds it by its two times'
-# priors, which the scale corrects; at scale 1 a 1 µs cupti-graph ratio's pair spread was 30%,
-# where 10 recorded ratio sessions (H100) moved under 2% (docs/verdict.md).
+# A pair's spread before its own pairs say: the history prior's spread of a difference of two
+# sessions (:func:`prior_pair_spread`) times the timer's scale (1 for a timer not recorded in
+# pairs), worth PAIR_PRIOR_WEIGHT pairs: bench/pair_resample.py (docs/verdict.md).
 PAIR_PRIOR_SCALE: dict[str, float] = {"cuda-graph": 0.93, "cupti": 0.88, "cupti-graph": 0.095}
 PAIR_PRIOR_WEIGHT = 0.5
-# The history prior the scales were fitted against: the graph's table fitted to four H200s
-# (release 0.3's rule, before issue 16 refitted the history's to fourteen GPUs). A pair's
-# spread is its own data's, this table only its shape over durations; the A/B runs on H100s
-# (docs/performance.md) ran with it.
+# The history prior the scales were fitted against (release 0.3's, four H200s): only its shape
+# over durations counts, a pair's spread is its own data's.
 PAIR_BASIS: tuple[Prior, ...] = (
     Prior(0.00121, sigma=0.015, nu0=0.4, slow=(0.19, 50, 0.13), fast=(0.0071, 23, 0.17)),
     Prior(0.00235, sigma=0.0056, nu0=0.24, slow=(0.23, 31, 0.071), fast=(0.031, 17, 0.012)),
@@ -83,30 +59,16 @@ SAME_LEVEL = 0.05
 # The smallest pair spread believed (log scale): below it, pairs that agree to the last digit
 # would make any difference significant.
 MIN_PAIR_SIGMA = 2e-4
-# Lockstep pairs (versus/lockstep.py): both sides timed alternately in one process, so a pair's
-# difference is one process's, far steadier than that of two processes. Per timer, in bins
-# of the time per call under 5 µs, to 100 µs, from 100 µs (a bin without data takes its
-# neighbour's): the larger of two fits. bench/lockstep_prior.py fitted the sd between
-# sessions of an in-process ratio to a reference on the same inputs (126 tests, two H200s
-# and an H100; bench/results/lockstep-prior.md): 0.18-0.19% for cuda-graph, 0.43-0.56% for
-# cupti-graph. The first lockstep A/A runs (the example and user suites on one H200,
-# bench/lockstep_runs.py, bench/results/h200-2026-11-29c) read 1.5-2.5x more where each
-# side has its own inputs and compiles (robust sd of one pair: cuda-graph 0.36% from 5 µs,
-# 0.49% from 100 µs; cupti-graph 0.91% under 5 µs), and less for cupti-graph from 5 µs
-# (0.24%). The weight, 1 / (2 v) with v the variance between tests of log(sd / sigma0)
-# beyond its sampling noise, is the ratios' (1.6). A timer without lockstep data takes half
-# the pair prior's variance: one process's share of a difference of two.
+# A lockstep pair's sd per timer and bin of LOCKSTEP_BINS_MS (a bin without data takes its
+# neighbour's): bench/lockstep_prior.py and bench/lockstep_runs.py (docs/verdict.md, "Lockstep
+# pairs"). A timer without lockstep data takes half the pair prior's variance.
 LOCKSTEP_SIGMA: dict[str, tuple[float, float, float]] = {
     "cuda-graph": (0.00362, 0.00362, 0.00486),
     "cupti-graph": (0.00912, 0.00431, 0.00431),
 }
 LOCKSTEP_BINS_MS = (0.005, 0.1)
-# What one process adds to the mean of the lockstep pairs it sets up again (sd, log scale),
-# per timer and bin as LOCKSTEP_SIGMA: the tests whose more pairs came from their own process
-# in the recorded runs, sqrt(mean of a test's mean d squared - mean of its pairs' variance
-# over their count) (bench/lockstep_runs.py, "what a process adds"; H200s, 2026-11-29 to
-# 12-02): graph time 0.27% to 100 µs and 0.15% from it, cupti-graph 0.37% from 5 µs and
-# none measurable under (one test there, a 4.4 µs dropout, kept 1-2.4% in some processes).
+# What one process adds to the mean of the lockstep pairs it sets up again (sd, log scale, per
+# timer and bin): bench/lockstep_runs.py, "what a process adds" (H200s, 2026-11-29 to 12-02).
 LOCKSTEP_PROCESS_SIGMA: dict[str, tuple[float, float, float]] = {
     "cuda-graph": (0.0027, 0.0027, 0.0015),
     "cupti-graph": (0.0, 0.0037, 0.0037),
@@ -148,25 +110,11 @@ class PairDesign:
         return max(0, min(self.batch, self.cap - pairs))
 
 
-# Lockstep pairs: the first from the process that runs the test, then up to 4 more (set up
-# again in that process: versus.lockstep.MORE_VARIABLE) for the tests still unsure, judged
-# again at 5 (two looks). Chosen by
-# bench/lockstep_prior.py on the ratios' prior: about 1.03 processes per test at a 5%
-# threshold (3.25 at 2%), no false failure in 20000 resampled runs of 54 tests at 1, 2 or 5%.
-# On the first A/A runs (one H200) 2 of 51 measurements took more pairs at 5%; under the
-# refitted prior above one more would (bench/lockstep_runs.py). One pair can fail a test
-# only far beyond its threshold (1.6 degrees of freedom: docs/verdict.md, its bars).
+# Lockstep pairs: the test's own process's pair, then up to 4 more set up again there for the
+# unsure: chosen by bench/lockstep_prior.py (docs/verdict.md, "Lockstep pairs").
 LOCKSTEP_DESIGN = PairDesign(first=1, batch=4, cap=5)
-# Duos (versus/lockstep.py, run/duo.py: one fresh process per side at once, where one
-# process cannot hold both): a duo's pairs share its two processes, and what differs between
-# them stays in every one (A/A duos on H200s: a duo's mean moved by up to 2% while its pairs
-# agreed to 0.2-0.8%, and which side led moved some tests' means by 0.7%;
-# bench/results/h200-2026-12-02b). So a duo is the unit, like a pair of fresh processes (the
-# pair prior, :func:`pair_sigma0`, fitted to such pairs), its DUO_PAIRS pairs only steadying
-# its mean, and each side leads half of the duos. Two duos at the first look, six more for
-# the tests still unsure. On recorded sessions, a duo as a pair of processes
-# (``bench/pair_resample.py --design 2 6 8``): no false failure in 324 example-suite runs nor
-# in 1000 of 500 tests at 5, 3 or 2%; at 2%, +2% caught in 26-88% by duration, +5% in 49-100%.
+# Duos count as pairs of fresh processes, since what differs between a duo's two processes
+# stays in all its pairs: bench/pair_resample.py --design 2 6 8 (docs/verdict.md, "Duos").
 DUO_DESIGN = PairDesign(first=2, batch=6, cap=8)
 DUO_PAIRS = 3
 
@@ -368,9 +316,9 @@ def judge_pairs(
     that timed it (DUO_DESIGN): each duo's mean difference is one unit, judged by the pair
     prior, and ``design`` counts duos.
 
-    Every set of sessions gets a verdict: no pair, a median no timer reports, or a bound
-    beyond a float is ``unsure``, its reason saying what would judge it (its numbers finite
-    or None). Only a threshold or alpha out of range raises ValueError."""
+    Every set of sessions gets a verdict (no pair, a median no timer reports or a bound beyond
+    a float is ``unsure``, saying what would judge it); only a threshold or alpha out of range
+    raises ValueError."""
     check_levels(threshold, alpha)
     n = min(len(base), len(head))
     pairs = plural(n, "pair")

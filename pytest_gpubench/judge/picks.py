@@ -1,25 +1,10 @@
 """How far another pick of the same work may move a test's time (issue 45, item 1).
 
-Compiled code (Inductor) and autotuned Triton kernels may launch another grid, block,
-register count or shared memory on another machine or in another process: the same kernels,
-another configuration. Such a pick's time is judged against the test's history of another
-binary, less what a pick alone explains.
-
-Model, fitted by ``bench/binary_spread.py`` to every recorded session where binaries changed
-(H200s and H100s, 2026-11-20 to 2026-12-05): a pick's offset from another binary of its test,
-on the log scale, is normal with a spread of the test's own, and tests' spreads differ, so
-that over tests the offsets follow a Student t (its degrees of freedom ``nu0``, its scale
-``s0``). Both are heavy-tailed: Triton autotuner picks 1.1% typically, +11% at worst (an
-autotuner keyed on other shapes); Inductor picks 8% typically, +82% at worst (a 64x64
-softmax). A test's own binaries of the same work tell its spread: after ``k`` of them, a new
-pick's offset is a t of ``nu0 + k - 1`` degrees of freedom and scale
-``sqrt((nu0 s0^2 + sum of squared offsets) / (nu0 + k - 1))``.
-
-The allowance is that t's quantile at the level it is given (the gate gives it half of a
-look's level: a union bound, so that the pick and the sessions' noise together stay within
-the look's level). A test that has seen one binary only cannot tell a pick from a change of
-the code below hundreds of percent, and says so; each saved pick joins its history, and a
-run that picks a binary its history holds is judged against that binary's own sessions.
+Compiled and autotuned code may launch the same kernels with another grid, block, register
+count or shared memory; such a pick is judged against the test's history of another binary,
+less what a pick alone explains: a Student t quantile fitted by ``bench/binary_spread.py``
+and narrowed by the test's own binaries. The picks measured: docs/guide.md, "Verdicts"; why
+the gate gives it half of a look's level: docs/verdict.md, "Another GPU".
 """
 
 from __future__ import annotations

@@ -1,41 +1,12 @@
 """The verdict: a test's current sessions judged against its history, as real GPUs behave.
 
-Model, fitted to the recorded sessions (bench/fit_prior.py on bench/results/sessions.json).
-On the log scale a session's median is ``m + floor + excursion``: a tight floor (normal, sd
-``sigma``) plus, in a share ``pi_slow`` of sessions, a one-sided slow excursion (exponential,
-mean size ``lambda_slow``: a 33.6 us kernel had 17 of 20 sessions within 0.2% and three at
-+2 to +4%; a 1 us add four of 20 at +16 to +24%), and rarely a fast one. Per test:
-
-- the floor from the history's lower half (``m`` the median; ``sigma`` the median distance
-  of the sessions below ``m``, over 0.6745), blind to slow excursions and to a fast outlier;
-  shrunk toward the prior's ``sigma`` with the prior's weight ``nu0``;
-- the excursion rates from the history's sessions beyond ``EXCURSION_Z`` sigma, shrunk
-  toward the prior's pooled rates; their sizes counted (the history's own, with the prior's
-  exponential as the tail beyond each), not fitted.
-
-Rule. With ``n`` current sessions (``y_i``, relative to ``m``), the test has regressed when
-
-- **significance**: the chance that ``n`` unchanged sessions all land at or above the lowest
-  of them, ``prod_i S_i(min y)`` under the fitted model (floor and excursions both), is under
-  the level of this look; judging the lowest session makes a slow excursion harmless unless
-  every session has one, and
-- **effect**: the change, the current sessions' median (their mean below three), exceeds the
-  threshold less what noise alone explains, ``log(1 + threshold) - z_power * se``, so that a
-  slowdown of exactly the threshold is caught with power ``Phi(z_power)``.
-
-Improvements are symmetric (the highest session, fast excursions). The level of one look is
-``alpha`` over the measurements judged (times 2 when improvements fail too) over the looks a
-test may take: confirmation is sequential, a flagged first session gaining fresh-process
-sessions in batches up to a cap (:class:`Design`).
-
-A test that cannot gate says so: with fewer than ``MIN_GATED_SESSIONS`` in its history, a
-spread that is mostly the prior, or a smallest catchable slowdown (``gateable``) beyond
-``NOT_GATED_BEYOND``, its verdict is ``not gated``, with why and how many sessions would let
-it gate its threshold.
-
-Every constant says where its value came from; what the whole rule does on real sessions is
-measured by bench/resample.py (seeded; table in docs/verdict.md; re-checked in CI by
-tests/test_resample.py). Pure module: numpy and scipy only.
+A session's log-median is a tight floor plus, in a few sessions, a one-sided slow excursion;
+each test's floor and excursion rates are fitted and shrunk toward a prior
+(bench/fit_prior.py on bench/results/sessions.json). A test regresses when its lowest current
+session is unlikely under that model and its change clears the threshold less what noise
+explains; a history that cannot gate says so (``not gated``). The model, the rule and what it
+does on recorded sessions (bench/resample.py): docs/verdict.md, "The model", "The rule" and
+"On recorded sessions". Pure module: numpy and scipy only.
 """
 
 from __future__ import annotations
@@ -87,21 +58,11 @@ OWN_WEIGHT_PER_SESSION = 1 / (4 * 1.1**2)
 MAX_RATE_WEIGHT = 10.0
 # The excursion sizes' prior weight, in excursions.
 SIZE_WEIGHT = 2.0
-# A run's sessions (its first, then fresh processes seconds apart on the same machine) share
-# the machine's phase: whether each is in an excursion is correlated, intraclass correlation
-# RUN_ICC. Fitted by bench/run_correlation.py to the recorded sessions in time order (335
-# series of 10 GPUs, 10-27 sessions each, 12-70 s apart): the correlation of excursion
-# indicators at lags 1-6 (the pairs one run's seven sessions hold), less what random orders
-# of the same sessions give (-0.05: a series' own rate); the machines ranged -0.01 to +0.14.
-# It predicts what the recorded order shows: windows of 3, 5 and 7 consecutive sessions all in
-# excursion are 1.5, 4 and 20 times as common as in random orders. Sessions taken as
-# independent, 7 in the slow group of a test whose history holds none of it looked too rare.
+# A run's sessions share the machine's phase, so whether each is in an excursion is correlated:
+# fitted by bench/run_correlation.py (docs/verdict.md, "How alike a run's sessions are").
 RUN_ICC = 0.042
-# A test's excursions are alike (a group of sessions at +9 to +13%): the log sizes of one
-# test's excursions correlate at SIZE_ICC within a duration class (bench/run_correlation.py;
-# 0.2-0.8 by class, pooled over pairs), in time order no more than apart. Sized by the prior
-# (a test whose history has not shown them), n excursions of one run are worth
-# 1 + (n - 1) (1 - SIZE_ICC) independent ones.
+# One test's excursions are alike in size: n of one run are worth 1 + (n - 1) (1 - SIZE_ICC)
+# independent ones (bench/run_correlation.py; docs/verdict.md, "The model").
 SIZE_ICC = 0.39
 # Nothing is steadier between sessions than this (medians are stored to 6 digits).
 MIN_SIGMA = 2e-4
@@ -140,14 +101,8 @@ class Prior:
     fast: tuple[float, float, float]
 
 
-# Fitted by bench/fit_prior.py to the recorded sessions of 14 GPUs (five H200s, nine H100s;
-# the example and the user suites, bench/results/sessions.json) timed by the graph, indexed
-# by time per launch (a chain of short kernels moves like its short kernels).
-# tests/test_rule.py checks the table against the script's output. The script fits the
-# kernel time (CUPTI) apart too; its table is tighter (1 us: 0.46% and 5% of sessions in
-# excursions, against 1.5% and 19%) and is not used: on the recorded sessions it let 6 of
-# 2000 unchanged 54-test runs fail at a 2% threshold (one H100's short kernels move in
-# clusters its 20-session histories did not show), where the graph's table lets 3.
+# Fitted by bench/fit_prior.py to bench/results/sessions.json timed by the graph, by time per
+# launch; tests/test_rule.py checks it. Why not the kernel time's: docs/verdict.md, "Prior".
 GRAPH_POINTS: tuple[Prior, ...] = (
     Prior(0.00121, sigma=0.015, nu0=0.4, slow=(0.19, 50, 0.13), fast=(0.0071, 23, 0.17)),
     Prior(0.00235, sigma=0.0056, nu0=0.24, slow=(0.23, 31, 0.071), fast=(0.031, 17, 0.012)),
@@ -162,13 +117,8 @@ GRAPH_POINTS: tuple[Prior, ...] = (
 # much more error, so that a slowdown of the threshold measured in a faster batch is still
 # caught with the target power (bench/fit_prior.py: that 1% quantile over Z_POWER).
 CONTEXT_SD = 0.003
-# The kernel time gets the graph's table by its whole call's time (above). Timers not
-# measured across sessions get it with sigma and excursion sizes scaled (events time launch
-# overhead per call: 1.5x; an L2 flush per sample: 2x), or a table of their own: the host
-# clock's, fitted by bench/fit_prior.py to 32 tests of CPU work on a quiet machine, whose
-# spread follows the kind of work more than its duration (from 0.1 ms a low nu0: a test's
-# own sessions soon outweigh it); a function that synchronizes timed by events (7.8% across
-# 9 processes on an H200, flat).
+# Timers not measured across sessions: the graph's table scaled (TIMER_SCALE), or one of their
+# own fitted by bench/fit_prior.py (docs/verdict.md, "Prior").
 WALL_POINTS: tuple[Prior, ...] = (
     Prior(0.00168, sigma=0.0064, nu0=3, slow=(0.1, 50, 0.085), fast=(0.0083, 50, 0.014)),
     Prior(0.0993, sigma=0.013, nu0=0.15, slow=(0.054, 9, 0.046), fast=(0.0021, 50, 0.04)),
@@ -192,13 +142,8 @@ PER_LAUNCH_TIMERS = frozenset({"cuda-graph", "cuda-event", "cuda-event-cold"})
 # An unknown timer gets the noisiest table: judged conservatively, never at random (a ratio
 # whose two functions' times are not known, too).
 _FALLBACK_TIMER = "synchronizing"
-# A ratio of two functions timed alternately in one process (gpubench(fn, x, reference=ref))
-# moves between sessions only by what their shifts do not share. No ratio sessions have been
-# recorded on a GPU yet: until a fit, a bound. Shifts that are not negatively correlated
-# give var(a - b) <= var(a) + var(b) <= 2 max(var a, var b): the ratio's spread is at most
-# sqrt(2) times the larger of the two functions' priors (by the timer, that of the shorter
-# time per launch); its floor and excursion sizes are scaled by this, and as a slow session of
-# the reference is a fast one of the ratio, each side of it gets the rates of both sides.
+# No ratio sessions are recorded yet: until a fit, a bound. Shifts not negatively correlated give
+# var(a - b) <= 2 max(var a, var b) (docs/verdict.md, "Prior").
 RATIO_SPREAD = math.sqrt(2)
 
 
@@ -620,16 +565,15 @@ def decide(
     design: Design,
     side: int = 0,
 ) -> Decision:
-    """The rule on NaN-padded 2-D arrays of log-medians (rows: tests; columns: sessions).
+    """The rule on NaN-padded 2-D arrays of log-medians (rows: tests; columns: sessions;
+    each row needs one history and one current session).
 
     ``threshold``: one for all rows, or each row's (a row moved by an offset's allowance is
-    held to the threshold less it: the change itself must reach the threshold). ``alpha1``:
-    the one-sided level of each direction after the multiplicity correction; each look gets
-    ``alpha1 / design.looks``. Rows need one history and one current session. The look is
-    the number of current sessions: one is screened (``more`` asks for the first batch)
-    unless ``design.cap`` is 0. ``side``: 1 decides and screens slowdowns only, -1 speed-ups
-    only (sessions moved by an offset's allowance, judged for the one direction they were
-    moved against), 0 both.
+    held to the threshold less it). ``alpha1``: each direction's one-sided level after the
+    multiplicity correction, ``alpha1 / design.looks`` per look; the look is the number of
+    current sessions, and one is screened (``more``) unless ``design.cap`` is 0. ``side``: 1
+    slowdowns only, -1 speed-ups only (rows moved by an allowance, judged for the direction
+    they were moved against), 0 both.
     """
     f = fit(history, prior)
     present = ~np.isnan(current)
@@ -671,16 +615,9 @@ def decide(
     # at that change).
     n_bar = np.where((n == 1) & (design.cap > 0), min(1 + design.batch, n_cap), n)
     bar = np.maximum(_bound(f, n_bar, level, spread), effect - Z_POWER * _change_se(f, n_bar))
-    # A first session may itself be in a fast (slow) excursion: the screen's effect bound
-    # leaves room for one, three times the fitted mean size, so that a slowdown of the threshold
-    # measured in a fast session is still confirmed.
-    # A test that gates its threshold promises to catch a slowdown of it; one session of such
-    # a slowdown may still be as likely an excursion (a +5% session where a fifth of the
-    # history's sessions are +2 to +16%): a first session that reads the threshold, less its
-    # floor's noise, is confirmed whatever its significance. One that gates only more than
-    # its threshold promises that much ("can gate >= 7%"): a first session reading more than
-    # its gate is confirmed (issue 45: +8.7% passed unasked); not less the noise, as above,
-    # which would confirm far more unchanged sessions of tests that cannot gate anyway.
+    # The screen leaves room for a first session in an excursion, and confirms one reading the
+    # threshold less its noise, or for a test gating only more, its gate (issue 45; not less the
+    # noise, which would confirm far more unchanged sessions): docs/verdict.md, "The rule".
     reaches = gateable <= threshold
     with np.errstate(invalid="ignore"):
         beyond_gate = ~reaches & (d > np.log1p(gateable))

@@ -16,7 +16,7 @@ import tempfile
 import time
 from collections.abc import Callable, Collection, Generator, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
@@ -225,7 +225,7 @@ class Controller:
                 self.announce,
             )
         except GpubenchError as exc:
-            pytest.exit(f"gpubench: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+            _usage_exit(exc)
         results = {}
         for key, result in found.items():
             if node_id(key) in measures:
@@ -264,7 +264,7 @@ class Controller:
             )
         except GpubenchError as exc:  # a build that failed or ran over leaves its log, named
             stack.close()
-            pytest.exit(f"gpubench: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+            _usage_exit(exc)
         with contextlib.suppress(OSError):
             log.unlink()  # built: its output is not needed
         return rev, Path(folder)
@@ -325,7 +325,7 @@ class Controller:
                 self.announce,
             )
         except GpubenchError as exc:
-            pytest.exit(f"gpubench: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+            _usage_exit(exc)
         for key, result in found.results.items():
             if node_id(key) not in measures:  # on the revision's side only
                 self.collected.add(result)
@@ -568,6 +568,11 @@ class Controller:
         # The family of a run against a revision: every measurement of either side.
         counted = "known at collection" if self.settings.against is None else "of either side"
         write(summary.footer(results, self.settings.measure, self.session.family, counted))
+
+
+def _usage_exit(exc: GpubenchError) -> NoReturn:
+    """End the run on an error in how it was asked, saying it as pytest's usage error."""
+    pytest.exit(f"gpubench: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 def settings_dict(settings: Settings) -> dict[str, Json]:

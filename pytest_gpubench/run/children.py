@@ -1,24 +1,12 @@
 """Fresh processes: to confirm a verdict, and to record a session into the baselines.
 
-A process's own shift (where its buffers land in L2, its clocks, its launch path) is shared
-by everything measured in it, so a re-measure in the same process confirms its false alarms.
-A child here is a new ``python -m pytest`` with the user's options, run from where the user
-ran pytest, that times the same tests (taking the same device lock) and writes what it
-measured to a file in a folder its parent owns. Only the parent writes the user's files.
-
-A child dies with its parent, whatever ends the parent:
-- each child leads a process group of its own, out of reach of the terminal's signals, and
-  its parent ends the whole group before it reaps the child: when the child ends, stops
-  making progress, or the parent is interrupted. What the child started goes with it, and so
-  does the child of a wrapper (Nsight Compute) that ended before that child's plugin could
-  watch it;
-- each child watches its parent (``processes.watch_parent``): once the parent is gone
-  (SIGTERM and SIGKILL included), it removes the folder and exits at once, writing nothing;
-- a folder whose owner died with no child left to remove it is removed by the next parent
-  that starts children (``sweep_folders``).
-A child gets no option that would write where its parent writes: its own ``--basetemp``,
-cache, JUnit, report-log, HTML and coverage targets, and nothing that skips tests or stops
-early (``child_args``).
+A process's own shift is shared by everything measured in it, so a re-measure in the same
+process confirms its false alarms. A child is a new ``python -m pytest`` with the user's
+options that times the same tests and writes what it measured to a folder its parent owns.
+Only the parent writes the user's files: a child gets no option that would write where its
+parent writes, skip tests or stop early (``child_args``). A child dies with its parent
+(run/processes.py; docs/architecture.md, "The roles of a process"); a folder whose parent died
+is removed by the next parent that starts children (``sweep_folders``).
 """
 
 from __future__ import annotations
@@ -784,25 +772,13 @@ def relay(
     announce: Callable[[str], None] = lambda line: None,
     stop: threading.Event | None = None,
 ) -> Generator[ChildRun, None, None]:
-    """Fresh processes that time on the device one after another in the order of ``legs``,
-    each started once the one before it holds the device: its start-up (imports, conftest,
-    collection) and its predecessor's exit overlap the predecessor's measurements, its GPU
-    work follows theirs. What each measured, in order; each leg's line to ``announce`` as
-    its turn on the device comes (the one before it ended). Closing the generator early
-    (an error, Ctrl-C) kills the processes it started.
-
-    A child says so once it holds the device lock (TURN_VARIABLE); the next starts
-    then, so it can only queue behind it: the order is kept, and at most one child waits
-    for the device. A child that ends without saying so (it crashed, had nothing to
-    time) is followed once it ended. A child that dies in a test (an abort, a segfault,
-    SIGKILL) leaves the others standing: a fresh process of its leg times the rest of its
-    tests without that one, at once, and the later legs of its launcher (its side) skip it
-    too; what the leg measured names the tests it died in (``ChildRun.crashed``). After
-    MAX_DEATHS deaths of a leg's processes none of its rest is timed. Such a
-    fresh process may wait for the device behind the next leg: that leg's progress counts
-    as its own against CHILD_TIMEOUT_S. Once ``stop`` is set (from another thread: a relay
-    of another GPU failed, or Ctrl-C), it kills its processes and ends, also while it times
-    a leg's rest."""
+    """Fresh processes timing on the device one after another in the order of ``legs``: each
+    starts once the one before it holds the device (TURN_VARIABLE), so start-up overlaps and
+    GPU work does not. Yields what each leg measured, in order, and announces each leg as its
+    turn comes. A process that dies in a test is followed by a fresh one for the rest of its
+    leg (``ChildRun.crashed``; none after MAX_DEATHS deaths), which may wait behind the next
+    leg: that leg's progress counts as its own against CHILD_TIMEOUT_S. Setting ``stop`` (from
+    another thread) or closing the generator kills the processes it started."""
     with batch(device_index) as children:
         # Each leg's first process, and its progress since it could start timing: its start
         # or its predecessor's end.

@@ -1,24 +1,13 @@
 """Two processes timing a test's calls in lockstep: issue 44's second structure, a duo
 (versus.lockstep.Pairing.duo_verdicts starts them: run.children.run_duos).
 
-Where one process cannot hold both revisions (a native extension of the project, a fixture
-value holding code), a process of each side runs the same tests at once, joined by one
-connection: the leader (the working tree's in odd duos, the revision's in even ones, so
-that what a role adds falls on both sides alike) and the follower. For each test the
-follower runs its body first, each gpubench call making its untimed first call and being
-held (as the revision's side does in one process, run/sides.py), then tells the leader which
-calls it holds. The leader runs its body; each of its calls is paired with the follower's
-call of the same key by :func:`timing.engine.collect_pair`, the follower's side a
-:class:`Sampler` whose every sample is asked of the follower (:meth:`Leader.sampler`). Only
-one process touches the GPU at a time: the follower runs its tests once the leader holds
-the device (:meth:`Leader.begin`) and samples only when asked, and the leader waits for each
-answer. What the leader measures of both sides goes to its parent as a lockstep child's
-results do (versus.lockstep.child_results: its own side under the test's key, the
-follower's as the revision's; the parent swaps them back where the revision led).
-
-The messages are tuples, pickled by :mod:`multiprocessing.connection` under an authkey the
-parent draws; every wait is bounded, and a peer gone (its end of the connection closed) or
-silent is a :class:`DuoError` that says which.
+A process of each side runs the same tests at once: the follower holds its calls, the leader
+pairs each of its calls with the follower's of the same key (:func:`timing.engine.collect_pair`,
+:meth:`Leader.sampler`), and only one touches the GPU at a time (docs/verdict.md, "Duos";
+docs/guide.md, "Both revisions in one process (lockstep)"). The leader reports both sides
+as a lockstep child does (versus.lockstep.child_results). Messages are tuples over one
+:mod:`multiprocessing.connection` under an authkey the parent draws; every wait is bounded,
+and a peer gone or silent is a :class:`DuoError` that says which.
 """
 
 from __future__ import annotations

@@ -249,16 +249,12 @@ class BenchSession:
         return result, time.perf_counter() - started
 
     def call_durations(self, workload: Workload, first_call_s: float, budget_s: float) -> Untimed:
-        """The untimed calls of ``workload``, whose first took ``first_call_s``: how long a
-        call takes, for its timer to tell whether it is slow for ``budget_s`` (SLOW_SHARE of
-        it), is ``first_call_s`` where it is under that, else one more call's, asked once per
-        call of the fixture (every look of its pairs reads it). A first call pays what is
-        done once (a compile, an autotuning, loading a cache), which made a sampler a slow
-        call's in one session and not in the next, or on one side of a pair and not on the
-        other: fla's rms_norm by CUPTI one call per sample against 68, a +12% plant read as
-        -1.8% to -16.3% (bench/results/h200-2026-12-05). Outside the device lock, as the
-        first call is: a duo's follower makes its calls while its leader holds the lock.
-        Under Nsight Compute nothing is timed, so nothing is called more."""
+        """The untimed calls of ``workload``, whose first took ``first_call_s``. Where that is
+        SLOW_SHARE of ``budget_s`` or more, one more call is timed for the duration: a first
+        call pays for a compile or an autotuning, and read alone it flipped a sampler between
+        sessions and sides (bench/results/h200-2026-12-05). Runs outside the device lock, as
+        the first call does (a duo's follower calls while its leader holds it); under Nsight
+        Compute nothing is timed, so nothing is called more."""
         if first_call_s < SLOW_SHARE * budget_s or self.ncu_ranges:
             return Untimed(first_call_s)
         return Untimed(first_call_s, self.first_call(workload)[1])

@@ -17,16 +17,8 @@ from ..core.records import Measurement
 from ..timing.engine import Sampler, Workload
 from .call import Call, Untimed
 
-# A pair set up again in its process (a lockstep test's more pairs, versus/lockstep.py, and a
-# duo's, run/duo.py) takes MORE_PAIR_WARMUP warmup pairs, then MORE_PAIR_SAMPLES pairs of
-# samples whatever their precision. Between set-ups a small kernel's pair moves by 0.3-1.9%;
-# within one its ratio is known to 0.02-0.15% after 20 samples (bench/results,
-# h200-2026-11-29d), so a pair's samples beyond a few buy nothing the next pair would not buy
-# better: its spread is judged with the pairs'. The function is warm from its first pair
-# (the same process ran it): a new graph's first replays are what warmup is for. Each sample
-# of a short kernel is a CUPTI read, about 4-5 ms on an H200 (bench/pair_cost.py): the
-# adaptive warmup (6 pairs at least) and the precision check (every 5 samples, 6 needed)
-# made a pair 32 reads.
+# A pair set up again in its process takes few samples: between set-ups a small kernel's pair
+# moves 0.3-1.9%, within one its ratio is known to 0.02-0.15% (bench/results/h200-2026-11-29d).
 MORE_PAIR_WARMUP = 2
 MORE_PAIR_SAMPLES = 5
 # A lockstep pair's kernel time per call (timing.engine.Beside: a graph's, beside its time

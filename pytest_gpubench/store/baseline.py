@@ -1,39 +1,11 @@
 """Baseline files: per GPU model, each measurement's history of sessions (schema 2).
 
-A file holds a table of the sessions that measured anything (date, commit, machine, software
-versions) and, per measurement (a test's node id, ``#name`` for named ones), its timer, the
-latest session's samples (for display) and one history per binary. A binary is what one
-call launches (kernels and their counts, grid, block, registers, shared memory; its
-``binary`` field is the short hash of that, ``core.kernels.fingerprint``): compiled and
-autotuned code may choose another one per machine, and each binary keeps its own sessions,
-so two machines' compile choices never mix into one spread. A binary's sessions are the
-rolling ``history`` (at most 20) and the ``anchor`` (the first sessions of its epoch, at
-most 5, never rolled out, so a slow creep is still seen). The binary of the latest saved
-session is the entry's own ``kernels``, ``epoch``, ``anchor`` and ``history``, as in files
-of one binary per entry; the others are in ``others``, the most recently saved first. An
-entry keeps at most 4 binaries (MAX_BINARIES): the least recently saved is dropped. A
-measurement without launch records (the CPU ``wall`` timer) has one binary, and a binary
-whose launches were not recorded matches any launches.
-
-A saved session joins the history of the binary it ran; launches that match no binary add
-one (its epoch starts there). An epoch also starts when a measurement is first saved and
-whenever a confirmed change is accepted (a save over a regression or an improvement of its
-binary); another timer starts the entry over. Release 0.2 reads such a file as its
-latest binary and drops the others when it saves.
-
-Reads tolerate nothing silently: a damaged file raises BaselineError naming the problem and
-is never overwritten; a session dated other than in ISO 8601 is damage. A history or anchor
-longer than a save keeps (a merged, hand-edited or old file) is read trimmed to what a save
-keeps, said in one line (``Baseline.notes``), and the next save writes it so: every reader
-and judge sees at most HISTORY_SESSIONS sessions of a binary. Schema 1 files are read as
-one session per entry and rewritten as schema 2 by the next save. Saves hold a lock file
-next to the baseline, re-read it and apply this run's updates to what is there now
-(concurrent savers keep each other's work), skip the write when nothing changed, and write
-atomically. Output is deterministic and diff-friendly:
-sorted keys, one session record or launch per line.
-
-The records (an entry, its binaries, what a run adds) are core.baseline's: the gate judges
-against them without importing this module.
+Per measurement, one rolling history and anchor per binary (what one call launches, hashed by
+``core.kernels.fingerprint``), so two machines' compile choices never mix into one spread.
+The layout, its limits and how saves merge: docs/guide.md, "Baselines and their history".
+A session dated other than in ISO 8601 is damage; release 0.2 reads a file of several
+binaries as its latest one and drops the others when it saves. The records are
+core.baseline's: the gate judges against them without importing this module.
 """
 
 from __future__ import annotations

@@ -1,23 +1,11 @@
 """How a CUDA function is timed, decided from plain facts: no torch here.
 
-``choose`` asks a probe, in order, and stops at the first answer:
-
-1. the workload takes fresh arguments from ``setup``: ``cupti`` (a graph replay cannot
-   refresh arguments);
-2. the eager calls ran no device work: ``wall`` (nothing to time on the GPU);
-3. the call synchronizes with the host (found without a capture; not asked of a slow
-   function, whose every call costs a share of the budget): ``cupti``;
-4. the capture fails: ``cupti``, with the root cause;
-5. the graph does not replay the eager call's work (work on the legacy default stream runs
-   during capture and never again; a function that does not repeat its work) or a replay is
-   too fast to be work: ``cupti``;
-6. otherwise the validated graph, whose number is the replay's time per call
-   (``cuda-graph``), or for a short call or one mostly of launch gaps the summed kernel time
-   per call inside the replay (``cupti-graph``, see ``gated_kernels``).
-
-The probe is torch in ``timing.cuda`` and a fake in the tests, which check this tree on a
-machine without a GPU. ``guarded_capture`` is the capture's own control flow: whatever
-fails, the capture is ended and the process repaired before the error propagates.
+``choose`` asks a probe, in order, whether the call takes fresh arguments, runs device work,
+synchronizes, captures, and replays its eager work as a graph (work on the legacy default
+stream runs during capture and never again), and stops at the first answer: ``cupti``,
+``wall``, or the validated graph (``cuda-graph`` or ``cupti-graph``). Why each:
+docs/method.md, "Timing one function". The probe is torch in ``timing.cuda`` and a fake in
+the tests, which check this tree on a machine without a GPU.
 """
 
 from __future__ import annotations

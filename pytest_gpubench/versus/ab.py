@@ -1,26 +1,10 @@
 """A comparison against a git revision measured in the same job (``--gpubench-against``).
 
-A stored baseline carries everything that differs between the machine and day it was
-recorded on and today; a revision measured now, on this GPU, carries none of it. The
-revision's checkout (versus/revision.py) is the base side, the working tree the head side. Both
-time the selected gpubench tests in fresh processes, one side after the other, base first in
-odd pairs and head first in even ones, each process holding the device from its first test
-to its last, each started as the one before it takes the device (run.children.relay:
-start-up overlaps, GPU work does not). The pairs are judged by judge/pairs.py through the
-gate; the tests still unsure after the first look get one batch of more pairs (design_of),
-and only they run in them.
-
-A measurement that declares ``bytes=`` or ``flops=`` is held to them as in a run against a
-stored history: the processes of both sides (alike, so neither side's GPU does more work
-between its tests) measure the copy and matmul rates once each, and a working tree's call
-faster than they allow is ``impossible`` whatever its pairs say (``held_to_floors``).
-
-The plugin that runs is the head's on both sides: the base side imports the revision's code
-(its checkout first on the path, before an editable install of the working tree) and the
-head's pytest_gpubench. Each side builds its torch extensions in a folder of its own, kept
-across its processes (Triton's and Inductor's caches are content-addressed and shared: see
-CACHES); both read the head's baseline directory (the timer a stored baseline was taken by
-is asked on both sides alike) and write nothing there.
+The revision's checkout (versus/revision.py) is the base side, the working tree the head
+side; both time the selected tests in fresh processes, alternating, and the pairs are judged
+by judge/pairs.py through the gate. Only the head's plugin runs, on both sides. How the sides
+run, build and share caches: docs/guide.md, "Against a revision"; the rule: docs/verdict.md,
+"The verdict against a revision".
 """
 
 from __future__ import annotations
@@ -735,6 +719,31 @@ def with_kernel_time(judgement: Judgement, beside: Judgement | None) -> tuple[St
     if status is Status.SAME:
         return Status.UNSURE, text + ": the kernel time moved, the time per call did not"
     return Status.UNSURE, text + ": the kernel time and the time per call moved apart"
+
+
+def rejudged(
+    paired: Paired,
+    measurement: Measurement,
+    facts: Verdict,
+    measure: MeasureSettings,
+    gate: Gate,
+    design: PairDesign,
+) -> Verdict:
+    """:func:`paired_verdict` on ``paired``'s pairs, with ``measurement``'s timer, launches
+    and ratio, and the binary facts of ``facts`` (the verdict whose pairs found them)."""
+    return paired_verdict(
+        paired,
+        timer=measurement.timer,
+        launches=launch_count(measurement.kernels),
+        measure=measure,
+        gate=gate,
+        design=design,
+        kernel_changes=facts.kernel_changes,
+        same_kernels=facts.same_kernels,
+        baseline_binary=facts.baseline_binary,
+        versus=measurement.versus,
+        reference_kernels=facts.reference_kernels,
+    )
 
 
 def paired_verdict(

@@ -1,37 +1,12 @@
 """``gpubench bisect GOOD BAD``: the first commit at which the selected gpubench tests got
 slower, by a binary search over the first-parent commits after GOOD up to BAD.
 
-Each step is the A/B run users know (versus/ab.py): the candidate commit is checked out
-outside the user's tree (versus/revision.py, built by ``--build``), and a fresh
-``python -m pytest --gpubench --gpubench-against GOOD`` runs in that checkout, its code first
-on the path; its JSON report says what each measurement did against GOOD. Where that pytest
-pairs in lockstep (``-- --gpubench-pairing=lockstep``, or the ini's ``gpubench_pairing``),
-each test's pairs are timed in the step's own process, both commits side by side, the
-others than the first set up again there (versus/lockstep.py).
-
-BAD itself is the first step: the tests it regressed are the ones followed (a test that
-regressed and recovered in between, but is fine at BAD, is no regression to hunt), each with
-its ratio to GOOD there, and later steps time them alone: the tests BAD measured but did not
-regress are left out (pytest's ``--deselect``). Every step compares with GOOD, never with
-the last good candidate: one reference for all. A later step is
-
-- bad: a followed test regressed here too, or its ratio's interval lies above halfway (the
-  geometric mean) between GOOD and BAD's ratio;
-- good: none is bad, and one's interval lies below that halfway point, the others' ratios
-  below it too (a noisy test's interval need not clear it where a steady one's does);
-- unsure: otherwise. It is run again with twice the pairs, up to a cap; still unsure, the
-  search stops and names the commits the first bad one is among, instead of guessing;
-- skipped: its commit does not build (its ``--build`` exited with an error). The nearest to
-  the midpoint that may is tested instead; where none is left, the search stops naming them.
-
-Halfway, not the threshold: a commit is asked whether it is like GOOD or like BAD. Against
-the threshold, a slowdown found at BAD a little under it (the gate fails a change of the
-threshold with its target power, so some smaller ones too) read ``same`` at the commits that
-carry it, and the search answered a later commit; and a noisy test's 10% slowdown could not
-rule out 5% at unchanged commits, and the search stopped unsure (bench/bisect_resample.py).
-
-The search (:class:`Range`, :func:`classify`, :func:`search`) and the report
-(:func:`report_lines`, :func:`report_json`) are pure; :class:`StepRunner` runs the processes.
+Each step is an A/B run against GOOD (versus/ab.py) in a checkout of the candidate
+(versus/revision.py); a step is bad, good, unsure or skipped by where its ratios lie against
+halfway between GOOD and BAD. The steps and why halfway: docs/guide.md, "Bisect"; checked by
+bench/bisect_resample.py (docs/verdict.md, "Bisect on recorded sessions"). The search
+(:class:`Range`, :func:`classify`, :func:`search`) and the report (:func:`report_lines`,
+:func:`report_json`) are pure; :class:`StepRunner` runs the processes.
 """
 
 from __future__ import annotations

@@ -1,29 +1,12 @@
 """Both revisions of a test in one process: the first structure of ``--gpubench-against``.
 
-Alternating inside one process cancels what differs between processes (where buffers land in
-L2, the process's clocks and drift); alternating processes does not (docs/verdict.md,
-"Lockstep pairs"; bench/results/lockstep-prior.md). So where it can, the process that runs a
-test runs both of its revisions: the revision's test function and the project code it
-imports are loaded from the revision's checkout (versus/revision.py) under the same module
-names as the working tree's, kept in a namespace of their own (:class:`TwoSides`). While the
-revision's side runs, its modules stand in ``sys.modules`` and its folders on ``sys.path``,
-so an import inside a function finds its own side. The revision's test body runs first, with
-the working tree's fixture values; each of its gpubench calls makes its untimed first call
-and is held (:class:`Held`). The working tree's body then runs, and each of its calls is
-timed alternately with the revision's call of the same key (BenchSession.measure_sides): a
-pair of sessions from one process. Further pairs come from the same process, each side's
-inputs placed anew before each pair (MORE_VARIABLE; versus/ab.py judges them), or on a GPU,
-for a call whose inputs cannot be moved (``setup=`` makes them, or a global holds them),
-from fresh processes.
-
-Where one process cannot hold both, plugin.lockstep says why (lockstep_refusal before the
-test, base_side as it runs) and the test is timed in duos (:meth:`Pairing.duo_verdicts`,
-run/duo.py: a fresh process per side at once, each call alternated between them): a native
-extension of the project (two revisions' libraries would register one name; a torch
-extension built here stays, torch naming each build apart, unless it registers operators),
-a fixture value that carries code (the revision's test would run the working tree's), a
-test file that cannot be imported beside the working tree's, a test whose fixtures differ
-between the revisions.
+Alternating inside one process cancels what differs between processes; alternating processes
+does not (docs/verdict.md, "Lockstep pairs"; bench/results/lockstep-prior.md). The revision's
+test and project code are loaded from its checkout under the working tree's module names, in
+a namespace of their own (:class:`TwoSides`), and each call is timed alternately with the
+revision's call of the same key. Where one process cannot hold both (plugin.lockstep says
+why), the test is timed in duos (:meth:`Pairing.duo_verdicts`, run/duo.py). How it runs and
+what refuses it: docs/guide.md, "Both revisions in one process (lockstep)".
 """
 
 from __future__ import annotations
@@ -48,7 +31,6 @@ from types import FunctionType, ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..core.errors import GpubenchError
-from ..core.kernels import launch_count
 from ..core.records import Costs, Judgement, Measurement, Result, Status, Verdict, node_id
 from ..core.samples import plural
 from ..core.settings import MeasureSettings, Settings
@@ -65,7 +47,7 @@ from .ab import (
     Pairs,
     design_of,
     paired_results,
-    paired_verdict,
+    rejudged,
     unsure_tests,
 )
 from .revision import Revision
@@ -87,12 +69,8 @@ AGAIN_SUFFIX = "@again"
 # the spread belonged to the process (bench/results/h200-2026-11-29e); "fresh" is kept to
 # compare them. The notes and the summary say which ran.
 MORE_VARIABLE = "GPUBENCH_LOCKSTEP_MORE"
-# The devices where a call's time depends on where its inputs sit: a test whose call holds
-# its inputs where this process cannot move them (setup=, a global) takes its more pairs
-# from fresh processes there. On two H100s an L2-resident 7 µs copy's sides, their buffers
-# held by a closure not yet placed anew, kept 2.5-3.9% apart through every pair of a
-# process, either way from one process to the next (bench/results/h100-2026-12-05b);
-# placed anew, none false in 6 A/A runs on a third (bench/results/h100-2026-12-06).
+# The devices where a call's time depends on where its inputs sit: a call whose inputs cannot be
+# placed anew takes its more pairs from fresh processes (bench/results/h100-2026-12-05b).
 PLACED_KINDS = frozenset({"cuda"})
 NATIVE_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 ONCE = "which one process holds once"
@@ -511,17 +489,13 @@ class Pairing:
         each_pair: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
         later: list[Pending] | None = None,
     ) -> tuple[Result, ...]:
-        """The verdicts on the test ``nodeid``: on this process's pair of each key (``head``
-        and ``base``, the revision's by key; ``failed``: why its test did not pass on the
-        revision's side), then, while any is unsure and ``replicate``, on more pairs from
-        this process, ``paired``'s calls with their inputs placed anew (``in_process``; or
-        from fresh processes running the test in lockstep), batch after batch up to the
-        design's cap, then what a second process says of them (:meth:`second_processes`;
-        given ``later``, a test that needs one is appended to it, its results pending, for
-        the caller to end with other tests'). Each
-        pair timed here runs inside ``each_pair()`` (the test's timeout); the first that
-        raises ends the more pairs. Why more pairs measured nothing is said in the results'
-        notes."""
+        """The verdicts on the test ``nodeid`` from this process's pair of each key (``head``;
+        ``base``, the revision's by key; ``failed``: why its test did not pass on the
+        revision's side). While any is unsure and ``replicate``, more pairs follow up to the
+        design's cap (``paired``'s calls, their inputs placed anew, or fresh processes), then
+        a second process (:meth:`second_processes`; given ``later``, a test that needs one is
+        appended to it, pending, for the caller to end). Each pair timed here runs inside
+        ``each_pair()`` (the test's timeout); the first that raises ends the more pairs."""
         pairs = Pairs()
         pairs.add({BASE: {} if failed else base, HEAD: {m.key: m for m in head}})
         if failed:
@@ -630,19 +604,14 @@ class Pairing:
         tests: Sequence[Pending],
         progress: Callable[[int, int], None],
     ) -> list[tuple[Result, ...]]:
-        """The ``tests``' pending results (node id, results, settings, and the inputs that
-        differ between the sides by key, :func:`_other_inputs`), ended: those whose failures
-        (pairs all from this process) are timed again in one fresh process, all such tests
-        in it, the
-        design's cap of pairs each: a failure stands where that process's pairs bear it out
-        (judge.pairs.second_process_agrees), and is ``unsure`` where they do not. One
-        process's two sides can differ by more than the pairs it sets up again show (on an
-        H200 a 4.4 µs dropout's sides kept 1-2.4% apart through every pair of a process,
-        another's not: bench/results/h200-2026-12-02b), which no number of pairs from that
-        process tells apart from a change. Without a second process's verdict the failure
-        stands, its note saying why. A test left unsure at the cap whose change reads
-        beyond the threshold (:func:`_unsure_beyond`) is timed there too, and fails where
-        that process's pairs fail it on their own at this run's level."""
+        """The ``tests``' pending results (:class:`Pending`), ended. Each failure whose pairs
+        all came from this process is timed again in one fresh process, shared by all such
+        tests, the design's cap of pairs each: it stands where that process's pairs bear it
+        out (judge.pairs.second_process_agrees) and is ``unsure`` where they do not; without
+        that process's verdict it stands, its note saying why. One process's sides can differ
+        by more than its pairs show, which no number of its pairs tells from a change
+        (bench/results/h200-2026-12-02b). A test unsure at the cap whose change reads beyond
+        the threshold (:func:`_unsure_beyond`) fails where that process's pairs alone fail it."""
         gate = Gate.of(self.settings, family=self.session.family)
         asked = [test.nodeid for test in tests if self.asks_second_process(test)]
         runs: list[ChildRun] = []
@@ -701,19 +670,8 @@ class Pairing:
         if theirs is None or theirs.verdict.paired is None or not theirs.verdict.paired.pairs:
             return None
         m, ours = theirs.measurement, result.verdict
-        verdict = paired_verdict(  # the binary facts the run's pairs found stay its own
-            theirs.verdict.paired,
-            timer=m.timer,
-            launches=launch_count(m.kernels),
-            measure=measure,
-            gate=gate,
-            design=self.design,
-            kernel_changes=ours.kernel_changes,
-            same_kernels=ours.same_kernels,
-            baseline_binary=ours.baseline_binary,
-            versus=m.versus,
-            reference_kernels=ours.reference_kernels,
-        )
+        # The binary facts the run's pairs found stay its own.
+        verdict = rejudged(theirs.verdict.paired, m, ours, measure, gate, self.design)
         ratios = [j.ratio for j in (result.verdict.judgement, result.verdict.beside) if j]
         way = {r > 1 for r in ratios if r is not None and r != 1}
         slower = verdict.status is Status.REGRESSED
