@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import random
 import sys
@@ -610,13 +611,13 @@ def test_a_graphs_kernel_time_is_told_apart_by_replay_in_one_trace(
     def event(name: str, ts: float, dur: float, corr: int, cat: str = "kernel") -> dict[str, Any]:
         return {"cat": cat, "name": name, "ts": ts, "dur": dur, "args": {"correlation": corr}}
 
-    def trace(launches: int) -> list[dict[str, Any]]:
-        events = [
+    def trace(launches: int, same_ts: bool = False) -> list[dict[str, Any]]:
+        events = [  # work queued before the replays: not theirs
             event("warm", 0.0, 50.0, 1),
             event("cudaLaunchKernel", 0.5, 2.0, 1, "cuda_runtime"),
         ]
         for i, side in enumerate(replays):
-            t, corr = 100.0 * (i + 1), 10 + i
+            t, corr = 100.0 * (1 if same_ts else i + 1), 10 + i
             events.append(event("cudaGraphLaunch_v10000", t, 9.0, corr, "cuda_runtime"))
             work = [(4.0, "gpu_memset"), (6.0, "kernel")] if side == "a" else [(19.0, "kernel")]
             work.append((1.0, "kernel"))  # void spin_kernel(long): the function's own
@@ -625,24 +626,50 @@ def test_a_graphs_kernel_time_is_told_apart_by_replay_in_one_trace(
             events.append(event("cudaGraphLaunch", 950.0, 1.0, 99, "cuda_runtime"))
         return events[::-1]  # the trace's order is not the queue's
 
-    def moved(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        first = next(e for e in events if e["args"]["correlation"] == 10 and e["name"] == "a")
-        first["args"]["correlation"] = 11
-        return events
+    def refused(edit: Callable[[list[dict[str, Any]]], Any], match: str) -> None:
+        def edited(run: Callable[[], None]) -> list[dict[str, Any]]:
+            run()
+            events = trace(4)
+            edit(events)
+            return events
+
+        replays.clear()
+        monkeypatch.setattr(cuda, "_profile_events", edited)
+        with pytest.raises(GpubenchError, match=match):
+            a.alternate(b, 2)
 
     a, b = cuda.GraphBeside(graph("a"), 2), cuda.GraphBeside(graph("b"), 2)
-    monkeypatch.setattr(cuda, "_profile_events", lambda run: (run(), trace(len(replays)))[1])
-    mine, other = a.alternate(b, 2)
-    assert replays == ["a", "b", "b", "a"]
-    assert mine == [pytest.approx(0.0055)] * 2 and other == [pytest.approx(0.010)] * 2
+    for same_ts in (False, True):  # launches of one time in the trace: by their ids
+        replays.clear()
+        traced = functools.partial(trace, 4, same_ts)
+        monkeypatch.setattr(cuda, "_profile_events", lambda run, t=traced: (run(), t())[1])
+        mine, other = a.alternate(b, 2)
+        assert replays == ["a", "b", "b", "a"]
+        assert mine == [pytest.approx(0.0055)] * 2 and other == [pytest.approx(0.010)] * 2
     replays.clear()
     monkeypatch.setattr(cuda, "_profile_events", lambda run: (run(), trace(5))[1])
     with pytest.raises(GpubenchError, match="5 graph launches in the trace of 4 replays"):
         a.alternate(b, 2)
-    replays.clear()  # a kernel of the first replay given the second's id: not split
-    monkeypatch.setattr(cuda, "_profile_events", lambda run: (run(), moved(trace(4)))[1])
-    with pytest.raises(GpubenchError, match="replays of one graph own unequal counts"):
-        a.alternate(b, 2)
+
+    def first(events: list[dict[str, Any]], name: str = "a") -> dict[str, Any]:
+        return next(e for e in events if e["args"]["correlation"] == 10 and e["name"] == name)
+
+    def anonymous(events: list[dict[str, Any]]) -> None:
+        first(events, "cudaGraphLaunch_v10000")["args"] = {}
+
+    def moved(events: list[dict[str, Any]]) -> None:  # to the second replay, of the other graph
+        first(events)["args"]["correlation"] = 11
+
+    refused(anonymous, "a graph launch in the trace has no correlation id")
+    refused(moved, "replays of one graph own other kernels")
+    refused(lambda events: first(events)["args"].clear(), "replays of one graph own other")
+    refused(
+        lambda events: events.__setitem__(
+            slice(None),
+            [e for e in events if e["cat"] == "cuda_runtime" or e["args"]["correlation"] != 13],
+        ),
+        "a replay owns no device work",
+    )
 
 
 def test_a_replays_launches_leave_out_only_the_timers_own_blocking_kernel(

@@ -473,23 +473,30 @@ def _kernel_ms_each(order: list[GraphBeside]) -> list[float]:
             for e in events
             if e.get("cat") == "cuda_runtime" and GRAPH_LAUNCH in str(e.get("name"))
         ),
-        key=lambda e: float(e.get("ts") or 0.0),
+        key=lambda e: (float(e.get("ts") or 0.0), _correlation(e) or 0),
     )
-    each = {_correlation(e): 0.0 for e in launches}
-    if len(each) != len(order) or None in each:
-        raise GpubenchError(f"{len(each)} graph launches in the trace of {len(order)} replays")
-    # CUPTI has given a graph's kernels wrong ids in sessions after the first (CUDA 13.1
-    # Update 1 release notes): replays of one graph owning unequal counts of work mean the
-    # split cannot be trusted.
-    count = dict.fromkeys(each, 0)
-    for e in events:
+    ids = [_correlation(e) for e in launches]
+    if None in ids:
+        raise GpubenchError("a graph launch in the trace has no correlation id")
+    if len(set(ids)) != len(order):
+        raise GpubenchError(f"{len(ids)} graph launches in the trace of {len(order)} replays")
+    each = {i: 0.0 for i in ids}
+    names: dict[int | None, list[str]] = {i: [] for i in ids}
+    for e in events:  # work no replay queued (begun before the profile) is not theirs
         if e.get("cat") in DEVICE_WORK and _correlation(e) in each:
             each[_correlation(e)] += float(e.get("dur") or 0.0) / 1e3
-            count[_correlation(e)] += 1
-    per_graph = {(id(side), n) for side, n in zip(order, count.values(), strict=True)}
-    if len(per_graph) != len({id(side) for side in order}) or 0 in count.values():
-        raise GpubenchError("replays of one graph own unequal counts of kernels in the trace")
-    return list(each.values())
+            names[_correlation(e)].append(str(e.get("name")))
+    # CUPTI has given a graph's kernels wrong ids in sessions after the first (CUDA 13.1
+    # Update 1 release notes): each replay of a graph must own the same kernels, a kernel
+    # given another replay's id or none leaving its own replay short.
+    work = {i: tuple(sorted(found)) for i, found in names.items()}
+    if not all(work.values()):
+        raise GpubenchError("a replay owns no device work in the trace")
+    if len({(id(side), work[i]) for side, i in zip(order, ids, strict=True)}) != len(
+        {id(side) for side in order}
+    ):
+        raise GpubenchError("replays of one graph own other kernels in the trace")
+    return [each[i] for i in ids]
 
 
 def _correlation(event: dict[str, Any]) -> int | None:
