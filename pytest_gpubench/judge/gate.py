@@ -211,8 +211,9 @@ class Gate:
         widen a gate within the threshold beyond it, or leave a gated history not gated; ''
         where it would not. Only a session an unchanged test would place that far from the
         floor less often than ``SCREEN_P`` is refused, so a gate's sampling noise never fails
-        a save; the other exemptions (``sessions`` names each session's GPU): docs/guide.md,
-        "Saving and accepting"."""
+        a save; the other exemptions: docs/guide.md, "Saving and accepting", and for a GPU with
+        too few sessions in the history (``sessions`` names each session's GPU)
+        docs/verdict.md, "Another GPU"."""
         if entry is None or entry.timer != measurement.timer:
             return ""
         binary = entry.binary_for(measurement.kernels)

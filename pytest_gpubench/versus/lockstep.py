@@ -611,7 +611,8 @@ class Pairing:
         that process's verdict it stands, its note saying why. One process's sides can differ
         by more than its pairs show, which no number of its pairs tells from a change
         (bench/results/h200-2026-12-02b). A test unsure at the cap whose change reads beyond
-        the threshold (:func:`_unsure_beyond`) fails where that process's pairs alone fail it."""
+        the threshold (:func:`_unsure_beyond`) fails where that process's pairs alone fail it at
+        this run's level."""
         gate = Gate.of(self.settings, family=self.session.family)
         asked = [test.nodeid for test in tests if self.asks_second_process(test)]
         runs: list[ChildRun] = []
