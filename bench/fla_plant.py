@@ -4,15 +4,17 @@
 
 The kernels are a library's, not ours to slow: each test's timed call is followed by a spin
 kernel (``torch.cuda._sleep``) on the working tree's side (test_fla.py's PLANTED). The spin
-is sized by the clock (``sized``): TARGET times the call's time, in the spin's cycles at
-this GPU's clock. The spin kernel runs its cycles and a fixed part besides (0.8-0.9 µs on an
-H100: 3764 cycles at 1979 per µs took 2.78 µs, bench/results/h100-2026-12-06e), so the call's
-kernel time grows by more than TARGET, and its time per call by that and a launch's gap.
+is sized by the clock (``sized``): TARGET times the call's time less the spin's fixed part,
+in the spin's cycles at this GPU's clock. A spin adds its cycles and a fixed part besides, its
+launch and the gap before the next kernel (0.8-0.9 µs on an H100: 3764 cycles at 1979 per µs
+took 2.78 µs, bench/results/h100-2026-12-06e), measured as what a 1 µs spin adds beyond its
+cycles to the shortest call (``fixed_us``; a calls' spread of 0.3% is 0.03 µs there).
 bench/fla_suite/calibrate_fla.py times each test's call with a spin against the call
 without (``reference=``, alternately in one process): a first process with a 1 µs spin for
-the call's time and the clock, a second with about the spin planted (its own clock makes
-its cycles), whose ratio is the check a run's reads are compared with (``checked``; said on
-stderr where it reads under the target).
+the call's time, the clock and the fixed part, a second with the spin planted (its own clock
+makes its cycles), whose ratio is the check a run's reads are compared with (``checked``;
+said on stderr where it reads under the target). A call shorter than the fixed part over
+TARGET gets a 1-cycle spin and reads above TARGET.
 
 Until 2026-12-06 the spin was where a least-squares line through six such ratios (two
 processes) reached the target. Each ratio moves by 0.3-0.5% with the call's inputs, placed
@@ -78,9 +80,18 @@ def times_of(report: dict, spins: dict[str, list[float]]) -> tuple[dict[str, flo
     return {t: float(np.median(v)) for t, v in calls.items()}, float(np.median(clock))
 
 
-def sized(call_us: float, cycles_per_us: float, target: float) -> int:
-    """The spin (cycles, at least 1) whose own time is ``target`` of the call's."""
-    return max(1, round(target * call_us * cycles_per_us))
+def fixed_us(first: dict[str, dict[int, float]], call_us: dict[str, float], per_us: float) -> float:
+    """What a spin adds beyond its cycles (µs, at least 0): read on the shortest call, where
+    the ratio's spread is the fewest µs."""
+    test = min(call_us, key=call_us.__getitem__)
+    cycles, ratio = next(iter(first[test].items()))
+    return max(0.0, (ratio - 1) * call_us[test] - cycles / per_us)
+
+
+def sized(call_us: float, cycles_per_us: float, target: float, fixed: float = 0.0) -> int:
+    """The spin (cycles, at least 1) that adds ``target`` of the call's time, ``fixed`` µs of
+    it whatever its cycles."""
+    return max(1, round((target * call_us - fixed) * cycles_per_us))
 
 
 def measure(
@@ -120,7 +131,8 @@ def main() -> int:
             untimed = [t for t in TESTS if t not in call_us]
             failed = f"no call time for {untimed}" if untimed else ""
         if not failed:
-            picked = {t: sized(call_us[t], per_us, args.target) for t in TESTS}
+            fixed = fixed_us(first, call_us, per_us)
+            picked = {t: sized(call_us[t], per_us, args.target, fixed) for t in TESTS}
             # In microseconds: the second process's clock makes its own cycles.
             _, second, failed = measure({t: [picked[t] / per_us] for t in TESTS}, tmp)
     if failed:
@@ -137,7 +149,8 @@ def main() -> int:
     if args.json:
         table = {"target": args.target, "picked": picked, "checked": checked}
         table["checked_cycles"] = checked_cycles
-        table |= {"call_us": call_us, "cycles_per_us": per_us, "first": first, "second": second}
+        table |= {"call_us": call_us, "cycles_per_us": per_us, "fixed_us": fixed}
+        table |= {"first": first, "second": second}
         args.json.write_text(json.dumps(table, indent=1) + "\n")
     print(repr(picked))
     return 0

@@ -96,6 +96,11 @@ def test_the_fla_plant_reads_its_cases_and_sizes_the_spin_by_the_clock(
     # +1% of a 500 µs call: 5 µs of spin, 10,000 cycles at 2 GHz; none is at least a cycle.
     assert plant.sized(500.0, 2000.0, 0.01) == 10_000
     assert plant.sized(8.0, 2000.0, 0.00001) == 1
+    # Less the spin's fixed part, read on the shortest call: 1.03 x 101 µs is 3.03 µs for
+    # 2000 cycles (1 µs), 2.03 µs fixed; a 500 µs call's +1% is then 2.97 µs of cycles.
+    assert plant.fixed_us(got, calls, clock) == pytest.approx(2.03)
+    assert plant.sized(500.0, 2000.0, 0.01, 2.03) == 5940
+    assert plant.sized(100.0, 2000.0, 0.01, 2.03) == 1
     # The tally compares a run's reads with the check, the process that timed the spin.
     summary = bench_module("ab_summary")
     sized = {"picked": {"t": 9}, "checked": {"t": 1.011}, "line": {"t": 1.01}}
