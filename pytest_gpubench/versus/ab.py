@@ -84,12 +84,11 @@ def sides(
     baselines: Path,
     roots: Iterable[Path] = (),
 ) -> Sides:
-    """The launchers of both sides. ``folder``: the comparison's own folder (caches, the
-    plugin's path entry); ``plugin``: the head's pytest_gpubench package; ``baselines``: the
-    head's baseline directory, read by both sides; ``roots``: the folders the head finds its
-    code in (``revision.import_roots``), whose places in the checkout the revision's side
-    searches first. The revision's side refuses to measure code it imported from the
-    working tree (``FOREIGN_VARIABLE``)."""
+    """The launchers of both sides. ``folder``: the comparison's own (caches, the plugin's
+    path entry); ``plugin``: the head's pytest_gpubench package; ``baselines``: the head's
+    baseline directory, read by both sides; ``roots``: the folders the head finds its code
+    in (``revision.import_roots``). The revision's side refuses to measure code it imported
+    from the working tree (``FOREIGN_VARIABLE``)."""
     paths = code_paths(revision, folder, plugin, roots)
     trees = [p for p in os.environ.get(FOREIGN_VARIABLE, "").split(os.pathsep) if p]
     base_env = [
@@ -208,11 +207,9 @@ class Pairs:
 
 @dataclass(frozen=True)
 class Comparison:
-    """What the comparison found: a result per measurement key (those of the head with
-    their verdict against the revision, and those measured on the revision's side only,
-    ``removed``), the pairs run, and lines for under the table; ``unjudged``: by node id,
-    the line of each test neither side measured though a side had trouble with it (it
-    fails: :func:`unjudged`); ``crashed``: the tests the working tree's processes died in
+    """What the comparison found: a result per measurement key (``removed`` where only the
+    revision's side measured it), the pairs run, lines for under the table, the lines of the
+    tests :func:`unjudged`, and ``crashed``: the tests the working tree's processes died in
     (or never timed, once given up): run in the user's process, they would end it too."""
 
     results: Mapping[str, Result]
@@ -229,11 +226,9 @@ Progress = Callable[[str], None]
 def design_of(
     pairs: int | None, more: bool, lockstep: bool = False, duos: bool = False
 ) -> PairDesign:
-    """The design of a run of ``pairs`` first pairs (None: the pairing's default), with a
-    batch of the default's size for the unsure when ``more`` (gpubench compare re-judges a
-    file with its run's design); ``lockstep``: a test's pairs timed in lockstep
-    (versus/lockstep.py), all from the run's process, the others than the first set up
-    again there; ``duos``: in duos, the design counting duos (judge.pairs.DUO_DESIGN)."""
+    """The design of a run of ``pairs`` first pairs (None: the default's), with a batch of
+    the default's size for the unsure when ``more``; the default is the pairing's: lockstep
+    (versus/lockstep.py), duos, or processes. gpubench compare re-judges a file with it."""
     default = DUO_DESIGN if duos else LOCKSTEP_DESIGN if lockstep else PairDesign()
     first = default.first if pairs is None else pairs
     extra = default.cap - default.first if more else 0
@@ -250,11 +245,10 @@ def compare(
     announce: Progress,
 ) -> Comparison:
     """Run the pairs over the tests ``nodeids`` and judge each measurement on them.
-    ``measure_of``: the measurement settings of a node id (its markers'); ``devices``: the
-    GPUs to time on, each with its own relay of processes at once: in the first look over its
-    share of the tests (in order: the first GPU the first tests), every pair; in a later look
-    over every test still unsure, its block of the pairs (:func:`pair_blocks`). Each pair's
-    two processes run on one GPU, and each GPU alternates base and head as one would."""
+    ``devices``: the GPUs to time on, each with its own relay of processes: in the first look
+    its share of the tests (the first GPU the first tests), every pair; in a later look every
+    test still unsure, its block of the pairs (:func:`pair_blocks`). Both processes of a pair
+    run on one GPU, and each GPU alternates base and head as one would."""
     started = time.perf_counter()
     # --gpubench-pairs pairs of the whole selection, then one batch of the default design's
     # size for the tests still unsure (none with --gpubench-confirm 0).
@@ -386,11 +380,10 @@ def compare(
 def unjudged(
     nodeids: Iterable[str], results: Mapping[str, Result], pairs: Pairs, label: Mapping[str, str]
 ) -> dict[str, str]:
-    """The tests of ``nodeids`` that no side measured though a side had trouble with them
-    (``pairs``: a process dead in it, its test failed, its file not collected; ``label``
-    names each side), each with its line; they fail, for a gate that
-    judged a test of yours not at all must not pass it. A test both sides ran and neither
-    timed (its benchmark only runs on a GPU) is none of them: it has nothing to judge."""
+    """The tests of ``nodeids`` no side measured though a side had trouble with them
+    (:meth:`Pairs.trouble`), each with its line: they fail, for a gate that judged a test not
+    at all must not pass it. One both sides ran and neither timed (a GPU-only benchmark) has
+    nothing to judge: not one of them."""
     measured = {node_id(key) for key in results}
     found = {}
     for nodeid in nodeids:
@@ -414,12 +407,10 @@ def _with_evidence(
     label: Mapping[str, str],
     announce: Progress,
 ) -> dict[str, Result]:
-    """``results`` with a profiler trace of one call of each side of the measurements
-    ``failed_keys`` (the working tree's as ``trace``, the revision's as
-    ``reference_trace``; with --gpubench-ncu, Nsight Compute's metrics as ``ncu`` and
-    ``reference_ncu``): one more fresh process of each side, on the first GPU, into the
-    evidence directory (a folder per side). Evidence never fails a test: where it cannot be
-    taken, the measurement's note says why."""
+    """``results`` with a profiler trace of one call of each side of ``failed_keys`` (and
+    with --gpubench-ncu, Nsight Compute's metrics): one more process of each side, on the
+    first GPU, into a folder per side of the evidence directory. Evidence never fails a
+    test: where it cannot be taken, the measurement's note says why."""
     failing = sorted({node_id(key) for key in failed_keys})
     folders = {side: settings.evidence / side for side in (BASE, HEAD)}
     if not settings.evidence.exists():  # ours, not the user's: never committed by accident
@@ -531,12 +522,10 @@ def unsure_tests(nodeids: Iterable[str], results: Mapping[str, Result]) -> list[
 
 
 def held_to_floors(verdict: Verdict, measurement: Measurement, gate: Gate) -> Verdict:
-    """``verdict`` on the working tree's ``measurement``, unless its call is faster than its
-    declared bytes or flops allow on the device (``Gate.impossible``, as a run against a
-    stored history decides it): then ``impossible``, whatever the pairs say, with what they
-    measured kept beside it for the reports. A revision whose calls beat the same floors
-    judges nothing (``not gated``: its times are not of the declared work). The run asks it,
-    and gpubench compare of the run's file asks it again."""
+    """``verdict``, unless the working tree's call is faster than its declared bytes or
+    flops allow (``Gate.impossible``): then ``impossible``, whatever the pairs say, their
+    numbers kept for the reports. A revision whose calls beat the same floors judges nothing
+    (``not gated``). The run asks it, and gpubench compare again."""
     impossible = gate.impossible(measurement)
     if impossible is not None:
         return dataclasses.replace(
@@ -573,18 +562,14 @@ def paired_results(
     *,
     lockstep: bool = False,
 ) -> dict[str, Result]:
-    """Each measurement key's verdict on its complete pairs in ``so_far`` (a pair whose two
-    sides measured it by one timer, each with enough samples); ``lockstep``: each pair's
-    sides shared one process (versus/lockstep.py). A test the working tree's process died
-    in is ``crashed``: its code's fault, whatever the revision did. A test one side could
-    not measure (its file not collected, the revision's process dead in it, its test failed
-    on the revision's side) is ``unmeasurable``, its reason saying why. ``measure_of``: a
-    node id's settings. The working tree's measurement is held to its declared bytes and
-    flops (:func:`held_to_floors`)."""
+    """Each measurement key's verdict on its complete pairs in ``so_far`` (both sides timed
+    by one timer, each with enough samples), held to its floors (:func:`held_to_floors`).
+    A test the working tree's process died in is ``crashed``: its code's fault, whatever the
+    revision did; one the revision's side could not measure is ``unmeasurable``, with why.
+    ``lockstep``: each pair's sides shared one process (versus/lockstep.py)."""
     runs, duos = so_far.runs, so_far.duos
 
     def paired_result(key: str) -> Result:
-        measure = measure_of(node_id(key))
         base = [run.get(key) for run in runs[BASE]]
         head = [run.get(key) for run in runs[HEAD]]
         found = [
@@ -649,7 +634,7 @@ def paired_results(
             paired,
             timer=h_first.timer,
             launches=launch_count(h_first.kernels or b_first.kernels),
-            measure=measure,
+            measure=measure_of(nodeid),
             gate=gate,
             design=design,
             kernel_changes=changes,
@@ -677,12 +662,10 @@ def paired_results(
 
 
 def nothing_judged(results: Iterable[Result], ref: str) -> str:
-    """One line saying why a run against the revision ``ref`` judged none of its tests
-    because a side could not measure them (``unmeasurable``: a file not collected, a process
-    dead in a test, a test failing there; ``crashed``: the working tree's process died in
-    it), '' where it judged one or lost none (tests the revision lacks are ``new``, not
-    lost). Such a run fails as a failed build does: a gate that judged nothing must not read
-    as passed."""
+    """One line saying why a run against ``ref`` judged none of its tests, a side having
+    measured none of them (``unmeasurable`` or ``crashed``), or '' where it judged one or
+    lost none (``new`` tests are not lost). Such a run fails as a failed build does: a gate
+    that judged nothing must not read as passed."""
     against = [
         r for r in results if r.verdict.paired is not None and r.status is not Status.REMOVED
     ]

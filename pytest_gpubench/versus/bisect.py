@@ -2,11 +2,9 @@
 slower, by a binary search over the first-parent commits after GOOD up to BAD.
 
 Each step is an A/B run against GOOD (versus/ab.py) in a checkout of the candidate
-(versus/revision.py); a step is bad, good, unsure or skipped by where its ratios lie against
-halfway between GOOD and BAD. The steps and why halfway: docs/guide.md, "Bisect"; checked by
-bench/bisect_resample.py (docs/verdict.md, "Bisect on recorded sessions"). The search
-(:class:`Range`, :func:`classify`, :func:`search`) and the report (:func:`report_lines`,
-:func:`report_json`) are pure; :class:`StepRunner` runs the processes.
+(versus/revision.py), judged by where its ratios lie against halfway between GOOD and BAD
+(docs/guide.md, "Bisect"; checked by bench/bisect_resample.py). The search and the report
+are pure; :class:`StepRunner` runs the processes.
 """
 
 from __future__ import annotations
@@ -184,18 +182,15 @@ def classify(readings: Mapping[str, Reading], followed: Mapping[str, float] | No
         return StepVerdict(Outcome.BAD, tuple(sorted(bad, key=_slowest)))
     unsure = [r for r in considered if outcome[r.key] is Outcome.UNSURE]
     good = [r for r in considered if outcome[r.key] is Outcome.GOOD]
-    # Good beside the unsure readings whose ratios lie below halfway to BAD's.
-    if (
-        followed is not None
-        and good
-        and all(r.ratio is not None and r.ratio < math.sqrt(followed[r.key]) for r in unsure)
-    ):
-        return StepVerdict(Outcome.GOOD, tuple(sorted(good, key=_slowest)))
-    if unsure:
+    # At a later step, good beside the unsure readings whose ratios lie below halfway to BAD's.
+    below = followed is not None and all(
+        r.ratio is not None and r.ratio < math.sqrt(followed[r.key]) for r in unsure
+    )
+    if unsure and not (good and below):
         # Unsure on its pairs' statistics, not for want of a measurement on both sides.
         more = any(r.ratio is not None for r in unsure)
         return StepVerdict(Outcome.UNSURE, tuple(sorted(unsure, key=_slowest)), more_pairs=more)
-    return StepVerdict(Outcome.GOOD, tuple(sorted(considered, key=_slowest)))
+    return StepVerdict(Outcome.GOOD, tuple(sorted(good, key=_slowest)))
 
 
 def _slowest(reading: Reading) -> float:
@@ -399,13 +394,19 @@ def search(
                 outcome = Outcome.SKIPPED if done.unbuilt else Outcome.UNSURE
                 verdict = StepVerdict(outcome, why=done.unbuilt or done.why)
             again = more_pairs(asked, max_pairs) if verdict.more_pairs else None
-            after = _steps_after(known, position, verdict.outcome, again, followed)
-            if again is None and verdict.outcome is not Outcome.UNSURE:
-                # No more steps than commits left that may build (none: the search ends).
+            # The steps expected after this one. Run again: the search's steps left, less this
+            # one (BAD's comes before them). Unsure, or a BAD that is not bad: none. Else no
+            # more than the commits left that may build.
+            if again is not None:
+                after = known.steps_left - (0 if followed is None else 1)
+            elif verdict.outcome is Outcome.UNSURE or (
+                followed is None and verdict.outcome is not Outcome.BAD
+            ):
+                after = 0
+            else:
                 then = known.narrowed(position, verdict.outcome)
-                after = min(after, len(then.untested({*skipped, position})))
-            total = number + after
-            step = Step(number, total, position, commit, asked, done, verdict, again)
+                after = min(then.steps_left, len(then.untested({*skipped, position})))
+            step = Step(number, number + after, position, commit, asked, done, verdict, again)
             steps.append(step)
             announce(step_line(step, good_ref))
             asked = again
@@ -430,14 +431,7 @@ def search(
             break
         position = untested
     return Bisection(
-        good,
-        commits[-1],
-        good_ref,
-        tuple(commits),
-        tuple(steps),
-        state,
-        known,
-        clock() - started,
+        good, commits[-1], good_ref, tuple(commits), tuple(steps), state, known, clock() - started
     )
 
 
@@ -463,24 +457,6 @@ def fitted(focus: Focus) -> tuple[Focus, str]:
         whole = dataclasses.replace(focus, left_out=())
         return whole, f", the whole selection ({others} that BAD did not regress: too many to name)"
     return focus, f", {others} that BAD did not regress left out" if focus.left_out else ""
-
-
-def _steps_after(
-    known: Range,
-    position: int,
-    outcome: Outcome,
-    again: int | None,
-    followed: Mapping[str, float] | None,
-) -> int:
-    """The steps the search expects after one that ended with ``outcome`` (``again``: it is
-    run again; ``known``: the range before it)."""
-    if followed is None:  # BAD's step: the search follows it when BAD is bad
-        return known.steps_left if outcome is Outcome.BAD or again is not None else 0
-    if again is not None:
-        return known.steps_left - 1  # this step's commit, again, counts as this step
-    if outcome is Outcome.UNSURE:
-        return 0
-    return known.narrowed(position, outcome).steps_left
 
 
 # --- the report -----------------------------------------------------------------------------
@@ -595,19 +571,10 @@ def _quoted(subject: str) -> str:
 # --- git ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class History:
-    """GOOD and the first-parent commits after it up to BAD, in the repository at ``repo``."""
-
-    repo: Path
-    good: Commit
-    commits: tuple[Commit, ...]
-
-
-def history(good: str, bad: str, cwd: Path) -> History:
-    """GOOD, BAD and what lies between, checked: one line (BisectError) when ``cwd`` is in no
-    git repository, a revision is unknown or GOOD is no ancestor of BAD; an empty
-    ``commits`` when GOOD and BAD are one commit."""
+def history(good: str, bad: str, cwd: Path) -> tuple[Commit, tuple[Commit, ...]]:
+    """GOOD and the first-parent commits after it up to BAD (none when they are one commit),
+    checked: one line (BisectError) when ``cwd`` is in no git repository, a revision is
+    unknown or GOOD is no ancestor of BAD."""
     top = revision.git(cwd, ["rev-parse", "--show-toplevel"], who=WHO)
     if top.returncode != 0:
         raise BisectError(
@@ -643,19 +610,17 @@ def history(good: str, bad: str, cwd: Path) -> History:
     # The search walks BAD's first parents: GOOD must be one of them. A GOOD on a branch
     # merged into BAD's line (a release tag) leaves commits on the line that lack GOOD's
     # changes: one of them could read as the first bad commit.
-    parent = (
-        revision.git(repo, ["rev-parse", "--verify", "--quiet", f"{commits[0].sha}^1"], who=WHO)
-        if commits
-        else None
-    )
-    if parent is not None and parent.stdout.strip() != good_sha:
-        raise BisectError(
-            f"bisect: GOOD {good!r} ({good_sha[:7]}) is not on BAD's first-parent line (a "
-            f"branch merged into it); name as GOOD a commit of that line, such as the merge "
-            f"that brought it in, or {parent.stdout.strip()[:7]}, where the line left it"
-        )
+    if commits:
+        first = ["rev-parse", "--verify", "--quiet", f"{commits[0].sha}^1"]
+        parent = revision.git(repo, first, who=WHO).stdout.strip()
+        if parent != good_sha:
+            raise BisectError(
+                f"bisect: GOOD {good!r} ({good_sha[:7]}) is not on BAD's first-parent line (a "
+                f"branch merged into it); name as GOOD a commit of that line, such as the merge "
+                f"that brought it in, or {parent[:7]}, where the line left it"
+            )
     subject = revision.git(repo, ["log", "-1", "--format=%s", good_sha], who=WHO).stdout.strip()
-    return History(repo, Commit(good_sha, subject), commits)
+    return Commit(good_sha, subject), commits
 
 
 def _resolve(ref: str, what: str, repo: Path) -> str:
@@ -838,19 +803,19 @@ def bisect(
     base = Path(tempfile.gettempdir()).resolve()
     revision.sweep(base, FOLDER_PREFIX)  # what bisections killed outright left
     revision.sweep(base, revision.FOLDER_PREFIX, cwd)
-    found = history(good, bad, cwd)
-    if not found.commits:
+    good_commit, commits = history(good, bad, cwd)
+    if not commits:
         return None
-    with tempfile.TemporaryDirectory(prefix=FOLDER_PREFIX) as folder:
-        revision.own(Path(folder))
+    with tempfile.TemporaryDirectory(prefix=FOLDER_PREFIX) as name:
+        folder = revision.own(Path(name))
         steps = StepRunner(
-            found.good, cwd, Path(folder), tuple(pytest_args), threshold, build, timeout_s, progress
+            good_commit, cwd, folder, tuple(pytest_args), threshold, build, timeout_s, progress
         )
 
         def run(commit: Commit, pairs: int, focus: Focus) -> StepRun:
             done = steps(commit, pairs, focus)
             # BAD's, the first step (one that did not build: search says so)
-            if commit == found.commits[-1] and not done.readings and not done.unbuilt:
+            if commit == commits[-1] and not done.readings and not done.unbuilt:
                 selection = " ".join(pytest_args) or "the default selection"
                 raise BisectError(
                     f"bisect: no gpubench test selected at BAD {commit.short} ({selection}); "
@@ -859,9 +824,9 @@ def bisect(
             return done
 
         return search(
-            found.good,
+            good_commit,
             good,
-            found.commits,
+            commits,
             run,
             pairs=pairs,
             max_pairs=max(pairs, max_pairs),

@@ -106,11 +106,10 @@ class Revision:
 
 def code_paths(rev: Revision, folder: Path, plugin: Path, roots: Iterable[Path]) -> list[str]:
     """The PYTHONPATH of a process that runs the revision's code: the checkout's top level
-    (and its ``src``) first, then the places in the checkout of the folders ``roots``
-    (:func:`import_roots`) and of the entries of this process's PYTHONPATH that lie in the
-    user's repository, then its other entries. ``plugin``: the running pytest_gpubench
-    package, found first (through a link in ``folder``) where it lives in the repository,
-    so that the revision's copy of it is not."""
+    (and its ``src``), the checkout's places of ``roots`` (:func:`import_roots`), then this
+    process's PYTHONPATH, moved where it lies in the repository. ``plugin``: the running
+    pytest_gpubench package, first (through a link in ``folder``) where it lives in the
+    repository, so that the revision's copy of it is not."""
     paths: list[str] = []
     if plugin.resolve().is_relative_to(rev.repo):
         entry = folder / "plugin"
@@ -239,10 +238,9 @@ def own(folder: Path) -> Path:
 
 def sweep(base: Path, prefix: str, repo: Path | None = None) -> None:
     """Remove the folders ``prefix*`` in ``base`` of runs killed outright (SIGKILL, the OOM
-    killer): those whose owner process (:func:`own`), of this machine, boot and pid
-    namespace (run.owner), is gone, and the records of their checkouts in ``repo``. Another
-    identity's (a shared TMPDIR, a reboot, a container) or a live run's stay; so does a
-    folder without an owner file. Never raises."""
+    killer), whose owner (:func:`own`) of this machine, boot and pid namespace is gone, and
+    their checkouts' records in ``repo``. Another identity's (a shared TMPDIR, a reboot, a
+    container), a live run's and one without an owner file stay. Never raises."""
     host = identity()
     gone: list[Path] = []
     for folder in base.glob(prefix + "*"):
