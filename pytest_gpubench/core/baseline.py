@@ -105,12 +105,7 @@ class Binary:
     @classmethod
     def started(cls, kernels: tuple[Launch, ...], records: Sequence[SessionRecord]) -> Binary:
         """A new epoch of ``records``."""
-        return cls(
-            kernels,
-            epoch=records[0].session,
-            anchor=tuple(records[:ANCHOR_SESSIONS]),
-            history=tuple(records[-HISTORY_SESSIONS:]),
-        )
+        return cls(kernels, records[0].session, tuple(records), tuple(records)).trimmed()
 
     def to_json(self) -> dict[str, Json]:
         return _with_fingerprint(encode(self), self.kernels)

@@ -16,7 +16,7 @@ import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .codec import absent, empty, encode, spec
 from .jsondata import Json
@@ -31,6 +31,8 @@ MAX_CHANGES = 4
 
 # A grid or block: x, y, z.
 Dims = tuple[int, int, int]
+# What each field of Launch.config is called in a message.
+CONFIG_LABELS = ("grid", "block", "registers", "shared memory")
 
 
 @dataclass(frozen=True)
@@ -112,13 +114,7 @@ def from_trace(events: Iterable[Mapping[str, Json]], calls: int = 1) -> tuple[La
         found.setdefault(key, []).append(float(event.get("dur") or 0.0))
     total = sum(sum(d) for d in found.values()) or 1.0
     launches = [
-        Launch(
-            **{
-                **meta[key].__dict__,
-                "count": -(-len(durations) // calls),
-                "share": sum(durations) / total,
-            }
-        )
+        replace(meta[key], count=-(-len(durations) // calls), share=sum(durations) / total)
         for key, durations in found.items()
     ]
     return tuple(sorted(launches, key=lambda x: (-x.share, x.name)))
@@ -272,12 +268,7 @@ def diff(old: Sequence[Launch], new: Sequence[Launch]) -> list[str]:
         name = a.name
         if a.count != b.count:
             changes.append(f"{short(name)} runs {a.count}x -> {b.count}x")
-        for label, x, y in (
-            ("grid", a.grid, b.grid),
-            ("block", a.block, b.block),
-            ("registers", a.registers, b.registers),
-            ("shared memory", a.shared_memory, b.shared_memory),
-        ):
+        for label, x, y in zip(CONFIG_LABELS, a.config, b.config, strict=True):
             if x != y and x is not None and y is not None:
                 changes.append(f"{short(name)} {label} {_fmt(x)} -> {_fmt(y)}")
     for label, names_ in (
@@ -342,10 +333,8 @@ def _by_name(launches: Sequence[Launch], shares: bool = False) -> dict[str, Laun
             merged[key] = launch
             continue
         main = kept if kept.share >= launch.share else launch
-        summed: dict[str, float] = {"count": kept.count + launch.count}
-        if shares:
-            summed["share"] = kept.share + launch.share
-        merged[key] = Launch(**{**main.__dict__, **summed})
+        share = kept.share + launch.share if shares else main.share
+        merged[key] = replace(main, count=kept.count + launch.count, share=share)
     return merged
 
 

@@ -116,12 +116,16 @@ def detect(
         )
     p_step, p_trend = (float(p[0]) for p in p_values(x))
     steps = tuple(_steps(x, 0, alpha, p_step))
-    trend = _trend(x, p_trend)
+    # The trend: the broken stick that fits best.
+    losses, slopes = _ramp_fits(x)
+    onset = 1 + int(np.argmin(losses))
+    slope = float(slopes[onset - 1])
+    trend = Trend(onset, math.expm1(slope), math.expm1(slope * (k - onset)), p_trend)
     step = max((s for s in steps if s.size >= min_change), key=lambda s: s.size, default=None)
     creep = trend if trend.p <= alpha and trend.change >= min_change else None
     if step is not None and creep is not None:
         # Both shapes explain the rise: name the one that fits the sessions better.
-        if _step_loss(x, step.index) <= _ramp_fits(x)[0][creep.onset - 1]:
+        if _step_loss(x, step.index) <= losses[creep.onset - 1]:
             creep = None
         else:
             step = None
@@ -293,16 +297,6 @@ def _steps(x: np.ndarray, offset: int, alpha: float, p: float | None = None) -> 
         Step(offset + t, size, p),
         *_steps(x[t:], offset + t, alpha),
     ]
-
-
-def _trend(x: np.ndarray, p: float) -> Trend:
-    """The broken stick that fits the values best (:func:`_ramp_fits`), with the ramp
-    statistic's p-value ``p``."""
-    k = len(x)
-    losses, slopes = _ramp_fits(x)
-    best = int(np.argmin(losses))
-    onset, slope = 1 + best, float(slopes[best])
-    return Trend(onset, math.expm1(slope), math.expm1(slope * (k - onset)), p)
 
 
 def _ramp_fits(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

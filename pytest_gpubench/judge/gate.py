@@ -179,9 +179,8 @@ class Gate:
         if not self.accepting or self.needs_confirmation(result):
             return result
         verdict = result.verdict
-        spoils = ""
-        if verdict.status in APPENDED:
-            spoils = self.spoils(measurement, entry, settings, sessions)
+        appended = verdict.status in APPENDED
+        spoils = self.spoils(measurement, entry, settings, sessions) if appended else ""
         accepted = self.accepts(result, settings)
         if not (spoils or accepted):
             return result
@@ -258,11 +257,8 @@ class Gate:
         possible, or not known): whatever its history or revision says, its number is not a
         time of that work. ``median_ms``: another time of the same work held to the
         measurement's floors (a revision's, against the working tree's rates)."""
-        median = measurement.median_ms if median_ms is None else median_ms
-        reason = _impossible(measurement, median)
-        if not reason:
-            return None
-        return Verdict(Status.IMPOSSIBLE, reason=reason, family=self.family)
+        reason = _impossible(measurement, measurement.median_ms if median_ms is None else median_ms)
+        return Verdict(Status.IMPOSSIBLE, reason=reason, family=self.family) if reason else None
 
     def verdict(
         self,

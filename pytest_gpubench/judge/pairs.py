@@ -164,10 +164,8 @@ def decide_pairs(
     with np.errstate(invalid="ignore"):
         d = np.nansum(np.where(present, diffs, 0.0), axis=-1) / n
         ss = np.nansum(np.where(present, (diffs - d[..., None]) ** 2, 0.0), axis=-1)
-    own_df = np.maximum(n - 1, 0)
-    df = weight + own_df
-    s = np.sqrt((weight * sigma0**2 + ss) / df)
-    s = np.maximum(s, MIN_PAIR_SIGMA)
+    df = weight + (n - 1)  # n >= 1 (above)
+    s = np.maximum(np.sqrt((weight * sigma0**2 + ss) / df), MIN_PAIR_SIGMA)
     share = weight / df
     se = s / np.sqrt(n)
     level = alpha1 / design.looks

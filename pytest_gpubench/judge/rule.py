@@ -187,11 +187,10 @@ def priors_for(
         d / max(1, n) if timer in PER_LAUNCH_TIMERS else d
         for d, n in zip(durations_ms, launches, strict=True)
     ]
-    scale = TIMER_SCALE.get(timer)
-    points = graph if scale is not None else OWN_TABLES.get(timer)
-    if points is None:
-        points, scale = OWN_TABLES[_FALLBACK_TIMER], 1.0
-    scale = scale or 1.0
+    if timer in TIMER_SCALE:
+        points, scale = graph, TIMER_SCALE[timer]
+    else:
+        points, scale = OWN_TABLES.get(timer, OWN_TABLES[_FALLBACK_TIMER]), 1.0
     at = np.array([math.log(max(d, 1e-9)) for d in durations])
     xs = [math.log(p.duration_ms) for p in points]
 
@@ -322,18 +321,15 @@ class Fit:
         n-th power is that of 1 + (n - 1) (1 - SIZE_ICC) independent sizes."""
         counts: np.ndarray = np.maximum(np.asarray(n), 1)
         steps = np.arange(int(np.max(counts)))
-        fields = {}
-        for name, rate, total in (
-            ("slow_rate", self.slow_rate, self.slow_total),
-            ("fast_rate", self.fast_rate, self.fast_total),
-        ):
-            c = 1 / (1 / (total + 1) + RUN_ICC) - 1
-            a = rate[..., None] * c[..., None]
-            terms = np.log((a + steps) / (c[..., None] + steps))
-            used = steps < counts[..., None]
-            fields[name] = np.exp(np.sum(np.where(used, terms, 0.0), axis=-1) / counts)
+        used = steps < counts[..., None]
         stretch = np.broadcast_to(counts / (1 + (counts - 1) * (1 - SIZE_ICC)), self.m.shape)
+        fields = {}
         for side in ("slow", "fast"):
+            total = getattr(self, f"{side}_total")
+            c = 1 / (1 / (total + 1) + RUN_ICC) - 1
+            a = getattr(self, f"{side}_rate")[..., None] * c[..., None]
+            terms = np.log((a + steps) / (c[..., None] + steps))
+            fields[f"{side}_rate"] = np.exp(np.sum(np.where(used, terms, 0.0), axis=-1) / counts)
             seen: Excursions = getattr(self, f"{side}_excursions")
             fields[f"{side}_size0"] = getattr(self, f"{side}_size0") * stretch
             scale = seen.scale * stretch[seen.some][..., None, None]
@@ -589,8 +585,8 @@ def decide(
         s_down = below(g, np.broadcast_to(highest[..., None], y.shape), spread)
         p_up = np.prod(np.where(present, s_up, 1.0), axis=-1)
         p_down = np.prod(np.where(present, s_down, 1.0), axis=-1)
-        d = np.where(n >= 3, nanmedian(np.where(present, y, np.nan)), 0.0)
-        d = np.where(n < 3, np.nansum(np.where(present, y, 0.0), axis=-1) / n, d)
+        mean = np.nansum(np.where(present, y, 0.0), axis=-1) / n
+        d = np.where(n >= 3, nanmedian(np.where(present, y, np.nan)), mean)
     se = _change_se(f, n)
     # A short history (under MIN_GATED_SESSIONS) promises only SHORT_GATE: its effect is that.
     short = (f.k >= 1) & (f.k < MIN_GATED_SESSIONS)
@@ -621,25 +617,20 @@ def decide(
     reaches = gateable <= threshold
     with np.errstate(invalid="ignore"):
         beyond_gate = ~reaches & (d > np.log1p(gateable))
+    near = effect - SCREEN_Z * se
+
+    def screened(p: np.ndarray, change: np.ndarray, other_size: np.ndarray) -> np.ndarray:
+        """One direction's screen, ``change`` its way, ``other_size`` the other's excursions."""
+        return np.asarray(
+            ((p < SCREEN_P) & (change > near - 3 * other_size)) | (reaches & (change > near))
+        )
+
     screen = (
         (n == 1)
         & (design.cap > 0)
         & (
-            (
-                slower
-                & (
-                    ((p_up < SCREEN_P) & (d > effect - SCREEN_Z * se - 3 * f.fast_size))
-                    | (reaches & (d > effect - SCREEN_Z * se))
-                    | beyond_gate
-                )
-            )
-            | (
-                faster
-                & (
-                    ((p_down < SCREEN_P) & (-d > effect - SCREEN_Z * se - 3 * f.slow_size))
-                    | (reaches & (-d > effect - SCREEN_Z * se))
-                )
-            )
+            (slower & (screened(p_up, d, f.fast_size) | beyond_gate))
+            | (faster & screened(p_down, -d, f.slow_size))
         )
     )
     borderline = (
@@ -647,8 +638,8 @@ def decide(
         & ~up
         & ~down
         & (
-            (slower & (p_up < CONTINUE_FACTOR * level) & (d > effect - SCREEN_Z * se))
-            | (faster & (p_down < CONTINUE_FACTOR * level) & (-d > effect - SCREEN_Z * se))
+            (slower & (p_up < CONTINUE_FACTOR * level) & (d > near))
+            | (faster & (p_down < CONTINUE_FACTOR * level) & (-d > near))
         )
     )
     more = gated & (screen | borderline) & (n < n_cap)
@@ -882,9 +873,8 @@ def _verdict(
     status = DIRECTIONS[int(dec.direction[row])]
     bar = math.expm1(float(dec.bar[row]))
     verb = "slower" if d >= 0 else "faster"
-    ref = f"history of {plural(k, 'session')}"
     share = float(dec.fit.prior_share[row])
-    reason = f"{verb} by {abs(math.expm1(d)):.1%} vs {ref}"
+    reason = f"{verb} by {abs(math.expm1(d)):.1%} vs history of {plural(k, 'session')}"
     low, high = ratio_interval(d, z * se)
     told = f"{k} session{' tells' if k == 1 else 's tell'} no spread between sessions"
     if not gated:
