@@ -1,14 +1,9 @@
-"""The ``gpubench`` command: judge two result files, list and draw baselines.
+"""The ``gpubench`` command; each command's description (``--help``) says what it does.
 
-``gpubench runs`` lists the runs the plugin stored (store/runs.py); compare takes their
-names (``last``, ``last~1``, the start of an id) where it takes files.
-
-``gpubench compare BASE.json HEAD.json`` reads two files of ``pytest --gpubench-json`` and
-judges HEAD against BASE with the plugin's own gate (judge.gate); ``gpubench compare AB.json``
-judges again the pairs of a file of ``pytest --gpubench-against`` (versus.ab); ``gpubench
-show`` lists what baseline files hold and how small a slowdown each test can gate
-(report.baselines);
-``gpubench plot`` draws their histories (report.plots, with matplotlib, imported only there).
+``compare`` judges result files with the plugin's own gate (judge.gate), an A/B run's file
+on its pairs (versus.ab), stored runs by name (store/runs.py); ``show`` and ``plot`` read
+baselines (report.baselines; report.plots, the only importer of matplotlib); ``bisect``
+runs versus/bisect.py; ``merge-baselines`` is a git merge driver (store/merge.py).
 
 Errors a user can fix are one line, ``gpubench: error: ...``, and exit status 2, as in the
 plugin; a failing verdict of ``compare`` exits 1. The pytest plugin never imports this module.
@@ -59,10 +54,10 @@ from .versus import bisect as bisection
 RESULT_FILE = "result file"
 # A result file holds the samples of each test of one run; far larger is no result file.
 MAX_RESULT_BYTES = 256 << 20
-# Where the plugin keeps its baselines by default (--gpubench-dir), relative to the project.
-DEFAULT_DIR = Path(".gpubench")
-DEFAULT_THRESHOLD = 0.05
-DEFAULT_ALPHA = 0.01
+# The plugin's defaults: where it keeps its baselines (relative to the project), its levels.
+DEFAULT_DIR = Settings.dir
+DEFAULT_THRESHOLD = MeasureSettings.threshold
+DEFAULT_ALPHA = MeasureSettings.alpha
 T = TypeVar("T")
 PLOT_HINT = "gpubench plot needs matplotlib: pip install 'pytest-gpubench[plot]'"
 
@@ -131,8 +126,7 @@ def read_results(path: Path) -> ResultFile:
 
 
 # Why a BASE result holds no time to judge HEAD against (HEAD's is then new, saying so),
-# where its file stores no reason: an A/B run's unmeasurable is a side that could not
-# measure the test (its process died, its file not collected), a plain run's a loaded host.
+# where its file stores no reason (an A/B run's unmeasurable stores one: :func:`_unusable`).
 UNUSABLE_BASE = {
     Status.IMPOSSIBLE: "no time of its work to compare with",
     Status.UNMEASURABLE: "the times of a loaded host, none to compare with",
@@ -141,8 +135,7 @@ UNUSABLE_BASE = {
 
 def _unusable(result: Result) -> str:
     """Why the BASE ``result`` holds no time to compare with: in its run's words where its
-    file stores them (an A/B run's unmeasurable: a side's process died, its file was not
-    collected), else UNUSABLE_BASE's."""
+    file stores them (an A/B run's unmeasurable: a side's process died), else UNUSABLE_BASE's."""
     if result.status is Status.UNMEASURABLE and result.verdict.reason:
         return f"{result.verdict.reason}, none to compare with"
     return UNUSABLE_BASE[result.status]
@@ -408,7 +401,7 @@ def result_path(name: str, directory: Path) -> Path:
     """The result file ``name`` means: a file, else a run stored under ``directory``
     (``last``, ``last~N``, or the start of its id; store/runs.py)."""
     path = Path(name)
-    if path.exists() or os.path.lexists(path):
+    if os.path.lexists(path):  # a dangling link too: a file, not a stored run's name
         return path
     return stored_runs.resolve(directory, name)
 

@@ -96,7 +96,7 @@ def parse_positive_float(text: object) -> float:
     try:
         value = float(str(text))
     except ValueError:
-        raise ValueError("expected a positive number of seconds such as 1.0") from None
+        value = math.nan
     if not value > 0:
         raise ValueError("expected a positive number of seconds such as 1.0")
     return value
@@ -124,19 +124,20 @@ def _whole(
     return parse
 
 
-def _one_of(choices: tuple[str, ...], expected: str) -> Callable[[object], str]:
-    """A parser of one of ``choices``, whose ValueError says ``expected``."""
+def _text(expected: str, choices: tuple[str, ...] | None = None) -> Callable[[object], str]:
+    """A parser of any text but blanks, or of one of ``choices``; its ValueError says
+    ``expected``."""
 
     def parse(text: object) -> str:
         value = str(text).strip()
-        if value not in choices:
+        if not value or (choices is not None and value not in choices):
             raise ValueError(expected)
         return value
 
     return parse
 
 
-parse_timer = _one_of(TIMERS, f"expected one of {', '.join(TIMERS)}")
+parse_timer = _text(f"expected one of {', '.join(TIMERS)}", TIMERS)
 parse_count = _whole(2, None, 10)
 parse_confirmations = _whole(0, 20, 2, note=" (0 turns confirmation off)")
 parse_sessions = _whole(1, 50, 5, " of sessions")
@@ -151,22 +152,19 @@ def parse_revision(text: object) -> str:
     return value
 
 
-def parse_command(text: object) -> str:
-    value = str(text).strip()
-    if not value:
-        raise ValueError("expected a shell command such as 'pip install -e .'")
-    return value
-
+parse_command = _text("expected a shell command such as 'pip install -e .'")
+# A -k style expression, as text (the plugin layer compiles it with pytest's parser).
+parse_expression = _text("expected a -k style expression such as 'softmax and not fp16'")
 
 CHANGED_ACTIONS = ("work", "fail", "warn")
-parse_changed = _one_of(CHANGED_ACTIONS, "expected work, fail or warn")
+parse_changed = _text("expected work, fail or warn", CHANGED_ACTIONS)
 
 # How the two sides of --gpubench-against are timed: both in one process where it can,
 # alternately (versus/lockstep.py), else in duos; or a fresh process each (versus/ab.py). The
 # default since the example suite's A/A run at 2% cost 1.45-1.65 times a plain run in lockstep
 # on an H200 with no false verdict (docs/performance.md), where processes cost 8 times.
 PAIRINGS = ("lockstep", "processes")
-parse_pairing = _one_of(PAIRINGS, "expected lockstep or processes")
+parse_pairing = _text("expected lockstep or processes", PAIRINGS)
 
 
 def parse_bool(text: object) -> bool:
@@ -178,14 +176,6 @@ def parse_bool(text: object) -> bool:
     if value in ("0", "false", "no", "off", ""):
         return False
     raise ValueError("expected true or false")
-
-
-def parse_expression(text: object) -> str:
-    """A -k style expression, as text (the plugin layer compiles it with pytest's parser)."""
-    value = str(text).strip()
-    if not value:
-        raise ValueError("expected a -k style expression such as 'softmax and not fp16'")
-    return value
 
 
 def parse_path(text: object) -> Path:
@@ -213,19 +203,15 @@ class OptionSpec:
 
     @property
     def flag(self) -> str:
-        return (
-            "--gpubench-" + self.field.replace("_", "-")
-            if self.field != "enabled"
-            else "--gpubench"
-        )
+        if self.field == "enabled":
+            return "--gpubench"
+        return "--gpubench-" + self.field.replace("_", "-")
 
     @property
     def ini(self) -> str:
         return "gpubench_" + self.field
 
-    @property
-    def dest(self) -> str:
-        return "gpubench_" + self.field
+    dest = ini  # argparse's attribute of the option: the ini key's name
 
 
 OPTIONS: tuple[OptionSpec, ...] = (
@@ -594,21 +580,15 @@ class Settings:
         measure.check()
         session = {k: v for k, v in values.items() if k not in MEASURE_FIELDS}
         settings = cls(**session, child=child, measure=measure)
-        directory = settings.dir if settings.dir.is_absolute() else rootdir / settings.dir
-        evidence = rootdir / settings.evidence  # an absolute path stays as it is
         if settings.only and settings.skip:
             raise ConfigError(
                 "--gpubench-only runs only the tests that benchmark and --gpubench-skip skips "
                 "them: give one of the two"
             )
-        measuring = (
-            "--gpubench-save"
-            if settings.save
-            else f"--gpubench-against {settings.against}"
-            if settings.against is not None
-            else None
-        )
-        if settings.disable and measuring is not None:
+        if settings.disable and (settings.save or settings.against is not None):
+            measuring = (
+                "--gpubench-save" if settings.save else f"--gpubench-against {settings.against}"
+            )
             raise ConfigError(
                 f"--gpubench-disable runs each function once, untimed, and {measuring} "
                 "measures: leave out one of the two"
@@ -619,6 +599,8 @@ class Settings:
             or settings.child is not None
             or settings.against is not None
         )
+        directory = rootdir / settings.dir  # an absolute path stays as it is
+        evidence = rootdir / settings.evidence
         settings = dataclasses.replace(settings, dir=directory, evidence=evidence, enabled=enabled)
         if child is not None:  # a side of a comparison measures; its parent compares
             settings = dataclasses.replace(settings, against=None, build=None)
@@ -627,7 +609,7 @@ class Settings:
                 f"--gpubench-sessions {settings.sessions} records sessions into the baseline: "
                 "use it with --gpubench-save"
             )
-        if settings.against is not None and settings.save and child is None:
+        if settings.against is not None and settings.save:  # (a child's against is None)
             raise ConfigError(
                 f"--gpubench-against {settings.against} judges against a revision measured in "
                 "the same job and --gpubench-save records a stored history: run them separately"

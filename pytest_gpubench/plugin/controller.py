@@ -32,7 +32,6 @@ from .measuring import REFUSED_KEY, SPEC_KEY, Measuring, uses_fixture
 if TYPE_CHECKING:
     from ..report.files import RunInfo
     from ..run.session import BenchSession, Saved
-    from ..versus import ab
     from ..versus.ab import Sides
     from ..versus.revision import Revision
 
@@ -102,7 +101,9 @@ class Controller:
     def _lockstep_line(self, rev: Revision, spent_s: float) -> None:
         """What the lockstep structure did, for under the table: its tests, and the pairs
         added to the unsure ones (beyond a first look of --gpubench-pairs), by where."""
-        duos = self.session.apart if self.session is not None else set()
+        pairing = self.measuring.pairing  # set by _pair, as is the session
+        assert self.session is not None and pairing is not None
+        duos = self.session.apart
         paired = [
             r.verdict.paired
             for r in self.collected.results
@@ -113,16 +114,14 @@ class Controller:
         if not paired:
             return
         tests = plural(len(paired), "measurement")
-        pairing = self.measuring.pairing
-        added = {} if pairing is None else pairing.added
         extra = "".join(
             f"; {unsure} unsure got {pairs} more from {where}"
-            for where, (unsure, pairs) in added.items()
+            for where, (unsure, pairs) in pairing.added.items()
             if unsure
         )
-        first = 1 if pairing is None else pairing.design.first
+        first = pairing.design.first
         each = "a pair each" if first == 1 else f"{first} pairs each"
-        if first > 1 and pairing is not None and not pairing.in_process:
+        if first > 1 and not pairing.in_process:
             each += ", the first there"
         self.lines.append(
             f"against {rev.ref} ({rev.commit[:8]}): {tests} timed in lockstep, both sides in "
@@ -279,64 +278,49 @@ class Controller:
         assert self.session is not None
         if not measures or self.session.launcher is None:
             return {}
-        with contextlib.ExitStack() as stack:
-            rev, folder = self._checkout(stack)
-            found = self._compare_in(measures, devices or [self.session.device_index], rev, folder)
-        self.session.comparison = found.results
-        self.session.unjudged = found.unjudged
-        self.session.crashed = found.crashed
-        self.session.family = max(1, len(found.results))
-        return found.results
-
-    def _compare_in(
-        self,
-        measures: Mapping[str, MeasureSettings],
-        devices: Sequence[int | None],
-        rev: Revision,
-        folder: Path,
-    ) -> ab.Comparison:
         from ..versus import ab
 
-        items = list(measures)
-
-        def measure_of(nodeid: str) -> MeasureSettings:
-            return measures.get(nodeid, self.settings.measure)
-
-        ref = self.settings.against
-        tests = plural(len(items), "test")
+        tests = plural(len(measures), "test")
         # Lockstep asked (the default) but not possible: under xdist, the workers run the tests.
         why = (
             " (lockstep runs without pytest-xdist's -n)"
             if self.settings.pairing == "lockstep"
             else ""
         )
-        self.announce(
-            f"against {ref} ({rev.commit[:8]}): {tests}, timed in pairs of fresh "
-            f"processes, one of each side{why}"
-        )
-        try:
-            found = ab.compare(
-                items,
-                self._sides(rev, folder),
-                rev,
-                self.settings,
-                measure_of,
-                devices,
-                self.announce,
+        with contextlib.ExitStack() as stack:
+            rev, folder = self._checkout(stack)
+            self.announce(
+                f"against {rev.ref} ({rev.commit[:8]}): {tests}, timed in pairs of fresh "
+                f"processes, one of each side{why}"
             )
-        except GpubenchError as exc:
-            _usage_exit(exc)
-        for key, result in found.results.items():
-            if node_id(key) not in measures:  # on the revision's side only
-                self.collected.add(result)
-            elif node_id(key) in found.crashed:  # its test fails at its setup: no call report
-                self.collected.add(result, passed=False)
-        self.lines.extend(found.lines)
-        pairs = plural(found.pairs, "pair")
-        self.lines.append(
-            f"against {ref} ({rev.commit[:8]}): {pairs} of fresh processes in {found.cost_s:.0f} s"
-        )
-        return found
+            try:
+                found = ab.compare(
+                    list(measures),
+                    self._sides(rev, folder),
+                    rev,
+                    self.settings,
+                    lambda nodeid: measures.get(nodeid, self.settings.measure),
+                    devices or [self.session.device_index],
+                    self.announce,
+                )
+            except GpubenchError as exc:
+                _usage_exit(exc)
+            for key, result in found.results.items():
+                if node_id(key) not in measures:  # on the revision's side only
+                    self.collected.add(result)
+                elif node_id(key) in found.crashed:  # its test fails at its setup: no call report
+                    self.collected.add(result, passed=False)
+            self.lines.extend(found.lines)
+            pairs = plural(found.pairs, "pair")
+            self.lines.append(
+                f"against {rev.ref} ({rev.commit[:8]}): {pairs} of fresh processes in "
+                f"{found.cost_s:.0f} s"
+            )
+        self.session.comparison = found.results
+        self.session.unjudged = found.unjudged
+        self.session.crashed = found.crashed
+        self.session.family = max(1, len(found.results))
+        return found.results
 
     def _sides(self, rev: Revision, folder: Path) -> Sides:
         """The launchers of both sides of a comparison (versus.ab.sides)."""
@@ -386,7 +370,10 @@ class Controller:
                     self._write_reports(store=not interrupted)
         except KeyboardInterrupt:
             # The writes are atomic: what is on disk is whole, old or new.
-            self.errors.append(f"interrupted: {lost or self._sessions_lost()}")
+            if not lost:  # of --gpubench-sessions N: what was written and what not
+                total, written = self.settings.sessions, self.sessions_written
+                lost = f"{written} of {total} sessions written, {total - written} not"
+            self.errors.append(f"interrupted: {lost}")
             session.exitstatus = pytest.ExitCode.INTERRUPTED
         if self.settings.against is not None and not interrupted:
             from ..versus.ab import nothing_judged
@@ -451,18 +438,11 @@ class Controller:
             self.sessions_written += bool(saved.keys)
             self.lines.append(f"session {i}/{total}: {recorded(len(saved.keys), keys)}")
 
-    def _sessions_lost(self) -> str:
-        """What an interrupted ``--gpubench-sessions N`` wrote and what not, in one phrase."""
-        total, written = self.settings.sessions, self.sessions_written
-        return f"{written} of {total} sessions written, {total - written} not"
-
     def _write_reports(self, store: bool) -> None:
         assert self.session is not None
-        from ..report.files import write_reports
+        from ..report.files import RunInfo, write_reports
 
         env = self.session.env
-        from ..report.files import RunInfo
-
         info = RunInfo(
             device=env.fingerprint(),
             settings=settings_dict(self.settings),

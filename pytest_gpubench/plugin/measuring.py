@@ -192,7 +192,7 @@ class Measuring:
                 # Its key and those of its named measurements and ratios to references.
                 own = sum(k == item.nodeid or k.startswith(item.nodeid + "#") for k in keys)
                 family += max(1, own)
-            self.session.family = max(1, family)
+            self.session.family = family  # at least 1: one test or more
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
@@ -322,9 +322,7 @@ class Measuring:
         of fresh processes now (Controller.apart) and run untimed."""
         session = self.session
         bench = item.stash.get(BENCH_KEY, None)
-        if session is None or self.pairing is None or bench is None:
-            return
-        if session.untimed(item.nodeid):
+        if session is None or self.pairing is None or bench is None or session.untimed(item.nodeid):
             return
         from ..run.sides import Lockstep
         from .lockstep import base_side

@@ -63,8 +63,7 @@ GAPS_NOTED = 0.2
 
 
 def format_time(ms: float | None) -> str:
-    """A time in a table or a note (``-`` where there is none), in the one format of
-    :func:`time_text`."""
+    """A time in a table or a note (:func:`time_text`), ``-`` where there is none."""
     return "-" if ms is None else time_text(ms)
 
 
@@ -110,6 +109,13 @@ def _binary_change(result: Result) -> str:
     if not (v.kernel_changes and judged and ran and v.baseline_binary not in ("", ran)):
         return ""
     return "another pick" if v.same_kernels else "other kernels"
+
+
+def _kernel_changes(result: Result) -> str:
+    """What changed in the kernels: ``kernels: ...``, or ``another pick of the same work: ...``."""
+    same_work = _binary_change(result) == "another pick"
+    what = "another pick of the same work" if same_work else "kernels"
+    return f"{what}: " + "; ".join(result.verdict.kernel_changes)
 
 
 def verdict_label(result: Result) -> str:
@@ -159,8 +165,7 @@ def failure_message(result: Result) -> str:
             text += "; refresh the baseline with --gpubench-save --gpubench-accept"
     lines = [text]  # the others indented under it
     if v.kernel_changes and v.status not in (Status.INCOMPARABLE, Status.CHANGED):
-        what = "another pick of the same work" if _binary_change(result) == "another pick" else ""
-        lines.append(f"{what or 'kernels'}: " + "; ".join(v.kernel_changes))
+        lines.append(_kernel_changes(result))
     lines += kernel_table(result)
     e = m.evidence
     if e.trace:
@@ -377,7 +382,7 @@ def layout(results: Sequence[Result]) -> tuple[list[str], Callable[[Result], lis
     """The table's columns and a row's cells: against a revision its own (PAIRED_COLUMNS);
     a TFLOP/s column where any test declares the flops of a call, a peak memory column where
     any call's is known (a GPU's)."""
-    columns, cells = (COLUMNS, row) if legend(results) is None else (PAIRED_COLUMNS, paired_row)
+    columns, cells = (COLUMNS, row) if paired_run(results) is None else (PAIRED_COLUMNS, paired_row)
     extra: list[tuple[str, Callable[[Measurement], str]]] = []
     if any(r.measurement.tflops is not None for r in results):
         extra.append(("TFLOP/s", lambda m: "-" if m.tflops is None else f"{m.tflops:.3g}"))
@@ -387,8 +392,6 @@ def layout(results: Sequence[Result]) -> tuple[list[str], Callable[[Result], lis
         )
     if any(r.measurement.energy is not None for r in results):
         extra.append(("energy/call", _energy_cell))
-    if not extra:
-        return list(columns), cells
 
     def with_extra(result: Result) -> list[str]:
         return [*cells(result), *(cell(result.measurement) for _, cell in extra)]
@@ -484,8 +487,7 @@ def notes(results: Sequence[Result]) -> list[str]:
         if v.status not in (Status.OK, Status.NEW, Status.SAME) or v.noisy:
             lines.append(f"{m.test}: {v.status.value}: {v.reason}")
         elif v.kernel_changes:  # (a reason said above names them)
-            what = "another pick of the same work" if _binary_change(r) == "another pick" else ""
-            lines.append(f"{m.test}: {what or 'kernels'}: {'; '.join(v.kernel_changes)}")
+            lines.append(f"{m.test}: {_kernel_changes(r)}")
         # Against a revision (any verdict: an impossible one has no judgement of its pairs)
         paired = v.paired is not None or (
             v.judgement is not None and v.judgement.against == "revision"
