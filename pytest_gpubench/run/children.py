@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,19 +53,15 @@ FAMILY_VARIABLE = "PYTEST_GPUBENCH_FAMILY"
 # Set in a child of a relay (``relay``): it says in its status once it holds the device (the
 # next child starts then, and queues behind it).
 TURN_VARIABLE = "PYTEST_GPUBENCH_TURN"
-# What a process of a duo (run/duo.py) is told: "leader" or "follower", its side ("head" or
-# "base"), the authkey in hex, the pairs of each call, and the socket's path, separated by
-# spaces.
+# What a process of a duo (run/duo.py) is told, separated by spaces: "leader" or "follower",
+# its side ("head" or "base"), the authkey in hex, the pairs of each call, the socket's path.
 DUO_VARIABLE = "GPUBENCH_DUO"
 # A process of duos started together (``run_duos``) says in its status once set up; a leader
 # takes the device once this file exists.
 GATE_VARIABLE = "PYTEST_GPUBENCH_GATE"
-# A child runs one test, or the whole selection when recording a session or timing a side of
-# a comparison, for as long as it makes progress: it touches its beat file (beat_of) as each
-# file is collected and each test starts and ends, the file holding the node id of the test
-# running (a process that dies names the test it died in). Quiet for this long since it could start
-# (its predecessor on the device ended), it is stuck: one test's imports, compiles and
-# measurements take less.
+# A child runs for as long as it makes progress (:func:`beat`); quiet for this long since it
+# could start (its predecessor on the device ended), it is stuck: one test's imports, compiles
+# and measurements take less.
 CHILD_TIMEOUT_S = 1800.0
 # A relay leg's processes that may die in its tests (each followed by a fresh one timing the
 # rest) before the rest is given up: code that ends its process in every test would
@@ -74,26 +70,20 @@ MAX_DEATHS = 3
 # A folder whose parent is gone is swept once it is this old: a margin, as the parent's end is
 # read from a pid (run.owner), and its children end with it.
 STALE_AFTER_S = 4 * 3600.0
-# Variables of the parent's xdist worker that would make the child think it is one.
-WORKER_VARIABLES = (
+# Variables a child does not inherit: those of the parent's xdist worker, which would make it
+# think it is one, and PYTEST_ADDOPTS, which reaches it filtered among its arguments (child_args).
+UNSET_VARIABLES = (
     "PYTEST_XDIST_WORKER",
     "PYTEST_XDIST_WORKER_COUNT",
     "PYTEST_XDIST_TESTRUNUID",
     "PYTEST_CURRENT_TEST",
+    "PYTEST_ADDOPTS",
 )
-# The options of ours a child must not inherit: it gets its own values of these.
-OWN_FLAGS = ("--gpubench-save",)
-OWN_OPTIONS = (
-    "--gpubench-confirm",
-    "--gpubench-sessions",
-    "--gpubench-against",
-    "--gpubench-build",
-    "--gpubench-pairs",
-)
-# pytest's options that would make a child skip the tests it is asked to run, stop early,
-# wait for a debugger no one attends, or write where the parent writes; the child gets its
-# own values of those that write (Launcher.overrides).
-SKIPPED_FLAGS = (
+# What a child must not inherit: our options it gets its own values of, and pytest's that
+# would make it skip the tests it is asked to run, stop early, wait for a debugger no one
+# attends, or write where the parent writes (it gets its own of those: Launcher.overrides).
+DROPPED_FLAGS = (
+    "--gpubench-save",
     "--lf",
     "--last-failed",
     "--ff",
@@ -109,7 +99,12 @@ SKIPPED_FLAGS = (
     "--pdb",
     "--trace",
 )
-SKIPPED_OPTIONS = (
+DROPPED_OPTIONS = (  # each with its value
+    "--gpubench-confirm",
+    "--gpubench-sessions",
+    "--gpubench-against",
+    "--gpubench-build",
+    "--gpubench-pairs",
     "--maxfail",
     "--basetemp",
     "--junitxml",
@@ -170,16 +165,14 @@ class ChildRun:
 
 
 def child_addopts(args: Sequence[str]) -> list[str]:
-    """``args`` without those that would make a child skip tests, stop early, wait for a
-    debugger or write the user's files, and without our own that a child gets values of."""
-    drop_options = OWN_OPTIONS + SKIPPED_OPTIONS
-    joined = tuple(f"{option}=" for option in drop_options)
+    """``args`` without DROPPED_FLAGS and DROPPED_OPTIONS (``--opt value`` or ``--opt=value``)."""
+    joined = tuple(f"{option}=" for option in DROPPED_OPTIONS)
     out: list[str] = []
     rest = iter(args)
     for arg in rest:
-        if arg in drop_options:
+        if arg in DROPPED_OPTIONS:
             next(rest, None)  # its value follows
-        elif arg not in OWN_FLAGS + SKIPPED_FLAGS and not arg.startswith(joined):
+        elif arg not in DROPPED_FLAGS and not arg.startswith(joined):
             out.append(arg)
     return out
 
@@ -193,11 +186,10 @@ def child_args(
     addopts: Sequence[str] = (),
     env_addopts: str = "",
 ) -> list[str]:
-    """The pytest arguments of a child: the user's (ini, plugins, selection, -k, timer,
-    threshold...) without what ``kept`` drops, and our own options with the child's values.
-    The user's ``addopts`` (of the ini file, replaced with ``-o``) and ``env_addopts``
-    (PYTEST_ADDOPTS, which the child's environment lacks) are filtered the same way, in the
-    order pytest reads them. ``single``: the child times a few tests named in its request
+    """The pytest arguments of a child: the user's ini ``addopts`` (replaced with ``-o``),
+    ``env_addopts`` (PYTEST_ADDOPTS, which the child's environment lacks) and ``invocation``,
+    in the order pytest reads them, each through :func:`child_addopts`; then our own options
+    with the child's values. ``single``: the child times a few tests named in its request
     file (a confirmation), so without xdist workers."""
     args = ["-o", f"addopts={shlex.join(child_addopts(addopts))}"]
     args += child_addopts([*shlex.split(env_addopts), *invocation])
@@ -255,7 +247,7 @@ class Launcher:
         if pairs is not None:
             args.append(f"--gpubench-pairs={pairs}")
         names = [f"child-{first + i}" for i in range(count)]
-        return run_children(names, args, self, device_index, progress, Request(tuple(nodeids)))
+        return run_children(self, names, args, device_index, Request(tuple(nodeids)), progress)
 
     def measuring_args(self) -> list[str]:
         """The arguments of a fresh process that times the tests of a request holding the
@@ -274,15 +266,13 @@ class Launcher:
     def profiling(self, nodeids: Sequence[str], device_index: int | None) -> list[ChildRun]:
         """One fresh process (under ``wrapper``) that makes one call of each measurement of
         the tests ``nodeids`` in its NVTX range, timing nothing (run/ncu.py)."""
-        args = self._args()
         request = Request(tuple(nodeids), ncu=True)
-        return run_children(["ncu"], args, self, device_index, None, request)
+        return run_children(self, ["ncu"], self._args(), device_index, request)
 
     def recording(self, device_index: int | None, session: int) -> ChildRun:
         """One fresh process that times the user's selection as recorded session number
         ``session``."""
-        args = self._args(save=True)
-        [run] = run_children([f"session-{session}"], args, self, device_index, None, None)
+        [run] = run_children(self, [f"session-{session}"], self._args(save=True), device_index)
         return run
 
     def _args(self, save: bool = False) -> list[str]:
@@ -326,10 +316,9 @@ class Request:
     # One call of each measurement in its NVTX range, nothing timed: the process runs under
     # Nsight Compute (run/ncu.py).
     ncu: bool = False
-    # The copy and matmul rates declared bytes= and flops= are held to, measured as in the
-    # user's own run (once per process): a side of a comparison, whose parent holds the
-    # working tree's measurements to them (versus/ab.py). A confirmation skips them: its parent
-    # has them.
+    # Measure the copy and matmul rates declared bytes= and flops= are held to, as the user's
+    # own run does: a side of a comparison, whose parent holds the working tree's measurements
+    # to them (versus/ab.py). A confirmation's parent has them.
     floors: bool = False
 
     def keeps(self, nodeid: str, fixtures: Sequence[str]) -> bool:
@@ -385,14 +374,14 @@ def status_of(out: Path) -> dict[str, Any]:
 Started = subprocess.Popen[bytes] | ChildRun  # a child, or why it did not start
 
 
+@dataclass
 class Batch:
     """Fresh processes on one device, their files in one folder of this process's
     (:func:`batch`)."""
 
-    def __init__(self, folder: Path, device_index: int | None) -> None:
-        self.folder = folder
-        self.device_index = device_index
-        self.started: list[Started] = []
+    folder: Path
+    device_index: int | None
+    started: list[Started] = field(default_factory=list)
 
     def start(
         self,
@@ -406,20 +395,14 @@ class Batch:
         wrapper), with ``args`` (by default ``measuring_args``) and the launcher's overrides,
         in the parent's environment as no xdist worker, on this batch's device, with the
         launcher's and the ``extra`` variables, asked to run ``request`` (None: its whole
-        selection). It writes to ``<name>.json`` (returned), its output to ``<name>.log``
-        (a pipe nobody reads while another child runs could fill up and stop it)."""
+        selection). It writes to ``<name>.json`` (returned), its output to ``<name>.log``."""
         out = self.folder / f"{name}.json"
         if request is not None:
             write_request(out, request)
         if args is None:
             args = launcher.measuring_args()
         args = [*args, *launcher.overrides(self.folder, name)]
-        # PYTEST_ADDOPTS reaches a child filtered, among its arguments (child_args).
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if k not in WORKER_VARIABLES and k != "PYTEST_ADDOPTS"
-        }
+        env = {k: v for k, v in os.environ.items() if k not in UNSET_VARIABLES}
         env[CHILD_VARIABLE] = str(out)
         env[PARENT_VARIABLE] = str(os.getpid())
         if self.device_index is not None:
@@ -679,24 +662,20 @@ def reason_in(output: str) -> str:
 
 
 def run_children(
+    launcher: Launcher,
     names: Sequence[str],
     args: Sequence[str],
-    launcher: Launcher,
     device_index: int | None,
-    progress: Callable[[int, int], None] | None,
-    request: Request | None,
+    request: Request | None = None,
+    progress: Callable[[int, int], None] = lambda i, n: None,
 ) -> list[ChildRun]:
-    """Fresh processes, one per name, started together, each writing to files of its own
-    (named after it) in a folder of this process's, removed when they are done.
-
-    ``request``: they time only these tests (a confirmation: each holds the device lock from
-    its first test to its exit, so their start-up overlaps and their GPU work does not);
-    otherwise the user's selection (a recorded session)."""
+    """Fresh processes, one per name, started together (their start-up overlaps; each holds
+    the device lock from its first test to its exit), timing ``request`` (None: the user's
+    selection), each writing to files named after it in a folder removed when they are done."""
     with batch(device_index) as children:
         started = []
         for i, name in enumerate(names):
-            if progress is not None:
-                progress(i + 1, len(names))
+            progress(i + 1, len(names))
             started.append(children.start(launcher, name, request, args))
         # They take the device in turns, in any order: one that waits for it is not stuck
         # while another makes progress.
@@ -723,11 +702,10 @@ def run_duos(
 ) -> list[tuple[ChildRun, ChildRun]]:
     """Duos (run/duo.py), all started at once: for each of ``duos`` (its name, whether the
     working tree's process leads), the working tree's fresh process (``head``) and the
-    revision's (``base``) on the tests ``nodeids``, joined by a socket in a folder of this
-    process's, each call taking ``pairs`` pairs (the others than the first set up again).
-    Their set-up (start-up, collection, the profiler's start) overlaps; no leader touches
-    the device before every process is set up (or ended: GATE_VARIABLE), then they take it
-    in turn. Each duo's runs, the leader's (holding both sides) first."""
+    revision's (``base``) on the tests ``nodeids``, joined by a socket, each call taking
+    ``pairs`` pairs. Their set-up overlaps; no leader touches the device before every
+    process is set up or ended (GATE_VARIABLE). Each duo's runs, the leader's (holding both
+    sides) first."""
     with batch(device_index) as children:
         go = children.folder / "go"
         started = []
@@ -792,17 +770,20 @@ def relay(
             request = replace(leg.request, excluded=(*leg.request.excluded, *skipped))
             return children.start(leg.launcher, name, request, extra=extra)
 
+        def begin(i: int) -> None:
+            """Start leg ``i``'s first process, which says once it holds the device."""
+            proc, out = start(legs[i], legs[i].name, [(TURN_VARIABLE, "1")])
+            started.append((proc, out, Signs((beat_of(out),))))
+
         def queue_next(i: int) -> None:
             """Start the leg after ``i`` once ``i`` holds the device: it queues behind it."""
             if i + 1 < len(legs) and len(started) == i + 1 and status_of(started[i][1]).get("held"):
-                proc, out = start(legs[i + 1], legs[i + 1].name, [(TURN_VARIABLE, "1")])
-                started.append((proc, out, Signs((beat_of(out),))))
+                begin(i + 1)
 
         def rest(i: int, run: ChildRun) -> ChildRun | None:
-            """Leg ``i``'s run, whose process died in a test: the rest of its tests timed by
-            fresh processes, one after another while each dies in another test, up to
-            MAX_DEATHS deaths (then none of the rest is timed: ``ChildRun.gave_up``); None
-            once ``stop`` is set."""
+            """Leg ``i``'s run, whose process died in a test, with the rest of its tests timed
+            by fresh processes while each dies in another, up to MAX_DEATHS deaths
+            (``ChildRun.gave_up``); None once ``stop`` is set."""
             leg, lost = legs[i], list(run.crashed)
             skipped: set[str] = set()
             while run.crashed and run.crashed[0][0] not in skipped:
@@ -836,8 +817,7 @@ def relay(
             if stop is not None and stop.is_set():  # before starting or announcing another
                 return
             if i == len(started):
-                proc, out = start(leg, leg.name, [(TURN_VARIABLE, "1")])
-                started.append((proc, out, Signs((beat_of(out),))))
+                begin(i)
             if leg.says:
                 announce(leg.says)
             proc, out, signs = started[i]

@@ -251,12 +251,11 @@ class Leader(_Peer):
         )
 
     def after(self, nodeid: str, lock: Lockstep, failed: str, session: BenchSession) -> None:
-        """Done with the test ``nodeid``: the follower drops its held calls."""
         lock.held.clear()
         self.done(nodeid)
 
     def done(self, nodeid: str) -> None:
-        """The leader is done with the test ``nodeid``: the follower drops its held calls."""
+        """Done with the test ``nodeid``: the follower drops its held calls."""
         self.send("done", nodeid)
 
     def _ask(self, kind: str, answer: str) -> tuple[Any, ...]:
@@ -275,8 +274,7 @@ class Leader(_Peer):
 def joined(spec: str, order: Sequence[str], wait_s: float = WAIT_S) -> Leader | Follower:
     """This process's end of its duo, from run.children.DUO_VARIABLE's value ``spec``: the
     leader listens on the socket (``order``: the node ids of its tests, in order) and the
-    follower connects, until ``wait_s`` has passed. Either side may lead (``side``: this
-    process's, head or base)."""
+    follower connects, until ``wait_s`` has passed."""
     role, side, key, pairs, address = spec.split(" ", 4)
     authkey = bytes.fromhex(key)
     other = "the revision's process" if side == "head" else "the working tree's process"
@@ -298,11 +296,10 @@ def held_samplers(
     make: Callable[[Workload, Call, str, Again | None], Sampler],
     draw: random.Random,
 ) -> Callable[[str, str], Sampler]:
-    """The follower's samplers of its ``held`` calls (by key and timer name, for
-    :meth:`Follower.serve`; ``make``: run.session.BenchSession.remote_sampler): a call's
-    first on its inputs as the test gave them, each later one (a pair set up again,
-    run.fixture) on its inputs placed anew (timing.device.placed_anew), until it closes,
-    made as the first was (Sampler.again) where that works."""
+    """The follower's samplers of its ``held`` calls, by key and timer name
+    (:meth:`Follower.serve`; ``make``: BenchSession.remote_sampler): a call's first on its
+    inputs as the test gave them, each later one (a pair set up again) on its inputs placed
+    anew until it closes (timing.device.placed_anew), made as the first was where that works."""
     asked: dict[str, Again | None] = {}
 
     def sampler_of(key: str, timer: str) -> Sampler:
@@ -311,21 +308,11 @@ def held_samplers(
             made = make(one.workload, one.call, timer, None)
             asked[key] = made.again
             return made
-        stack = contextlib.ExitStack()
-        try:
+        with contextlib.ExitStack() as stack:  # its inputs placed until it closes
             (workload,), _ = stack.enter_context(placed_anew([one.workload], draw))
             made = make(workload, one.call, timer, asked[key])
-        except BaseException:
-            stack.close()
-            raise
-
-        def close() -> None:
-            try:
-                made.close()
-            finally:
-                stack.close()
-
-        return dataclasses.replace(made, close=close)
+            stack.callback(made.close)
+            return dataclasses.replace(made, close=stack.pop_all().close)
 
     return sampler_of
 

@@ -149,29 +149,22 @@ class Environment:
         monitor = self.clock_monitor()
         return monitor.read() if monitor is not None else None
 
-    def peak_gbs(self) -> float | None:
-        """Measured copy bandwidth of this device (bytes read + written), once per session,
-        with the session's default settings; None while its timings are loaded
-        (:meth:`_yardstick`)."""
-        return self._yardstick("copy", self._copy_gbs)
-
     def copy_rates(self) -> Floors | None:
-        """The copy bandwidths a call's declared bytes are held to (Floors of no work): from
-        memory (the yardstick of % of peak) and from the cache (a copy that fits the GPU's L2:
-        the fastest data that stays there between calls can move), each measured once per
-        session; None while the copy from memory has no rate (:meth:`_yardstick`)."""
+        """The copy bandwidths (bytes read + written) a call's declared bytes are held to
+        (Floors of no work): from memory (the yardstick of % of peak) and from the cache (a
+        copy that fits the GPU's L2: the fastest data that stays there between calls can
+        move); None while the copy from memory has no rate (:meth:`_yardstick`)."""
         cache_bytes = self.device.fingerprint.get("l2_cache_bytes")
         cache = int(cache_bytes) if isinstance(cache_bytes, int | float) and cache_bytes else None
-        peak = self.peak_gbs()
+        peak = self._yardstick("copy", self._copy_gbs)
         if peak is None:
             return None
         cached = self._yardstick("cached copy", lambda: self._copy_gbs(cached_copy_bytes(cache)))
         return Floors(peak_gbs=peak, cached_gbs=cached, cache_bytes=cache)
 
     def matmul_tflops(self, dtype: str) -> float | None:
-        """The rate (TFLOP/s) a square matmul of ``dtype`` reaches on this device, once per
-        session and dtype; None for a dtype whose matmul is not measured, and while its
-        timings are loaded (:meth:`_yardstick`)."""
+        """The rate (TFLOP/s) a square matmul of ``dtype`` reaches here; None for a dtype
+        whose matmul is not measured, and while its timings are loaded (:meth:`_yardstick`)."""
 
         def measured() -> tuple[float, float | None] | None:
             made = matmul_workload(self.device.kind, dtype)
@@ -205,10 +198,9 @@ class Environment:
     ) -> float | None:
         """The rate of the yardstick ``name`` (``measure``: its rate and the share of its
         timing its process waited for a CPU; None: no such yardstick), measured once per
-        session. A timing that waited more than a measurement may (judge.gate's
-        MAX_CPU_WAIT) gives no rate: a floor from a yardstick slower than the calls it
-        judges would make honest calls ``impossible``. It is timed again at the next call
-        that asks, until YARDSTICK_TRIES timings were loaded; then none this session."""
+        session with its default settings. A timing that waited more than judge.gate's
+        MAX_CPU_WAIT gives no rate: a floor from a yardstick slower than the calls it judges
+        would make honest calls ``impossible`` (it is timed again: YARDSTICK_TRIES)."""
         from ..judge.gate import MAX_CPU_WAIT  # (the gate loads scipy: not at start-up)
 
         if name in self._rates:

@@ -57,10 +57,10 @@ def start(
     lifeline: bool = True,
 ) -> subprocess.Popen[bytes]:
     """Start ``args`` in ``cwd`` as the leader of a process group of its own (ended as one:
-    :func:`end`), its output to the file ``log`` (a file, not a pipe: nobody reads a pipe
-    while we wait, and a background job it leaves cannot block us). ``lifeline``: the
-    kernel sends it SIGTERM once we are gone, killed outright too (:func:`_dies_with_us`);
-    without it, it watches us itself (:func:`watch_parent`). Raises OSError."""
+    :func:`end`), its output to the file ``log`` (not a pipe: nobody reads one while we wait,
+    and a background job it leaves cannot block us). ``lifeline``: the kernel sends it
+    SIGTERM once we are gone (:func:`_dies_with_us`); without, it watches us itself
+    (:func:`watch_parent`). Raises OSError."""
     with open(log, "wb") as out:
         return subprocess.Popen(
             list(args),
@@ -79,8 +79,8 @@ def start(
 def _dies_with_us(signum: int) -> Callable[[], None] | None:
     """A ``preexec_fn`` that has the kernel send ``signum`` to the new process once this
     thread is gone, also when it is killed outright (Linux's PR_SET_PDEATHSIG); None where
-    there is no such thing. A process in a session of its own is out of reach of the
-    terminal's signals and of our ``killpg`` once we are gone: this is its lifeline."""
+    there is no such thing. Its lifeline: in a session of its own, it is out of reach of the
+    terminal's signals, and of our ``killpg`` once we are gone."""
     if not sys.platform.startswith("linux"):
         return None
     try:  # resolved here, not after the fork
@@ -131,19 +131,17 @@ def _signal_group(pid: int, signum: int) -> None:
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """Kill every process of the group ``proc`` leads (:func:`start`): what it started, a
-    wrapper's child that outlived the wrapper, and ``proc`` where it still runs. Only before
-    ``proc`` is reaped, while the group's id cannot be another's; it is not reaped here."""
+    """Kill every process of the group ``proc`` leads (:func:`start`), ``proc`` too, unless
+    ``proc`` was reaped (its group's id could be another's then); it is not reaped here."""
     if proc.returncode is None:
         _signal_group(proc.pid, signal.SIGKILL)
 
 
 def end(proc: subprocess.Popen[bytes], grace_s: float = 0.0) -> None:
-    """End the group ``proc`` leads, then reap ``proc``: with a ``grace_s``, SIGTERM first
-    (its processes end their own in order) and SIGKILL to what is left after it (or at a
-    second Ctrl-C); without, SIGKILL at once. Also once ``proc`` ended and was reaped: the
-    group outlives its leader while a member runs (a background job, a compile server),
-    so its id is not reused meanwhile. The leader is reaped last, for the same reason."""
+    """End the group ``proc`` leads, then reap ``proc``: with a ``grace_s``, SIGTERM first (its
+    processes end their own in order), SIGKILL to what is left after it or at a second Ctrl-C;
+    without, SIGKILL at once. Also once ``proc`` was reaped: a group outlives its leader while
+    a member runs (a background job, a compile server), so its id is not reused meanwhile."""
     if grace_s > 0:
         _signal_group(proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + grace_s
@@ -155,9 +153,8 @@ def end(proc: subprocess.Popen[bytes], grace_s: float = 0.0) -> None:
 
 
 def kill_all(started: Sequence[subprocess.Popen[bytes]]) -> None:
-    """Kill the processes of ``started`` not yet reaped, with their groups
-    (:func:`kill_group`: also those that ended, whose group may hold what outlived them),
-    then wait for them."""
+    """Kill the processes of ``started`` not yet reaped with their groups (also those that
+    ended: their group may hold what outlived them), then reap them."""
     left = [p for p in started if running(p) or p.returncode is None]
     for proc in left:  # all of them first: a second Ctrl-C may cut the waits short
         kill_group(proc)
@@ -176,9 +173,8 @@ def kill_all(started: Sequence[subprocess.Popen[bytes]]) -> None:
 @contextlib.contextmanager
 def interrupts() -> Iterator[None]:
     """SIGTERM and SIGHUP (a cancelled CI job, a closed terminal, a dropped ssh session)
-    raise KeyboardInterrupt meanwhile, so that the processes we started are ended and what
-    they used removed, as on Ctrl-C; the previous handlers are set back after. Only in the
-    main thread (the only one that sets handlers)."""
+    raise KeyboardInterrupt meanwhile, so that what we started is ended in order, as on
+    Ctrl-C. Only in the main thread (the only one that sets handlers)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -210,9 +206,9 @@ def watch_parent(
 ) -> None:
     """End this process once the process ``parent_pid`` that started it is gone: remove the
     folder it shares with its siblings (only a folder of ours; None: it has none), then exit
-    at once (``os._exit``: no cleanup that could write, no waiting for the test that runs). A
-    daemon thread, started once; the main thread may be anywhere (a conftest's import, a CUDA
-    call, a user's test), so the exit does not wait for it."""
+    at once (``os._exit``: no cleanup that could write, no waiting for the main thread,
+    which may be anywhere: a conftest's import, a CUDA call, a user's test). A daemon
+    thread, started once per process."""
     if _watching:
         return
     _watching.append(parent_pid)

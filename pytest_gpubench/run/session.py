@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import statistics
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -81,17 +82,18 @@ def _remade_pair(
     """Both sides' samplers made again as their first pair's were (Sampler.again), or None
     where either cannot be (or their timers differ): each one made is closed then."""
     a = remade(head, mine)
+    if a is None:
+        return None
     try:
-        b = remade(base, theirs) if a is not None else None
+        b = remade(base, theirs)
     except BaseException:  # (remade passes on only what stops the run)
-        if a is not None:
-            a.close()
+        a.close()
         raise
-    if a is not None and b is not None and a.timer == b.timer:
+    if b is not None and a.timer == b.timer:
         return a, b
-    for made in (a, b):
-        if made is not None:
-            made.close()
+    a.close()
+    if b is not None:
+        b.close()
     return None
 
 
@@ -110,11 +112,10 @@ class Saved:
 
 
 def _besides(a: Sampler, b: Sampler) -> tuple[float | None, float | None, str]:
-    """Each side's kernel time per call (Sampler.beside: a graph's, beside its time per
-    call), the median of BESIDE_ROUNDS samples each, taken in alternation, and why they
-    were not where a timer offered them and taking them failed (the verdict then judges
-    the pair's time per call alone, and the measurement's note says why); none where
-    either side offers none or the two are not of one kind."""
+    """Each side's kernel time per call (Sampler.beside), the median of BESIDE_ROUNDS samples
+    each, taken in alternation; none where either side offers none or the two are not of one
+    kind, and why where taking them failed (the verdict then judges the pair's time per call
+    alone)."""
     if a.beside is None or b.beside is None or a.beside.timer != b.beside.timer:
         return None, None, ""
     try:
@@ -129,17 +130,14 @@ def _besides(a: Sampler, b: Sampler) -> tuple[float | None, float | None, str]:
 
 @dataclass(frozen=True)
 class _Sampled:
-    """A workload sampled alone, or two alternately: the pairs, the first's judgement, the
-    settings and clock readings they were taken with, each sampler's profile, the second's peak
-    memory per call (None where it was not measured here), each side's kernel time per call
-    (Beside: None where it was not taken)."""
+    """A workload sampled alone, or two alternately, and the first's judgement."""
 
     pair: PairSampling | None  # None: one workload sampled alone
     first: Result
-    settings: MeasureSettings
+    settings: MeasureSettings  # what they were taken with
     readings: tuple[ClockReading | None, ...]
     profiles: tuple[Profile | None, Profile | None]
-    other_peak: int | None = None
+    other_peak: int | None = None  # the second's peak memory per call, where measured here
     besides: tuple[float | None, float | None, str] = (None, None, "")  # (_besides)
 
 
@@ -183,12 +181,9 @@ class BenchSession:
         # In a fresh process under Nsight Compute: each measurement is one call in its NVTX
         # range, nothing timed (run/ncu.py).
         self.ncu_ranges = False
-        # In a fresh process timing a side of a comparison: its parent holds the working
-        # tree's measurements to their declared bytes and flops (versus/ab.py), so it measures
-        # the rates those are held to, as the user's own run does.
+        # In a fresh process timing a side of a comparison: see measures_floors.
         self.floors = False
         self._timer_factory = timer_factory
-        self._baseline: store.Baseline | None = None
         self._lock: DeviceLock | None = None
         # Each call's samplers' ``again`` (Sampler.again) by key, from its latest pair.
         self._again: dict[str, tuple[Again | None, Again | None]] = {}
@@ -201,8 +196,9 @@ class BenchSession:
     def measures_floors(self) -> bool:
         """Whether this process measures the rates (copy bandwidth, matmul TFLOP/s, each once
         per process: Environment) that declared bytes and flops are held to: in the user's
-        run and a recorded session, and in a side of a comparison (``floors``); not in a
-        confirmation, whose parent uses its samples only."""
+        run and a recorded session, and in a side of a comparison (``floors``: its parent
+        holds the working tree's measurements to them, versus/ab.py); not in a confirmation,
+        whose parent uses its samples only."""
         return self.floors or not self.settings.confirming
 
     @property
@@ -212,13 +208,10 @@ class BenchSession:
 
         return Gate.of(self.settings, self.family)
 
-    @property
+    @functools.cached_property
     def baseline(self) -> store.Baseline:
         """This device's baseline file, read once; raises BaselineError if damaged."""
-        if self._baseline is None:
-            path = store.path_for(self.settings.dir, self.device.key)
-            self._baseline = store.load(path)
-        return self._baseline
+        return store.load(store.path_for(self.settings.dir, self.device.key))
 
     def version_changes(self) -> list[str]:
         base = self.baseline
@@ -252,19 +245,15 @@ class BenchSession:
         """The untimed calls of ``workload``, whose first took ``first_call_s``. Where that is
         SLOW_SHARE of ``budget_s`` or more, one more call is timed for the duration: a first
         call pays for a compile or an autotuning, and read alone it flipped a sampler between
-        sessions and sides (bench/results/h200-2026-12-05). Runs outside the device lock, as
-        the first call does (a duo's follower calls while its leader holds it); under Nsight
-        Compute nothing is timed, so nothing is called more."""
+        sessions and sides (bench/results/h200-2026-12-05). Outside the device lock, as the
+        first call; none more under Nsight Compute, where nothing is timed."""
         if first_call_s < SLOW_SHARE * budget_s or self.ncu_ranges:
             return Untimed(first_call_s)
         return Untimed(first_call_s, self.first_call(workload)[1])
 
     def measure(self, workload: Workload, call: Call) -> Result:
-        """Time ``workload`` under the device lock; its measurement judged (:meth:`_judged`).
-
-        The budget bounds the measurement, from the timer's calibration to the last sample,
-        give or take one sample; ``call.untimed`` (:meth:`call_durations`) tells timers when
-        calibration calls would not fit in it."""
+        """Time ``workload`` under the device lock, within its budget (from the timer's
+        calibration to the last sample, give or take one sample); judged (:meth:`_judged`)."""
         return self._sample(workload, None, call, call.key, Untimed()).first
 
     def _judged(
@@ -274,12 +263,10 @@ class BenchSession:
         settings: MeasureSettings,
         reference: Workload | None = None,
     ) -> Result:
-        """The look's one judgement of ``measurement``, the test's verdict too: with a
-        profiler trace of one call in the evidence directory where it flags or fails it (it
-        may fail: the workload is gone by the final verdict, :meth:`kept_evidence`), or every
-        measurement's is asked for. In a fresh process, whose parent judges, only where its
-        parent asked for the evidence (``trace_into``: every measurement's). A ratio's
-        (``reference`` given) has one of the reference's call beside it."""
+        """The look's one judgement of ``measurement``, with a profiler trace of one call
+        where it flags or fails it (the workload is gone by the final verdict:
+        :meth:`kept_evidence`) or every measurement's is asked for; in a fresh process, only
+        where its parent asked (``trace_into``). A ratio's has its ``reference``'s beside it."""
         result = self.judge(measurement, settings)
         folder = self.settings.evidence
         if self.settings.child is not None:
@@ -412,15 +399,11 @@ class BenchSession:
         call: Call,
         reference_untimed: Untimed,
     ) -> tuple[Result, Result | None]:
-        """Time ``workload`` and ``reference`` alternately, by one timer, under the device
-        lock (``timing.engine.collect_pair``): ``workload``'s measurement, its key's as
-        without a reference, and the ratio's (``key`` + RATIO_KEY), whose samples are the
-        pairs' ratios, ``workload`` over ``reference``. The ratio is None where no timer
-        times both, or a ratio falls outside what a sample may be; the first measurement's
-        note says why.
-
-        The pair's budget is twice a single measurement's (PAIR_BUDGET): each side gets about
-        the time it would have alone. ``warmup`` and ``rounds`` count pairs."""
+        """Time ``workload`` and ``reference`` alternately under the device lock
+        (``timing.engine.collect_pair``, PAIR_BUDGET; ``warmup`` and ``rounds`` count pairs):
+        ``workload``'s measurement, keyed as without a reference, and the ratio's (``key`` +
+        RATIO_KEY), whose samples are the pairs' ratios, ``workload`` over ``reference``;
+        None where no timer times both or a ratio is beyond a sample, as the first's note says."""
         two = self._sample(workload, reference, call, call.key + RATIO_KEY, reference_untimed)
         pair, first = two.pair, two.first
         assert pair is not None  # (a pair was sampled)
@@ -473,13 +456,11 @@ class BenchSession:
         *,
         again: bool = False,
     ) -> tuple[Result, Measurement]:
-        """Both revisions of one call timed alternately in this process (versus/lockstep.py):
-        the working tree's ``head`` and the revision's ``base``, by one timer where one
-        times both, each its own measurement of ``call.key``: a pair of sessions that shared
-        the process, its clocks and its drift. The revision's holds no declared work: the
-        working tree's alone is held to it (versus.ab.held_to_floors). ``again``: a pair set up
-        again after the call's first (run.sides.MORE_PAIR_SAMPLES). ``base`` may be the
-        revision's call in another process (run/duo.py): its sampler by the timer named."""
+        """Both revisions of one call timed alternately (versus/lockstep.py): the working tree's
+        ``head`` and the revision's ``base`` (here, or its sampler by the timer named in a
+        duo's other process: run/duo.py), each its own measurement of ``call.key``; only the
+        working tree's holds declared work (versus.ab.held_to_floors). ``again``: a pair set up
+        again after the call's first (run.sides.MORE_PAIR_SAMPLES)."""
         two = self._sample(head, base, call, call.key, base_untimed, again, beside=True)
         assert two.pair is not None  # (a pair was sampled)
         second = two.pair.second
@@ -496,8 +477,7 @@ class BenchSession:
 
     def timer_ready(self, call: Call | None = None) -> None:
         """Make ``call``'s timer (or the settings') before a duo times it (run/duo.py): a
-        process's first timer starts the profiler (seconds: timing.cuda.prime_profiler),
-        which no pair's budget must pay, and the two processes of a duo pay at once."""
+        process's first starts the profiler (seconds), which no pair's budget must pay."""
         self._timer_factory(
             call.spec.measure if call else self.settings.measure, self.device, False
         )
@@ -531,9 +511,8 @@ class BenchSession:
         beside: bool = False,
     ) -> _Sampled:
         """``workload`` sampled under the device lock (alternately with ``other``, where one
-        is given: twice the budget, PAIR_BUDGET), and its judged measurement (its trace where
-        one is kept); ``beside``: each side's kernel time too, where both samplers have one
-        (``_besides``)."""
+        is given: PAIR_BUDGET), and its judged measurement; ``beside``: each side's kernel time
+        too (``_besides``), and the measurement not judged."""
         key = call.key
         settings = self._settings(call.spec.measure, key, other_key)
         has_setup = workload.setup is not None
@@ -561,12 +540,8 @@ class BenchSession:
             n = min(MORE_PAIR_SAMPLES, plan.max_samples)
             # A slow call on either side warms up as the budget lets it.
             short = plan.warmup is None and max(calls_s) < slow_s
-            plan = dataclasses.replace(
-                plan,
-                min_samples=n,
-                max_samples=n,
-                warmup=MORE_PAIR_WARMUP if short else plan.warmup,
-            )
+            warmup = MORE_PAIR_WARMUP if short else plan.warmup
+            plan = dataclasses.replace(plan, min_samples=n, max_samples=n, warmup=warmup)
         readings: list[ClockReading | None] = []
 
         def when_warm() -> None:
@@ -776,40 +751,28 @@ class BenchSession:
             why = "no fresh process can be started here"
             return [tuple(gate.unconfirmed(r, why) for r in results) for _, results, _ in tests]
         now = [list(results) for _, results, _ in tests]
+
+        def wanted(r: Result) -> bool:  # (not one its first batch left unconfirmed)
+            return gate.needs_confirmation(r) and r.status is not Status.UNCONFIRMED
+
+        def sessions() -> list[int]:
+            return [len(r.measurement.sessions) for rs in now for r in rs]
+
         done = 0
-        while True:
-            # A result its first batch left unconfirmed is not started again.
-            wanted = [
-                [gate.needs_confirmation(r) and r.status is not Status.UNCONFIRMED for r in rs]
-                for rs in now
-            ]
-            asked = [i for i, w in enumerate(wanted) if any(w)]
-            if not asked:
-                break
-            batch = max(
-                gate.next_batch(r)
-                for i in asked
-                for r, w in zip(now[i], wanted[i], strict=True)
-                if w
-            )
+        while asked := [i for i, rs in enumerate(now) if any(map(wanted, rs))]:
+            batch = max(gate.next_batch(r) for i in asked for r in now[i] if wanted(r))
             started = time.perf_counter()
             runs = self.launcher.confirming(
                 [tests[i][0] for i in asked], batch, self.device_index, progress, first=done
             )
             done += batch
-            share = (time.perf_counter() - started) / sum(map(sum, wanted))
-            before = [list(rs) for rs in now]
+            share = (time.perf_counter() - started) / sum(wanted(r) for rs in now for r in rs)
+            before = sessions()
             for i in asked:
                 now[i] = [
-                    self._confirmed(r, runs, tests[i][2], share) if w else r
-                    for r, w in zip(now[i], wanted[i], strict=True)
+                    self._confirmed(r, runs, tests[i][2], share) if wanted(r) else r for r in now[i]
                 ]
-            if all(
-                len(a.measurement.sessions) == len(b.measurement.sessions)
-                for i in asked
-                for a, b, w in zip(now[i], before[i], wanted[i], strict=True)
-                if w
-            ):
+            if sessions() == before:
                 # The batch confirmed nothing (each result says why, or keeps its last
                 # look's verdict): another would not either.
                 break
