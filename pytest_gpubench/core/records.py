@@ -77,11 +77,8 @@ AT_LEAST_0 = (at_least(0.0), "a number >= 0")
 
 
 class Status(str, enum.Enum):
-    """Verdict of one measurement. ``CHANGED`` (launches that match no binary of the
-    baseline), ``INCOMPARABLE`` (a baseline of another timer), ``UNCONFIRMED`` and
-    ``UNSTABLE`` (too few samples) are the gate's; the statistical rule never returns them.
-    ``SAME``, ``UNSURE``, ``REMOVED`` and ``CRASHED`` are the verdicts against a revision
-    measured in the same job (``--gpubench-against``)."""
+    """Verdict of one measurement, what needs attention first (``rank``). The statistical rule
+    never returns the gate's: ``CHANGED``, ``INCOMPARABLE``, ``UNCONFIRMED``, ``UNSTABLE``."""
 
     # Faster than the device can move the declared bytes: skipped work, a cached result, or
     # broken timing. Fails its test in every run; never saved.
@@ -255,9 +252,8 @@ class Judgement(Coded):
     decides, as a fraction (0.041: slower by 4.1%); kept in the JSON for plots and tools, but
     never printed: the rule judges the lowest session, so a verdict may fail under it or pass
     over it (issue 45: "+16.6%; bar 17.3%" read regressed). ``gateable`` is the gate: the
-    smallest slowdown caught with the target power once confirmed; ``noisy`` when that
-    exceeds the threshold. Reports print the gate (:func:`gate_text`), the threshold and,
-    against a revision, the interval.
+    smallest slowdown caught with the target power once confirmed (:func:`gate_text`);
+    ``noisy`` when that exceeds the threshold.
     """
 
     status: Status

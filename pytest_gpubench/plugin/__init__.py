@@ -106,7 +106,8 @@ def pytest_configure(config: pytest.Config) -> None:
     session = _session(config, settings) if settings.enabled else None
     worker = hasattr(config, "workerinput")  # an xdist worker: its controller collects
     owner = not worker and settings.child is None
-    if owner and session is not None and config.getoption("dist", "no") != "no":
+    dist = config.getoption("dist", "no") != "no"
+    if owner and session is not None and dist:
         _rotate_workers(config)
 
     def announce(line: str) -> None:
@@ -132,8 +133,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         manager.register(Selection(only=settings.only), SELECTION)
     # An xdist worker, or a fresh process, times on the GPU it was given (gpus.pin_worker).
-    pin = worker or settings.child is not None
-    measuring = Measuring(settings, session, announce, pin=pin)
+    measuring = Measuring(settings, session, announce, pin=worker or settings.child is not None)
     manager.register(measuring, MEASURING)
     if settings.child is not None and session is not None:
         _pair_in_child(measuring, session, settings)
@@ -172,11 +172,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         controller = Controller(config, settings, session, collected, announce, measuring)
         manager.register(controller, CONTROLLER)
-        distributed = (
-            manager.hasplugin("xdist")
-            and config.getoption("dist", "no") != "no"
-            and bool(config.getoption("tx", None))
-        )
+        distributed = dist and manager.hasplugin("xdist") and config.getoption("tx", None)
         if against and distributed and not config.getoption("collectonly"):
             from .distributed import DistributedComparison
 
@@ -187,15 +183,11 @@ def pytest_configure(config: pytest.Config) -> None:
 def _pair_in_child(measuring: Measuring, session: BenchSession, settings: Settings) -> None:
     """A fresh process whose parent times tests in lockstep (versus/lockstep.py) does the same,
     in the parent's checkout: one more pair of each test it runs."""
-    from ..versus.lockstep import CHECKOUT_VARIABLE
-
-    if CHECKOUT_VARIABLE not in os.environ:
-        return
     from .. import __file__ as package_init
-    from ..versus.lockstep import Pairing, TwoSides
+    from ..versus.lockstep import CHECKOUT_VARIABLE, Pairing, TwoSides
 
-    two = TwoSides.from_environment(Path(package_init).parent)
-    os.environ.pop(CHECKOUT_VARIABLE)
+    two = TwoSides.from_environment(Path(package_init).parent)  # None where not asked
+    os.environ.pop(CHECKOUT_VARIABLE, None)
     if two is not None:
         measuring.pairing = Pairing(two, session, settings, None)
         session.lockstep = True

@@ -134,7 +134,13 @@ class Child:
         overlaps, their GPU work (first calls, compiles, samples) does not. Then a duo's
         leader tells its follower to run its tests; the follower waits for that before any
         test's fixtures run."""
-        self._wait_gate()
+        if self.gate:
+            # In duos started together (run.children.run_duos): set up (collected, its
+            # profiler started), and, leading, wait until its parent says every process is,
+            # so that no set-up runs beside a duo's measurements (its parent bounds the wait).
+            tell(self.out, ready=True)
+            while self.hold_device and not Path(self.gate).exists():
+                time.sleep(BEAT_POLL_S)
         if not self.held:
             self._hold()
         if self.duo is not None:
@@ -184,17 +190,6 @@ class Child:
             yield
         except DuoError as exc:
             self.duo_ended = str(exc)
-
-    def _wait_gate(self) -> None:
-        """In duos started together (run.children.run_duos): say this process is set up
-        (collected, its profiler started), then, leading, wait until its parent says every
-        process is, so that no set-up runs beside a duo's measurements. Its parent bounds
-        the wait (it kills what outlives it)."""
-        if not self.gate:
-            return
-        tell(self.out, ready=True)
-        while self.hold_device and not Path(self.gate).exists():
-            time.sleep(BEAT_POLL_S)
 
     def _hold(self) -> None:
         """Take the device lock, waiting as long as it takes (its parent bounds the wait);

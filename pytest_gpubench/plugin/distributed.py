@@ -5,11 +5,9 @@ An xdist controller collects nothing: its workers collect and run the tests. Eac
 writes, as it collects, the measurement settings of its benchmarks (their markers') into a
 folder of the controller's; once every worker has collected, and before the scheduler hands
 out a test, the controller times both sides in fresh processes (versus/ab.py, as without
-xdist; with several GPUs, one relay of processes on each of as many as there are workers:
-each over its share of the tests in the first look, its block of the pairs in a later one)
-and writes every verdict into that folder; each worker's
-tests then run untimed and take their verdicts from there, so a regression fails its test in
-whichever worker runs it.
+xdist; with several GPUs, one relay of processes on each of as many as there are workers)
+and writes every verdict into that folder; each worker's tests then run untimed and take
+their verdicts from there, so a regression fails its test in whichever worker runs it.
 """
 
 from __future__ import annotations
@@ -97,13 +95,13 @@ class DistributedComparison:
             return
         self.done = True
         session = self.session
-        if session is not None and session.testsfailed:
-            if not session.config.option.continue_on_collection_errors:
-                # As pytest stops without xdist; xdist would run the rest, none compared.
-                errors = plural(session.testsfailed, "error")
-                raise session.Interrupted(f"{errors} during collection")
+        assert session is not None  # (registered at configure time: its sessionstart ran)
+        if session.testsfailed and not session.config.option.continue_on_collection_errors:
+            # As pytest stops without xdist; xdist would run the rest, none compared.
+            errors = plural(session.testsfailed, "error")
+            raise session.Interrupted(f"{errors} during collection")
         apart = differing(self.collected)
-        if apart is not None and session is not None and session.config.option.dist != "each":
+        if apart is not None and session.config.option.dist != "each":
             # xdist then runs nothing (but under --dist each), in an error of its own.
             self.controller.announce(
                 f"workers {apart[0]} and {apart[1]} collected different tests: nothing is timed"
@@ -123,10 +121,8 @@ class DistributedComparison:
         devices = list(range(lanes)) if lanes > 1 else []
         found = self.controller.compare(read_measures(self.folder), devices)
         bench = self.controller.session
-        unjudged = dict(bench.unjudged) if bench is not None else {}
-        verdicts = Verdicts(
-            found, unjudged, tuple(sorted(bench.crashed) if bench is not None else ())
-        )
+        assert bench is not None  # (compare asserts it too)
+        verdicts = Verdicts(found, dict(bench.unjudged), tuple(sorted(bench.crashed)))
         try:
             text = json.dumps(encode(verdicts), allow_nan=True)
             storage.write_atomic(self.folder / VERDICTS, text, "verdicts")
@@ -203,29 +199,26 @@ class WorkerVerdicts:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        if self.session.comparison is None:
-            read = read_verdicts(self.folder / VERDICTS)
-            if read is None:
-                if uses_fixture(item):
-                    pytest.fail(
-                        "gpubench: the comparison against the revision did not reach this "
-                        f"worker ({self.folder / VERDICTS} missing): not judged",
-                        pytrace=False,
-                    )
-                return
-            self.session.comparison = {self._renamed(k): r for k, r in read.results.items()}
-            self.session.unjudged = {self._renamed(n): line for n, line in read.unjudged.items()}
-            self.session.crashed = frozenset(self._renamed(n) for n in read.crashed)
+        if self.session.comparison is not None:
+            return
+        path = self.folder / VERDICTS
+        try:
+            read: Verdicts | None = decode(Verdicts, json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            read = None  # (failed outside the handler: no chained traceback in its report)
+        if read is None:
+            if uses_fixture(item):
+                pytest.fail(
+                    "gpubench: the comparison against the revision did not reach this "
+                    f"worker ({path} missing): not judged",
+                    pytrace=False,
+                )
+            return
+        self.session.comparison = {self._renamed(k): r for k, r in read.results.items()}
+        self.session.unjudged = {self._renamed(n): line for n, line in read.unjudged.items()}
+        self.session.crashed = frozenset(self._renamed(n) for n in read.crashed)
 
     def _renamed(self, key: str) -> str:
         """A verdict's key as this worker knows its test (``id@group`` under loadgroup)."""
         nodeid, sep, name = key.partition("#")
         return self.renamed.get(nodeid, nodeid) + sep + name
-
-
-def read_verdicts(path: Path) -> Verdicts | None:
-    """The comparison's verdicts; None when there are none to read."""
-    try:
-        return decode(Verdicts, json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None

@@ -37,9 +37,7 @@ def lockstep_refusal(item: pytest.Item, two: TwoSides) -> str:
     if where is None:
         return "it is not a Python test function"
     found = two.test_function(*where)
-    if isinstance(found, str):
-        return found
-    return two.native()
+    return found if isinstance(found, str) else two.native()
 
 
 def _revision_values(

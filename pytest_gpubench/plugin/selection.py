@@ -24,6 +24,5 @@ class Selection:
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         reason = SKIPPED_OTHERS if self.only else SKIPPED_BENCHMARKS
         for item in items:
-            benchmarks = uses_fixture(item)
-            if benchmarks != self.only:
+            if uses_fixture(item) != self.only:
                 item.add_marker(pytest.mark.skip(reason=reason))

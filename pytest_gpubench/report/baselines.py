@@ -45,8 +45,6 @@ class EntryView:
 
     @property
     def flags(self) -> str:
-        if self.judgement.gated and not self.judgement.noisy:
-            return ""  # most tests: no list to join
         words = []
         if self.judgement.noisy:  # as the run's table says it
             words.append(f"gate > {self.threshold * 100:g}%")
@@ -146,15 +144,14 @@ def binary_lines(view: EntryView) -> list[str]:
     if not entry.kernels and not any(b.kernels for b in entry.others):
         return []
     binaries = entry.binaries
+    launches = describe_configs if len(binaries) > 1 else describe
     lines = []
     key = printable(view.key)
     for i, binary in enumerate(binaries):
-        n = len(binary.history)
-        launches = describe_configs if len(binaries) > 1 else describe
-        median = format_value(binary.median_ms, view.entry.timer)
+        median = format_value(binary.median_ms, entry.timer)
         lines.append(
             f"  {key if i == 0 else ' ' * len(key)}  {binary.fingerprint or '-'}, "
-            f"{plural(n, 'session')}, {median}: "
+            f"{plural(len(binary.history), 'session')}, {median}: "
             f"{launches(binary.kernels) if binary.kernels else 'launches not recorded'}"
         )
     return lines

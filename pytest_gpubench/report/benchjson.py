@@ -121,18 +121,11 @@ def entry(result: Result) -> dict[str, Json]:
 
 # py-cpuinfo's names of the architectures that platform.machine() spells otherwise.
 CPU_ARCHES = {
-    "x86_64": "X86_64",
-    "amd64": "X86_64",
-    "i386": "X86_32",
-    "i486": "X86_32",
-    "i586": "X86_32",
-    "i686": "X86_32",
-    "x86": "X86_32",
-    "aarch64": "ARM_8",
-    "arm64": "ARM_8",
+    **dict.fromkeys(("x86_64", "amd64"), "X86_64"),
+    **dict.fromkeys(("i386", "i486", "i586", "i686", "x86"), "X86_32"),
+    **dict.fromkeys(("aarch64", "arm64"), "ARM_8"),
     "armv7l": "ARM_7",
-    "ppc64": "PPC_64",
-    "ppc64le": "PPC_64",
+    **dict.fromkeys(("ppc64", "ppc64le"), "PPC_64"),
     "s390x": "S390X",
     "riscv64": "RISCV_64",
 }
@@ -147,8 +140,8 @@ def cpu_info(proc_cpuinfo: str = "/proc/cpuinfo") -> dict[str, Json]:
         with open(proc_cpuinfo, encoding="utf-8", errors="replace") as f:
             for line in f:
                 name, sep, value = line.partition(":")
-                if sep and name.strip() and name.strip() not in fields:
-                    fields[name.strip()] = value.strip()
+                if sep and name.strip():
+                    fields.setdefault(name.strip(), value.strip())  # the first CPU's
     except OSError:
         pass  # not Linux: platform.processor() is what there is
     machine = platform.machine()

@@ -1,18 +1,13 @@
-"""Figures of baseline files, and one self-contained HTML page of them (``gpubench plot``).
-
-Per baseline file: the session history of each test (its session medians in time order, the
-anchor sessions marked) with the first look's band (the band a next session's change must
-leave to fail at the first look that confirms it, ``EntryView.band``), at most ``PANELS``
-panels per figure; and, where the device's peak copy bandwidth was measured, a bar chart of
-each test's share of it, grouped by kernel family (the ``group`` of its marker). Drawn with
-matplotlib's Agg canvas, without pyplot: no window, no global figure state. Only the
-``gpubench`` command imports this module.
+"""Figures of baseline files, and one self-contained HTML page of them (``gpubench plot``;
+what they draw: docs/guide.md, "Reports"). Drawn with matplotlib's Agg canvas, without
+pyplot: no window, no global figure state. Only the ``gpubench`` command imports this module.
 """
 
 from __future__ import annotations
 
 import html
 import io
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -152,9 +147,8 @@ def _history_panel(ax: Axes, view: EntryView, baseline: Baseline) -> None:
         mec="tab:orange",
         label="anchor",
     )
-    title = _short(view.key)
     over = f" (gate > {view.threshold * 100:g}%)" if view.judgement.noisy else ""
-    ax.set_title(title + over)
+    ax.set_title(_short(view.key) + over)
     ax.set_xlabel(f"session: date (UTC), commit ({entry.timer}; gate {view.gate:.1%})")
     ax.set_ylabel(f"median ({unit})")
     ax.set_xlim(-0.5, len(records) - 0.5)
@@ -168,9 +162,7 @@ def _history_panel(ax: Axes, view: EntryView, baseline: Baseline) -> None:
     ax.tick_params(labelsize=7)
     if high > low:
         # Each edge's own value, at the left (the latest session, right, may be out of the
-        # band): the band is the first confirmed look's, not the table's gate (the
-        # smallest slowdown caught with the target power when confirmations run to their
-        # cap, in the x label); on the H200 file, 4% to 28%.
+        # band): the band is the first confirmed look's, wider than the gate in the x label.
         reference = entry.median_ms
         edges = (
             (high, f"+{high / reference - 1:.1%}", 1.0, "bottom"),
@@ -248,12 +240,9 @@ def peak_figure(section: Section) -> tuple[Figure | None, str]:
     figure = _figure((8.0, 1.4 + 0.28 * len(views) + 0.2 * len(groups)), "constrained")
     ax = figure.subplots()
     colors = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
-    y, position, previous = [], 0.0, None
-    for group in named:
-        if previous is not None and group != previous:
-            position += 0.6  # a gap between families
-        y.append(position)
-        position, previous = position + 1, group
+    y = [0.0]
+    for before, group in itertools.pairwise(named):
+        y.append(y[-1] + 1 + (0.6 if group != before else 0))  # a gap between families
     # At the reference median: the bytes of a call over its time, a share of the peak.
     shares = [100 * (float(v.entry.bytes or 0) / (v.entry.median_ms * 1e6) / peak) for v in views]
     for group_index, group in enumerate(groups):
@@ -288,20 +277,16 @@ def peak_figure(section: Section) -> tuple[Figure | None, str]:
         ax.legend(title="group", fontsize=7, loc="lower right")
     name = printable(str(baseline.device.get("name") or "unknown device"))
     figure.suptitle(f"{name}: share of peak copy bandwidth, {len(views)} tests that declare bytes")
-    _freeze_layout(figure)
-    return figure, ""
-
-
-LABEL_BOX = {"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8}
-
-
-def _freeze_layout(figure: Figure) -> None:
-    """Lay the figure out once, then keep those positions: with its layout engine, every
-    save drew the figure twice (once to measure, once to render), for each format."""
+    # Laid out once, then kept: with its layout engine, every save drew the figure twice
+    # (once to measure, once to render), for each format.
     engine = figure.get_layout_engine()
     if engine is not None:
         engine.execute(figure)
         figure.set_layout_engine("none")
+    return figure, ""
+
+
+LABEL_BOX = {"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8}
 
 
 def _figure(size: tuple[float, float], layout: Literal["constrained"] | None = None) -> Figure:

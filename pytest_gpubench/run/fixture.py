@@ -323,17 +323,16 @@ def _refuse_unstarted(result: object, test: str) -> None:
     would time its creation (and pass as fast as it ever was)."""
     if inspect.isgenerator(result):
         kind, remedy = "a generator", "gpubench(lambda *a: list(fn(*a)), ...)"
+        result.close()
     elif inspect.iscoroutine(result):
         kind, remedy = "a coroutine", "gpubench(lambda *a: asyncio.run(fn(*a)), ...)"
+        result.close()  # an unawaited coroutine warns when collected
     elif inspect.isasyncgen(result):
         kind = "an async generator"
         remedy = "gpubench(lambda *a: asyncio.run(collect(fn(*a))), ...), collect an async def "
         remedy += "returning [v async for v in it]"
     else:
         return
-    close = getattr(result, "close", None)
-    if callable(close) and not inspect.isasyncgen(result):
-        close()  # (an unawaited coroutine warns when collected)
     raise GpubenchError(
         f"{test}: the function given to gpubench returned {kind}, so a call only creates it "
         f"and does none of its work; time a function that runs it, e.g. {remedy}"

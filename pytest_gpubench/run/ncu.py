@@ -1,12 +1,8 @@
-"""Nsight Compute's basic metrics in a failure's evidence (--gpubench-ncu).
-
-A fresh process under ``ncu`` runs the failing tests; their fixture makes one warm call of
-each measurement inside an NVTX range named after its key (``range_name``) and times
-nothing. ncu profiles only the kernels inside those ranges (at most LAUNCHES), with a few
-metrics (core.records.NCU_METRICS: a handful of replay passes each), into a report the user
-can open in Nsight Compute; the parent reads it back as CSV (``ncu --import``) and attaches each
-measurement's kernels to its result. Profiling is the costly part of ncu (each kernel is
-replayed), so it runs only on failure, and only where the user asked for it.
+"""Nsight Compute's basic metrics in a failure's evidence (--gpubench-ncu; docs/guide.md,
+"The fixture"): a fresh process under ``ncu`` makes one warm call of each measurement of the
+failing tests inside an NVTX range named after its key (``range_name``); ncu profiles only
+the kernels inside those ranges, and the parent reads its report back as CSV (``ncu --import``).
+Only on failure, and only where asked: ncu replays each kernel it profiles.
 """
 
 from __future__ import annotations

@@ -74,14 +74,9 @@ class Baseline:
         ``now`` (and a day of clock skew) or not dated in ISO 8601 is not a candidate: it
         would be the most recent forever."""
         limit = (now or datetime.datetime.now(datetime.timezone.utc)) + CLOCK_SKEW
-        dated = []
-        for info in self.sessions.values():
-            when = _instant(info.date)
-            if when is not None and when <= limit:
-                dated.append((when, info))
-        if not dated:
-            return {}
-        return max(dated, key=lambda pair: pair[0])[1].versions
+        dated = [(_instant(info.date), info) for info in self.sessions.values()]
+        candidates = [(when, info) for when, info in dated if when is not None and when <= limit]
+        return max(candidates, key=lambda pair: pair[0])[1].versions if candidates else {}
 
 
 # The date of a session whose date is not known (a schema 1 entry's, converted).

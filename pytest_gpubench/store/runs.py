@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from ..core.errors import GpubenchError
+from ..core.samples import plural
 from . import files as storage
 
 RUNS = "runs"
@@ -87,8 +88,8 @@ def resolve(directory: Path, name: str) -> Path:
         back = int(last.group(1) or 0)
         if back >= len(runs):
             raise GpubenchError(
-                f"no stored run {name}: {folder(directory)} keeps {len(runs)} "
-                f"run{'s' if len(runs) != 1 else ''} (last to last~{len(runs) - 1}); {hint}"
+                f"no stored run {name}: {folder(directory)} keeps {plural(len(runs), 'run')} "
+                f"(last to last~{len(runs) - 1}); {hint}"
             )
         return runs[-1 - back]
     found = [p for p in runs if p.name.startswith(name)] if name else []

@@ -1,13 +1,9 @@
-"""Energy per call from NVML's total-energy counter, informational (``--gpubench-energy``).
+"""Energy per call from NVML's total-energy counter, informational (``--gpubench-energy``;
+the method: docs/guide.md, "The fixture").
 
 On an H100 the counter, and the power readings, move once every 100 ms (bench/energy_probe.py):
-a window of 100 ms reads 560-980 W for a steady 712 W. So back-to-back calls fill about
-``WINDOW_S`` while a thread polls the counter and the power; the mean power is the counter's
-energy between its first and its last update inside the window over the time between them,
-and a call's energy is that power times the window's time per call. The mean of the power
-readings over the same span cross-checks it. Fewer than ``MIN_UPDATES`` updates inside the
-window (a GPU without the counter, a window cut short) give no reading: never a number that
-was not measured.
+a window of 100 ms reads 560-980 W for a steady 712 W. Hence a window of back-to-back calls
+of about ``WINDOW_S``, read between the counter's first and last update inside it.
 """
 
 from __future__ import annotations

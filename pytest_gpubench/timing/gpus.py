@@ -1,14 +1,12 @@
-"""One timing per device at a time, and one device per xdist worker.
+"""One timing per device at a time, and one device per xdist worker (docs/guide.md,
+"pytest-xdist").
 
 Processes that time on the same GPU at once disturb each other (four xdist workers on one
 H200 changed 12 of 54 verdicts). Every measurement holds an inter-process lock named after
 the physical device (its UUID; the host for the CPU timer) while it captures, warms up and
-samples; correctness work and set-up run outside it, in parallel. With several GPUs visible,
-each xdist worker is pinned to one of them, so measurements run in parallel on distinct GPUs:
-where it can, before anything starts CUDA, by seeing its own GPU first (CUDA_VISIBLE_DEVICES
-rotated), so that every worker compiles for "cuda:0" and the compile caches keyed by the
-device's index (Inductor's) serve all of them the binary one compiled; otherwise by
-``torch.cuda.set_device``.
+samples. With several GPUs visible, each xdist worker sees its own first where it can
+(``rotate_worker``: all compile for "cuda:0", so compile caches keyed by the device's index
+serve them all), else is pinned to it by ``torch.cuda.set_device`` (``pin_worker``).
 """
 
 from __future__ import annotations

@@ -23,11 +23,10 @@ NOTED_CPU_WAIT = 0.05
 
 
 def host_caveat(threads: int | None, busy: float | None, wait: float | None = None) -> str:
-    """What makes host timings unreliable: torch's intra-op threads (each call waits for the
-    slowest of them, which other processes delay) and a process kept waiting for a CPU
-    (``wait``: the run delay's share, which a function's own sleeps and waits do not count;
-    where it is not known, a ``busy`` share of CPU time under MIN_BUSY_SHARE, which they
-    do). '' when neither."""
+    """What makes host timings unreliable, '' when nothing: torch's intra-op threads (each call
+    waits for the slowest, which other processes delay) and a process kept waiting for a CPU
+    (``wait``: the run delay's share, see run_delays_ns; where it is not known, a ``busy``
+    share of CPU time under MIN_BUSY_SHARE)."""
     parts = []
     if threads is not None and threads > 1:
         parts.append(

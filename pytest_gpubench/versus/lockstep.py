@@ -99,7 +99,7 @@ class TwoSides:
         self._base: dict[str, ModuleType] = {}
         self._head: dict[str, ModuleType] = {}
         self._in_base = False
-        self._files: dict[Path, ModuleType | str | None] = {}
+        self._files: dict[Path, ModuleType | str] = {}  # the revision's test files, or why not
         self._owners: dict[str, str] = {}  # by a module's file
         self._installed = tuple(
             Path(p).resolve()
@@ -223,10 +223,10 @@ class TwoSides:
         there = self.revision.counterpart(path)
         if not there.is_file():
             return None
-        loaded = self._files.get(there, "")
-        if loaded == "":
-            loaded = self._files[there] = self._import(there, module)
-        if loaded is None or isinstance(loaded, str):
+        if there not in self._files:
+            self._files[there] = self._import(there, module)
+        loaded = self._files[there]
+        if isinstance(loaded, str):
             return loaded
         obj: Any = loaded
         for part in qualname.split("."):
@@ -288,8 +288,8 @@ class TwoSides:
 
     def _loaded_native(self, names: set[str]) -> None:
         for name in sorted(names):
-            file = getattr(sys.modules.get(name), "__file__", None)
-            if isinstance(file, str) and file.endswith(NATIVE_SUFFIXES):
+            file = _native_file(sys.modules.get(name))
+            if file:
                 self._refuse(self._refused(name, file))
 
     def _refuse(self, why: str) -> None:
@@ -339,7 +339,7 @@ def holding_code(
 
     def code(value: object) -> bool:
         if isinstance(value, ModuleType):
-            return project(value) or (natives and _native(value))
+            return project(value) or (natives and bool(_native_file(value)))
         if isinstance(value, FunctionType | type):
             return project(sys.modules.get(value.__module__))
         return project(sys.modules.get(type(value).__module__))
@@ -368,9 +368,10 @@ def _built_by_torch(name: str) -> bool:
     return name in entries or (version.isdigit() and stem in entries)
 
 
-def _native(module: ModuleType) -> bool:
+def _native_file(module: ModuleType | None) -> str:
+    """The file of ``module`` where it is native code (a compiled extension); '' else."""
     file = getattr(module, "__file__", None)
-    return isinstance(file, str) and file.endswith(NATIVE_SUFFIXES)
+    return file if isinstance(file, str) and file.endswith(NATIVE_SUFFIXES) else ""
 
 
 class Pairing:
@@ -403,17 +404,13 @@ class Pairing:
         # Set by the process that owns the run: time a test (and the later ones using the
         # fixture named, if any) in pairs of fresh processes, for the reason given.
         self.apart: Callable[[str, str, str], None] | None = None
-        self.launcher = (
-            None
-            if launcher is None
-            else dataclasses.replace(launcher, env=(*launcher.env, two.environment()))
-        )
+        if launcher is not None:  # its fresh processes run both sides, in this checkout
+            launcher = dataclasses.replace(launcher, env=(*launcher.env, two.environment()))
+        self.launcher = launcher
 
     def holding_code(self, values: Mapping[str, object], natives: bool = True) -> str:
         """The fixture whose value cannot serve both sides (:func:`holding_code`); ''."""
-        return holding_code(
-            values, lambda m: m is not None and self.two.owner(m) == "head", natives
-        )
+        return holding_code(values, lambda m: self.two.owner(m) == "head", natives)
 
     def revision_fixture(
         self,
@@ -445,8 +442,8 @@ class Pairing:
 
     def run_base(self, fn: Callable[..., Any], kwargs: Mapping[str, Any], lock: Lockstep) -> str:
         """Run the revision's test body ``fn`` with ``kwargs`` (its ``gpubench`` the
-        revision's, holding its calls in ``lock``): why its test did not pass there, '' when
-        it did (its held calls are then dropped). A KeyboardInterrupt passes."""
+        revision's, holding its calls in ``lock``): why its test did not pass there (its held
+        calls then dropped), '' when it did. A KeyboardInterrupt passes."""
         _, failed = self._on_revision(lambda: fn(**kwargs), "its test")
         lock.head = True
         lock.failed = failed
@@ -504,9 +501,8 @@ class Pairing:
         errors: list[str] = []
         spent_s = 0.0  # on more pairs
         here = self.in_process and bool(paired)
-        launcher = self.launcher
-        child = self.settings.child is not None  # its pairs stay in it: no grandchildren
-        held = here and launcher is not None and not child and self._held_in_place(paired or {})
+        launcher = self.launcher  # None in a fresh process: its pairs stay in it
+        held = here and launcher is not None and self._held_in_place(paired or {})
         if held:
             assert launcher is not None
             here = False  # fresh processes, each one pair (not more of its own)
@@ -604,15 +600,12 @@ class Pairing:
         tests: Sequence[Pending],
         progress: Callable[[int, int], None],
     ) -> list[tuple[Result, ...]]:
-        """The ``tests``' pending results (:class:`Pending`), ended. Each failure whose pairs
-        all came from this process is timed again in one fresh process, shared by all such
-        tests, the design's cap of pairs each: it stands where that process's pairs bear it
-        out (judge.pairs.second_process_agrees) and is ``unsure`` where they do not; without
-        that process's verdict it stands, its note saying why. One process's sides can differ
-        by more than its pairs show, which no number of its pairs tells from a change
-        (bench/results/h200-2026-12-02b). A test unsure at the cap whose change reads beyond
-        the threshold (:func:`_unsure_beyond`) fails where that process's pairs alone fail it at
-        this run's level."""
+        """The ``tests``' pending results (:class:`Pending`), ended. Each failure of this
+        process's pairs, and each unsure reading beyond the threshold (:func:`_unsure_beyond`),
+        is timed again in one fresh process shared by all, the design's cap of pairs each: one
+        process's sides can differ by more than its pairs show, which no number of its pairs
+        tells from a change (bench/results/h200-2026-12-02b). Without that process's verdict
+        a result stands, its note saying why."""
         gate = Gate.of(self.settings, family=self.session.family)
         asked = [test.nodeid for test in tests if self.asks_second_process(test)]
         runs: list[ChildRun] = []
@@ -696,12 +689,10 @@ class Pairing:
         announce: Callable[[str], None],
     ) -> tuple[dict[str, Result], list[str], int]:
         """The tests ``nodeids``, which one process cannot hold, timed in duos (run/duo.py):
-        the working tree's fresh process (``head``) and the revision's (``base``) at once,
-        their calls alternated between them, DUO_PAIRS pairs of each call per duo (the
-        others than the first set up again there); the working tree's process leads the odd
-        duos, the revision's the even ones. A duo is one unit of the duo design
-        (judge.pairs.DUO_DESIGN): its looks' duos over the tests still unsure. Their
-        results by key, what went wrong, and how many duos ran."""
+        a fresh process per side (``head``, ``base``) at once, DUO_PAIRS pairs of each call
+        per duo, the working tree's leading the odd duos; each look of the duo design
+        (judge.pairs.DUO_DESIGN) over the tests still unsure. Their results by key, what went
+        wrong, and how many duos ran."""
         from ..run.children import run_duos
 
         pairs = Pairs()
