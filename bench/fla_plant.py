@@ -14,7 +14,9 @@ without (``reference=``, alternately in one process): a first process with a 1 �
 the call's time, the clock and the fixed part, a second with the spin planted (its own clock
 makes its cycles), whose ratio is the check a run's reads are compared with (``checked``;
 said on stderr where it reads under the target). A call shorter than the fixed part over
-TARGET gets a 1-cycle spin and reads above TARGET.
+TARGET gets a 1-cycle spin and reads above TARGET. On an H100 the fixed part read 0.77 and
+1.04 µs in two calibrations and the plants of 175-558 µs calls read +0.9% to +1.2%
+(bench/results/h100-2026-12-06f): a spin cannot set a plant within 0.1%.
 
 Until 2026-12-06 the spin was where a least-squares line through six such ratios (two
 processes) reached the target. Each ratio moves by 0.3-0.5% with the call's inputs, placed
