@@ -149,7 +149,7 @@ def judged(p: Process, n: int, shift: float, threshold: float) -> Judged:
     """As a run judges it: both numbers where the process took both, at half the level each
     (a planted change shifts both alike)."""
     factor = math.exp(shift)
-    # The pairs that took the kernel time on both sides, as versus.ab._beside reads them.
+    # The pairs that took the kernel time on both sides, as versus.ab.paired_verdict takes them.
     both = [(b, h) for b, h in list(zip(*p.kernel, strict=True))[:n] if None not in (b, h)]
     numbers = 2 if both else 1
     time = _judge(p.base[:n], p.head[:n], p.key[1], p.family * numbers, factor, threshold)
