@@ -16,11 +16,9 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from scipy import special
-
 from ..core.records import SessionInfo, SessionRecord
 from ..core.samples import plural
-from .offsets import reach
+from .offsets import Spread, reach
 
 # (nu0, s0): bench/machine_spread.py's fit to H100s and H200s together (the two models'
 # fits overlap within their few tests); tests/test_machines.py checks them against it.
@@ -39,7 +37,7 @@ def short(machine: str) -> str:
 
 
 @dataclass(frozen=True)
-class MachineSpread:
+class MachineSpread(Spread):
     """What a test's history says of the offset of a GPU it has not seen."""
 
     here: str  # the run's GPU
@@ -47,12 +45,6 @@ class MachineSpread:
     gpus: int  # the history's GPUs (those its table does not name counted as one)
     sessions: int  # the history's sessions
     unknown: int  # of them, those whose GPU its table does not name
-    df: float
-    scale: float  # log scale
-
-    def allowance(self, level: float) -> float:
-        """The log offset another GPU exceeds with chance ``level``."""
-        return self.scale * float(special.stdtrit(self.df, 1 - level))
 
     def says(self, allowance: float) -> str:
         """The verdict's words on this GPU, given the ``allowance`` applied (log)."""
@@ -115,7 +107,7 @@ def machine_spread(
     df = nu0 + max(0, len(means) - 1)
     weights = sum((n / len(history)) ** 2 for n in counts.values())
     scale = math.sqrt((nu0 * s0**2 + ss) / df * (1 + weights))
-    return MachineSpread(here, counts[here], len(counts), len(history), counts[None], df, scale)
+    return MachineSpread(df, scale, here, counts[here], len(counts), len(history), counts[None])
 
 
 def _machine(record: SessionRecord, infos: Mapping[str, SessionInfo]) -> str | None:

@@ -13,10 +13,25 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scipy import special
 
 from ..core.records import Judgement, Status, gate_text
 from ..core.samples import plural
 from .rule import NOT_GATED_BEYOND
+
+
+@dataclass(frozen=True)
+class Spread:
+    """What a test's history says of an offset it has not seen: a Student t of its log."""
+
+    df: float
+    scale: float  # log scale
+
+    def allowance(self, level: float) -> float:
+        """The log offset exceeded with chance ``level``."""
+        return self.scale * float(special.stdtrit(self.df, 1 - level))
 
 
 def reach(allowance: float) -> str:
@@ -37,15 +52,12 @@ def widened(
     *,
     threshold: float,
 ) -> Judgement:
-    """The verdict on sessions that another pick or GPU may have moved by up to
-    ``allowance`` (log): ``plain``, the sessions against the history; ``up`` and ``down``,
-    the same sessions made faster and slower by ``allowance``, each at its share of the
-    level. It regressed when ``up`` did, improved when ``down`` did. Its gate is the
-    history's widened by the allowance and by ``unlucky``, the offset the sessions may have
-    moved the other way with the chance the target power leaves (a slowdown on a GPU where
-    the test runs faster reads less: caught at the gate all the same). Without ``up`` and
-    ``down`` (an allowance no gate holds), it is not gated: ``whys`` say what moved,
-    ``remedies`` what would gate it."""
+    """The verdict on sessions another pick or GPU may have moved by up to ``allowance`` (log),
+    from ``plain``, ``up`` and ``down`` as the module's docstring says. ``unlucky``: the offset
+    the sessions may have moved the other way with the chance the target power leaves (a
+    slowdown on a GPU where the test runs faster reads less: caught at the gate all the same).
+    Without ``up`` and ``down`` (an allowance no gate holds) it is not gated: ``whys`` say what
+    moved, ``remedies`` what would gate it."""
     why = "; ".join(whys)
     if not plain.gated:  # the history gates nothing, an offset or not
         return dataclasses.replace(plain, reason=f"{plain.reason}; {why}")

@@ -14,11 +14,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy import special
-
 from ..core.baseline import Binary
 from ..core.kernels import Launch, same_work
-from .offsets import reach
+from .offsets import Spread, reach
 
 # (nu0, s0) of a pick by who picks: bench/binary_spread.py's Student t fitted to the picks,
 # the machine's offset taken out (its table "sigma_b for the rule", H200; the H100's the same
@@ -30,18 +28,12 @@ INDUCTOR_KERNEL = re.compile(r"triton_(poi|per|red|tem|for)_")
 
 
 @dataclass(frozen=True)
-class PickSpread:
+class PickSpread(Spread):
     """What a test's history says of a new pick's offset from its reference binary."""
 
     reference: Binary  # the binary of the same work with the most sessions
-    df: float
-    scale: float  # log scale
     binaries: int  # of the same work in the history
     picker: str  # "autotuner" or "inductor"
-
-    def allowance(self, level: float) -> float:
-        """The log offset a pick exceeds with chance ``level``."""
-        return self.scale * float(special.stdtrit(self.df, 1 - level))
 
     def says(self, allowance: float, changes: Sequence[str]) -> str:
         """The verdict's words on this pick (``changes``), given the ``allowance`` (log)."""
@@ -71,7 +63,7 @@ def pick_spread(binaries: Sequence[Binary], launches: Sequence[Launch]) -> PickS
     reference = max(same, key=lambda b: len(b.history))  # the latest of the longest
     offsets = [math.log(b.median_ms / reference.median_ms) for b in same if b is not reference]
     who = picker(launches)
-    return PickSpread(reference, *spread(offsets, who), len(same), who)
+    return PickSpread(*spread(offsets, who), reference, len(same), who)
 
 
 def spread(offsets: Sequence[float], who: str) -> tuple[float, float]:

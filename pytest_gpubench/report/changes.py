@@ -73,29 +73,23 @@ def saved_lines(results: Sequence[Result], baseline: Baseline) -> list[str]:
 
 def flagged_of(baseline: Baseline, threshold: float) -> list[str]:
     """``gpubench show``: a line for each entry whose latest binary's history is flagged,
-    sorted by key (:func:`headed` puts them under their heading)."""
-    changes = {
-        k: of_sessions(baseline.entries[k].history, threshold) for k in _candidates(baseline)
-    }
+    sorted by key (:func:`headed` puts them under their heading). The permutation p-values of
+    every history of one length are found at once, and only those under ``ALPHA`` (steps or
+    rise) go on to ``detect``, which flags nothing else: one at a time, 10^5 tests took minutes."""
+    by_length: dict[int, list[str]] = {}
+    for key, entry in baseline.entries.items():
+        if len(entry.history) >= MIN_SESSIONS:
+            by_length.setdefault(len(entry.history), []).append(key)
+    changes = {}
+    for keys in by_length.values():
+        logs = [math.log(r.median_ms) for k in keys for r in baseline.entries[k].history]
+        p_step, p_rise = p_values(np.reshape(logs, (len(keys), -1)))
+        for k, a, b in zip(keys, p_step, p_rise, strict=True):
+            if min(a, b) <= ALPHA:
+                changes[k] = of_sessions(baseline.entries[k].history, threshold)
     return flagged_lines(changes, {})
 
 
 def headed(lines: Sequence[str], heading: str = SHOW_HEADING) -> list[str]:
     """Flagged lines under their heading (``show``'s by default); none when none is flagged."""
     return [heading, *(f"  {line}" for line in lines)] if lines else []
-
-
-def _candidates(baseline: Baseline) -> list[str]:
-    """The keys whose history may be flagged: the permutation p-values of every history of
-    one length at once, and only those under ``ALPHA`` (steps or rise) go on to ``detect``,
-    which flags nothing else. One history at a time, 10^5 tests took minutes."""
-    by_length: dict[int, list[str]] = {}
-    for key, entry in baseline.entries.items():
-        if len(entry.history) >= MIN_SESSIONS:
-            by_length.setdefault(len(entry.history), []).append(key)
-    found = []
-    for keys in by_length.values():
-        logs = [math.log(r.median_ms) for k in keys for r in baseline.entries[k].history]
-        p_step, p_rise = p_values(np.reshape(logs, (len(keys), -1)))
-        found += [k for k, a, b in zip(keys, p_step, p_rise, strict=True) if min(a, b) <= ALPHA]
-    return found

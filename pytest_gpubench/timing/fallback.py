@@ -50,20 +50,16 @@ class Graph(Protocol):
 
     def replay_ms(self) -> float:
         """One replay's time in milliseconds."""
-        ...
 
     def profiled_replay(self) -> tuple[tuple[Launch, ...], float]:
         """What one replay launched (CUPTI), and its time in milliseconds."""
-        ...
 
     def kernel_ms(self) -> float:
         """The summed device time of one replay's kernels, copies and memsets (CUPTI), in
         milliseconds."""
-        ...
 
     def reset(self) -> None:
         """Free the graph and its memory pool."""
-        ...
 
 
 class Probe(Protocol):
@@ -71,16 +67,13 @@ class Probe(Protocol):
 
     def eager(self) -> Profile:
         """What eager calls launch, per call, and their device time."""
-        ...
 
     def synchronizes(self) -> str | None:
         """Why the call cannot be captured, found without a capture attempt; None if not."""
-        ...
 
     def capture(self, calls: int, warm_calls: int) -> Graph:
         """``calls`` back-to-back calls captured in one graph, after ``warm_calls`` eager
         ones; raises what the capture raised, the process repaired."""
-        ...
 
 
 @dataclass(frozen=True)
