@@ -93,14 +93,12 @@ class Benchmark:
         if setup is not None and (args or kwargs) and callable(setup):
             made = setup
 
-            def setup_without_arguments() -> Any:
-                fresh = made()
-                if fresh is not None:
+            def setup_without_arguments() -> None:
+                if made() is not None:
                     raise GpubenchError(
                         f"{where}: setup returned arguments and args= or kwargs= were given "
                         "too; give the arguments one way"
                     )
-                return None
 
             setup = setup_without_arguments
         return self._bench.pedantic(

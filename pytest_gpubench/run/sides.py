@@ -29,8 +29,7 @@ BESIDE_ROUNDS = 4
 
 
 class DuoError(GpubenchError):
-    """The other process of a duo (run/duo.py) ended, went silent or failed to time a
-    call."""
+    """The other process of a duo (run/duo.py) ended, went silent or failed to time a call."""
 
 
 class RemoteCallError(DuoError):
@@ -112,8 +111,6 @@ def inputs_changed(base: Sequence[str], head: Sequence[str]) -> str:
     """How the working tree's call's inputs differ from the revision's (their descriptions,
     timing.device.inputs_of), '' where they do not: ``argument 1: (4096,) float32 ->
     (8192,) float32``."""
-    if list(base) == list(head):
-        return ""
     if len(base) != len(head):
         return f"{len(base)} arguments -> {len(head)}"
     return "; ".join(

@@ -169,8 +169,10 @@ def _profile_events(run: Callable[[], object]) -> list[dict[str, Any]]:
         os.unlink(path)
 
 
-def profile_call(call: Callable[[], object], calls: int = PROFILED_EAGER_CALLS) -> Profile:
-    """What one eager call runs on the device, and for how long (CUPTI), averaged."""
+def profile_call(call: Callable[[], object], slow: bool = False) -> Profile:
+    """What one eager call runs on the device, and for how long (CUPTI), averaged over
+    PROFILED_EAGER_CALLS calls (one where ``slow``)."""
+    calls = 1 if slow else PROFILED_EAGER_CALLS
     events = _profile_events(_repeat(call, calls))
     return Profile(from_trace(events, calls), _device_ms(events) / calls)
 
@@ -296,7 +298,7 @@ class TorchProbe:
         self.call = workload.prepare()
 
     def eager(self) -> Profile:
-        return profile_call(self.call, 1 if self.workload.slow else PROFILED_EAGER_CALLS)
+        return profile_call(self.call, self.workload.slow)
 
     def synchronizes(self) -> str | None:
         return synchronizes(self.call)
@@ -323,7 +325,7 @@ class CudaEventTimer:
         self.name = "cuda-event-cold" if cold else "cuda-event"
 
     def sampler(self, workload: Workload) -> Sampler:
-        profile = profile_call(workload.prepare(), 1 if workload.slow else PROFILED_EAGER_CALLS)
+        profile = profile_call(workload.prepare(), workload.slow)
         if workload.slow:  # measuring the enqueue time would cost three slow calls
             sleep_ms = SLEEP_MAX_MS
         else:
@@ -362,20 +364,15 @@ class CuptiTimer:
     ) -> Sampler:
         call = workload.prepare()
         if profile is None:
-            profile = profile_call(call, 1 if workload.slow else PROFILED_EAGER_CALLS)
+            profile = profile_call(call, workload.slow)
         if not profile.launches or not profile.device_ms:
             raise GpubenchError(
                 "the function ran no GPU work: the cupti timer has nothing to time; time it "
                 "with --gpubench-timer=wall (or the marker's timer='wall')"
             )
         slow = workload.slow or workload.setup is not None
-        calls = (
-            1
-            if slow
-            else max(
-                1, min(MAX_PROFILED_CALLS, math.ceil(CUPTI_SAMPLE_TARGET_MS / profile.device_ms))
-            )
-        )
+        calls = 1 if slow else math.ceil(CUPTI_SAMPLE_TARGET_MS / profile.device_ms)
+        calls = max(1, min(MAX_PROFILED_CALLS, calls))
 
         def sample() -> float:
             return _device_ms(_profile_events(_repeat(workload.prepare(), calls))) / calls
@@ -400,19 +397,16 @@ class CuptiTimer:
 
 
 class CudaGraphTimer:
-    """Back-to-back calls captured in one CUDA graph, replayed.
+    """Back-to-back calls captured in one CUDA graph, replayed; L2 hot.
 
-    ``cuda-graph``: a sample is one replay's time / calls: the GPU time of the call's kernels
-    with the launch gaps of a graph, L2 hot. ``cupti-graph``: a sample is the summed device
-    time of one replay's kernels / calls (CUPTI), gaps left out, for functions whose graph
-    time is mostly launch gaps (``fallback.gated_kernels``): their kernel time is steady
-    between sessions where the gaps are not; the graph's time per call is reported beside it.
-    ``kernels`` forces one of the two (True: kernel time, False: graph time) or leaves it to
-    the function (None: ``auto``). The graph must replay the kernels an eager call runs
-    (checked once with CUPTI, outside the timed loop). Functions that cannot be captured
-    (they synchronize, launch outside the capturing stream, or take fresh arguments from
-    ``setup``) are timed by ``cupti`` instead, and the result records that timer's name with
-    the reason (``fallback.choose``).
+    ``cuda-graph``: a sample is one replay's time / calls (the kernels with a graph's launch
+    gaps). ``cupti-graph``: the summed device time of one replay's kernels / calls (CUPTI),
+    for functions whose graph time is mostly launch gaps, which vary between sessions where
+    kernel time does not (``fallback.gated_kernels``); the graph's time per call is reported
+    beside it. ``kernels``: True kernel time, False graph time, None (``auto``) the
+    function's choice. The graph must replay an eager call's kernels (checked once with
+    CUPTI, outside the timed loop); a function that cannot be captured is timed by ``cupti``,
+    the result recording that timer and why (``fallback.choose``).
     """
 
     def __init__(self, kernels: bool | None = None) -> None:
@@ -492,9 +486,8 @@ def _kernel_ms_each(order: list[GraphBeside]) -> list[float]:
     work = {i: tuple(sorted(found)) for i, found in names.items()}
     if not all(work.values()):
         raise GpubenchError("a replay owns no device work in the trace")
-    if len({(id(side), work[i]) for side, i in zip(order, ids, strict=True)}) != len(
-        {id(side) for side in order}
-    ):
+    owned = {(id(side), work[i]) for side, i in zip(order, ids, strict=True)}
+    if len(owned) != len({id(side) for side in order}):
         raise GpubenchError("replays of one graph own other kernels in the trace")
     return [each[i] for i in ids]
 

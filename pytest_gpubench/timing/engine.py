@@ -196,10 +196,9 @@ def collect(
     warmup an idle GPU still shows its idle clock)."""
     started = clock()
     source = _Source(sampler, clock)
-    take = source.take
     warm: list[float] = []
     while not _warm_enough(warm, plan, clock() - started + source.cost):
-        warm.append(take())
+        warm.append(source.take())
     samples: list[float] = []
     if plan.warmup is None and len(warm) == 1 and clock() - started > WARMUP_SHARE * plan.budget_s:
         # The first sample, taken before its cost was known, ran past warmup's share: the
@@ -207,7 +206,7 @@ def collect(
         samples.append(warm.pop())
     when_warm()
     while not _enough(samples, plan, clock() - started):
-        samples.append(take())
+        samples.append(source.take())
     return _sampling(sampler, samples, len(warm))
 
 
@@ -356,34 +355,26 @@ def paired_samplers(
     first's timer (``timer_named``: the timer a name asks for). The first is never timed
     otherwise than it would be alone: adding a reference must not move a function's own
     time to another timer (its history would read incomparable). Their timers still differ
-    where the second cannot take the first's: the caller records no ratio. A sampler given
-    up is closed; so are both when building one fails."""
+    where the second cannot take the first's (it fails, or falls to another timer): the
+    caller records no ratio. A sampler given up is closed; so are both when building one
+    fails."""
     a = timer.sampler(first)
     try:
         b = timer.sampler(second)
     except BaseException:
         a.close()
         raise
-    if b.timer != a.timer:
-        b = _retimed(b, timer_named, a.timer, second)
-    return a, b
-
-
-def _retimed(
-    sampler: Sampler, timer_named: Callable[[str], Timer], name: str, workload: Workload
-) -> Sampler:
-    """A sampler of ``workload`` by the timer ``name``, in place of ``sampler`` (closed),
-    when that timer times it; else ``sampler``. Whatever fails here leaves ``sampler``: the
-    other timer could not time this workload."""
+    if b.timer == a.timer:
+        return a, b
     try:
-        other = timer_named(name).sampler(workload)
+        other = timer_named(a.timer).sampler(second)
     except Exception:
-        return sampler
-    if other.timer != name:
+        return a, b
+    if other.timer != a.timer:
         other.close()
-        return sampler
-    sampler.close()
-    return other
+        return a, b
+    b.close()
+    return a, other
 
 
 def _caveat(sampler: Sampler) -> str:
