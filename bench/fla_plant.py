@@ -8,15 +8,16 @@ is sized by the clock (``sized``): TARGET times the call's time less the spin's 
 in the spin's cycles at this GPU's clock. A spin adds its cycles and a fixed part besides, its
 launch and the gap before the next kernel (0.8-0.9 µs on an H100: 3764 cycles at 1979 per µs
 took 2.78 µs, bench/results/h100-2026-12-06e), measured as what a 1 µs spin adds beyond its
-cycles to the shortest call (``fixed_us``; a calls' spread of 0.3% is 0.03 µs there).
+cycles to the shortest call (``fixed_us``; its ratio's spread is the fewest µs there).
 bench/fla_suite/calibrate_fla.py times each test's call with a spin against the call
 without (``reference=``, alternately in one process): a first process with a 1 µs spin for
 the call's time, the clock and the fixed part, a second with the spin planted (its own clock
 makes its cycles), whose ratio is the check a run's reads are compared with (``checked``;
 said on stderr where it reads under the target). A call shorter than the fixed part over
 TARGET gets a 1-cycle spin and reads above TARGET. On an H100 the fixed part read 0.77 and
-1.04 µs in two calibrations and the plants of 175-558 µs calls read +0.9% to +1.2%
-(bench/results/h100-2026-12-06f): a spin cannot set a plant within 0.1%.
+1.04 µs in two calibrations and the plants of 175-558 µs calls read +0.9% to +1.2% (medians
+of 17 runs; runs +0.6% to +1.5%, bench/results/h100-2026-12-06f): a spin cannot set a plant
+within 0.1%.
 
 Until 2026-12-06 the spin was where a least-squares line through six such ratios (two
 processes) reached the target. Each ratio moves by 0.3-0.5% with the call's inputs, placed

@@ -669,9 +669,10 @@ def run_children(
     request: Request | None = None,
     progress: Callable[[int, int], None] = lambda i, n: None,
 ) -> list[ChildRun]:
-    """Fresh processes, one per name, started together (their start-up overlaps; each holds
-    the device lock from its first test to its exit), timing ``request`` (None: the user's
-    selection), each writing to files named after it in a folder removed when they are done."""
+    """Fresh processes, one per name, started together, each writing to files named after it
+    in a folder removed when they are done, timing ``request`` (a confirmation: each holds the
+    device lock from its first test to its exit, so their start-up overlaps and their GPU work
+    does not) or, where None, the user's selection (a recorded session)."""
     with batch(device_index) as children:
         started = []
         for i, name in enumerate(names):
