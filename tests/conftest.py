@@ -25,7 +25,9 @@ collect_ignore = ["data"]
 
 # pytester's in-process runs restore sys.modules afterwards, so what one run imports the next
 # imports again: torch cannot be imported twice in one process, and the others are slow to.
-# Import them once, here, with the plugin modules loaded lazily.
+# Import them once, here, with the plugin modules loaded lazily. Where bytecode is not written
+# (PYTHONDONTWRITEBYTECODE), each import of a module compiles it again: pytest-benchmark's,
+# which every run loads as a plugin, cost more than half of the default selection's time.
 for _name in (
     "numpy",
     "scipy.stats",
@@ -37,6 +39,12 @@ for _name in (
     "pytest_gpubench.run.fixture",
     "pytest_gpubench.report.summary",
     "pytest_gpubench.run.session",
+    "pytest_gpubench.run.benchmark",
+    "pytest_gpubench.report.files",
+    "pytest_gpubench.report.changes",
+    "pytest_gpubench.judge.picks",
+    "pytest_benchmark.plugin",
+    "pytest_benchmark.storage.file",
 ):
     try:
         importlib.import_module(_name)

@@ -532,6 +532,7 @@ def test_a_path_inside_the_repository_given_apart_reaches_both_sides(
     assert "measured nothing" not in output(result) and report.exists()
 
 
+@pytest.mark.slow
 def test_an_unknown_revision_is_one_line_and_judges_nothing(repo: pytest.Pytester) -> None:
     result = repo.runpytest("--gpubench-against=nosuchbranch", *FAST)
     assert result.ret == USAGE_ERROR
@@ -539,6 +540,7 @@ def test_an_unknown_revision_is_one_line_and_judges_nothing(repo: pytest.Pyteste
     assert "nosuchbranch" in text and "Traceback" not in text and "INTERNALERROR" not in text
 
 
+@pytest.mark.slow
 def test_a_failed_build_is_one_line_and_judges_nothing(repo: pytest.Pytester) -> None:
     result = repo.runpytest("--gpubench-against=HEAD", "--gpubench-build=exit 3", *FAST)
     assert result.ret == USAGE_ERROR
@@ -550,6 +552,7 @@ def test_a_failed_build_is_one_line_and_judges_nothing(repo: pytest.Pytester) ->
     Path(log.group(1)).unlink()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [

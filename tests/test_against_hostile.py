@@ -319,6 +319,7 @@ def test_minus_x_stops_at_a_regression_and_lf_reruns_it(repo: pytest.Pytester) -
     assert "test_sum regressed" in output(again)
 
 
+@pytest.mark.slow
 def test_collect_only_makes_no_checkout(repo: pytest.Pytester, temp: Path) -> None:
     result = repo.runpytest("--collect-only", "-q", "--gpubench-against=HEAD", *ONE)
     assert result.ret == pytest.ExitCode.OK
@@ -327,6 +328,7 @@ def test_collect_only_makes_no_checkout(repo: pytest.Pytester, temp: Path) -> No
     assert left_in(temp) == [] and len(worktrees(repo.path)) == 1
 
 
+@pytest.mark.slow
 def test_no_gpubench_test_makes_no_checkout(repo: pytest.Pytester, temp: Path) -> None:
     repo.makepyfile(test_bench="def test_plain():\n    assert True\n")
     result = repo.runpytest("--gpubench-against=HEAD", *ONE)
@@ -335,6 +337,7 @@ def test_no_gpubench_test_makes_no_checkout(repo: pytest.Pytester, temp: Path) -
     assert left_in(temp) == []
 
 
+@pytest.mark.slow
 def test_outside_a_git_repository_is_one_line(fake: pytest.Pytester) -> None:
     fake.makepyfile(kernels=KERNELS.format(factor=1.0), test_bench=TESTS)
     result = fake.runpytest("--gpubench-against=HEAD", *ONE)
@@ -356,6 +359,7 @@ def test_a_run_leaves_nothing_behind(
     assert len(worktrees(repo.path)) == 1
 
 
+@pytest.mark.slow
 def test_a_failed_build_leaves_its_log_only(repo: pytest.Pytester, temp: Path) -> None:
     result = repo.runpytest("--gpubench-against=HEAD", "--gpubench-build=echo no; exit 3", *ONE)
     assert result.ret == USAGE_ERROR

@@ -440,6 +440,7 @@ def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
     return line
 
 
+@pytest.mark.slow
 @needs_git
 def test_an_unknown_revision_is_one_line(repo: pytest.Pytester, temp: Path) -> None:
     changes(repo, 2)
@@ -448,6 +449,7 @@ def test_an_unknown_revision_is_one_line(repo: pytest.Pytester, temp: Path) -> N
     assert left_in(temp) == []
 
 
+@pytest.mark.slow
 @needs_git
 def test_good_not_an_ancestor_of_bad_is_one_line(repo: pytest.Pytester, temp: Path) -> None:
     git(repo.path, "checkout", "-q", "-b", "side")
@@ -461,6 +463,7 @@ def test_good_not_an_ancestor_of_bad_is_one_line(repo: pytest.Pytester, temp: Pa
     assert "the wrong way round" in line
 
 
+@pytest.mark.slow
 @needs_git
 def test_good_on_a_branch_merged_into_bad_is_one_line(repo: pytest.Pytester, temp: Path) -> None:
     """A release tagged on a branch merged back: main's first parents after it lack its
@@ -478,11 +481,13 @@ def test_good_on_a_branch_merged_into_bad_is_one_line(repo: pytest.Pytester, tem
     assert "GOOD 'v1' (" in line and "is not on BAD's first-parent line" in line
 
 
+@pytest.mark.slow
 def test_outside_a_git_repository_is_one_line(fake: pytest.Pytester, temp: Path) -> None:
     line = one_error_line(gpubench(fake, temp, "bisect", "HEAD~1", "HEAD"))
     assert "is not in a git repository" in line
 
 
+@pytest.mark.slow
 @needs_git
 def test_good_and_bad_one_commit_is_nothing_to_bisect(repo: pytest.Pytester, temp: Path) -> None:
     changes(repo, 1)
@@ -491,6 +496,7 @@ def test_good_and_bad_one_commit_is_nothing_to_bisect(repo: pytest.Pytester, tem
     assert done.stdout == "nothing to bisect: GOOD 'HEAD' and BAD 'main' are one commit\n"
 
 
+@pytest.mark.slow
 @needs_git
 def test_a_failed_build_is_one_line_and_leaves_its_log_only(
     repo: pytest.Pytester, temp: Path

@@ -9,6 +9,9 @@ from __future__ import annotations
 import pytest
 from support import bench_module
 
+# These resample the recorded sessions: the slow selection.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def br():

@@ -365,6 +365,7 @@ def test_confirming_children_start_together(
     assert all("measured nothing" in run.error for run in runs)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_children_are_killed_and_reaped_though_an_interrupt_left_popens_lock_taken(
     monkeypatch: pytest.MonkeyPatch,
@@ -408,6 +409,7 @@ def test_an_interrupted_parent_kills_the_children_it_started(
     assert [child.killed for child in started] == [1, 1]
 
 
+@pytest.mark.slow
 def test_old_folders_of_gone_parents_on_this_host_are_swept_and_others_kept(
     tmp_path: Path,
 ) -> None:
@@ -435,6 +437,7 @@ def test_old_folders_of_gone_parents_on_this_host_are_swept_and_others_kept(
     assert namesake.exists() or owner.identity() == name  # a system with no ids: the name
 
 
+@pytest.mark.slow
 def test_a_child_removes_only_a_folder_of_ours_when_its_parent_is_gone(tmp_path: Path) -> None:
     """A lifeline started from a leaked environment must not delete the user's folders."""
     keep = tmp_path / "keep"
@@ -455,6 +458,7 @@ def test_a_child_removes_only_a_folder_of_ours_when_its_parent_is_gone(tmp_path:
     assert (keep / "precious.txt").read_text() == "mine" and not ours.exists()
 
 
+@pytest.mark.slow
 def test_a_child_under_a_wrapper_ends_with_the_wrapper_or_with_the_plugins_process(
     tmp_path: Path,
 ) -> None:
@@ -512,6 +516,7 @@ esac
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
 @pytest.mark.parametrize("end", ["exits", "dies", "hangs"])
 def test_a_wrapper_that_ends_before_its_child_leaves_no_process_behind(

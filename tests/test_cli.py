@@ -755,6 +755,7 @@ def test_console_script_is_installed():
     assert script.load() is cli.main
 
 
+@pytest.mark.slow
 def test_plugin_imports_neither_the_command_nor_matplotlib():
     code = (
         "import sys, pytest_gpubench.plugin; "

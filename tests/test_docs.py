@@ -227,6 +227,7 @@ def test_the_example_suites_aa_table_is_what_its_results_say() -> None:
     assert f"({peak.pop():.0f} GB/s" in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("machine", ["", "second"])
 def test_the_library_suites_table_is_what_its_reports_say(machine: str) -> None:
     """bench/results/h200-2026-11-29b (and its second machine's folder): runs.md is
@@ -278,6 +279,7 @@ def test_the_readmes_summary_rows_are_what_pytest_printed() -> None:
     assert block == summary.aligned([list(summary.COLUMNS[:-2]), *rows])
 
 
+@pytest.mark.slow
 def test_release_0_1s_h100_tables_are_as_quality_py_prints_them() -> None:
     """bench/results/h100-2026-11-21/README.md: "tables printed by python bench/quality.py
     tables <that file>"."""

@@ -27,6 +27,9 @@ from pytest_gpubench.timing.engine import Again, Plan, Sampler, Workload, collec
 from pytest_gpubench.versus.ab import BASE, HEAD
 from pytest_gpubench.versus.lockstep import _sides_of, child_results
 
+# Every test here starts a real second process: the slow selection.
+pytestmark = pytest.mark.slow
+
 FORK = multiprocessing.get_context("fork")
 
 

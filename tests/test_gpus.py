@@ -222,6 +222,7 @@ def finish(holder: subprocess.Popen[str], kill: bool = False) -> None:
     holder.communicate()  # waits, and closes its output
 
 
+@pytest.mark.slow
 def test_a_device_lock_held_by_another_process_times_out_with_one_line() -> None:
     holder = hold_in_another_process(lock_path("GPU-x"), 30)
     try:
@@ -240,6 +241,7 @@ def test_a_device_lock_held_by_another_process_times_out_with_one_line() -> None
         pass
 
 
+@pytest.mark.slow
 def test_a_device_lock_waits_for_the_other_process_and_other_devices_do_not() -> None:
     holder = hold_in_another_process(lock_path("GPU-x"), 0.5)
     try:
@@ -318,6 +320,7 @@ except Timeout:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CUDA, reason="on a GPU the lock is the GPU's, not the host's")
 def test_a_confirming_child_holds_the_device_from_its_first_test_to_its_last(
     fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch

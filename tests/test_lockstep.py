@@ -595,6 +595,7 @@ def test_a_slow_call_is_called_once_more_per_side_not_at_every_pair(
     assert result["costs"]["first_call_s"] >= 0.6 and result["costs"]["other_first_call_s"] >= 0.6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("base", "head", "device_ms", "alike"),
     [(10, 40, "0.01", True), (10, 40, "0.5", False), (1, 40, "0.01", False)],

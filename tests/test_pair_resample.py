@@ -19,6 +19,9 @@ from support import bench_module
 
 from pytest_gpubench.judge import pairs
 
+# These resample the recorded sessions: the slow selection.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "pair-resample.json"
 

@@ -35,6 +35,7 @@ def test_the_priors_are_the_student_t_fitted_to_the_recorded_picks(spread_report
     assert fitted == {"autotuner": picks.AUTOTUNER, "inductor": picks.INDUCTOR}
 
 
+@pytest.mark.slow
 def test_no_recorded_pick_held_out_exceeds_its_allowance(spread_report: str) -> None:
     """Every binary of a test with three or more, taken as a pick its history has not seen:
     its offset stays within the allowance the gate gives it (no false failure)."""

@@ -1453,6 +1453,7 @@ def test_each_binary_keeps_its_own_history_and_a_run_is_judged_against_its_own(
     assert kept["binary"] == binary_of(wide) and kept["history"] == stored["history"]
 
 
+@pytest.mark.slow
 def test_a_gpu_the_history_lacks_is_judged_less_what_another_gpu_explains(
     fake: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

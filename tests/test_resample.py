@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 from support import bench_module
 
+# These resample the recorded sessions: the slow selection.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

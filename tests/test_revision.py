@@ -22,6 +22,9 @@ from support import git
 from pytest_gpubench.run.owner import identity
 from pytest_gpubench.versus.revision import BuildFailed, RevisionError, checkout, resolve
 
+# Every test here runs git or a build in a real process: the slow selection.
+pytestmark = pytest.mark.slow
+
 if shutil.which("git") is None:
     pytest.skip("git is not on PATH", allow_module_level=True)
 

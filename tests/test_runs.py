@@ -37,6 +37,7 @@ def pytest_terminal_summary(terminalreporter):
 """
 
 
+@pytest.mark.slow
 def test_a_gpubench_run_without_gpubench_tests_imports_nothing_heavy(
     pytester: pytest.Pytester,
 ) -> None:

@@ -50,6 +50,7 @@ def test_binomial_quantile_refuses_what_is_no_quantile(q: float) -> None:
         binomial_quantile(q, 50)
 
 
+@pytest.mark.slow
 def test_median_halfwidth_leaves_scipy_stats_unimported() -> None:
     """Its import cost (1.3-1.9 s in a fresh process on an H200) fell inside the first
     measurement, so inside the device lock of every fresh process."""

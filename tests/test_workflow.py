@@ -55,11 +55,13 @@ def check_jsonschema(path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_the_workflow_is_valid_for_githubs_schema() -> None:
     result = check_jsonschema(WORKFLOW)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "old, new",
     [
@@ -235,6 +237,7 @@ def decides(tmp_path: Path, env: dict[str, str], message: str, accept_input: str
 ACCEPTS = "GPUBENCH_ACCEPT=--gpubench-accept\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "message, accept_input, expected",
     [
@@ -312,6 +315,7 @@ def origin_main(tmp_path: Path, origin: Path) -> Path:
     return check
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("accept", ["", "--gpubench-accept"])
 def test_the_commit_step_pushes_the_session_and_says_when_it_accepted(
     tmp_path: Path, env: dict[str, str], main_repo: tuple[Path, Path, Path], accept: str
@@ -329,6 +333,7 @@ def test_the_commit_step_pushes_the_session_and_says_when_it_accepted(
     assert git(check, "log", "-1", "--format=%an") == "gpubench-bot"
 
 
+@pytest.mark.slow
 def test_the_commit_step_keeps_both_sessions_when_main_saved_one_since(
     tmp_path: Path, env: dict[str, str], main_repo: tuple[Path, Path, Path]
 ) -> None:
@@ -349,6 +354,7 @@ def test_the_commit_step_keeps_both_sessions_when_main_saved_one_since(
     assert git(check, "rev-list", "--merges", "HEAD") == ""  # rebased, not merged
 
 
+@pytest.mark.slow
 def test_the_commit_step_fails_and_keeps_the_session_when_the_files_cannot_be_merged(
     tmp_path: Path, env: dict[str, str], main_repo: tuple[Path, Path, Path]
 ) -> None:
