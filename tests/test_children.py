@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -381,6 +382,43 @@ def test_children_are_killed_and_reaped_though_an_interrupt_left_popens_lock_tak
     assert proc.returncode == -9  # killed, and Popen knows it
     with pytest.raises(ProcessLookupError):  # reaped: no zombie left under its pid
         os.kill(proc.pid, 0)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+@pytest.mark.skipif(not hasattr(os, "waitid"), reason="emulates its absence on Linux")
+def test_a_group_whose_leader_ended_is_killed_where_there_is_no_waitid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without os.waitid (macOS) a look at a child reaps it: the kill must not look first,
+    or what its group left running (a wrapper's child) outlives us."""
+    waitid = os.waitid
+    pid_file = tmp_path / "left.pid"
+    proc = processes.start(
+        ["sh", "-c", f"sleep 60 & echo $! > {pid_file}"],
+        tmp_path,
+        os.environ,
+        tmp_path / "log",
+        lifeline=False,
+    )
+    while waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT) is None:  # ended, unreaped
+        time.sleep(0.01)
+    left = int(pid_file.read_text())
+    monkeypatch.delattr(os, "waitid")
+    processes.kill_all([proc])
+
+    def alive(pid: int) -> bool:  # a zombie is dead: its reaper may be slow to come
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
+
+    deadline = time.monotonic() + 10
+    while alive(left) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if alive(left):
+        os.kill(left, signal.SIGKILL)
+        pytest.fail("the sleep its group left outlived kill_all")
 
 
 def test_an_interrupted_parent_kills_the_children_it_started(

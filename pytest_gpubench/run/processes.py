@@ -155,7 +155,8 @@ def end(proc: subprocess.Popen[bytes], grace_s: float = 0.0) -> None:
 def kill_all(started: Sequence[subprocess.Popen[bytes]]) -> None:
     """Kill the processes of ``started`` not yet reaped with their groups (also those that
     ended: their group may hold what outlived them), then reap them."""
-    left = [p for p in started if running(p) or p.returncode is None]
+    # Unreaped first: running() reaps where there is no waitid (macOS), and the group stays.
+    left = [p for p in started if p.returncode is None or running(p)]
     for proc in left:  # all of them first: a second Ctrl-C may cut the waits short
         kill_group(proc)
         proc.kill()
