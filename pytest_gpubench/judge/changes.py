@@ -162,17 +162,11 @@ def _contrasts(k: int) -> np.ndarray:
 
 
 def _statistics(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row of sessions (time along the last axis):
-
-    - the step statistics, one per split: the contrast of the ranks, ``c . r`` over
-      ``|r - mean| / sqrt(k - 1)`` for unit, centered ``c`` (a standardized Mann-Whitney;
-      0 where all sessions are tied: no evidence);
-    - the rise statistics, one per onset ``s`` (1 to ``k - MIN_SEGMENT``): Kendall's S over
-      the pairs whose later session is at ``s`` or after (sign of later minus earlier; the
-      pairs of the flat part before ``s`` left out), unscaled. Onset 1 is Kendall's S of the
-      whole window; a late onset asks whether the last sessions are above all before them
-      and in order.
-    """
+    """Per row of sessions (time along the last axis): the step statistics, one per split (a
+    standardized Mann-Whitney of the ranks; 0 where all sessions tie: no evidence), and the
+    rise statistics, one per onset 1 to ``k - MIN_SEGMENT`` (Kendall's S, unscaled, over the
+    pairs whose later session is at the onset or after): docs/verdict.md, "Change points and
+    creep"."""
     k = x.shape[-1]
     ranks = rank(x)
     centered = ranks - ranks.mean(axis=-1, keepdims=True)
@@ -241,10 +235,8 @@ def _null(k: int) -> tuple[Null, Null, np.ndarray]:
 
 
 def _smallest_p(null: Null, values: np.ndarray) -> np.ndarray:
-    """Per row of ``values``, the smallest over its statistics of the share of the null (each
-    statistic's) at least as large: the family's most significant statistic, each judged
-    against its own null (min-p: a short segment's few extreme orders count as much as a
-    long one's)."""
+    """Per row of ``values``, the smallest over its statistics of the share of its own null at
+    least as large: min-p (docs/verdict.md, "Change points and creep")."""
     n = len(null[0])
     shares = np.empty(values.shape)
     for j, levels in enumerate(null):

@@ -87,17 +87,12 @@ WHY_IMPOSSIBLE = (
 )
 
 
-def _beaten(floor: float, median: float) -> bool:
-    """Whether a call's median is under 1/FLOOR_MARGIN of its floor."""
-    return median * FLOOR_MARGIN < floor
-
-
 def _impossible(measurement: Measurement, median: float) -> str:
     """Why a call of ``median`` is below what the measurement's declared bytes or flops
     allow ('' where it is not)."""
     floors = measurement.floors
     floor = floors.floor_ms
-    if floor is not None and floors.bytes is not None and _beaten(floor, median):
+    if floor is not None and floors.bytes is not None and median * FLOOR_MARGIN < floor:
         fastest = max(floors.peak_gbs or 0.0, floors.cached_gbs or 0.0)
         rates = f"{fastest:.0f} GB/s measured"
         if floors.cache_bytes and floors.bytes > floors.cache_bytes:
@@ -112,7 +107,7 @@ def _impossible(measurement: Measurement, median: float) -> str:
             "bytes= says more than it moves"
         )
     floor = floors.flops_floor_ms
-    if floor is None or floors.flops is None or not _beaten(floor, median):
+    if floor is None or floors.flops is None or not median * FLOOR_MARGIN < floor:
         return ""
     return (
         f"{time_text(median)} per call for its declared {floors.flops:.4g} flops is "
@@ -283,13 +278,7 @@ class Gate:
         settings: MeasureSettings,
         sessions: Mapping[str, SessionInfo],
     ) -> Verdict:
-        base = Verdict(
-            Status.NEW,
-            reason="no baseline",
-            reference_ms=entry.median_ms if entry is not None else None,
-            history_sessions=len(entry.history) if entry is not None else 0,
-            family=self.family,
-        )
+        base = Verdict(Status.NEW, reason="no baseline", family=self.family)
         if entry is None:
             return _loaded(measurement, base) or base
         launches = measurement.kernels
@@ -302,6 +291,8 @@ class Gate:
                 "different timers are never compared; accept the new timer with --gpubench-save "
                 "--gpubench-accept",
                 kernel_changes=changes,
+                reference_ms=entry.median_ms,
+                history_sessions=len(entry.history),
             )
         binary = entry.binary_for(launches)
         spread = None
@@ -527,11 +518,9 @@ class Gate:
             return f"{test}: not saved: {verdict.status.value}; {HOW_TO_ACCEPT}"
         if verdict.status is Status.UNCONFIRMED:
             return f"{test}: not saved: unconfirmed (its first session may be a change); save again"
-        if verdict.accepted:
-            return _too_few_to_save(result.measurement)
-        if verdict.spoils:
+        if verdict.spoils and not verdict.accepted:
             return f"{test}: not saved: appending this session would {verdict.spoils}"
-        if verdict.status is Status.UNSTABLE:
+        if verdict.status is Status.UNSTABLE and not verdict.accepted:
             return f"{test}: not saved: unstable: {verdict.reason}; or {HOW_TO_ACCEPT}"
         return _too_few_to_save(result.measurement)
 

@@ -84,12 +84,9 @@ PAIRS_TO_GATE_LIMIT = 10_000
 class PairDesign:
     """How many pairs a test takes: ``first`` before the first look, then batches of
     ``batch`` while it is unsure, up to ``cap``; each look at an equal share of the level.
-
-    The default, chosen by bench/pair_resample.py from the cost, the unsure share and the
-    power on recorded sessions: 3 pairs of the whole suite, then 7 more for the tests still
-    unsure, judged again at 10 (two looks: fewer looks leave each more of the level, which
-    caught more than smaller batches saved). 10 pairs are 20 sessions, the longest recorded
-    histories: a larger cap could not be checked."""
+    The default: bench/pair_resample.py (docs/verdict.md, "The verdict against a revision");
+    10 pairs are 20 sessions, the longest recorded histories: a larger cap could not be
+    checked."""
 
     first: int = 3
     batch: int = 7
@@ -166,7 +163,6 @@ def decide_pairs(
         ss = np.nansum(np.where(present, (diffs - d[..., None]) ** 2, 0.0), axis=-1)
     df = weight + (n - 1)  # n >= 1 (above)
     s = np.maximum(np.sqrt((weight * sigma0**2 + ss) / df), MIN_PAIR_SIGMA)
-    share = weight / df
     se = s / np.sqrt(n)
     level = alpha1 / design.looks
     t = d / se
@@ -177,9 +173,8 @@ def decide_pairs(
     down = (p_down < level) & (-d > effect - Z_POWER * se)
     same_margin = special.stdtrit(df, 1 - SAME_LEVEL) * se
     same = ~up & ~down & (d + same_margin < effect) & (d - same_margin > -effect)
-    final = n >= design.cap
     # Fewer pairs than the first look's (a process that failed): more before any verdict.
-    more = (~up & ~down & ~same & ~final) | (n < design.first)
+    more = (~up & ~down & ~same & (n < design.cap)) | (n < design.first)
     q = t_quantile(df, level)
     # Few pairs at a small level make these overflow to inf: judge_pairs reads that as no bound.
     with np.errstate(over="ignore"):
@@ -196,7 +191,7 @@ def decide_pairs(
         se=se,
         s=s,
         df=df,
-        prior_share=share,
+        prior_share=weight / df,
         p_up=p_up,
         p_down=p_down,
         bar=bar,
@@ -417,17 +412,16 @@ def judge_pairs(
     gateable = float(dec.gateable[0])
     z = float(t_quantile(float(dec.df[0]), level))
     gates = gateable <= NOT_GATED_BEYOND  # a gate of hundreds of percent is no gate
-    if status is Status.UNSURE and units >= design.cap and gates:
-        reason += f"; unsure at the cap of {cap}: {gate_text(gateable, threshold)}"
-    elif status is Status.UNSURE and units >= design.cap:
+    if status is Status.UNSURE and units < design.cap:
+        reason += f"; unsure: {plural(design.next_batch(units), 'more ' + unit)}"
+    elif gates:
+        at_cap = f"unsure at the cap of {cap}: " if status is Status.UNSURE else ""
+        reason += f"; {at_cap}{gate_text(gateable, threshold)}"
+    elif status is Status.UNSURE:
         reason += (
             f"; unsure at the cap of {cap}: it could not catch a slowdown under "
             f"{NOT_GATED_BEYOND:.0%}: run more pairs (--gpubench-pairs) to gate it"
         )
-    elif status is Status.UNSURE:
-        reason += f"; unsure: {plural(design.next_batch(units), 'more ' + unit)}"
-    elif gates:
-        reason += f"; {gate_text(gateable, threshold)}"
     else:  # a gate of hundreds of percent says nothing: what would judge it does
         reason += f"; it could not catch a slowdown under {NOT_GATED_BEYOND:.0%} from {pairs}"
     # A same is read on its own interval, narrower than the corrected one (which bisect reads).

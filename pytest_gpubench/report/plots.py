@@ -209,14 +209,12 @@ def _session_label(record: SessionRecord, baseline: Baseline) -> str:
 
 def _in_time_order(records: Sequence[SessionRecord], baseline: Baseline) -> list[SessionRecord]:
     """Distinct sessions (the anchor and the history overlap), oldest first."""
-    unique = {r.session: r for r in records}
-    sessions = baseline.sessions
 
     def when(record: SessionRecord) -> tuple[str, str]:
-        info = sessions.get(record.session)
+        info = baseline.sessions.get(record.session)
         return (info.date if info else "", record.session)
 
-    return sorted(unique.values(), key=when)
+    return sorted({r.session: r for r in records}.values(), key=when)
 
 
 def peak_figure(section: Section) -> tuple[Figure | None, str]:
@@ -264,7 +262,8 @@ def peak_figure(section: Section) -> tuple[Figure | None, str]:
             textcoords="offset points",
             va="center",
             fontsize=7,
-            bbox=LABEL_BOX,  # the 100% line crossed the labels of bars near it ("98%")
+            # the 100% line crossed the labels of bars near it ("98%")
+            bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8},
         )
     ax.axvline(100, color="gray", lw=1, ls="--")
     ax.set_yticks(y, [_short(v.key) for v in views], fontsize=7)
@@ -284,9 +283,6 @@ def peak_figure(section: Section) -> tuple[Figure | None, str]:
         engine.execute(figure)
         figure.set_layout_engine("none")
     return figure, ""
-
-
-LABEL_BOX = {"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8}
 
 
 def _figure(size: tuple[float, float], layout: Literal["constrained"] | None = None) -> Figure:
@@ -416,7 +412,12 @@ def write(
                         buffer = io.BytesIO()
                         figure.savefig(buffer, format=image_format)
                         data = buffer.getvalue()
-                    _write_bytes(path, data)
+                    try:
+                        path.write_bytes(data)
+                    except OSError as exc:
+                        raise GpubenchError(
+                            f"cannot write image {path}: {exc.strerror or exc}"
+                        ) from None
                     written.append(path)
         if html is not None:
             page = html_page(
@@ -436,10 +437,3 @@ def _unique(stem: str, used: set[str]) -> str:
         candidate = f"{stem}-{n}"
     used.add(candidate)
     return candidate
-
-
-def _write_bytes(path: Path, data: bytes) -> None:
-    try:
-        path.write_bytes(data)
-    except OSError as exc:
-        raise GpubenchError(f"cannot write image {path}: {exc.strerror or exc}") from None

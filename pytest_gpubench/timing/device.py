@@ -131,10 +131,8 @@ def kept_apart(result: object, workload: Workload) -> object:
                 return value
         if depth >= NESTING:
             return value
-        if type(value) is tuple:
-            return tuple(kept(v, depth + 1) for v in value)
-        if type(value) is list:
-            return [kept(v, depth + 1) for v in value]
+        if isinstance(value, tuple | list) and type(value) in (tuple, list):
+            return type(value)(kept(v, depth + 1) for v in value)
         if type(value) is dict:
             return {k: kept(v, depth + 1) for k, v in value.items()}
         return value
@@ -145,9 +143,8 @@ def kept_apart(result: object, workload: Workload) -> object:
 def _storages(values: Iterable[object], torch: Any, depth: int = 0) -> Iterator[int]:
     """The addresses of the memory the tensors among ``values`` (and in their tuples, lists
     and dicts, NESTING deep) view; none of a tensor without one of its own (sparse, empty)."""
-    tensor = torch.Tensor
     for value in values:
-        if isinstance(value, tensor):
+        if isinstance(value, torch.Tensor):
             with contextlib.suppress(Exception):  # sparse, nested and meta tensors have none
                 address = value.untyped_storage().data_ptr()
                 if address:
@@ -211,13 +208,8 @@ def inputs_of(workload: Workload) -> tuple[str, ...]:
         if isinstance(value, bool | int | float | str | None):
             return repr(value)[:40]
         if isinstance(value, list | tuple) and len(value) <= 16:
-            return (
-                "["
-                + ", ".join(
-                    one(v) if not isinstance(v, list | tuple) else type(v).__name__ for v in value
-                )
-                + "]"
-            )
+            items = (type(v).__name__ if isinstance(v, list | tuple) else one(v) for v in value)
+            return f"[{', '.join(items)}]"
         return type(value).__name__
 
     return (
