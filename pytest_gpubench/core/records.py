@@ -1,11 +1,6 @@
 """The records of a run, frozen: what was measured (``Measurement``), what it means
 (``Verdict``), the two together (``Result``), and the session summaries a verdict compares.
-
-A record is made once, where its facts are known; a later step makes a new record instead
-of setting fields on an old one (a confirmation merges measurements, a verdict is judged
-anew). Records are turned into plain data (``to_dict``/``from_dict``, ``to_json``/
-``from_json``) only where they cross a process: an xdist worker's report, a fresh process's
-results file, the report files, the baseline file.
+How they are made and when they become plain data: docs/architecture.md, "The records".
 """
 
 from __future__ import annotations
@@ -249,11 +244,9 @@ class Judgement(Coded):
     Ratios are current / reference (geometric means of session medians; the current sessions'
     median from three on; against a revision, head / base: the exponential of the pairs'
     mean log difference). ``bar`` is the change the median must pass at the look that
-    decides, as a fraction (0.041: slower by 4.1%); kept in the JSON for plots and tools, but
-    never printed: the rule judges the lowest session, so a verdict may fail under it or pass
-    over it (issue 45: "+16.6%; bar 17.3%" read regressed). ``gateable`` is the gate: the
-    smallest slowdown caught with the target power once confirmed (:func:`gate_text`);
-    ``noisy`` when that exceeds the threshold.
+    decides, as a fraction (0.041: slower by 4.1%), in the JSON but never printed
+    (docs/verdict.md says why). ``gateable`` is the gate: the smallest slowdown caught with
+    the target power once confirmed (:func:`gate_text`); ``noisy`` when it exceeds the threshold.
     """
 
     status: Status
@@ -525,11 +518,9 @@ class Evidence(Coded):
 
 @dataclass(frozen=True)
 class Measurement(Coded):
-    """One measurement of one run: what was timed, how, and in which sessions.
-
-    Made where it was timed (``run.session``, by :meth:`of`); confirming it in fresh processes
-    makes a new one with their sessions added (:meth:`with_confirmations`). ``sessions`` are
-    this run's: the one that took ``samples_ms`` (its record derived), then the confirmations.
+    """One measurement of one run: what was timed, how, and in which sessions: the one that
+    took ``samples_ms`` (its record derived), then those of the fresh processes that confirmed
+    it, added by a new record (:meth:`with_confirmations`; docs/architecture.md, "The records").
     """
 
     key: str  # baseline key: the node id, plus "#name" for named measurements

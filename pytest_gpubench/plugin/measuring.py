@@ -1,15 +1,8 @@
 """The role of every process: time gpubench tests, and make each final verdict its test's
-outcome.
-
-pytest runs each test as it always does; this role wraps the call phase. After the
-test's body, its measurements are judged; the tests flagged in the user's run are confirmed
-together after the last test, in the same fresh processes, their reports held until then
-(``pytest_runtest_protocol``, as pytest-rerunfailures holds them), and a confirmed
-regression fails the call phase like an assertion would. So a verdict means what any
-failure means: ``--lf`` reruns it, JUnit XML records it. Where that cannot wait (``-x``,
-``--maxfail``, pytest-rerunfailures, which repeats the whole test, an xdist worker) a
-flagged test is confirmed right after its body. The confirmation's time is not charged to
-pytest-timeout's timer of the test (``timeout_paused``).
+outcome, failing the call phase as an assertion would (docs/guide.md, "Verdicts"). The tests
+flagged in the user's run are confirmed together after the last test, their reports held
+until then (``pytest_runtest_protocol``); pytest-timeout's timer of the test is paused while
+they are (``timeout_paused``).
 """
 
 from __future__ import annotations
@@ -217,7 +210,18 @@ class Measuring:
         must stop the run at once (``-x``, ``--maxfail``), nor for a test that
         pytest-rerunfailures runs again, nor in an xdist worker (which reports a test only
         while it runs), nor outside the user's own run."""
-        if not self._defers(item):
+        config = item.config
+        if not (
+            _is_benchmark(item)  # first: a run without gpubench tests imports no gate
+            and self.session is not None
+            and self.session.gate.confirm > 0
+            and self.session.gate.enforcing
+            and (self.pairing is None or self.pairing.in_process)
+            and not config.getoption("maxfail", 0)
+            and not hasattr(config, "workerinput")
+            and not getattr(config.option, "reruns", None)
+            and item.get_closest_marker("flaky") is None
+        ):
             return None
         from _pytest.runner import runtestprotocol
 
@@ -229,20 +233,6 @@ class Measuring:
         else:
             _log(item, reports)
         return True
-
-    def _defers(self, item: pytest.Item) -> bool:
-        config = item.config
-        return (
-            _is_benchmark(item)  # first: a run without gpubench tests imports no gate
-            and self.session is not None
-            and self.session.gate.confirm > 0
-            and self.session.gate.enforcing
-            and (self.pairing is None or self.pairing.in_process)
-            and not config.getoption("maxfail", 0)
-            and not hasattr(config, "workerinput")
-            and not getattr(config.option, "reruns", None)
-            and item.get_closest_marker("flaky") is None
-        )
 
     def _confirm_waiting(self, stopped: str) -> None:
         """Confirm the waiting tests in one set of fresh processes (``stopped``: why the run
@@ -349,7 +339,6 @@ class Measuring:
         paired = item.stash.get(LOCK_KEY, None)
         if self.session is None or not (results or compared or paired):
             return [problem] if problem else []
-        gate = self.session.gate
         settings = bench.context.spec.measure
         if compared:  # judged against a revision before the tests ran: its verdicts
             results = self.session.compared(item.nodeid)
@@ -372,7 +361,7 @@ class Measuring:
             confirm
             and not compared
             and not problem
-            and any(gate.needs_confirmation(r) for r in results)
+            and any(self.session.gate.needs_confirmation(r) for r in results)
         ):
             if item.stash.get(DEFER_KEY, False):  # confirmed with the run's others, at its end
                 item.stash[RESULTS_KEY] = results
@@ -517,7 +506,11 @@ class Measuring:
         if call.when == "call" and results:
             setattr(report, REPORT_ATTRIBUTE, results)
         if report.skipped and not hasattr(report, "wasxfail") and _is_benchmark(item):
-            setattr(report, SKIPPED_ATTRIBUTE, skip_reason(report))
+            # Why it skipped, as -rs says it, without pytest's "Skipped: " prefix.
+            longrepr = report.longrepr
+            reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+            reason = reason.removeprefix("Skipped: ").strip() or "no reason given"
+            setattr(report, SKIPPED_ATTRIBUTE, reason)
         _no_verdict(item, report)  # after: timed, not one of the skipped the summary counts
         return report
 
@@ -573,13 +566,6 @@ def _is_benchmark(item: pytest.Item) -> bool:
 def uses_fixture(item: pytest.Item) -> bool:
     """A test that uses the ``gpubench`` fixture: one that can measure."""
     return MARKER in getattr(item, "fixturenames", ())
-
-
-def skip_reason(report: pytest.TestReport) -> str:
-    """Why a test skipped, as ``-rs`` says it, without pytest's ``Skipped:`` prefix."""
-    longrepr = report.longrepr
-    reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
-    return reason.removeprefix("Skipped: ").strip() or "no reason given"
 
 
 @contextlib.contextmanager

@@ -93,8 +93,7 @@ class GpuBench:
         (``<key>#vs-reference``). These four keywords are the fixture's: they never reach
         ``fn``.
         """
-        workload = Workload(fn, args, kwargs)
-        return self._run(workload, name, bytes, flops, None, None, reference)
+        return self._run(Workload(fn, args, kwargs), name, bytes, flops, None, None, reference)
 
     def pedantic(
         self,
@@ -114,16 +113,10 @@ class GpuBench:
     ) -> Any:
         """Full control: ``setup()`` runs untimed before every sample and may return
         ``(args, kwargs)`` for fresh inputs; ``warmup`` and ``rounds`` fix the number of
-        warmup samples and of timed samples instead of the adaptive rules. ``reference``: as
-        for a call; it gets the same arguments (``setup`` runs before each of its samples
-        too), and ``warmup`` and ``rounds`` count pairs of samples.
-
-        ``kwargs`` reaches ``fn`` whole: a function that takes ``name``, ``bytes``, ``flops``
-        or ``reference`` itself gets them there. ``warmup_rounds`` is pytest-benchmark's name
-        for ``warmup`` (give one of the two). ``iterations``, pytest-benchmark's calls per
-        round, is checked (a whole number of at least 1, and 1 with ``setup``) and not
-        used: the timer takes as many back-to-back calls per sample as its clock needs (the
-        results' ``calls_per_sample``)."""
+        warmup samples and of timed samples instead of the adaptive rules (pairs of samples
+        with a ``reference``). ``kwargs`` reaches ``fn`` whole, the fixture's own keywords
+        included; ``warmup_rounds`` and ``iterations`` are pytest-benchmark's, the latter
+        checked and not used (docs/guide.md, "The fixture")."""
         if warmup_rounds is not None:
             if warmup is not None:
                 raise GpubenchError(
@@ -188,7 +181,6 @@ class GpuBench:
         _refuse_unstarted(result, self.context.name)
         result = kept_apart(result, workload)  # the timed calls may write into its arguments
         budget_s = self.context.spec.measure.budget_s
-        untimed = self.session.call_durations(workload, first_call_s, budget_s)
         suffix = f"#{name}" if name is not None else ""
         call = Call(
             key=self.context.nodeid + suffix,
@@ -198,7 +190,7 @@ class GpuBench:
             flops=flops,
             warmup=warmup,
             rounds=rounds,
-            untimed=untimed,
+            untimed=self.session.call_durations(workload, first_call_s, budget_s),
         )
         if self.session.ncu_ranges:  # under Nsight Compute: its call, nothing timed
             self.session.profile_call(workload, call.key)

@@ -49,7 +49,6 @@ from ..timing.engine import (
     Again,
     PairSampling,
     Plan,
-    Profile,
     Sampler,
     Sampling,
     Timer,
@@ -136,7 +135,6 @@ class _Sampled:
     first: Result
     settings: MeasureSettings  # what they were taken with
     readings: tuple[ClockReading | None, ...]
-    profiles: tuple[Profile | None, Profile | None]
     other_peak: int | None = None  # the second's peak memory per call, where measured here
     besides: tuple[float | None, float | None, str] = (None, None, "")  # (_besides)
 
@@ -436,13 +434,9 @@ class BenchSession:
             Costs(first_call_s=reference_untimed.spent_s),
             suffix=RATIO_KEY,
         )
-        launches = [p.launches if p is not None else () for p in two.profiles]
-        versus = Versus(
-            first.measurement.summary.median_ms,
-            reference_ms,
-            launch_count(launches[0]),
-            launch_count(launches[1]),
-        )
+        launches = [s.profile.launches if s.profile else () for s in (pair.first, pair.second)]
+        fn_ms = first.measurement.summary.median_ms
+        versus = Versus(fn_ms, reference_ms, *map(launch_count, launches))
         # The ratio's binary is the pair's: either side running other kernels changes it.
         ratio = dataclasses.replace(ratio, kernels=launches[0] + launches[1], versus=versus)
         return first, self._judged(workload, ratio, two.settings, reference=reference)
@@ -463,9 +457,8 @@ class BenchSession:
         again after the call's first (run.sides.MORE_PAIR_SAMPLES)."""
         two = self._sample(head, base, call, call.key, base_untimed, again, beside=True)
         assert two.pair is not None  # (a pair was sampled)
-        second = two.pair.second
         base_measurement = self._measurement(
-            second,
+            two.pair.second,
             call,
             two.settings,
             two.readings,
@@ -513,8 +506,7 @@ class BenchSession:
         """``workload`` sampled under the device lock (alternately with ``other``, where one
         is given: PAIR_BUDGET), and its judged measurement; ``beside``: each side's kernel time
         too (``_besides``), and the measurement not judged."""
-        key = call.key
-        settings = self._settings(call.spec.measure, key, other_key)
+        settings = self._settings(call.spec.measure, call.key, other_key)
         has_setup = workload.setup is not None
         slow_s = SLOW_SHARE * settings.budget_s  # of its own share of the budget
 
@@ -557,7 +549,7 @@ class BenchSession:
             if other is None:
                 a, b = timer.sampler(mine), None
             else:
-                a, b = self._samplers(key, mine, other, timer, timer_named, again, beside)
+                a, b = self._samplers(call.key, mine, other, timer, timer_named, again, beside)
             prepared = time.perf_counter()
             try:
                 left = dataclasses.replace(plan, budget_s=deadline - prepared)
@@ -609,8 +601,7 @@ class BenchSession:
         # read): its verdict and so its evidence are the revision's (:meth:`traced`, later).
         placeholder = Result(first, Verdict(Status.NEW, reason="a side of a pair"))
         judged = placeholder if beside else self._judged(workload, first, settings)
-        profiles = (a.profile, b.profile if b is not None else None)
-        return _Sampled(pair, judged, settings, tuple(readings), profiles, other_peak, besides)
+        return _Sampled(pair, judged, settings, tuple(readings), other_peak, besides)
 
     def _samplers(
         self,
@@ -743,9 +734,8 @@ class BenchSession:
         more sessions of any of their results (up to its cap), judging each wanted result on
         all its sessions after every batch; the others stay as they are. ``tests``: each
         test's node id, its results and their settings. Each process of a batch times every
-        test that still wants sessions (issue 45: the cost grows with the looks, not with
-        the tests flagged). Why fresh processes measured nothing is said in the note of the
-        results they were to confirm."""
+        test that still wants sessions (docs/guide.md, "Verdicts"). Why fresh processes
+        measured nothing is said in the note of the results they were to confirm."""
         gate = self.gate
         if self.launcher is None:
             why = "no fresh process can be started here"
