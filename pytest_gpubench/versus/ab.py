@@ -216,11 +216,8 @@ class Comparison:
     pairs: int
     lines: tuple[str, ...]
     cost_s: float
-    unjudged: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    crashed: frozenset[str] = frozenset()
-
-
-Progress = Callable[[str], None]
+    unjudged: Mapping[str, str]
+    crashed: frozenset[str]
 
 
 def design_of(
@@ -242,7 +239,7 @@ def compare(
     settings: Settings,
     measure_of: Callable[[str], MeasureSettings],
     devices: Sequence[int | None],
-    announce: Progress,
+    announce: Callable[[str], None],
 ) -> Comparison:
     """Run the pairs over the tests ``nodeids`` and judge each measurement on them.
     ``devices``: the GPUs to time on, each with its own relay of processes: in the first look
@@ -253,8 +250,7 @@ def compare(
     # --gpubench-pairs pairs of the whole selection, then one batch of the default design's
     # size for the tests still unsure (none with --gpubench-confirm 0).
     design = design_of(settings.pairs, settings.confirm > 0)
-    name = f"{revision.ref} ({revision.commit[:8]})"
-    label = {BASE: f"the revision {name}", HEAD: "the working tree"}
+    label = {BASE: f"the revision {revision.ref} ({revision.commit[:8]})", HEAD: "the working tree"}
     pairs = Pairs()
     # By side, what its processes did where a leg's died ``children.MAX_DEATHS`` times: the
     # tests that side never timed are lost to it (crashed, or unmeasurable), not new.
@@ -350,18 +346,17 @@ def compare(
             crashed = pairs.crashed[side]
             known = {node_id(key) for run in pairs.runs[side] for key in run} | set(crashed)
             crashed.update((n, why) for n in nodeids if n not in known and n in rest[side])
-        runs = pairs.runs
-        if not any(runs[BASE]) and not any(runs[HEAD]):
+        if not any(pairs.runs[BASE]) and not any(pairs.runs[HEAD]):
             raise GpubenchError(
                 f"--gpubench-against {revision.ref}: no process of either side measured "
                 f"anything: {errors[-1] if errors else 'no gpubench test ran'}"
             )
-        if not any(runs[BASE]) and all(r.error for r in base_runs):
+        if not any(pairs.runs[BASE]) and all(r.error for r in base_runs):
             raise GpubenchError(
                 f"--gpubench-against {revision.ref}: the revision's side measured nothing "
                 f"({errors[-1] if errors else 'no gpubench test ran there'}): nothing is judged"
             )
-        gate = Gate.of(settings, family=max(1, len(_keys(runs))))
+        gate = Gate.of(settings, family=max(1, len(_keys(pairs.runs))))
         results = paired_results(pairs, gate, measure_of, design, revision)
         wanted = unsure_tests(nodeids, results)
     fails = Gate.of(settings).fails  # whether a verdict fails: not the family's to say
@@ -405,7 +400,7 @@ def _with_evidence(
     settings: Settings,
     devices: Sequence[int | None],
     label: Mapping[str, str],
-    announce: Progress,
+    announce: Callable[[str], None],
 ) -> dict[str, Result]:
     """``results`` with a profiler trace of one call of each side of ``failed_keys`` (and
     with --gpubench-ncu, Nsight Compute's metrics): one more process of each side, on the
@@ -684,10 +679,9 @@ MOVED = (Status.REGRESSED, Status.IMPROVED)
 
 def with_kernel_time(judgement: Judgement, beside: Judgement | None) -> tuple[Status, str]:
     """The status of a test judged on its time per call (``judgement``) and its kernel time
-    (``beside``), and what the reason adds. The kernel time decides where it moved and the
-    time per call is unsure: it is the steadier number (a kernel library's graph-timed
-    pairs spread 0.22% in kernel time against 1.27% per call, bench/results/h200-2026-12-03).
-    Where one moved and the other ruled a change out, or they moved apart, it is unsure."""
+    (``beside``), the steadier number (docs/verdict.md, "Lockstep pairs"), and what the
+    reason adds. The kernel time decides where it moved and the time per call is unsure;
+    where one moved and the other ruled a change out, or they moved apart, it is unsure."""
     status = judgement.status
     if beside is None or beside.ratio is None:
         return status, ""

@@ -187,7 +187,9 @@ class TwoSides:
                 yield
         finally:
             self._in_base = False
-            self._loaded_native(set(sys.modules) - before)
+            for name in sorted(set(sys.modules) - before):
+                if file := _native_file(sys.modules.get(name)):
+                    self._refuse(self._refused(name, file))
             stray = self._take("head")  # the working tree's code, imported by the revision's
             self.foreign += [n for n in stray if n not in self.foreign]
             self._base = self._take("base")
@@ -275,7 +277,12 @@ class TwoSides:
         path = Path(file).resolve()
         if any(path.is_relative_to(p) for p in self._known):
             return ""
-        if not _built_by_torch(name):
+        # Made by torch's JIT extension builder in this process: ``name``, or ``name_v<N>``
+        # of one it versions.
+        builder = sys.modules.get("torch.utils.cpp_extension")
+        entries = getattr(getattr(builder, "JIT_EXTENSION_VERSIONER", None), "entries", {})
+        stem, _, version = name.rpartition("_v")
+        if name not in entries and not (version.isdigit() and stem in entries):
             return f"it loads a native extension ({name}), {ONCE}"
         try:
             # The constructor of torch::Library, which TORCH_LIBRARY and its kin call.
@@ -285,12 +292,6 @@ class TwoSides:
         if registers:
             return f"its torch extension {name} registers torch operators, {ONCE}"
         return ""
-
-    def _loaded_native(self, names: set[str]) -> None:
-        for name in sorted(names):
-            file = _native_file(sys.modules.get(name))
-            if file:
-                self._refuse(self._refused(name, file))
 
     def _refuse(self, why: str) -> None:
         if why and why not in self.natives:
@@ -357,15 +358,6 @@ def holding_code(
 
 class Apart(Exception):
     """Why a test must be timed in duos (one process cannot hold both sides of it)."""
-
-
-def _built_by_torch(name: str) -> bool:
-    """Whether ``name`` is a module torch's JIT extension builder made in this process
-    (``name`` or ``name_v<N>`` of one it versions)."""
-    builder = sys.modules.get("torch.utils.cpp_extension")
-    entries = getattr(getattr(builder, "JIT_EXTENSION_VERSIONER", None), "entries", {})
-    stem, _, version = name.rpartition("_v")
-    return name in entries or (version.isdigit() and stem in entries)
 
 
 def _native_file(module: ModuleType | None) -> str:
@@ -482,7 +474,7 @@ class Pairing:
         inputs: Mapping[str, str] | None = None,
         replicate: bool = True,
         progress: Callable[[int, int], None] = lambda i, n: None,
-        paired: Mapping[str, Pair] | None = None,
+        paired: Mapping[str, Pair],
         each_pair: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
         later: list[Pending] | None = None,
     ) -> tuple[Result, ...]:
@@ -493,6 +485,8 @@ class Pairing:
         a second process (:meth:`second_processes`; given ``later``, a test that needs one is
         appended to it, pending, for the caller to end). Each pair timed here runs inside
         ``each_pair()`` (the test's timeout); the first that raises ends the more pairs."""
+        from ..timing.device import placeable
+
         pairs = Pairs()
         pairs.add({BASE: {} if failed else base, HEAD: {m.key: m for m in head}})
         if failed:
@@ -502,7 +496,14 @@ class Pairing:
         spent_s = 0.0  # on more pairs
         here = self.in_process and bool(paired)
         launcher = self.launcher  # None in a fresh process: its pairs stay in it
-        held = here and launcher is not None and self._held_in_place(paired or {})
+        # A call that keeps its inputs where this process put them, on a device where that
+        # moves its time (PLACED_KINDS): more pairs from here would repeat it.
+        held = (
+            here
+            and launcher is not None
+            and self.session.device.kind in PLACED_KINDS
+            and not all(placeable(p.head) and placeable(p.base) for p in paired.values())
+        )
         if held:
             assert launcher is not None
             here = False  # fresh processes, each one pair (not more of its own)
@@ -518,9 +519,7 @@ class Pairing:
             if count == 0:
                 break
             started = time.perf_counter()
-            batch = []
             if here:
-                assert paired is not None
                 for _ in range(count):
                     try:
                         with each_pair():
@@ -529,17 +528,17 @@ class Pairing:
                         errors.append(f"no more pairs in this process: {error_line(exc)}")
                         stopped = True
                         break
-                    batch.append(sides)
+                    pairs.add(sides)
                     placed.append(moved)
             else:  # fresh processes in lockstep: those that measured the working tree's side
                 assert launcher is not None
                 device = self.session.device_index
                 for run in launcher.confirming([nodeid], count, device, progress, first=done):
                     errors += [run.error] if run.error else []
-                    batch += [sides for sides in _sides_of(run)[0] if sides[HEAD]]
+                    for sides in _sides_of(run)[0]:
+                        if sides[HEAD]:
+                            pairs.add(sides)
             spent_s += time.perf_counter() - started
-            for sides in batch:
-                pairs.add(sides)
             if pairs.count == done:
                 break  # the batch measured nothing: another would not either
             results = self._judged(pairs, lambda _: measure)
@@ -556,7 +555,7 @@ class Pairing:
         if placed:
             errors.append(
                 f"{plural(len(placed), 'pair')} set up again in this process, inputs placed "
-                f"anew for {min(placed)} of {plural(len(paired or {}), 'call')}"
+                f"anew for {min(placed)} of {plural(len(paired), 'call')}"
             )
         note = "; ".join(dict.fromkeys(errors))[:300]
         results = tuple(_with_cost(r, spent_s / max(1, len(results)), note) for r in results)
@@ -602,10 +601,9 @@ class Pairing:
     ) -> list[tuple[Result, ...]]:
         """The ``tests``' pending results (:class:`Pending`), ended. Each failure of this
         process's pairs, and each unsure reading beyond the threshold (:func:`_unsure_beyond`),
-        is timed again in one fresh process shared by all, the design's cap of pairs each: one
-        process's sides can differ by more than its pairs show, which no number of its pairs
-        tells from a change (bench/results/h200-2026-12-02b). Without that process's verdict
-        a result stands, its note saying why."""
+        is timed again in one fresh process shared by all, the design's cap of pairs each (why:
+        docs/verdict.md, "Lockstep pairs"). Without that process's verdict a result stands,
+        its note saying why."""
         gate = Gate.of(self.settings, family=self.session.family)
         asked = [test.nodeid for test in tests if self.asks_second_process(test)]
         runs: list[ChildRun] = []
@@ -626,27 +624,21 @@ class Pairing:
         error = next((run.error for run in runs if run.error), "it measured nothing")
         missing = f"no second process: {error}"[:300]  # a result's note, where it has no verdict
 
-        def says(r: Result, measure: MeasureSettings, share_s: float) -> Result:
-            why = _asked(r, measure, gate)
+        def says(r: Result, test: Pending) -> Result:
+            why = _asked(r, test.measure, gate)
             said: Result | None = r
             if why == "flagged":
-                said = _as_second_process_says(r, theirs.get(r.key), measure)
+                said = _as_second_process_says(r, theirs.get(r.key), test.measure)
             elif why == "beyond":
-                said = self._as_second_process_decides(r, theirs.get(r.key), measure, gate)
+                said = self._as_second_process_decides(r, theirs.get(r.key), test.measure, gate)
             costs = r.measurement.costs
-            spent_s = (costs.confirm_s if costs else 0.0) + share_s
+            spent_s = (costs.confirm_s if costs else 0.0) + share_s / len(test.results)
             return _with_cost(said or r, spent_s, "" if said else missing)
 
         return [
-            ended(
-                test._replace(
-                    results=tuple(
-                        says(r, test.measure, share_s / len(test.results)) for r in test.results
-                    )
-                )
-                if test.nodeid in asked
-                else test
-            )
+            ended(test._replace(results=tuple(says(r, test) for r in test.results)))
+            if test.nodeid in asked
+            else ended(test)
             for test in tests
         ]
 
@@ -674,7 +666,7 @@ class Pairing:
                 f"{verdict.reason} (a second process's pairs, as this process's left it "
                 f"unsure reading beyond the threshold: {ours.reason})"
             )
-            return _restated(result, reason, verdict=verdict)
+            return _restated(dataclasses.replace(result, verdict=verdict), reason)
         read = verdict.judgement and _change(verdict.judgement)
         pairs = verdict.history_sessions
         said = f"a second process's {pairs} pairs read {read}: {verdict.status.value}"
@@ -688,11 +680,10 @@ class Pairing:
         measure_of: Callable[[str], MeasureSettings],
         announce: Callable[[str], None],
     ) -> tuple[dict[str, Result], list[str], int]:
-        """The tests ``nodeids``, which one process cannot hold, timed in duos (run/duo.py):
-        a fresh process per side (``head``, ``base``) at once, DUO_PAIRS pairs of each call
-        per duo, the working tree's leading the odd duos; each look of the duo design
-        (judge.pairs.DUO_DESIGN) over the tests still unsure. Their results by key, what went
-        wrong, and how many duos ran."""
+        """The tests ``nodeids``, which one process cannot hold, timed in duos (run/duo.py,
+        docs/verdict.md, "Duos") of a fresh process per side (``head``, ``base``), each look
+        of the duo design over the tests still unsure. Their results by key, what went wrong,
+        and how many duos ran."""
         from ..run.children import run_duos
 
         pairs = Pairs()
@@ -749,15 +740,6 @@ class Pairing:
             results[key] = _with_cost(result, spent - paid(result.measurement.costs), "")
         return results, list(dict.fromkeys(errors)), duos
 
-    def _held_in_place(self, paired: Mapping[str, Pair]) -> bool:
-        """Whether a call of the test keeps inputs where this process put them, on a device
-        where that moves its time (PLACED_KINDS): more pairs from here would repeat it."""
-        from ..timing.device import placeable
-
-        return self.session.device.kind in PLACED_KINDS and not all(
-            placeable(p.head) and placeable(p.base) for p in paired.values()
-        )
-
     def _pair_again(
         self, paired: Mapping[str, Pair]
     ) -> tuple[dict[str, dict[str, Measurement]], int]:
@@ -806,7 +788,10 @@ def _sides_of(
         key = result.measurement.key
         other = key.endswith(BASE_SUFFIX)
         side = BASE if other != swapped else HEAD
-        own, i = _pair_of(key.removesuffix(BASE_SUFFIX))
+        # Its pair's place: the number after AGAIN_SUFFIX, or 0 (the first's key has none).
+        plain = key.removesuffix(BASE_SUFFIX)
+        own, again, number = plain.rpartition(AGAIN_SUFFIX)
+        own, i = (own, int(number)) if again and number.isdigit() else (plain, 0)
         while len(pairs) <= i:
             pairs.append({BASE: {}, HEAD: {}})
         if passed or other:
@@ -843,10 +828,8 @@ def _other_inputs(result: Result, changed: str) -> Result:
 def _unsure_beyond(verdict: Verdict, threshold: float) -> bool:
     """An unsure verdict on pairs at the design's cap (``changed``: other launches) whose
     time per call or kernel time reads a change beyond ``threshold``: a second process
-    may decide it (a disturbed stretch of one process leaves a +5% copy there: on an H200
-    one run's pairs set up again read +2.5 to +10.7% where other runs' read +6.5 to +7.7%,
-    bench/results/h200-2026-12-03d). Unchanged code reads so in about 1 of 1000 lockstep
-    measurements at 2% (the committed A/A runs), so it costs A/A runs next to nothing."""
+    may decide it (a disturbed stretch of one process leaves a +5% copy there; unchanged
+    code rarely reads so: docs/guide.md, "Both revisions in one process", item 4)."""
     judgement = verdict.judgement
     if verdict.status not in (Status.UNSURE, Status.CHANGED) or judgement is None:
         return False
@@ -907,7 +890,7 @@ def _as_second_process_says(
     asked = [(first, numbers[name], name) for name, first in failed.items() if name in numbers]
     asked = asked or [(first, other, timer) for first in failed.values()]
     base_ms = verdict.reference_ms or result.measurement.median_ms
-    agrees = any(
+    if any(
         second_process_agrees(
             first,
             second,
@@ -916,8 +899,7 @@ def _as_second_process_says(
             process_sigma=lockstep_process_sigma(base_ms, number),
         )
         for first, second, number in asked
-    )
-    if agrees:
+    ):
         return _restated(result, f"{verdict.reason}; {said}")
     # Said first: the process's own reason may end in other clauses (its kernel time).
     reason = (
@@ -928,12 +910,10 @@ def _as_second_process_says(
     return _restated(result, reason, Status.UNSURE)
 
 
-def _restated(
-    result: Result, reason: str, status: Status | None = None, verdict: Verdict | None = None
-) -> Result:
-    """``result`` with ``verdict`` (default its own) and its judgement saying ``reason``;
-    given ``status``, of that status, with no same's bounds and no more pairs asked."""
-    v = verdict or result.verdict
+def _restated(result: Result, reason: str, status: Status | None = None) -> Result:
+    """``result`` with its verdict and judgement saying ``reason``; given ``status``, of
+    that status, with no same's bounds and no more pairs asked."""
+    v = result.verdict
     j = v.judgement and dataclasses.replace(v.judgement, reason=reason)
     if status is not None and j is not None:
         j = dataclasses.replace(
@@ -974,23 +954,13 @@ def child_results(
         return Result(dataclasses.replace(m, key=key), verdict)
 
     again = [
-        result
+        side(m, f"{key}{AGAIN_SUFFIX}{i}{suffix}", "")
         for key, pairs in (more or {}).items()
-        for i, (h, b) in enumerate(pairs, 1)
-        for result in (
-            side(h, f"{key}{AGAIN_SUFFIX}{i}", ""),
-            side(b, f"{key}{AGAIN_SUFFIX}{i}{BASE_SUFFIX}", ""),
-        )
+        for i, pair in enumerate(pairs, 1)
+        for m, suffix in zip(pair, ("", BASE_SUFFIX), strict=True)
     ]
     return (
         *(_with_cost(r, 0.0, stopped) for r in head),
         *(side(m, key + BASE_SUFFIX, key) for key, m in base.items()),
         *again,
     )
-
-
-def _pair_of(key: str) -> tuple[str, int]:
-    """A key of a lockstep child's results without AGAIN_SUFFIX and its number, and the
-    pair's place (0: the first, whose key has none)."""
-    own, suffix, number = key.rpartition(AGAIN_SUFFIX)
-    return (own, int(number)) if suffix and number.isdigit() else (key, 0)
