@@ -139,7 +139,7 @@ def classes(rows: list[dict], edges_us: tuple[float, ...]) -> list[dict]:
         log_s = np.log(sig)
         # Between-test spread of log sigma beyond sampling noise: the lower-half median's
         # sampling sd of log sigma is about 1.1 / sqrt(k / 2) (efficiency ~ 0.4 of a
-        # variance estimate of k/2 df), measured by simulation in tests/test_resample.py.
+        # variance estimate of k/2 df), measured by simulation in tests/judge/test_resample.py.
         spread = (1.4826 * float(np.median(np.abs(log_s - np.median(log_s))))) ** 2
         noise = float(np.mean((1.1 / np.sqrt(ks / 2)) ** 2))
         between = max(spread - noise, MIN_BETWEEN)

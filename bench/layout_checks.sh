@@ -56,7 +56,7 @@ for phase in "$@"; do
     cd "$root" || exit 1
     ;;
   lifecycle)
-    (cd "$root" && pt tests/test_lifecycle.py tests/test_children.py -m "slow or not slow" -rA) > "$logs/lifecycle.txt" 2>&1
+    (cd "$root" && pt tests/plugin/test_lifecycle.py tests/run/test_children.py -m "slow or not slow" -rA) > "$logs/lifecycle.txt" 2>&1
     grep -E "^(PASSED|FAILED|ERROR|SKIPPED)" "$logs/lifecycle.txt" | cut -c1-150
     echo "lifecycle tests on this GPU machine ($SECONDS s): $(last "$logs/lifecycle.txt")"
     ;;

@@ -3,7 +3,7 @@
     python bench/pair_resample.py --json bench/results/pair-resample.json   # about a minute
 
 prints the constants it fits for pytest_gpubench/judge/pairs.py and the tables of
-docs/verdict.md ("The verdict against a revision"); tests/test_pair_resample.py checks the
+docs/verdict.md ("The verdict against a revision"); tests/judge/test_pair_resample.py checks the
 constants and runs the same code, fewer runs, in CI.
 
 Data: every recorded history of unchanged code with at least MIN_SESSIONS sessions of a whole

@@ -13,7 +13,7 @@ With ``--pairs N``, A/A pairs of the ratios as a run against a revision would ju
 (judge.pairs.decide_pairs, N pairs, no more, alpha 0.01 over the file's measurements): every
 block of 2N consecutive sessions, forward or backward in time, circularly, labelled base/head
 or the mirror (as bench/pair_resample.py does with times); the verdicts counted per timer.
-tests/test_pair_resample.py runs it on the recorded ratio sessions. Usage:
+tests/judge/test_pair_resample.py runs it on the recorded ratio sessions. Usage:
 
     python bench/ratio_spread.py BASELINE.json [--json OUT.json] [--pairs N]
 """

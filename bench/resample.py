@@ -2,7 +2,7 @@
 
     python bench/resample.py --json bench/results/resample.json   # about two minutes
 
-prints the tables of docs/verdict.md ("On recorded sessions"); tests/test_resample.py runs
+prints the tables of docs/verdict.md ("On recorded sessions"); tests/judge/test_resample.py runs
 the same code, fewer runs, in CI and asserts the bounds of issue 16.
 
 Data: bench/results/sessions.json (bench/sessions_data.py), the sessions of unchanged code

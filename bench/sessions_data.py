@@ -3,7 +3,7 @@
     python bench/sessions_data.py            # writes bench/results/sessions.json
 
 The verdict is fitted to, and validated on, these sessions (bench/fit_prior.py,
-bench/resample.py, tests/test_resample.py). Sources, all under bench/results/ (loose files
+bench/resample.py, tests/judge/test_resample.py). Sources, all under bench/results/ (loose files
 and the .tgz archives the GPU scripts packed):
 
 - A/A reports (``aa-example-N.json``, ``aa-user-N.json``, ``example_aa.json``,

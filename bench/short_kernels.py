@@ -32,7 +32,7 @@ Usage:
     bash bench/short_kernels.sh OUT [N] [MODE]   # N fresh sessions, then the summary
 
 Importable without torch, triton or a GPU: the summary and the span arithmetic are pure and
-tested on the CPU (tests/test_short_kernels.py).
+tested on the CPU (tests/timing/test_short_kernels.py).
 """
 
 from __future__ import annotations

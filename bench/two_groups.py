@@ -7,8 +7,8 @@ repeated sessions, and a row without). Each row is the rule with one change (a c
 pytest_gpubench/judge/rule.py set otherwise, the history's sessions taken as correlated, or
 a stricter level than the default alpha 0.01), measured by bench/resample.py as
 docs/verdict.md measures the rule: unchanged 54-test runs with histories of up to 20
-sessions (2000, as tests/test_resample.py), the held-out H100s' 5-session replays,
-tests/test_rule.py's two-group case, and slowdowns of the threshold caught (200 runs).
+sessions (2000, as tests/judge/test_resample.py), the held-out H100s' 5-session replays,
+tests/judge/test_rule.py's two-group case, and slowdowns of the threshold caught (200 runs).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def _history_icc_fit(fit):  # type: ignore[no-untyped-def]
 
 
 def _group_case(threshold: float) -> int:
-    """tests/test_rule.py's two-group case: rows of 2 that fail."""
+    """tests/judge/test_rule.py's two-group case: rows of 2 that fail."""
     prior = rule.PriorArrays.of([rule.prior_for(0.047, "cuda-graph", 1)] * 2)
     lower = [[-0.005, -0.003, -0.003, -0.002, -0.001], [-0.026, -0.025, -0.025, -0.024, -0.025]]
     upper = [
@@ -112,8 +112,9 @@ def measure(variant: tuple[str, dict[str, object]]) -> str:
 def main() -> None:
     print(
         "| rule | 20 sessions: runs failing of 2000 at 5% / 2% | held-out user suite, of 2772 "
-        "| held-out example suite, of 1260 | tests/test_rule.py two groups, of 2 | +5% at 5%: "
-        "0-3 us | 3-20 us | >= 20 us | gated >= 20 us | +2% at 2%: >= 20 us | gated >= 20 us |"
+        "| held-out example suite, of 1260 | tests/judge/test_rule.py two groups, of 2 "
+        "| +5% at 5%: 0-3 us | 3-20 us | >= 20 us | gated >= 20 us | +2% at 2%: >= 20 us "
+        "| gated >= 20 us |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     with multiprocessing.get_context("spawn").Pool(2, maxtasksperchild=1) as pool:

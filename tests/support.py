@@ -26,6 +26,11 @@ import pytest_gpubench.timing.gpus
 from pytest_gpubench.core.kernels import Launch, fingerprint
 from pytest_gpubench.core.records import Context, Evidence, Floors, Measurement
 
+# tests/, this file's folder (on sys.path, through its conftest.py, for the tests in its
+# subfolders, which mirror the packages), and the project's root above it.
+TESTS_DIR = Path(__file__).resolve().parent
+ROOT = TESTS_DIR.parent
+
 USAGE_ERROR = pytest.ExitCode.USAGE_ERROR
 MARKDOWN_HEADER = (
     "| test | timer | median | noise | spread | baseline | sessions | change | gate | verdict "
@@ -371,7 +376,7 @@ def test_join(gpubench):
 def bench_module(name: str) -> ModuleType:
     """A script of bench/ imported as the module ``name`` (registered, so its dataclasses
     resolve their annotations)."""
-    path = Path(__file__).resolve().parent.parent / "bench" / f"{name}.py"
+    path = ROOT / "bench" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -410,12 +415,11 @@ def measurement(**values: Any) -> Measurement:
 def bench_output(script: str) -> str:
     """What ``bench/<script>`` prints, run from the project root (it reads the committed
     results)."""
-    root = Path(__file__).resolve().parents[1]
     done = subprocess.run(
-        [sys.executable, str(root / "bench" / script)],
+        [sys.executable, str(ROOT / "bench" / script)],
         capture_output=True,
         text=True,
         check=True,
-        cwd=root,
+        cwd=ROOT,
     )
     return done.stdout

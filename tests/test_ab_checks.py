@@ -10,9 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import bench_module
-
-ROOT = Path(__file__).resolve().parent.parent
+from support import ROOT, bench_module
 
 
 def test_the_calibration_picks_the_smallest_fraction_reaching_the_target() -> None:

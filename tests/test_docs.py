@@ -14,9 +14,8 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
-from support import bench_module
+from support import ROOT, bench_module
 
-ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 DOCS = sorted(
     [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "example_suite" / "README.md"]
@@ -139,7 +138,7 @@ def test_the_user_pages_speak_one_vocabulary() -> None:
 
 def test_the_prior_table_of_verdict_md_is_the_fit() -> None:
     """docs/verdict.md, section "Prior", is what bench/fit_prior.py prints (the rule's table
-    is checked against the same fit in tests/test_rule.py)."""
+    is checked against the same fit in tests/judge/test_rule.py)."""
     fit_prior = _bench("fit_prior")
     text = read("docs/verdict.md")
     for table in fit_prior.fit().values():  # the graph's, and the kernel time's

@@ -1,7 +1,7 @@
 """GPU tests (``pytest tests -m gpu``): the CUDA timers on code written the way users write
 it; skipped without a CUDA GPU.
 
-What the fallback tree (timing/fallback.py, tested on plain facts in tests/test_fallback.py)
+What the fallback tree (timing/fallback.py, tested on plain facts in tests/timing/test_fallback.py)
 decides, here with torch on the device: a Triton kernel is timed by a validated graph; a
 function that synchronizes is found before any capture and timed by ``cupti``; a kernel
 launched with ``<<<grid, block>>>`` (the legacy default stream) is caught by the replay check;

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 from ruamel.yaml import YAML
+from support import ROOT
 
 from pytest_gpubench.core.baseline import BaselineEntry, Update
 from pytest_gpubench.core.records import SessionInfo, SessionRecord
 from pytest_gpubench.store.baseline import load, save
 
-ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / "docs" / "ci" / "gpubench.yml"
 # The shell GitHub runs a step's `run` with (jobs.<id>.defaults.run.shell: bash).
 BASH = ["bash", "--noprofile", "--norc", "-eo", "pipefail"]

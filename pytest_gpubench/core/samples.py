@@ -26,7 +26,7 @@ MIN_SAMPLE_MS = 1e-9
 MAX_SAMPLE_MS = 1e6
 
 # sd of the median of n iid normal values, times sqrt(n): the median's cost over the mean.
-# Monte Carlo, 2e6 draws per n (tests/test_rule.py re-checks it); sqrt(pi/2) beyond.
+# Monte Carlo, 2e6 draws per n (tests/judge/test_rule.py re-checks it); sqrt(pi/2) beyond.
 _MEDIAN_FACTOR = (
     1.0,
     1.0,
@@ -119,7 +119,7 @@ def median_halfwidth(samples_ms: Sequence[float], confidence: float = CONFIDENCE
 def binomial_quantile(q: float, n: int) -> int:
     """The ``q`` quantile of the number of heads in ``n`` fair tosses (0 < q < 1): the least
     ``k`` whose cumulative chance ``P(X <= k)`` reaches ``q``, as ``scipy.stats.binom.ppf``
-    gives it (tests/test_stats.py), by bisection on the CDF."""
+    gives it (tests/core/test_stats.py), by bisection on the CDF."""
     from scipy import special
 
     if not 0 < q < 1:  # NaN too: scipy.stats raised, a bisection would answer n

@@ -3,7 +3,7 @@
 A paired t-test on the differences of log-medians of alternating pairs, its spread shrunk
 toward a prior of a pair's spread: a process in a slow excursion moves one pair, widening the
 spread more than the mean, so it makes a test unsure, never regressed. The rule and its
-constants (fitted and checked by bench/pair_resample.py; tests/test_pair_resample.py):
+constants (fitted and checked by bench/pair_resample.py; tests/judge/test_pair_resample.py):
 docs/verdict.md, "The verdict against a revision". Pure: arrays in, arrays out;
 :func:`judge_pairs` on one test.
 """

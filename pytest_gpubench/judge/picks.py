@@ -20,7 +20,7 @@ from .offsets import Spread, reach
 
 # (nu0, s0) of a pick by who picks: bench/binary_spread.py's Student t fitted to the picks,
 # the machine's offset taken out (its table "sigma_b for the rule", H200; the H100's the same
-# within its fewer picks). tests/test_picks.py checks them against the script.
+# within its fewer picks). tests/judge/test_picks.py checks them against the script.
 AUTOTUNER = (1.1, 0.0076)
 INDUCTOR = (1.1, 0.0758)
 # The kernels Inductor generates and names (triton_poi_fused_..., triton_per_..., ...).

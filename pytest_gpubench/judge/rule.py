@@ -49,7 +49,7 @@ EXCURSION_Z = 3.0
 # The lower half's median distance over this is the normal's sd.
 HALF_NORMAL_MEDIAN = 0.6745
 # Sampling sd of log(sigma) from the lower half of K sessions is about 1.1 / sqrt(K / 2)
-# (simulation, tests/test_rule.py): the history is worth K / (4 * 1.1^2) sessions of a
+# (simulation, tests/judge/test_rule.py): the history is worth K / (4 * 1.1^2) sessions of a
 # variance estimate, the unit of the prior's weight nu0.
 OWN_WEIGHT_PER_SESSION = 1 / (4 * 1.1**2)
 # The excursion rates' prior weight is at most this many sessions: the fit pools tests of
@@ -102,7 +102,7 @@ class Prior:
 
 
 # Fitted by bench/fit_prior.py to bench/results/sessions.json timed by the graph, by time per
-# launch; tests/test_rule.py checks it. Why not the kernel time's: docs/verdict.md, "Prior".
+# launch; tests/judge/test_rule.py checks it. Why not the kernel time's: docs/verdict.md, "Prior".
 GRAPH_POINTS: tuple[Prior, ...] = (
     Prior(0.00121, sigma=0.015, nu0=0.4, slow=(0.19, 50, 0.13), fast=(0.0071, 23, 0.17)),
     Prior(0.00235, sigma=0.0056, nu0=0.24, slow=(0.23, 31, 0.071), fast=(0.031, 17, 0.012)),

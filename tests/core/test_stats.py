@@ -1,7 +1,7 @@
 """Unit tests of what a sample may be and of the median's precision (core.samples).
 
-The summaries are core.records' (tests/test_report.py); the verdict is judge.rule's
-(tests/test_rule.py).
+The summaries are core.records' (tests/report/test_report.py); the verdict is judge.rule's
+(tests/judge/test_rule.py).
 """
 
 from __future__ import annotations

@@ -8,10 +8,10 @@ import json
 import math
 import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
+from support import ROOT
 
 from pytest_gpubench.core.kernels import Launch, launch_count
 from pytest_gpubench.core.records import SessionRecord, SessionSummary, Status
@@ -19,7 +19,6 @@ from pytest_gpubench.core.samples import median_factor
 from pytest_gpubench.judge import rule
 from pytest_gpubench.judge.rule import Design, judge, prior_for, priors_for
 
-ROOT = Path(__file__).resolve().parent.parent
 THRESHOLD, ALPHA, FAMILY = 0.05, 0.01, 54
 
 

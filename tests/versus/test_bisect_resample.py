@@ -7,7 +7,7 @@ room for the trials' chance."""
 from __future__ import annotations
 
 import pytest
-from support import bench_module
+from support import ROOT, bench_module
 
 # These resample the recorded sessions: the slow selection.
 pytestmark = pytest.mark.slow
@@ -44,9 +44,8 @@ def test_the_committed_run_meets_the_same_bounds() -> None:
     """bench/results/bisect-resample.json (1000 trials per row) against the issue's bounds:
     no false answer without a slowdown, at most one at 5% and more, 95% found."""
     import json
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parent.parent / "bench/results/bisect-resample.json"
+    path = ROOT / "bench/results/bisect-resample.json"
     rows = {r["slowdown"]: r for r in json.loads(path.read_text(encoding="utf-8"))}
     assert rows[0.0]["wrong"] == rows[0.0]["right"] == 0
     for slowdown in (0.05, 0.08, 0.10):

@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pytest
-from support import bench_module
+from support import ROOT, bench_module
 
 from pytest_gpubench.judge import pairs
 
 # These resample the recorded sessions: the slow selection.
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "pair-resample.json"
 
 

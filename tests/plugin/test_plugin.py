@@ -8,7 +8,6 @@ import json
 import re
 import socket
 import xml.etree.ElementTree as ET
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ from support import (
     KIND,
     MARKDOWN_HEADER,
     NO_CONFIRM,
+    ROOT,
     USAGE_ERROR,
     baseline_file,
     binary_of,
@@ -1332,7 +1332,7 @@ def test_the_kernels_of_a_call_are_stored_and_other_registers_are_another_binary
     )
     result.stdout.no_fnmatch_line("*regressed*")
     result.stdout.no_fnmatch_line("*kernels: *")  # said once, in the reason
-    guide = (Path(__file__).parents[1] / "docs" / "guide.md").read_text(encoding="utf-8")
+    guide = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
     assert f"test_sum changed: {reason}\n" in guide  # the guide's example is this line
     [measured] = json.loads((fake.path / "out.json").read_text())["results"]
     assert (measured["status"], measured["judgement"]) == ("changed", None)
@@ -1546,7 +1546,7 @@ def test_another_pick_is_judged_on_time_and_named(
         ]
     )
     [line] = [x for x in slower.outlines if x.startswith("test_sum: regressed: ")]
-    guide = (Path(__file__).parents[1] / "docs" / "guide.md").read_text(encoding="utf-8")
+    guide = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
     assert f"\n{line}\n" in guide  # the guide's example is this line
     [measured] = json.loads((fake.path / "out.json").read_text())["results"]
     assert measured["kernel_changes"] == [change]

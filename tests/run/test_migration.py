@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import NO_CONFIRM, USAGE_ERROR, output, read_baseline, timer_calls
+from support import NO_CONFIRM, TESTS_DIR, USAGE_ERROR, output, read_baseline, timer_calls
 
-SUITE = Path(__file__).parent / "data" / "pytest_benchmark_suite"
+SUITE = TESTS_DIR / "data" / "pytest_benchmark_suite"
 # Stands for pytest-benchmark uninstalled (it is installed here, for tests of its JSON).
 WITHOUT_PYTEST_BENCHMARK = ("-p", "no:benchmark")
 FIXTURE = "--gpubench-benchmark-fixture"

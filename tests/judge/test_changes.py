@@ -10,20 +10,17 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
-from support import BENCH, NO_CONFIRM, bench_module
+from support import BENCH, NO_CONFIRM, ROOT, bench_module
 
 from pytest_gpubench import cli
 from pytest_gpubench.core.baseline import HISTORY_SESSIONS
 from pytest_gpubench.judge import changes
 from pytest_gpubench.judge.changes import Changes, Flag, detect
 from pytest_gpubench.report import changes as report_changes
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ threshold fails once fresh processes confirm it, a shift confined to one process
 saves build a history and start a new epoch on an accepted change, schema 1 files migrate,
 the family counts named measurements, sessions are recorded in fresh processes, another
 timer is incomparable. Then unit tests of the history (schema 2) and of the
-pytest-benchmark JSON; the fresh processes' own unit tests are tests/test_children.py.
+pytest-benchmark JSON; the fresh processes' own unit tests are tests/run/test_children.py.
 
 Fresh processes cost seconds each: the tests that start them are few and each shows several
 things at once.

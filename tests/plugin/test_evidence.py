@@ -1,7 +1,7 @@
 """Why it got slower, and more than time (issue 18), through the plugin on generated test
 files: peak GPU memory gated (the fake timer reports what a call holds at its peak,
 FAKE_PEAK_BYTES, as the device's allocator would; the decisions are unit-tested in
-tests/test_gate.py), a failure's per-kernel table, and its profiler trace."""
+tests/judge/test_gate.py), a failure's per-kernel table, and its profiler trace."""
 
 from __future__ import annotations
 

@@ -21,6 +21,7 @@ from support import (
     FAKE_NAME,
     KIND,
     NO_CONFIRM,
+    ROOT,
     USAGE_ERROR,
     baseline_file,
     device_key,
@@ -31,8 +32,6 @@ from support import (
 )
 
 from pytest_gpubench.store.baseline import GITIGNORE
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def no_traceback(result: pytest.RunResult) -> None:

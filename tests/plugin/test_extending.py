@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
-from support import CUDA, baseline_file, read_baseline
+from support import CUDA, ROOT, baseline_file, read_baseline
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "extending.md"
+DOC = ROOT / "docs" / "extending.md"
 
 
 def documented_conftest() -> str:

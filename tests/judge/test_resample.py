@@ -8,15 +8,12 @@ are in docs/verdict.md ("On recorded sessions": python bench/resample.py).
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from support import bench_module
 
 # These resample the recorded sessions: the slow selection.
 pytestmark = pytest.mark.slow
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")

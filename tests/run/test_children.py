@@ -1,6 +1,6 @@
 """Unit tests of the fresh processes (run/children.py): their command line and environment,
 what they hand back, and the folder they share with their parent. How they behave under
-signals and pytest's options, end to end: tests/test_lifecycle.py."""
+signals and pytest's options, end to end: tests/plugin/test_lifecycle.py."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from support import running
+from support import TESTS_DIR, running
 
 from pytest_gpubench.core.records import Measurement, Result, SessionInfo, Status, Verdict
 from pytest_gpubench.plugin.child import Child
@@ -695,7 +695,7 @@ def confirmed(
 ) -> Result:
     """The result of a first session confirmed by ``launcher``, whose verdict asks for more
     sessions until it has ``wants`` (a borderline test; the rule's own decision is tested in
-    tests/test_rule.py)."""
+    tests/judge/test_rule.py)."""
     from pytest_gpubench.core.records import Judgement
     from pytest_gpubench.core.settings import MeasureSettings, Settings
     from pytest_gpubench.run.session import BenchSession
@@ -839,9 +839,8 @@ def test_a_child_says_the_tests_it_is_to_run_whatever_their_ids_hold(
 def test_foreign_imports_names_modules_of_the_other_sides_tree_not_what_is_installed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    here = Path(__file__).resolve()
-    monkeypatch.setenv(children.FOREIGN_VARIABLE, str(here.parent))
-    assert f"support ({here.parent / 'support.py'})" in children.foreign_imports()
+    monkeypatch.setenv(children.FOREIGN_VARIABLE, str(TESTS_DIR))
+    assert f"support ({TESTS_DIR / 'support.py'})" in children.foreign_imports()
     # A virtual environment inside the tree: its packages are installed, not the tree's code.
     purelib = Path(sysconfig.get_paths()["purelib"]).resolve()
     monkeypatch.setenv(children.FOREIGN_VARIABLE, str(purelib.parent))

@@ -11,8 +11,6 @@ from typing import Any
 import pytest
 from support import bench_module
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 @pytest.fixture(scope="module")
 def sk() -> Any:

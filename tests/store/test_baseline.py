@@ -1,7 +1,7 @@
 """Unit tests of store/baseline.py: damaged files, atomic merging writes, stable output.
 
 Schema 2's history (anchor, rolling history, epochs, the table of sessions) is tested in
-tests/test_history.py; this file covers reading, validating and writing files.
+tests/plugin/test_history.py; this file covers reading, validating and writing files.
 """
 
 from __future__ import annotations
