@@ -26,11 +26,15 @@ in every process. A process of one recorded pair that the shift leaves unsure is
 the tests that were unsure in their A/A run, mostly the shortest kernels; the count of
 processes used says how many.
 
-    python bench/lockstep_resample.py [ARCHIVE...]   (default: every committed archive)
+    python bench/lockstep_resample.py [ARCHIVE...] [--design FIRST,BATCH,CAP] [--min-pairs N]
+
+(default: every committed archive, the lockstep default design; --min-pairs 10 and a few
+designs compare them on the same processes)
 """
 
 from __future__ import annotations
 
+import argparse
 import collections
 import math
 import re
@@ -41,6 +45,7 @@ from pathlib import Path
 from pytest_gpubench.core.records import Judgement, SessionSummary, Status
 from pytest_gpubench.judge.pairs import (
     LOCKSTEP_DESIGN,
+    PairDesign,
     judge_pairs,
     lockstep_process_sigma,
     second_process_agrees,
@@ -130,6 +135,7 @@ def _judge(
     family: int,
     factor: float,
     threshold: float,
+    design: PairDesign,
 ) -> Judgement:
     return judge_pairs(
         [SessionSummary(b, 1, math.nan) for b in base],
@@ -140,62 +146,68 @@ def _judge(
         timer=timer,
         # launches left at 1 (the archives keep no launch count): it matters only to a timer
         # LOCKSTEP_SIGMA has no table for (`cupti`: 2 of the recorded processes).
-        design=LOCKSTEP_DESIGN,
+        design=design,
         lockstep=True,
     )
 
 
-def judged(p: Process, n: int, shift: float, threshold: float) -> Judged:
+def judged(
+    p: Process, n: int, shift: float, threshold: float, design: PairDesign = LOCKSTEP_DESIGN
+) -> Judged:
     """As a run judges it: both numbers where the process took both, at half the level each
     (a planted change shifts both alike)."""
     factor = math.exp(shift)
     # The pairs that took the kernel time on both sides, as versus.ab.paired_verdict takes them.
     both = [(b, h) for b, h in list(zip(*p.kernel, strict=True))[:n] if None not in (b, h)]
     numbers = 2 if both else 1
-    time = _judge(p.base[:n], p.head[:n], p.key[1], p.family * numbers, factor, threshold)
+    time = _judge(p.base[:n], p.head[:n], p.key[1], p.family * numbers, factor, threshold, design)
     if not both:
         return Judged(time.status, time, None, time.needs_confirmation)
     base, head = (tuple(v for v in side if v is not None) for side in zip(*both, strict=True))
-    kernel = _judge(base, head, "cupti-graph", p.family * 2, factor, threshold)
+    kernel = _judge(base, head, "cupti-graph", p.family * 2, factor, threshold, design)
     status = with_kernel_time(time, kernel)[0]
-    more = time.needs_confirmation or (
-        status is Status.UNSURE and LOCKSTEP_DESIGN.next_batch(n) > 0
-    )
+    more = time.needs_confirmation or (status is Status.UNSURE and design.next_batch(n) > 0)
     return Judged(status, time, kernel, more)
 
 
-def first_process(p: Process, shift: float, threshold: float) -> Judged | None:
-    """The run's verdict on its own process's pairs; None where it would have taken more
-    pairs than were recorded."""
-    j = judged(p, LOCKSTEP_DESIGN.first, shift, threshold)
-    if not j.more:
-        return j
-    if len(p.base) < LOCKSTEP_DESIGN.cap:
-        return None
-    return judged(p, LOCKSTEP_DESIGN.cap, shift, threshold)
+def first_process(p: Process, shift: float, threshold: float, design: PairDesign) -> Judged | None:
+    """The run's verdict on its own process's pairs, look by look as the design takes them;
+    None where it would have taken more pairs than were recorded."""
+    n = design.first
+    while True:
+        if n > len(p.base):
+            return None
+        j = judged(p, n, shift, threshold, design)
+        if not (j.more and design.next_batch(n)):
+            return j
+        n += design.next_batch(n)
 
 
 def failure_share(
-    p: Process, others: list[Process], shift: float, threshold: float
+    p: Process,
+    others: list[Process],
+    shift: float,
+    threshold: float,
+    design: PairDesign = LOCKSTEP_DESIGN,
 ) -> tuple[float, bool, bool] | None:
     """(the share of second processes bearing out its failure or deciding it, whether its
     own pairs failed it, whether it was unsure beyond the threshold); None where the rule
-    would have needed pairs not recorded, or no second process has five pairs."""
-    first = first_process(p, shift, threshold)
+    would have needed pairs not recorded, or no second process has the design's cap."""
+    first = first_process(p, shift, threshold, design)
     if first is None:
         return None
     beyond = unsure_beyond(first, threshold)
     if first.status is not Status.REGRESSED and not beyond:
         return 0.0, False, False
-    seconds = [o for o in others if len(o.base) >= LOCKSTEP_DESIGN.cap]
+    seconds = [o for o in others if len(o.base) >= design.cap]
     if not seconds:
         return None
     if beyond:  # a second process decides: its own pairs fail it, the way this one read
         slower = all(j.ratio > 1 for j in (first.time, first.kernel) if j and j.ratio)
-        decided = [judged(o, LOCKSTEP_DESIGN.cap, shift, threshold).status for o in seconds]
+        decided = [judged(o, design.cap, shift, threshold, design).status for o in seconds]
         return slower * decided.count(Status.REGRESSED) / len(decided), False, True
     agree = [
-        bears_out(first, judged(o, LOCKSTEP_DESIGN.cap, shift, threshold), p, threshold)
+        bears_out(first, judged(o, design.cap, shift, threshold, design), p, threshold)
         for o in seconds
     ]
     return sum(agree) / len(agree), True, False
@@ -236,7 +248,7 @@ def bin_of(ms: float) -> str:
     return edges[sum(us >= e for e in BINS_US)]
 
 
-def table(found: list[Process]) -> list[dict[str, object]]:
+def table(found: list[Process], design: PairDesign = LOCKSTEP_DESIGN) -> list[dict[str, object]]:
     """Per check (shift, threshold) and bin: processes used, left out, flagged by their own
     pairs, and failures expected after the second process."""
     by_key: dict[tuple[str, str], list[Process]] = collections.defaultdict(list)
@@ -247,7 +259,7 @@ def table(found: list[Process]) -> list[dict[str, object]]:
         cells: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0, 0, 0.0, 0])
         for p in found:
             others = [o for o in by_key[p.key] if o.run != p.run]
-            share = failure_share(p, others, shift, threshold)
+            share = failure_share(p, others, shift, threshold, design)
             cell = cells[bin_of(p.base[0])]
             if share is None:
                 cell[1] += 1
@@ -301,14 +313,33 @@ def markdown(rows: list[dict[str, object]]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    archives = [Path(a) for a in argv] or committed_archives()
-    found = processes(archives)
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
+    parser.add_argument("archives", nargs="*", type=Path)
+    parser.add_argument(
+        "--design",
+        default=f"{LOCKSTEP_DESIGN.first},{LOCKSTEP_DESIGN.batch},{LOCKSTEP_DESIGN.cap}",
+        help="FIRST,BATCH,CAP: the pair design to replay (default: the lockstep default's)",
+    )
+    parser.add_argument(
+        "--min-pairs",
+        type=int,
+        default=1,
+        help="only processes that took this many pairs or more (designs on the same processes)",
+    )
+    args = parser.parse_args(argv)
+    first, batch, cap = (int(v) for v in args.design.split(","))
+    design = PairDesign(first=first, batch=batch, cap=cap)
+    found = [
+        p for p in processes(args.archives or committed_archives()) if len(p.base) >= args.min_pairs
+    ]
     if not found:
         print("no A/A process timed in lockstep in these archives", file=sys.stderr)
         return 1
     tests = len({p.key for p in found})
-    print(f"{len(found)} recorded processes of {tests} tests (A/A, lockstep, own pairs)\n")
-    print(markdown(table(found)), end="")
+    print(
+        f"{len(found)} recorded processes of {tests} tests (A/A, lockstep, own pairs), {design}\n"
+    )
+    print(markdown(table(found, design)), end="")
     return 0
 
 
