@@ -42,6 +42,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from scipy import stats
+
 from pytest_gpubench.core.records import Judgement, SessionSummary, Status
 from pytest_gpubench.judge.pairs import (
     LOCKSTEP_DESIGN,
@@ -312,6 +314,25 @@ def markdown(rows: list[dict[str, object]]) -> str:
     return "\n".join(out) + "\n"
 
 
+def pair_places(found: list[Process], pairs: int = 5) -> list[tuple[float, str, str, int]]:
+    """Per test with 3 or more recorded processes of ``pairs`` pairs: whether its pairs set
+    up again read alike at the same index in every process (their inputs placed anew, the
+    pads drawn from a stream seeded alike in each process before 2026-12-07): the p-value of
+    a one-way ANOVA of each such pair's difference less its process's mean, grouped by
+    index; the test, its timer and its processes. Sorted by p-value."""
+    by_key: dict[tuple[str, str], list[list[float]]] = collections.defaultdict(list)
+    for p in found:
+        if len(p.base) >= pairs:
+            d = [math.log(h / b) for b, h in zip(p.base[1:pairs], p.head[1:pairs], strict=True)]
+            by_key[p.key].append([v - sum(d) / len(d) for v in d])
+    rows = []
+    for key, rows_ in by_key.items():
+        if len(rows_) >= 3:
+            groups = list(zip(*rows_, strict=True))
+            rows.append((float(stats.f_oneway(*groups).pvalue), *key, len(rows_)))
+    return sorted(rows)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("archives", nargs="*", type=Path)
@@ -326,6 +347,11 @@ def main(argv: list[str]) -> int:
         default=1,
         help="only processes that took this many pairs or more (designs on the same processes)",
     )
+    parser.add_argument(
+        "--pair-places",
+        action="store_true",
+        help="instead: the tests whose pairs read alike at the same index in every process",
+    )
     args = parser.parse_args(argv)
     first, batch, cap = (int(v) for v in args.design.split(","))
     design = PairDesign(first=first, batch=batch, cap=cap)
@@ -335,6 +361,13 @@ def main(argv: list[str]) -> int:
     if not found:
         print("no A/A process timed in lockstep in these archives", file=sys.stderr)
         return 1
+    if args.pair_places:
+        rows = pair_places(found)
+        small = sum(r[0] < 0.01 for r in rows)
+        print(f"{small} of {len(rows)} tests with p < 0.01 (by chance: {0.01 * len(rows):.1f})")
+        for pvalue, test, timer, n in rows[:small]:
+            print(f"  {pvalue:.1e}  {test} ({timer}, {n} processes)")
+        return 0
     tests = len({p.key for p in found})
     print(
         f"{len(found)} recorded processes of {tests} tests (A/A, lockstep, own pairs), {design}\n"

@@ -142,7 +142,7 @@ class Follower(_Peer):
 
     def lockstep(self, nodeid: str) -> Lockstep:
         """The test's calls held for the leader, its pads drawn apart from the leader's."""
-        return Lockstep(Same(), draw=random.Random(1))
+        return Lockstep(Same(), draw=random.Random())
 
     def after(self, nodeid: str, lock: Lockstep, failed: str, session: BenchSession) -> None:
         """Offer the test's held calls (``failed``: why its body did not pass) and sample

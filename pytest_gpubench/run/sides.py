@@ -103,8 +103,9 @@ class Lockstep:
     pairs: int = 1
     more: dict[str, list[tuple[Measurement, Measurement]]] = field(default_factory=dict)
     stopped: str = ""
-    # The pads' sizes of inputs placed anew (timing.device.placed_anew), seeded: replayable.
-    draw: random.Random = field(default_factory=lambda: random.Random(0))
+    # The pads' sizes of inputs placed anew (timing.device.placed_anew), drawn afresh in
+    # each process (versus.lockstep.Pairing says why).
+    draw: random.Random = field(default_factory=random.Random)
 
 
 def inputs_changed(base: Sequence[str], head: Sequence[str]) -> str:

@@ -170,3 +170,16 @@ def test_the_lockstep_rule_and_its_second_process_on_recorded_processes() -> Non
     assert flagged >= 400 and sum(r["failures"] for r in planted) >= 0.95 * flagged + asked / 2
     verdict = (ROOT / "docs" / "verdict.md").read_text(encoding="utf-8")
     assert lr.markdown(rows) in verdict
+
+
+def test_pairs_set_up_again_read_alike_by_index_while_the_pads_were_seeded_alike() -> None:
+    """The processes recorded while every process drew its pads from a stream seeded alike
+    (through 2026-12-07): a pair's difference less its process's mean reads alike at the
+    same index across processes for far more tests than chance gives (docs/verdict.md,
+    "Lockstep pairs": 10 of 56 at p < 0.01)."""
+    lr = bench_module("lockstep_resample")
+    # Folder names: GPU-date[letter]; h100-2026-12-07 is the last of the seeded pads.
+    seeded = [a for a in lr.committed_archives() if a.parent.name.split("-", 1)[1] <= "2026-12-07"]
+    rows = lr.pair_places(lr.processes(seeded))
+    assert len(rows) == 56 and sum(r[0] < 0.01 for r in rows) == 10
+    assert rows[0][1] == "test_legacy_stream_kernel" and rows[0][0] < 1e-50

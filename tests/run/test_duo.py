@@ -76,6 +76,24 @@ def duo() -> Iterator[Callable[..., tuple[Leader, Connection]]]:
             process.kill()
 
 
+@pytest.mark.slow
+def test_each_process_draws_its_own_pads() -> None:
+    """The pads that place a pair's inputs anew are drawn afresh in each process: drawn
+    alike, a test's pairs landed in the same places in every process, and what a place did
+    to a side repeated in each (docs/verdict.md, "Lockstep pairs")."""
+    code = (
+        "from pytest_gpubench.run.duo import Same; from pytest_gpubench.run.sides import "
+        "Lockstep; print([Lockstep(Same()).draw.randrange(1 << 30) for _ in range(4)])"
+    )
+    drawn = {
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout
+        for _ in range(2)
+    }
+    assert len(drawn) == 2, drawn
+
+
 def test_a_call_is_timed_alternately_with_the_followers_call_of_its_key(
     duo: Callable[..., tuple[Leader, Connection]],
 ) -> None:
