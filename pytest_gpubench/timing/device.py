@@ -231,9 +231,10 @@ def placed_anew(
     random size, held meanwhile: the inputs where another set-up of the test might have put
     them. A copy keeps the tensor's strides and storage offset (a view stays a view of a
     buffer as large as its base's), ``requires_grad``, and its aliases (one tensor given
-    twice is one copy); a tensor whose elements overlap (``expand``) stays as it is, as does
-    a call with ``setup``, and a tensor the device has no memory left to copy. Also how many
-    tensors were copied (0: the calls take none, or by ``setup``, or memory ran out)."""
+    twice is one copy); a tensor whose elements overlap (``expand``) or that an autograd
+    graph computed stays as it is, as does a call with ``setup``, and a tensor the device
+    has no memory left to copy. Also how many tensors were copied (0: the calls take none,
+    or by ``setup``, or memory ran out)."""
     torch = sys.modules.get("torch")
     if torch is None:
         yield list(workloads), 0
@@ -337,7 +338,9 @@ def placeable(workload: Workload) -> bool:
     """Whether :func:`placed_anew` can move any of ``workload``'s inputs: it is given a
     tensor that placed_anew copies, where placed_anew looks (its closure's cells too), and
     no ``setup``; nor does its closure hold device tensors placed_anew leaves where they
-    are (an ``nn.Module``'s weights, an object's fields): its sides would keep them."""
+    are (an ``nn.Module``'s weights, an object's fields), nor is it given or does it hold a
+    tensor of an autograd graph (``lambda: loss.backward(retain_graph=True)``): its sides
+    would keep them."""
     torch = sys.modules.get("torch")
     if torch is None or workload.setup is not None:
         return False
@@ -345,6 +348,8 @@ def placeable(workload: Workload) -> bool:
     if any(_holds_device_tensors(torch, v) for v in held):
         return False
     given = _items([*workload.args, *workload.kwargs.values()]) + held
+    if any(_in_graph(torch, v) for v in given):
+        return False
     return any(_copyable(torch, v) for v in given)
 
 
@@ -380,8 +385,19 @@ def _copyable(torch: Any, value: object) -> bool:
         return False
     if value.layout is not torch.strided or value.is_nested:  # sparse, nested: no strides
         return False
+    if _in_graph(torch, value):  # a copy would be a leaf: its backward another call's
+        return False
     base = value._base if value._base is not None else value
     return not (0 in value.stride() and value.numel() > 1) and base.device == value.device
+
+
+def _in_graph(torch: Any, value: object) -> bool:
+    """Whether ``value`` is a device tensor an autograd graph computed (or a view of one):
+    its graph, saved tensors and all, stays where it is, as a module's weights do."""
+    if not isinstance(value, torch.Tensor) or value.device.type == "cpu":
+        return False
+    base = value._base if value._base is not None else value
+    return base.grad_fn is not None
 
 
 def matmul_workload(kind: str, dtype: str) -> tuple[Workload, float] | None:
