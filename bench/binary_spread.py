@@ -58,6 +58,7 @@ import json
 import math
 import re
 import statistics
+import sys
 import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -70,6 +71,9 @@ from pytest_gpubench.core.baseline import MAX_BINARIES
 from pytest_gpubench.core.kernels import Launch, binary_changes, fingerprint, same_work
 from pytest_gpubench.core.records import SessionInfo, SessionRecord
 from pytest_gpubench.judge import machines, picks, rule
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ab_summary import mismeasured  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -168,6 +172,8 @@ def gather() -> tuple[list[Session], list[dict[str, Any]], list[dict[str, Any]]]
             for r in doc["results"]:
                 suite = _kept(r.get("key", ""))
                 if suite is None or r.get("median_ms") is None or not r.get("kernels"):
+                    continue
+                if mismeasured(source, r["key"]):
                     continue
                 info = (r.get("session_infos") or {}).get(r["session"], {})
                 kernels = _launches(r["kernels"])

@@ -55,7 +55,7 @@ from pytest_gpubench.judge.pairs import (
 from pytest_gpubench.versus.ab import with_kernel_time
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ab_summary import SLOW, committed_archives, planted  # noqa: E402
+from ab_summary import SLOW, committed_archives, mismeasured, planted  # noqa: E402
 from lockstep_runs import pairs_of, reports  # noqa: E402
 
 ALPHA = 0.01
@@ -91,7 +91,7 @@ def processes(archives: list[Path]) -> list[Process]:
                 pairs = pairs_of(result)
                 if pairs is None or "timed in duos" in result.get("reason", ""):
                     continue
-                if planted(kind, suite, result["key"]):
+                if planted(kind, suite, result["key"]) or mismeasured(str(archive), result["key"]):
                     continue  # an unchanged test only: an A/A run's, a slowdown run's others
                 note = result.get("note", "")
                 if len(pairs[0]) > 1 and "in this process" not in note:
