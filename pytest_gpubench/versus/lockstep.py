@@ -525,7 +525,7 @@ class Pairing:
                 for _ in range(count):
                     try:
                         with each_pair():
-                            sides, moved = self._pair_again(paired)
+                            sides, moved = self._pair_again(paired, pairs.count % 2 == 1)
                     except Exception as exc:  # the test's code, on its inputs placed anew
                         errors.append(f"no more pairs in this process: {error_line(exc)}")
                         stopped = True
@@ -743,18 +743,22 @@ class Pairing:
         return results, list(dict.fromkeys(errors)), duos
 
     def _pair_again(
-        self, paired: Mapping[str, Pair]
+        self, paired: Mapping[str, Pair], base_first: bool
     ) -> tuple[dict[str, dict[str, Measurement]], int]:
         """One more pair of each call of the test, timed in lockstep in this process, each
-        side's inputs placed anew (timing.device.placed_anew); and of how many calls both
-        sides' inputs moved (a call given none, or given them by ``setup=`` or a global, is
-        timed again as it was)."""
+        side's inputs placed anew (timing.device.placed_anew), the revision's copied first
+        where ``base_first``; and of how many calls both sides' inputs moved (a call given
+        none, or given them by ``setup=`` or a global, is timed again as it was)."""
         from ..timing.device import placed_anew
 
         sides: dict[str, dict[str, Measurement]] = {BASE: {}, HEAD: {}}
         moved = 0
         for key, pair in paired.items():
-            with placed_anew([pair.head, pair.base], self._draw) as ((head, base), copied):
+            # The caching allocator gives a large copy the lowest free block of its size,
+            # the pads notwithstanding: the side copied first would always get the same one.
+            order = [pair.base, pair.head] if base_first else [pair.head, pair.base]
+            with placed_anew(order, self._draw) as (placed, copied):
+                base, head = placed if base_first else placed[::-1]
                 judged, sides[BASE][key] = self.session.measure_sides(
                     head, base, pair.call, pair.base_untimed, again=True
                 )

@@ -1421,3 +1421,34 @@ def test_a_calls_inputs_are_described_by_the_work_they_set() -> None:
     assert inputs_changed(described(x, n=3), described(torch.ones(4, 3), n=3)) == ""
     # fresh inputs from setup: not described
     assert inputs_of(Workload(print, (), {}, setup=lambda: None)) == ()
+
+
+@pytest.mark.slow
+def test_pairs_set_up_again_copy_each_side_first_in_turn(repo: pytest.Pytester) -> None:
+    """PyTorch's caching allocator gives a large copy the lowest free block of its size
+    whatever the pads: were one side always copied first, it would always get that block
+    and every pair would carry the blocks' difference. The side copied first alternates,
+    the revision's first in the first pair set up again."""
+    repo.makeconftest(
+        """
+        import inspect
+        import pytest_gpubench.timing.device as device
+
+        placed = device.placed_anew
+
+        def logged(workloads, draw):
+            first = inspect.unwrap(workloads[0].fn).__code__.co_filename
+            here = first.startswith(str(__import__("pathlib").Path.cwd()))
+            with open("order.txt", "a") as f:
+                f.write("head\\n" if here else "base\\n")
+            return placed(workloads, draw)
+
+        device.placed_anew = logged
+        """
+    )
+    result = repo.runpytest_subprocess(
+        "--gpubench-against=HEAD", "--gpubench-pairs=5", "-k", "test_sum", *LOCKSTEP
+    )
+    assert "INTERNALERROR" not in output(result)
+    order = (repo.path / "order.txt").read_text().split()
+    assert order == ["base", "head", "base", "head"]
