@@ -76,23 +76,27 @@ PAIR_BUDGET = 2
 
 
 def _remade_pair(
-    head: Again, base: Again, mine: Workload, theirs: Workload
+    head: Again, base: Again, mine: Workload, theirs: Workload, base_first: bool
 ) -> tuple[Sampler, Sampler] | None:
-    """Both sides' samplers made again as their first pair's were (Sampler.again), or None
-    where either cannot be (or their timers differ): each one made is closed then."""
-    a = remade(head, mine)
-    if a is None:
-        return None
-    try:
-        b = remade(base, theirs)
-    except BaseException:  # (remade passes on only what stops the run)
-        a.close()
-        raise
-    if b is not None and a.timer == b.timer:
-        return a, b
-    a.close()
-    if b is not None:
-        b.close()
+    """Both sides' samplers made again as their first pair's were (Sampler.again), the
+    revision's first where ``base_first`` (a graph's memory lands by the order of capture,
+    as a copy's does: versus.lockstep.Lockstep._pair_again), or None where either cannot
+    be (or their timers differ): each one made is closed then."""
+    made: list[Sampler] = []
+    for again, workload in [(base, theirs), (head, mine)][:: 1 if base_first else -1]:
+        try:
+            one = remade(again, workload)
+        except BaseException:  # (remade passes on only what stops the run)
+            for m in made:
+                m.close()
+            raise
+        if one is None:
+            break
+        made.append(one)
+    if len(made) == 2 and made[0].timer == made[1].timer:
+        return (made[1], made[0]) if base_first else (made[0], made[1])
+    for m in made:
+        m.close()
     return None
 
 
@@ -449,13 +453,17 @@ class BenchSession:
         base_untimed: Untimed,
         *,
         again: bool = False,
+        base_first: bool = False,
     ) -> tuple[Result, Measurement]:
         """Both revisions of one call timed alternately (versus/lockstep.py): the working tree's
         ``head`` and the revision's ``base`` (here, or its sampler by the timer named in a
         duo's other process: run/duo.py), each its own measurement of ``call.key``; only the
         working tree's holds declared work (versus.ab.held_to_floors). ``again``: a pair set up
-        again after the call's first (run.sides.MORE_PAIR_SAMPLES)."""
-        two = self._sample(head, base, call, call.key, base_untimed, again, beside=True)
+        again after the call's first (run.sides.MORE_PAIR_SAMPLES), the revision's sampler
+        made first where ``base_first``."""
+        two = self._sample(
+            head, base, call, call.key, base_untimed, again, beside=True, base_first=base_first
+        )
         assert two.pair is not None  # (a pair was sampled)
         base_measurement = self._measurement(
             two.pair.second,
@@ -502,6 +510,7 @@ class BenchSession:
         again: bool = False,
         *,
         beside: bool = False,
+        base_first: bool = False,
     ) -> _Sampled:
         """``workload`` sampled under the device lock (alternately with ``other``, where one
         is given: PAIR_BUDGET), and its judged measurement; ``beside``: each side's kernel time
@@ -549,7 +558,9 @@ class BenchSession:
             if other is None:
                 a, b = timer.sampler(mine), None
             else:
-                a, b = self._samplers(call.key, mine, other, timer, timer_named, again, beside)
+                a, b = self._samplers(
+                    call.key, mine, other, timer, timer_named, again, beside, base_first
+                )
             prepared = time.perf_counter()
             try:
                 left = dataclasses.replace(plan, budget_s=deadline - prepared)
@@ -612,6 +623,7 @@ class BenchSession:
         timer_named: Callable[[str], Timer],
         again: bool,
         sides: bool,
+        base_first: bool = False,
     ) -> tuple[Sampler, Sampler]:
         """The samplers of a pair: ``other`` a workload here, or the other process's call
         (run/duo.py) by this side's timer. ``again``: a pair set up again makes this
@@ -621,7 +633,7 @@ class BenchSession:
         if isinstance(other, Workload):
             pair = None
             if known[0] is not None and known[1] is not None:
-                pair = _remade_pair(known[0], known[1], mine, other)
+                pair = _remade_pair(known[0], known[1], mine, other, base_first)
             if pair is None:
                 pair = paired_samplers(timer, timer_named, mine, other)
                 # Lockstep's sides batch alike; a reference's count stays its own (its ratio's

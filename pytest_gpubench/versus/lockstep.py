@@ -755,12 +755,13 @@ class Pairing:
         moved = 0
         for key, pair in paired.items():
             # The caching allocator gives a large copy the lowest free block of its size,
-            # the pads notwithstanding: the side copied first would always get the same one.
+            # the pads notwithstanding: the side copied first would always get the same one
+            # (and the side whose graph is captured first, the same memory for its outputs).
             order = [pair.base, pair.head] if base_first else [pair.head, pair.base]
             with placed_anew(order, self._draw) as (placed, copied):
                 base, head = placed if base_first else placed[::-1]
                 judged, sides[BASE][key] = self.session.measure_sides(
-                    head, base, pair.call, pair.base_untimed, again=True
+                    head, base, pair.call, pair.base_untimed, again=True, base_first=base_first
                 )
                 sides[HEAD][key] = judged.measurement
             moved += copied > 0

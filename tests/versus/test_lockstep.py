@@ -15,6 +15,7 @@ import random
 import shutil
 import time
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,10 @@ from support import KERNELS, TESTS, commit, failing_on, git, kernels, output, sl
 
 from pytest_gpubench import cli
 from pytest_gpubench.judge.pairs import LOCKSTEP_DESIGN, PairDesign
+from pytest_gpubench.run.session import _remade_pair
 from pytest_gpubench.run.sides import MORE_PAIR_SAMPLES
 from pytest_gpubench.timing.device import placeable, placed_anew
-from pytest_gpubench.timing.engine import Workload
+from pytest_gpubench.timing.engine import Sampler, Workload
 from pytest_gpubench.versus.ab import design_of
 
 if shutil.which("git") is None:
@@ -1452,3 +1454,30 @@ def test_pairs_set_up_again_copy_each_side_first_in_turn(repo: pytest.Pytester) 
     assert "INTERNALERROR" not in output(result)
     order = (repo.path / "order.txt").read_text().split()
     assert order == ["base", "head", "base", "head"]
+
+
+def test_a_pair_set_up_again_makes_each_sides_sampler_first_in_turn() -> None:
+    """A graph's outputs land by the order of capture as a copy's do: the revision's sampler
+    is made first where the revision was copied first, and the pair comes back as (the
+    working tree's, the revision's) either way; where one cannot be made, none is kept."""
+    made: list[str] = []
+    closed: list[str] = []
+
+    def again(side: str, timer: str = "cuda-graph") -> Callable[..., Sampler]:
+        def make(workload: Workload, count: int | None = None) -> Sampler:
+            made.append(side)
+            return Sampler(timer=timer, sample=lambda: 1.0, close=lambda: closed.append(side))
+
+        return make
+
+    mine, theirs = Workload(print), Workload(print)
+    for base_first, order in ((True, ["base", "head"]), (False, ["head", "base"])):
+        made.clear()
+        pair = _remade_pair(again("head"), again("base"), mine, theirs, base_first)
+        assert made == order and pair is not None
+        pair[0].close()
+        pair[1].close()
+        assert closed[-2:] == ["head", "base"]
+    closed.clear()
+    assert _remade_pair(again("head"), again("base", "cupti"), mine, theirs, True) is None
+    assert sorted(closed) == ["base", "head"]
