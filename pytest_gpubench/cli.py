@@ -328,9 +328,8 @@ def compare_pairs(
         measure = dataclasses.replace(levels, threshold=threshold or m.threshold)
         if verdict.paired is not None and verdict.paired.pairs:
             try:
-                design = ab.design_of(
-                    first, more, verdict.paired.lockstep, bool(verdict.paired.duos)
-                )
+                p = verdict.paired
+                design = ab.design_of(first, more, p.lockstep, bool(p.duos), p.fresh)
                 paired = ab.rejudged(verdict.paired, m, verdict, measure, gate, design)
                 verdict = ab.held_to_floors(paired, m, gate)
             except ValueError as exc:  # a value the rule refuses

@@ -659,7 +659,8 @@ class Paired(Coded):
     sessions. The first ``pairs`` of each are the judged pairs, aligned (pair i's base and
     head at index i); a measurement with no pair (one side only, another timer) lists what
     each side measured, ``pairs`` 0. ``lockstep``: each pair's sides timed alternately
-    (versus/lockstep.py), not a fresh process each (versus/ab.py); ``duos``: per judged
+    (versus/lockstep.py), not a fresh process each (versus/ab.py); ``fresh``: in lockstep,
+    its more pairs from fresh processes (judge.pairs.LOCKSTEP_FRESH_DESIGN); ``duos``: per judged
     pair, the duo that timed it (numbered from 1: a fresh process per side at once,
     run/duo.py), empty where one process timed both sides."""
 
@@ -669,6 +670,7 @@ class Paired(Coded):
     head_sessions: tuple[SessionRecord, ...] = ()
     pairs: int = field(default=0, metadata=spec(check=(whole(0), "a count")))
     lockstep: bool = field(default=False, metadata=spec(omit=empty))
+    fresh: bool = field(default=False, metadata=spec(omit=empty))
     duos: tuple[int, ...] = field(
         default=(), metadata=spec(omit=empty, check=(lambda ds: all(map(whole(1), ds)), "counts"))
     )

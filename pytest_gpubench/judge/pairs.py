@@ -107,9 +107,13 @@ class PairDesign:
         return max(0, min(self.batch, self.cap - pairs))
 
 
-# Lockstep pairs: the test's own process's pair, then up to 4 more set up again there for the
-# unsure: chosen by bench/lockstep_prior.py (docs/verdict.md, "Lockstep pairs").
-LOCKSTEP_DESIGN = PairDesign(first=1, batch=4, cap=5)
+# Lockstep pairs: the test's own process's pair, then 9 more set up again there for the unsure:
+# bench/lockstep_resample.py --design on recorded processes of 10 pairs (docs/verdict.md,
+# "Lockstep pairs"; a cap of 5 left +1% unsure from 100 µs at 1%).
+LOCKSTEP_DESIGN = PairDesign(first=1, batch=9, cap=10)
+# Where the more pairs come from fresh processes (a call's inputs held in place), a process
+# each: 4 more, the cap the lockstep prior was fitted at (bench/lockstep_prior.py).
+LOCKSTEP_FRESH_DESIGN = PairDesign(first=1, batch=4, cap=5)
 # Duos count as pairs of fresh processes, since what differs between a duo's two processes
 # stays in all its pairs: bench/pair_resample.py --design 2 6 8 (docs/verdict.md, "Duos").
 DUO_DESIGN = PairDesign(first=2, batch=6, cap=8)

@@ -36,7 +36,13 @@ from ..core.records import (
 from ..core.samples import plural
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import MIN_JUDGED_SAMPLES, Gate, with_memory
-from ..judge.pairs import DUO_DESIGN, LOCKSTEP_DESIGN, PairDesign, judge_pairs
+from ..judge.pairs import (
+    DUO_DESIGN,
+    LOCKSTEP_DESIGN,
+    LOCKSTEP_FRESH_DESIGN,
+    PairDesign,
+    judge_pairs,
+)
 from ..run import ncu
 from ..run.children import (
     EVERY_BENCHMARK,
@@ -221,12 +227,14 @@ class Comparison:
 
 
 def design_of(
-    pairs: int | None, more: bool, lockstep: bool = False, duos: bool = False
+    pairs: int | None, more: bool, lockstep: bool = False, duos: bool = False, fresh: bool = False
 ) -> PairDesign:
     """The design of a run of ``pairs`` first pairs (None: the default's), with a batch of
     the default's size for the unsure when ``more``; the default is the pairing's: lockstep
-    (versus/lockstep.py), duos, or processes. gpubench compare re-judges a file with it."""
-    default = DUO_DESIGN if duos else LOCKSTEP_DESIGN if lockstep else PairDesign()
+    (versus/lockstep.py; ``fresh``: its more pairs from fresh processes), duos, or processes.
+    gpubench compare re-judges a file with it."""
+    in_lockstep = LOCKSTEP_FRESH_DESIGN if fresh else LOCKSTEP_DESIGN
+    default = DUO_DESIGN if duos else in_lockstep if lockstep else PairDesign()
     first = default.first if pairs is None else pairs
     extra = default.cap - default.first if more else 0
     return PairDesign(first=first, batch=max(1, extra), cap=first + extra)
@@ -556,12 +564,14 @@ def paired_results(
     revision: Revision,
     *,
     lockstep: bool = False,
+    fresh: bool = False,
 ) -> dict[str, Result]:
     """Each measurement key's verdict on its complete pairs in ``so_far`` (both sides timed
     by one timer, each with enough samples), held to its floors (:func:`held_to_floors`).
     A test the working tree's process died in is ``crashed``: its code's fault, whatever the
     revision did; one the revision's side could not measure is ``unmeasurable``, with why.
-    ``lockstep``: each pair's sides shared one process (versus/lockstep.py)."""
+    ``lockstep``: each pair's sides shared one process (versus/lockstep.py); ``fresh``: its
+    more pairs came from fresh processes."""
     runs, duos = so_far.runs, so_far.duos
 
     def paired_result(key: str) -> Result:
@@ -585,6 +595,7 @@ def paired_results(
             tuple(b.record for b in bases),
             tuple(h.record for h in heads),
             lockstep=lockstep,
+            fresh=fresh,
         )
         unpaired = functools.partial(Verdict, family=gate.family, paired=sides)
         name = sides.label

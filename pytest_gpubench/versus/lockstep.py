@@ -35,7 +35,7 @@ from ..core.records import Costs, Judgement, Measurement, Result, Status, Verdic
 from ..core.samples import plural
 from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import Gate
-from ..judge.pairs import DUO_PAIRS, lockstep_process_sigma, second_process_agrees
+from ..judge.pairs import DUO_PAIRS, PairDesign, lockstep_process_sigma, second_process_agrees
 from ..run.children import ChildRun, Launcher
 from ..run.sides import Lockstep, Pair, error_line
 from ..timing.engine import Workload
@@ -385,6 +385,8 @@ class Pairing:
         self.session = session
         self.settings = settings
         self.design = design_of(settings.pairs, settings.confirm > 0, lockstep=True)
+        # A test whose more pairs come from fresh processes: a process each, fewer.
+        self.fresh_design = design_of(settings.pairs, settings.confirm > 0, True, fresh=True)
         self.duo_design = design_of(settings.pairs, settings.confirm > 0, True, duos=True)
         # More pairs from this process (MORE_VARIABLE), their inputs placed anew; the pads'
         # sizes drawn afresh in each process: a stream seeded alike in every process put
@@ -493,7 +495,6 @@ class Pairing:
         pairs.add({BASE: {} if failed else base, HEAD: {m.key: m for m in head}})
         if failed:
             pairs.failed[BASE].update((node_id(m.key), failed) for m in head)
-        results = self._judged(pairs, lambda _: measure)
         errors: list[str] = []
         spent_s = 0.0  # on more pairs
         here = self.in_process and bool(paired)
@@ -510,6 +511,9 @@ class Pairing:
             assert launcher is not None
             here = False  # fresh processes, each one pair (not more of its own)
             launcher = dataclasses.replace(launcher, env=(*launcher.env, (MORE_VARIABLE, "fresh")))
+        # More pairs from fresh processes, a process each: their design.
+        design = self.fresh_design if launcher is not None and not here else self.design
+        results = self._judged(pairs, lambda _: measure, design)
         placed: list[int] = []  # per pair added here, the calls whose inputs moved
         stopped = False  # a pair timed here raised: no more
         while replicate and not stopped and (here or launcher is not None):
@@ -517,7 +521,7 @@ class Pairing:
             unsure = any(
                 r.verdict.judgement and r.verdict.judgement.needs_confirmation for r in results
             )
-            count = self.design.next_batch(done) if unsure else 0
+            count = design.next_batch(done) if unsure else 0
             if count == 0:
                 break
             started = time.perf_counter()
@@ -543,8 +547,8 @@ class Pairing:
             spent_s += time.perf_counter() - started
             if pairs.count == done:
                 break  # the batch measured nothing: another would not either
-            results = self._judged(pairs, lambda _: measure)
-        more = pairs.count - self.design.first  # beyond the first look's
+            results = self._judged(pairs, lambda _: measure, design)
+        more = pairs.count - design.first  # beyond the first look's
         if held and pairs.count > 1:
             errors.insert(
                 0,
@@ -768,15 +772,19 @@ class Pairing:
         return sides, moved
 
     def _judged(
-        self, pairs: Pairs, measure_of: Callable[[str], MeasureSettings]
+        self,
+        pairs: Pairs,
+        measure_of: Callable[[str], MeasureSettings],
+        design: PairDesign | None = None,
     ) -> tuple[Result, ...]:
         """Each key's verdict on its ``pairs`` so far (``measure_of`` a key's node id: its
-        settings), those of duos by the duo design."""
+        settings) by ``design`` (the lockstep one by default), those of duos by the duo one."""
         gate = Gate.of(self.settings, family=self.session.family)
-        design = self.duo_design if pairs.duos else self.design
+        design = self.duo_design if pairs.duos else design or self.design
+        fresh = design is self.fresh_design
         return tuple(
             paired_results(
-                pairs, gate, measure_of, design, self.two.revision, lockstep=True
+                pairs, gate, measure_of, design, self.two.revision, lockstep=True, fresh=fresh
             ).values()
         )
 

@@ -124,22 +124,30 @@ def test_a_slowdown_of_the_threshold_in_every_pair_regresses() -> None:
 
 def test_a_same_on_one_pair_claims_no_bar_of_hundreds_of_percent() -> None:
     """One lockstep pair of a small kernel among 63 at 2% (an H200's A/A run): the same on
-    its own interval, while the family's bar is over 100%, which says nothing: not shown."""
-    from pytest_gpubench.judge.pairs import LOCKSTEP_DESIGN
+    its own interval, while the family's bar is over 100%, which says nothing: not shown.
+    The gate is of the design's cap: 10 pairs from its own process, 5 from fresh ones."""
+    from pytest_gpubench.judge.pairs import LOCKSTEP_DESIGN, LOCKSTEP_FRESH_DESIGN
 
-    one = judge_pairs(
-        sessions(0.0081),
-        sessions(0.0081 * 1.0002),
-        threshold=0.02,
-        alpha=0.01,
-        family=63,
-        timer="cupti-graph",
-        design=LOCKSTEP_DESIGN,
-        lockstep=True,
-    )
+    def judged(design: PairDesign) -> Judgement:
+        return judge_pairs(
+            sessions(0.0081),
+            sessions(0.0081 * 1.0002),
+            threshold=0.02,
+            alpha=0.01,
+            family=63,
+            timer="cupti-graph",
+            design=design,
+            lockstep=True,
+        )
+
+    one = judged(LOCKSTEP_DESIGN)
     assert one.status is Status.SAME and one.bar is not None and one.bar > 1
-    # No bar is printed (the rule fails on no bar: issue 45); the gate, of the cap's pairs.
-    assert "bar" not in one.reason and "; gate 2.2% (over the 2% threshold)" in one.reason
+    # No bar is printed (the rule fails on no bar: issue 45); the gate, of the cap's 10
+    # pairs, within the threshold.
+    assert "bar" not in one.reason and one.reason.endswith("; gate 2.0%"), one.reason
+    fresh = judged(LOCKSTEP_FRESH_DESIGN)  # a cap of 5 pairs gates less
+    assert fresh.status is Status.SAME and "bar" not in fresh.reason
+    assert fresh.reason.endswith("; gate 2.2% (over the 2% threshold)"), fresh.reason
 
 
 def test_an_improvement_is_judged_like_a_regression() -> None:

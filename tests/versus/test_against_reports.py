@@ -389,6 +389,45 @@ def test_compare_of_an_ab_file_judges_its_pairs_again(
     assert code == 1 and PAIRED_HEADER in out.splitlines()
 
 
+def test_compare_judges_a_lockstep_file_by_where_its_more_pairs_came_from(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A lockstep result of 5 pairs left unsure: its more pairs from fresh processes
+    (``fresh``: its inputs held in place) are all that design takes, so gpubench compare
+    judges it at their cap, as the run did; from its own process, that design's cap is 10
+    pairs, 5 more to take. The file records ``fresh`` only where it is so."""
+    settings = {"threshold": 0.05, "alpha": 0.01, "confirm": 6}  # a lockstep run's own design
+    noisy = paired_result("test_noisy", [1.0] * 5, [1.0, 1.1, 0.92, 1.08, 0.93])
+
+    def reported(fresh: bool) -> tuple[dict[str, Any], str]:
+        assert noisy.verdict.paired is not None
+        paired = dataclasses.replace(noisy.verdict.paired, lockstep=True, fresh=fresh)
+        verdict = ab.rejudged(
+            paired,
+            noisy.measurement,
+            noisy.verdict,
+            MeasureSettings(threshold=0.05, alpha=0.01),
+            Gate(confirm=0, family=2),
+            ab.design_of(None, True, lockstep=True, fresh=fresh),
+        )
+        result = dataclasses.replace(noisy, verdict=verdict)
+        document = report.json_document([result], DEVICE, settings, {"id": "s"})
+        path = tmp_path / f"ab-{fresh}.json"
+        path.write_text(report.json_text(document), encoding="utf-8")
+        [entry] = json.loads(path.read_text(encoding="utf-8"))["results"]
+        code, out, err = run_cli(capsys, "compare", str(path))
+        assert (code, err) == (0, ""), out
+        assert table_row(out.splitlines(), "test_noisy")[6].startswith("unsure")
+        return entry["against"], out
+
+    against, out = reported(fresh=True)
+    assert against["fresh"] is True and against["pairs"] == 5
+    assert "over 5 pairs in lockstep; unsure at the cap of 5 pairs" in out, out
+    against, out = reported(fresh=False)
+    assert "fresh" not in against and against["pairs"] == 5
+    assert "over 5 pairs in lockstep; unsure: 5 more pairs" in out, out
+
+
 def test_a_working_trees_call_faster_than_its_declared_bytes_allow_is_impossible_again_in_compare(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -23,7 +23,7 @@ import pytest
 from support import KERNELS, TESTS, commit, failing_on, git, kernels, output, slower
 
 from pytest_gpubench import cli
-from pytest_gpubench.judge.pairs import LOCKSTEP_DESIGN, PairDesign
+from pytest_gpubench.judge.pairs import LOCKSTEP_DESIGN, LOCKSTEP_FRESH_DESIGN, PairDesign
 from pytest_gpubench.run.session import _remade_pair
 from pytest_gpubench.run.sides import MORE_PAIR_SAMPLES
 from pytest_gpubench.timing.device import placeable, placed_anew
@@ -451,7 +451,7 @@ def test_a_failure_in_lockstep_rests_on_two_processes(
     repo: pytest.Pytester, everywhere: bool
 ) -> None:
     """A test regressed on pairs from the run's process only is timed again in a fresh
-    process (both sides, the design's 5 pairs there): where that process's verdict fails
+    process (both sides, the design's 10 pairs there): where that process's verdict fails
     too, the failure stands and says so; where it does not (the difference was the first
     process's, between its two sides), the test is unsure and passes."""
     if everywhere:
@@ -464,16 +464,16 @@ def test_a_failure_in_lockstep_rests_on_two_processes(
     text = output(result)
     found = {r["test"]: r for r in json.loads((repo.path / "ab.json").read_text())["results"]}
     verdict = found["test_sum"]["against"]["verdict"]
-    assert "a second process's 5 pairs read" in text
+    assert "a second process's 10 pairs read" in text
     if everywhere:
         result.assert_outcomes(passed=1, failed=1)
         assert verdict == "regressed"
-        assert "a second process's 5 pairs read +8.0% by cuda-graph" in text
+        assert "a second process's 10 pairs read +8.0% by cuda-graph" in text
     else:
         result.assert_outcomes(passed=2)
         assert verdict == "unsure"
         reason = found["test_sum"]["reason"]
-        assert reason.startswith("a second process's 5 pairs read +0.0% by cuda-graph, which")
+        assert reason.startswith("a second process's 10 pairs read +0.0% by cuda-graph, which")
         assert "which does not bear out this process's pairs: a difference between" in reason
         assert "(a failure in lockstep needs two processes); this process's: slower by" in reason
 
@@ -660,7 +660,7 @@ def test_the_failures_of_a_run_share_one_second_process(repo: pytest.Pytester) -
     assert text.count("from a fresh process") == 1
     for r in json.loads((repo.path / "ab.json").read_text())["results"]:
         assert r["against"]["verdict"] == "regressed"
-        assert "a second process's 5 pairs read +8.0% by cuda-graph" in r["reason"], r
+        assert "a second process's 10 pairs read +8.0% by cuda-graph" in r["reason"], r
         assert r["costs"]["confirm_s"] > 0, r
 
     result = repo.runpytest_subprocess(*args, "-x")
@@ -669,7 +669,7 @@ def test_the_failures_of_a_run_share_one_second_process(repo: pytest.Pytester) -
 
 
 # The working tree's kernel 8% slower, its pairs in the run's own process scattered (a
-# disturbed stretch: conftest.SCATTER).
+# disturbed stretch: conftest.SCATTER), enough to leave it unsure at the cap of 10 pairs.
 ONE_PROCESS_SCATTERED = KERNELS.format(factor=1.08) + "work.fake_scattered = True\n"
 
 
@@ -695,6 +695,7 @@ def test_an_unsure_test_reading_beyond_the_threshold_asks_a_second_process(
         in (summed["reason"])
     )
     assert "slower by 8.0% than HEAD" in summed["reason"]
+    assert "over 10 pairs in lockstep; unsure at the cap of 10 pairs" in summed["reason"]
     assert text.count("from a fresh process") == 1
 
 
@@ -854,7 +855,7 @@ def test_an_unsure_test_gets_more_pairs_from_fresh_processes_in_lockstep(
 ) -> None:
     """GPUBENCH_LOCKSTEP_MORE=fresh: a change one pair cannot tell at a strict level is
     unsure: fresh processes, each running both sides in lockstep (the parent's checkout),
-    add pairs up to the cap."""
+    add pairs up to their design's cap (4 more, 5 pairs; from its own process 9 more)."""
     slower(repo, 1.06)
     commit(repo.path, "a kernel 6% slower")
     monkeypatch.setenv("GPUBENCH_LOCKSTEP_MORE", "fresh")
@@ -891,23 +892,25 @@ def test_more_pairs_in_this_process(repo: pytest.Pytester, monkeypatch: pytest.M
     """By default an unsure test's more pairs are timed here, each side's inputs placed
     anew; the summary says where. Each more pair's samplers are made again as the first
     pair's were (Sampler.again: a graph is not probed again). The one fresh process is the
-    failure's second (its 5 pairs there, made the same way)."""
+    failure's second (its 10 pairs there, made the same way)."""
     slower(repo, 1.06)
     commit(repo.path, "a kernel 6% slower")
     made = repo.path.parent / f"{repo.path.name}-samplers.log"
     monkeypatch.setenv("FAKE_AGAIN_LOG", str(made))
     result, text, summed = against_previous(repo)
     lines = made.read_text().splitlines()
-    assert lines.count("made work") == 2 * 2 and lines.count("again work") == 8 * 2
+    # Each side's first pair here and there, the 9 more here and the second process's 9.
+    assert lines.count("made work") == 2 * 2 and lines.count("again work") == (9 + 9) * 2
     result.assert_outcomes(passed=1, failed=1)
     assert text.count("from a fresh process") == 1
-    assert "a second process's 5 pairs read +6.0%" in text
-    assert "slower by 6.0% than HEAD~1" in text and "over 5 pairs in lockstep" in text
-    assert "1 unsure got 4 more from this process" in text
+    assert "a second process's 10 pairs read +6.0%" in text
+    assert "slower by 6.0% than HEAD~1" in text and "over 10 pairs in lockstep" in text
+    assert "1 unsure got 9 more from this process" in text
     # Its calls take no device tensor: timed again as they were, and the note says so.
-    assert summed["against"]["pairs"] == 5
+    assert summed["against"]["pairs"] == 10
+    assert "fresh" not in summed["against"]  # its more pairs from this process
     assert (
-        "4 pairs set up again in this process, inputs placed anew for 0 of 1 call"
+        "9 pairs set up again in this process, inputs placed anew for 0 of 1 call"
         in (summed["note"])
     )
     # The first pair takes the settings' least samples (20), the more pairs
@@ -923,8 +926,9 @@ def test_inputs_held_in_place_take_their_more_pairs_from_fresh_processes(
 ) -> None:
     """Where inputs' place moves time (a GPU; FAKE_PLACED says the fake's CPU too), a call
     whose inputs this process cannot place anew (test_sum's take no tensor) takes its more
-    pairs from fresh processes, one pair each: each process's shift (5%, as a buffer's place
-    in L2) falls on both sides, and no second process is asked."""
+    pairs from fresh processes, one pair each (4 more, up to 5 pairs: the fresh processes'
+    design), and its result says so: each process's shift (5%, as a buffer's place in L2)
+    falls on both sides, and no second process is asked."""
     slower(repo, 1.06)
     commit(repo.path, "a kernel 6% slower")
     monkeypatch.setenv("FAKE_PLACED", "1")
@@ -937,6 +941,8 @@ def test_inputs_held_in_place_take_their_more_pairs_from_fresh_processes(
     assert "from a fresh process" not in text  # no second process
     assert "slower by 6.0% than HEAD~1" in text and summed["against"]["pairs"] == 5
     assert "cannot place them anew (setup= or a global): more pairs from fresh" in summed["note"]
+    # The file says where they came from, for gpubench compare to judge it by that design.
+    assert summed["against"]["fresh"] is True
     # test_join, sure on its first pair, took none and says nothing of where they would be.
     report = json.loads((repo.path / "ab.json").read_text())
     [joined] = [r for r in report["results"] if r["test"] == "test_join"]
@@ -1187,12 +1193,17 @@ def test_a_closure_behind_a_wrapper_is_placed_anew(tmp_path: Path) -> None:
 
 def test_the_pairs_asked_set_the_first_look_of_either_pairing() -> None:
     """None is the pairing's own: 3 pairs of processes then 7 more, or 1 in lockstep then
-    4 more; pairs asked replace the first look, confirm 0 the more."""
+    9 more from its process (4 more where they come from fresh processes, a process each);
+    pairs asked replace the first look, confirm 0 the more."""
     assert design_of(None, True) == PairDesign(3, 7, 10)
-    assert design_of(None, True, lockstep=True) == LOCKSTEP_DESIGN == PairDesign(1, 4, 5)
+    assert design_of(None, True, lockstep=True) == LOCKSTEP_DESIGN == PairDesign(1, 9, 10)
+    fresh = design_of(None, True, lockstep=True, fresh=True)
+    assert fresh == LOCKSTEP_FRESH_DESIGN == PairDesign(1, 4, 5)
     assert design_of(None, False, lockstep=True) == PairDesign(1, 1, 1)
+    assert design_of(None, False, lockstep=True, fresh=True) == PairDesign(1, 1, 1)
     assert design_of(3, False, lockstep=True) == PairDesign(3, 1, 3)
-    assert design_of(2, True, lockstep=True) == PairDesign(2, 4, 6)
+    assert design_of(2, True, lockstep=True) == PairDesign(2, 9, 11)
+    assert design_of(2, True, lockstep=True, fresh=True) == PairDesign(2, 4, 6)
     assert design_of(5, True) == PairDesign(5, 7, 12)
 
 
