@@ -29,7 +29,9 @@ processes used says how many.
     python bench/lockstep_resample.py [ARCHIVE...] [--design FIRST,BATCH,CAP] [--min-pairs N]
 
 (default: every committed archive, the lockstep default design; --min-pairs 10 and a few
-designs compare them on the same processes)
+designs compare them on the same processes). ``--pair-places``: the tests whose pairs read
+alike by index; ``--copy-order``: per test, a pair's spread with and without the order in
+which its sides were copied (alternating since 7cba070) taken out.
 """
 
 from __future__ import annotations
@@ -38,10 +40,12 @@ import argparse
 import collections
 import math
 import re
+import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from scipy import stats
 
 from pytest_gpubench.core.records import Judgement, SessionSummary, Status
@@ -333,6 +337,31 @@ def pair_places(found: list[Process], pairs: int = 5) -> list[tuple[float, str, 
     return sorted(rows)
 
 
+def copy_order(found: list[Process], pairs: int = 10) -> list[tuple[str, int, float, float, float]]:
+    """Per test with processes of ``pairs`` pairs: the median over its processes of a pair's
+    sd (%), of the residual sd once the copy order is a covariate (+1 where the revision's
+    side was copied first, the odd pairs set up again; -1 the even ones; 0 the first pair,
+    not copied), and of that order's effect; with its process count. Sorted by how much
+    the covariate narrows the spread."""
+    by_test: dict[str, list[tuple[float, float, float]]] = collections.defaultdict(list)
+    order = np.array([0.0] + [1.0 if i % 2 else -1.0 for i in range(1, pairs)])
+    design = np.column_stack([np.ones(pairs), order])
+    for p in found:
+        if len(p.base) < pairs:
+            continue
+        d = np.array([100 * math.log(h / b) for b, h in zip(p.base, p.head, strict=True)])[:pairs]
+        beta = np.linalg.lstsq(design, d, rcond=None)[0]
+        residual = d - design @ beta
+        by_test[p.key[0]].append(
+            (float(d.std(ddof=1)), math.sqrt(float(residual @ residual) / (pairs - 2)), beta[1])
+        )
+    rows = [
+        (test, len(v), *(statistics.median(x[i] for x in v) for i in range(3)))
+        for test, v in by_test.items()
+    ]
+    return sorted(rows, key=lambda r: -r[2] / max(r[3], 1e-9))
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("archives", nargs="*", type=Path)
@@ -352,6 +381,11 @@ def main(argv: list[str]) -> int:
         action="store_true",
         help="instead: the tests whose pairs read alike at the same index in every process",
     )
+    parser.add_argument(
+        "--copy-order",
+        action="store_true",
+        help="instead: per test, a pair's spread with the sides' copy order taken out",
+    )
     args = parser.parse_args(argv)
     first, batch, cap = (int(v) for v in args.design.split(","))
     design = PairDesign(first=first, batch=batch, cap=cap)
@@ -367,6 +401,13 @@ def main(argv: list[str]) -> int:
         print(f"{small} of {len(rows)} tests with p < 0.01 (by chance: {0.01 * len(rows):.1f})")
         for pvalue, test, timer, n in rows[:small]:
             print(f"  {pvalue:.1e}  {test} ({timer}, {n} processes)")
+        return 0
+    if args.copy_order:
+        rows = copy_order(found)
+        print("| test | processes | sd of a pair | with the copy order out | its effect |")
+        print("|---|---|---|---|---|")
+        for test, n, plain, residual, effect in rows:
+            print(f"| {test} | {n} | {plain:.2f}% | {residual:.2f}% | {effect:+.2f}% |")
         return 0
     tests = len({p.key for p in found})
     print(

@@ -195,3 +195,17 @@ def test_pairs_set_up_again_read_alike_by_index_while_the_pads_were_seeded_alike
     rows = lr.pair_places(lr.processes(seeded))
     assert len(rows) == 56 and sum(r[0] < 0.01 for r in rows) == 10
     assert rows[0][1] == "test_legacy_stream_kernel" and rows[0][0] < 1e-50
+
+
+@pytest.mark.slow
+def test_a_large_copys_pairs_swing_by_which_side_was_copied_first() -> None:
+    """On the H100 of h100-2026-12-07c (each side copied first in turn) the user suite's
+    16 MiB legacy-stream copy's pairs set up again swing by about 3% with the copy order
+    (the caching allocator's block, bench/placement_probe.py): with the order taken out of
+    its pairs their spread is a sixth of it (docs/verdict.md, "Each side is copied first
+    in turn": the judge does not take the order out yet)."""
+    lr = bench_module("lockstep_resample")
+    archives = sorted((ROOT / "bench" / "results" / "h100-2026-12-07c").glob("plan-*.tgz"))
+    rows = {r[0]: r for r in lr.copy_order(lr.processes(archives))}
+    _, processes, plain, residual, effect = rows["test_legacy_stream_kernel"]
+    assert processes == 5 and plain > 2.5 and residual < 1.0 and abs(effect) > 2.5
