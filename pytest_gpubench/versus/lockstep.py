@@ -534,6 +534,11 @@ class Pairing:
                         errors.append(f"no more pairs in this process: {error_line(exc)}")
                         stopped = True
                         break
+                    other = _another_call(pairs.runs, sides)
+                    if other:  # not a pair of this call: left out
+                        errors.append(f"no more pairs in this process: {other}")
+                        stopped = True
+                        break
                     pairs.add(sides)
                     placed.append(moved)
             else:  # fresh processes in lockstep: those that measured the working tree's side
@@ -787,6 +792,37 @@ class Pairing:
                 pairs, gate, measure_of, design, self.two.revision, lockstep=True, fresh=fresh
             ).values()
         )
+
+
+# How far a pair set up again may read from the call's first pair, both sides alike, and
+# still be the same call: a copy that changes what a call does (an autograd graph's tensor
+# copied to a leaf read 40 times faster, h100-2026-12-07b) moves both sides by far more
+# than where its buffers lie does (1.3% for a 16 MiB copy on an H100, placement_probe.py).
+ANOTHER_CALL = 2.0
+
+
+def _another_call(
+    runs: Mapping[str, Sequence[Mapping[str, Measurement]]],
+    again: Mapping[str, Mapping[str, Measurement]],
+) -> str:
+    """Why the pair ``again`` is not of the calls of the first pair of ``runs`` (its time on
+    both sides ANOTHER_CALL times or more apart from theirs, the same way), or ''."""
+    for key, head in again[HEAD].items():
+        base = again[BASE].get(key)
+        first = (runs[HEAD][0].get(key), runs[BASE][0].get(key))
+        if base is None or first[0] is None or first[1] is None:
+            continue
+        ratios = (head.median_ms / first[0].median_ms, base.median_ms / first[1].median_ms)
+        if all(r >= ANOTHER_CALL for r in ratios) or all(r <= 1 / ANOTHER_CALL for r in ratios):
+            low, high = (f"{r:.2g}" for r in sorted(ratios))
+            return (
+                f"its inputs placed anew, {key.split('::')[-1]} read "
+                f"{low if low == high else f'{low}-{high}'} times its first pair's time on "
+                "both sides: another call "
+                "than the test's (a copy changed what it does; pass what it must keep as it is "
+                "through setup=)"
+            )
+    return ""
 
 
 def _sides_of(

@@ -987,6 +987,26 @@ def test_a_pair_set_up_again_that_raises_ends_the_more_pairs(repo: pytest.Pytest
 
 
 @pytest.mark.slow
+def test_a_pair_set_up_again_that_times_another_call_ends_the_more_pairs(
+    repo: pytest.Pytester,
+) -> None:
+    """From its 38th call the function makes every sampler after it three times faster, on
+    both sides (as a copy that changes what a call does: an autograd graph's tensor copied
+    to a leaf read 40 times faster): that pair is left out, no more are timed, and the note
+    says why; the test keeps the verdict of the pairs it has (6% slower: regressed)."""
+    repo.makepyfile(kernels=failing_on(38, "__import__('os').environ['FAKE_SCALE'] = '0.3'"))
+    commit(repo.path, "a kernel 6% slower, another call from its 38th")
+    result, text, summed = against_previous(repo)
+    result.assert_outcomes(passed=1, failed=1)
+    assert "Traceback" not in text and "INTERNALERROR" not in text
+    assert summed["against"]["pairs"] == 3 and summed["status"] == "regressed"
+    assert (
+        "no more pairs in this process: its inputs placed anew, test_sum read 0.3 times its "
+        "first pair's time on both sides: another call than the test's" in summed["note"]
+    )
+
+
+@pytest.mark.slow
 def test_a_duos_later_pair_the_revision_cannot_time_ends_its_pairs(
     repo: pytest.Pytester,
 ) -> None:
