@@ -557,8 +557,8 @@ class Pairing:
         if held and pairs.count > 1:
             errors.insert(
                 0,
-                "its inputs are held where this process cannot place them anew (setup= or "
-                "a global): more pairs from fresh processes",
+                "its inputs are held where this process cannot place them anew (setup=, a global, "
+                "a module's weights or an autograd graph): more pairs from fresh processes",
             )
         if more > 0:
             tally = self.added["this process" if here else "fresh processes"]

@@ -940,7 +940,7 @@ def test_inputs_held_in_place_take_their_more_pairs_from_fresh_processes(
     assert "1 unsure got 4 more from fresh processes" in text
     assert "from a fresh process" not in text  # no second process
     assert "slower by 6.0% than HEAD~1" in text and summed["against"]["pairs"] == 5
-    assert "cannot place them anew (setup= or a global): more pairs from fresh" in summed["note"]
+    assert "cannot place them anew (setup=, a global, a module" in summed["note"]
     # The file says where they came from, for gpubench compare to judge it by that design.
     assert summed["against"]["fresh"] is True
     # test_join, sure on its first pair, took none and says nothing of where they would be.
