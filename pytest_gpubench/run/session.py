@@ -83,7 +83,8 @@ def _remade_pair(
     as a copy's does: versus.lockstep.Lockstep._pair_again), or None where either cannot
     be (or their timers differ): each one made is closed then."""
     made: list[Sampler] = []
-    for again, workload in [(base, theirs), (head, mine)][:: 1 if base_first else -1]:
+    sides = [(base, theirs), (head, mine)] if base_first else [(head, mine), (base, theirs)]
+    for again, workload in sides:
         try:
             one = remade(again, workload)
         except BaseException:  # (remade passes on only what stops the run)

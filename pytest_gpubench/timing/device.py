@@ -246,7 +246,7 @@ def placed_anew(
     def copied(value: Any) -> Any:
         if id(value) in copies:
             return copies[id(value)]
-        base = value._base if value._base is not None else value
+        base = _base_of(value)
         size = draw.randrange(PAD_MAX_BYTES)
         try:
             pad = torch.empty(size, dtype=torch.uint8, device=value.device)
@@ -387,8 +387,13 @@ def _copyable(torch: Any, value: object) -> bool:
         return False
     if _in_graph(torch, value):  # a copy would be a leaf: its backward another call's
         return False
-    base = value._base if value._base is not None else value
+    base = _base_of(value)
     return not (0 in value.stride() and value.numel() > 1) and base.device == value.device
+
+
+def _base_of(tensor: Any) -> Any:
+    """The tensor ``tensor`` is a view of, or itself."""
+    return tensor._base if tensor._base is not None else tensor
 
 
 def _in_graph(torch: Any, value: object) -> bool:
@@ -396,8 +401,7 @@ def _in_graph(torch: Any, value: object) -> bool:
     its graph, saved tensors and all, stays where it is, as a module's weights do."""
     if not isinstance(value, torch.Tensor) or value.device.type == "cpu":
         return False
-    base = value._base if value._base is not None else value
-    return base.grad_fn is not None
+    return _base_of(value).grad_fn is not None
 
 
 def matmul_workload(kind: str, dtype: str) -> tuple[Workload, float] | None:
