@@ -237,6 +237,30 @@ def calls_apart(runs: list[Run]) -> dict[tuple[str, str], list[float]]:
     return found
 
 
+def positions(runs: list[Run]) -> dict[tuple[str, int], list[float]]:
+    """Per timer and bin, each A/A measurement's position effect in its first pair: the
+    median log of the working tree's samples taken first in their pair (after the other
+    side's sample of the pair before: A B B A ...) less that of those taken second; where
+    both positions hold 5 samples or more."""
+    found: dict[tuple[str, int], list[float]] = collections.defaultdict(list)
+    for name, document, _ in runs:
+        for result in document["results"] if "-aa-" in name else ():
+            sessions = (result.get("against") or {}).get("head_sessions") or []
+            if not (result.get("against") or {}).get("lockstep") or not sessions:
+                continue
+            samples = result["samples_ms"][: sessions[0]["n"]]
+            taken = result.get("warmup") or 0  # (pairs: collect_pair's first goes head first)
+            logs = ([], [])  # type: tuple[list[float], list[float]]
+            for i, value in enumerate(samples):
+                logs[(taken + i) % 2].append(math.log(value))
+            if min(map(len, logs)) >= 5:
+                cell = sum(samples[0] >= edge for edge in LOCKSTEP_BINS_MS)
+                found[(result["timer"], cell)].append(
+                    statistics.median(logs[0]) - statistics.median(logs[1])
+                )
+    return found
+
+
 def main(archives: list[Path]) -> int:
     runs = [run for archive in archives for run in reports(archive)]
     if not runs:
@@ -367,6 +391,14 @@ def main(archives: list[Path]) -> int:
                 f"  {name} {result['test']}: {len(base)}, {' '.join(moved)}: "
                 f"{result['status']} -> {now.status.value}{mark}"
             )
+    print(
+        "\nA/A: the working tree's side taken first in its pair against second (its first "
+        "pair's samples): median | tests beyond -0.5% | beyond +0.5% | tests"
+    )
+    for (timer, cell), effects in sorted(positions(runs).items()):
+        low, high = sum(e < -0.005 for e in effects), sum(e > 0.005 for e in effects)
+        mid = statistics.median(effects)
+        print(f"  {timer} {edges[cell]}: {mid:+.2%} | {low} | {high} | {len(effects)}")
     print("\nWhere each run's time went (s): pytest's time, then its steps")
     for name, document, text in runs:
         print(costs_line(name, document, text))

@@ -20,7 +20,7 @@ from .call import Call, Untimed
 # A pair set up again in its process takes few samples: between set-ups a small kernel's pair
 # moves 0.3-1.9%, within one its ratio is known to 0.02-0.15% (bench/results/h200-2026-11-29d).
 MORE_PAIR_WARMUP = 2
-MORE_PAIR_SAMPLES = 5
+MORE_PAIR_SAMPLES = 4  # (even: each side first in as many, timing.engine.collect_pair)
 # A lockstep pair's kernel time per call (timing.engine.Beside: a graph's, beside its time
 # per call): this many samples of each side, alternately, after the pair's own, in
 # one profiler session (a session's trace costs more than its replays); the median of each

@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import itertools
 import random
+import statistics
 import sys
 import time
 import types
@@ -492,9 +493,33 @@ def test_pairs_stop_once_the_ratio_is_precise_though_each_side_is_not() -> None:
 
 
 def test_pairs_with_a_noisy_ratio_run_to_max_samples() -> None:
-    plan = Plan(min_samples=10, max_samples=45, budget_s=1e9, warmup=0)
+    plan = Plan(min_samples=10, max_samples=44, budget_s=1e9, warmup=0)
     sampling, _, _ = pair(noisy(seed=1), noisy(seed=2), plan)
-    assert len(sampling.ratios) == 45 == len(sampling.first.samples_ms)
+    assert len(sampling.ratios) == 44 == len(sampling.first.samples_ms)
+
+
+def test_each_side_goes_first_in_as_many_pairs() -> None:
+    # Each side reads 1% faster taken after its own sample than after the other's: of 5
+    # pairs (A B, B A, A B, B A, A B) A would be first, and faster, in 3; a sixth evens it.
+    clock, log = FakeClock(), []  # type: ignore[var-annotated]
+
+    class Cached(Logged):
+        def sample(self) -> float:
+            after_own = bool(log) and log[-1] == self.name
+            super().sample()
+            return 0.99 if after_own else 1.0
+
+    a, b = Cached("A", log, steady(), clock), Cached("B", log, steady(), clock)
+    plan = Plan(min_samples=5, max_samples=5, warmup=2)
+    sampling = engine.collect_pair(a.make(), b.make(), plan, clock=clock)
+    assert "".join(log) == "ABBA" + "ABBAABBAABBA"
+    first, second = (statistics.median(s.samples_ms) for s in (sampling.first, sampling.second))
+    assert first == second and len(sampling.ratios) == 6
+    # The budget or max_samples ending pairs on an odd count: one more; fixed rounds stand.
+    sampling, _, _ = pair(noisy(seed=1), noisy(seed=2), Plan(min_samples=10, max_samples=45))
+    assert len(sampling.ratios) == 46
+    sampling, _, _ = pair(noisy(seed=1), noisy(seed=2), Plan(rounds=5, warmup=0))
+    assert len(sampling.ratios) == 5
 
 
 def test_pairs_stop_when_the_pairs_budget_is_spent() -> None:
