@@ -321,9 +321,10 @@ def collect_pair(
 def _unbalanced(ratios: list[float], plan: Plan) -> bool:
     """Whether one side went first in more of the pairs than the other (an odd count, more
     than one; a count the test's ``rounds`` fixed stands): a side taken after its own sample
-    read up to 1% faster than after the other's (the first pairs of A/A runs: a 33 µs layer
-    norm by kernel time 0.96%, median -0.44% over 306 cupti-graph measurements of 5-100 µs,
-    python bench/lockstep_runs.py), so of 5 pairs the side first in 3 read faster."""
+    read faster than after the other's (the first pairs of A/A runs: a 33 µs layer norm by
+    kernel time 0.96%; cupti-graph calls of 5-100 µs by a median 0.44%, up to 1.35%, over 330
+    measurements; python bench/lockstep_runs.py), so of 5 pairs the side first in 3 read
+    faster."""
     return plan.rounds is None and len(ratios) > 1 and len(ratios) % 2 == 1
 
 
