@@ -239,22 +239,25 @@ def calls_apart(runs: list[Run]) -> dict[tuple[str, str], list[float]]:
 
 def positions(runs: list[Run]) -> dict[tuple[str, int], list[float]]:
     """Per timer and bin, each A/A measurement's position effect in its first pair: the
-    median log of the working tree's samples taken first in their pair (after the other
-    side's sample of the pair before: A B B A ...) less that of those taken second; where
-    both positions hold 5 samples or more."""
+    median log of the working tree's samples taken first in their pair (after its own
+    sample of the pair before: A B B A ...) less that of those taken second; where both
+    positions hold 5 samples or more. The working tree's side is collect_pair's first, going
+    first in the odd pairs counted from the warmup's; a duo's (whose leader may be either
+    side) is left out."""
     found: dict[tuple[str, int], list[float]] = collections.defaultdict(list)
     for name, document, _ in runs:
         for result in document["results"] if "-aa-" in name else ():
-            sessions = (result.get("against") or {}).get("head_sessions") or []
-            if not (result.get("against") or {}).get("lockstep") or not sessions:
+            against = result.get("against") or {}
+            sessions = against.get("head_sessions") or []
+            if not against.get("lockstep") or not sessions or "duos" in result.get("reason", ""):
                 continue
             samples = result["samples_ms"][: sessions[0]["n"]]
-            taken = result.get("warmup") or 0  # (pairs: collect_pair's first goes head first)
-            logs = ([], [])  # type: tuple[list[float], list[float]]
+            taken = result.get("warmup") or 0
+            logs: tuple[list[float], list[float]] = ([], [])
             for i, value in enumerate(samples):
                 logs[(taken + i) % 2].append(math.log(value))
             if min(map(len, logs)) >= 5:
-                cell = sum(samples[0] >= edge for edge in LOCKSTEP_BINS_MS)
+                cell = sum(sessions[0]["median_ms"] >= edge for edge in LOCKSTEP_BINS_MS)
                 found[(result["timer"], cell)].append(
                     statistics.median(logs[0]) - statistics.median(logs[1])
                 )

@@ -25,7 +25,7 @@ MORE_PAIR_SAMPLES = 4  # (even: each side first in as many, timing.engine.collec
 # per call): this many samples of each side, alternately, after the pair's own, in
 # one profiler session (a session's trace costs more than its replays); the median of each
 # side's is that side's, judged over the pairs as the pair's own number is.
-BESIDE_ROUNDS = 4
+BESIDE_ROUNDS = 4  # (even, as MORE_PAIR_SAMPLES: GraphBeside.alternate's A B B A)
 
 
 class DuoError(GpubenchError):

@@ -278,8 +278,8 @@ def collect_pair(
     pairs until both sides are steady (or its share of the budget is spent), so neither is
     timed cold. ``plan`` counts pairs (``min_samples``, ``max_samples``, ``warmup``,
     ``rounds``) and its budget is the pair's: the caller gives it twice a single measurement's.
-    Each side goes first in as many pairs (``_unbalanced``): the pairs that end on an odd
-    count take one more, beyond the rules and the budget.
+    Each side goes first in as many pairs (``_unbalanced``): pairs that end on an odd count
+    take one more where the budget and ``max_samples`` let it start, else leave the last out.
     """
     started = clock()
     one, other = _Source(first, clock), _Source(second, clock)
@@ -306,10 +306,18 @@ def collect_pair(
         pairs.append(warm.pop())  # as in collect: too slow to warm up in this budget
     ratios = [a / b for a, b in pairs]
     when_warm()
-    while not _enough(ratios, plan, clock() - started) or _unbalanced(ratios, plan):
+    while not _enough(ratios, plan, clock() - started):
         a, b = take()
         pairs.append((a, b))
         ratios.append(a / b)
+    if _unbalanced(ratios, plan):
+        # One more while the budget and max_samples let it start (a precision rule that
+        # stopped on an odd count); else the last one is left out.
+        if len(ratios) < plan.max_samples and clock() - started < plan.budget_s:
+            pairs.append(take())
+            ratios.append(pairs[-1][0] / pairs[-1][1])
+        else:
+            del pairs[-1], ratios[-1]
     first_side, second_side = ([p[i] for p in pairs] for i in (0, 1))
     return PairSampling(
         _sampling(first, first_side, len(warm)),
@@ -319,12 +327,13 @@ def collect_pair(
 
 
 def _unbalanced(ratios: list[float], plan: Plan) -> bool:
-    """Whether one side went first in more of the pairs than the other (an odd count, more
-    than one; a count the test's ``rounds`` fixed stands): a side taken after its own sample
-    read faster than after the other's (the first pairs of A/A runs: a 33 µs layer norm by
-    kernel time 0.96%; cupti-graph calls of 5-100 µs by a median 0.44%, up to 1.35%, over 330
-    measurements; python bench/lockstep_runs.py), so of 5 pairs the side first in 3 read
-    faster."""
+    """Whether one side went first in more of the pairs than the other: an odd count (a
+    count the test's ``rounds`` fixed stands; so does a slow call's lone pair, which another
+    would double). A side taken after its own sample (the first of each pair after the first:
+    A B B A ...) read faster than after the other's (the first pairs of A/A runs: a 33 µs
+    layer norm by kernel time 0.96%; cupti-graph calls of 5-100 µs by a median 0.44%, up to
+    1.35%, over 330 measurements; python bench/lockstep_runs.py), so of 5 pairs the side
+    first in 3 read faster."""
     return plan.rounds is None and len(ratios) > 1 and len(ratios) % 2 == 1
 
 

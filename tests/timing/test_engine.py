@@ -500,7 +500,8 @@ def test_pairs_with_a_noisy_ratio_run_to_max_samples() -> None:
 
 def test_each_side_goes_first_in_as_many_pairs() -> None:
     # Each side reads 1% faster taken after its own sample than after the other's: of 5
-    # pairs (A B, B A, A B, B A, A B) A would be first, and faster, in 3; a sixth evens it.
+    # pairs (A B, B A, A B, B A, A B) A would be first, and faster, in 3; at its max_samples
+    # the fifth is left out.
     clock, log = FakeClock(), []  # type: ignore[var-annotated]
 
     class Cached(Logged):
@@ -512,12 +513,19 @@ def test_each_side_goes_first_in_as_many_pairs() -> None:
     a, b = Cached("A", log, steady(), clock), Cached("B", log, steady(), clock)
     plan = Plan(min_samples=5, max_samples=5, warmup=2)
     sampling = engine.collect_pair(a.make(), b.make(), plan, clock=clock)
-    assert "".join(log) == "ABBA" + "ABBAABBAABBA"
+    assert "".join(log) == "ABBA" + "ABBAABBAAB"
     first, second = (statistics.median(s.samples_ms) for s in (sampling.first, sampling.second))
-    assert first == second and len(sampling.ratios) == 6
-    # The budget or max_samples ending pairs on an odd count: one more; fixed rounds stand.
+    assert first == second and len(sampling.ratios) == 4
+    # max_samples or the budget ending pairs on an odd count: the last left out (neither is
+    # overrun); a precision rule's odd count: one more; fixed rounds stand.
     sampling, _, _ = pair(noisy(seed=1), noisy(seed=2), Plan(min_samples=10, max_samples=45))
-    assert len(sampling.ratios) == 46
+    assert len(sampling.ratios) == 44
+    sampling, _, clock = pair(noisy(seed=1), noisy(seed=2), Plan(budget_s=3.0), cost_s=0.25)
+    assert clock.now <= 3.0 + 0.5 and len(sampling.ratios) % 2 == 0
+    shared = list(itertools.islice(noisy(seed=3), 10_000))
+    precise = Plan(min_samples=15, max_samples=500, budget_s=1e9, warmup=0)
+    sampling, _, _ = pair((2 * v for v in shared), shared, precise)
+    assert len(sampling.ratios) == 16  # (exact from the first: stopped at its minimum, 15)
     sampling, _, _ = pair(noisy(seed=1), noisy(seed=2), Plan(rounds=5, warmup=0))
     assert len(sampling.ratios) == 5
 
