@@ -179,14 +179,30 @@ def judged(
 def first_process(p: Process, shift: float, threshold: float, design: PairDesign) -> Judged | None:
     """The run's verdict on its own process's pairs, look by look as the design takes them;
     None where it would have taken more pairs than were recorded."""
+    looked = looks(p, shift, threshold, design)
+    return None if looked is None else looked[1]
+
+
+def looks(
+    p: Process, shift: float, threshold: float, design: PairDesign
+) -> tuple[int, Judged] | None:
+    """The pairs the run's own process took and its verdict on them (first_process)."""
     n = design.first
     while True:
         if n > len(p.base):
             return None
         j = judged(p, n, shift, threshold, design)
         if not (j.more and design.next_batch(n)):
-            return j
+            return n, j
         n += design.next_batch(n)
+
+
+def mean_pairs(found: list[Process], threshold: float, design: PairDesign) -> float:
+    """The pairs an unchanged process takes by ``design`` at ``threshold``, on average over
+    those it decides within their recorded pairs (its cost: each pair after the first is
+    one set up again)."""
+    taken = [looked[0] for p in found if (looked := looks(p, 0.0, threshold, design))]
+    return statistics.fmean(taken) if taken else math.nan
 
 
 def failure_share(
@@ -414,6 +430,8 @@ def main(argv: list[str]) -> int:
         f"{len(found)} recorded processes of {tests} tests (A/A, lockstep, own pairs), {design}\n"
     )
     print(markdown(table(found, design)), end="")
+    cost = ", ".join(f"{t:.0%} {mean_pairs(found, t, design):.2f}" for t in (0.01, 0.02, 0.05))
+    print(f"\nPairs an unchanged process took, mean: {cost}")
     return 0
 
 

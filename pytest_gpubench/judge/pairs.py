@@ -107,10 +107,13 @@ class PairDesign:
         return max(0, min(self.batch, self.cap - pairs))
 
 
-# Lockstep pairs: the test's own process's pair, then 9 more set up again there for the unsure:
-# bench/lockstep_resample.py --design on recorded processes of 10 pairs (docs/verdict.md,
-# "Lockstep pairs"; a cap of 5 left +1% unsure from 100 µs at 1%).
-LOCKSTEP_DESIGN = PairDesign(first=1, batch=9, cap=10)
+# Lockstep pairs: the test's own process's pair, then batches of 4 set up again there for the
+# unsure, up to 10: replayed on 475 recorded processes of 10 pairs, as many caught as 9 more
+# at once (+2% at 2%: 163 of 185 at 20-100 µs against 162), no unchanged one failing, and an
+# unchanged test takes 3.0 pairs at 2% on average where 9 more at once took 5.1 (5.8 against
+# 10 at 1%; bench/lockstep_resample.py --min-pairs 10 --design; docs/verdict.md, "Lockstep
+# pairs"; a cap of 5 left +1% unsure from 100 µs at 1%).
+LOCKSTEP_DESIGN = PairDesign(first=1, batch=4, cap=10)
 # Where the more pairs come from fresh processes (a call's inputs held in place), a process
 # each: 4 more, the cap the lockstep prior was fitted at (bench/lockstep_prior.py).
 LOCKSTEP_FRESH_DESIGN = PairDesign(first=1, batch=4, cap=5)

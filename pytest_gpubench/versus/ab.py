@@ -229,15 +229,15 @@ class Comparison:
 def design_of(
     pairs: int | None, more: bool, lockstep: bool = False, duos: bool = False, fresh: bool = False
 ) -> PairDesign:
-    """The design of a run of ``pairs`` first pairs (None: the default's), with a batch of
-    the default's size for the unsure when ``more``; the default is the pairing's: lockstep
-    (versus/lockstep.py; ``fresh``: its more pairs from fresh processes), duos, or processes.
-    gpubench compare re-judges a file with it."""
+    """The design of a run of ``pairs`` first pairs (None: the default's), with as many more
+    for the unsure as the default's, in its batches, when ``more``; the default is the
+    pairing's: lockstep (versus/lockstep.py; ``fresh``: its more pairs from fresh
+    processes), duos, or processes. gpubench compare re-judges a file with it."""
     in_lockstep = LOCKSTEP_FRESH_DESIGN if fresh else LOCKSTEP_DESIGN
     default = DUO_DESIGN if duos else in_lockstep if lockstep else PairDesign()
     first = default.first if pairs is None else pairs
     extra = default.cap - default.first if more else 0
-    return PairDesign(first=first, batch=max(1, extra), cap=first + extra)
+    return PairDesign(first=first, batch=max(1, min(default.batch, extra)), cap=first + extra)
 
 
 def compare(

@@ -153,7 +153,8 @@ def test_the_lockstep_rule_and_its_second_process_on_recorded_processes() -> Non
     processes (the A/A target: no false failure in 10 runs of 54 tests), at 1% under one in
     400; with +5% planted at 2%, a second process (another run's) bears out nearly every
     failure of a process's own pairs and fails most of those left unsure beyond the
-    threshold. By the default (1, then 9 more), on the processes that took its pairs: none
+    threshold. By the default (1, then up to 9 more, 4 at a time), on the processes it
+    decides within their recorded pairs: none
     expected at any threshold, and +1% at 1% caught from 100 µs in 9 of 10. docs/verdict.md
     holds both tables as the script prints them."""
     lr = bench_module("lockstep_resample")

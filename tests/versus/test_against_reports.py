@@ -395,7 +395,7 @@ def test_compare_judges_a_lockstep_file_by_where_its_more_pairs_came_from(
     """A lockstep result of 5 pairs left unsure: its more pairs from fresh processes
     (``fresh``: its inputs held in place) are all that design takes, so gpubench compare
     judges it at their cap, as the run did; from its own process, that design's cap is 10
-    pairs, 5 more to take. The file records ``fresh`` only where it is so."""
+    pairs, its next batch 4 more. The file records ``fresh`` only where it is so."""
     settings = {"threshold": 0.05, "alpha": 0.01, "confirm": 6}  # a lockstep run's own design
     noisy = paired_result("test_noisy", [1.0] * 5, [1.0, 1.1, 0.92, 1.08, 0.93])
 
@@ -425,7 +425,7 @@ def test_compare_judges_a_lockstep_file_by_where_its_more_pairs_came_from(
     assert "over 5 pairs in lockstep; unsure at the cap of 5 pairs" in out, out
     against, out = reported(fresh=False)
     assert "fresh" not in against and against["pairs"] == 5
-    assert "over 5 pairs in lockstep; unsure: 5 more pairs" in out, out
+    assert "over 5 pairs in lockstep; unsure: 4 more pairs" in out, out
 
 
 def test_a_working_trees_call_faster_than_its_declared_bytes_allow_is_impossible_again_in_compare(

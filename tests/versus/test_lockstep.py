@@ -899,18 +899,19 @@ def test_more_pairs_in_this_process(repo: pytest.Pytester, monkeypatch: pytest.M
     monkeypatch.setenv("FAKE_AGAIN_LOG", str(made))
     result, text, summed = against_previous(repo)
     lines = made.read_text().splitlines()
-    # Each side's first pair here and there, the 9 more here and the second process's 9.
-    assert lines.count("made work") == 2 * 2 and lines.count("again work") == (9 + 9) * 2
+    # Each side's first pair here and there, a batch of 4 more here (failed at 5) and the
+    # second process's 9.
+    assert lines.count("made work") == 2 * 2 and lines.count("again work") == (4 + 9) * 2
     result.assert_outcomes(passed=1, failed=1)
     assert text.count("from a fresh process") == 1
     assert "a second process's 10 pairs read +6.0%" in text
-    assert "slower by 6.0% than HEAD~1" in text and "over 10 pairs in lockstep" in text
-    assert "1 unsure got 9 more from this process" in text
+    assert "slower by 6.0% than HEAD~1" in text and "over 5 pairs in lockstep" in text
+    assert "1 unsure got 4 more from this process" in text
     # Its calls take no device tensor: timed again as they were, and the note says so.
-    assert summed["against"]["pairs"] == 10
+    assert summed["against"]["pairs"] == 5
     assert "fresh" not in summed["against"]  # its more pairs from this process
     assert (
-        "9 pairs set up again in this process, inputs placed anew for 0 of 1 call"
+        "4 pairs set up again in this process, inputs placed anew for 0 of 1 call"
         in (summed["note"])
     )
     # The first pair takes the settings' least samples (20), the more pairs
@@ -1213,16 +1214,16 @@ def test_a_closure_behind_a_wrapper_is_placed_anew(tmp_path: Path) -> None:
 
 def test_the_pairs_asked_set_the_first_look_of_either_pairing() -> None:
     """None is the pairing's own: 3 pairs of processes then 7 more, or 1 in lockstep then
-    9 more from its process (4 more where they come from fresh processes, a process each);
-    pairs asked replace the first look, confirm 0 the more."""
+    up to 9 more from its process, 4 at a time (4 more where they come from fresh processes,
+    a process each); pairs asked replace the first look, confirm 0 the more."""
     assert design_of(None, True) == PairDesign(3, 7, 10)
-    assert design_of(None, True, lockstep=True) == LOCKSTEP_DESIGN == PairDesign(1, 9, 10)
+    assert design_of(None, True, lockstep=True) == LOCKSTEP_DESIGN == PairDesign(1, 4, 10)
     fresh = design_of(None, True, lockstep=True, fresh=True)
     assert fresh == LOCKSTEP_FRESH_DESIGN == PairDesign(1, 4, 5)
     assert design_of(None, False, lockstep=True) == PairDesign(1, 1, 1)
     assert design_of(None, False, lockstep=True, fresh=True) == PairDesign(1, 1, 1)
     assert design_of(3, False, lockstep=True) == PairDesign(3, 1, 3)
-    assert design_of(2, True, lockstep=True) == PairDesign(2, 9, 11)
+    assert design_of(2, True, lockstep=True) == PairDesign(2, 4, 11)
     assert design_of(2, True, lockstep=True, fresh=True) == PairDesign(2, 4, 6)
     assert design_of(5, True) == PairDesign(5, 7, 12)
 
