@@ -235,6 +235,32 @@ def test_a_graphs_kernel_time_is_taken_beside_its_time_per_call_side_by_side() -
             sampler.close()
 
 
+def test_the_profilers_own_events_read_as_its_exported_trace() -> None:
+    """timing.cuda._own_events against _trace_events on one session of four replays of a
+    graph that copies, sets memory and runs kernels: the same device work and graph
+    launches, each with its duration and correlation id (what ``OwnEvents.agree`` checks
+    once per process before a kernel time reads them)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from pytest_gpubench.timing import cuda
+
+    x, y = torch.zeros(1 << 20, device="cuda"), torch.zeros(1 << 20, device="cuda")
+
+    def work() -> None:
+        y.copy_(x)
+        x.zero_()
+        x.add_(y)
+
+    graph = cuda._capture(work, calls=3, warm_calls=1)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(4):
+            graph.replay()
+        torch.cuda.synchronize()
+    own, exported = cuda._work(cuda._own_events(prof)), cuda._work(cuda._trace_events(prof))
+    assert len(exported) >= 4 * 3 * 3 + 4 and own == exported, (own[:5], exported[:5])
+
+
 def test_a_function_that_spins_with_torchs_sleep_is_timed_from_its_graph() -> None:
     """``torch.cuda._sleep`` inside the function is its work: the replay check drops only
     the blocking kernel the timer queued before the replay, so the function's own spin is

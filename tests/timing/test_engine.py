@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import json
 import random
 import statistics
 import sys
@@ -660,9 +661,11 @@ def test_a_graphs_kernel_time_is_told_apart_by_replay_in_one_trace(
         return events[::-1]  # the trace's order is not the queue's
 
     def refused(edit: Callable[[list[dict[str, Any]]], Any], match: str) -> None:
-        def edited(run: Callable[[], None]) -> list[dict[str, Any]]:
+        def edited(
+            run: Callable[[], None], trace: bool = True, build: Callable[..., Any] = trace
+        ) -> list[dict[str, Any]]:
             run()
-            events = trace(4)
+            events = build(4)
             edit(events)
             return events
 
@@ -675,12 +678,14 @@ def test_a_graphs_kernel_time_is_told_apart_by_replay_in_one_trace(
     for same_ts in (False, True):  # launches of one time in the trace: by their ids
         replays.clear()
         traced = functools.partial(trace, 4, same_ts)
-        monkeypatch.setattr(cuda, "_profile_events", lambda run, t=traced: (run(), t())[1])
+        monkeypatch.setattr(
+            cuda, "_profile_events", lambda run, trace=True, t=traced: (run(), t())[1]
+        )
         mine, other = a.alternate(b, 2)
         assert replays == ["a", "b", "b", "a"]
         assert mine == [pytest.approx(0.0055)] * 2 and other == [pytest.approx(0.010)] * 2
     replays.clear()
-    monkeypatch.setattr(cuda, "_profile_events", lambda run: (run(), trace(5))[1])
+    monkeypatch.setattr(cuda, "_profile_events", lambda run, trace=True, t=trace: (run(), t(5))[1])
     with pytest.raises(GpubenchError, match="5 graph launches in the trace of 4 replays"):
         a.alternate(b, 2)
 
@@ -703,6 +708,84 @@ def test_a_graphs_kernel_time_is_told_apart_by_replay_in_one_trace(
         ),
         "a replay owns no device work",
     )
+
+
+class Own:
+    """One of the profiler's own events (torch's ``_KinetoEvent``), as timing.cuda reads it."""
+
+    def __init__(self, cat: str, name: str, ts: float, dur: float, corr: int) -> None:
+        self.fields = cat, name, ts, dur, corr
+
+    def activity_type(self) -> str:
+        return self.fields[0]
+
+    def name(self) -> str:
+        return self.fields[1]
+
+    def start_ns(self) -> int:
+        return round(self.fields[2] * 1e3)
+
+    def duration_ns(self) -> int:
+        return round(self.fields[3] * 1e3)
+
+    def correlation_id(self) -> int:
+        return self.fields[4]
+
+
+class Profiled:
+    """A finished torch profile: its exported trace and its own events; counts exports."""
+
+    def __init__(self, trace: list[dict[str, Any]], own: list[Own] | None) -> None:
+        self.trace, self.exports = trace, 0
+        events = (lambda: own) if own is not None else None  # (None: a torch without them)
+        self.profiler = types.SimpleNamespace(kineto_results=types.SimpleNamespace(events=events))
+
+    def export_chrome_trace(self, path: str) -> None:
+        self.exports += 1
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump({"traceEvents": self.trace}, handle)
+
+
+def test_a_kernel_time_reads_the_profilers_own_events_once_they_read_as_its_trace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """timing.cuda._read: the first session with device work reads the exported trace and
+    compares the profiler's own events with it; where they agree, later sessions read them
+    and write no file; where they do not, or a torch has none, the trace stays the source."""
+    from pytest_gpubench.timing import cuda
+
+    def session(corr: int = 7, own_corr: int = 7, work: bool = True) -> Profiled:
+        rows = [("cuda_runtime", "cudaGraphLaunch", 1.0, 3.5, corr)]
+        if work:
+            rows += [("kernel", "k", 5.0, 1.344, corr), ("gpu_memset", "m", 7.0, 0.5, corr)]
+        trace = [
+            {"cat": c, "name": n, "ts": t, "dur": d, "args": {"correlation": i}}
+            for c, n, t, d, i in rows
+        ]
+        trace.append({"cat": "ac2g", "name": "ac2g", "ts": 1.0})  # (the trace's flow events)
+        own = [Own(c, n, t, d, own_corr if c != "cuda_runtime" else i) for c, n, t, d, i in rows]
+        return Profiled(trace, own)
+
+    monkeypatch.setattr(cuda.OwnEvents, "agree", None)
+    empty = session(work=False)
+    assert cuda._read(empty, trace=False) and empty.exports == 1
+    assert cuda.OwnEvents.agree is None  # (nothing to compare: asked again)
+    first, second = session(), session()
+    assert cuda._device_ms(cuda._read(first, trace=False)) == pytest.approx(0.001844)
+    assert first.exports == 1 and cuda.OwnEvents.agree is True
+    assert cuda._device_ms(cuda._read(second, trace=False)) == pytest.approx(0.001844)
+    assert second.exports == 0
+    always = session()
+    assert cuda._read(always, trace=True) and always.exports == 1  # (grid, block: the trace's)
+    # Another correlation id (a torch whose own events tell replays apart otherwise), or
+    # none at all: the trace, in this session and every later one.
+    for odd in (session(own_corr=8), Profiled(session().trace, None)):
+        monkeypatch.setattr(cuda.OwnEvents, "agree", None)
+        assert cuda._device_ms(cuda._read(odd, trace=False)) == pytest.approx(0.001844)
+        assert cuda.OwnEvents.agree is False
+        later = session()
+        cuda._read(later, trace=False)
+        assert later.exports == 1
 
 
 def test_a_replays_launches_leave_out_only_the_timers_own_blocking_kernel(
