@@ -200,29 +200,29 @@ def _trace_events(prof: Any) -> list[dict[str, Any]]:
 
 def _own_events(prof: Any) -> list[dict[str, Any]]:
     """The profiler's own events (torch's ``_KinetoEvent``) as trace events of the fields a
-    kernel time reads; none where this torch has no such events."""
+    kernel time reads: work on the device as ``kernel`` (torch 2.11 gives no category, only
+    the device), the rest as ``cuda_runtime``; none where this torch has no such events."""
     try:
-        found = prof.profiler.kineto_results.events()
         return [
             {
-                "cat": str(e.activity_type()),
+                "cat": "kernel" if e.device_type().name == "CUDA" else "cuda_runtime",
                 "name": e.name(),
                 "ts": e.start_ns() / 1e3,
                 "dur": e.duration_ns() / 1e3,
                 "args": {"correlation": e.correlation_id()},
             }
-            for e in found
+            for e in prof.profiler.kineto_results.events()
         ]
     except (AttributeError, TypeError):
         return []
 
 
-def _work(events: list[dict[str, Any]]) -> list[tuple[str, str, int, int | None]]:
+def _work(events: list[dict[str, Any]]) -> list[tuple[bool, str, int, int | None]]:
     """The device work and graph launches of a trace, comparable between two readers: each
-    one's category, name, duration in ns and correlation id, sorted."""
+    one's role (device work or not), name, duration in ns and correlation id, sorted."""
     return sorted(
         (
-            str(e.get("cat")),
+            e.get("cat") in DEVICE_WORK,
             str(e.get("name")),
             round(float(e.get("dur") or 0.0) * 1e3),
             _correlation(e),

@@ -716,8 +716,10 @@ class Own:
     def __init__(self, cat: str, name: str, ts: float, dur: float, corr: int) -> None:
         self.fields = cat, name, ts, dur, corr
 
-    def activity_type(self) -> str:
-        return self.fields[0]
+    def device_type(self) -> types.SimpleNamespace:
+        # (torch 2.11's events name their device, not their trace category)
+        on_gpu = self.fields[0] in ("kernel", "gpu_memcpy", "gpu_memset")
+        return types.SimpleNamespace(name="CUDA" if on_gpu else "CPU")
 
     def name(self) -> str:
         return self.fields[1]
