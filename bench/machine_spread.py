@@ -13,6 +13,13 @@ variance, the variances a scaled inverse chi-square of ``nu0`` degrees of freedo
 ``s0``) makes ``SS / (k - 1) / s0^2`` an F(k - 1, nu0); maximum likelihood per GPU model and
 for all together (the prior judge/machines.MACHINE).
 
+Groups: per test and binary on GROUP_GPUS GPUs or more, whether its GPUs fall in two groups
+(the widest gap between its sorted GPU means beyond GROUP_GAP_MIN and beyond GROUP_GAP_SDS
+times the spread of a session about its GPU's mean), and by maximum likelihood the chance
+``pi`` that a test does and the rarer group's share ``f`` of GPUs, each test's chance of
+showing a split with its ``k`` GPUs counted (no split shown: ``1 - pi + pi((1 - f)^k +
+f^k)``); with the widest gap between two groups' means, the prior judge/machines.GROUPS.
+
 Replay: a test set's history drawn from the sessions of ``h`` GPUs of a model (up to 20 in
 all), a run from another GPU's sessions of the same binaries: its first session, then its
 other sessions as the fresh processes that confirm a flagged test (never the history's: the
@@ -50,6 +57,9 @@ THRESHOLD = 0.05
 HISTORY = 20  # sessions a history holds at most
 DRAWS = 80  # history draws per GPU model and count of history GPUs
 MIN_TESTS = 8  # a run judges at least this many tests
+GROUP_GPUS = 4  # GPUs a test needs to show two groups
+GROUP_GAP_MIN = 0.02
+GROUP_GAP_SDS = 4.0
 
 
 def cells() -> dict[tuple[str, str], dict[str, dict[str, list[float]]]]:
@@ -79,6 +89,49 @@ def fit(data: list[tuple[float, int]]) -> tuple[float, float]:
 
     r = optimize.minimize(nll, [math.log(3), math.log(0.005)], method="Nelder-Mead")
     return float(math.exp(r.x[0])), float(math.exp(r.x[1]))
+
+
+def groups(
+    tests: dict[tuple[str, str], dict[str, dict[str, list[float]]]],
+) -> tuple[list[tuple[str, str, int, int, float]], int, float, float]:
+    """The tests that split: (model, test, GPUs, the rarer group's, the gap between the
+    groups' means); of how many; and ``pi`` and ``f`` fitted (the module's docstring)."""
+    found, shown = [], []
+    for (model, key), binaries in sorted(tests.items()):
+        for cell in binaries.values():
+            runs = [v for v in cell.values() if len(v) >= bs.HISTORY_MIN]
+            if len(runs) < GROUP_GPUS:
+                continue
+            means = sorted(statistics.fmean(v) for v in runs)
+            ss = sum((x - statistics.fmean(v)) ** 2 for v in runs for x in v)
+            within = math.sqrt(ss / sum(len(v) - 1 for v in runs))
+            gap, i = max((means[i + 1] - means[i], i) for i in range(len(means) - 1))
+            rarer = min(i + 1, len(means) - i - 1)
+            if gap > max(GROUP_GAP_MIN, GROUP_GAP_SDS * within):
+                high, low = means[i + 1 :], means[: i + 1]
+                found.append(
+                    (model, key, len(means), rarer, statistics.fmean(high) - statistics.fmean(low))
+                )
+                shown.append((len(means), rarer))
+            else:
+                shown.append((len(means), 0))
+
+    def nll(z: np.ndarray) -> float:
+        pi, f = 1 / (1 + math.exp(-z[0])), 0.5 / (1 + math.exp(-z[1]))
+        total = 0.0
+        for k, m in shown:
+            if m == 0:
+                p = 1 - pi + pi * ((1 - f) ** k + f**k)
+            else:  # m GPUs of k in the rarer group; one term where the groups are alike
+                both = f**m * (1 - f) ** (k - m) + (
+                    f ** (k - m) * (1 - f) ** m if 2 * m != k else 0
+                )
+                p = pi * math.comb(k, m) * both
+            total -= math.log(max(p, 1e-300))
+        return total
+
+    z = optimize.minimize(nll, np.array([-3.0, -1.0]), method="Nelder-Mead").x
+    return found, len(shown), 1 / (1 + math.exp(-z[0])), 0.5 / (1 + math.exp(-z[1]))
 
 
 def replay(
@@ -193,6 +246,23 @@ def main() -> None:
         print(f"| {model} | {len(data[model])} | {nu0:.2f} | {s0 * 100:.3f}% |")
     print(f"\nthe gate's prior (judge/machines.MACHINE): nu0 {machines.MACHINE[0]}, ", end="")
     print(f"s0 {machines.MACHINE[1]:.3%}")
+    found, units, pi, f = groups(tests)
+    print("\n## Two groups: tests whose GPUs fall in two groups\n")
+    print("| GPU | test | GPUs | in the rarer group | gap |")
+    print("|---|---|---|---|---|")
+    for model, key, k, rarer, gap in found:
+        print(f"| {model} | {key} | {k} | {rarer} | {math.expm1(gap):.1%} |")
+    widest = max(math.expm1(gap) for *_, gap in found)
+    print(
+        f"\nof {units} tests and binaries on {GROUP_GPUS} GPUs or more: pi {pi:.3f}, f {f:.3f}, ",
+        end="",
+    )
+    print(f"widest gap {widest:.3f}")
+    print(
+        f"the gate's (judge/machines.GROUPS): pi {machines.GROUPS[0]}, f {machines.GROUPS[1]}, ",
+        end="",
+    )
+    print(f"widest gap {machines.GROUPS[2]}")
     print("\n## Replay: a history of some GPUs, a run of another, at a 5% threshold\n")
     print("| history GPUs | runs | failed unchanged | median gate | gated within 5% | caught +5% |")
     print("|---|---|---|---|---|---|")

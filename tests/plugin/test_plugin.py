@@ -1484,7 +1484,7 @@ def test_a_gpu_the_history_lacks_is_judged_less_what_another_gpu_explains(
         [
             "test_sum: ok: slower by 3.0% vs history of 5 sessions; gate * (over the 2% "
             f"threshold); {here[:12]} is not in its history (5 sessions on 1 GPU): another GPU "
-            "of this model alone may move it by up to *%",
+            "of this model alone may move it by up to *% (some tests' GPUs fall in two groups*",
         ]
     )
     # Three sessions saved here (the first judged, two recorded), none refused.
