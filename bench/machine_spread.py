@@ -42,6 +42,7 @@ import math
 import random
 import statistics
 import sys
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import binary_spread as bs  # noqa: E402
 
 from pytest_gpubench.core.records import SessionInfo, SessionRecord  # noqa: E402
-from pytest_gpubench.judge import gate, machines, rule  # noqa: E402
+from pytest_gpubench.judge import gate, machines, offsets, rule  # noqa: E402
 
 THRESHOLD = 0.05
 HISTORY = 20  # sessions a history holds at most
@@ -135,9 +136,13 @@ def groups(
 
 
 def replay(
-    tests: dict[tuple[str, str], dict[str, dict[str, list[float]]]], gpus: int, allow: bool
+    tests: dict[tuple[str, str], dict[str, dict[str, list[float]]]],
+    gpus: int,
+    allow: bool,
+    groups: bool = True,
 ) -> tuple[int, int, list[float], int, int]:
-    """(runs, failed runs, gates, tests gated within 5%, caught of them at +5%)."""
+    """(runs, failed runs, gates, tests gated within 5%, caught of them at +5%); without
+    ``groups``, the allowance the t alone gives (before judge/machines.GROUPS)."""
     rng = random.Random(gpus)
     design = rule.Design()
     runs = failed = gated_n = caught = 0
@@ -159,7 +164,7 @@ def replay(
             common = [t for t in by_gpu[here] if all(t in by_gpu[g] for g in past)]
             if len(common) < MIN_TESTS:
                 continue
-            got = judged(common, past, here, by_gpu, design, allow)
+            got = judged(common, past, here, by_gpu, design, allow, groups)
             runs += 1
             failed += bool(got[0])
             gates.extend(got[1])
@@ -175,6 +180,7 @@ def judged(
     by_gpu: dict[str, dict[tuple[str, str], list[float]]],
     design: rule.Design,
     allow: bool,
+    groups: bool = True,
 ) -> tuple[int, list[float], int, int]:
     """One run's tests: (failed unchanged, gates, gated within 5%, caught at +5%)."""
     n = len(common)
@@ -197,8 +203,9 @@ def judged(
         priors.append(rule.prior_for(math.exp(statistics.median(logs)), "cuda-graph"))
         spread = machines.machine_spread(records[:HISTORY], infos, here, "cuda-graph")
         if allow and spread is not None:
-            allowance[i] = spread.allowance(share)
-            unlucky[i] = spread.allowance(gate.MISSED)
+            at = spread.allowance if groups else partial(offsets.Spread.allowance, spread)
+            allowance[i] = at(share)
+            unlucky[i] = at(gate.MISSED)
     prior = rule.PriorArrays.of(priors)
     alpha1 = rule.corrected_alpha(0.01, 2 * n if allow else n, False)
     # Moved by the allowance, held to the threshold less it (judge/gate.Gate._judge).
@@ -227,6 +234,12 @@ def judged(
     return int(unchanged.any()), list(gates), int(within.sum()), int((slowed & within).sum())
 
 
+def shown_gate(gates: list[float]) -> str:
+    """The median gate in a table's words."""
+    median = statistics.median(gates) if gates else math.nan
+    return f"{median:.1%}" if median <= rule.NOT_GATED_BEYOND else "not gated"
+
+
 def main() -> None:
     tests = cells()
     data: dict[str, list[tuple[float, int]]] = collections.defaultdict(list)
@@ -252,7 +265,7 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for model, key, k, rarer, gap in found:
         print(f"| {model} | {key} | {k} | {rarer} | {math.expm1(gap):.1%} |")
-    widest = max(math.expm1(gap) for *_, gap in found)
+    widest = max((math.expm1(gap) for *_, gap in found), default=0.0)
     print(
         f"\nof {units} tests and binaries on {GROUP_GPUS} GPUs or more: pi {pi:.3f}, f {f:.3f}, ",
         end="",
@@ -268,9 +281,13 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     for gpus in (1, 2, 3, 5):
         runs, failed, gates, gated, caught = replay(tests, gpus, allow=True)
-        median = statistics.median(gates) if gates else math.nan
-        shown = f"{median:.1%}" if median <= rule.NOT_GATED_BEYOND else "not gated"
-        print(f"| {gpus} | {runs} | {failed} | {shown} | {gated} | {caught} |")
+        print(f"| {gpus} | {runs} | {failed} | {shown_gate(gates)} | {gated} | {caught} |")
+    print("\nThe same runs with the t alone (before judge/machines.GROUPS):\n")
+    print("| history GPUs | runs | failed unchanged | median gate | gated within 5% | caught +5% |")
+    print("|---|---|---|---|---|---|")
+    for gpus in (1, 2, 3, 5):
+        runs, failed, gates, gated, caught = replay(tests, gpus, allow=True, groups=False)
+        print(f"| {gpus} | {runs} | {failed} | {shown_gate(gates)} | {gated} | {caught} |")
     print("\nThe same runs without the allowance (the rule before judge/machines.py):\n")
     print("| history GPUs | runs | failed unchanged |")
     print("|---|---|---|")

@@ -28,6 +28,7 @@ MACHINE = (2.54, 0.00438)
 # H200s in 27 read it 10.1% and 9.2% slower, nothing in their sessions saying why). Fitted by
 # bench/machine_spread.py; tests/judge/test_machines.py checks them against it.
 GROUPS = (0.04, 0.079, 0.101)
+GROUP_GAP = math.log1p(GROUPS[2])
 # Sessions of the run's GPU a history needs to judge it on its own.
 OWN_SESSIONS = 3
 # Sessions of a GPU whose mean counts as that GPU's offset (fewer: weighed, not measured).
@@ -52,12 +53,16 @@ class MachineSpread(Spread):
     unknown: int  # of them, those whose GPU its table does not name
 
     def allowance(self, level: float) -> float:
-        """The t's, or where the chance that this GPU is of a group the history's GPUs have
-        not shown exceeds ``level``, at least the widest gap seen between two groups: the
-        sessions of one group say nothing of the other's offset (a history of 3 GPUs drawn
-        from one group failed the other's runs: docs/verdict.md, "Another GPU")."""
+        """The t's, or where this GPU has no session in the history and the chance that it is
+        of a group the history's GPUs have not shown exceeds ``level``, at least the widest
+        gap seen between two groups: the sessions of one group say nothing of the other's
+        offset (a history of 3 GPUs drawn from one group failed the other's runs:
+        docs/verdict.md, "Another GPU"). A session of this GPU in the history shows its
+        group."""
         t = super().allowance(level)
-        return max(t, math.log1p(GROUPS[2])) if unseen_group(self.gpus) > level else t
+        if self.own == 0 and unseen_group(self.gpus) > level:
+            return max(t, GROUP_GAP)
+        return t
 
     def says(self, allowance: float) -> str:
         """The verdict's words on this GPU, given the ``allowance`` applied (log)."""
@@ -70,7 +75,7 @@ class MachineSpread(Spread):
             else f"is not in its history ({seen})"
         )
         moved = f"another GPU of this model alone may move it by {reach(allowance)}"
-        if unseen_group(self.gpus) > 0 and allowance >= math.log1p(GROUPS[2]):
+        if allowance == GROUP_GAP and self.own == 0:  # the widest gap, not the t, set it
             moved += (
                 f" (some tests' GPUs fall in two groups up to {GROUPS[2]:.1%} apart, which "
                 f"{plural(self.gpus, 'GPU')} of one group cannot rule out)"

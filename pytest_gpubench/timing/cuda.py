@@ -163,11 +163,12 @@ def _profile_events(run: Callable[[], object], trace: bool = True) -> list[dict[
 
 
 def _read(prof: Any, trace: bool) -> list[dict[str, Any]]:
-    """A profile's events: its exported trace's; where ``trace`` is false and this process's
-    first session with device work read them the same (``OwnEvents.agree``), the profiler's
-    own, with the fields a kernel time reads (category, name, start, duration, correlation
-    id), no trace written to a file and read back (on an H200, that took 1.1-1.7 ms of a
-    3.6-5.1 ms sample of 61 kernels, and grows with the kernels: h200x2-2026-11-28f)."""
+    """A profile's events: its exported trace's; where ``trace`` is false and the first such
+    read of this process with device work found them the same (``OwnEvents.agree``), the
+    profiler's own, with the fields a kernel time reads (category, name, start, duration,
+    correlation id), no trace written to a file and read back (on an H200, that took 1.1-1.7
+    ms of a 3.6-5.1 ms sample of 61 kernels, and grows with the kernels:
+    h200x2-2026-11-28f)."""
     if trace or OwnEvents.agree is False:
         return _trace_events(prof)
     own = _own_events(prof)
@@ -176,7 +177,8 @@ def _read(prof: Any, trace: bool) -> list[dict[str, Any]]:
         if any(e.get("cat") in DEVICE_WORK for e in exported):
             OwnEvents.agree = _work(own) == _work(exported)
         return exported
-    return own
+    # (no work read where the trace agreed before: the trace says whether there was any)
+    return own if any(e["cat"] in DEVICE_WORK for e in own) else _trace_events(prof)
 
 
 class OwnEvents:

@@ -779,6 +779,10 @@ def test_a_kernel_time_reads_the_profilers_own_events_once_they_read_as_its_trac
     assert second.exports == 0
     always = session()
     assert cuda._read(always, trace=True) and always.exports == 1  # (grid, block: the trace's)
+    # Own events gone after they agreed (a profiler that dropped them): the trace, not 0 ms.
+    dropped = Profiled(session().trace, [])
+    assert cuda._device_ms(cuda._read(dropped, trace=False)) == pytest.approx(0.001844)
+    assert dropped.exports == 1 and cuda.OwnEvents.agree is True
     # Another correlation id (a torch whose own events tell replays apart otherwise), or
     # none at all: the trace, in this session and every later one.
     for odd in (session(own_corr=8), Profiled(session().trace, None)):
