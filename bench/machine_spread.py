@@ -46,7 +46,7 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, special, stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import binary_spread as bs  # noqa: E402
@@ -117,8 +117,11 @@ def groups(
             else:
                 shown.append((len(means), 0))
 
+    def params(z: np.ndarray) -> tuple[float, float]:  # pi in (0, 1), f in (0, 1/2)
+        return float(special.expit(z[0])), float(special.expit(z[1])) / 2
+
     def nll(z: np.ndarray) -> float:
-        pi, f = 1 / (1 + math.exp(-z[0])), 0.5 / (1 + math.exp(-z[1]))
+        pi, f = params(z)
         total = 0.0
         for k, m in shown:
             if m == 0:
@@ -132,7 +135,7 @@ def groups(
         return total
 
     z = optimize.minimize(nll, np.array([-3.0, -1.0]), method="Nelder-Mead").x
-    return found, len(shown), 1 / (1 + math.exp(-z[0])), 0.5 / (1 + math.exp(-z[1]))
+    return found, len(shown), *params(z)
 
 
 def replay(

@@ -75,7 +75,7 @@ class MachineSpread(Spread):
             else f"is not in its history ({seen})"
         )
         moved = f"another GPU of this model alone may move it by {reach(allowance)}"
-        if allowance == GROUP_GAP and self.own == 0:  # the widest gap, not the t, set it
+        if allowance == GROUP_GAP:  # the widest gap, not the t, set it (only where own == 0)
             moved += (
                 f" (some tests' GPUs fall in two groups up to {GROUPS[2]:.1%} apart, which "
                 f"{plural(self.gpus, 'GPU')} of one group cannot rule out)"
