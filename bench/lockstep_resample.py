@@ -214,7 +214,8 @@ def failure_share(
 ) -> tuple[float, bool, bool] | None:
     """(the share of second processes bearing out its failure or deciding it, whether its
     own pairs failed it, whether it was unsure beyond the threshold); None where the rule
-    would have needed pairs not recorded, or no second process has the design's cap."""
+    would have needed pairs not recorded, or no second process has the design's cap. An
+    ``improved`` fails nothing by default, so no second process is asked: see read_faster."""
     first = first_process(p, shift, threshold, design)
     if first is None:
         return None
@@ -233,6 +234,14 @@ def failure_share(
         for o in seconds
     ]
     return sum(agree) / len(agree), True, False
+
+
+def read_faster(p: Process, shift: float, threshold: float, design: PairDesign) -> bool:
+    """Whether the run's own process calls it ``improved``: where nothing faster was planted,
+    a false verdict the run reports as it stands (a second process is asked only of a
+    verdict that fails its test, and by default ``improved`` does not)."""
+    first = first_process(p, shift, threshold, design)
+    return first is not None and first.status is Status.IMPROVED
 
 
 def unsure_beyond(first: Judged, threshold: float) -> bool:
@@ -272,13 +281,13 @@ def bin_of(ms: float) -> str:
 
 def table(found: list[Process], design: PairDesign = LOCKSTEP_DESIGN) -> list[dict[str, object]]:
     """Per check (shift, threshold) and bin: processes used, left out, flagged by their own
-    pairs, and failures expected after the second process."""
+    pairs, failures expected after the second process, and those read faster (improved)."""
     by_key: dict[tuple[str, str], list[Process]] = collections.defaultdict(list)
     for p in found:
         by_key[p.key].append(p)
     rows = []
     for shift, threshold in CHECKS:
-        cells: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0, 0, 0.0, 0])
+        cells: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0, 0, 0.0, 0, 0])
         for p in found:
             others = [o for o in by_key[p.key] if o.run != p.run]
             share = failure_share(p, others, shift, threshold, design)
@@ -290,7 +299,8 @@ def table(found: list[Process], design: PairDesign = LOCKSTEP_DESIGN) -> list[di
             cell[2] += share[1]
             cell[3] += share[0]
             cell[4] += share[2]
-        for where, (used, left, flagged, failed, asked) in sorted(cells.items()):
+            cell[5] += read_faster(p, shift, threshold, design)
+        for where, (used, left, flagged, failed, asked, faster) in sorted(cells.items()):
             rows.append(
                 {
                     "shift": shift,
@@ -301,6 +311,7 @@ def table(found: list[Process], design: PairDesign = LOCKSTEP_DESIGN) -> list[di
                     "flagged": int(flagged),
                     "asked": int(asked),
                     "failures": failed,
+                    "improved": int(faster),
                 }
             )
     return rows
@@ -308,8 +319,9 @@ def table(found: list[Process], design: PairDesign = LOCKSTEP_DESIGN) -> list[di
 
 def asked(row: dict[str, object]) -> str:
     """The cell's " + k unsure", k the processes unsure beyond the threshold (a second process
-    decided them), else nothing."""
-    return f" + {row['asked']} unsure" if row["asked"] else ""
+    decided them), and ", k improved", the processes read faster, else nothing."""
+    unsure = f" + {row['asked']} unsure" if row["asked"] else ""
+    return unsure + (f", {row['improved']} improved" if row["improved"] else "")
 
 
 def markdown(rows: list[dict[str, object]]) -> str:
