@@ -94,7 +94,7 @@ def test_an_unchanged_run_on_another_gpu_asks_no_confirmation() -> None:
 
 def test_gpus_that_agree_leave_another_group_open() -> None:
     """Six GPUs within 0.3% of each other may all be of one group of the model's GPUs
-    (machines.GROUPS: a compiled softmax read 10.1% slower on 1 H100 of 15): another GPU's
+    (machines.GROUPS: a compiled softmax read 10.1% slower on 1 H100 of 16): another GPU's
     run 9% slower passes and says why, 30% slower fails."""
     offsets = (1.0, 1.003, 0.998, 1.001, 0.997, 1.002)
     entry, infos = history(*((f"GPU-{i:08x}-x", t, 3) for i, t in enumerate(offsets)))
