@@ -332,7 +332,7 @@ def _blocks(ratios: list[float]) -> list[float]:
     first, so what going first does to a side cancels in it. The precision rule asks it of
     these: where that order moves a side, the pairs' own ratios fall in two groups and their
     median is never precise (on an H100, a 33 µs layer norm's samples in pairs read 0.8-1.2%
-    apart by order against 0.03-0.17% within one, and the pairs ran to their budget: 80-132
+    apart by order against 0.03-0.17% within one, and the pairs ran to their budget: 78-132
     where a plain run stops at 20; h100-2026-12-07f)."""
     return [math.sqrt(ratios[i] * ratios[i + 1]) for i in range(0, len(ratios) - 1, 2)]
 
