@@ -317,7 +317,7 @@ def table(found: list[Process], design: PairDesign = LOCKSTEP_DESIGN) -> list[di
     return rows
 
 
-def asked(row: dict[str, object]) -> str:
+def cell_notes(row: dict[str, object]) -> str:
     """The cell's " + k unsure", k the processes unsure beyond the threshold (a second process
     decided them), and ", k improved", the processes read faster, else nothing."""
     unsure = f" + {row['asked']} unsure" if row["asked"] else ""
@@ -326,7 +326,8 @@ def asked(row: dict[str, object]) -> str:
 
 def markdown(rows: list[dict[str, object]]) -> str:
     """The table: per check, per bin of the time per call, the processes failed by their own
-    pairs -> the failures expected after the second process, of the processes used."""
+    pairs (+ unsure beyond the threshold, read faster) -> the failures expected after the
+    second process, of the processes used."""
     bins = ("< 5 µs", "5-20 µs", "20-100 µs", ">= 100 µs")
     out = [
         "| change | threshold | " + " | ".join(bins) + " |",
@@ -334,7 +335,7 @@ def markdown(rows: list[dict[str, object]]) -> str:
     ]
     for shift, threshold in CHECKS:
         cells = {
-            r["bin"]: f"{r['flagged']}{asked(r)} -> {float(r['failures']):.1f} of {r['used']}"  # type: ignore[arg-type]
+            r["bin"]: f"{r['flagged']}{cell_notes(r)} -> {float(r['failures']):.1f} of {r['used']}"  # type: ignore[arg-type]
             for r in rows
             if (r["shift"], r["threshold"]) == (shift, threshold)
         }

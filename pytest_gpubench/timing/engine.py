@@ -269,9 +269,10 @@ def collect_pair(
     clock: Callable[[], float] = time.perf_counter,
     when_warm: Callable[[], object] = lambda: None,
 ) -> PairSampling:
-    """Warm up, then take pairs of samples until the median of the pairs' ratios (first /
-    second) is precise enough or the budget is spent: ``collect``'s rules, with pairs for
-    samples and the ratio for the time.
+    """Warm up, then take pairs of samples until the median ratio (first / second) of each
+    two consecutive pairs (_blocks) is precise enough or the budget is spent: ``collect``'s
+    rules, with pairs for samples and that ratio for the time (so at least 15 pairs where
+    precision stops them: 6 blocks give a median's interval, checked every 5 pairs).
 
     A pair is one sample of each, the first's then the second's in even pairs and the other
     way round in odd ones (A B B A A B ...): a drift of the machine falls on both alike, and
@@ -307,7 +308,7 @@ def collect_pair(
         pairs.append(warm.pop())  # as in collect: too slow to warm up in this budget
     ratios = [a / b for a, b in pairs]
     when_warm()
-    while not _enough(ratios, plan, clock() - started, _blocks(ratios)):
+    while not _enough(ratios, plan, clock() - started, _blocks):
         a, b = take()
         pairs.append((a, b))
         ratios.append(a / b)
@@ -443,10 +444,13 @@ def _warm_enough(warm: list[float], plan: Plan, elapsed_after_next_s: float) -> 
 
 
 def _enough(
-    samples: list[float], plan: Plan, elapsed_s: float, precise: list[float] | None = None
+    samples: list[float],
+    plan: Plan,
+    elapsed_s: float,
+    precise: Callable[[list[float]], list[float]] | None = None,
 ) -> bool:
-    """Whether to stop: the counts and budget by ``samples``, the precision by ``precise``
-    (pairs' blocks: _blocks), else by ``samples``."""
+    """Whether to stop: the counts and budget by ``samples``, the precision by
+    ``precise(samples)`` (pairs' blocks: _blocks), else by ``samples``."""
     n = len(samples)
     if plan.rounds is not None:
         return n >= plan.rounds
@@ -454,5 +458,6 @@ def _enough(
         return True  # the budget beats min_samples: a slow function gets fewer samples
     if n < plan.min_samples:
         return False
-    judged = samples if precise is None else precise
-    return n % CHECK_EVERY == 0 and median_halfwidth(judged) <= plan.precision
+    if n % CHECK_EVERY:
+        return False
+    return median_halfwidth(samples if precise is None else precise(samples)) <= plan.precision

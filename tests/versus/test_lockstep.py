@@ -932,6 +932,12 @@ def test_what_each_pair_notes_is_said_once_whatever_its_numbers() -> None:
         "no more pairs in this process: OOM"
     )
     assert _news("", later) == later
+    # A figure's unit may change (999 µs, then 1.00 ms); other numbers are what is said.
+    assert _news("a call's 999 µs", "a call's 1.00 ms") == ""
+    assert _news("capture failed (CUDA error 700)", "capture failed (CUDA error 2)") == (
+        "capture failed (CUDA error 2)"
+    )
+    assert _news("x", "y; y") == "y"
 
 
 @pytest.mark.slow
