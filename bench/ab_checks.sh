@@ -45,7 +45,9 @@
 # AB_ARGS (start): options every run of the plan gets before its step's own, e.g.
 # AB_ARGS="--gpubench-pairing=lockstep --gpubench-threshold=2%" (issue 44: both sides in one
 # process); a run with --gpubench-pairing=lockstep is named -lockstep. AB_SELECT (start): a
-# pytest -k expression every run of the plan gets (AB_ARGS splits on spaces).
+# pytest -k expression every run of the plan gets (AB_ARGS splits on spaces). AB_PROFILE=1
+# (start): each run under cProfile, its profile NN-STEP.prof beside its report (where a
+# run's time goes outside its measurements: `python -m pstats NN-STEP.prof`).
 # Each run's report is $LOGS/NN-STEP.json, its output .txt; runs.tsv lists them with seconds.
 # GPU=N (start and poll) runs a plan on GPU N only, beside other plans on other GPUs of the
 # host: its own logs, tree copy and bisect repository, the installed package the first plan's
@@ -141,7 +143,9 @@ run_step() {
   else
     # shellcheck disable=SC2086  # AB_ARGS: one option per word
     [ -z "${AB_SELECT:-}" ] || args+=(-k "$AB_SELECT")
-    (cd "$dir" && python3 -m pytest -q -p no:cacheprovider --gpubench ${AB_ARGS:-} "${args[@]}" \
+    local python=(python3)
+    [ -z "${AB_PROFILE:-}" ] || python+=(-m cProfile -o "$logs/$name.prof")
+    (cd "$dir" && "${python[@]}" -m pytest -q -p no:cacheprovider --gpubench ${AB_ARGS:-} "${args[@]}" \
        --gpubench-json="$logs/$name.json") > "$logs/$name.txt" 2>&1
   fi
   rc=$?
