@@ -211,37 +211,31 @@ def failure_share(
     shift: float,
     threshold: float,
     design: PairDesign = LOCKSTEP_DESIGN,
-) -> tuple[float, bool, bool] | None:
+) -> tuple[float, bool, bool, bool] | None:
     """(the share of second processes bearing out its failure or deciding it, whether its
-    own pairs failed it, whether it was unsure beyond the threshold); None where the rule
-    would have needed pairs not recorded, or no second process has the design's cap. An
-    ``improved`` fails nothing by default, so no second process is asked: see read_faster."""
+    own pairs failed it, whether it was unsure beyond the threshold, whether they read it
+    ``improved``); None where the rule would have needed pairs not recorded, or no second
+    process has the design's cap. An ``improved`` fails nothing by default, so no second
+    process is asked and a run reports it as it reads: where nothing faster was planted, a
+    false verdict."""
     first = first_process(p, shift, threshold, design)
     if first is None:
         return None
     beyond = unsure_beyond(first, threshold)
     if first.status is not Status.REGRESSED and not beyond:
-        return 0.0, False, False
+        return 0.0, False, False, first.status is Status.IMPROVED
     seconds = [o for o in others if len(o.base) >= design.cap]
     if not seconds:
         return None
     if beyond:  # a second process decides: its own pairs fail it, the way this one read
         slower = all(j.ratio > 1 for j in (first.time, first.kernel) if j and j.ratio)
         decided = [judged(o, design.cap, shift, threshold, design).status for o in seconds]
-        return slower * decided.count(Status.REGRESSED) / len(decided), False, True
+        return slower * decided.count(Status.REGRESSED) / len(decided), False, True, False
     agree = [
         bears_out(first, judged(o, design.cap, shift, threshold, design), p, threshold)
         for o in seconds
     ]
-    return sum(agree) / len(agree), True, False
-
-
-def read_faster(p: Process, shift: float, threshold: float, design: PairDesign) -> bool:
-    """Whether the run's own process calls it ``improved``: where nothing faster was planted,
-    a false verdict the run reports as it stands (a second process is asked only of a
-    verdict that fails its test, and by default ``improved`` does not)."""
-    first = first_process(p, shift, threshold, design)
-    return first is not None and first.status is Status.IMPROVED
+    return sum(agree) / len(agree), True, False, False
 
 
 def unsure_beyond(first: Judged, threshold: float) -> bool:
@@ -299,7 +293,7 @@ def table(found: list[Process], design: PairDesign = LOCKSTEP_DESIGN) -> list[di
             cell[2] += share[1]
             cell[3] += share[0]
             cell[4] += share[2]
-            cell[5] += read_faster(p, shift, threshold, design)
+            cell[5] += share[3]
         for where, (used, left, flagged, failed, asked, faster) in sorted(cells.items()):
             rows.append(
                 {

@@ -654,8 +654,8 @@ def paired_results(
         infos = {k: v for b, _ in pairs for k, v in b.session_infos.items()}
         measured = h_first.with_confirmations(h for _, h in pairs[1:])
         measured = dataclasses.replace(measured, session_infos={**infos, **measured.session_infos})
-        for note in dict.fromkeys(h.note for _, h in pairs[1:]):  # what a later pair noted too
-            measured = measured.noted(_news(measured.note, note))
+        # What a later pair noted too, said once.
+        measured = measured.noted(_news(measured.note, "; ".join(h.note for _, h in pairs[1:])))
         return Result(measured, verdict)
 
     found = {}
@@ -668,9 +668,9 @@ def paired_results(
 
 
 def _news(said: str, note: str) -> str:
-    """The clauses of a later pair's ``note`` that ``said`` lacks, its numbers aside: each pair
-    of a call that cannot be captured notes its own share of host work, and a test of ten
-    pairs must not say the same thing ten times."""
+    """The clauses of ``note`` (later pairs' notes) that ``said`` lacks, each said once, their
+    measured figures aside: each pair of a call that cannot be captured notes its own share
+    of host work, and a test of ten pairs must not say the same thing ten times."""
     seen = {_MEASURED.sub("#", c) for c in said.split("; ")}
     news = []
     for clause in filter(None, note.split("; ")):
