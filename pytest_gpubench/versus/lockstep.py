@@ -98,6 +98,7 @@ class TwoSides:
         self.root = revision.root.resolve()
         self._base: dict[str, ModuleType] = {}
         self._head: dict[str, ModuleType] = {}
+        self._paths: tuple[list[str], list[str]] = ([], [])  # sys.path: the tree's, the revision's
         self._in_base = False
         self._files: dict[Path, ModuleType | str] = {}  # the revision's test files, or why not
         self._owners: dict[str, str] = {}  # by a module's file
@@ -198,23 +199,48 @@ class TwoSides:
 
     def on_side(self, base: bool, workload: Workload) -> Workload:
         """``workload`` whose every call finds its side's modules (a lazy import inside a
-        timed call): both sides pay the same two dictionary updates per call."""
-        mine = self._base if base else self._head
-        head = self._head
-        only_mine = [name for name in mine if name not in head]
+        timed call): both sides pay the same swaps per call. A module a call imports stays
+        its side's: without it, the working tree's lazily imported submodule left with each
+        revision's call and was imported again in every call of its own."""
+        self._head.update(self._here("head"))  # the working tree's first calls' imports
+        self._paths = (list(sys.path), self._path(list(sys.path)))
         fn = workload.fn
 
         @functools.wraps(fn)  # its attributes too (a test's timer may read them)
         def call(*args: Any, **kwargs: Any) -> Any:
-            sys.modules.update(mine)
+            count = self._swap(base)
             try:
                 return fn(*args, **kwargs)
             finally:
-                sys.modules.update(head)
-                for name in only_mine:  # the revision's alone: never the working tree's
-                    sys.modules.pop(name, None)
+                if len(sys.modules) != count:  # it imported: keep what it imported
+                    self._keep(base)
+                self._swap(False)
 
         return Workload(call, workload.args, workload.kwargs, workload.setup, workload.slow)
+
+    def _here(self, side: str) -> dict[str, ModuleType]:
+        """The modules of ``side`` in sys.modules."""
+        return {n: m for n, m in list(sys.modules.items()) if self.owner(m) == side}
+
+    def _swap(self, base: bool) -> int:
+        """Put one side's modules in sys.modules and its folders on sys.path (a lazy import
+        of a top-level module), the other's out; how many modules it then holds."""
+        sys.path[:] = self._paths[base]
+        mine, other = (self._base, self._head) if base else (self._head, self._base)
+        sys.modules.update(mine)
+        for name in other:
+            if name not in mine:
+                sys.modules.pop(name, None)
+        return len(sys.modules)
+
+    def _keep(self, base: bool) -> None:
+        """What one side's call imported, kept as that side's; the working tree's code
+        imported by the revision's call is foreign (it cannot run both sides here)."""
+        if base:
+            self._base.update(self._here("base"))
+            self.foreign += [n for n in self._here("head") if n not in self.foreign]
+        else:
+            self._head.update(self._here("head"))
 
     def test_function(
         self, path: Path, module: str, qualname: str

@@ -225,6 +225,43 @@ def test_lazy(gpubench):
 
 
 @pytest.mark.slow
+def test_a_module_imported_during_timed_calls_stays_its_sides(repo: pytest.Pytester) -> None:
+    """A submodule a timed call imports lazily, after its first calls: each side imports
+    its own once (the working tree's was dropped with each revision's call and imported
+    again in every call of its own: a false regression where importing costs time)."""
+    repo.mkpydir("lazypkg")
+    log = repo.path / "imports.txt"  # outside the revision's checkout
+    repo.path.joinpath("lazypkg", "sub.py").write_text(
+        f"with open({str(log)!r}, 'a') as out:\n    out.write(__file__ + '\\n')\n\n\n"
+        "def work(n):\n    return sum(range(n))\n"
+    )
+    repo.makepyfile(
+        test_late="""
+calls = []
+
+
+def late(n):
+    calls.append(n)
+    if len(calls) < 4:  # its first calls
+        return sum(range(n))
+    from lazypkg.sub import work
+
+    return work(n)
+
+
+def test_late(gpubench):
+    assert gpubench(late, 10) == 45
+"""
+    )
+    commit(repo.path, "a late lazy import")
+    result = repo.runpytest_subprocess("--gpubench-against=HEAD", *LOCKSTEP, "-k", "late")
+    result.assert_outcomes(passed=1)
+    lines = [Path(line) for line in log.read_text().split()]
+    mine = [p for p in lines if p.is_relative_to(repo.path)]
+    assert len(mine) == 1 and len(lines) == 2, lines  # the revision's from its checkout
+
+
+@pytest.mark.slow
 def test_tests_on_one_side_only_are_new_or_removed(repo: pytest.Pytester) -> None:
     repo.makepyfile(test_gone="def test_old(gpubench):\n    assert gpubench(len, 'ab') == 2\n")
     commit(repo.path, "a test that the working tree removes")
