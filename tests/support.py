@@ -424,3 +424,33 @@ def bench_output(script: str) -> str:
         cwd=ROOT,
     )
     return done.stdout
+
+
+def in_lib(repo: pytest.Pytester, hook: str) -> None:
+    """The kernel module moved to lib/, found through ``hook`` in the conftest: an
+    absolute path of the working tree, as an editable install's .pth or import hook
+    names it (the revision's copy of the conftest names the same path)."""
+    (repo.path / "lib").mkdir()
+    git(repo.path, "mv", "kernels.py", "lib/kernels.py")
+    conftest = repo.path / "conftest.py"
+    conftest.write_text(conftest.read_text() + hook.format(lib=str(repo.path / "lib")))
+    commit(repo.path, "the kernels in lib/")
+    (repo.path / "lib" / "kernels.py").write_text(KERNELS.format(factor=1.08))
+
+
+PATH_HOOK = """
+import sys
+sys.path.append({lib!r})
+"""
+
+# A finder first on the meta path, as setuptools' editable finders are (after the path).
+IMPORT_HOOK = """
+import importlib.util, sys
+
+class WorkingTree:
+    def find_spec(self, name, path=None, target=None):
+        if name == "kernels":
+            return importlib.util.spec_from_file_location(name, {lib!r} + "/kernels.py")
+
+sys.meta_path.insert(0, WorkingTree())
+"""

@@ -148,8 +148,15 @@ class Controller:
         first whose fixture values turn out to hold code (:meth:`apart`)."""
         assert self.session is not None
         from .. import __file__ as package_init
+        from ..run.children import foreign_imports
+        from ..versus.ab import imported_other_side
         from ..versus.lockstep import MORE_VARIABLE, Pairing, TwoSides
 
+        # A bisect step's side collected a tree it must not (an editable install's import
+        # finder maps the package to the user's tree): both sides would time that code.
+        found = foreign_imports()
+        if found:
+            _usage_exit(imported_other_side(rev, "this process's side", found))
         two = TwoSides(rev, Path(package_init).parent)
         pairing = Pairing(
             two,

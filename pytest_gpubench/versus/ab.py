@@ -227,6 +227,19 @@ class Comparison:
     crashed: frozenset[str]
 
 
+def imported_other_side(revision: Revision, who: str, foreign: Sequence[str]) -> GpubenchError:
+    """The error of a side's process (``who``: "the working tree", the revision's label) that
+    imported the other side's code ``foreign``: its measurements are not of its own code."""
+    more = len(foreign) - 3
+    named = ", ".join(foreign[:3]) + (f" and {more} more" if more > 0 else "")
+    return GpubenchError(
+        f"--gpubench-against {revision.ref}: {who} imported {named}, code not of its side, "
+        "so both sides would time the same code and nothing is judged; put the folder holding "
+        "that package on pytest's pythonpath ini option or on PYTHONPATH (each side then finds "
+        "its own), or install it with `pip install -e . --config-settings editable_mode=compat`"
+    )
+
+
 def design_of(
     pairs: int | None, more: bool, lockstep: bool = False, duos: bool = False, fresh: bool = False
 ) -> PairDesign:
@@ -277,16 +290,7 @@ def compare(
         # At its first process: the look's others would time the same.
         # Its measurements are not of its code: it imported the other side's.
         if run.foreign:
-            side = leg.name.partition("-")[0]  # "base-3"
-            more = len(run.foreign) - 3
-            named = ", ".join(run.foreign[:3]) + (f" and {more} more" if more > 0 else "")
-            raise GpubenchError(
-                f"--gpubench-against {revision.ref}: {label[side]} imported {named}, code of "
-                "the other side, so both sides would time the same code and nothing is judged; "
-                "put the folder holding that package on pytest's pythonpath ini option or on "
-                "PYTHONPATH (each side then finds its own), or install it with `pip install -e "
-                ". --config-settings editable_mode=compat`"
-            )
+            raise imported_other_side(revision, label[leg.name.partition("-")[0]], run.foreign)
 
     while wanted:
         done = pairs.count

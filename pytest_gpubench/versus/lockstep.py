@@ -46,6 +46,7 @@ from .ab import (
     MOVED,
     Pairs,
     design_of,
+    imported_other_side,
     paired_results,
     rejudged,
     unsure_tests,
@@ -749,6 +750,10 @@ class Pairing:
             measured = False
             for n, (leader, follower) in zip(numbers, ran, strict=True):
                 head_leads = n % 2 == 1
+                theirs = follower if head_leads else leader
+                if theirs.foreign:  # the revision's process timed the working tree's code
+                    label = f"the revision {self.two.revision.ref}'s process"
+                    raise imported_other_side(self.two.revision, label, theirs.foreign)
                 errors += [r.error for r in (leader, follower) if r.error]
                 pairs.uncollected.update((follower if head_leads else leader).uncollected)
                 new, changed = _sides_of(leader, swapped=not head_leads)

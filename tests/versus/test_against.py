@@ -16,7 +16,17 @@ import time
 from pathlib import Path
 
 import pytest
-from support import KERNELS, TESTS, USAGE_ERROR, commit, git, output, slower
+from support import (
+    IMPORT_HOOK,
+    PATH_HOOK,
+    TESTS,
+    USAGE_ERROR,
+    commit,
+    git,
+    in_lib,
+    output,
+    slower,
+)
 
 if shutil.which("git") is None:
     pytest.skip("git is not on PATH", allow_module_level=True)
@@ -396,36 +406,6 @@ def test_the_sides_take_the_device_in_turn_each_starting_while_the_one_before_ti
         assert when["session", after] >= when["slept", before], events
 
 
-def in_lib(repo: pytest.Pytester, hook: str) -> None:
-    """The kernel module moved to lib/, found through ``hook`` in the conftest: an
-    absolute path of the working tree, as an editable install's .pth or import hook
-    names it (the revision's copy of the conftest names the same path)."""
-    (repo.path / "lib").mkdir()
-    git(repo.path, "mv", "kernels.py", "lib/kernels.py")
-    conftest = repo.path / "conftest.py"
-    conftest.write_text(conftest.read_text() + hook.format(lib=str(repo.path / "lib")))
-    commit(repo.path, "the kernels in lib/")
-    (repo.path / "lib" / "kernels.py").write_text(KERNELS.format(factor=1.08))
-
-
-PATH_HOOK = """
-import sys
-sys.path.append({lib!r})
-"""
-
-# A finder first on the meta path, as setuptools' editable finders are (after the path).
-IMPORT_HOOK = """
-import importlib.util, sys
-
-class WorkingTree:
-    def find_spec(self, name, path=None, target=None):
-        if name == "kernels":
-            return importlib.util.spec_from_file_location(name, {lib!r} + "/kernels.py")
-
-sys.meta_path.insert(0, WorkingTree())
-"""
-
-
 @pytest.mark.slow
 def test_the_revisions_side_finds_its_code_where_the_working_tree_finds_its_own(
     repo: pytest.Pytester,
@@ -444,7 +424,7 @@ def test_a_revisions_side_that_imports_the_working_trees_code_is_one_line(
     result = repo.runpytest("--gpubench-against=HEAD", "-k", "test_sum", *FAST)
     assert result.ret == USAGE_ERROR
     text = output(result)
-    [line] = [line for line in text.splitlines() if "code of the other side" in line]
+    [line] = [line for line in text.splitlines() if "code not of its side" in line]
     assert f"imported kernels ({repo.path.resolve() / 'lib' / 'kernels.py'})" in line
     assert "nothing is judged" in line and "Traceback" not in text
     assert "pair 2/" not in text  # stopped at the revision's first process, not after the look
@@ -463,7 +443,7 @@ def test_with_two_gpus_a_side_that_imports_the_other_sides_code_stops_both_relay
     result = repo.runpytest("-p", "no:benchmark", "-n", "2", "--gpubench-against=HEAD", *FAST)
     assert result.ret == USAGE_ERROR
     text = output(result)
-    assert [line for line in text.splitlines() if "code of the other side" in line]
+    assert [line for line in text.splitlines() if "code not of its side" in line]
     assert "GPU 0, pair 1/" in text and "GPU 1, pair 1/" in text  # both relays ran
     assert "pair 2/" not in text and "Traceback" not in text
 
@@ -516,7 +496,7 @@ def test_with_two_gpus_a_relay_timing_a_rest_again_stops_with_the_others(
     assert time.monotonic() - started < 75
     assert result.ret == USAGE_ERROR
     text = output(result)
-    assert [line for line in text.splitlines() if "code of the other side" in line]
+    assert [line for line in text.splitlines() if "code not of its side" in line]
     assert "died in test_bench.py::test_sum" in text and "Traceback" not in text
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support import KERNELS, commit, git, running
+from support import IMPORT_HOOK, KERNELS, commit, git, in_lib, running
 
 from pytest_gpubench import cli
 from pytest_gpubench.core.records import Status
@@ -510,6 +510,23 @@ def test_a_failed_build_is_one_line_and_leaves_its_log_only(
     [log] = left_in(temp)
     assert log.startswith("gpubench-bisect-build-") and (temp / log).read_text() == "no\n"
     assert len(worktrees(repo)) == 1
+
+
+@pytest.mark.slow
+@needs_git
+def test_a_step_whose_code_comes_from_the_users_tree_is_one_line(
+    repo: pytest.Pytester, temp: Path
+) -> None:
+    """An import hook maps the kernels to the user's tree for every checkout (as
+    setuptools' editable finder does): each step would time that code on both sides (BAD
+    read `good`); the step says so instead."""
+    in_lib(repo, IMPORT_HOOK)  # the working tree's kernels 8% slower
+    commit(repo.path, "slower kernels")
+    lockstep = ("--", "--gpubench-pairing=lockstep")
+    line = one_error_line(gpubench(repo, temp, "bisect", "HEAD~1", "HEAD", *FAST, *lockstep))
+    lib = repo.path.resolve() / "lib" / "kernels.py"
+    assert f"this process's side imported kernels ({lib}), code not of its side" in line
+    assert left_in(temp) == [] and len(worktrees(repo)) == 1
 
 
 @pytest.mark.parametrize(

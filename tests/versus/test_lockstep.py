@@ -20,7 +20,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import KERNELS, TESTS, commit, failing_on, git, kernels, output, slower
+from support import (
+    IMPORT_HOOK,
+    KERNELS,
+    TESTS,
+    USAGE_ERROR,
+    commit,
+    failing_on,
+    git,
+    in_lib,
+    kernels,
+    output,
+    slower,
+)
 
 from pytest_gpubench import cli
 from pytest_gpubench.judge.pairs import LOCKSTEP_DESIGN, LOCKSTEP_FRESH_DESIGN, PairDesign
@@ -259,6 +271,22 @@ def test_late(gpubench):
     lines = [Path(line) for line in log.read_text().split()]
     mine = [p for p in lines if p.is_relative_to(repo.path)]
     assert len(mine) == 1 and len(lines) == 2, lines  # the revision's from its checkout
+
+
+@pytest.mark.slow
+def test_a_revision_whose_duos_import_the_working_trees_code_is_one_line(
+    repo: pytest.Pytester,
+) -> None:
+    """An import hook maps the kernels to the working tree for both sides (as setuptools'
+    editable finder does): one process cannot hold both sides, nor can duos, whose
+    revision's process timed the working tree's code (+8% read `same`)."""
+    in_lib(repo, IMPORT_HOOK)
+    result = repo.runpytest_subprocess("--gpubench-against=HEAD", *LOCKSTEP, "-k", "test_sum")
+    assert result.ret == USAGE_ERROR
+    text = output(result)
+    [line] = [line for line in text.splitlines() if "code not of its side" in line]
+    assert f"imported kernels ({repo.path.resolve() / 'lib' / 'kernels.py'})" in line
+    assert "nothing is judged" in line and "Traceback" not in text
 
 
 @pytest.mark.slow
