@@ -18,6 +18,7 @@ import getpass
 import importlib.machinery
 import importlib.util
 import inspect
+import itertools
 import math
 import os
 import random
@@ -25,9 +26,9 @@ import sys
 import sysconfig
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from types import FunctionType, ModuleType
+from types import FunctionType, MethodType, ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..core.errors import GpubenchError
@@ -362,8 +363,9 @@ def holding_code(
 ) -> str:
     """The name of the first fixture value in ``values`` that holds code of the project or
     (with ``natives``) a native module (a module, a function or class of the project, an
-    instance of one of its classes, one level into a list, tuple or dict): the revision's
-    test would call the working tree's; '' when none."""
+    instance of one of its classes), itself or up to ``HOLD_DEPTH`` levels into containers,
+    partials, bound methods and objects' attributes (``functools.partial(mylib.spin)``, a
+    namespace's ``fn``): the revision's test would call the working tree's; '' when none."""
 
     def code(value: object) -> bool:
         if isinstance(value, ModuleType):
@@ -373,14 +375,38 @@ def holding_code(
         return project(sys.modules.get(type(value).__module__))
 
     for name, value in values.items():
-        inner: list[object] = [value]
-        if isinstance(value, list | tuple):
-            inner += list(value)
-        elif isinstance(value, dict):
-            inner += list(value.values())
-        if any(code(v) for v in inner):
-            return name
+        level: list[object] = [value]
+        seen: set[int] = set()
+        for _ in range(HOLD_DEPTH + 1):
+            if any(code(v) for v in level):
+                return name
+            level = [v for held in level if id(held) not in seen for v in _held(held, seen)]
     return ""
+
+
+# How deep and how wide holding_code looks into a fixture's value: bounded, as a value may be
+# a large container of numbers.
+HOLD_DEPTH = 3
+HOLD_WIDTH = 64
+
+
+def _held(value: object, seen: set[int]) -> list[object]:
+    """What ``value`` holds that could be code (its first HOLD_WIDTH items or attributes)."""
+    seen.add(id(value))
+    if isinstance(value, functools.partial):
+        inner: Iterable[object] = [value.func, *value.args, *value.keywords.values()]
+    elif isinstance(value, MethodType):
+        inner = [value.__func__, value.__self__]
+    elif isinstance(value, list | tuple | set | frozenset):
+        inner = value
+    elif isinstance(value, dict):
+        inner = value.values()
+    elif isinstance(value, ModuleType | type | FunctionType):
+        inner = ()  # code itself: judged as such, not by what it holds
+    else:
+        attributes = getattr(value, "__dict__", None)
+        inner = attributes.values() if isinstance(attributes, dict) else ()
+    return list(itertools.islice(inner, HOLD_WIDTH))
 
 
 class Apart(Exception):

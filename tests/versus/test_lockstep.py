@@ -1334,8 +1334,10 @@ def test_inputs_the_device_cannot_copy_stay_where_they_are(
 
 
 def test_fixture_values_that_hold_code_are_named() -> None:
-    """A module, a function or class of the project, an instance of one of its classes, one
-    level into a container: the revision's test would run the working tree's code."""
+    """A module, a function or class of the project, an instance of one of its classes, in
+    a container, a partial, a bound method or an object's attributes (a few levels deep):
+    the revision's test would run the working tree's code."""
+    import functools
     import types
 
     from pytest_gpubench.versus.lockstep import holding_code
@@ -1359,6 +1361,14 @@ def test_fixture_values_that_hold_code_are_named() -> None:
         assert holding_code({"pair": (1, project.Config)}, ours) == "pair"
         assert holding_code({"ext": native}, ours) == "ext"
         assert holding_code({"n": 3, "text": "kernels", "d": {"a": 1}}, ours) == ""
+        assert holding_code({"p": functools.partial(project.work, 0.5)}, ours) == "p"
+        assert holding_code({"ns": types.SimpleNamespace(fn=project.work)}, ours) == "ns"
+        assert holding_code({"deep": {"a": [types.SimpleNamespace(c=project.Config)]}}, ours)
+        assert holding_code({"bound": functools.partial(print).__call__}, ours) == ""
+        cycle: list[object] = [1]
+        cycle.append(cycle)
+        assert holding_code({"cycle": cycle, "many": list(range(10**6))}, ours) == ""
+        assert holding_code({"far": [[[[[project.work]]]]]}, ours) == ""  # past HOLD_DEPTH
     finally:
         del sys.modules["kernels"]
 
