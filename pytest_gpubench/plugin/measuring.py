@@ -441,6 +441,7 @@ class Measuring:
 
         pairing = self.pairing
         lock, failed = paired
+        failed = failed or lock.failed  # its call may have failed on the revision's side
         try:
             if passed:  # the revision's calls yours never made: timed alone, reported removed
                 pairing.finish_base(lock)

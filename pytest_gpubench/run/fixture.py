@@ -22,6 +22,7 @@ from .sides import (
     Lockstep,
     Pair,
     RemoteCallError,
+    RevisionCallError,
     inputs_changed,
 )
 
@@ -208,7 +209,12 @@ class GpuBench:
             if changed:
                 lock.inputs[call.key] = changed
             sides = lock.two.on_side(False, workload), lock.two.on_side(True, held.workload)
-            measured, base = self.session.measure_sides(*sides, call, held.call.untimed)
+            try:
+                measured, base = self.session.measure_sides(*sides, call, held.call.untimed)
+            except RevisionCallError as exc:  # your call timed alone; the test unmeasurable
+                lock.failed = lock.failed or f"its call failed on the revision's side ({exc})"
+                self._judged.append(self.session.measure(workload, call))
+                return result
             self._judged.append(measured)
             lock.base[call.key] = base
             if lock.keep:

@@ -36,6 +36,11 @@ class RemoteCallError(DuoError):
     """The other process of a duo could not time its call, and goes on."""
 
 
+class RevisionCallError(Exception):
+    """The revision's call raised while timed in lockstep (its error the cause): the
+    revision's failure, not the working tree's test's."""
+
+
 def error_line(exc: BaseException) -> str:
     """An error as a side reports it: its type and its message's first line, at most 200
     characters."""

@@ -28,7 +28,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from types import FunctionType, MethodType, ModuleType
+from types import FunctionType, MethodType, ModuleType, SimpleNamespace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..core.errors import GpubenchError
@@ -38,7 +38,7 @@ from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import Gate
 from ..judge.pairs import DUO_PAIRS, PairDesign, lockstep_process_sigma, second_process_agrees
 from ..run.children import ChildRun, Launcher
-from ..run.sides import Lockstep, Pair, error_line
+from ..run.sides import Lockstep, Pair, RevisionCallError, error_line
 from ..timing.engine import Workload
 from .ab import (
     BASE,
@@ -213,6 +213,10 @@ class TwoSides:
             count = self._swap(base)
             try:
                 return fn(*args, **kwargs)
+            except Exception as exc:
+                if base:  # said as the revision's (it leaves the test unmeasurable)
+                    raise RevisionCallError(error_line(exc)) from exc
+                raise
             finally:
                 if len(sys.modules) != count:  # it imported: keep what it imported
                     self._keep(base)
@@ -364,7 +368,7 @@ def holding_code(
     """The name of the first fixture value in ``values`` that holds code of the project or
     (with ``natives``) a native module (a module, a function or class of the project, an
     instance of one of its classes), itself or up to ``HOLD_DEPTH`` levels into containers,
-    partials, bound methods and objects' attributes (``functools.partial(mylib.spin)``, a
+    partials, bound methods, namespaces and dataclasses (``functools.partial(mylib.spin)``, a
     namespace's ``fn``): the revision's test would call the working tree's; '' when none."""
 
     def code(value: object) -> bool:
@@ -401,11 +405,12 @@ def _held(value: object, seen: set[int]) -> list[object]:
         inner = value
     elif isinstance(value, dict):
         inner = value.values()
-    elif isinstance(value, ModuleType | type | FunctionType):
-        inner = ()  # code itself: judged as such, not by what it holds
-    else:
-        attributes = getattr(value, "__dict__", None)
-        inner = attributes.values() if isinstance(attributes, dict) else ()
+    elif isinstance(value, SimpleNamespace) or (
+        dataclasses.is_dataclass(value) and not isinstance(value, type)
+    ):
+        inner = vars(value).values() if hasattr(value, "__dict__") else ()
+    else:  # other objects' insides are theirs (pytest's request holds the test itself)
+        inner = ()
     return list(itertools.islice(inner, HOLD_WIDTH))
 
 

@@ -9,6 +9,7 @@ slower on its side only, and a process's own shift falls on both sides alike."""
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import math
 import random
@@ -1056,6 +1057,23 @@ def test_inputs_can_be_placed_anew_where_a_device_tensor_is_given() -> None:
 
 
 @pytest.mark.slow
+def test_a_revisions_call_that_fails_while_timed_leaves_its_test_unmeasurable(
+    repo: pytest.Pytester,
+) -> None:
+    """The revision's function fails on its 10th call, inside the first pair (the working
+    tree's mends it): the revision's failure, said as such, fails nothing; the working tree's
+    test passed (it failed with the revision's error, unattributed)."""
+    repo.makepyfile(kernels=failing_on(10, "raise ValueError('call 10')"))
+    commit(repo.path, "a kernel failing on its 10th call")
+    slower(repo, 1.0)  # not committed
+    result = repo.runpytest_subprocess("--gpubench-against=HEAD", *LOCKSTEP, "-k", "test_sum")
+    result.assert_outcomes(passed=1)
+    text = output(result)
+    assert "unmeasurable: its call failed on the revision's side (ValueError: call 10)" in text
+    assert "Traceback" not in text
+
+
+@pytest.mark.slow
 def test_a_pair_set_up_again_that_raises_ends_the_more_pairs(repo: pytest.Pytester) -> None:
     """The working tree's function fails on its 38th call, in the second more pair (a
     test's code that fails on its inputs placed anew, or out of memory): no more pairs are
@@ -1369,6 +1387,11 @@ def test_fixture_values_that_hold_code_are_named() -> None:
         cycle.append(cycle)
         assert holding_code({"cycle": cycle, "many": list(range(10**6))}, ours) == ""
         assert holding_code({"far": [[[[[project.work]]]]]}, ours) == ""  # past HOLD_DEPTH
+        held = dataclasses.make_dataclass("Held", ["fn"])(project.work)
+        assert holding_code({"data": held}, ours) == "data"
+        other = type("Request", (), {})()  # not the project's
+        other.item = project.work  # as pytest's request holds the test: its own insides
+        assert holding_code({"request": other}, ours) == ""
     finally:
         del sys.modules["kernels"]
 
