@@ -208,7 +208,10 @@ class Child:
         # Cancelled, its parent gets nothing, and says so; else it reports a process that
         # measured nothing, with its output.
         if exitstatus not in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR):
-            tell(self.out, **child_document(self.collected.outcomes, foreign_imports()))
+            tell(
+                self.out,
+                **child_document(self.collected.outcomes, foreign_imports(), self.collected.failed),
+            )
             self.reported = True
         if self.duo is not None:  # a follower's last word: no more tests on its side
             self.duo.end()

@@ -22,6 +22,8 @@ class Collected:
     def __init__(self) -> None:
         self._by_key: dict[str, tuple[Result, bool]] = {}
         self.skipped: dict[str, str] = {}  # why each gpubench test skipped, by node id
+        # The tests that failed with no result (an error while timed), with their error.
+        self.failed: dict[str, str] = {}
 
     @property
     def outcomes(self) -> list[tuple[Result, bool]]:
@@ -41,7 +43,13 @@ class Collected:
             self.skipped[report.nodeid] = reason
         results = getattr(report, REPORT_ATTRIBUTE, None)
         # pytest-rerunfailures sets an outcome pytest's types do not know
-        if report.when != "call" or not results or str(report.outcome) == "rerun":
+        if report.when != "call" or str(report.outcome) == "rerun":
+            return
+        if report.failed and not results:
+            crash = getattr(report.longrepr, "reprcrash", None)
+            message = str(getattr(crash, "message", "") or "").strip()
+            self.failed[report.nodeid] = message.splitlines()[0][:200] if message else ""
+        if not results:
             return
         for result in results:
             self._by_key[result.key] = (result, report.passed)

@@ -25,7 +25,7 @@ import sysconfig
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -146,6 +146,8 @@ class ChildRun:
     uncollected: tuple[tuple[str, str], ...] = ()
     # Modules it imported from a tree it must not (FOREIGN_VARIABLE): "name (file)".
     foreign: tuple[str, ...] = ()
+    # Its tests that failed before any result (an error while timed), each with its error.
+    failed: tuple[tuple[str, str], ...] = ()
     # The tests a process died in (an abort, a segfault, SIGKILL, an os._exit), each with
     # how it ended (``processes.died``) and its last words (:func:`reason_in`): a relay times
     # the rest in a fresh process, MAX_DEATHS times at most.
@@ -568,7 +570,9 @@ def finish_child(proc: Started, out: Path, signs: Signs | None = None) -> ChildR
         )
     uncollected = collection_errors(_log(out)) if proc.returncode not in (0, 5) else ()
     foreign = tuple(str(m) for m in status.get("foreign", ()))
-    return ChildRun(results, uncollected=uncollected, foreign=foreign)
+    failed = status.get("failed")
+    failed = tuple((str(t), str(e)) for t, e in failed.items()) if isinstance(failed, dict) else ()
+    return ChildRun(results, uncollected=uncollected, foreign=foreign, failed=failed)
 
 
 def collection_errors(output: str) -> tuple[tuple[str, str], ...]:
@@ -885,11 +889,18 @@ def relays(
 
 
 def child_document(
-    results: Sequence[tuple[Result, bool]], foreign: Sequence[str] = ()
+    results: Sequence[tuple[Result, bool]],
+    foreign: Sequence[str] = (),
+    failed: Mapping[str, str] | None = None,
 ) -> dict[str, object]:
-    """A child's last status: its results, each with whether its test passed, and the
-    modules it imported from a tree it must not (:func:`foreign_imports`)."""
-    return {"results": [r.to_dict(passed) for r, passed in results], "foreign": list(foreign)}
+    """A child's last status: its results, each with whether its test passed, the modules
+    it imported from a tree it must not (:func:`foreign_imports`), and its tests that failed
+    before any result, each with its error."""
+    return {
+        "results": [r.to_dict(passed) for r, passed in results],
+        "foreign": list(foreign),
+        "failed": dict(failed or {}),
+    }
 
 
 def foreign_imports() -> tuple[str, ...]:

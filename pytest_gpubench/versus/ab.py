@@ -162,13 +162,16 @@ def _moved(arg: str, revision: Revision, cwd: Path) -> str | None:
 class Pairs:
     """Both sides' measurements so far, pair by pair (``duos``: by pair, the duo that timed
     it), and what kept a side from measuring a test, by node id: ``failed``, its test failed
-    there (with why, or ''); ``crashed``, its process died in it there, with what it did
-    (``died in test_sum, killed by SIGABRT: ...``); ``uncollected``, by file, why the
-    revision's side could not collect it."""
+    there (with why, or ''; ``errors``, the error of one that failed before any result);
+    ``crashed``, its process died in it there, with what it did (``died in test_sum, killed
+    by SIGABRT: ...``); ``uncollected``, by file, why the revision's side could not collect
+    it."""
 
     def __init__(self) -> None:
         self.runs: dict[str, list[dict[str, Measurement]]] = {BASE: [], HEAD: []}
         self.failed: dict[str, dict[str, str]] = {BASE: {}, HEAD: {}}
+        # By side, the error of each test that failed before any result (while timed).
+        self.errors: dict[str, dict[str, str]] = {BASE: {}, HEAD: {}}
         self.crashed: dict[str, dict[str, str]] = {BASE: {}, HEAD: {}}
         self.uncollected: dict[str, str] = {}
         self.duos: list[int] = []
@@ -188,6 +191,8 @@ class Pairs:
         """What ``side``'s process ``run`` could not measure: its failed tests, those it
         died in, the files it could not collect (the revision's side)."""
         self.failed[side].update((node_id(r.key), "") for r, passed in run.results if not passed)
+        self.failed[side].update((test, "") for test, _ in run.failed)
+        self.errors[side].update(run.failed)
         for test, how in run.crashed:
             self.crashed[side].setdefault(test, f"died in {test.split('::')[-1]}, {how}")
         if side == BASE:
@@ -208,7 +213,10 @@ class Pairs:
         if nodeid in self.crashed[side]:
             return f"{who}'s process {self.crashed[side][nodeid]}"
         if nodeid in self.failed[side]:
-            return self.failed[side][nodeid] or f"its test failed on {who}'s side"
+            said = f"its test failed on {who}'s side"
+            if self.errors[side].get(nodeid):
+                said += f" ({self.errors[side][nodeid]})"
+            return self.failed[side][nodeid] or said
         return ""
 
 
@@ -610,6 +618,10 @@ def paired_results(
             return Result(heads[0] if heads else bases[0], unpaired(Status.CRASHED, reason=why))
         # One side only: its first session shows (more would read as confirmations).
         if not heads:
+            error = so_far.errors[HEAD].get(nodeid)
+            if error is not None:  # while timed, though its first call passes (as here)
+                why = f"its test failed in the working tree's process while timed ({error})"
+                return Result(bases[0], unpaired(Status.CRASHED, reason=why))
             failed = nodeid in so_far.failed[HEAD]
             why = "its test failed in the working tree" if failed else "only there"
             return Result(

@@ -18,10 +18,12 @@ from pathlib import Path
 import pytest
 from support import (
     IMPORT_HOOK,
+    KERNELS,
     PATH_HOOK,
     TESTS,
     USAGE_ERROR,
     commit,
+    failing_on,
     git,
     in_lib,
     output,
@@ -55,6 +57,29 @@ def test_against_its_own_revision_nothing_fails(
     assert "evidence" not in text  # nothing failed: no process more for evidence
     results = json.loads((repo.path / "out.json").read_text())["results"]
     assert {r["family"] for r in results} == {7}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where", ["working tree", "revision"])
+def test_a_function_failing_while_timed_on_one_side_is_that_sides(
+    repo: pytest.Pytester, where: str
+) -> None:
+    """``work`` fails on its 10th call, while timed (its first calls pass, as in your run's
+    untimed call): on your side the test fails, saying why (it passed as `removed`); on the
+    revision's it is `unmeasurable` with the error (it had no line)."""
+    repo.makepyfile(kernels=failing_on(10, "raise ValueError('call 10')"))
+    if where == "revision":
+        commit(repo.path, "a kernel failing on its 10th call")
+        repo.makepyfile(kernels=KERNELS.format(factor=1.0))
+    result = repo.runpytest("--gpubench-against=HEAD", "-k", "test_sum", *FAST)
+    text = output(result)
+    if where == "working tree":
+        result.assert_outcomes(failed=1)
+        assert "crashed: its test failed in the working tree's process while timed" in text
+    else:
+        result.assert_outcomes(passed=1)
+        assert "unmeasurable: its test failed on HEAD" in text
+    assert "(ValueError: call 10)" in text and "Traceback" not in text
 
 
 @pytest.mark.slow
