@@ -619,8 +619,8 @@ def paired_results(
         # One side only: its first session shows (more would read as confirmations).
         if not heads:
             error = so_far.errors[HEAD].get(nodeid)
-            if error is not None:  # while timed, though its first call passes (as here)
-                why = f"its test failed in the working tree's process while timed ({error})"
+            if error is not None:  # an error while timed, though its first call passes here
+                why = f"its test failed in the working tree's timed process ({error})"
                 return Result(bases[0], unpaired(Status.CRASHED, reason=why))
             failed = nodeid in so_far.failed[HEAD]
             why = "its test failed in the working tree" if failed else "only there"

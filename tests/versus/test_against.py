@@ -75,7 +75,7 @@ def test_a_function_failing_while_timed_on_one_side_is_that_sides(
     text = output(result)
     if where == "working tree":
         result.assert_outcomes(failed=1)
-        assert "crashed: its test failed in the working tree's process while timed" in text
+        assert "crashed: its test failed in the working tree's timed process" in text
     else:
         result.assert_outcomes(passed=1)
         assert "unmeasurable: its test failed on HEAD" in text
