@@ -509,6 +509,8 @@ def run_plot(args: argparse.Namespace) -> int:
 
 
 def run_bisect(args: argparse.Namespace) -> int:
+    if args.max_pairs < args.pairs:  # an unsure step could never get more
+        raise GpubenchError(f"--max-pairs {args.max_pairs} is below --pairs {args.pairs}")
     if args.json is not None:
         storage.check_target(args.json, "bisect JSON file")  # before hours of steps, not after
 

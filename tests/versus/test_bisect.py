@@ -549,6 +549,13 @@ def test_invalid_options_are_one_line(
     assert line.startswith("gpubench bisect: error: ") and message in line
 
 
+def test_max_pairs_below_pairs_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """An unsure step could never get more pairs: said before any step runs."""
+    assert cli.main(["bisect", "a", "b", "--pairs", "5", "--max-pairs", "2"]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line == "gpubench: error: --max-pairs 2 is below --pairs 5"
+
+
 @pytest.mark.slow
 @needs_git
 def test_no_gpubench_test_selected_is_one_line(repo: pytest.Pytester, temp: Path) -> None:
