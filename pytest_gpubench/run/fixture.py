@@ -22,7 +22,6 @@ from .sides import (
     Lockstep,
     Pair,
     RemoteCallError,
-    RevisionCallError,
     inputs_changed,
 )
 
@@ -211,8 +210,11 @@ class GpuBench:
             sides = lock.two.on_side(False, workload), lock.two.on_side(True, held.workload)
             try:
                 measured, base = self.session.measure_sides(*sides, call, held.call.untimed)
-            except RevisionCallError as exc:  # your call timed alone; the test unmeasurable
-                lock.failed = lock.failed or f"its call failed on the revision's side ({exc})"
+            except Exception as exc:  # the revision's: your call timed alone, unmeasurable
+                why = lock.two.revision_error(exc)
+                if why is None:
+                    raise
+                lock.failed = lock.failed or f"its call failed on the revision's side ({why})"
                 self._judged.append(self.session.measure(workload, call))
                 return result
             self._judged.append(measured)

@@ -36,11 +36,6 @@ class RemoteCallError(DuoError):
     """The other process of a duo could not time its call, and goes on."""
 
 
-class RevisionCallError(Exception):
-    """The revision's call raised while timed in lockstep (its error the cause): the
-    revision's failure, not the working tree's test's."""
-
-
 def error_line(exc: BaseException) -> str:
     """An error as a side reports it: its type and its message's first line, at most 200
     characters."""
@@ -54,6 +49,11 @@ class Sides(Protocol):
     def on_side(self, base: bool, workload: Workload) -> Workload:
         """``workload`` whose every call finds its side's modules (the revision's where
         ``base``)."""
+        ...
+
+    def revision_error(self, exc: BaseException) -> str | None:
+        """``exc``'s line where a revision's timed call raised it (the revision's failure,
+        not the working tree's test's); None where it did not."""
         ...
 
 

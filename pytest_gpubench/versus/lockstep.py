@@ -38,7 +38,7 @@ from ..core.settings import MeasureSettings, Settings
 from ..judge.gate import Gate
 from ..judge.pairs import DUO_PAIRS, PairDesign, lockstep_process_sigma, second_process_agrees
 from ..run.children import ChildRun, Launcher
-from ..run.sides import Lockstep, Pair, RevisionCallError, error_line
+from ..run.sides import Lockstep, Pair, error_line
 from ..timing.engine import Workload
 from .ab import (
     BASE,
@@ -120,6 +120,7 @@ class TwoSides:
         self._known = (*self._installed, *(Path(p).resolve() for p in (triton, inductor)))
         self.foreign: list[str] = []  # the working tree's modules the revision's side imported
         self.natives: list[str] = []  # why its side's native code cannot load here
+        self._raised: BaseException | None = None  # the error a revision's timed call raised
 
     @classmethod
     def from_environment(cls, plugin: Path) -> TwoSides | None:
@@ -214,8 +215,8 @@ class TwoSides:
             try:
                 return fn(*args, **kwargs)
             except Exception as exc:
-                if base:  # said as the revision's (it leaves the test unmeasurable)
-                    raise RevisionCallError(error_line(exc)) from exc
+                if base:  # the revision's (revision_error): raised as it is, for the timer
+                    self._raised = exc  # probing it (a synchronizing call) catches its type
                 raise
             finally:
                 if len(sys.modules) != count:  # it imported: keep what it imported
@@ -223,6 +224,18 @@ class TwoSides:
                 self._swap(False)
 
         return Workload(call, workload.args, workload.kwargs, workload.setup, workload.slow)
+
+    def revision_error(self, exc: BaseException) -> str | None:
+        """``exc``'s line where it is, or came from, the error a revision's timed call raised
+        (the revision's failure, not the working tree's test's); None where it is not."""
+        seen: BaseException | None = exc
+        for _ in range(16):  # (a chain may loop)
+            if seen is None:
+                break
+            if seen is self._raised:
+                return error_line(seen)
+            seen = seen.__cause__ or seen.__context__
+        return None
 
     def _here(self, side: str) -> dict[str, ModuleType]:
         """The modules of ``side`` in sys.modules."""
