@@ -26,7 +26,7 @@ from ..core.records import Result, node_id
 from ..core.samples import plural
 from ..core.settings import MarkerSpec, MeasureSettings, Settings
 from .collect import Collected
-from .lockstep import EVERY, lockstep_refusal
+from .lockstep import EVERY, lockstep_refusal, only_in_revision
 from .measuring import REFUSED_KEY, SPEC_KEY, Measuring, uses_fixture
 
 if TYPE_CHECKING:
@@ -97,6 +97,7 @@ class Controller:
                 return (yield)
             finally:
                 self._lockstep_line(rev, time.perf_counter() - started)
+                self._only_in_revision(session, rev)
 
     def _lockstep_line(self, rev: Revision, spent_s: float) -> None:
         """What the lockstep structure did, for under the table: its tests, and the pairs
@@ -127,6 +128,21 @@ class Controller:
             f"against {rev.ref} ({rev.commit[:8]}): {tests} timed in lockstep, both sides in "
             f"one process, {each}{extra}; the tests took {spent_s:.0f} s"
         )
+
+    def _only_in_revision(self, session: pytest.Session, rev: Revision) -> None:
+        """The tests of gpubench that the working tree removed, for under the table: in
+        lockstep they are not run (in processes they read `removed`)."""
+        try:
+            gone = only_in_revision(session, rev)
+        except OSError:  # (a file it cannot read: it says nothing rather than fail the run)
+            return
+        if gone:
+            shown = ", ".join(gone[:5]) + (f" and {len(gone) - 5} more" if len(gone) > 5 else "")
+            self.lines.append(
+                f"against {rev.ref} ({rev.commit[:8]}): {plural(len(gone), 'test')} only in the "
+                f"revision, not run in lockstep: {shown} (--gpubench-pairing=processes times "
+                "them as removed)"
+            )
 
     def _lockstep_possible(self) -> bool:
         """Whether the tests may run both sides in lockstep: asked, not under xdist's

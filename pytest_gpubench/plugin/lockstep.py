@@ -7,9 +7,13 @@ run with them before the working tree's (plugin/measuring.py calls :func:`base_s
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import fnmatch
 import inspect
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -18,6 +22,7 @@ if TYPE_CHECKING:
     from ..run.fixture import GpuBench
     from ..run.sides import Lockstep
     from ..versus.lockstep import Pairing, TwoSides
+    from ..versus.revision import Revision
 
 
 def _where(item: pytest.Item) -> tuple[Any, str, str] | None:
@@ -38,6 +43,78 @@ def lockstep_refusal(item: pytest.Item, two: TwoSides) -> str:
         return "it is not a Python test function"
     found = two.test_function(*where)
     return found if isinstance(found, str) else two.native()
+
+
+def only_in_revision(session: pytest.Session, rev: Revision) -> list[str]:
+    """The tests asking for gpubench that the revision has and the working tree lacks, as
+    node ids: lockstep runs the working tree's tests, so these are not run (in processes
+    they are timed as `removed`). Those of the collected files' revision copies, and of the
+    revision's test files, under the run's paths, that the working tree lacks; read from
+    the files' source (importing a file the working tree dropped could fail or do anything)."""
+    modules = {m.path: m for i in session.items if (m := i.getparent(pytest.Module))}
+    root = session.config.rootpath
+    found: list[str] = []
+    for path, module in modules.items():
+        there = rev.moved(path)
+        if there is not None and there.is_file():
+            mine = set(_benchmarks(path, module))
+            found += [
+                f"{_node(path, root)}::{t}" for t in _benchmarks(there, module) if t not in mine
+            ]
+    if not modules:
+        return found
+    collector = next(iter(modules.values()))  # its name filters are the config's
+    for there in _test_files(session, rev):
+        here = rev.repo / there.relative_to(rev.root)
+        if not here.exists():
+            found += [f"{_node(here, root)}::{t}" for t in _benchmarks(there, collector)]
+    return found
+
+
+def _node(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+
+
+def _benchmarks(file: Path, module: pytest.Module) -> Iterator[str]:
+    """The test functions (``Class::name`` in a test class) of ``file`` that ask for
+    gpubench, by the names pytest collects (the module's filters); none where it does not
+    parse."""
+    try:
+        tree = ast.parse(file.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and module.classnamefilter(node.name):
+            yield from (f"{node.name}::{t}" for t in _asking(node.body, module))
+        yield from _asking([node], module)
+
+
+def _asking(body: list[ast.stmt], module: pytest.Module) -> Iterator[str]:
+    for node in body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            names = [
+                a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)
+            ]
+            if "gpubench" in names and module.funcnamefilter(node.name):
+                yield node.name
+
+
+def _test_files(session: pytest.Session, rev: Revision) -> Iterator[Path]:
+    """The revision's test files (the config's ``python_files``) under the run's paths,
+    its folders that ``norecursedirs`` names left out."""
+    config = session.config
+    patterns = config.getini("python_files")
+    skipped = config.getini("norecursedirs")
+    for arg in config.args:
+        start = rev.moved((config.invocation_params.dir / arg.split("::")[0]).absolute())
+        if start is None or not start.is_dir():
+            continue
+        for there in sorted(start.rglob("*.py")):
+            folders = there.relative_to(start).parts[:-1]
+            if any(fnmatch.fnmatch(f, p) for f in folders for p in skipped):
+                continue
+            if any(fnmatch.fnmatch(there.name, p) for p in patterns):
+                yield there
 
 
 def _revision_values(

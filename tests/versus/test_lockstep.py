@@ -292,17 +292,44 @@ def test_a_revision_whose_duos_import_the_working_trees_code_is_one_line(
 
 @pytest.mark.slow
 def test_tests_on_one_side_only_are_new_or_removed(repo: pytest.Pytester) -> None:
-    repo.makepyfile(test_gone="def test_old(gpubench):\n    assert gpubench(len, 'ab') == 2\n")
-    commit(repo.path, "a test that the working tree removes")
+    """A test only in the working tree is `new`; one only in the revision is not run in
+    lockstep (it runs the working tree's tests), and is said under the table: a file the
+    working tree removed, a function its file lost (a test without gpubench is none of
+    ours). It said nothing: a change could delete the benchmark of the kernel it slowed."""
+    repo.makepyfile(
+        test_gone="def test_old(gpubench):\n    assert gpubench(len, 'ab') == 2\n",
+        test_kept="""
+def test_stays(gpubench):
+    assert gpubench(len, 'a') == 1
+
+
+class TestGroup:
+    def test_dropped(self, gpubench):
+        assert gpubench(len, 'abc') == 3
+
+
+def test_plain():
+    pass
+""",
+    )
+    commit(repo.path, "tests that the working tree removes")
     git(repo.path, "rm", "-q", "test_gone.py")
-    repo.makepyfile(test_new="def test_fresh(gpubench):\n    assert gpubench(abs, -1) == 1\n")
+    repo.makepyfile(
+        test_new="def test_fresh(gpubench):\n    assert gpubench(abs, -1) == 1\n",
+        test_kept="def test_stays(gpubench):\n    assert gpubench(len, 'a') == 1\n",
+    )
     result = repo.runpytest_subprocess("--gpubench-against=HEAD", *LOCKSTEP)
     text = output(result)
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=4)
     assert "test_fresh" in text and " new " in text
-    # A file the working tree lacks: its tests are not collected here, so its side runs
-    # in fresh processes.
+    assert (
+        "2 tests only in the revision, not run in lockstep: "
+        "test_kept.py::TestGroup::test_dropped, test_gone.py::test_old "
+        "(--gpubench-pairing=processes times them as removed)"
+    ) in text
     assert "Traceback" not in text
+    result = repo.runpytest_subprocess("--gpubench-against=HEAD", *LOCKSTEP, "test_new.py")
+    assert "test_gone.py::test_old" not in output(result)  # (a path that holds none of it)
 
 
 @pytest.mark.slow
