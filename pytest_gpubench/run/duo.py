@@ -324,5 +324,8 @@ class Same:
     def on_side(self, base: bool, workload: Any) -> Any:
         return workload
 
+    def current(self, base: bool) -> None:
+        pass  # (one side here: its modules are current)
+
     def revision_error(self, exc: BaseException) -> str | None:
         return None  # (no revision's call here: the other process times it)

@@ -215,8 +215,11 @@ class GpuBench:
                 if why is None:
                     raise
                 lock.failed = lock.failed or f"its call failed on the revision's side ({why})"
+                lock.two.current(False)
                 self._judged.append(self.session.measure(workload, call))
                 return result
+            finally:
+                lock.two.current(False)  # your test's body goes on with your modules
             self._judged.append(measured)
             lock.base[call.key] = base
             if lock.keep:

@@ -51,6 +51,10 @@ class Sides(Protocol):
         ``base``)."""
         ...
 
+    def current(self, base: bool) -> None:
+        """Make one side's modules current (the working tree's after a pair)."""
+        ...
+
     def revision_error(self, exc: BaseException) -> str | None:
         """``exc``'s line where a revision's timed call raised it (the revision's failure,
         not the working tree's test's); None where it did not."""

@@ -50,9 +50,14 @@ class Workload:
     # second where the first was slow): timers take one call per sample and spend no calls
     # on calibration.
     slow: bool = False
+    # Called first by each preparation, before a timer's clock starts: the side of a test
+    # whose two revisions share this process made current (versus.lockstep.TwoSides).
+    enter: Callable[[], None] | None = None
 
     def prepare(self) -> Callable[[], Any]:
-        """Run ``setup`` (untimed) and return the call to time."""
+        """Run ``enter`` and ``setup`` (untimed) and return the call to time."""
+        if self.enter is not None:
+            self.enter()
         args, kwargs = self.args, self.kwargs
         if self.setup is not None:
             fresh = self.setup()

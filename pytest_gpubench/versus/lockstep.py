@@ -121,6 +121,8 @@ class TwoSides:
         self.foreign: list[str] = []  # the working tree's modules the revision's side imported
         self.natives: list[str] = []  # why its side's native code cannot load here
         self._raised: BaseException | None = None  # the error a revision's timed call raised
+        self._current = False  # whose modules stand in sys.modules: the revision's, or yours
+        self._count = 0  # how many modules it held when a side was made current
 
     @classmethod
     def from_environment(cls, plugin: Path) -> TwoSides | None:
@@ -180,6 +182,7 @@ class TwoSides:
         if self._in_base:
             yield
             return
+        self.current(False)  # (the working tree's, as a pair leaves it)
         self._head = self._take("head")
         saved = list(sys.path)
         sys.path[:] = self._path(saved)
@@ -201,29 +204,42 @@ class TwoSides:
             sys.modules.update(self._head)
 
     def on_side(self, base: bool, workload: Workload) -> Workload:
-        """``workload`` whose every call finds its side's modules (a lazy import inside a
-        timed call): both sides pay the same swaps per call. A module a call imports stays
-        its side's: without it, the working tree's lazily imported submodule left with each
-        revision's call and was imported again in every call of its own."""
+        """``workload`` whose calls find its side's modules (a lazy import inside a timed
+        call): its side is made current as its calls are prepared (:meth:`current`), before
+        a timer's clock starts, and by a call that finds the other side's (a call prepared
+        once and made again later). Swapping around each call cost 4-17 µs a call (5-50
+        modules a side), timed with it: a host-timed call read that much slower, and the
+        two sides' costs differed."""
         self._head.update(self._here("head"))  # the working tree's first calls' imports
         self._paths = (list(sys.path), self._path(list(sys.path)))
+        self._count = len(sys.modules)
         fn = workload.fn
 
         @functools.wraps(fn)  # its attributes too (a test's timer may read them)
         def call(*args: Any, **kwargs: Any) -> Any:
-            count = self._swap(base)
+            if self._current != base:
+                self.current(base)
             try:
                 return fn(*args, **kwargs)
             except Exception as exc:
                 if base:  # the revision's (revision_error): raised as it is, for the timer
                     self._raised = exc  # probing it (a synchronizing call) catches its type
                 raise
-            finally:
-                if len(sys.modules) != count:  # it imported: keep what it imported
-                    self._keep(base)
-                self._swap(False)
 
-        return Workload(call, workload.args, workload.kwargs, workload.setup, workload.slow)
+        enter = functools.partial(self.current, base)
+        return dataclasses.replace(workload, fn=call, enter=enter)
+
+    def current(self, base: bool) -> None:
+        """Make one side's modules and folders current (the working tree's after a pair:
+        ``current(False)``). What the calls imported since the last change stays the side's
+        that imported it: without it, the working tree's lazily imported submodule left
+        with each revision's call and was imported again in every call of its own."""
+        if len(sys.modules) != self._count:
+            self._keep(self._current)
+        if base != self._current:
+            self._swap(base)
+            self._current = base
+        self._count = len(sys.modules)
 
     def revision_error(self, exc: BaseException) -> str | None:
         """``exc``'s line where it is, or came from, the error a revision's timed call raised
@@ -241,16 +257,15 @@ class TwoSides:
         """The modules of ``side`` in sys.modules."""
         return {n: m for n, m in list(sys.modules.items()) if self.owner(m) == side}
 
-    def _swap(self, base: bool) -> int:
+    def _swap(self, base: bool) -> None:
         """Put one side's modules in sys.modules and its folders on sys.path (a lazy import
-        of a top-level module), the other's out; how many modules it then holds."""
+        of a top-level module), the other's out."""
         sys.path[:] = self._paths[base]
         mine, other = (self._base, self._head) if base else (self._head, self._base)
         sys.modules.update(mine)
         for name in other:
             if name not in mine:
                 sys.modules.pop(name, None)
-        return len(sys.modules)
 
     def _keep(self, base: bool) -> None:
         """What one side's call imported, kept as that side's; the working tree's code
@@ -844,9 +859,12 @@ class Pairing:
             order = [pair.base, pair.head] if base_first else [pair.head, pair.base]
             with placed_anew(order, self._draw) as (placed, copied):
                 base, head = placed if base_first else placed[::-1]
-                judged, sides[BASE][key] = self.session.measure_sides(
-                    head, base, pair.call, pair.base_untimed, again=True, base_first=base_first
-                )
+                try:
+                    judged, sides[BASE][key] = self.session.measure_sides(
+                        head, base, pair.call, pair.base_untimed, again=True, base_first=base_first
+                    )
+                finally:
+                    self.two.current(False)
                 sides[HEAD][key] = judged.measurement
             moved += copied > 0
         return sides, moved
